@@ -11,6 +11,7 @@
 
 pub mod codec;
 pub mod common;
+pub mod corpus;
 pub mod error;
 pub mod header;
 pub mod hot;
@@ -199,5 +200,168 @@ impl std::fmt::Display for Message {
             Body::V13(b) => format!("{b:?}"),
         };
         write!(f, "v{v} {} xid={} {body}", self.type_name(), self.xid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_corpus_message_round_trips_byte_exact() {
+        for (name, msg) in corpus::all() {
+            let bytes = msg.to_bytes().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(Header::peek(&bytes).unwrap().length as usize, bytes.len(), "{name}");
+            let back = decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}\n{}", types::to_hex(&bytes)));
+            assert_eq!(back, msg, "{name}");
+            assert_eq!(back.to_bytes().unwrap(), bytes, "{name}");
+        }
+    }
+
+    #[test]
+    fn corpus_covers_every_message_type_of_both_versions() {
+        let mut seen10 = BTreeSet::new();
+        let mut seen13 = BTreeSet::new();
+        for (_, m) in corpus::all() {
+            match m.version {
+                OFP10_VERSION => seen10.insert(m.msg_type()),
+                OFP13_VERSION => seen13.insert(m.msg_type()),
+                _ => false,
+            };
+        }
+        assert_eq!(seen10, (0..=21).collect::<BTreeSet<u8>>());
+        assert_eq!(seen13, (0..=29).collect::<BTreeSet<u8>>());
+        let mut mp_req = BTreeSet::new();
+        let mut mp_rep = BTreeSet::new();
+        for (_, b) in corpus::v13_messages() {
+            match b {
+                v13::Body::MultipartRequest(r) => mp_req.insert(r.body.multipart_type()),
+                v13::Body::MultipartReply(r) => mp_rep.insert(r.body.multipart_type()),
+                _ => false,
+            };
+        }
+        let want: BTreeSet<u16> = (0..=13).chain([0xffff]).collect();
+        assert_eq!(mp_req, want);
+        assert_eq!(mp_rep, want);
+    }
+
+    #[test]
+    fn every_truncation_of_every_message_is_an_error_not_a_panic() {
+        for (name, msg) in corpus::all() {
+            let bytes = msg.to_bytes().unwrap();
+            for cut in 0..bytes.len() {
+                // Honest header length over a truncated body.
+                let mut b = bytes[..cut].to_vec();
+                if b.len() >= 4 {
+                    b[2..4].copy_from_slice(&(cut as u16).to_be_bytes());
+                }
+                if let Ok(m) = decode(&b) {
+                    // Only messages with trailing opaque data can still decode.
+                    assert_eq!(m.msg_type(), msg.msg_type(), "{name} cut at {cut}");
+                }
+                // Header length that disagrees with the bytes.
+                assert_eq!(
+                    decode(&bytes[..cut]).unwrap_err().code,
+                    ErrorCode::BadRequest(BadRequestCode::BadLen),
+                    "{name} cut at {cut}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn length_fields_that_disagree_are_bad_len() {
+        let mut b = Message::v13(1, v13::Body::BarrierRequest).to_bytes().unwrap();
+        b.push(0);
+        b[3] = 9; // honest about the trailing byte, but BARRIER has no body
+        let e = decode(&b).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadRequest(BadRequestCode::BadLen));
+        assert!(e.what.contains("trailing"), "{e}");
+        // FEATURES_REQUEST type with a FLOW_MOD body: type does not match body.
+        let fm = corpus::v13_messages().into_iter().find(|(n, _)| *n == "flow_mod_add").unwrap().1;
+        let mut b = Message::v13(1, fm).to_bytes().unwrap();
+        b[1] = v13::msg_type::FEATURES_REQUEST;
+        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadRequest(BadRequestCode::BadLen));
+    }
+
+    #[test]
+    fn versions_types_and_padding_are_checked() {
+        let e = decode(&[0x02, 5, 0, 8, 0, 0, 0, 1]).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadRequest(BadRequestCode::BadVersion));
+        // HELLO of any version decodes.
+        assert!(decode(&[0x06, 0, 0, 8, 0, 0, 0, 1]).is_ok());
+        assert!(decode(&[0x02, 0, 0, 8, 0, 0, 0, 1]).is_ok());
+        let e = decode(&[0x01, 22, 0, 8, 0, 0, 0, 1]).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadRequest(BadRequestCode::BadType));
+        let e = decode(&[0x04, 30, 0, 8, 0, 0, 0, 1]).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadRequest(BadRequestCode::BadType));
+        // A session that negotiated 1.3 receiving a 1.0 message.
+        let e = decode_in_session(&[0x01, 18, 0, 8, 0, 0, 0, 1], OFP13_VERSION).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadRequest(BadRequestCode::BadVersion));
+        // Non-zero padding in a 1.3 TABLE_MOD.
+        let e = decode(&[4, 17, 0, 16, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0]).unwrap_err();
+        assert!(e.what.contains("padding"), "{e}");
+        // Port name without NUL in a 1.0 PORT_STATUS.
+        let ps = corpus::v10_messages().into_iter().find(|(n, _)| *n == "port_status").unwrap().1;
+        let mut b = Message::v10(1, ps).to_bytes().unwrap();
+        let name_at = 8 + 8 + 2 + 6;
+        b[name_at..name_at + 16].copy_from_slice(b"ABCDEFGHIJKLMNOP");
+        let e = decode(&b).unwrap_err();
+        assert!(e.what.contains("NUL"), "{e}");
+    }
+
+    #[test]
+    fn bad_actions_instructions_and_commands_map_to_their_codes() {
+        let fm = corpus::v13_messages().into_iter().find(|(n, _)| *n == "flow_mod_add").unwrap().1;
+        let good = Message::v13(1, fm).to_bytes().unwrap();
+        // The instruction starts right after the 48-byte fixed part and the 32-byte match.
+        let inst_at = 8 + 40 + 32;
+        assert_eq!(&good[inst_at..inst_at + 2], &[0, 4]);
+        let mut b = good.clone();
+        b[inst_at + 1] = 9;
+        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadInstruction(BadInstructionCode::UnknownInst));
+        let mut b = good.clone();
+        b[inst_at + 8 + 1] = 99; // action type
+        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadAction(BadActionCode::BadType));
+        let mut b = good.clone();
+        b[inst_at + 8 + 3] = 12; // action length not a multiple of 8
+        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadAction(BadActionCode::BadLen));
+        let mut b = good.clone();
+        b[8 + 17] = 7; // command
+        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::FlowModFailed(FlowModFailedCode::BadCommand));
+        let mut b = good;
+        b[inst_at + 8 + 4..inst_at + 8 + 8].copy_from_slice(&v13::port::ANY.to_be_bytes());
+        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadAction(BadActionCode::BadOutPort));
+    }
+
+    #[test]
+    fn error_messages_of_every_code_round_trip() {
+        for version in [OFP10_VERSION, OFP13_VERSION] {
+            let mut codes = ErrorCode::all_defined(version);
+            if version == OFP13_VERSION {
+                codes.push(ErrorCode::Experimenter { exp_type: 1, experimenter: 0x2320 });
+            }
+            for code in codes {
+                let e = ErrorMsg { code, data: Bytes(vec![1, 2, 3]) };
+                let msg = match version {
+                    OFP10_VERSION => Message::v10(1, v10::Body::Error(e)),
+                    _ => Message::v13(1, v13::Body::Error(e)),
+                };
+                let bytes = msg.to_bytes().unwrap();
+                assert_eq!(decode(&bytes).unwrap(), msg, "{code}");
+            }
+        }
+    }
+
+    #[test]
+    fn encode_refuses_oversize_and_mismatched_versions() {
+        let big = Message::v13(1, v13::Body::EchoRequest(Bytes(vec![0; 70_000])));
+        let mut out = vec![9];
+        assert!(matches!(big.encode(&mut out), Err(EncodeError::TooLong(_))));
+        assert_eq!(out, vec![9]);
+        let wrong = Message { version: OFP10_VERSION, xid: 1, body: Body::V13(v13::Body::BarrierRequest) };
+        assert!(matches!(wrong.to_bytes(), Err(EncodeError::VersionMismatch { .. })));
     }
 }
