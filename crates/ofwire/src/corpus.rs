@@ -100,17 +100,14 @@ pub fn all_actions10() -> Vec<v10::Action> {
 /// Every 1.3 action.
 pub fn all_actions13() -> Vec<v13::Action> {
     use v13::Action::*;
+    // Ordered so each action is consistent with the packet the previous ones
+    // leave (a TCP/IPv4 packet), as a real switch checks.
     vec![
         Output { port: 2, max_len: 0 },
         Output { port: v13::port::CONTROLLER, max_len: v13::CONTROLLER_MAX_LEN_NO_BUFFER },
-        CopyTtlOut,
-        CopyTtlIn,
-        SetMplsTtl(9),
-        DecMplsTtl,
         PushVlan(0x8100),
+        SetField(Oxm::VlanVid(0x1000 | 5, None)),
         PopVlan,
-        PushMpls(0x8847),
-        PopMpls(0x0800),
         SetQueue(3),
         Group(1),
         SetNwTtl(12),
@@ -118,10 +115,17 @@ pub fn all_actions13() -> Vec<v13::Action> {
         SetField(Oxm::EthDst(MAC2, None)),
         SetField(Oxm::Ipv4Src(Ipv4Addr::new(192, 168, 1, 1), None)),
         SetField(Oxm::TcpDst(8080)),
-        SetField(Oxm::VlanVid(0x1000 | 5, None)),
-        PushPbb(0x88e7),
-        PopPbb,
+        PushMpls(0x8847),
+        SetMplsTtl(9),
+        DecMplsTtl,
+        PopMpls(0x0800),
     ]
+}
+
+/// The 1.3 actions Open vSwitch does not implement (TTL copy, PBB).
+pub fn ovs_unsupported_actions13() -> Vec<v13::Action> {
+    use v13::Action::*;
+    vec![CopyTtlOut, CopyTtlIn, PushPbb(0x88e7), PopPbb]
 }
 
 /// A match per prerequisite chain, covering every basic OXM field, masked where allowed.
@@ -130,7 +134,6 @@ pub fn all_matches13() -> Vec<Match13> {
     vec![
         Match13::new(vec![
             Oxm::InPort(1),
-            Oxm::InPhyPort(1),
             Oxm::Metadata(0x1200, Some(0xff00)),
             Oxm::EthDst(MacAddr([2, 0, 0, 0, 0, 0]), Some(MacAddr([0xff, 0xff, 0xff, 0, 0, 0]))),
             Oxm::EthSrc(MAC1, None),
@@ -167,7 +170,6 @@ pub fn all_matches13() -> Vec<Match13> {
             Oxm::Icmpv6Code(0),
             Oxm::Ipv6NdTarget(v6("2001:db8::7")),
             Oxm::Ipv6NdSll(MAC1),
-            Oxm::Ipv6Exthdr(0x40, Some(0x1c0)),
         ]),
         Match13::new(vec![
             Oxm::EthType(0x86dd),
@@ -179,6 +181,8 @@ pub fn all_matches13() -> Vec<Match13> {
         Match13::new(vec![Oxm::EthType(0x8847), Oxm::MplsLabel(0x12345), Oxm::MplsTc(3), Oxm::MplsBos(1)]),
         Match13::new(vec![Oxm::EthType(0x88e7), Oxm::PbbIsid(0xabcd00, Some(0xffff00))]),
         Match13::new(vec![]),
+        Match13::new(vec![Oxm::InPort(1), Oxm::InPhyPort(1)]),
+        Match13::new(vec![Oxm::EthType(0x86dd), Oxm::Ipv6Exthdr(0x40, Some(0x1c0))]),
     ]
 }
 
@@ -215,8 +219,8 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
     let stats_req = |body| B::StatsRequest(v10::StatsRequest { flags: 0, body });
     let stats_reply = |body| B::StatsReply(v10::StatsReply { flags: 0, body });
     vec![
-        ("error", B::Error(ErrorMsg { code: ErrorCode::BadRequest(BadRequestCode::BadType), data: Bytes(vec![1, 99, 0, 8, 0, 0, 0, 1]) })),
-        ("error_flow_mod_failed", B::Error(ErrorMsg { code: ErrorCode::FlowModFailed10(FlowModFailed10Code::AllTablesFull), data: Bytes(vec![]) })),
+        ("error", B::Error(ErrorMsg { code: ErrorCode::BadRequest(BadRequestCode::BadType), data: Bytes(vec![1, 18, 0, 8, 0, 0, 0, 1]) })),
+        ("error_flow_mod_failed", B::Error(ErrorMsg { code: ErrorCode::FlowModFailed10(FlowModFailed10Code::AllTablesFull), data: Bytes(vec![1, 5, 0, 8, 0, 0, 0, 2]) })),
         ("echo_request", B::EchoRequest(Bytes(vec![1, 2, 3, 4]))),
         ("echo_reply", B::EchoReply(Bytes(vec![]))),
         ("vendor", B::Vendor { vendor: 0x2320, data: Bytes(vec![0, 0, 0, 0x0b, 0, 0, 0, 0]) }),
@@ -414,8 +418,8 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
     let rep = |body| B::MultipartReply(v13::MultipartReply { flags: 0, body });
     let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
     let mut v: Vec<(&'static str, v13::Body)> = vec![
-        ("error", B::Error(ErrorMsg { code: ErrorCode::BadMatch(BadMatchCode::BadPrereq), data: Bytes(vec![4, 14, 0, 8, 0, 0, 0, 1]) })),
-        ("error_experimenter", B::Error(ErrorMsg { code: ErrorCode::Experimenter { exp_type: 3, experimenter: 0x4f4e4600 }, data: Bytes(vec![1, 2]) })),
+        ("error", B::Error(ErrorMsg { code: ErrorCode::BadMatch(BadMatchCode::BadPrereq), data: Bytes(vec![4, 20, 0, 8, 0, 0, 0, 1]) })),
+        ("error_experimenter", B::Error(ErrorMsg { code: ErrorCode::Experimenter { exp_type: 2300, experimenter: 0x4f4e4600 }, data: Bytes(vec![4, 20, 0, 8, 0, 0, 0, 1]) })),
         ("echo_request", B::EchoRequest(Bytes(vec![0xde, 0xad]))),
         ("echo_reply", B::EchoReply(Bytes(vec![0xde, 0xad]))),
         ("experimenter", B::Experimenter { experimenter: 0x4f4e4600, exp_type: 1, data: Bytes(vec![0, 0, 0, 0]) }),
@@ -478,7 +482,15 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
             }),
         ),
         ("flow_mod_add", B::FlowMod(flow_mod13(v10::FlowModCommand::Add, all_matches13()[1].clone(), apply(vec![v13::Action::Output { port: 2, max_len: 0 }])))),
-        ("flow_mod_all_actions", B::FlowMod(flow_mod13(v10::FlowModCommand::Add, Match13::new(vec![Oxm::InPort(1)]), apply(all_actions13())))),
+        (
+            "flow_mod_all_actions",
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::Add,
+                Match13::new(vec![Oxm::InPort(1), Oxm::EthType(0x0800), Oxm::IpProto(6)]),
+                apply(all_actions13()),
+            )),
+        ),
+        ("flow_mod_ttl_pbb_actions", B::FlowMod(flow_mod13(v10::FlowModCommand::Add, Match13::new(vec![Oxm::InPort(1)]), apply(ovs_unsupported_actions13())))),
         (
             "flow_mod_all_instructions",
             B::FlowMod(flow_mod13(
@@ -486,7 +498,7 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 Match13::new(vec![Oxm::InPort(1)]),
                 vec![
                     v13::Instruction::Meter(1),
-                    v13::Instruction::ApplyActions(vec![v13::Action::DecNwTtl]),
+                    v13::Instruction::ApplyActions(vec![v13::Action::Output { port: 4, max_len: 0 }]),
                     v13::Instruction::ClearActions,
                     v13::Instruction::WriteActions(vec![v13::Action::Output { port: 3, max_len: 0 }]),
                     v13::Instruction::WriteMetadata { metadata: 0x10, mask: 0xff },
@@ -652,10 +664,11 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
         ("set_async", B::SetAsync(v13::AsyncConfig { packet_in_mask: [1, 0], port_status_mask: [7, 7], flow_removed_mask: [1, 0] })),
     ];
     for (i, m) in all_matches13().into_iter().enumerate() {
-        const NAMES: [&str; 10] = [
+        const NAMES: [&str; 12] = [
             "flow_mod_match_l4tcp", "flow_mod_match_udp", "flow_mod_match_sctp", "flow_mod_match_icmp",
             "flow_mod_match_arp", "flow_mod_match_ipv6_nd_sll", "flow_mod_match_ipv6_nd_tll",
             "flow_mod_match_mpls", "flow_mod_match_pbb", "flow_mod_match_empty",
+            "flow_mod_match_in_phy_port", "flow_mod_match_ipv6_exthdr",
         ];
         v.push((NAMES[i], B::FlowMod(flow_mod13(v10::FlowModCommand::Add, m, apply(vec![v13::Action::Output { port: 1, max_len: 0 }])))));
     }
