@@ -366,7 +366,8 @@ fn flow_mod13(command: v10::FlowModCommand, m: Match13, instructions: Vec<v13::I
     }
 }
 
-fn table_features() -> v13::TableFeatures {
+/// A table-features entry exercising every property type.
+pub fn sample_table_features() -> v13::TableFeatures {
     use crate::oxm::{field, oxm_header, OFPXMC_OPENFLOW_BASIC};
     use v13::TableFeatureProp::*;
     let oxm_ids = |fs: &[u8]| -> Vec<v13::OxmId> {
@@ -641,7 +642,7 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
             "mp_reply_meter_features",
             rep(R::MeterFeatures(v13::MeterFeatures { max_meter: 100, band_types: 3, capabilities: 0xf, max_bands: 4, max_color: 0 })),
         ),
-        ("mp_reply_table_features", rep(R::TableFeatures(vec![table_features()]))),
+        ("mp_reply_table_features", rep(R::TableFeatures(vec![sample_table_features()]))),
         ("mp_reply_port_desc", rep(R::PortDesc(vec![port13(1), port13(2), port13(v13::port::LOCAL)]))),
         ("mp_reply_experimenter", rep(R::Experimenter { experimenter: 0x4f4e4600, exp_type: 1, data: Bytes(vec![9, 9, 9, 9]) })),
         ("barrier_request", B::BarrierRequest),
