@@ -68,9 +68,9 @@ fn tshark(pcap: &std::path::Path, args: &[&str]) -> String {
 fn tshark_dissects_every_message_we_encode_without_malformed_flags() {
     let corpus = ofwire::corpus::all();
     let payloads: Vec<Vec<u8>> = corpus.iter().map(|(_, m)| m.to_bytes().unwrap()).collect();
-    let dir = std::env::temp_dir().join(format!("sdnlab-tshark-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("corpus.pcap");
+    let dir = TempDir(std::env::temp_dir().join(format!("sdnlab-t-tshark-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let path = dir.0.join("corpus.pcap");
     std::fs::File::create(&path).unwrap().write_all(&pcap_of(&payloads)).unwrap();
 
     let flagged = tshark(&path, &["-Y", "_ws.malformed || _ws.expert.severity >= \"Error\"", "-T", "fields", "-e", "frame.number"]);
@@ -107,5 +107,13 @@ fn tshark_dissects_every_message_we_encode_without_malformed_flags() {
         seen += 1;
     }
     assert_eq!(seen, corpus.len(), "tshark did not dissect every frame");
-    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Removes the directory even when an assertion fails.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
