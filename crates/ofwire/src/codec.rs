@@ -51,7 +51,12 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub fn new(data: &'a [u8], short: ErrorCode, ctx: &'static str) -> Self {
-        Reader { data, pos: 0, short, ctx }
+        Reader {
+            data,
+            pos: 0,
+            short,
+            ctx,
+        }
     }
 
     pub fn ctx(&self) -> &'static str {
@@ -122,10 +127,7 @@ impl<'a> Reader<'a> {
         let start = self.pos;
         let b = self.bytes(n)?;
         if b.iter().any(|&x| x != 0) {
-            return Err(self.error(
-                self.short,
-                format_args!("non-zero padding at offset {start}"),
-            ));
+            return Err(self.error(self.short, format_args!("non-zero padding at offset {start}")));
         }
         Ok(())
     }
@@ -144,12 +146,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A reader over the next `n` bytes with its own "too short" error code.
-    pub fn sub_with(
-        &mut self,
-        n: usize,
-        short: ErrorCode,
-        ctx: &'static str,
-    ) -> Result<Reader<'a>, DecodeError> {
+    pub fn sub_with(&mut self, n: usize, short: ErrorCode, ctx: &'static str) -> Result<Reader<'a>, DecodeError> {
         let b = self.bytes(n)?;
         Ok(Reader::new(b, short, ctx))
     }

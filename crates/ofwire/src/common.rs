@@ -16,8 +16,11 @@ impl ErrorMsg {
     pub(crate) fn decode(version: u8, r: &mut Reader) -> Result<ErrorMsg, DecodeError> {
         let ty = r.u16()?;
         let code = r.u16()?;
-        let experimenter =
-            if ty == OFPET_EXPERIMENTER && version != crate::OFP10_VERSION { r.u32()? } else { 0 };
+        let experimenter = if ty == OFPET_EXPERIMENTER && version != crate::OFP10_VERSION {
+            r.u32()?
+        } else {
+            0
+        };
         Ok(ErrorMsg {
             code: ErrorCode::from_wire(version, ty, code, experimenter),
             data: Bytes::from(r.rest()),
@@ -39,7 +42,10 @@ impl ErrorMsg {
     /// The error answering a failed decode: code from the error, and the
     /// first 64 bytes of the offending message as data, as the specs require.
     pub fn for_decode_error(e: &DecodeError, offending: &[u8]) -> ErrorMsg {
-        ErrorMsg { code: e.code, data: Bytes::from(&offending[..offending.len().min(64)]) }
+        ErrorMsg {
+            code: e.code,
+            data: Bytes::from(&offending[..offending.len().min(64)]),
+        }
     }
 }
 
@@ -53,7 +59,10 @@ pub struct SwitchConfig {
 
 impl SwitchConfig {
     pub(crate) fn decode(r: &mut Reader) -> Result<SwitchConfig, DecodeError> {
-        let c = SwitchConfig { flags: r.u16()?, miss_send_len: r.u16()? };
+        let c = SwitchConfig {
+            flags: r.u16()?,
+            miss_send_len: r.u16()?,
+        };
         r.finish()?;
         Ok(c)
     }
@@ -133,7 +142,11 @@ pub struct AggregateStats {
 
 impl AggregateStats {
     pub(crate) fn decode(r: &mut Reader) -> Result<AggregateStats, DecodeError> {
-        let a = AggregateStats { packet_count: r.u64()?, byte_count: r.u64()?, flow_count: r.u32()? };
+        let a = AggregateStats {
+            packet_count: r.u64()?,
+            byte_count: r.u64()?,
+            flow_count: r.u32()?,
+        };
         r.pad(4)?;
         r.finish()?;
         Ok(a)
@@ -244,7 +257,10 @@ impl QueueProp {
                 0xffff if version != crate::OFP10_VERSION => {
                     let experimenter = p.u32()?;
                     p.pad(4)?;
-                    QueueProp::Experimenter { experimenter, data: Bytes::from(p.rest()) }
+                    QueueProp::Experimenter {
+                        experimenter,
+                        data: Bytes::from(p.rest()),
+                    }
                 }
                 other => {
                     return Err(p.error(

@@ -20,8 +20,8 @@ pub fn sample_frame() -> Vec<u8> {
     f.extend_from_slice(&MAC1.0);
     f.extend_from_slice(&[0x08, 0x00]);
     f.extend_from_slice(&[
-        0x45, 0, 0, 32, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0, 80, 0, 12, 0,
-        0, b'h', b'i', b'!', b'!',
+        0x45, 0, 0, 32, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0, 80, 0, 12, 0, 0, b'h', b'i',
+        b'!', b'!',
     ]);
     f
 }
@@ -68,7 +68,8 @@ fn port13(no: u32) -> v13::Port {
 
 fn match10() -> v10::Match {
     let mut m = v10::Match::all();
-    m.wildcards &= !(v10::wildcards::IN_PORT | v10::wildcards::DL_TYPE | v10::wildcards::NW_PROTO | v10::wildcards::TP_DST);
+    m.wildcards &=
+        !(v10::wildcards::IN_PORT | v10::wildcards::DL_TYPE | v10::wildcards::NW_PROTO | v10::wildcards::TP_DST);
     m.in_port = 1;
     m.dl_type = 0x0800;
     m.nw_proto = 6;
@@ -82,7 +83,10 @@ pub fn all_actions10() -> Vec<v10::Action> {
     use v10::Action::*;
     vec![
         Output { port: 2, max_len: 0 },
-        Output { port: v10::port::CONTROLLER, max_len: 128 },
+        Output {
+            port: v10::port::CONTROLLER,
+            max_len: 128,
+        },
         SetVlanVid(10),
         SetVlanPcp(3),
         StripVlan,
@@ -104,7 +108,10 @@ pub fn all_actions13() -> Vec<v13::Action> {
     // leave (a TCP/IPv4 packet), as a real switch checks.
     vec![
         Output { port: 2, max_len: 0 },
-        Output { port: v13::port::CONTROLLER, max_len: v13::CONTROLLER_MAX_LEN_NO_BUFFER },
+        Output {
+            port: v13::port::CONTROLLER,
+            max_len: v13::CONTROLLER_MAX_LEN_NO_BUFFER,
+        },
         PushVlan(0x8100),
         SetField(Oxm::VlanVid(0x1000 | 5, None)),
         PopVlan,
@@ -149,9 +156,24 @@ pub fn all_matches13() -> Vec<Match13> {
             Oxm::TcpDst(80),
             Oxm::TunnelId(0x55, Some(0xff)),
         ]),
-        Match13::new(vec![Oxm::EthType(0x0800), Oxm::IpProto(17), Oxm::UdpSrc(53), Oxm::UdpDst(5353)]),
-        Match13::new(vec![Oxm::EthType(0x0800), Oxm::IpProto(132), Oxm::SctpSrc(9), Oxm::SctpDst(10)]),
-        Match13::new(vec![Oxm::EthType(0x0800), Oxm::IpProto(1), Oxm::Icmpv4Type(8), Oxm::Icmpv4Code(0)]),
+        Match13::new(vec![
+            Oxm::EthType(0x0800),
+            Oxm::IpProto(17),
+            Oxm::UdpSrc(53),
+            Oxm::UdpDst(5353),
+        ]),
+        Match13::new(vec![
+            Oxm::EthType(0x0800),
+            Oxm::IpProto(132),
+            Oxm::SctpSrc(9),
+            Oxm::SctpDst(10),
+        ]),
+        Match13::new(vec![
+            Oxm::EthType(0x0800),
+            Oxm::IpProto(1),
+            Oxm::Icmpv4Type(8),
+            Oxm::Icmpv4Code(0),
+        ]),
         Match13::new(vec![
             Oxm::EthType(0x0806),
             Oxm::ArpOp(1),
@@ -178,7 +200,12 @@ pub fn all_matches13() -> Vec<Match13> {
             Oxm::Ipv6NdTarget(v6("2001:db8::8")),
             Oxm::Ipv6NdTll(MAC2),
         ]),
-        Match13::new(vec![Oxm::EthType(0x8847), Oxm::MplsLabel(0x12345), Oxm::MplsTc(3), Oxm::MplsBos(1)]),
+        Match13::new(vec![
+            Oxm::EthType(0x8847),
+            Oxm::MplsLabel(0x12345),
+            Oxm::MplsTc(3),
+            Oxm::MplsBos(1),
+        ]),
         Match13::new(vec![Oxm::EthType(0x88e7), Oxm::PbbIsid(0xabcd00, Some(0xffff00))]),
         Match13::new(vec![]),
         Match13::new(vec![Oxm::InPort(1), Oxm::InPhyPort(1)]),
@@ -187,7 +214,11 @@ pub fn all_matches13() -> Vec<Match13> {
 }
 
 fn flow_stats_request10() -> v10::FlowStatsRequest {
-    v10::FlowStatsRequest { match_: v10::Match::all(), table_id: 0xff, out_port: v10::port::NONE }
+    v10::FlowStatsRequest {
+        match_: v10::Match::all(),
+        table_id: 0xff,
+        out_port: v10::port::NONE,
+    }
 }
 
 fn flow_stats_request13(m: Match13) -> v13::FlowStatsRequest {
@@ -219,11 +250,29 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
     let stats_req = |body| B::StatsRequest(v10::StatsRequest { flags: 0, body });
     let stats_reply = |body| B::StatsReply(v10::StatsReply { flags: 0, body });
     vec![
-        ("error", B::Error(ErrorMsg { code: ErrorCode::BadRequest(BadRequestCode::BadType), data: Bytes(vec![1, 18, 0, 8, 0, 0, 0, 1]) })),
-        ("error_flow_mod_failed", B::Error(ErrorMsg { code: ErrorCode::FlowModFailed10(FlowModFailed10Code::AllTablesFull), data: Bytes(vec![1, 5, 0, 8, 0, 0, 0, 2]) })),
+        (
+            "error",
+            B::Error(ErrorMsg {
+                code: ErrorCode::BadRequest(BadRequestCode::BadType),
+                data: Bytes(vec![1, 18, 0, 8, 0, 0, 0, 1]),
+            }),
+        ),
+        (
+            "error_flow_mod_failed",
+            B::Error(ErrorMsg {
+                code: ErrorCode::FlowModFailed10(FlowModFailed10Code::AllTablesFull),
+                data: Bytes(vec![1, 5, 0, 8, 0, 0, 0, 2]),
+            }),
+        ),
         ("echo_request", B::EchoRequest(Bytes(vec![1, 2, 3, 4]))),
         ("echo_reply", B::EchoReply(Bytes(vec![]))),
-        ("vendor", B::Vendor { vendor: 0x2320, data: Bytes(vec![0, 0, 0, 0x0b, 0, 0, 0, 0]) }),
+        (
+            "vendor",
+            B::Vendor {
+                vendor: 0x2320,
+                data: Bytes(vec![0, 0, 0, 0x0b, 0, 0, 0, 0]),
+            },
+        ),
         ("features_request", B::FeaturesRequest),
         (
             "features_reply",
@@ -237,8 +286,20 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
             }),
         ),
         ("get_config_request", B::GetConfigRequest),
-        ("get_config_reply", B::GetConfigReply(SwitchConfig { flags: 0, miss_send_len: 128 })),
-        ("set_config", B::SetConfig(SwitchConfig { flags: 1, miss_send_len: 0xffff })),
+        (
+            "get_config_reply",
+            B::GetConfigReply(SwitchConfig {
+                flags: 0,
+                miss_send_len: 128,
+            }),
+        ),
+        (
+            "set_config",
+            B::SetConfig(SwitchConfig {
+                flags: 1,
+                miss_send_len: 0xffff,
+            }),
+        ),
         (
             "packet_in",
             B::PacketIn(v10::PacketIn {
@@ -263,34 +324,95 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
                 byte_count: 4200,
             }),
         ),
-        ("port_status", B::PortStatus(v10::PortStatus { reason: PortReason::Modify, desc: phy_port(2) })),
+        (
+            "port_status",
+            B::PortStatus(v10::PortStatus {
+                reason: PortReason::Modify,
+                desc: phy_port(2),
+            }),
+        ),
         (
             "packet_out",
             B::PacketOut(v10::PacketOut {
                 buffer_id: v10::NO_BUFFER,
                 in_port: 1,
-                actions: vec![v10::Action::Output { port: v10::port::FLOOD, max_len: 0 }],
+                actions: vec![v10::Action::Output {
+                    port: v10::port::FLOOD,
+                    max_len: 0,
+                }],
                 data: Bytes(sample_frame()),
             }),
         ),
         (
             "packet_out_buffered",
-            B::PacketOut(v10::PacketOut { buffer_id: 0x100, in_port: v10::port::NONE, actions: vec![v10::Action::Output { port: 2, max_len: 0 }], data: Bytes(vec![]) }),
+            B::PacketOut(v10::PacketOut {
+                buffer_id: 0x100,
+                in_port: v10::port::NONE,
+                actions: vec![v10::Action::Output { port: 2, max_len: 0 }],
+                data: Bytes(vec![]),
+            }),
         ),
-        ("flow_mod_add", B::FlowMod(fm(v10::FlowModCommand::Add, vec![v10::Action::Output { port: 2, max_len: 0 }]))),
-        ("flow_mod_all_actions", B::FlowMod(fm(v10::FlowModCommand::Add, all_actions10()))),
+        (
+            "flow_mod_add",
+            B::FlowMod(fm(
+                v10::FlowModCommand::Add,
+                vec![v10::Action::Output { port: 2, max_len: 0 }],
+            )),
+        ),
+        (
+            "flow_mod_all_actions",
+            B::FlowMod(fm(v10::FlowModCommand::Add, all_actions10())),
+        ),
         ("flow_mod_modify", B::FlowMod(fm(v10::FlowModCommand::Modify, vec![]))),
-        ("flow_mod_modify_strict", B::FlowMod(fm(v10::FlowModCommand::ModifyStrict, vec![v10::Action::SetTpDst(81)]))),
+        (
+            "flow_mod_modify_strict",
+            B::FlowMod(fm(v10::FlowModCommand::ModifyStrict, vec![v10::Action::SetTpDst(81)])),
+        ),
         ("flow_mod_delete", B::FlowMod(fm(v10::FlowModCommand::Delete, vec![]))),
-        ("flow_mod_delete_strict", B::FlowMod(fm(v10::FlowModCommand::DeleteStrict, vec![]))),
-        ("port_mod", B::PortMod(v10::PortMod { port_no: 1, hw_addr: MAC1, config: 1, mask: 1, advertise: 0 })),
+        (
+            "flow_mod_delete_strict",
+            B::FlowMod(fm(v10::FlowModCommand::DeleteStrict, vec![])),
+        ),
+        (
+            "port_mod",
+            B::PortMod(v10::PortMod {
+                port_no: 1,
+                hw_addr: MAC1,
+                config: 1,
+                mask: 1,
+                advertise: 0,
+            }),
+        ),
         ("stats_request_desc", stats_req(v10::StatsRequestBody::Desc)),
-        ("stats_request_flow", stats_req(v10::StatsRequestBody::Flow(flow_stats_request10()))),
-        ("stats_request_aggregate", stats_req(v10::StatsRequestBody::Aggregate(flow_stats_request10()))),
+        (
+            "stats_request_flow",
+            stats_req(v10::StatsRequestBody::Flow(flow_stats_request10())),
+        ),
+        (
+            "stats_request_aggregate",
+            stats_req(v10::StatsRequestBody::Aggregate(flow_stats_request10())),
+        ),
         ("stats_request_table", stats_req(v10::StatsRequestBody::Table)),
-        ("stats_request_port", stats_req(v10::StatsRequestBody::Port { port_no: v10::port::NONE })),
-        ("stats_request_queue", stats_req(v10::StatsRequestBody::Queue { port_no: 1, queue_id: 0xffff_ffff })),
-        ("stats_request_vendor", stats_req(v10::StatsRequestBody::Vendor { vendor: 0x2320, data: Bytes(vec![0, 0, 0, 0xff, 0, 0, 0, 0]) })),
+        (
+            "stats_request_port",
+            stats_req(v10::StatsRequestBody::Port {
+                port_no: v10::port::NONE,
+            }),
+        ),
+        (
+            "stats_request_queue",
+            stats_req(v10::StatsRequestBody::Queue {
+                port_no: 1,
+                queue_id: 0xffff_ffff,
+            }),
+        ),
+        (
+            "stats_request_vendor",
+            stats_req(v10::StatsRequestBody::Vendor {
+                vendor: 0x2320,
+                data: Bytes(vec![0, 0, 0, 0xff, 0, 0, 0, 0]),
+            }),
+        ),
         ("stats_reply_desc", stats_reply(v10::StatsReplyBody::Desc(desc()))),
         (
             "stats_reply_flow",
@@ -311,7 +433,14 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
                 }]),
             }),
         ),
-        ("stats_reply_aggregate", stats_reply(v10::StatsReplyBody::Aggregate(AggregateStats { packet_count: 10, byte_count: 1000, flow_count: 2 }))),
+        (
+            "stats_reply_aggregate",
+            stats_reply(v10::StatsReplyBody::Aggregate(AggregateStats {
+                packet_count: 10,
+                byte_count: 1000,
+                flow_count: 2,
+            })),
+        ),
         (
             "stats_reply_table",
             stats_reply(v10::StatsReplyBody::Table(vec![v10::TableStats {
@@ -328,12 +457,24 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
             "stats_reply_port",
             stats_reply(v10::StatsReplyBody::Port(vec![v10::PortStats {
                 port_no: 1,
-                counters: PortCounters { rx_packets: 5, tx_packets: 6, rx_bytes: 500, tx_bytes: 600, ..Default::default() },
+                counters: PortCounters {
+                    rx_packets: 5,
+                    tx_packets: 6,
+                    rx_bytes: 500,
+                    tx_bytes: 600,
+                    ..Default::default()
+                },
             }])),
         ),
         (
             "stats_reply_queue",
-            stats_reply(v10::StatsReplyBody::Queue(vec![v10::QueueStats { port_no: 1, queue_id: 1, tx_bytes: 10, tx_packets: 1, tx_errors: 0 }])),
+            stats_reply(v10::StatsReplyBody::Queue(vec![v10::QueueStats {
+                port_no: 1,
+                queue_id: 1,
+                tx_bytes: 10,
+                tx_packets: 1,
+                tx_errors: 0,
+            }])),
         ),
         ("barrier_request", B::BarrierRequest),
         ("barrier_reply", B::BarrierReply),
@@ -342,7 +483,10 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
             "queue_get_config_reply",
             B::QueueGetConfigReply(v10::QueueGetConfigReply {
                 port: 1,
-                queues: vec![v10::PacketQueue { queue_id: 1, properties: vec![QueueProp::MinRate(500)] }],
+                queues: vec![v10::PacketQueue {
+                    queue_id: 1,
+                    properties: vec![QueueProp::MinRate(500)],
+                }],
             }),
         ),
     ]
@@ -378,8 +522,19 @@ pub fn sample_table_features() -> v13::TableFeatures {
             })
             .collect()
     };
-    let inst_ids: Vec<v13::TypeId> = (1..=6).map(|t| v13::TypeId { id_type: t, data: Bytes(vec![]) }).collect();
-    let action_ids: Vec<v13::TypeId> = [0u16, 17, 18, 22, 25].iter().map(|&t| v13::TypeId { id_type: t, data: Bytes(vec![]) }).collect();
+    let inst_ids: Vec<v13::TypeId> = (1..=6)
+        .map(|t| v13::TypeId {
+            id_type: t,
+            data: Bytes(vec![]),
+        })
+        .collect();
+    let action_ids: Vec<v13::TypeId> = [0u16, 17, 18, 22, 25]
+        .iter()
+        .map(|&t| v13::TypeId {
+            id_type: t,
+            data: Bytes(vec![]),
+        })
+        .collect();
     v13::TableFeatures {
         table_id: 0,
         name: "table0".into(),
@@ -407,7 +562,12 @@ pub fn sample_table_features() -> v13::TableFeatures {
 }
 
 fn bucket(weight: u16, watch_port: u32, out: u32) -> v13::Bucket {
-    v13::Bucket { weight, watch_port, watch_group: v13::GROUP_ANY, actions: vec![v13::Action::Output { port: out, max_len: 0 }] }
+    v13::Bucket {
+        weight,
+        watch_port,
+        watch_group: v13::GROUP_ANY,
+        actions: vec![v13::Action::Output { port: out, max_len: 0 }],
+    }
 }
 
 /// Every 1.3 message type, several shapes each.
@@ -419,19 +579,60 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
     let rep = |body| B::MultipartReply(v13::MultipartReply { flags: 0, body });
     let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
     let mut v: Vec<(&'static str, v13::Body)> = vec![
-        ("error", B::Error(ErrorMsg { code: ErrorCode::BadMatch(BadMatchCode::BadPrereq), data: Bytes(vec![4, 20, 0, 8, 0, 0, 0, 1]) })),
-        ("error_experimenter", B::Error(ErrorMsg { code: ErrorCode::Experimenter { exp_type: 2300, experimenter: 0x4f4e4600 }, data: Bytes(vec![4, 20, 0, 8, 0, 0, 0, 1]) })),
+        (
+            "error",
+            B::Error(ErrorMsg {
+                code: ErrorCode::BadMatch(BadMatchCode::BadPrereq),
+                data: Bytes(vec![4, 20, 0, 8, 0, 0, 0, 1]),
+            }),
+        ),
+        (
+            "error_experimenter",
+            B::Error(ErrorMsg {
+                code: ErrorCode::Experimenter {
+                    exp_type: 2300,
+                    experimenter: 0x4f4e4600,
+                },
+                data: Bytes(vec![4, 20, 0, 8, 0, 0, 0, 1]),
+            }),
+        ),
         ("echo_request", B::EchoRequest(Bytes(vec![0xde, 0xad]))),
         ("echo_reply", B::EchoReply(Bytes(vec![0xde, 0xad]))),
-        ("experimenter", B::Experimenter { experimenter: 0x4f4e4600, exp_type: 1, data: Bytes(vec![0, 0, 0, 0]) }),
+        (
+            "experimenter",
+            B::Experimenter {
+                experimenter: 0x4f4e4600,
+                exp_type: 1,
+                data: Bytes(vec![0, 0, 0, 0]),
+            },
+        ),
         ("features_request", B::FeaturesRequest),
         (
             "features_reply",
-            B::FeaturesReply(v13::FeaturesReply { datapath_id: 0xa1, n_buffers: 0, n_tables: 254, auxiliary_id: 0, capabilities: 0x4f, reserved: 0 }),
+            B::FeaturesReply(v13::FeaturesReply {
+                datapath_id: 0xa1,
+                n_buffers: 0,
+                n_tables: 254,
+                auxiliary_id: 0,
+                capabilities: 0x4f,
+                reserved: 0,
+            }),
         ),
         ("get_config_request", B::GetConfigRequest),
-        ("get_config_reply", B::GetConfigReply(SwitchConfig { flags: 0, miss_send_len: 0xffff })),
-        ("set_config", B::SetConfig(SwitchConfig { flags: 0, miss_send_len: 128 })),
+        (
+            "get_config_reply",
+            B::GetConfigReply(SwitchConfig {
+                flags: 0,
+                miss_send_len: 0xffff,
+            }),
+        ),
+        (
+            "set_config",
+            B::SetConfig(SwitchConfig {
+                flags: 0,
+                miss_send_len: 128,
+            }),
+        ),
         (
             "packet_in",
             B::PacketIn(v13::PacketIn {
@@ -472,17 +673,33 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 match_: all_matches13()[1].clone(),
             }),
         ),
-        ("port_status", B::PortStatus(v13::PortStatus { reason: PortReason::Add, desc: port13(5) })),
+        (
+            "port_status",
+            B::PortStatus(v13::PortStatus {
+                reason: PortReason::Add,
+                desc: port13(5),
+            }),
+        ),
         (
             "packet_out",
             B::PacketOut(v13::PacketOut {
                 buffer_id: v13::NO_BUFFER,
                 in_port: v13::port::CONTROLLER,
-                actions: vec![v13::Action::Output { port: v13::port::FLOOD, max_len: 0 }],
+                actions: vec![v13::Action::Output {
+                    port: v13::port::FLOOD,
+                    max_len: 0,
+                }],
                 data: Bytes(sample_frame()),
             }),
         ),
-        ("flow_mod_add", B::FlowMod(flow_mod13(v10::FlowModCommand::Add, all_matches13()[1].clone(), apply(vec![v13::Action::Output { port: 2, max_len: 0 }])))),
+        (
+            "flow_mod_add",
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::Add,
+                all_matches13()[1].clone(),
+                apply(vec![v13::Action::Output { port: 2, max_len: 0 }]),
+            )),
+        ),
         (
             "flow_mod_all_actions",
             B::FlowMod(flow_mod13(
@@ -491,7 +708,14 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 apply(all_actions13()),
             )),
         ),
-        ("flow_mod_ttl_pbb_actions", B::FlowMod(flow_mod13(v10::FlowModCommand::Add, Match13::new(vec![Oxm::InPort(1)]), apply(ovs_unsupported_actions13())))),
+        (
+            "flow_mod_ttl_pbb_actions",
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::Add,
+                Match13::new(vec![Oxm::InPort(1)]),
+                apply(ovs_unsupported_actions13()),
+            )),
+        ),
         (
             "flow_mod_all_instructions",
             B::FlowMod(flow_mod13(
@@ -502,62 +726,184 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                     v13::Instruction::ApplyActions(vec![v13::Action::Output { port: 4, max_len: 0 }]),
                     v13::Instruction::ClearActions,
                     v13::Instruction::WriteActions(vec![v13::Action::Output { port: 3, max_len: 0 }]),
-                    v13::Instruction::WriteMetadata { metadata: 0x10, mask: 0xff },
+                    v13::Instruction::WriteMetadata {
+                        metadata: 0x10,
+                        mask: 0xff,
+                    },
                     v13::Instruction::GotoTable(1),
                 ],
             )),
         ),
-        ("flow_mod_modify", B::FlowMod(flow_mod13(v10::FlowModCommand::Modify, Match13::default(), apply(vec![])))),
-        ("flow_mod_modify_strict", B::FlowMod(flow_mod13(v10::FlowModCommand::ModifyStrict, all_matches13()[2].clone(), apply(vec![])))),
-        ("flow_mod_delete", B::FlowMod({
-            let mut f = flow_mod13(v10::FlowModCommand::Delete, Match13::default(), vec![]);
-            f.table_id = v13::TABLE_ALL;
-            f.cookie_mask = 0xffff;
-            f
-        })),
-        ("flow_mod_delete_strict", B::FlowMod(flow_mod13(v10::FlowModCommand::DeleteStrict, all_matches13()[3].clone(), vec![]))),
+        (
+            "flow_mod_modify",
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::Modify,
+                Match13::default(),
+                apply(vec![]),
+            )),
+        ),
+        (
+            "flow_mod_modify_strict",
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::ModifyStrict,
+                all_matches13()[2].clone(),
+                apply(vec![]),
+            )),
+        ),
+        (
+            "flow_mod_delete",
+            B::FlowMod({
+                let mut f = flow_mod13(v10::FlowModCommand::Delete, Match13::default(), vec![]);
+                f.table_id = v13::TABLE_ALL;
+                f.cookie_mask = 0xffff;
+                f
+            }),
+        ),
+        (
+            "flow_mod_delete_strict",
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::DeleteStrict,
+                all_matches13()[3].clone(),
+                vec![],
+            )),
+        ),
         (
             "group_mod_all",
-            B::GroupMod(v13::GroupMod { command: v13::GroupModCommand::Add, group_type: v13::GroupType::All, group_id: 1, buckets: vec![bucket(0, v13::port::ANY, 2), bucket(0, v13::port::ANY, 3)] }),
+            B::GroupMod(v13::GroupMod {
+                command: v13::GroupModCommand::Add,
+                group_type: v13::GroupType::All,
+                group_id: 1,
+                buckets: vec![bucket(0, v13::port::ANY, 2), bucket(0, v13::port::ANY, 3)],
+            }),
         ),
         (
             "group_mod_select",
-            B::GroupMod(v13::GroupMod { command: v13::GroupModCommand::Add, group_type: v13::GroupType::Select, group_id: 2, buckets: vec![bucket(3, v13::port::ANY, 2), bucket(1, v13::port::ANY, 3)] }),
+            B::GroupMod(v13::GroupMod {
+                command: v13::GroupModCommand::Add,
+                group_type: v13::GroupType::Select,
+                group_id: 2,
+                buckets: vec![bucket(3, v13::port::ANY, 2), bucket(1, v13::port::ANY, 3)],
+            }),
         ),
         (
             "group_mod_indirect",
-            B::GroupMod(v13::GroupMod { command: v13::GroupModCommand::Modify, group_type: v13::GroupType::Indirect, group_id: 3, buckets: vec![bucket(0, v13::port::ANY, 2)] }),
+            B::GroupMod(v13::GroupMod {
+                command: v13::GroupModCommand::Modify,
+                group_type: v13::GroupType::Indirect,
+                group_id: 3,
+                buckets: vec![bucket(0, v13::port::ANY, 2)],
+            }),
         ),
         (
             "group_mod_ff",
-            B::GroupMod(v13::GroupMod { command: v13::GroupModCommand::Add, group_type: v13::GroupType::FastFailover, group_id: 4, buckets: vec![bucket(0, 2, 2), bucket(0, 3, 3)] }),
+            B::GroupMod(v13::GroupMod {
+                command: v13::GroupModCommand::Add,
+                group_type: v13::GroupType::FastFailover,
+                group_id: 4,
+                buckets: vec![bucket(0, 2, 2), bucket(0, 3, 3)],
+            }),
         ),
-        ("group_mod_delete", B::GroupMod(v13::GroupMod { command: v13::GroupModCommand::Delete, group_type: v13::GroupType::All, group_id: v13::GROUP_ALL, buckets: vec![] })),
-        ("port_mod", B::PortMod(v13::PortMod { port_no: 1, hw_addr: MAC1, config: 1, mask: 1, advertise: 0 })),
+        (
+            "group_mod_delete",
+            B::GroupMod(v13::GroupMod {
+                command: v13::GroupModCommand::Delete,
+                group_type: v13::GroupType::All,
+                group_id: v13::GROUP_ALL,
+                buckets: vec![],
+            }),
+        ),
+        (
+            "port_mod",
+            B::PortMod(v13::PortMod {
+                port_no: 1,
+                hw_addr: MAC1,
+                config: 1,
+                mask: 1,
+                advertise: 0,
+            }),
+        ),
         ("table_mod", B::TableMod(v13::TableMod { table_id: 0, config: 0 })),
-        ("meter_mod_drop", B::MeterMod(v13::MeterMod { command: v13::MeterModCommand::Add, flags: v13::meter_flags::KBPS | v13::meter_flags::STATS, meter_id: 1, bands: vec![v13::MeterBand::Drop { rate: 1000, burst_size: 0 }] })),
+        (
+            "meter_mod_drop",
+            B::MeterMod(v13::MeterMod {
+                command: v13::MeterModCommand::Add,
+                flags: v13::meter_flags::KBPS | v13::meter_flags::STATS,
+                meter_id: 1,
+                bands: vec![v13::MeterBand::Drop {
+                    rate: 1000,
+                    burst_size: 0,
+                }],
+            }),
+        ),
         (
             "meter_mod_dscp",
             B::MeterMod(v13::MeterMod {
                 command: v13::MeterModCommand::Modify,
                 flags: v13::meter_flags::PKTPS | v13::meter_flags::BURST,
                 meter_id: 2,
-                bands: vec![v13::MeterBand::DscpRemark { rate: 100, burst_size: 10, prec_level: 1 }],
+                bands: vec![v13::MeterBand::DscpRemark {
+                    rate: 100,
+                    burst_size: 10,
+                    prec_level: 1,
+                }],
             }),
         ),
         (
             "meter_mod_experimenter",
-            B::MeterMod(v13::MeterMod { command: v13::MeterModCommand::Add, flags: v13::meter_flags::KBPS, meter_id: 3, bands: vec![v13::MeterBand::Experimenter { rate: 5, burst_size: 0, experimenter: 0x4f4e4600, data: Bytes(vec![]) }] }),
+            B::MeterMod(v13::MeterMod {
+                command: v13::MeterModCommand::Add,
+                flags: v13::meter_flags::KBPS,
+                meter_id: 3,
+                bands: vec![v13::MeterBand::Experimenter {
+                    rate: 5,
+                    burst_size: 0,
+                    experimenter: 0x4f4e4600,
+                    data: Bytes(vec![]),
+                }],
+            }),
         ),
-        ("meter_mod_delete", B::MeterMod(v13::MeterMod { command: v13::MeterModCommand::Delete, flags: 0, meter_id: 1, bands: vec![] })),
+        (
+            "meter_mod_delete",
+            B::MeterMod(v13::MeterMod {
+                command: v13::MeterModCommand::Delete,
+                flags: 0,
+                meter_id: 1,
+                bands: vec![],
+            }),
+        ),
         ("mp_request_desc", req(Q::Desc)),
-        ("mp_request_flow", req(Q::Flow(flow_stats_request13(Match13::default())))),
-        ("mp_request_flow_match", req(Q::Flow(flow_stats_request13(all_matches13()[1].clone())))),
-        ("mp_request_aggregate", req(Q::Aggregate(flow_stats_request13(Match13::default())))),
+        (
+            "mp_request_flow",
+            req(Q::Flow(flow_stats_request13(Match13::default()))),
+        ),
+        (
+            "mp_request_flow_match",
+            req(Q::Flow(flow_stats_request13(all_matches13()[1].clone()))),
+        ),
+        (
+            "mp_request_aggregate",
+            req(Q::Aggregate(flow_stats_request13(Match13::default()))),
+        ),
         ("mp_request_table", req(Q::Table)),
-        ("mp_request_port_stats", req(Q::PortStats { port_no: v13::port::ANY })),
-        ("mp_request_queue", req(Q::Queue { port_no: v13::port::ANY, queue_id: 0xffff_ffff })),
-        ("mp_request_group", req(Q::Group { group_id: v13::GROUP_ALL })),
+        (
+            "mp_request_port_stats",
+            req(Q::PortStats {
+                port_no: v13::port::ANY,
+            }),
+        ),
+        (
+            "mp_request_queue",
+            req(Q::Queue {
+                port_no: v13::port::ANY,
+                queue_id: 0xffff_ffff,
+            }),
+        ),
+        (
+            "mp_request_group",
+            req(Q::Group {
+                group_id: v13::GROUP_ALL,
+            }),
+        ),
         ("mp_request_group_desc", req(Q::GroupDesc)),
         ("mp_request_group_features", req(Q::GroupFeatures)),
         ("mp_request_meter", req(Q::Meter { meter_id: 0xffff_ffff })),
@@ -565,7 +911,14 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
         ("mp_request_meter_features", req(Q::MeterFeatures)),
         ("mp_request_table_features", req(Q::TableFeatures(vec![]))),
         ("mp_request_port_desc", req(Q::PortDesc)),
-        ("mp_request_experimenter", req(Q::Experimenter { experimenter: 0x4f4e4600, exp_type: 1, data: Bytes(vec![]) })),
+        (
+            "mp_request_experimenter",
+            req(Q::Experimenter {
+                experimenter: 0x4f4e4600,
+                exp_type: 1,
+                data: Bytes(vec![]),
+            }),
+        ),
         ("mp_reply_desc", rep(R::Desc(desc()))),
         (
             "mp_reply_flow",
@@ -587,20 +940,49 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 }]),
             }),
         ),
-        ("mp_reply_aggregate", rep(R::Aggregate(AggregateStats { packet_count: 1, byte_count: 2, flow_count: 3 }))),
-        ("mp_reply_table", rep(R::Table(vec![v13::TableStats { table_id: 0, active_count: 4, lookup_count: 10, matched_count: 8 }]))),
+        (
+            "mp_reply_aggregate",
+            rep(R::Aggregate(AggregateStats {
+                packet_count: 1,
+                byte_count: 2,
+                flow_count: 3,
+            })),
+        ),
+        (
+            "mp_reply_table",
+            rep(R::Table(vec![v13::TableStats {
+                table_id: 0,
+                active_count: 4,
+                lookup_count: 10,
+                matched_count: 8,
+            }])),
+        ),
         (
             "mp_reply_port_stats",
             rep(R::PortStats(vec![v13::PortStats {
                 port_no: 1,
-                counters: PortCounters { rx_packets: 1, tx_packets: 2, rx_bytes: 3, tx_bytes: 4, ..Default::default() },
+                counters: PortCounters {
+                    rx_packets: 1,
+                    tx_packets: 2,
+                    rx_bytes: 3,
+                    tx_bytes: 4,
+                    ..Default::default()
+                },
                 duration_sec: 5,
                 duration_nsec: 6,
             }])),
         ),
         (
             "mp_reply_queue",
-            rep(R::Queue(vec![v13::QueueStats { port_no: 1, queue_id: 2, tx_bytes: 3, tx_packets: 4, tx_errors: 0, duration_sec: 5, duration_nsec: 6 }])),
+            rep(R::Queue(vec![v13::QueueStats {
+                port_no: 1,
+                queue_id: 2,
+                tx_bytes: 3,
+                tx_packets: 4,
+                tx_errors: 0,
+                duration_sec: 5,
+                duration_nsec: 6,
+            }])),
         ),
         (
             "mp_reply_group",
@@ -611,16 +993,34 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 byte_count: 4,
                 duration_sec: 5,
                 duration_nsec: 6,
-                bucket_stats: vec![v13::Counter { packet_count: 1, byte_count: 2 }, v13::Counter { packet_count: 2, byte_count: 2 }],
+                bucket_stats: vec![
+                    v13::Counter {
+                        packet_count: 1,
+                        byte_count: 2,
+                    },
+                    v13::Counter {
+                        packet_count: 2,
+                        byte_count: 2,
+                    },
+                ],
             }])),
         ),
         (
             "mp_reply_group_desc",
-            rep(R::GroupDesc(vec![v13::GroupDesc { group_type: v13::GroupType::Select, group_id: 2, buckets: vec![bucket(1, v13::port::ANY, 2)] }])),
+            rep(R::GroupDesc(vec![v13::GroupDesc {
+                group_type: v13::GroupType::Select,
+                group_id: 2,
+                buckets: vec![bucket(1, v13::port::ANY, 2)],
+            }])),
         ),
         (
             "mp_reply_group_features",
-            rep(R::GroupFeatures(v13::GroupFeatures { types: 0xf, capabilities: 0x7, max_groups: [16, 16, 16, 16], actions: [0x1, 0x1, 0x1, 0x1] })),
+            rep(R::GroupFeatures(v13::GroupFeatures {
+                types: 0xf,
+                capabilities: 0x7,
+                max_groups: [16, 16, 16, 16],
+                actions: [0x1, 0x1, 0x1, 0x1],
+            })),
         ),
         (
             "mp_reply_meter",
@@ -631,20 +1031,49 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 byte_in_count: 4,
                 duration_sec: 5,
                 duration_nsec: 6,
-                band_stats: vec![v13::Counter { packet_count: 7, byte_count: 8 }],
+                band_stats: vec![v13::Counter {
+                    packet_count: 7,
+                    byte_count: 8,
+                }],
             }])),
         ),
         (
             "mp_reply_meter_config",
-            rep(R::MeterConfig(vec![v13::MeterConfig { flags: v13::meter_flags::KBPS, meter_id: 1, bands: vec![v13::MeterBand::Drop { rate: 1000, burst_size: 0 }] }])),
+            rep(R::MeterConfig(vec![v13::MeterConfig {
+                flags: v13::meter_flags::KBPS,
+                meter_id: 1,
+                bands: vec![v13::MeterBand::Drop {
+                    rate: 1000,
+                    burst_size: 0,
+                }],
+            }])),
         ),
         (
             "mp_reply_meter_features",
-            rep(R::MeterFeatures(v13::MeterFeatures { max_meter: 100, band_types: 3, capabilities: 0xf, max_bands: 4, max_color: 0 })),
+            rep(R::MeterFeatures(v13::MeterFeatures {
+                max_meter: 100,
+                band_types: 3,
+                capabilities: 0xf,
+                max_bands: 4,
+                max_color: 0,
+            })),
         ),
-        ("mp_reply_table_features", rep(R::TableFeatures(vec![sample_table_features()]))),
-        ("mp_reply_port_desc", rep(R::PortDesc(vec![port13(1), port13(2), port13(v13::port::LOCAL)]))),
-        ("mp_reply_experimenter", rep(R::Experimenter { experimenter: 0x4f4e4600, exp_type: 1, data: Bytes(vec![9, 9, 9, 9]) })),
+        (
+            "mp_reply_table_features",
+            rep(R::TableFeatures(vec![sample_table_features()])),
+        ),
+        (
+            "mp_reply_port_desc",
+            rep(R::PortDesc(vec![port13(1), port13(2), port13(v13::port::LOCAL)])),
+        ),
+        (
+            "mp_reply_experimenter",
+            rep(R::Experimenter {
+                experimenter: 0x4f4e4600,
+                exp_type: 1,
+                data: Bytes(vec![9, 9, 9, 9]),
+            }),
+        ),
         ("barrier_request", B::BarrierRequest),
         ("barrier_reply", B::BarrierReply),
         ("queue_get_config_request", B::QueueGetConfigRequest { port: 1 }),
@@ -652,26 +1081,68 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
             "queue_get_config_reply",
             B::QueueGetConfigReply(v13::QueueGetConfigReply {
                 port: 1,
-                queues: vec![v13::PacketQueue { queue_id: 1, port: 1, properties: vec![QueueProp::MinRate(100), QueueProp::MaxRate(900)] }],
+                queues: vec![v13::PacketQueue {
+                    queue_id: 1,
+                    port: 1,
+                    properties: vec![QueueProp::MinRate(100), QueueProp::MaxRate(900)],
+                }],
             }),
         ),
-        ("role_request", B::RoleRequest(v13::Role { role: v13::ControllerRole::Master, generation_id: 7 })),
-        ("role_reply", B::RoleReply(v13::Role { role: v13::ControllerRole::Slave, generation_id: 8 })),
+        (
+            "role_request",
+            B::RoleRequest(v13::Role {
+                role: v13::ControllerRole::Master,
+                generation_id: 7,
+            }),
+        ),
+        (
+            "role_reply",
+            B::RoleReply(v13::Role {
+                role: v13::ControllerRole::Slave,
+                generation_id: 8,
+            }),
+        ),
         ("get_async_request", B::GetAsyncRequest),
         (
             "get_async_reply",
-            B::GetAsyncReply(v13::AsyncConfig { packet_in_mask: [3, 0], port_status_mask: [7, 7], flow_removed_mask: [15, 0] }),
+            B::GetAsyncReply(v13::AsyncConfig {
+                packet_in_mask: [3, 0],
+                port_status_mask: [7, 7],
+                flow_removed_mask: [15, 0],
+            }),
         ),
-        ("set_async", B::SetAsync(v13::AsyncConfig { packet_in_mask: [1, 0], port_status_mask: [7, 7], flow_removed_mask: [1, 0] })),
+        (
+            "set_async",
+            B::SetAsync(v13::AsyncConfig {
+                packet_in_mask: [1, 0],
+                port_status_mask: [7, 7],
+                flow_removed_mask: [1, 0],
+            }),
+        ),
     ];
     for (i, m) in all_matches13().into_iter().enumerate() {
         const NAMES: [&str; 12] = [
-            "flow_mod_match_l4tcp", "flow_mod_match_udp", "flow_mod_match_sctp", "flow_mod_match_icmp",
-            "flow_mod_match_arp", "flow_mod_match_ipv6_nd_sll", "flow_mod_match_ipv6_nd_tll",
-            "flow_mod_match_mpls", "flow_mod_match_pbb", "flow_mod_match_empty",
-            "flow_mod_match_in_phy_port", "flow_mod_match_ipv6_exthdr",
+            "flow_mod_match_l4tcp",
+            "flow_mod_match_udp",
+            "flow_mod_match_sctp",
+            "flow_mod_match_icmp",
+            "flow_mod_match_arp",
+            "flow_mod_match_ipv6_nd_sll",
+            "flow_mod_match_ipv6_nd_tll",
+            "flow_mod_match_mpls",
+            "flow_mod_match_pbb",
+            "flow_mod_match_empty",
+            "flow_mod_match_in_phy_port",
+            "flow_mod_match_ipv6_exthdr",
         ];
-        v.push((NAMES[i], B::FlowMod(flow_mod13(v10::FlowModCommand::Add, m, apply(vec![v13::Action::Output { port: 1, max_len: 0 }])))));
+        v.push((
+            NAMES[i],
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::Add,
+                m,
+                apply(vec![v13::Action::Output { port: 1, max_len: 0 }]),
+            )),
+        ));
     }
     v
 }
@@ -679,9 +1150,18 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
 /// The whole corpus as messages, with HELLOs of several versions.
 pub fn all() -> Vec<(String, Message)> {
     let mut out = vec![
-        ("hello_v10".to_string(), Message::new(crate::OFP10_VERSION, 1, Body::Hello(Hello::default()))),
-        ("hello_v13_bitmap".to_string(), Message::new(crate::OFP13_VERSION, 2, Body::Hello(Hello::with_versions(&[1, 4])))),
-        ("hello_v15_bitmap".to_string(), Message::new(6, 3, Body::Hello(Hello::with_versions(&[1, 4, 5, 6])))),
+        (
+            "hello_v10".to_string(),
+            Message::new(crate::OFP10_VERSION, 1, Body::Hello(Hello::default())),
+        ),
+        (
+            "hello_v13_bitmap".to_string(),
+            Message::new(crate::OFP13_VERSION, 2, Body::Hello(Hello::with_versions(&[1, 4]))),
+        ),
+        (
+            "hello_v15_bitmap".to_string(),
+            Message::new(6, 3, Body::Hello(Hello::with_versions(&[1, 4, 5, 6]))),
+        ),
     ];
     for (i, (name, b)) in v10_messages().into_iter().enumerate() {
         out.push((format!("v10_{name}"), Message::v10(100 + i as u32, b)));

@@ -240,9 +240,15 @@ pub enum ErrorCode {
     MeterModFailed(MeterModFailedCode),
     TableFeaturesFailed(TableFeaturesFailedCode),
     /// OFPET_EXPERIMENTER (1.3): the code field carries the experimenter's type.
-    Experimenter { exp_type: u16, experimenter: u32 },
+    Experimenter {
+        exp_type: u16,
+        experimenter: u32,
+    },
     /// A type this version does not define.
-    Unknown { ty: u16, code: u16 },
+    Unknown {
+        ty: u16,
+        code: u16,
+    },
 }
 
 /// OFPET_EXPERIMENTER's type number.
@@ -279,7 +285,10 @@ impl ErrorCode {
             11 => RoleRequestFailed(code.into()),
             12 => MeterModFailed(code.into()),
             13 => TableFeaturesFailed(code.into()),
-            OFPET_EXPERIMENTER => Experimenter { exp_type: code, experimenter },
+            OFPET_EXPERIMENTER => Experimenter {
+                exp_type: code,
+                experimenter,
+            },
             _ => Unknown { ty, code },
         }
     }
@@ -447,7 +456,10 @@ pub struct DecodeError {
 
 impl DecodeError {
     pub fn new(code: ErrorCode, what: impl Into<String>) -> Self {
-        DecodeError { code, what: what.into() }
+        DecodeError {
+            code,
+            what: what.into(),
+        }
     }
 
     /// Shorthand for the most common code, OFPBRC_BAD_LEN.
@@ -495,8 +507,14 @@ mod tests {
         assert_eq!(bm.to_wire(OFP10_VERSION), (1, 6));
         assert_eq!(
             ErrorCode::from_wire(OFP13_VERSION, 0xffff, 7, 0x2320),
-            ErrorCode::Experimenter { exp_type: 7, experimenter: 0x2320 }
+            ErrorCode::Experimenter {
+                exp_type: 7,
+                experimenter: 0x2320
+            }
         );
-        assert_eq!(ErrorCode::from_wire(OFP10_VERSION, 9, 1, 0), ErrorCode::Unknown { ty: 9, code: 1 });
+        assert_eq!(
+            ErrorCode::from_wire(OFP10_VERSION, 9, 1, 0),
+            ErrorCode::Unknown { ty: 9, code: 1 }
+        );
     }
 }

@@ -84,7 +84,10 @@ impl Hello {
         for &v in versions {
             words[v as usize / 32] |= 1 << (v % 32);
         }
-        Hello { elements: vec![HelloElement::VersionBitmap(words)], opaque_body: None }
+        Hello {
+            elements: vec![HelloElement::VersionBitmap(words)],
+            opaque_body: None,
+        }
     }
 
     /// The versions in the first version bitmap, if the HELLO carries one.
@@ -102,10 +105,14 @@ impl Hello {
 
     pub(crate) fn decode(version: u8, body: &[u8]) -> Result<Hello, DecodeError> {
         match Self::decode_elements(body) {
-            Ok(elements) => Ok(Hello { elements, opaque_body: None }),
-            Err(_) if version < crate::OFP13_VERSION => {
-                Ok(Hello { elements: Vec::new(), opaque_body: Some(Bytes::from(body)) })
-            }
+            Ok(elements) => Ok(Hello {
+                elements,
+                opaque_body: None,
+            }),
+            Err(_) if version < crate::OFP13_VERSION => Ok(Hello {
+                elements: Vec::new(),
+                opaque_body: Some(Bytes::from(body)),
+            }),
             Err(e) => Err(e),
         }
     }
@@ -120,9 +127,8 @@ impl Hello {
                 return Err(DecodeError::bad_len(format!("HELLO: element length {len} is below 4")));
             }
             let mut e = r.sub(len - 4, "HELLO element")?;
-            // Elements are padded to 8 bytes; the last may end without its padding.
-            let padding = crate::codec::align8(len) - len;
-            r.pad(padding.min(r.remaining()))?;
+            // Every element, the last included, is zero-padded to 8 bytes.
+            r.pad(crate::codec::align8(len) - len)?;
             elements.push(match element_type {
                 OFPHET_VERSIONBITMAP => {
                     if e.remaining() % 4 != 0 {
@@ -137,7 +143,10 @@ impl Hello {
                     }
                     HelloElement::VersionBitmap(words)
                 }
-                t => HelloElement::Unknown { element_type: t, data: Bytes::from(e.rest()) },
+                t => HelloElement::Unknown {
+                    element_type: t,
+                    data: Bytes::from(e.rest()),
+                },
             });
         }
         Ok(elements)
@@ -173,11 +182,7 @@ impl Hello {
 /// rules: with bitmaps on both sides, the highest common version; otherwise
 /// the lower of the two header versions, if we support it. The error is the
 /// HELLO_FAILED/INCOMPATIBLE a peer should be told.
-pub fn negotiate_version(
-    ours: &[u8],
-    their_header_version: u8,
-    their_hello: &Hello,
-) -> Result<u8, DecodeError> {
+pub fn negotiate_version(ours: &[u8], their_header_version: u8, their_hello: &Hello) -> Result<u8, DecodeError> {
     let chosen = match their_hello.bitmap_versions() {
         Some(theirs) => ours.iter().copied().filter(|v| theirs.contains(v)).max(),
         None => {
@@ -216,7 +221,11 @@ impl Default for Framer {
 
 impl Framer {
     pub fn new(max_len: usize) -> Self {
-        Framer { buf: Vec::with_capacity(64 * 1024), start: 0, max_len }
+        Framer {
+            buf: Vec::with_capacity(64 * 1024),
+            start: 0,
+            max_len,
+        }
     }
 
     /// Appends bytes read from the stream.

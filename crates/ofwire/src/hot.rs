@@ -41,7 +41,11 @@ impl<'a> PacketInView<'a> {
     pub fn parse(msg: &'a [u8]) -> Result<PacketInView<'a>, DecodeError> {
         let h = Header::peek(msg).ok_or_else(|| bad_len("PACKET_IN: shorter than a header".into()))?;
         if h.length as usize != msg.len() {
-            return Err(bad_len(format!("PACKET_IN: header length {} but {} bytes", h.length, msg.len())));
+            return Err(bad_len(format!(
+                "PACKET_IN: header length {} but {} bytes",
+                h.length,
+                msg.len()
+            )));
         }
         let b = &msg[OFP_HEADER_LEN..];
         let be16 = |i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
@@ -63,14 +67,21 @@ impl<'a> PacketInView<'a> {
                     reason: b[8],
                     table_id: 0,
                     cookie: 0,
-                    in_port: if port >= v10::port::MAX { port as u32 | 0xffff_0000 } else { port as u32 },
+                    in_port: if port >= v10::port::MAX {
+                        port as u32 | 0xffff_0000
+                    } else {
+                        port as u32
+                    },
                     match_fields: &[],
                     data: &b[10..],
                 })
             }
             (OFP13_VERSION, v13::msg_type::PACKET_IN) => {
                 if b.len() < 16 + 4 {
-                    return Err(bad_len(format!("PACKET_IN: 1.3 body of {} bytes is too short", b.len())));
+                    return Err(bad_len(format!(
+                        "PACKET_IN: 1.3 body of {} bytes is too short",
+                        b.len()
+                    )));
                 }
                 let match_type = be16(16);
                 let match_len = be16(18) as usize;
@@ -82,7 +93,9 @@ impl<'a> PacketInView<'a> {
                 }
                 let match_end = 16 + align8(match_len);
                 if b.len() < match_end + 2 {
-                    return Err(bad_len(format!("PACKET_IN: match of {match_len} bytes runs past the message")));
+                    return Err(bad_len(format!(
+                        "PACKET_IN: match of {match_len} bytes runs past the message"
+                    )));
                 }
                 if b[16 + match_len..match_end + 2].iter().any(|&x| x != 0) {
                     return Err(bad_len("PACKET_IN: non-zero padding after the match".into()));
@@ -121,7 +134,10 @@ fn scan_in_port(mut fields: &[u8]) -> Result<Option<u32>, DecodeError> {
     let mut in_port = None;
     while !fields.is_empty() {
         if fields.len() < 4 {
-            return Err(DecodeError::new(ErrorCode::BadMatch(BadMatchCode::BadLen), "PACKET_IN: truncated OXM header"));
+            return Err(DecodeError::new(
+                ErrorCode::BadMatch(BadMatchCode::BadLen),
+                "PACKET_IN: truncated OXM header",
+            ));
         }
         let header = u32::from_be_bytes([fields[0], fields[1], fields[2], fields[3]]);
         let len = (header & 0xff) as usize;
@@ -153,7 +169,12 @@ fn scan_in_port(mut fields: &[u8]) -> Result<Option<u32>, DecodeError> {
 /// Appends a 1.0 FLOW_MOD. `fm.actions` is ignored; `actions` is encoded
 /// instead so callers can pass a stack slice and keep `fm.actions` empty.
 #[inline]
-pub fn write_flow_mod10(out: &mut Vec<u8>, xid: u32, fm: &v10::FlowMod, actions: &[v10::Action]) -> Result<(), EncodeError> {
+pub fn write_flow_mod10(
+    out: &mut Vec<u8>,
+    xid: u32,
+    fm: &v10::FlowMod,
+    actions: &[v10::Action],
+) -> Result<(), EncodeError> {
     let start = Header::write(out, OFP10_VERSION, v10::msg_type::FLOW_MOD, xid);
     v10::encode_flow_mod_body(out, fm, actions);
     Header::finish(out, start)
@@ -262,7 +283,10 @@ mod tests {
         }
         let mut bad = bytes.clone();
         bad[8 + 16 + 4 + 3] = 8; // IN_PORT OXM length 8 instead of 4
-        assert_eq!(PacketInView::parse(&bad).unwrap_err().code, ErrorCode::BadMatch(BadMatchCode::BadLen));
+        assert_eq!(
+            PacketInView::parse(&bad).unwrap_err().code,
+            ErrorCode::BadMatch(BadMatchCode::BadLen)
+        );
     }
 
     #[test]
@@ -277,10 +301,21 @@ mod tests {
         let mut typed = fm.clone();
         typed.match_.fields = fields.to_vec();
         typed.instructions = vec![v13::Instruction::ApplyActions(actions.to_vec())];
-        assert_eq!(hot, crate::Message::v13(9, v13::Body::FlowMod(typed)).to_bytes().unwrap());
+        assert_eq!(
+            hot,
+            crate::Message::v13(9, v13::Body::FlowMod(typed)).to_bytes().unwrap()
+        );
 
         let mut hot = Vec::new();
-        write_packet_out10(&mut hot, 3, v10::NO_BUFFER, 1, &[v10::Action::Output { port: 2, max_len: 0 }], &[9; 60]).unwrap();
+        write_packet_out10(
+            &mut hot,
+            3,
+            v10::NO_BUFFER,
+            1,
+            &[v10::Action::Output { port: 2, max_len: 0 }],
+            &[9; 60],
+        )
+        .unwrap();
         let typed = crate::Message::v10(
             3,
             v10::Body::PacketOut(v10::PacketOut {

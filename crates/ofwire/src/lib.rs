@@ -105,12 +105,18 @@ pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
             v => {
                 return Err(DecodeError::new(
                     ErrorCode::BadRequest(error::BadRequestCode::BadVersion),
-                    format!("OpenFlow version {v:#04x} is not supported (only 0x01 and 0x04, and HELLO of any version)"),
+                    format!(
+                        "OpenFlow version {v:#04x} is not supported (only 0x01 and 0x04, and HELLO of any version)"
+                    ),
                 ))
             }
         }
     };
-    Ok(Message { version: h.version, xid: h.xid, body })
+    Ok(Message {
+        version: h.version,
+        xid: h.xid,
+        body,
+    })
 }
 
 /// Decodes a message inside a session that negotiated `negotiated`: a
@@ -137,11 +143,19 @@ impl Message {
     }
 
     pub fn v10(xid: u32, body: v10::Body) -> Message {
-        Message { version: OFP10_VERSION, xid, body: Body::V10(body) }
+        Message {
+            version: OFP10_VERSION,
+            xid,
+            body: Body::V10(body),
+        }
     }
 
     pub fn v13(xid: u32, body: v13::Body) -> Message {
-        Message { version: OFP13_VERSION, xid, body: Body::V13(body) }
+        Message {
+            version: OFP13_VERSION,
+            xid,
+            body: Body::V13(body),
+        }
     }
 
     pub fn msg_type(&self) -> u8 {
@@ -164,7 +178,10 @@ impl Message {
             Body::V13(_) => OFP13_VERSION,
         };
         if body_version != self.version {
-            return Err(EncodeError::VersionMismatch { version: self.version, body: body_version });
+            return Err(EncodeError::VersionMismatch {
+                version: self.version,
+                body: body_version,
+            });
         }
         let start = Header::write(out, self.version, self.msg_type(), self.xid);
         match &self.body {
@@ -280,10 +297,17 @@ mod tests {
         assert_eq!(e.code, ErrorCode::BadRequest(BadRequestCode::BadLen));
         assert!(e.what.contains("trailing"), "{e}");
         // FEATURES_REQUEST type with a FLOW_MOD body: type does not match body.
-        let fm = corpus::v13_messages().into_iter().find(|(n, _)| *n == "flow_mod_add").unwrap().1;
+        let fm = corpus::v13_messages()
+            .into_iter()
+            .find(|(n, _)| *n == "flow_mod_add")
+            .unwrap()
+            .1;
         let mut b = Message::v13(1, fm).to_bytes().unwrap();
         b[1] = v13::msg_type::FEATURES_REQUEST;
-        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadRequest(BadRequestCode::BadLen));
+        assert_eq!(
+            decode(&b).unwrap_err().code,
+            ErrorCode::BadRequest(BadRequestCode::BadLen)
+        );
     }
 
     #[test]
@@ -304,7 +328,11 @@ mod tests {
         let e = decode(&[4, 17, 0, 16, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0]).unwrap_err();
         assert!(e.what.contains("padding"), "{e}");
         // Port name without NUL in a 1.0 PORT_STATUS.
-        let ps = corpus::v10_messages().into_iter().find(|(n, _)| *n == "port_status").unwrap().1;
+        let ps = corpus::v10_messages()
+            .into_iter()
+            .find(|(n, _)| *n == "port_status")
+            .unwrap()
+            .1;
         let mut b = Message::v10(1, ps).to_bytes().unwrap();
         let name_at = 8 + 8 + 2 + 6;
         b[name_at..name_at + 16].copy_from_slice(b"ABCDEFGHIJKLMNOP");
@@ -314,26 +342,45 @@ mod tests {
 
     #[test]
     fn bad_actions_instructions_and_commands_map_to_their_codes() {
-        let fm = corpus::v13_messages().into_iter().find(|(n, _)| *n == "flow_mod_add").unwrap().1;
+        let fm = corpus::v13_messages()
+            .into_iter()
+            .find(|(n, _)| *n == "flow_mod_add")
+            .unwrap()
+            .1;
         let good = Message::v13(1, fm).to_bytes().unwrap();
         // The instruction starts right after the 48-byte fixed part and the 32-byte match.
         let inst_at = 8 + 40 + 32;
         assert_eq!(&good[inst_at..inst_at + 2], &[0, 4]);
         let mut b = good.clone();
         b[inst_at + 1] = 9;
-        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadInstruction(BadInstructionCode::UnknownInst));
+        assert_eq!(
+            decode(&b).unwrap_err().code,
+            ErrorCode::BadInstruction(BadInstructionCode::UnknownInst)
+        );
         let mut b = good.clone();
         b[inst_at + 8 + 1] = 99; // action type
-        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadAction(BadActionCode::BadType));
+        assert_eq!(
+            decode(&b).unwrap_err().code,
+            ErrorCode::BadAction(BadActionCode::BadType)
+        );
         let mut b = good.clone();
         b[inst_at + 8 + 3] = 12; // action length not a multiple of 8
-        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadAction(BadActionCode::BadLen));
+        assert_eq!(
+            decode(&b).unwrap_err().code,
+            ErrorCode::BadAction(BadActionCode::BadLen)
+        );
         let mut b = good.clone();
         b[8 + 17] = 7; // command
-        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::FlowModFailed(FlowModFailedCode::BadCommand));
+        assert_eq!(
+            decode(&b).unwrap_err().code,
+            ErrorCode::FlowModFailed(FlowModFailedCode::BadCommand)
+        );
         let mut b = good;
         b[inst_at + 8 + 4..inst_at + 8 + 8].copy_from_slice(&v13::port::ANY.to_be_bytes());
-        assert_eq!(decode(&b).unwrap_err().code, ErrorCode::BadAction(BadActionCode::BadOutPort));
+        assert_eq!(
+            decode(&b).unwrap_err().code,
+            ErrorCode::BadAction(BadActionCode::BadOutPort)
+        );
     }
 
     #[test]
@@ -341,10 +388,16 @@ mod tests {
         for version in [OFP10_VERSION, OFP13_VERSION] {
             let mut codes = ErrorCode::all_defined(version);
             if version == OFP13_VERSION {
-                codes.push(ErrorCode::Experimenter { exp_type: 1, experimenter: 0x2320 });
+                codes.push(ErrorCode::Experimenter {
+                    exp_type: 1,
+                    experimenter: 0x2320,
+                });
             }
             for code in codes {
-                let e = ErrorMsg { code, data: Bytes(vec![1, 2, 3]) };
+                let e = ErrorMsg {
+                    code,
+                    data: Bytes(vec![1, 2, 3]),
+                };
                 let msg = match version {
                     OFP10_VERSION => Message::v10(1, v10::Body::Error(e)),
                     _ => Message::v13(1, v13::Body::Error(e)),
@@ -361,7 +414,11 @@ mod tests {
         let mut out = vec![9];
         assert!(matches!(big.encode(&mut out), Err(EncodeError::TooLong(_))));
         assert_eq!(out, vec![9]);
-        let wrong = Message { version: OFP10_VERSION, xid: 1, body: Body::V13(v13::Body::BarrierRequest) };
+        let wrong = Message {
+            version: OFP10_VERSION,
+            xid: 1,
+            body: Body::V13(v13::Body::BarrierRequest),
+        };
         assert!(matches!(wrong.to_bytes(), Err(EncodeError::VersionMismatch { .. })));
     }
 }

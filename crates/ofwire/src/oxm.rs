@@ -67,26 +67,74 @@ pub mod field {
 
     /// Names as in the spec, without the OXM_OF_ prefix.
     pub const NAMES: [&str; 40] = [
-        "IN_PORT", "IN_PHY_PORT", "METADATA", "ETH_DST", "ETH_SRC", "ETH_TYPE", "VLAN_VID",
-        "VLAN_PCP", "IP_DSCP", "IP_ECN", "IP_PROTO", "IPV4_SRC", "IPV4_DST", "TCP_SRC", "TCP_DST",
-        "UDP_SRC", "UDP_DST", "SCTP_SRC", "SCTP_DST", "ICMPV4_TYPE", "ICMPV4_CODE", "ARP_OP",
-        "ARP_SPA", "ARP_TPA", "ARP_SHA", "ARP_THA", "IPV6_SRC", "IPV6_DST", "IPV6_FLABEL",
-        "ICMPV6_TYPE", "ICMPV6_CODE", "IPV6_ND_TARGET", "IPV6_ND_SLL", "IPV6_ND_TLL", "MPLS_LABEL",
-        "MPLS_TC", "MPLS_BOS", "PBB_ISID", "TUNNEL_ID", "IPV6_EXTHDR",
+        "IN_PORT",
+        "IN_PHY_PORT",
+        "METADATA",
+        "ETH_DST",
+        "ETH_SRC",
+        "ETH_TYPE",
+        "VLAN_VID",
+        "VLAN_PCP",
+        "IP_DSCP",
+        "IP_ECN",
+        "IP_PROTO",
+        "IPV4_SRC",
+        "IPV4_DST",
+        "TCP_SRC",
+        "TCP_DST",
+        "UDP_SRC",
+        "UDP_DST",
+        "SCTP_SRC",
+        "SCTP_DST",
+        "ICMPV4_TYPE",
+        "ICMPV4_CODE",
+        "ARP_OP",
+        "ARP_SPA",
+        "ARP_TPA",
+        "ARP_SHA",
+        "ARP_THA",
+        "IPV6_SRC",
+        "IPV6_DST",
+        "IPV6_FLABEL",
+        "ICMPV6_TYPE",
+        "ICMPV6_CODE",
+        "IPV6_ND_TARGET",
+        "IPV6_ND_SLL",
+        "IPV6_ND_TLL",
+        "MPLS_LABEL",
+        "MPLS_TC",
+        "MPLS_BOS",
+        "PBB_ISID",
+        "TUNNEL_ID",
+        "IPV6_EXTHDR",
     ];
 
     /// Value width in bytes of each basic field.
     pub const WIDTH: [u8; 40] = [
-        4, 4, 8, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 2, 2, 2, 2, 2, 2, 1, 1, 2, 4, 4, 6, 6, 16, 16, 4, 1,
-        1, 16, 6, 6, 4, 1, 1, 3, 8, 2,
+        4, 4, 8, 6, 6, 2, 2, 1, 1, 1, 1, 4, 4, 2, 2, 2, 2, 2, 2, 1, 1, 2, 4, 4, 6, 6, 16, 16, 4, 1, 1, 16, 6, 6, 4, 1,
+        1, 3, 8, 2,
     ];
 
     /// Whether the spec allows a mask on each basic field.
     pub fn maskable(f: u8) -> bool {
         matches!(
             f,
-            METADATA | ETH_DST | ETH_SRC | VLAN_VID | IPV4_SRC | IPV4_DST | ARP_SPA | ARP_TPA | ARP_SHA
-                | ARP_THA | IPV6_SRC | IPV6_DST | IPV6_FLABEL | PBB_ISID | TUNNEL_ID | IPV6_EXTHDR
+            METADATA
+                | ETH_DST
+                | ETH_SRC
+                | VLAN_VID
+                | IPV4_SRC
+                | IPV4_DST
+                | ARP_SPA
+                | ARP_TPA
+                | ARP_SHA
+                | ARP_THA
+                | IPV6_SRC
+                | IPV6_DST
+                | IPV6_FLABEL
+                | PBB_ISID
+                | TUNNEL_ID
+                | IPV6_EXTHDR
         )
     }
 }
@@ -137,9 +185,19 @@ pub enum Oxm {
     TunnelId(u64, Option<u64>),
     Ipv6Exthdr(u16, Option<u16>),
     /// Class 0xFFFF: experimenter id, then opaque value (and mask).
-    Experimenter { field: u8, has_mask: bool, experimenter: u32, data: Bytes },
+    Experimenter {
+        field: u8,
+        has_mask: bool,
+        experimenter: u32,
+        data: Bytes,
+    },
     /// Any other class (Nicira NXM_0/NXM_1, packet registers, ...), opaque.
-    Other { class: u16, field: u8, has_mask: bool, payload: Bytes },
+    Other {
+        class: u16,
+        field: u8,
+        has_mask: bool,
+        payload: Bytes,
+    },
 }
 
 fn bad_match(code: BadMatchCode) -> ErrorCode {
@@ -306,12 +364,27 @@ impl Oxm {
                 out.put_slice(&buf[..len]);
             }
             None => match self {
-                Oxm::Experimenter { field, has_mask, experimenter, data } => {
-                    out.put_u32(oxm_header(OFPXMC_EXPERIMENTER, *field, *has_mask, (4 + data.len()) as u8));
+                Oxm::Experimenter {
+                    field,
+                    has_mask,
+                    experimenter,
+                    data,
+                } => {
+                    out.put_u32(oxm_header(
+                        OFPXMC_EXPERIMENTER,
+                        *field,
+                        *has_mask,
+                        (4 + data.len()) as u8,
+                    ));
                     out.put_u32(*experimenter);
                     out.put_slice(&data.0);
                 }
-                Oxm::Other { class, field, has_mask, payload } => {
+                Oxm::Other {
+                    class,
+                    field,
+                    has_mask,
+                    payload,
+                } => {
                     out.put_u32(oxm_header(*class, *field, *has_mask, payload.len() as u8));
                     out.put_slice(&payload.0);
                 }
@@ -345,13 +418,18 @@ impl Oxm {
                 })
             }
             _ => {
-                if has_mask && len % 2 != 0 {
+                if has_mask && !len.is_multiple_of(2) {
                     return Err(r.error(
                         bad_match(BadMatchCode::BadLen),
                         format_args!("masked OXM class {class:#06x} field {field} has odd length {len}"),
                     ));
                 }
-                Ok(Oxm::Other { class, field, has_mask, payload: Bytes::from(payload) })
+                Ok(Oxm::Other {
+                    class,
+                    field,
+                    has_mask,
+                    payload: Bytes::from(payload),
+                })
             }
         }
     }
@@ -366,18 +444,28 @@ pub const fn oxm_header(class: u16, field: u8, has_mask: bool, len: u8) -> u32 {
 fn decode_basic(r: &Reader, f: u8, has_mask: bool, p: &[u8]) -> Result<Oxm, DecodeError> {
     use field::*;
     if f as usize >= WIDTH.len() {
-        return Err(r.error(bad_match(BadMatchCode::BadField), format_args!("unknown OpenFlow-basic field {f}")));
+        return Err(r.error(
+            bad_match(BadMatchCode::BadField),
+            format_args!("unknown OpenFlow-basic field {f}"),
+        ));
     }
     let name = NAMES[f as usize];
     let w = WIDTH[f as usize] as usize;
     if has_mask && !maskable(f) {
-        return Err(r.error(bad_match(BadMatchCode::BadMask), format_args!("{name} cannot be masked")));
+        return Err(r.error(
+            bad_match(BadMatchCode::BadMask),
+            format_args!("{name} cannot be masked"),
+        ));
     }
     let want = w * (1 + has_mask as usize);
     if p.len() != want {
         return Err(r.error(
             bad_match(BadMatchCode::BadLen),
-            format_args!("{name}{} must be {want} bytes, OXM length says {}", if has_mask { "/mask" } else { "" }, p.len()),
+            format_args!(
+                "{name}{} must be {want} bytes, OXM length says {}",
+                if has_mask { "/mask" } else { "" },
+                p.len()
+            ),
         ));
     }
     let (v, m) = p.split_at(w);
@@ -493,7 +581,9 @@ impl Match {
 
     /// The first basic field with number `f`.
     pub fn get(&self, f: u8) -> Option<&Oxm> {
-        self.fields.iter().find(|x| x.class() == OFPXMC_OPENFLOW_BASIC && x.field() == f)
+        self.fields
+            .iter()
+            .find(|x| x.class() == OFPXMC_OPENFLOW_BASIC && x.field() == f)
     }
 
     pub fn in_port(&self) -> Option<u32> {
@@ -506,8 +596,12 @@ impl Match {
     /// Decodes an `ofp_match` including its padding.
     pub(crate) fn decode(r: &mut Reader) -> Result<Match, DecodeError> {
         let mut head = r.clone();
-        let ty = head.u16().map_err(|e| crate::v10::relabel(e, bad_match(BadMatchCode::BadLen)))?;
-        let len = head.u16().map_err(|e| crate::v10::relabel(e, bad_match(BadMatchCode::BadLen)))? as usize;
+        let ty = head
+            .u16()
+            .map_err(|e| crate::v10::relabel(e, bad_match(BadMatchCode::BadLen)))?;
+        let len = head
+            .u16()
+            .map_err(|e| crate::v10::relabel(e, bad_match(BadMatchCode::BadLen)))? as usize;
         if ty != OFPMT_OXM {
             return Err(r.error(
                 bad_match(BadMatchCode::BadType),
@@ -515,7 +609,10 @@ impl Match {
             ));
         }
         if len < 4 {
-            return Err(r.error(bad_match(BadMatchCode::BadLen), format_args!("match length {len} is below 4")));
+            return Err(r.error(
+                bad_match(BadMatchCode::BadLen),
+                format_args!("match length {len} is below 4"),
+            ));
         }
         let mut m = r.sub_with(align8(len), bad_match(BadMatchCode::BadLen), "match")?;
         m.u32()?;
@@ -568,7 +665,11 @@ fn check_fields(r: &Reader, fields: &[Oxm]) -> Result<(), DecodeError> {
         }
         seen |= bit;
     }
-    let find = |n: u8| fields.iter().find(|f| f.class() == OFPXMC_OPENFLOW_BASIC && f.field() == n);
+    let find = |n: u8| {
+        fields
+            .iter()
+            .find(|f| f.class() == OFPXMC_OPENFLOW_BASIC && f.field() == n)
+    };
     let eth_type = match find(ETH_TYPE) {
         Some(Oxm::EthType(t)) => Some(*t),
         _ => None,
@@ -666,7 +767,10 @@ mod tests {
         );
         assert_eq!(code_of(vec![Oxm::VlanPcp(3)]), bad_match(BadMatchCode::BadPrereq));
         // Duplicate.
-        assert_eq!(code_of(vec![Oxm::InPort(1), Oxm::InPort(2)]), bad_match(BadMatchCode::DupField));
+        assert_eq!(
+            code_of(vec![Oxm::InPort(1), Oxm::InPort(2)]),
+            bad_match(BadMatchCode::DupField)
+        );
         // Mask on an unmaskable field: IN_PORT with hasmask and 8 bytes.
         let b = [0, 1, 0, 16, 0x80, 0, 1, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff];
         assert_eq!(dec(&b).unwrap_err().code, bad_match(BadMatchCode::BadMask));
@@ -700,8 +804,18 @@ mod tests {
     #[test]
     fn experimenter_and_nicira_fields_are_kept_opaque() {
         let m = Match::new(vec![
-            Oxm::Experimenter { field: 3, has_mask: false, experimenter: 0x4f4e4600, data: Bytes(vec![1, 2]) },
-            Oxm::Other { class: OFPXMC_NXM_1, field: 0, has_mask: false, payload: Bytes(vec![0, 0, 0, 9]) },
+            Oxm::Experimenter {
+                field: 3,
+                has_mask: false,
+                experimenter: 0x4f4e4600,
+                data: Bytes(vec![1, 2]),
+            },
+            Oxm::Other {
+                class: OFPXMC_NXM_1,
+                field: 0,
+                has_mask: false,
+                payload: Bytes(vec![0, 0, 0, 9]),
+            },
         ]);
         let mut out = Vec::new();
         m.encode(&mut out);

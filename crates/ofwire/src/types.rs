@@ -96,7 +96,7 @@ pub fn from_hex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.trim();
     let s = s.strip_prefix("0x").unwrap_or(s);
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", digits.len()));
     }
     let val = |c: u8, i: usize| -> Result<u8, String> {

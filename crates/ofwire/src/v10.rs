@@ -38,10 +38,27 @@ pub mod msg_type {
     /// The spec's name of a 1.0 message type.
     pub fn name(t: u8) -> &'static str {
         const NAMES: [&str; 22] = [
-            "HELLO", "ERROR", "ECHO_REQUEST", "ECHO_REPLY", "VENDOR", "FEATURES_REQUEST",
-            "FEATURES_REPLY", "GET_CONFIG_REQUEST", "GET_CONFIG_REPLY", "SET_CONFIG", "PACKET_IN",
-            "FLOW_REMOVED", "PORT_STATUS", "PACKET_OUT", "FLOW_MOD", "PORT_MOD", "STATS_REQUEST",
-            "STATS_REPLY", "BARRIER_REQUEST", "BARRIER_REPLY", "QUEUE_GET_CONFIG_REQUEST",
+            "HELLO",
+            "ERROR",
+            "ECHO_REQUEST",
+            "ECHO_REPLY",
+            "VENDOR",
+            "FEATURES_REQUEST",
+            "FEATURES_REPLY",
+            "GET_CONFIG_REQUEST",
+            "GET_CONFIG_REPLY",
+            "SET_CONFIG",
+            "PACKET_IN",
+            "FLOW_REMOVED",
+            "PORT_STATUS",
+            "PACKET_OUT",
+            "FLOW_MOD",
+            "PORT_MOD",
+            "STATS_REQUEST",
+            "STATS_REPLY",
+            "BARRIER_REQUEST",
+            "BARRIER_REPLY",
+            "QUEUE_GET_CONFIG_REQUEST",
             "QUEUE_GET_CONFIG_REPLY",
         ];
         NAMES.get(t as usize).copied().unwrap_or("UNKNOWN")
@@ -235,7 +252,7 @@ impl Action {
         let mut hdr = r.clone();
         let ty = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))?;
         let len = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))? as usize;
-        if len < 8 || len % 8 != 0 {
+        if len < 8 || !len.is_multiple_of(8) {
             return Err(r.error(
                 bad_action(BadActionCode::BadLen),
                 format_args!("action type {ty} has length {len}, not a positive multiple of 8"),
@@ -262,7 +279,10 @@ impl Action {
                         format_args!("OUTPUT to port {port:#x}"),
                     ));
                 }
-                Action::Output { port, max_len: a.u16()? }
+                Action::Output {
+                    port,
+                    max_len: a.u16()?,
+                }
             }
             1 => {
                 expect(&a, 8, "SET_VLAN_VID")?;
@@ -338,9 +358,15 @@ impl Action {
                 expect(&a, 16, "ENQUEUE")?;
                 let port = a.u16()?;
                 a.pad(6)?;
-                Action::Enqueue { port, queue_id: a.u32()? }
+                Action::Enqueue {
+                    port,
+                    queue_id: a.u32()?,
+                }
             }
-            0xffff => Action::Vendor { vendor: a.u32()?, data: Bytes::from(a.rest()) },
+            0xffff => Action::Vendor {
+                vendor: a.u32()?,
+                data: Bytes::from(a.rest()),
+            },
             other => {
                 return Err(a.error(
                     bad_action(BadActionCode::BadType),
@@ -463,7 +489,14 @@ impl PhyPort {
         out.put_u16(self.port_no);
         out.put_slice(&self.hw_addr.0);
         out.put_fixed_str(&self.name, 16);
-        for v in [self.config, self.state, self.curr, self.advertised, self.supported, self.peer] {
+        for v in [
+            self.config,
+            self.state,
+            self.curr,
+            self.advertised,
+            self.supported,
+            self.peer,
+        ] {
             out.put_u32(v);
         }
     }
@@ -732,7 +765,10 @@ impl Body {
             ERROR => Body::Error(ErrorMsg::decode(crate::OFP10_VERSION, &mut r)?),
             ECHO_REQUEST => Body::EchoRequest(Bytes::from(r.rest())),
             ECHO_REPLY => Body::EchoReply(Bytes::from(r.rest())),
-            VENDOR => Body::Vendor { vendor: r.u32()?, data: Bytes::from(r.rest()) },
+            VENDOR => Body::Vendor {
+                vendor: r.u32()?,
+                data: Bytes::from(r.rest()),
+            },
             FEATURES_REQUEST => return empty(&r, Body::FeaturesRequest),
             FEATURES_REPLY => {
                 let datapath_id = r.u64()?;
@@ -741,7 +777,7 @@ impl Body {
                 r.pad(3)?;
                 let capabilities = r.u32()?;
                 let actions = r.u32()?;
-                if r.remaining() % PhyPort::LEN != 0 {
+                if !r.remaining().is_multiple_of(PhyPort::LEN) {
                     return Err(r.error(
                         bad_len(),
                         format_args!("port list of {} bytes is not a multiple of 48", r.remaining()),
@@ -769,7 +805,13 @@ impl Body {
                 let in_port = r.u16()?;
                 let reason = r.u8()?.into();
                 r.pad(1)?;
-                Body::PacketIn(PacketIn { buffer_id, total_len, in_port, reason, data: Bytes::from(r.rest()) })
+                Body::PacketIn(PacketIn {
+                    buffer_id,
+                    total_len,
+                    in_port,
+                    reason,
+                    data: Bytes::from(r.rest()),
+                })
             }
             FLOW_REMOVED => {
                 let match_ = Match::decode(&mut r)?;
@@ -796,7 +838,10 @@ impl Body {
             PORT_STATUS => {
                 let reason = r.u8()?.into();
                 r.pad(7)?;
-                Body::PortStatus(PortStatus { reason, desc: PhyPort::decode(&mut r)? })
+                Body::PortStatus(PortStatus {
+                    reason,
+                    desc: PhyPort::decode(&mut r)?,
+                })
             }
             PACKET_OUT => {
                 let buffer_id = r.u32()?;
@@ -808,9 +853,18 @@ impl Body {
                         format_args!("actions_len {actions_len} exceeds the {} bytes left", r.remaining()),
                     ));
                 }
-                let mut ar = r.sub_with(actions_len, ErrorCode::BadAction(BadActionCode::BadLen), "PACKET_OUT actions")?;
+                let mut ar = r.sub_with(
+                    actions_len,
+                    ErrorCode::BadAction(BadActionCode::BadLen),
+                    "PACKET_OUT actions",
+                )?;
                 let actions = Action::decode_list(&mut ar)?;
-                Body::PacketOut(PacketOut { buffer_id, in_port, actions, data: Bytes::from(r.rest()) })
+                Body::PacketOut(PacketOut {
+                    buffer_id,
+                    in_port,
+                    actions,
+                    data: Bytes::from(r.rest()),
+                })
             }
             FLOW_MOD => {
                 let match_ = Match::decode(&mut r)?;
@@ -829,7 +883,11 @@ impl Body {
                 let buffer_id = r.u32()?;
                 let out_port = r.u16()?;
                 let flags = r.u16()?;
-                let mut ar = r.sub_with(r.remaining(), ErrorCode::BadAction(BadActionCode::BadLen), "FLOW_MOD actions")?;
+                let mut ar = r.sub_with(
+                    r.remaining(),
+                    ErrorCode::BadAction(BadActionCode::BadLen),
+                    "FLOW_MOD actions",
+                )?;
                 Body::FlowMod(FlowMod {
                     match_,
                     cookie,
@@ -850,7 +908,13 @@ impl Body {
                 let mask = r.u32()?;
                 let advertise = r.u32()?;
                 r.pad(4)?;
-                Body::PortMod(PortMod { port_no, hw_addr, config, mask, advertise })
+                Body::PortMod(PortMod {
+                    port_no,
+                    hw_addr,
+                    config,
+                    mask,
+                    advertise,
+                })
             }
             STATS_REQUEST => {
                 let ty = r.u16()?;
@@ -881,9 +945,15 @@ impl Body {
                     5 => {
                         let port_no = r.u16()?;
                         r.pad(2)?;
-                        StatsRequestBody::Queue { port_no, queue_id: r.u32()? }
+                        StatsRequestBody::Queue {
+                            port_no,
+                            queue_id: r.u32()?,
+                        }
                     }
-                    0xffff => StatsRequestBody::Vendor { vendor: r.u32()?, data: Bytes::from(r.rest()) },
+                    0xffff => StatsRequestBody::Vendor {
+                        vendor: r.u32()?,
+                        data: Bytes::from(r.rest()),
+                    },
                     other => {
                         return Err(r.error(
                             ErrorCode::BadRequest(BadRequestCode::BadMultipart),
@@ -922,7 +992,10 @@ impl Body {
                     4 => StatsReplyBody::Port(fixed_list(&mut r, 104, |r| {
                         let port_no = r.u16()?;
                         r.pad(6)?;
-                        Ok(PortStats { port_no, counters: PortCounters::decode(r)? })
+                        Ok(PortStats {
+                            port_no,
+                            counters: PortCounters::decode(r)?,
+                        })
                     })?),
                     5 => StatsReplyBody::Queue(fixed_list(&mut r, 32, |r| {
                         let port_no = r.u16()?;
@@ -935,7 +1008,10 @@ impl Body {
                             tx_errors: r.u64()?,
                         })
                     })?),
-                    0xffff => StatsReplyBody::Vendor { vendor: r.u32()?, data: Bytes::from(r.rest()) },
+                    0xffff => StatsReplyBody::Vendor {
+                        vendor: r.u32()?,
+                        data: Bytes::from(r.rest()),
+                    },
                     other => {
                         return Err(r.error(
                             ErrorCode::BadRequest(BadRequestCode::BadMultipart),
@@ -1188,7 +1264,11 @@ fn decode_flow_stats(r: &mut Reader) -> Result<FlowStats, DecodeError> {
     let cookie = e.u64()?;
     let packet_count = e.u64()?;
     let byte_count = e.u64()?;
-    let mut ar = e.sub_with(e.remaining(), ErrorCode::BadAction(BadActionCode::BadLen), "flow stats actions")?;
+    let mut ar = e.sub_with(
+        e.remaining(),
+        ErrorCode::BadAction(BadActionCode::BadLen),
+        "flow stats actions",
+    )?;
     Ok(FlowStats {
         table_id,
         match_,
@@ -1210,10 +1290,13 @@ pub(crate) fn fixed_list<T>(
     size: usize,
     mut f: impl FnMut(&mut Reader) -> Result<T, DecodeError>,
 ) -> Result<Vec<T>, DecodeError> {
-    if r.remaining() % size != 0 {
+    if !r.remaining().is_multiple_of(size) {
         return Err(r.error(
             ErrorCode::BadRequest(BadRequestCode::BadLen),
-            format_args!("list of {} bytes is not a multiple of the {size}-byte entry", r.remaining()),
+            format_args!(
+                "list of {} bytes is not a multiple of the {size}-byte entry",
+                r.remaining()
+            ),
         ));
     }
     let mut v = Vec::with_capacity(r.remaining() / size);

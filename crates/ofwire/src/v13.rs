@@ -9,8 +9,8 @@ use crate::common::*;
 use crate::error::*;
 use crate::oxm::{Match, Oxm};
 use crate::types::{Bytes, MacAddr};
-use crate::v10::{fixed_list, relabel};
 pub use crate::v10::FlowModCommand;
+use crate::v10::{fixed_list, relabel};
 
 /// Message type numbers of OpenFlow 1.3.
 pub mod msg_type {
@@ -48,12 +48,36 @@ pub mod msg_type {
     /// The spec's name of a 1.3 message type.
     pub fn name(t: u8) -> &'static str {
         const NAMES: [&str; 30] = [
-            "HELLO", "ERROR", "ECHO_REQUEST", "ECHO_REPLY", "EXPERIMENTER", "FEATURES_REQUEST",
-            "FEATURES_REPLY", "GET_CONFIG_REQUEST", "GET_CONFIG_REPLY", "SET_CONFIG", "PACKET_IN",
-            "FLOW_REMOVED", "PORT_STATUS", "PACKET_OUT", "FLOW_MOD", "GROUP_MOD", "PORT_MOD",
-            "TABLE_MOD", "MULTIPART_REQUEST", "MULTIPART_REPLY", "BARRIER_REQUEST", "BARRIER_REPLY",
-            "QUEUE_GET_CONFIG_REQUEST", "QUEUE_GET_CONFIG_REPLY", "ROLE_REQUEST", "ROLE_REPLY",
-            "GET_ASYNC_REQUEST", "GET_ASYNC_REPLY", "SET_ASYNC", "METER_MOD",
+            "HELLO",
+            "ERROR",
+            "ECHO_REQUEST",
+            "ECHO_REPLY",
+            "EXPERIMENTER",
+            "FEATURES_REQUEST",
+            "FEATURES_REPLY",
+            "GET_CONFIG_REQUEST",
+            "GET_CONFIG_REPLY",
+            "SET_CONFIG",
+            "PACKET_IN",
+            "FLOW_REMOVED",
+            "PORT_STATUS",
+            "PACKET_OUT",
+            "FLOW_MOD",
+            "GROUP_MOD",
+            "PORT_MOD",
+            "TABLE_MOD",
+            "MULTIPART_REQUEST",
+            "MULTIPART_REPLY",
+            "BARRIER_REQUEST",
+            "BARRIER_REPLY",
+            "QUEUE_GET_CONFIG_REQUEST",
+            "QUEUE_GET_CONFIG_REPLY",
+            "ROLE_REQUEST",
+            "ROLE_REPLY",
+            "GET_ASYNC_REQUEST",
+            "GET_ASYNC_REPLY",
+            "SET_ASYNC",
+            "METER_MOD",
         ];
         NAMES.get(t as usize).copied().unwrap_or("UNKNOWN")
     }
@@ -140,7 +164,7 @@ impl Action {
         let mut hdr = r.clone();
         let ty = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))?;
         let len = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))? as usize;
-        if len < 8 || len % 8 != 0 {
+        if len < 8 || !len.is_multiple_of(8) {
             return Err(r.error(
                 bad_action(BadActionCode::BadLen),
                 format_args!("action type {ty} has length {len}, not a positive multiple of 8"),
@@ -255,9 +279,15 @@ impl Action {
                 a.pad(a.remaining())?;
                 Action::SetField(oxm)
             }
-            0xffff => Action::Experimenter { experimenter: a.u32()?, data: Bytes::from(a.rest()) },
+            0xffff => Action::Experimenter {
+                experimenter: a.u32()?,
+                data: Bytes::from(a.rest()),
+            },
             other => {
-                return Err(a.error(bad_action(BadActionCode::BadType), format_args!("unknown action type {other}")))
+                return Err(a.error(
+                    bad_action(BadActionCode::BadType),
+                    format_args!("unknown action type {other}"),
+                ))
             }
         };
         a.finish()?;
@@ -374,9 +404,13 @@ impl Instruction {
 
     fn decode(r: &mut Reader) -> Result<Instruction, DecodeError> {
         let mut hdr = r.clone();
-        let ty = hdr.u16().map_err(|e| relabel(e, bad_inst(BadInstructionCode::BadLen)))?;
-        let len = hdr.u16().map_err(|e| relabel(e, bad_inst(BadInstructionCode::BadLen)))? as usize;
-        if len < 8 || len % 8 != 0 {
+        let ty = hdr
+            .u16()
+            .map_err(|e| relabel(e, bad_inst(BadInstructionCode::BadLen)))?;
+        let len = hdr
+            .u16()
+            .map_err(|e| relabel(e, bad_inst(BadInstructionCode::BadLen)))? as usize;
+        if len < 8 || !len.is_multiple_of(8) {
             return Err(r.error(
                 bad_inst(BadInstructionCode::BadLen),
                 format_args!("instruction type {ty} has length {len}, not a positive multiple of 8"),
@@ -403,7 +437,10 @@ impl Instruction {
             2 => {
                 fixed(&i, 24)?;
                 i.pad(4)?;
-                Instruction::WriteMetadata { metadata: i.u64()?, mask: i.u64()? }
+                Instruction::WriteMetadata {
+                    metadata: i.u64()?,
+                    mask: i.u64()?,
+                }
             }
             3 | 4 => {
                 i.pad(4)?;
@@ -424,7 +461,10 @@ impl Instruction {
                 fixed(&i, 8)?;
                 Instruction::Meter(i.u32()?)
             }
-            0xffff => Instruction::Experimenter { experimenter: i.u32()?, data: Bytes::from(i.rest()) },
+            0xffff => Instruction::Experimenter {
+                experimenter: i.u32()?,
+                data: Bytes::from(i.rest()),
+            },
             other => {
                 return Err(i.error(
                     bad_inst(BadInstructionCode::UnknownInst),
@@ -678,8 +718,11 @@ fn decode_buckets(r: &mut Reader) -> Result<Vec<Bucket>, DecodeError> {
     let mut out = Vec::new();
     while !r.is_empty() {
         let len = r.clone().u16()? as usize;
-        if len < 16 || len % 8 != 0 {
-            return Err(r.error(bad_bucket, format_args!("bucket length {len} is below 16 or not a multiple of 8")));
+        if len < 16 || !len.is_multiple_of(8) {
+            return Err(r.error(
+                bad_bucket,
+                format_args!("bucket length {len} is below 16 or not a multiple of 8"),
+            ));
         }
         let mut b = r.sub_with(len, bad_bucket, "bucket")?;
         b.u16()?;
@@ -688,7 +731,12 @@ fn decode_buckets(r: &mut Reader) -> Result<Vec<Bucket>, DecodeError> {
         let watch_group = b.u32()?;
         b.pad(4)?;
         let mut ar = b.sub_with(b.remaining(), bad_action(BadActionCode::BadLen), "bucket actions")?;
-        out.push(Bucket { weight, watch_port, watch_group, actions: Action::decode_list(&mut ar)? });
+        out.push(Bucket {
+            weight,
+            watch_port,
+            watch_group,
+            actions: Action::decode_list(&mut ar)?,
+        });
     }
     Ok(out)
 }
@@ -742,9 +790,21 @@ pub mod meter_flags {
 /// A meter band (`ofp_meter_band_*`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum MeterBand {
-    Drop { rate: u32, burst_size: u32 },
-    DscpRemark { rate: u32, burst_size: u32, prec_level: u8 },
-    Experimenter { rate: u32, burst_size: u32, experimenter: u32, data: Bytes },
+    Drop {
+        rate: u32,
+        burst_size: u32,
+    },
+    DscpRemark {
+        rate: u32,
+        burst_size: u32,
+        prec_level: u8,
+    },
+    Experimenter {
+        rate: u32,
+        burst_size: u32,
+        experimenter: u32,
+        data: Bytes,
+    },
 }
 
 fn decode_bands(r: &mut Reader) -> Result<Vec<MeterBand>, DecodeError> {
@@ -754,8 +814,11 @@ fn decode_bands(r: &mut Reader) -> Result<Vec<MeterBand>, DecodeError> {
         let mut h = r.clone();
         let ty = h.u16()?;
         let len = h.u16()? as usize;
-        if len < 16 || len % 8 != 0 {
-            return Err(r.error(bad_len(), format_args!("meter band length {len} is below 16 or not a multiple of 8")));
+        if len < 16 || !len.is_multiple_of(8) {
+            return Err(r.error(
+                bad_len(),
+                format_args!("meter band length {len} is below 16 or not a multiple of 8"),
+            ));
         }
         let mut b = r.sub(len, "meter band")?;
         b.u32()?;
@@ -769,9 +832,18 @@ fn decode_bands(r: &mut Reader) -> Result<Vec<MeterBand>, DecodeError> {
             2 => {
                 let prec_level = b.u8()?;
                 b.pad(3)?;
-                MeterBand::DscpRemark { rate, burst_size, prec_level }
+                MeterBand::DscpRemark {
+                    rate,
+                    burst_size,
+                    prec_level,
+                }
             }
-            0xffff => MeterBand::Experimenter { rate, burst_size, experimenter: b.u32()?, data: Bytes::from(b.rest()) },
+            0xffff => MeterBand::Experimenter {
+                rate,
+                burst_size,
+                experimenter: b.u32()?,
+                data: Bytes::from(b.rest()),
+            },
             other => return Err(b.error(bad_band, format_args!("unknown meter band type {other}"))),
         };
         b.finish()?;
@@ -966,8 +1038,16 @@ pub enum TableFeatureProp {
     WriteSetfieldMiss(Vec<OxmId>),
     ApplySetfield(Vec<OxmId>),
     ApplySetfieldMiss(Vec<OxmId>),
-    Experimenter { experimenter: u32, exp_type: u32, data: Bytes },
-    ExperimenterMiss { experimenter: u32, exp_type: u32, data: Bytes },
+    Experimenter {
+        experimenter: u32,
+        exp_type: u32,
+        data: Bytes,
+    },
+    ExperimenterMiss {
+        experimenter: u32,
+        exp_type: u32,
+        data: Bytes,
+    },
 }
 
 impl TableFeatureProp {
@@ -1014,7 +1094,7 @@ fn decode_table_features_list(r: &mut Reader) -> Result<Vec<TableFeatures>, Deco
     let mut out = Vec::new();
     while !r.is_empty() {
         let len = r.clone().u16()? as usize;
-        if len < 64 || len % 8 != 0 {
+        if len < 64 || !len.is_multiple_of(8) {
             return Err(r.error(
                 tf_err(TableFeaturesFailedCode::BadLen),
                 format_args!("table features length {len} is below 64 or not a multiple of 8"),
@@ -1033,7 +1113,15 @@ fn decode_table_features_list(r: &mut Reader) -> Result<Vec<TableFeatures>, Deco
         while !t.is_empty() {
             properties.push(decode_table_feature_prop(&mut t)?);
         }
-        out.push(TableFeatures { table_id, name, metadata_match, metadata_write, config, max_entries, properties });
+        out.push(TableFeatures {
+            table_id,
+            name,
+            metadata_match,
+            metadata_write,
+            config,
+            max_entries,
+            properties,
+        });
     }
     Ok(out)
 }
@@ -1043,7 +1131,10 @@ fn decode_table_feature_prop(t: &mut Reader) -> Result<TableFeatureProp, DecodeE
     let ty = t.u16()?;
     let len = t.u16()? as usize;
     if len < 4 {
-        return Err(t.error(tf_err(TableFeaturesFailedCode::BadLen), format_args!("property length {len} is below 4")));
+        return Err(t.error(
+            tf_err(TableFeaturesFailedCode::BadLen),
+            format_args!("property length {len} is below 4"),
+        ));
     }
     let mut p = t.sub(len - 4, "table feature property")?;
     t.pad(align8(len) - len)?;
@@ -1053,9 +1144,15 @@ fn decode_table_feature_prop(t: &mut Reader) -> Result<TableFeatureProp, DecodeE
             let id_type = p.u16()?;
             let l = p.u16()? as usize;
             if l < 4 {
-                return Err(p.error(tf_err(TableFeaturesFailedCode::BadLen), format_args!("id length {l} is below 4")));
+                return Err(p.error(
+                    tf_err(TableFeaturesFailedCode::BadLen),
+                    format_args!("id length {l} is below 4"),
+                ));
             }
-            v.push(TypeId { id_type, data: Bytes::from(p.bytes(l - 4)?) });
+            v.push(TypeId {
+                id_type,
+                data: Bytes::from(p.bytes(l - 4)?),
+            });
         }
         Ok(v)
     };
@@ -1088,9 +1185,17 @@ fn decode_table_feature_prop(t: &mut Reader) -> Result<TableFeatureProp, DecodeE
             let exp_type = p.u32()?;
             let data = Bytes::from(p.rest());
             if ty == 0xfffe {
-                Experimenter { experimenter, exp_type, data }
+                Experimenter {
+                    experimenter,
+                    exp_type,
+                    data,
+                }
             } else {
-                ExperimenterMiss { experimenter, exp_type, data }
+                ExperimenterMiss {
+                    experimenter,
+                    exp_type,
+                    data,
+                }
             }
         }
         other => {
@@ -1119,8 +1224,12 @@ fn encode_table_features_list(list: &[TableFeatures], out: &mut Vec<u8>) {
             out.put_u16(p.prop_type());
             out.put_u16(0);
             match p {
-                Instructions(ids) | InstructionsMiss(ids) | WriteActions(ids) | WriteActionsMiss(ids)
-                | ApplyActions(ids) | ApplyActionsMiss(ids) => {
+                Instructions(ids)
+                | InstructionsMiss(ids)
+                | WriteActions(ids)
+                | WriteActionsMiss(ids)
+                | ApplyActions(ids)
+                | ApplyActionsMiss(ids) => {
                     for id in ids {
                         out.put_u16(id.id_type);
                         out.put_u16((4 + id.data.len()) as u16);
@@ -1128,7 +1237,11 @@ fn encode_table_features_list(list: &[TableFeatures], out: &mut Vec<u8>) {
                     }
                 }
                 NextTables(ids) | NextTablesMiss(ids) => out.put_slice(ids),
-                Match(ids) | Wildcards(ids) | WriteSetfield(ids) | WriteSetfieldMiss(ids) | ApplySetfield(ids)
+                Match(ids)
+                | Wildcards(ids)
+                | WriteSetfield(ids)
+                | WriteSetfieldMiss(ids)
+                | ApplySetfield(ids)
                 | ApplySetfieldMiss(ids) => {
                     for id in ids {
                         out.put_u32(id.header);
@@ -1137,7 +1250,16 @@ fn encode_table_features_list(list: &[TableFeatures], out: &mut Vec<u8>) {
                         }
                     }
                 }
-                Experimenter { experimenter, exp_type, data } | ExperimenterMiss { experimenter, exp_type, data } => {
+                Experimenter {
+                    experimenter,
+                    exp_type,
+                    data,
+                }
+                | ExperimenterMiss {
+                    experimenter,
+                    exp_type,
+                    data,
+                } => {
                     out.put_u32(*experimenter);
                     out.put_u32(*exp_type);
                     out.put_slice(&data.0);
@@ -1158,18 +1280,33 @@ pub enum MultipartRequestBody {
     Flow(FlowStatsRequest),
     Aggregate(FlowStatsRequest),
     Table,
-    PortStats { port_no: u32 },
-    Queue { port_no: u32, queue_id: u32 },
-    Group { group_id: u32 },
+    PortStats {
+        port_no: u32,
+    },
+    Queue {
+        port_no: u32,
+        queue_id: u32,
+    },
+    Group {
+        group_id: u32,
+    },
     GroupDesc,
     GroupFeatures,
-    Meter { meter_id: u32 },
-    MeterConfig { meter_id: u32 },
+    Meter {
+        meter_id: u32,
+    },
+    MeterConfig {
+        meter_id: u32,
+    },
     MeterFeatures,
     /// Empty to query, or a full list to set the tables' features.
     TableFeatures(Vec<TableFeatures>),
     PortDesc,
-    Experimenter { experimenter: u32, exp_type: u32, data: Bytes },
+    Experimenter {
+        experimenter: u32,
+        exp_type: u32,
+        data: Bytes,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -1195,7 +1332,11 @@ pub enum MultipartReplyBody {
     MeterFeatures(MeterFeatures),
     TableFeatures(Vec<TableFeatures>),
     PortDesc(Vec<Port>),
-    Experimenter { experimenter: u32, exp_type: u32, data: Bytes },
+    Experimenter {
+        experimenter: u32,
+        exp_type: u32,
+        data: Bytes,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -1252,7 +1393,10 @@ impl MultipartReplyBody {
 }
 
 fn unknown_multipart(r: &Reader, t: u16) -> DecodeError {
-    r.error(ErrorCode::BadRequest(BadRequestCode::BadMultipart), format_args!("unknown multipart type {t}"))
+    r.error(
+        ErrorCode::BadRequest(BadRequestCode::BadMultipart),
+        format_args!("unknown multipart type {t}"),
+    )
 }
 
 fn decode_flow_stats_request(r: &mut Reader) -> Result<FlowStatsRequest, DecodeError> {
@@ -1297,17 +1441,32 @@ fn decode_multipart_request(r: &mut Reader) -> Result<MultipartRequest, DecodeEr
         1 => B::Flow(decode_flow_stats_request(r)?),
         2 => B::Aggregate(decode_flow_stats_request(r)?),
         3 => B::Table,
-        4 => B::PortStats { port_no: id_and_pad(r)? },
-        5 => B::Queue { port_no: r.u32()?, queue_id: r.u32()? },
-        6 => B::Group { group_id: id_and_pad(r)? },
+        4 => B::PortStats {
+            port_no: id_and_pad(r)?,
+        },
+        5 => B::Queue {
+            port_no: r.u32()?,
+            queue_id: r.u32()?,
+        },
+        6 => B::Group {
+            group_id: id_and_pad(r)?,
+        },
         7 => B::GroupDesc,
         8 => B::GroupFeatures,
-        9 => B::Meter { meter_id: id_and_pad(r)? },
-        10 => B::MeterConfig { meter_id: id_and_pad(r)? },
+        9 => B::Meter {
+            meter_id: id_and_pad(r)?,
+        },
+        10 => B::MeterConfig {
+            meter_id: id_and_pad(r)?,
+        },
         11 => B::MeterFeatures,
         12 => B::TableFeatures(decode_table_features_list(r)?),
         13 => B::PortDesc,
-        0xffff => B::Experimenter { experimenter: r.u32()?, exp_type: r.u32()?, data: Bytes::from(r.rest()) },
+        0xffff => B::Experimenter {
+            experimenter: r.u32()?,
+            exp_type: r.u32()?,
+            data: Bytes::from(r.rest()),
+        },
         other => return Err(unknown_multipart(r, other)),
     };
     Ok(MultipartRequest { flags, body })
@@ -1321,7 +1480,10 @@ fn encode_multipart_request(m: &MultipartRequest, out: &mut Vec<u8>) {
     match &m.body {
         B::Desc | B::Table | B::GroupDesc | B::GroupFeatures | B::MeterFeatures | B::PortDesc => {}
         B::Flow(f) | B::Aggregate(f) => encode_flow_stats_request(f, out),
-        B::PortStats { port_no: v } | B::Group { group_id: v } | B::Meter { meter_id: v } | B::MeterConfig { meter_id: v } => {
+        B::PortStats { port_no: v }
+        | B::Group { group_id: v }
+        | B::Meter { meter_id: v }
+        | B::MeterConfig { meter_id: v } => {
             out.put_u32(*v);
             out.put_zeros(4);
         }
@@ -1330,7 +1492,11 @@ fn encode_multipart_request(m: &MultipartRequest, out: &mut Vec<u8>) {
             out.put_u32(*queue_id);
         }
         B::TableFeatures(list) => encode_table_features_list(list, out),
-        B::Experimenter { experimenter, exp_type, data } => {
+        B::Experimenter {
+            experimenter,
+            exp_type,
+            data,
+        } => {
             out.put_u32(*experimenter);
             out.put_u32(*exp_type);
             out.put_slice(&data.0);
@@ -1362,12 +1528,18 @@ fn length_prefixed_list<T>(
 }
 
 fn counters(r: &mut Reader) -> Result<Vec<Counter>, DecodeError> {
-    if r.remaining() % 16 != 0 {
-        return Err(r.error(bad_len(), format_args!("{} bytes of counters is not a multiple of 16", r.remaining())));
+    if !r.remaining().is_multiple_of(16) {
+        return Err(r.error(
+            bad_len(),
+            format_args!("{} bytes of counters is not a multiple of 16", r.remaining()),
+        ));
     }
     let mut v = Vec::new();
     while !r.is_empty() {
-        v.push(Counter { packet_count: r.u64()?, byte_count: r.u64()? });
+        v.push(Counter {
+            packet_count: r.u64()?,
+            byte_count: r.u64()?,
+        });
     }
     Ok(v)
 }
@@ -1394,7 +1566,11 @@ fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, DecodeError>
             let packet_count = e.u64()?;
             let byte_count = e.u64()?;
             let match_ = Match::decode(e)?;
-            let mut ir = e.sub_with(e.remaining(), bad_inst(BadInstructionCode::BadLen), "flow stats instructions")?;
+            let mut ir = e.sub_with(
+                e.remaining(),
+                bad_inst(BadInstructionCode::BadLen),
+                "flow stats instructions",
+            )?;
             Ok(FlowStats {
                 table_id,
                 duration_sec,
@@ -1414,7 +1590,12 @@ fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, DecodeError>
         3 => B::Table(fixed_list(r, 24, |e| {
             let table_id = e.u8()?;
             e.pad(3)?;
-            Ok(TableStats { table_id, active_count: e.u32()?, lookup_count: e.u64()?, matched_count: e.u64()? })
+            Ok(TableStats {
+                table_id,
+                active_count: e.u32()?,
+                lookup_count: e.u64()?,
+                matched_count: e.u64()?,
+            })
         })?),
         4 => B::PortStats(fixed_list(r, 112, |e| {
             let port_no = e.u32()?;
@@ -1458,7 +1639,11 @@ fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, DecodeError>
             let group_type = e.u8()?.into();
             e.pad(1)?;
             let group_id = e.u32()?;
-            Ok(GroupDesc { group_type, group_id, buckets: decode_buckets(e)? })
+            Ok(GroupDesc {
+                group_type,
+                group_id,
+                buckets: decode_buckets(e)?,
+            })
         })?),
         8 => {
             let types = r.u32()?;
@@ -1471,7 +1656,12 @@ fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, DecodeError>
             for a in &mut actions {
                 *a = r.u32()?;
             }
-            B::GroupFeatures(GroupFeatures { types, capabilities, max_groups, actions })
+            B::GroupFeatures(GroupFeatures {
+                types,
+                capabilities,
+                max_groups,
+                actions,
+            })
         }
         9 => B::Meter(length_prefixed_list(r, 40, 4, "meter stats entry", |e| {
             let meter_id = e.u32()?;
@@ -1491,7 +1681,11 @@ fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, DecodeError>
             e.u16()?;
             let flags = e.u16()?;
             let meter_id = e.u32()?;
-            Ok(MeterConfig { flags, meter_id, bands: decode_bands(e)? })
+            Ok(MeterConfig {
+                flags,
+                meter_id,
+                bands: decode_bands(e)?,
+            })
         })?),
         11 => {
             let f = MeterFeatures {
@@ -1506,7 +1700,11 @@ fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, DecodeError>
         }
         12 => B::TableFeatures(decode_table_features_list(r)?),
         13 => B::PortDesc(fixed_list(r, Port::LEN, Port::decode)?),
-        0xffff => B::Experimenter { experimenter: r.u32()?, exp_type: r.u32()?, data: Bytes::from(r.rest()) },
+        0xffff => B::Experimenter {
+            experimenter: r.u32()?,
+            exp_type: r.u32()?,
+            data: Bytes::from(r.rest()),
+        },
         other => return Err(unknown_multipart(r, other)),
     };
     Ok(MultipartReply { flags, body })
@@ -1654,7 +1852,11 @@ fn encode_multipart_reply(m: &MultipartReply, out: &mut Vec<u8>) {
                 p.encode(out);
             }
         }
-        B::Experimenter { experimenter, exp_type, data } => {
+        B::Experimenter {
+            experimenter,
+            exp_type,
+            data,
+        } => {
             out.put_u32(*experimenter);
             out.put_u32(*exp_type);
             out.put_slice(&data.0);
@@ -1709,7 +1911,11 @@ pub enum Body {
     Error(ErrorMsg),
     EchoRequest(Bytes),
     EchoReply(Bytes),
-    Experimenter { experimenter: u32, exp_type: u32, data: Bytes },
+    Experimenter {
+        experimenter: u32,
+        exp_type: u32,
+        data: Bytes,
+    },
     FeaturesRequest,
     FeaturesReply(FeaturesReply),
     GetConfigRequest,
@@ -1727,7 +1933,9 @@ pub enum Body {
     MultipartReply(MultipartReply),
     BarrierRequest,
     BarrierReply,
-    QueueGetConfigRequest { port: u32 },
+    QueueGetConfigRequest {
+        port: u32,
+    },
     QueueGetConfigReply(QueueGetConfigReply),
     RoleRequest(Role),
     RoleReply(Role),
@@ -1784,7 +1992,10 @@ impl Body {
         let role = |r: &mut Reader| -> Result<Role, DecodeError> {
             let role = r.u32()?.into();
             r.pad(4)?;
-            Ok(Role { role, generation_id: r.u64()? })
+            Ok(Role {
+                role,
+                generation_id: r.u64()?,
+            })
         };
         let async_config = |r: &mut Reader| -> Result<AsyncConfig, DecodeError> {
             Ok(AsyncConfig {
@@ -1797,9 +2008,11 @@ impl Body {
             ERROR => Body::Error(ErrorMsg::decode(crate::OFP13_VERSION, &mut r)?),
             ECHO_REQUEST => Body::EchoRequest(Bytes::from(r.rest())),
             ECHO_REPLY => Body::EchoReply(Bytes::from(r.rest())),
-            EXPERIMENTER => {
-                Body::Experimenter { experimenter: r.u32()?, exp_type: r.u32()?, data: Bytes::from(r.rest()) }
-            }
+            EXPERIMENTER => Body::Experimenter {
+                experimenter: r.u32()?,
+                exp_type: r.u32()?,
+                data: Bytes::from(r.rest()),
+            },
             FEATURES_REQUEST => return empty(&r, Body::FeaturesRequest),
             FEATURES_REPLY => {
                 let f = FeaturesReply {
@@ -1826,7 +2039,15 @@ impl Body {
                 let cookie = r.u64()?;
                 let match_ = Match::decode(&mut r)?;
                 r.pad(2)?;
-                Body::PacketIn(PacketIn { buffer_id, total_len, reason, table_id, cookie, match_, data: Bytes::from(r.rest()) })
+                Body::PacketIn(PacketIn {
+                    buffer_id,
+                    total_len,
+                    reason,
+                    table_id,
+                    cookie,
+                    match_,
+                    data: Bytes::from(r.rest()),
+                })
             }
             FLOW_REMOVED => Body::FlowRemoved(FlowRemoved {
                 cookie: r.u64()?,
@@ -1844,7 +2065,10 @@ impl Body {
             PORT_STATUS => {
                 let reason = r.u8()?.into();
                 r.pad(7)?;
-                Body::PortStatus(PortStatus { reason, desc: Port::decode(&mut r)? })
+                Body::PortStatus(PortStatus {
+                    reason,
+                    desc: Port::decode(&mut r)?,
+                })
             }
             PACKET_OUT => {
                 let buffer_id = r.u32()?;
@@ -1859,7 +2083,12 @@ impl Body {
                 }
                 let mut ar = r.sub_with(actions_len, bad_action(BadActionCode::BadLen), "PACKET_OUT actions")?;
                 let actions = Action::decode_list(&mut ar)?;
-                Body::PacketOut(PacketOut { buffer_id, in_port, actions, data: Bytes::from(r.rest()) })
+                Body::PacketOut(PacketOut {
+                    buffer_id,
+                    in_port,
+                    actions,
+                    data: Bytes::from(r.rest()),
+                })
             }
             FLOW_MOD => {
                 let cookie = r.u64()?;
@@ -1881,7 +2110,11 @@ impl Body {
                 let flags = r.u16()?;
                 r.pad(2)?;
                 let match_ = Match::decode(&mut r)?;
-                let mut ir = r.sub_with(r.remaining(), bad_inst(BadInstructionCode::BadLen), "FLOW_MOD instructions")?;
+                let mut ir = r.sub_with(
+                    r.remaining(),
+                    bad_inst(BadInstructionCode::BadLen),
+                    "FLOW_MOD instructions",
+                )?;
                 Body::FlowMod(FlowMod {
                     cookie,
                     cookie_mask,
@@ -1915,21 +2148,35 @@ impl Body {
                 }
                 r.pad(1)?;
                 let group_id = r.u32()?;
-                Body::GroupMod(GroupMod { command, group_type, group_id, buckets: decode_buckets(&mut r)? })
+                Body::GroupMod(GroupMod {
+                    command,
+                    group_type,
+                    group_id,
+                    buckets: decode_buckets(&mut r)?,
+                })
             }
             PORT_MOD => {
                 let port_no = r.u32()?;
                 r.pad(4)?;
                 let hw_addr = MacAddr(r.array()?);
                 r.pad(2)?;
-                let p = PortMod { port_no, hw_addr, config: r.u32()?, mask: r.u32()?, advertise: r.u32()? };
+                let p = PortMod {
+                    port_no,
+                    hw_addr,
+                    config: r.u32()?,
+                    mask: r.u32()?,
+                    advertise: r.u32()?,
+                };
                 r.pad(4)?;
                 Body::PortMod(p)
             }
             TABLE_MOD => {
                 let table_id = r.u8()?;
                 r.pad(3)?;
-                Body::TableMod(TableMod { table_id, config: r.u32()? })
+                Body::TableMod(TableMod {
+                    table_id,
+                    config: r.u32()?,
+                })
             }
             MULTIPART_REQUEST => Body::MultipartRequest(decode_multipart_request(&mut r)?),
             MULTIPART_REPLY => Body::MultipartReply(decode_multipart_reply(&mut r)?),
@@ -1948,7 +2195,11 @@ impl Body {
                     let port = q.u32()?;
                     q.u16()?;
                     q.pad(6)?;
-                    Ok(PacketQueue { queue_id, port, properties: QueueProp::decode_list(q, crate::OFP13_VERSION)? })
+                    Ok(PacketQueue {
+                        queue_id,
+                        port,
+                        properties: QueueProp::decode_list(q, crate::OFP13_VERSION)?,
+                    })
                 })?;
                 Body::QueueGetConfigReply(QueueGetConfigReply { port, queues })
             }
@@ -1967,7 +2218,12 @@ impl Body {
                 }
                 let flags = r.u16()?;
                 let meter_id = r.u32()?;
-                Body::MeterMod(MeterMod { command, flags, meter_id, bands: decode_bands(&mut r)? })
+                Body::MeterMod(MeterMod {
+                    command,
+                    flags,
+                    meter_id,
+                    bands: decode_bands(&mut r)?,
+                })
             }
             other => {
                 return Err(DecodeError::new(
@@ -1985,7 +2241,11 @@ impl Body {
         match self {
             Body::Error(e) => e.encode(crate::OFP13_VERSION, out),
             Body::EchoRequest(d) | Body::EchoReply(d) => out.put_slice(&d.0),
-            Body::Experimenter { experimenter, exp_type, data } => {
+            Body::Experimenter {
+                experimenter,
+                exp_type,
+                data,
+            } => {
                 out.put_u32(*experimenter);
                 out.put_u32(*exp_type);
                 out.put_slice(&data.0);
@@ -2075,7 +2335,12 @@ impl Body {
                 out.put_u64(r.generation_id);
             }
             Body::GetAsyncReply(a) | Body::SetAsync(a) => {
-                for v in a.packet_in_mask.iter().chain(&a.port_status_mask).chain(&a.flow_removed_mask) {
+                for v in a
+                    .packet_in_mask
+                    .iter()
+                    .chain(&a.port_status_mask)
+                    .chain(&a.flow_removed_mask)
+                {
                     out.put_u32(*v);
                 }
             }

@@ -13,7 +13,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 fn desc() -> DescStats {
-    DescStats { mfr_desc: "sdnlab".into(), hw_desc: "test".into(), sw_desc: "0".into(), serial_num: "1".into(), dp_desc: "fake".into() }
+    DescStats {
+        mfr_desc: "sdnlab".into(),
+        hw_desc: "test".into(),
+        sw_desc: "0".into(),
+        serial_num: "1".into(),
+        dp_desc: "fake".into(),
+    }
 }
 
 fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Body> {
@@ -27,14 +33,27 @@ fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Bo
             n_tables: 1,
             capabilities: 0,
             actions: 0xfff,
-            ports: vec![v10::PhyPort { port_no: 1, hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]), name: "p1".into(), config: 0, state: 0, curr: 0, advertised: 0, supported: 0, peer: 0 }],
+            ports: vec![v10::PhyPort {
+                port_no: 1,
+                hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
+                name: "p1".into(),
+                config: 0,
+                state: 0,
+                curr: 0,
+                advertised: 0,
+                supported: 0,
+                peer: 0,
+            }],
         }),
         B::GetConfigRequest => B::GetConfigReply(*config),
         B::SetConfig(c) => {
             *config = *c;
             return None;
         }
-        B::QueueGetConfigRequest { port } => B::QueueGetConfigReply(v10::QueueGetConfigReply { port: *port, queues: vec![] }),
+        B::QueueGetConfigRequest { port } => B::QueueGetConfigReply(v10::QueueGetConfigReply {
+            port: *port,
+            queues: vec![],
+        }),
         B::StatsRequest(s) => {
             use v10::StatsReplyBody as R;
             use v10::StatsRequestBody as Q;
@@ -53,7 +72,10 @@ fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Bo
                     if body.get(..4) == Some(&[0, 0, 0, 1]) {
                         body.extend_from_slice(&[0; 24]);
                     }
-                    R::Vendor { vendor: *vendor, data: ofwire::Bytes(body) }
+                    R::Vendor {
+                        vendor: *vendor,
+                        data: ofwire::Bytes(body),
+                    }
                 }
             };
             B::StatsReply(v10::StatsReply { flags: 0, body })
@@ -67,13 +89,23 @@ fn reply13(req: &v13::Body, config: &mut ofwire::SwitchConfig) -> Option<v13::Bo
     Some(match req {
         B::EchoRequest(d) => B::EchoReply(d.clone()),
         B::BarrierRequest => B::BarrierReply,
-        B::FeaturesRequest => B::FeaturesReply(v13::FeaturesReply { datapath_id: 1, n_buffers: 0, n_tables: 1, auxiliary_id: 0, capabilities: 0x4f, reserved: 0 }),
+        B::FeaturesRequest => B::FeaturesReply(v13::FeaturesReply {
+            datapath_id: 1,
+            n_buffers: 0,
+            n_tables: 1,
+            auxiliary_id: 0,
+            capabilities: 0x4f,
+            reserved: 0,
+        }),
         B::GetConfigRequest => B::GetConfigReply(*config),
         B::SetConfig(c) => {
             *config = *c;
             return None;
         }
-        B::QueueGetConfigRequest { port } => B::QueueGetConfigReply(v13::QueueGetConfigReply { port: *port, queues: vec![] }),
+        B::QueueGetConfigRequest { port } => B::QueueGetConfigReply(v13::QueueGetConfigReply {
+            port: *port,
+            queues: vec![],
+        }),
         B::MultipartRequest(m) => {
             use v13::MultipartReplyBody as R;
             use v13::MultipartRequestBody as Q;
@@ -86,10 +118,21 @@ fn reply13(req: &v13::Body, config: &mut ofwire::SwitchConfig) -> Option<v13::Bo
                 Q::Queue { .. } => R::Queue(vec![]),
                 Q::Group { .. } => R::Group(vec![]),
                 Q::GroupDesc => R::GroupDesc(vec![]),
-                Q::GroupFeatures => R::GroupFeatures(v13::GroupFeatures { types: 0xf, capabilities: 0, max_groups: [1; 4], actions: [1; 4] }),
+                Q::GroupFeatures => R::GroupFeatures(v13::GroupFeatures {
+                    types: 0xf,
+                    capabilities: 0,
+                    max_groups: [1; 4],
+                    actions: [1; 4],
+                }),
                 Q::Meter { .. } => R::Meter(vec![]),
                 Q::MeterConfig { .. } => R::MeterConfig(vec![]),
-                Q::MeterFeatures => R::MeterFeatures(v13::MeterFeatures { max_meter: 1, band_types: 1, capabilities: 1, max_bands: 1, max_color: 0 }),
+                Q::MeterFeatures => R::MeterFeatures(v13::MeterFeatures {
+                    max_meter: 1,
+                    band_types: 1,
+                    capabilities: 1,
+                    max_bands: 1,
+                    max_color: 0,
+                }),
                 Q::TableFeatures(_) => R::TableFeatures(vec![ofwire::corpus::sample_table_features()]),
                 Q::PortDesc => R::PortDesc(vec![v13::Port {
                     port_no: 1,
@@ -118,8 +161,10 @@ fn serve_one(stream: TcpStream) -> Vec<Vec<u8>> {
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut got = Vec::new();
     let mut framer = Framer::default();
-    let mut version = 0u8;
-    let mut config = ofwire::SwitchConfig { flags: 0, miss_send_len: 128 };
+    let mut config = ofwire::SwitchConfig {
+        flags: 0,
+        miss_send_len: 128,
+    };
     let mut buf = [0u8; 65536];
     loop {
         let n = match stream.read(&mut buf) {
@@ -129,11 +174,16 @@ fn serve_one(stream: TcpStream) -> Vec<Vec<u8>> {
         framer.push(&buf[..n]);
         while let Some(raw) = framer.next_message().expect("ovs-ofctl sent an unframeable stream") {
             let raw = raw.to_vec();
-            let msg = ofwire::decode(&raw).unwrap_or_else(|e| panic!("cannot decode what ovs-ofctl sent: {e}\n{}", ofwire::types::to_hex(&raw)));
+            let msg = ofwire::decode(&raw).unwrap_or_else(|e| {
+                panic!(
+                    "cannot decode what ovs-ofctl sent: {e}\n{}",
+                    ofwire::types::to_hex(&raw)
+                )
+            });
             got.push(raw);
             let reply = match &msg.body {
                 Body::Hello(_) => {
-                    version = msg.version.min(OFP13_VERSION);
+                    let version = msg.version.min(OFP13_VERSION);
                     Some(Message::new(version, 0, Body::Hello(Hello::with_versions(&[version]))))
                 }
                 Body::V10(b) => reply10(b, &mut config).map(|r| Message::v10(msg.xid, r)),
@@ -181,7 +231,11 @@ fn run_ofctl(proto: &str, args: &[&str]) -> Vec<Vec<u8>> {
         .expect("ovs-ofctl not found: run scripts/install-deps.sh");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     acceptor.join().expect("a serving thread panicked (see above)");
-    assert!(out.status.success(), "ovs-ofctl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ovs-ofctl {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     rx.try_iter().flatten().collect()
 }
 
@@ -244,8 +298,25 @@ fn messages_from_ovs_ofctl_openflow13_decode_and_reencode_byte_exact() {
         types.extend(check_round_trip(&got));
     }
     use v13::msg_type::*;
-    for t in [HELLO, FLOW_MOD, GROUP_MOD, METER_MOD, PACKET_OUT, PORT_MOD, MULTIPART_REQUEST, BARRIER_REQUEST, FEATURES_REQUEST, GET_CONFIG_REQUEST, SET_CONFIG, QUEUE_GET_CONFIG_REQUEST] {
-        assert!(types.contains(&(OFP13_VERSION, t)), "ovs-ofctl never sent {}: {types:?}", v13::msg_type::name(t));
+    for t in [
+        HELLO,
+        FLOW_MOD,
+        GROUP_MOD,
+        METER_MOD,
+        PACKET_OUT,
+        PORT_MOD,
+        MULTIPART_REQUEST,
+        BARRIER_REQUEST,
+        FEATURES_REQUEST,
+        GET_CONFIG_REQUEST,
+        SET_CONFIG,
+        QUEUE_GET_CONFIG_REQUEST,
+    ] {
+        assert!(
+            types.contains(&(OFP13_VERSION, t)),
+            "ovs-ofctl never sent {}: {types:?}",
+            v13::msg_type::name(t)
+        );
     }
     assert!(count > 60, "only {count} messages captured");
 }
@@ -274,7 +345,21 @@ fn messages_from_ovs_ofctl_openflow10_decode_and_reencode_byte_exact() {
         types.extend(check_round_trip(&run_ofctl("OpenFlow10", args)));
     }
     use v10::msg_type::*;
-    for t in [HELLO, FLOW_MOD, PACKET_OUT, PORT_MOD, STATS_REQUEST, BARRIER_REQUEST, FEATURES_REQUEST, SET_CONFIG, QUEUE_GET_CONFIG_REQUEST] {
-        assert!(types.contains(&(OFP10_VERSION, t)), "ovs-ofctl never sent {}: {types:?}", v10::msg_type::name(t));
+    for t in [
+        HELLO,
+        FLOW_MOD,
+        PACKET_OUT,
+        PORT_MOD,
+        STATS_REQUEST,
+        BARRIER_REQUEST,
+        FEATURES_REQUEST,
+        SET_CONFIG,
+        QUEUE_GET_CONFIG_REQUEST,
+    ] {
+        assert!(
+            types.contains(&(OFP10_VERSION, t)),
+            "ovs-ofctl never sent {}: {types:?}",
+            v10::msg_type::name(t)
+        );
     }
 }

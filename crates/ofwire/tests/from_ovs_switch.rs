@@ -28,14 +28,31 @@ impl OvsInstance {
         let dir = std::env::temp_dir().join(&netns);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let mut inst = OvsInstance { dir: dir.clone(), netns: netns.clone(), children: Vec::new(), bridge: "sdnt0".into() };
+        let mut inst = OvsInstance {
+            dir: dir.clone(),
+            netns: netns.clone(),
+            children: Vec::new(),
+            bridge: "sdnt0".into(),
+        };
         run("ip", &["netns", "add", &netns]);
         run("ip", &["-n", &netns, "link", "set", "lo", "up"]);
         let db = dir.join("conf.db");
-        run("ovsdb-tool", &["create", db.to_str().unwrap(), "/usr/share/openvswitch/vswitch.ovsschema"]);
+        run(
+            "ovsdb-tool",
+            &[
+                "create",
+                db.to_str().unwrap(),
+                "/usr/share/openvswitch/vswitch.ovsschema",
+            ],
+        );
         let d = |f: &str| dir.join(f).to_str().unwrap().to_string();
         let ovsdb = Command::new("ovsdb-server")
-            .args([&d("conf.db"), &format!("--remote=punix:{}", d("db.sock")), &format!("--unixctl={}", d("ovsdb.ctl")), &format!("--log-file={}", d("ovsdb.log"))])
+            .args([
+                &d("conf.db"),
+                &format!("--remote=punix:{}", d("db.sock")),
+                &format!("--unixctl={}", d("ovsdb.ctl")),
+                &format!("--log-file={}", d("ovsdb.log")),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -43,9 +60,23 @@ impl OvsInstance {
         inst.children.push(ovsdb);
         wait_for(&dir.join("db.sock"));
         inst.vsctl(&["--no-wait", "init"]);
-        inst.vsctl(&["--no-wait", "set", "Open_vSwitch", ".", "other_config:userspace-tso-enable=true"]);
+        inst.vsctl(&[
+            "--no-wait",
+            "set",
+            "Open_vSwitch",
+            ".",
+            "other_config:userspace-tso-enable=true",
+        ]);
         let vswitchd = Command::new("ip")
-            .args(["netns", "exec", &netns, "ovs-vswitchd", &format!("unix:{}", d("db.sock")), &format!("--unixctl={}", d("vswitchd.ctl")), &format!("--log-file={}", d("vswitchd.log"))])
+            .args([
+                "netns",
+                "exec",
+                &netns,
+                "ovs-vswitchd",
+                &format!("unix:{}", d("db.sock")),
+                &format!("--unixctl={}", d("vswitchd.ctl")),
+                &format!("--log-file={}", d("vswitchd.log")),
+            ])
             .env("OVS_RUNDIR", &dir)
             .env("OVS_LOGDIR", &dir)
             .env("OVS_DBDIR", &dir)
@@ -82,8 +113,15 @@ impl Drop for OvsInstance {
 }
 
 fn run(cmd: &str, args: &[&str]) {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    assert!(out.status.success(), "{cmd} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn wait_for(p: &Path) {
@@ -123,7 +161,13 @@ impl Controller {
                 }
             }
         });
-        let mut c = Controller { stream, rx, received: Vec::new(), xid: 100, version };
+        let mut c = Controller {
+            stream,
+            rx,
+            received: Vec::new(),
+            xid: 100,
+            version,
+        };
         c.send_msg(Message::new(version, 1, Body::Hello(Hello::with_versions(&[version]))));
         c
     }
@@ -149,8 +193,12 @@ impl Controller {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let raw = self.rx.recv_timeout(left).unwrap_or_else(|_| panic!("switch never sent {what}"));
-            let msg = ofwire::decode(&raw).unwrap_or_else(|e| panic!("cannot decode what OVS sent: {e}\n{}", ofwire::types::to_hex(&raw)));
+            let raw = self
+                .rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("switch never sent {what}"));
+            let msg = ofwire::decode(&raw)
+                .unwrap_or_else(|e| panic!("cannot decode what OVS sent: {e}\n{}", ofwire::types::to_hex(&raw)));
             assert_eq!(msg.to_bytes().unwrap(), raw, "re-encoding differs for {msg}");
             self.received.push(raw);
             match &msg.body {
@@ -172,7 +220,11 @@ impl Controller {
 
     /// Receives until the barrier with `xid` is answered (all replies before it are in).
     fn barrier(&mut self) {
-        let xid = if self.version == OFP10_VERSION { self.send10(v10::Body::BarrierRequest) } else { self.send13(v13::Body::BarrierRequest) };
+        let xid = if self.version == OFP10_VERSION {
+            self.send10(v10::Body::BarrierRequest)
+        } else {
+            self.send13(v13::Body::BarrierRequest)
+        };
         self.until("BARRIER_REPLY", |m| m.xid == xid && m.type_name() == "BARRIER_REPLY");
     }
 
@@ -194,7 +246,18 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
     let ovs = OvsInstance::start("13");
     let sock = ovs.dir.join("ctl.sock");
     let listener = UnixListener::bind(&sock).unwrap();
-    ovs.vsctl(&["add-br", &ovs.bridge, "--", "set", "bridge", &ovs.bridge, "datapath_type=netdev", "protocols=OpenFlow13", "other-config:datapath-id=00000000000000a1", "fail-mode=secure"]);
+    ovs.vsctl(&[
+        "add-br",
+        &ovs.bridge,
+        "--",
+        "set",
+        "bridge",
+        &ovs.bridge,
+        "datapath_type=netdev",
+        "protocols=OpenFlow13",
+        "other-config:datapath-id=00000000000000a1",
+        "fail-mode=secure",
+    ]);
     ovs.vsctl(&["set-controller", &ovs.bridge, &format!("unix:{}", sock.display())]);
     let mut c = Controller::accept(listener, OFP13_VERSION);
     c.until("HELLO", |m| matches!(m.body, Body::Hello(_)));
@@ -204,15 +267,24 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
         Body::V13(v13::Body::FeaturesReply(f)) => assert_eq!(f.datapath_id, 0xa1),
         other => panic!("expected FEATURES_REPLY, got {other:?}"),
     }
-    c.send13(v13::Body::SetConfig(ofwire::SwitchConfig { flags: 0, miss_send_len: 0xffff }));
+    c.send13(v13::Body::SetConfig(ofwire::SwitchConfig {
+        flags: 0,
+        miss_send_len: 0xffff,
+    }));
     c.send13(v13::Body::GetConfigRequest);
-    c.send13(v13::Body::RoleRequest(v13::Role { role: v13::ControllerRole::NoChange, generation_id: 0 }));
+    c.send13(v13::Body::RoleRequest(v13::Role {
+        role: v13::ControllerRole::NoChange,
+        generation_id: 0,
+    }));
     c.send13(v13::Body::GetAsyncRequest);
     c.send13(v13::Body::QueueGetConfigRequest { port: v13::port::ANY });
     c.send13(v13::Body::EchoRequest(ofwire::Bytes(vec![1, 2, 3])));
     // A flow that sends table misses to us, and one with a meter and a group.
     let mut miss = v13::FlowMod::add(0);
-    miss.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output { port: v13::port::CONTROLLER, max_len: 0xffff }])];
+    miss.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output {
+        port: v13::port::CONTROLLER,
+        max_len: 0xffff,
+    }])];
     c.send13(v13::Body::FlowMod(miss));
     let mut removable = v13::FlowMod::add(5);
     removable.flags = v13::flow_mod_flags::SEND_FLOW_REM;
@@ -223,20 +295,50 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
         command: v13::GroupModCommand::Add,
         group_type: v13::GroupType::Select,
         group_id: 1,
-        buckets: vec![v13::Bucket { weight: 1, watch_port: v13::port::ANY, watch_group: v13::GROUP_ANY, actions: vec![v13::Action::Output { port: v13::port::LOCAL, max_len: 0 }] }],
+        buckets: vec![v13::Bucket {
+            weight: 1,
+            watch_port: v13::port::ANY,
+            watch_group: v13::GROUP_ANY,
+            actions: vec![v13::Action::Output {
+                port: v13::port::LOCAL,
+                max_len: 0,
+            }],
+        }],
     }));
-    c.send13(v13::Body::MeterMod(v13::MeterMod { command: v13::MeterModCommand::Add, flags: v13::meter_flags::KBPS | v13::meter_flags::STATS, meter_id: 1, bands: vec![v13::MeterBand::Drop { rate: 1000, burst_size: 0 }] }));
+    c.send13(v13::Body::MeterMod(v13::MeterMod {
+        command: v13::MeterModCommand::Add,
+        flags: v13::meter_flags::KBPS | v13::meter_flags::STATS,
+        meter_id: 1,
+        bands: vec![v13::MeterBand::Drop {
+            rate: 1000,
+            burst_size: 0,
+        }],
+    }));
     c.barrier();
     use v13::MultipartRequestBody as Q;
-    let all_flows = v13::FlowStatsRequest { table_id: v13::TABLE_ALL, out_port: v13::port::ANY, out_group: v13::GROUP_ANY, cookie: 0, cookie_mask: 0, match_: Default::default() };
+    let all_flows = v13::FlowStatsRequest {
+        table_id: v13::TABLE_ALL,
+        out_port: v13::port::ANY,
+        out_group: v13::GROUP_ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        match_: Default::default(),
+    };
     for q in [
         Q::Desc,
         Q::Flow(all_flows.clone()),
         Q::Aggregate(all_flows),
         Q::Table,
-        Q::PortStats { port_no: v13::port::ANY },
-        Q::Queue { port_no: v13::port::ANY, queue_id: 0xffff_ffff },
-        Q::Group { group_id: v13::GROUP_ALL },
+        Q::PortStats {
+            port_no: v13::port::ANY,
+        },
+        Q::Queue {
+            port_no: v13::port::ANY,
+            queue_id: 0xffff_ffff,
+        },
+        Q::Group {
+            group_id: v13::GROUP_ALL,
+        },
         Q::GroupDesc,
         Q::GroupFeatures,
         Q::Meter { meter_id: 0xffff_ffff },
@@ -252,7 +354,16 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
     ofctl("OpenFlow13", &["packet-out", &ovs.mgmt(), "LOCAL", "controller", FRAME]);
     c.until("PACKET_IN", |m| matches!(m.body, Body::V13(v13::Body::PacketIn(_))));
     // A PORT_STATUS: a new port appears.
-    ovs.vsctl(&["add-port", &ovs.bridge, "sdnt0p1", "--", "set", "interface", "sdnt0p1", "type=internal"]);
+    ovs.vsctl(&[
+        "add-port",
+        &ovs.bridge,
+        "sdnt0p1",
+        "--",
+        "set",
+        "interface",
+        "sdnt0p1",
+        "type=internal",
+    ]);
     c.until("PORT_STATUS", |m| matches!(m.body, Body::V13(v13::Body::PortStatus(_))));
     // A FLOW_REMOVED: delete the flow that asked for one.
     let mut del = v13::FlowMod::add(5);
@@ -260,16 +371,39 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
     del.table_id = 0;
     del.match_ = ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::EthType(0x0806)]);
     c.send13(v13::Body::FlowMod(del));
-    c.until("FLOW_REMOVED", |m| matches!(&m.body, Body::V13(v13::Body::FlowRemoved(f)) if f.cookie == 0x77));
+    c.until(
+        "FLOW_REMOVED",
+        |m| matches!(&m.body, Body::V13(v13::Body::FlowRemoved(f)) if f.cookie == 0x77),
+    );
     // A malformed request: the switch's OFPT_ERROR decodes too.
-    c.send_msg(Message::v13(999, v13::Body::TableMod(v13::TableMod { table_id: 0xfe, config: 0x8 })));
+    c.send_msg(Message::v13(
+        999,
+        v13::Body::TableMod(v13::TableMod {
+            table_id: 0xfe,
+            config: 0x8,
+        }),
+    ));
     c.stream.write_all(&[4, 99, 0, 8, 0, 0, 3, 0xe8]).unwrap();
     c.until("ERROR", |m| matches!(&m.body, Body::V13(v13::Body::Error(e)) if m.xid == 1000 && e.code == ofwire::ErrorCode::BadRequest(ofwire::error::BadRequestCode::BadType)));
     c.barrier();
 
     use v13::msg_type::*;
     let types = c.types();
-    for t in [HELLO, ERROR, ECHO_REPLY, FEATURES_REPLY, GET_CONFIG_REPLY, PACKET_IN, FLOW_REMOVED, PORT_STATUS, MULTIPART_REPLY, BARRIER_REPLY, QUEUE_GET_CONFIG_REPLY, ROLE_REPLY, GET_ASYNC_REPLY] {
+    for t in [
+        HELLO,
+        ERROR,
+        ECHO_REPLY,
+        FEATURES_REPLY,
+        GET_CONFIG_REPLY,
+        PACKET_IN,
+        FLOW_REMOVED,
+        PORT_STATUS,
+        MULTIPART_REPLY,
+        BARRIER_REPLY,
+        QUEUE_GET_CONFIG_REPLY,
+        ROLE_REPLY,
+        GET_ASYNC_REPLY,
+    ] {
         assert!(types.contains(&t), "the switch never sent {}: {types:?}", name(t));
     }
     let mut mp_types = BTreeSet::new();
@@ -289,7 +423,18 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
     let ovs = OvsInstance::start("10");
     let sock = ovs.dir.join("ctl.sock");
     let listener = UnixListener::bind(&sock).unwrap();
-    ovs.vsctl(&["add-br", &ovs.bridge, "--", "set", "bridge", &ovs.bridge, "datapath_type=netdev", "protocols=OpenFlow10", "other-config:datapath-id=00000000000000a2", "fail-mode=secure"]);
+    ovs.vsctl(&[
+        "add-br",
+        &ovs.bridge,
+        "--",
+        "set",
+        "bridge",
+        &ovs.bridge,
+        "datapath_type=netdev",
+        "protocols=OpenFlow10",
+        "other-config:datapath-id=00000000000000a2",
+        "fail-mode=secure",
+    ]);
     ovs.vsctl(&["set-controller", &ovs.bridge, &format!("unix:{}", sock.display())]);
     let mut c = Controller::accept(listener, OFP10_VERSION);
     c.until("HELLO", |m| matches!(m.body, Body::Hello(_)));
@@ -302,7 +447,10 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
         }
         other => panic!("expected FEATURES_REPLY, got {other:?}"),
     }
-    c.send10(v10::Body::SetConfig(ofwire::SwitchConfig { flags: 0, miss_send_len: 0xffff }));
+    c.send10(v10::Body::SetConfig(ofwire::SwitchConfig {
+        flags: 0,
+        miss_send_len: 0xffff,
+    }));
     c.send10(v10::Body::GetConfigRequest);
     c.send10(v10::Body::QueueGetConfigRequest { port: v10::port::LOCAL });
     let mut miss = v10::FlowMod {
@@ -315,7 +463,10 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
         buffer_id: v10::NO_BUFFER,
         out_port: v10::port::NONE,
         flags: 0,
-        actions: vec![v10::Action::Output { port: v10::port::CONTROLLER, max_len: 0xffff }],
+        actions: vec![v10::Action::Output {
+            port: v10::port::CONTROLLER,
+            max_len: 0xffff,
+        }],
     };
     c.send10(v10::Body::FlowMod(miss.clone()));
     miss.priority = 5;
@@ -327,23 +478,61 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
     c.send10(v10::Body::FlowMod(miss.clone()));
     c.barrier();
     use v10::StatsRequestBody as Q;
-    let all = v10::FlowStatsRequest { match_: v10::Match::all(), table_id: 0xff, out_port: v10::port::NONE };
-    for q in [Q::Desc, Q::Flow(all.clone()), Q::Aggregate(all), Q::Table, Q::Port { port_no: v10::port::NONE }, Q::Queue { port_no: v10::port::ALL, queue_id: 0xffff_ffff }] {
+    let all = v10::FlowStatsRequest {
+        match_: v10::Match::all(),
+        table_id: 0xff,
+        out_port: v10::port::NONE,
+    };
+    for q in [
+        Q::Desc,
+        Q::Flow(all.clone()),
+        Q::Aggregate(all),
+        Q::Table,
+        Q::Port {
+            port_no: v10::port::NONE,
+        },
+        Q::Queue {
+            port_no: v10::port::ALL,
+            queue_id: 0xffff_ffff,
+        },
+    ] {
         c.send10(v10::Body::StatsRequest(v10::StatsRequest { flags: 0, body: q }));
     }
     c.barrier();
     ofctl("OpenFlow10", &["packet-out", &ovs.mgmt(), "LOCAL", "controller", FRAME]);
     c.until("PACKET_IN", |m| matches!(m.body, Body::V10(v10::Body::PacketIn(_))));
-    ovs.vsctl(&["add-port", &ovs.bridge, "sdnt0p1", "--", "set", "interface", "sdnt0p1", "type=internal"]);
+    ovs.vsctl(&[
+        "add-port",
+        &ovs.bridge,
+        "sdnt0p1",
+        "--",
+        "set",
+        "interface",
+        "sdnt0p1",
+        "type=internal",
+    ]);
     c.until("PORT_STATUS", |m| matches!(m.body, Body::V10(v10::Body::PortStatus(_))));
     miss.command = v10::FlowModCommand::DeleteStrict;
     c.send10(v10::Body::FlowMod(miss));
-    c.until("FLOW_REMOVED", |m| matches!(&m.body, Body::V10(v10::Body::FlowRemoved(f)) if f.cookie == 0x77));
+    c.until(
+        "FLOW_REMOVED",
+        |m| matches!(&m.body, Body::V10(v10::Body::FlowRemoved(f)) if f.cookie == 0x77),
+    );
     c.barrier();
     use v10::msg_type::*;
     let types = c.types();
     // OVS's netdev ports have no queues: its answer to QUEUE_GET_CONFIG is an ERROR.
-    for t in [HELLO, ERROR, FEATURES_REPLY, GET_CONFIG_REPLY, PACKET_IN, FLOW_REMOVED, PORT_STATUS, STATS_REPLY, BARRIER_REPLY] {
+    for t in [
+        HELLO,
+        ERROR,
+        FEATURES_REPLY,
+        GET_CONFIG_REPLY,
+        PACKET_IN,
+        FLOW_REMOVED,
+        PORT_STATUS,
+        STATS_REPLY,
+        BARRIER_REPLY,
+    ] {
         assert!(types.contains(&t), "the switch never sent {}: {types:?}", name(t));
     }
 }

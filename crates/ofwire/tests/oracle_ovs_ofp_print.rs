@@ -9,15 +9,33 @@ use std::process::Command;
 /// Messages OVS cannot decode for reasons of its own, with the reason.
 /// tshark's dissector covers these in the other oracle test.
 const OVS_DOES_NOT_IMPLEMENT: &[(&str, &str)] = &[
-    ("v10_stats_request_vendor", "opaque vendor stats body; OVS knows only Nicira subtypes"),
-    ("v13_experimenter", "opaque experimenter body; OVS knows only its own subtypes"),
+    (
+        "v10_stats_request_vendor",
+        "opaque vendor stats body; OVS knows only Nicira subtypes",
+    ),
+    (
+        "v13_experimenter",
+        "opaque experimenter body; OVS knows only its own subtypes",
+    ),
     ("v13_mp_request_experimenter", "opaque experimenter multipart body"),
     ("v13_mp_reply_experimenter", "opaque experimenter multipart body"),
-    ("v13_meter_mod_experimenter", "OVS supports only drop and dscp_remark bands"),
-    ("v13_flow_mod_ttl_pbb_actions", "OVS does not implement COPY_TTL_OUT/IN or PUSH/POP_PBB"),
+    (
+        "v13_meter_mod_experimenter",
+        "OVS supports only drop and dscp_remark bands",
+    ),
+    (
+        "v13_flow_mod_ttl_pbb_actions",
+        "OVS does not implement COPY_TTL_OUT/IN or PUSH/POP_PBB",
+    ),
     ("v13_flow_mod_match_pbb", "OVS does not implement PBB_ISID matching"),
-    ("v13_flow_mod_match_in_phy_port", "OVS does not implement IN_PHY_PORT matching"),
-    ("v13_flow_mod_match_ipv6_exthdr", "OVS does not implement IPV6_EXTHDR matching"),
+    (
+        "v13_flow_mod_match_in_phy_port",
+        "OVS does not implement IN_PHY_PORT matching",
+    ),
+    (
+        "v13_flow_mod_match_ipv6_exthdr",
+        "OVS does not implement IPV6_EXTHDR matching",
+    ),
 ];
 
 /// What OVS must print for a message, as substrings of its output.
@@ -161,7 +179,11 @@ fn ofp_print(hex: &str) -> String {
         .args(["ofp-print", hex])
         .output()
         .expect("ovs-ofctl not found: run scripts/install-deps.sh (Debian package openvswitch-common)");
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 #[test]
@@ -174,17 +196,32 @@ fn ovs_decodes_every_message_we_encode_with_the_same_field_values() {
         let hex = ofwire::types::to_hex(&msg.to_bytes().unwrap());
         let printed = ofp_print(&hex);
         if let Some(reason) = exempt.get(name.as_str()) {
-            assert!(printed.contains("decode error"), "{name} is exempt ({reason}) but OVS now decodes it:\n{printed}");
+            assert!(
+                printed.contains("decode error"),
+                "{name} is exempt ({reason}) but OVS now decodes it:\n{printed}"
+            );
             continue;
         }
-        for bad in ["decode error", "|WARN|", "|ERR|", "truncated", "OpenFlow message is empty"] {
-            assert!(!printed.contains(bad), "ovs-ofctl ofp-print flags {name} ({bad}):\n{hex}\n{printed}");
+        for bad in [
+            "decode error",
+            "|WARN|",
+            "|ERR|",
+            "truncated",
+            "OpenFlow message is empty",
+        ] {
+            assert!(
+                !printed.contains(bad),
+                "ovs-ofctl ofp-print flags {name} ({bad}):\n{hex}\n{printed}"
+            );
         }
         let type_name = msg.type_name();
         if msg.version == ofwire::OFP13_VERSION && !matches!(msg.body, ofwire::Body::Hello(_)) {
             // OVS names multipart messages by their stats type; the rest by OFPT_ name.
             if !type_name.starts_with("MULTIPART") {
-                assert!(printed.contains(&format!("OFPT_{type_name} (OF1.3)")), "{name}: {printed}");
+                assert!(
+                    printed.contains(&format!("OFPT_{type_name} (OF1.3)")),
+                    "{name}: {printed}"
+                );
             }
         }
         let xid = format!("xid=0x{:x}", msg.xid);
@@ -197,5 +234,9 @@ fn ovs_decodes_every_message_we_encode_with_the_same_field_values() {
         }
     }
     // Field values are compared for all but a handful of trivially empty messages.
-    assert!(checked + exempt.len() + 6 >= corpus.len(), "only {checked} of {} messages have expectations", corpus.len());
+    assert!(
+        checked + exempt.len() + 6 >= corpus.len(),
+        "only {checked} of {} messages have expectations",
+        corpus.len()
+    );
 }

@@ -8,11 +8,20 @@ use std::process::Command;
 /// Valid messages Wireshark 4.0's dissector mis-handles, with the evidence.
 /// `ovs-ofctl ofp-print` decodes the first four (the other oracle test).
 const DISSECTOR_BUGS: &[(&str, &str)] = &[
-    ("v10_flow_mod_modify", "openflow_v1 reads an action header past the end of a FLOW_MOD with no actions; OVS prints actions=drop"),
+    (
+        "v10_flow_mod_modify",
+        "openflow_v1 reads an action header past the end of a FLOW_MOD with no actions; OVS prints actions=drop",
+    ),
     ("v10_flow_mod_delete", "same: FLOW_MOD with no actions"),
     ("v10_flow_mod_delete_strict", "same: FLOW_MOD with no actions"),
-    ("v13_mp_reply_experimenter", "flags an experimenter multipart reply whose request, with the identical layout, dissects cleanly"),
-    ("v13_meter_mod_experimenter", "flags a 16-byte experimenter band (ofp_meter_band_experimenter is exactly 16 bytes in 1.3)"),
+    (
+        "v13_mp_reply_experimenter",
+        "flags an experimenter multipart reply whose request, with the identical layout, dissects cleanly",
+    ),
+    (
+        "v13_meter_mod_experimenter",
+        "flags a 16-byte experimenter band (ofp_meter_band_experimenter is exactly 16 bytes in 1.3)",
+    ),
 ];
 
 /// A classic pcap (Ethernet link type) holding one TCP segment per payload,
@@ -30,8 +39,32 @@ fn pcap_of(payloads: &[Vec<u8>]) -> Vec<u8> {
     for (i, p) in payloads.iter().enumerate() {
         let mut frame = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
         let total = 20 + 20 + p.len();
-        let mut ip = vec![0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
-        let sum = ip.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]]) as u32).sum::<u32>();
+        let mut ip = vec![
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            1,
+            0x40,
+            0,
+            64,
+            6,
+            0,
+            0,
+            10,
+            0,
+            0,
+            1,
+            10,
+            0,
+            0,
+            2,
+        ];
+        let sum = ip
+            .chunks(2)
+            .map(|c| u16::from_be_bytes([c[0], c[1]]) as u32)
+            .sum::<u32>();
         let folded = !(((sum & 0xffff) + (sum >> 16)) as u16);
         ip[10..12].copy_from_slice(&folded.to_be_bytes());
         frame.extend_from_slice(&ip);
@@ -60,7 +93,11 @@ fn tshark(pcap: &std::path::Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("tshark not found: run scripts/install-deps.sh (Debian package tshark)");
-    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -71,9 +108,22 @@ fn tshark_dissects_every_message_we_encode_without_malformed_flags() {
     let dir = TempDir(std::env::temp_dir().join(format!("sdnlab-t-tshark-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).unwrap();
     let path = dir.0.join("corpus.pcap");
-    std::fs::File::create(&path).unwrap().write_all(&pcap_of(&payloads)).unwrap();
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(&pcap_of(&payloads))
+        .unwrap();
 
-    let flagged = tshark(&path, &["-Y", "_ws.malformed || _ws.expert.severity >= \"Error\"", "-T", "fields", "-e", "frame.number"]);
+    let flagged = tshark(
+        &path,
+        &[
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= \"Error\"",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ],
+    );
     let bad: Vec<String> = flagged
         .lines()
         .filter_map(|l| l.trim().parse::<usize>().ok())
@@ -81,14 +131,39 @@ fn tshark_dissects_every_message_we_encode_without_malformed_flags() {
         .collect();
     let known: Vec<String> = DISSECTOR_BUGS.iter().map(|(n, _)| n.to_string()).collect();
     let unexpected: Vec<&String> = bad.iter().filter(|n| !known.contains(n)).collect();
-    assert!(unexpected.is_empty(), "tshark flags these messages as malformed: {unexpected:?}");
+    assert!(
+        unexpected.is_empty(),
+        "tshark flags these messages as malformed: {unexpected:?}"
+    );
     for k in &known {
-        assert!(bad.contains(k), "{k} is listed as a dissector bug but tshark now accepts it: remove it from DISSECTOR_BUGS");
+        assert!(
+            bad.contains(k),
+            "{k} is listed as a dissector bug but tshark now accepts it: remove it from DISSECTOR_BUGS"
+        );
     }
 
     let fields = tshark(
         &path,
-        &["-T", "fields", "-E", "separator=;", "-e", "frame.number", "-e", "openflow.version", "-e", "openflow_1_0.type", "-e", "openflow_v4.type", "-e", "openflow.xid", "-e", "openflow_v4.xid", "-e", "openflow_v6.type"],
+        &[
+            "-T",
+            "fields",
+            "-E",
+            "separator=;",
+            "-e",
+            "frame.number",
+            "-e",
+            "openflow.version",
+            "-e",
+            "openflow_1_0.type",
+            "-e",
+            "openflow_v4.type",
+            "-e",
+            "openflow.xid",
+            "-e",
+            "openflow_v4.xid",
+            "-e",
+            "openflow_v6.type",
+        ],
     );
     let mut seen = 0;
     for line in fields.lines() {
@@ -100,9 +175,17 @@ fn tshark_dissects_every_message_we_encode_without_malformed_flags() {
             ofwire::OFP13_VERSION => (f[3], f[5]),
             _ => (f[6], ""),
         };
-        assert_eq!(ty.split(',').next().unwrap(), msg.msg_type().to_string(), "{name}: tshark reads another type: {line}");
+        assert_eq!(
+            ty.split(',').next().unwrap(),
+            msg.msg_type().to_string(),
+            "{name}: tshark reads another type: {line}"
+        );
         if !xid.is_empty() {
-            assert_eq!(xid.split(',').next().unwrap(), msg.xid.to_string(), "{name}: tshark reads another xid");
+            assert_eq!(
+                xid.split(',').next().unwrap(),
+                msg.xid.to_string(),
+                "{name}: tshark reads another xid"
+            );
         }
         seen += 1;
     }

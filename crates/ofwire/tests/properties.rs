@@ -24,8 +24,8 @@ fn masked_mac() -> impl Strategy<Value = (MacAddr, Option<MacAddr>)> {
     (mac(), proptest::option::of(mac())).prop_map(|(v, m)| match m {
         Some(m) => {
             let mut vv = v.0;
-            for i in 0..6 {
-                vv[i] &= m.0[i];
+            for (b, mask) in vv.iter_mut().zip(m.0) {
+                *b &= mask;
             }
             (MacAddr(vv), Some(m))
         }
@@ -50,8 +50,14 @@ fn oxm() -> impl Strategy<Value = Oxm> {
         masked_mac().prop_map(|(v, m)| Oxm::EthSrc(v, m)),
         any::<u16>().prop_map(Oxm::EthType),
         masked_u64(13).prop_map(|(v, m)| Oxm::VlanVid(v as u16, m.map(|m| m as u16))),
-        masked_u64(32).prop_map(move |x| { let (v, m) = v4(x); Oxm::Ipv4Src(v, m) }),
-        masked_u64(32).prop_map(move |x| { let (v, m) = v4(x); Oxm::ArpTpa(v, m) }),
+        masked_u64(32).prop_map(move |x| {
+            let (v, m) = v4(x);
+            Oxm::Ipv4Src(v, m)
+        }),
+        masked_u64(32).prop_map(move |x| {
+            let (v, m) = v4(x);
+            Oxm::ArpTpa(v, m)
+        }),
         masked_mac().prop_map(|(v, m)| Oxm::ArpSha(v, m)),
         masked_v6().prop_map(|(v, m)| Oxm::Ipv6Dst(v, m)),
         masked_u64(20).prop_map(|(v, m)| Oxm::Ipv6Flabel(v as u32, m.map(|m| m as u32))),
@@ -65,8 +71,14 @@ fn oxm() -> impl Strategy<Value = Oxm> {
         masked_u64(9).prop_map(|(v, m)| Oxm::Ipv6Exthdr(v as u16, m.map(|m| m as u16))),
         (0u8..=63).prop_map(Oxm::IpDscp),
         any::<u16>().prop_map(Oxm::TcpDst),
-        (any::<u8>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..8))
-            .prop_map(|(f, e, d)| Oxm::Experimenter { field: f & 0x7f, has_mask: false, experimenter: e, data: Bytes(d) }),
+        (any::<u8>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..8)).prop_map(|(f, e, d)| {
+            Oxm::Experimenter {
+                field: f & 0x7f,
+                has_mask: false,
+                experimenter: e,
+                data: Bytes(d),
+            }
+        }),
     ]
 }
 
@@ -91,7 +103,11 @@ fn match13() -> impl Strategy<Value = Match> {
 fn action13() -> impl Strategy<Value = v13::Action> {
     use v13::Action::*;
     prop_oneof![
-        (any::<u32>().prop_filter("valid port", |p| *p <= v13::port::MAX || *p >= v13::port::IN_PORT && *p != v13::port::ANY), any::<u16>())
+        (
+            any::<u32>().prop_filter("valid port", |p| *p <= v13::port::MAX
+                || *p >= v13::port::IN_PORT && *p != v13::port::ANY),
+            any::<u16>()
+        )
             .prop_map(|(port, max_len)| Output { port, max_len }),
         Just(CopyTtlOut),
         Just(PopVlan),
@@ -100,10 +116,16 @@ fn action13() -> impl Strategy<Value = v13::Action> {
         any::<u16>().prop_map(PopMpls),
         any::<u32>().prop_map(SetQueue),
         any::<u32>().prop_map(Group),
-        oxm().prop_filter("set-field has no mask", |o| !o.has_mask()).prop_map(SetField),
+        oxm()
+            .prop_filter("set-field has no mask", |o| !o.has_mask())
+            .prop_map(SetField),
         // Experimenter bodies keep the action a multiple of 8 bytes long.
-        (any::<u32>(), proptest::collection::vec(any::<[u8; 8]>(), 0..3))
-            .prop_map(|(experimenter, words)| Experimenter { experimenter, data: Bytes(words.concat()) }),
+        (any::<u32>(), proptest::collection::vec(any::<[u8; 8]>(), 0..3)).prop_map(|(experimenter, words)| {
+            Experimenter {
+                experimenter,
+                data: Bytes(words.concat()),
+            }
+        }),
     ]
 }
 
@@ -120,31 +142,41 @@ fn instruction13() -> impl Strategy<Value = v13::Instruction> {
 }
 
 fn flow_mod13() -> impl Strategy<Value = v13::Body> {
-    (any::<(u64, u64, u8, u16, u16, u16, u32, u32, u32, u16)>(), 0u8..=4, match13(), proptest::collection::vec(instruction13(), 0..4)).prop_map(
-        |((cookie, cookie_mask, table_id, idle, hard, prio, buf, op, og, flags), cmd, m, insts)| {
-            v13::Body::FlowMod(v13::FlowMod {
-                cookie,
-                cookie_mask,
-                table_id,
-                command: cmd.into(),
-                idle_timeout: idle,
-                hard_timeout: hard,
-                priority: prio,
-                buffer_id: buf,
-                out_port: op,
-                out_group: og,
-                flags,
-                match_: m,
-                instructions: insts,
-            })
-        },
+    (
+        any::<(u64, u64, u8, u16, u16, u16, u32, u32, u32, u16)>(),
+        0u8..=4,
+        match13(),
+        proptest::collection::vec(instruction13(), 0..4),
     )
+        .prop_map(
+            |((cookie, cookie_mask, table_id, idle, hard, prio, buf, op, og, flags), cmd, m, insts)| {
+                v13::Body::FlowMod(v13::FlowMod {
+                    cookie,
+                    cookie_mask,
+                    table_id,
+                    command: cmd.into(),
+                    idle_timeout: idle,
+                    hard_timeout: hard,
+                    priority: prio,
+                    buffer_id: buf,
+                    out_port: op,
+                    out_group: og,
+                    flags,
+                    match_: m,
+                    instructions: insts,
+                })
+            },
+        )
 }
 
 fn action10() -> impl Strategy<Value = v10::Action> {
     use v10::Action::*;
     prop_oneof![
-        (any::<u16>().prop_filter("valid port", |p| *p <= v10::port::MAX || (*p >= v10::port::IN_PORT && *p != v10::port::NONE)), any::<u16>())
+        (
+            any::<u16>().prop_filter("valid port", |p| *p <= v10::port::MAX
+                || (*p >= v10::port::IN_PORT && *p != v10::port::NONE)),
+            any::<u16>()
+        )
             .prop_map(|(port, max_len)| Output { port, max_len }),
         (0u16..=0xfff).prop_map(SetVlanVid),
         (0u8..=7).prop_map(SetVlanPcp),
@@ -158,50 +190,73 @@ fn action10() -> impl Strategy<Value = v10::Action> {
 }
 
 fn match10() -> impl Strategy<Value = v10::Match> {
-    (any::<(u32, u16, [u8; 6], [u8; 6], u16, u8, u16)>(), any::<(u8, u8, u32, u32, u16, u16)>()).prop_map(
-        |((w, ip, s, d, vl, pcp, ty), (tos, proto, ns, nd, ts, td))| v10::Match {
-            wildcards: w,
-            in_port: ip,
-            dl_src: MacAddr(s),
-            dl_dst: MacAddr(d),
-            dl_vlan: vl,
-            dl_vlan_pcp: pcp,
-            dl_type: ty,
-            nw_tos: tos,
-            nw_proto: proto,
-            nw_src: ns.into(),
-            nw_dst: nd.into(),
-            tp_src: ts,
-            tp_dst: td,
-        },
+    (
+        any::<(u32, u16, [u8; 6], [u8; 6], u16, u8, u16)>(),
+        any::<(u8, u8, u32, u32, u16, u16)>(),
     )
+        .prop_map(
+            |((w, ip, s, d, vl, pcp, ty), (tos, proto, ns, nd, ts, td))| v10::Match {
+                wildcards: w,
+                in_port: ip,
+                dl_src: MacAddr(s),
+                dl_dst: MacAddr(d),
+                dl_vlan: vl,
+                dl_vlan_pcp: pcp,
+                dl_type: ty,
+                nw_tos: tos,
+                nw_proto: proto,
+                nw_src: ns.into(),
+                nw_dst: nd.into(),
+                tp_src: ts,
+                tp_dst: td,
+            },
+        )
 }
 
 fn v10_body() -> impl Strategy<Value = v10::Body> {
     prop_oneof![
-        (match10(), any::<(u64, u16, u16, u16, u32, u16, u16)>(), 0u8..=4, proptest::collection::vec(action10(), 0..5)).prop_map(
-            |(m, (cookie, idle, hard, prio, buf, op, flags), cmd, actions)| v10::Body::FlowMod(v10::FlowMod {
-                match_: m,
-                cookie,
-                command: cmd.into(),
-                idle_timeout: idle,
-                hard_timeout: hard,
-                priority: prio,
-                buffer_id: buf,
-                out_port: op,
-                flags,
+        (
+            match10(),
+            any::<(u64, u16, u16, u16, u32, u16, u16)>(),
+            0u8..=4,
+            proptest::collection::vec(action10(), 0..5)
+        )
+            .prop_map(
+                |(m, (cookie, idle, hard, prio, buf, op, flags), cmd, actions)| v10::Body::FlowMod(v10::FlowMod {
+                    match_: m,
+                    cookie,
+                    command: cmd.into(),
+                    idle_timeout: idle,
+                    hard_timeout: hard,
+                    priority: prio,
+                    buffer_id: buf,
+                    out_port: op,
+                    flags,
+                    actions,
+                })
+            ),
+        (
+            any::<(u32, u16, u16, u8)>(),
+            proptest::collection::vec(any::<u8>(), 0..200)
+        )
+            .prop_map(|((b, t, p, r), d)| v10::Body::PacketIn(v10::PacketIn {
+                buffer_id: b,
+                total_len: t,
+                in_port: p,
+                reason: r.into(),
+                data: Bytes(d)
+            })),
+        (
+            any::<(u32, u16)>(),
+            proptest::collection::vec(action10(), 0..4),
+            proptest::collection::vec(any::<u8>(), 0..100)
+        )
+            .prop_map(|((b, p), actions, d)| v10::Body::PacketOut(v10::PacketOut {
+                buffer_id: b,
+                in_port: p,
                 actions,
-            })
-        ),
-        (any::<(u32, u16, u16, u8)>(), proptest::collection::vec(any::<u8>(), 0..200)).prop_map(|((b, t, p, r), d)| v10::Body::PacketIn(v10::PacketIn {
-            buffer_id: b,
-            total_len: t,
-            in_port: p,
-            reason: r.into(),
-            data: Bytes(d)
-        })),
-        (any::<(u32, u16)>(), proptest::collection::vec(action10(), 0..4), proptest::collection::vec(any::<u8>(), 0..100))
-            .prop_map(|((b, p), actions, d)| v10::Body::PacketOut(v10::PacketOut { buffer_id: b, in_port: p, actions, data: Bytes(d) })),
+                data: Bytes(d)
+            })),
         proptest::collection::vec(any::<u8>(), 0..64).prop_map(|d| v10::Body::EchoRequest(Bytes(d))),
     ]
 }
@@ -209,39 +264,82 @@ fn v10_body() -> impl Strategy<Value = v10::Body> {
 fn v13_body() -> impl Strategy<Value = v13::Body> {
     prop_oneof![
         flow_mod13(),
-        (any::<(u32, u16, u8, u8, u64)>(), match13(), proptest::collection::vec(any::<u8>(), 0..200)).prop_map(|((b, t, r, tid, c), m, d)| {
-            v13::Body::PacketIn(v13::PacketIn { buffer_id: b, total_len: t, reason: r.into(), table_id: tid, cookie: c, match_: m, data: Bytes(d) })
-        }),
-        (any::<(u32, u32)>(), proptest::collection::vec(action13(), 0..4), proptest::collection::vec(any::<u8>(), 0..100))
-            .prop_map(|((b, p), actions, d)| v13::Body::PacketOut(v13::PacketOut { buffer_id: b, in_port: p, actions, data: Bytes(d) })),
-        (0u16..=2, 0u8..=3, any::<u32>(), proptest::collection::vec((any::<(u16, u32, u32)>(), proptest::collection::vec(action13(), 0..3)), 0..4)).prop_map(
-            |(cmd, ty, id, buckets)| v13::Body::GroupMod(v13::GroupMod {
+        (
+            any::<(u32, u16, u8, u8, u64)>(),
+            match13(),
+            proptest::collection::vec(any::<u8>(), 0..200)
+        )
+            .prop_map(|((b, t, r, tid, c), m, d)| {
+                v13::Body::PacketIn(v13::PacketIn {
+                    buffer_id: b,
+                    total_len: t,
+                    reason: r.into(),
+                    table_id: tid,
+                    cookie: c,
+                    match_: m,
+                    data: Bytes(d),
+                })
+            }),
+        (
+            any::<(u32, u32)>(),
+            proptest::collection::vec(action13(), 0..4),
+            proptest::collection::vec(any::<u8>(), 0..100)
+        )
+            .prop_map(|((b, p), actions, d)| v13::Body::PacketOut(v13::PacketOut {
+                buffer_id: b,
+                in_port: p,
+                actions,
+                data: Bytes(d)
+            })),
+        (
+            0u16..=2,
+            0u8..=3,
+            any::<u32>(),
+            proptest::collection::vec(
+                (any::<(u16, u32, u32)>(), proptest::collection::vec(action13(), 0..3)),
+                0..4
+            )
+        )
+            .prop_map(|(cmd, ty, id, buckets)| v13::Body::GroupMod(v13::GroupMod {
                 command: cmd.into(),
                 group_type: ty.into(),
                 group_id: id,
                 buckets: buckets
                     .into_iter()
-                    .map(|((weight, watch_port, watch_group), actions)| v13::Bucket { weight, watch_port, watch_group, actions })
-                    .collect(),
-            })
-        ),
-        (0u16..=2, any::<(u16, u32)>(), proptest::collection::vec(any::<(bool, u32, u32, u8)>(), 0..4)).prop_map(|(cmd, (flags, id), bands)| {
-            v13::Body::MeterMod(v13::MeterMod {
-                command: cmd.into(),
-                flags,
-                meter_id: id,
-                bands: bands
-                    .into_iter()
-                    .map(|(drop, rate, burst_size, prec_level)| {
-                        if drop {
-                            v13::MeterBand::Drop { rate, burst_size }
-                        } else {
-                            v13::MeterBand::DscpRemark { rate, burst_size, prec_level }
-                        }
+                    .map(|((weight, watch_port, watch_group), actions)| v13::Bucket {
+                        weight,
+                        watch_port,
+                        watch_group,
+                        actions
                     })
                     .collect(),
-            })
-        }),
+            })),
+        (
+            0u16..=2,
+            any::<(u16, u32)>(),
+            proptest::collection::vec(any::<(bool, u32, u32, u8)>(), 0..4)
+        )
+            .prop_map(|(cmd, (flags, id), bands)| {
+                v13::Body::MeterMod(v13::MeterMod {
+                    command: cmd.into(),
+                    flags,
+                    meter_id: id,
+                    bands: bands
+                        .into_iter()
+                        .map(|(drop, rate, burst_size, prec_level)| {
+                            if drop {
+                                v13::MeterBand::Drop { rate, burst_size }
+                            } else {
+                                v13::MeterBand::DscpRemark {
+                                    rate,
+                                    burst_size,
+                                    prec_level,
+                                }
+                            }
+                        })
+                        .collect(),
+                })
+            }),
     ]
 }
 

@@ -10,7 +10,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "sdnlab", version, about = "Evaluate SDN controllers, switches and applications (OpenFlow 1.0/1.3)")]
+#[command(
+    name = "sdnlab",
+    version,
+    about = "Evaluate SDN controllers, switches and applications (OpenFlow 1.0/1.3)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -49,13 +53,19 @@ struct DecodeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Ofp { command: OfpCommand::Decode(args) } => ofp_decode_cmd(args),
+        Command::Ofp {
+            command: OfpCommand::Decode(args),
+        } => ofp_decode_cmd(args),
     }
 }
 
 fn ofp_decode_cmd(args: DecodeArgs) -> ExitCode {
     let records = if let Some(path) = &args.pcap {
-        let ports = if args.ports.is_empty() { vec![6653, 6633] } else { args.ports.clone() };
+        let ports = if args.ports.is_empty() {
+            vec![6653, 6633]
+        } else {
+            args.ports.clone()
+        };
         let mut dec = CaptureDecoder::new(ports);
         if let Err(e) = ofp_decode::read_capture(path, &mut dec) {
             eprintln!("sdnlab: {e}");
@@ -102,7 +112,11 @@ fn ofp_decode_cmd(args: DecodeArgs) -> ExitCode {
     let mut out = std::io::stdout().lock();
     for r in &records {
         match r {
-            Record::Ok { origin, message, raw_len } => {
+            Record::Ok {
+                origin,
+                message,
+                raw_len,
+            } => {
                 let written = if args.json {
                     let v = serde_json::json!({
                         "at": origin.at,

@@ -19,19 +19,37 @@ pub struct Origin {
 
 /// One decoded message, or why it could not be decoded.
 pub enum Record {
-    Ok { origin: Origin, message: Message, raw_len: usize },
-    Err { origin: Origin, error: String },
+    Ok {
+        origin: Origin,
+        message: Message,
+        raw_len: usize,
+    },
+    Err {
+        origin: Origin,
+        error: String,
+    },
 }
 
 /// Splits a hex string holding one or more whole messages.
 pub fn decode_hex(at: &str, hex: &str) -> Vec<Record> {
-    let origin = || Origin { at: at.to_string(), flow: None };
+    let origin = || Origin {
+        at: at.to_string(),
+        flow: None,
+    };
     let bytes = match ofwire::types::from_hex(hex) {
         Ok(b) => b,
-        Err(e) => return vec![Record::Err { origin: origin(), error: format!("not hex: {e}") }],
+        Err(e) => {
+            return vec![Record::Err {
+                origin: origin(),
+                error: format!("not hex: {e}"),
+            }]
+        }
     };
     if bytes.is_empty() {
-        return vec![Record::Err { origin: origin(), error: "no bytes".into() }];
+        return vec![Record::Err {
+            origin: origin(),
+            error: "no bytes".into(),
+        }];
     }
     let mut framer = Framer::default();
     framer.push(&bytes);
@@ -41,7 +59,10 @@ pub fn decode_hex(at: &str, hex: &str) -> Vec<Record> {
             Ok(Some(m)) => out.push(decode_one(origin(), m)),
             Ok(None) => break,
             Err(e) => {
-                out.push(Record::Err { origin: origin(), error: e.to_string() });
+                out.push(Record::Err {
+                    origin: origin(),
+                    error: e.to_string(),
+                });
                 return out;
             }
         }
@@ -58,15 +79,25 @@ pub fn decode_hex(at: &str, hex: &str) -> Vec<Record> {
             ),
             None => format!("{} trailing bytes are shorter than an OpenFlow header", rest.len()),
         };
-        out.push(Record::Err { origin: origin(), error });
+        out.push(Record::Err {
+            origin: origin(),
+            error,
+        });
     }
     out
 }
 
 fn decode_one(origin: Origin, raw: &[u8]) -> Record {
     match ofwire::decode(raw) {
-        Ok(message) => Record::Ok { origin, message, raw_len: raw.len() },
-        Err(e) => Record::Err { origin, error: format!("{e} (bytes: {})", ofwire::types::to_hex(&raw[..raw.len().min(64)])) },
+        Ok(message) => Record::Ok {
+            origin,
+            message,
+            raw_len: raw.len(),
+        },
+        Err(e) => Record::Err {
+            origin,
+            error: format!("{e} (bytes: {})", ofwire::types::to_hex(&raw[..raw.len().min(64)])),
+        },
     }
 }
 
@@ -89,7 +120,12 @@ pub struct CaptureDecoder {
 
 impl CaptureDecoder {
     pub fn new(ports: Vec<u16>) -> Self {
-        CaptureDecoder { ports, streams: HashMap::new(), frames: 0, records: Vec::new() }
+        CaptureDecoder {
+            ports,
+            streams: HashMap::new(),
+            frames: 0,
+            records: Vec::new(),
+        }
     }
 
     /// Feeds one captured frame of the given link type.
@@ -104,17 +140,30 @@ impl CaptureDecoder {
         };
         let Ok(p) = sliced else { return };
         let (src, dst) = match &p.net {
-            Some(etherparse::NetSlice::Ipv4(v4)) => (IpAddr::V4(v4.header().source_addr()), IpAddr::V4(v4.header().destination_addr())),
-            Some(etherparse::NetSlice::Ipv6(v6)) => (IpAddr::V6(v6.header().source_addr()), IpAddr::V6(v6.header().destination_addr())),
+            Some(etherparse::NetSlice::Ipv4(v4)) => (
+                IpAddr::V4(v4.header().source_addr()),
+                IpAddr::V4(v4.header().destination_addr()),
+            ),
+            Some(etherparse::NetSlice::Ipv6(v6)) => (
+                IpAddr::V6(v6.header().source_addr()),
+                IpAddr::V6(v6.header().destination_addr()),
+            ),
             _ => return,
         };
-        let Some(etherparse::TransportSlice::Tcp(tcp)) = &p.transport else { return };
+        let Some(etherparse::TransportSlice::Tcp(tcp)) = &p.transport else {
+            return;
+        };
         let (sport, dport) = (tcp.source_port(), tcp.destination_port());
         if !self.ports.contains(&sport) && !self.ports.contains(&dport) {
             return;
         }
         let key = (src, sport, dst, dport);
-        let stream = self.streams.entry(key).or_insert_with(|| Stream { next_seq: None, ahead: BTreeMap::new(), framer: Framer::default(), broken: false });
+        let stream = self.streams.entry(key).or_insert_with(|| Stream {
+            next_seq: None,
+            ahead: BTreeMap::new(),
+            framer: Framer::default(),
+            broken: false,
+        });
         let mut seq = tcp.sequence_number();
         if tcp.syn() {
             seq = seq.wrapping_add(1);
@@ -152,13 +201,19 @@ impl CaptureDecoder {
         stream.next_seq = Some(next);
         let flow = fmt_flow(&key);
         loop {
-            let origin = Origin { at: format!("frame {}", self.frames), flow: Some(flow.clone()) };
+            let origin = Origin {
+                at: format!("frame {}", self.frames),
+                flow: Some(flow.clone()),
+            };
             match stream.framer.next_message() {
                 Ok(Some(m)) => self.records.push(decode_one(origin, m)),
                 Ok(None) => break,
                 Err(e) => {
                     stream.broken = true;
-                    self.records.push(Record::Err { origin, error: format!("{e}; rest of this TCP stream skipped") });
+                    self.records.push(Record::Err {
+                        origin,
+                        error: format!("{e}; rest of this TCP stream skipped"),
+                    });
                     break;
                 }
             }
@@ -176,7 +231,10 @@ impl CaptureDecoder {
         leftovers.sort();
         for (flow, pending, gaps) in leftovers {
             self.records.push(Record::Err {
-                origin: Origin { at: "end of capture".into(), flow: Some(flow) },
+                origin: Origin {
+                    at: "end of capture".into(),
+                    flow: Some(flow),
+                },
                 error: format!("{pending} bytes of an unfinished message, {gaps} segments after a gap in the capture"),
             });
         }
@@ -195,10 +253,17 @@ fn fmt_flow(k: &(IpAddr, u16, IpAddr, u16)) -> String {
 pub fn read_capture(path: &std::path::Path, dec: &mut CaptureDecoder) -> Result<(), String> {
     let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if data.len() >= 4 && data[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
-        let mut reader = pcap_file::pcapng::PcapNgReader::new(&data[..]).map_err(|e| format!("{}: not a readable pcapng file: {e}", path.display()))?;
+        let mut reader = pcap_file::pcapng::PcapNgReader::new(&data[..])
+            .map_err(|e| format!("{}: not a readable pcapng file: {e}", path.display()))?;
         let mut linktypes: Vec<u32> = Vec::new();
         while let Some(block) = reader.next_block() {
-            let block = block.map_err(|e| format!("{}: damaged pcapng block after frame {}: {e}", path.display(), dec.frames))?;
+            let block = block.map_err(|e| {
+                format!(
+                    "{}: damaged pcapng block after frame {}: {e}",
+                    path.display(),
+                    dec.frames
+                )
+            })?;
             match block {
                 pcap_file::pcapng::Block::InterfaceDescription(idb) => linktypes.push(u32::from(idb.linktype)),
                 pcap_file::pcapng::Block::EnhancedPacket(epb) => {
@@ -213,10 +278,17 @@ pub fn read_capture(path: &std::path::Path, dec: &mut CaptureDecoder) -> Result<
             }
         }
     } else {
-        let mut reader = pcap_file::pcap::PcapReader::new(&data[..]).map_err(|e| format!("{}: neither pcap nor pcapng: {e}", path.display()))?;
+        let mut reader = pcap_file::pcap::PcapReader::new(&data[..])
+            .map_err(|e| format!("{}: neither pcap nor pcapng: {e}", path.display()))?;
         let lt = u32::from(reader.header().datalink);
         while let Some(pkt) = reader.next_packet() {
-            let pkt = pkt.map_err(|e| format!("{}: damaged pcap record after frame {}: {e}", path.display(), dec.frames))?;
+            let pkt = pkt.map_err(|e| {
+                format!(
+                    "{}: damaged pcap record after frame {}: {e}",
+                    path.display(),
+                    dec.frames
+                )
+            })?;
             dec.frame(lt, &pkt.data);
         }
     }
@@ -241,7 +313,14 @@ mod tests {
             _ => panic!("FEATURES_REQUEST with a body must fail"),
         }
         let recs = decode_hex("arg 3", "040000100000000100");
-        assert!(matches!(&recs[0], Record::Err { error, .. } if error.contains("header says 16 bytes but only 9 follow")), "{}", match &recs[0] { Record::Err { error, .. } => error.clone(), _ => String::new() });
+        assert!(
+            matches!(&recs[0], Record::Err { error, .. } if error.contains("header says 16 bytes but only 9 follow")),
+            "{}",
+            match &recs[0] {
+                Record::Err { error, .. } => error.clone(),
+                _ => String::new(),
+            }
+        );
         let recs = decode_hex("arg 4", "zz");
         assert!(matches!(&recs[0], Record::Err { error, .. } if error.contains("not hex")));
     }

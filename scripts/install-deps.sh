@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs everything sdnlab needs on a fresh Debian 12 machine: the Debian
+# packages of the real peers and oracles, the Rust toolchain pinned by
+# rust-toolchain.toml (through rustup), and cargo-fuzz. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+debs=(
+  iproute2            # ip netns, veth
+  openvswitch-common  # ovs-ofctl: real OpenFlow client and ofp-print oracle
+  openvswitch-switch  # ovsdb-server, ovs-vswitchd: the real switch peer
+  openvswitch-testcontroller  # C learning-switch controller peer
+  tshark              # Wireshark's OpenFlow dissector: oracle for our encoder
+  ca-certificates curl build-essential pkg-config
+)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: apt-get install ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] || { echo "install-deps: rustup is needed (https://rustup.rs); it was not found" >&2; exit 1; }
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+# rust-toolchain.toml pins stable with rustfmt and clippy; this installs them if absent.
+rustup show active-toolchain >/dev/null
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "install-deps: cargo install cargo-fuzz"
+  cargo install cargo-fuzz --locked --quiet
+fi
+echo "install-deps: ok"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs dependencies, checks format
+# and lints, runs every test (unit, property, real-peer oracles: ovs-ofctl,
+# tshark, a real Open vSwitch), then short smoke runs of the fuzzer, the
+# micro-benchmarks and the main command. Needs root (network namespaces).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+step() { printf '\n== %s\n' "$*"; }
+
+step "dependencies"; scripts/install-deps.sh
+step "format";       cargo fmt --all --check
+step "lint";         cargo clippy --all-targets --quiet -- -D warnings
+step "tests";        cargo test --workspace --quiet
+step "fuzz (60 s)";  scripts/fuzz.sh 60
+step "bench smoke";  cargo bench -p ofwire --bench hotpath --quiet -- --quick 2>&1 | grep -E "^hotpath|time:"
+step "main command"; cargo run --release --quiet -p sdnlab -- ofp decode --pcap captures/ovs-learning-switch.pcapng > /dev/null
+step "all passed"
