@@ -185,6 +185,54 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A type-length element whose length must be a positive multiple of 8
+/// (actions and instructions), with a reader over what follows its header.
+pub struct Tlv8<'a> {
+    pub ty: u16,
+    pub len: usize,
+    pub body: Reader<'a>,
+    code: ErrorCode,
+    what: &'static str,
+}
+
+impl<'a> Tlv8<'a> {
+    /// Reads the element at the front of `r`; `code` is the error for a bad length.
+    pub fn read(r: &mut Reader<'a>, code: ErrorCode, what: &'static str) -> Result<Tlv8<'a>, DecodeError> {
+        let mut head = Reader::new(r.data.get(r.pos..).unwrap_or(&[]), code, what);
+        let ty = head.u16()?;
+        let len = head.u16()? as usize;
+        if len < 8 || !len.is_multiple_of(8) {
+            return Err(r.error(
+                code,
+                format_args!("{what} type {ty} has length {len}, not a positive multiple of 8"),
+            ));
+        }
+        let mut body = r.sub_with(len, code, what)?;
+        body.u32()?;
+        Ok(Tlv8 {
+            ty,
+            len,
+            body,
+            code,
+            what,
+        })
+    }
+
+    /// Fails unless the element is exactly `want` bytes long.
+    pub fn expect_len(&self, want: usize) -> Result<(), DecodeError> {
+        if self.len != want {
+            return Err(self.body.error(
+                self.code,
+                format_args!(
+                    "{} type {} must be {want} bytes, length field says {}",
+                    self.what, self.ty, self.len
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Big-endian writing on a byte vector.
 pub trait Put {
     fn put_u8(&mut self, v: u8);

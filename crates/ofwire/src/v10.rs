@@ -4,7 +4,7 @@
 //! lengths, padding and enumerations and returns errors carrying 1.0 error
 //! codes; `Body::encode` writes the exact bytes back.
 
-use crate::codec::{wire_enum, Put, Reader};
+use crate::codec::{wire_enum, Put, Reader, Tlv8};
 use crate::common::*;
 use crate::error::*;
 use crate::types::{Bytes, MacAddr};
@@ -249,29 +249,11 @@ impl Action {
     }
 
     fn decode(r: &mut Reader) -> Result<Action, DecodeError> {
-        let mut hdr = r.clone();
-        let ty = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))?;
-        let len = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))? as usize;
-        if len < 8 || !len.is_multiple_of(8) {
-            return Err(r.error(
-                bad_action(BadActionCode::BadLen),
-                format_args!("action type {ty} has length {len}, not a positive multiple of 8"),
-            ));
-        }
-        let mut a = r.sub_with(len, bad_action(BadActionCode::BadLen), "action")?;
-        a.u32()?;
-        let expect = |a: &Reader, want: usize, name: &str| -> Result<(), DecodeError> {
-            if len != want {
-                return Err(a.error(
-                    bad_action(BadActionCode::BadLen),
-                    format_args!("{name} must be {want} bytes, length field says {len}"),
-                ));
-            }
-            Ok(())
-        };
+        let tlv = Tlv8::read(r, bad_action(BadActionCode::BadLen), "action")?;
+        let (ty, mut a) = (tlv.ty, tlv.body.clone());
         let action = match ty {
             0 => {
-                expect(&a, 8, "OUTPUT")?;
+                tlv.expect_len(8)?;
                 let port = a.u16()?;
                 if port == port::NONE || (port > port::MAX && port < port::IN_PORT) {
                     return Err(a.error(
@@ -285,7 +267,7 @@ impl Action {
                 }
             }
             1 => {
-                expect(&a, 8, "SET_VLAN_VID")?;
+                tlv.expect_len(8)?;
                 let vid = a.u16()?;
                 a.pad(2)?;
                 if vid > 0x0fff {
@@ -297,7 +279,7 @@ impl Action {
                 Action::SetVlanVid(vid)
             }
             2 => {
-                expect(&a, 8, "SET_VLAN_PCP")?;
+                tlv.expect_len(8)?;
                 let pcp = a.u8()?;
                 a.pad(3)?;
                 if pcp > 7 {
@@ -309,12 +291,12 @@ impl Action {
                 Action::SetVlanPcp(pcp)
             }
             3 => {
-                expect(&a, 8, "STRIP_VLAN")?;
+                tlv.expect_len(8)?;
                 a.pad(4)?;
                 Action::StripVlan
             }
             4 | 5 => {
-                expect(&a, 16, "SET_DL_SRC/DST")?;
+                tlv.expect_len(16)?;
                 let mac = MacAddr(a.array()?);
                 a.pad(6)?;
                 if ty == 4 {
@@ -324,7 +306,7 @@ impl Action {
                 }
             }
             6 | 7 => {
-                expect(&a, 8, "SET_NW_SRC/DST")?;
+                tlv.expect_len(8)?;
                 let ip = Ipv4Addr::from(a.u32()?);
                 if ty == 6 {
                     Action::SetNwSrc(ip)
@@ -333,7 +315,7 @@ impl Action {
                 }
             }
             8 => {
-                expect(&a, 8, "SET_NW_TOS")?;
+                tlv.expect_len(8)?;
                 let tos = a.u8()?;
                 a.pad(3)?;
                 if tos & 0x03 != 0 {
@@ -345,7 +327,7 @@ impl Action {
                 Action::SetNwTos(tos)
             }
             9 | 10 => {
-                expect(&a, 8, "SET_TP_SRC/DST")?;
+                tlv.expect_len(8)?;
                 let p = a.u16()?;
                 a.pad(2)?;
                 if ty == 9 {
@@ -355,7 +337,7 @@ impl Action {
                 }
             }
             11 => {
-                expect(&a, 16, "ENQUEUE")?;
+                tlv.expect_len(16)?;
                 let port = a.u16()?;
                 a.pad(6)?;
                 Action::Enqueue {

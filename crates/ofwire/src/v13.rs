@@ -4,13 +4,13 @@
 //! lengths, padding, enumerations, actions, instructions and OXM matches,
 //! returning 1.3 error codes; `Body::encode` writes the exact bytes back.
 
-use crate::codec::{align8, wire_enum, Put, Reader};
+use crate::codec::{align8, wire_enum, Put, Reader, Tlv8};
 use crate::common::*;
 use crate::error::*;
 use crate::oxm::{Match, Oxm};
 use crate::types::{Bytes, MacAddr};
+use crate::v10::fixed_list;
 pub use crate::v10::FlowModCommand;
-use crate::v10::{fixed_list, relabel};
 
 /// Message type numbers of OpenFlow 1.3.
 pub mod msg_type {
@@ -161,26 +161,8 @@ impl Action {
     }
 
     fn decode(r: &mut Reader) -> Result<Action, DecodeError> {
-        let mut hdr = r.clone();
-        let ty = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))?;
-        let len = hdr.u16().map_err(|e| relabel(e, bad_action(BadActionCode::BadLen)))? as usize;
-        if len < 8 || !len.is_multiple_of(8) {
-            return Err(r.error(
-                bad_action(BadActionCode::BadLen),
-                format_args!("action type {ty} has length {len}, not a positive multiple of 8"),
-            ));
-        }
-        let mut a = r.sub_with(len, bad_action(BadActionCode::BadLen), "action")?;
-        a.u32()?;
-        let fixed = |a: &Reader, want: usize| -> Result<(), DecodeError> {
-            if len != want {
-                return Err(a.error(
-                    bad_action(BadActionCode::BadLen),
-                    format_args!("action type {ty} must be {want} bytes, length field says {len}"),
-                ));
-            }
-            Ok(())
-        };
+        let tlv = Tlv8::read(r, bad_action(BadActionCode::BadLen), "action")?;
+        let (ty, len, mut a) = (tlv.ty, tlv.len, tlv.body.clone());
         let ethertype = |a: &mut Reader, allowed: &[u16]| -> Result<u16, DecodeError> {
             let t = a.u16()?;
             a.pad(2)?;
@@ -194,7 +176,7 @@ impl Action {
         };
         let action = match ty {
             0 => {
-                fixed(&a, 16)?;
+                tlv.expect_len(16)?;
                 let port = a.u32()?;
                 if port == port::ANY || (port > port::MAX && port < port::IN_PORT) {
                     return Err(a.error(
@@ -207,7 +189,7 @@ impl Action {
                 Action::Output { port, max_len }
             }
             11 | 12 | 16 | 18 | 24 | 27 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 a.pad(4)?;
                 match ty {
                     11 => Action::CopyTtlOut,
@@ -219,7 +201,7 @@ impl Action {
                 }
             }
             15 | 23 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 let ttl = a.u8()?;
                 a.pad(3)?;
                 if ty == 15 {
@@ -229,27 +211,27 @@ impl Action {
                 }
             }
             17 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 Action::PushVlan(ethertype(&mut a, &[0x8100, 0x88a8])?)
             }
             19 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 Action::PushMpls(ethertype(&mut a, &[0x8847, 0x8848])?)
             }
             20 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 Action::PopMpls(ethertype(&mut a, &[])?)
             }
             26 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 Action::PushPbb(ethertype(&mut a, &[0x88e7])?)
             }
             21 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 Action::SetQueue(a.u32()?)
             }
             22 => {
-                fixed(&a, 8)?;
+                tlv.expect_len(8)?;
                 Action::Group(a.u32()?)
             }
             25 => {
@@ -403,39 +385,17 @@ impl Instruction {
     }
 
     fn decode(r: &mut Reader) -> Result<Instruction, DecodeError> {
-        let mut hdr = r.clone();
-        let ty = hdr
-            .u16()
-            .map_err(|e| relabel(e, bad_inst(BadInstructionCode::BadLen)))?;
-        let len = hdr
-            .u16()
-            .map_err(|e| relabel(e, bad_inst(BadInstructionCode::BadLen)))? as usize;
-        if len < 8 || !len.is_multiple_of(8) {
-            return Err(r.error(
-                bad_inst(BadInstructionCode::BadLen),
-                format_args!("instruction type {ty} has length {len}, not a positive multiple of 8"),
-            ));
-        }
-        let mut i = r.sub_with(len, bad_inst(BadInstructionCode::BadLen), "instruction")?;
-        i.u32()?;
-        let fixed = |i: &Reader, want: usize| -> Result<(), DecodeError> {
-            if len != want {
-                return Err(i.error(
-                    bad_inst(BadInstructionCode::BadLen),
-                    format_args!("instruction type {ty} must be {want} bytes, length field says {len}"),
-                ));
-            }
-            Ok(())
-        };
+        let tlv = Tlv8::read(r, bad_inst(BadInstructionCode::BadLen), "instruction")?;
+        let (ty, mut i) = (tlv.ty, tlv.body.clone());
         let inst = match ty {
             1 => {
-                fixed(&i, 8)?;
+                tlv.expect_len(8)?;
                 let t = i.u8()?;
                 i.pad(3)?;
                 Instruction::GotoTable(t)
             }
             2 => {
-                fixed(&i, 24)?;
+                tlv.expect_len(24)?;
                 i.pad(4)?;
                 Instruction::WriteMetadata {
                     metadata: i.u64()?,
@@ -453,12 +413,12 @@ impl Instruction {
                 }
             }
             5 => {
-                fixed(&i, 8)?;
+                tlv.expect_len(8)?;
                 i.pad(4)?;
                 Instruction::ClearActions
             }
             6 => {
-                fixed(&i, 8)?;
+                tlv.expect_len(8)?;
                 Instruction::Meter(i.u32()?)
             }
             0xffff => Instruction::Experimenter {

@@ -242,6 +242,7 @@ fn run_ofctl(proto: &str, args: &[&str]) -> Vec<Vec<u8>> {
 fn check_round_trip(all: &[Vec<u8>]) -> BTreeSet<(u8, u8)> {
     let mut types = BTreeSet::new();
     for raw in all {
+        record_vector("ovs-ofctl", raw);
         let msg = ofwire::decode(raw).unwrap();
         assert_eq!(&msg.to_bytes().unwrap(), raw, "re-encoding differs for {msg}");
         types.insert((msg.version, msg.msg_type()));
@@ -361,5 +362,20 @@ fn messages_from_ovs_ofctl_openflow10_decode_and_reencode_byte_exact() {
             "ovs-ofctl never sent {}: {types:?}",
             v10::msg_type::name(t)
         );
+    }
+}
+
+/// With SDNLAB_RECORD_VECTORS=FILE, appends each message received from the
+/// real peer as a `source hex` line (scripts/record-vectors.sh uses this to
+/// refresh crates/ofwire/tests/vectors/ovs.txt).
+fn record_vector(source: &str, raw: &[u8]) {
+    if let Ok(path) = std::env::var("SDNLAB_RECORD_VECTORS") {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("vector file");
+        writeln!(f, "{source} {}", ofwire::types::to_hex(raw)).expect("write vector");
     }
 }

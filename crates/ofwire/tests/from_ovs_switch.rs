@@ -200,6 +200,7 @@ impl Controller {
             let msg = ofwire::decode(&raw)
                 .unwrap_or_else(|e| panic!("cannot decode what OVS sent: {e}\n{}", ofwire::types::to_hex(&raw)));
             assert_eq!(msg.to_bytes().unwrap(), raw, "re-encoding differs for {msg}");
+            record_vector("ovs-vswitchd", &raw);
             self.received.push(raw);
             match &msg.body {
                 Body::V10(v10::Body::EchoRequest(d)) => {
@@ -534,5 +535,20 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
         BARRIER_REPLY,
     ] {
         assert!(types.contains(&t), "the switch never sent {}: {types:?}", name(t));
+    }
+}
+
+/// With SDNLAB_RECORD_VECTORS=FILE, appends each message received from the
+/// real peer as a `source hex` line (scripts/record-vectors.sh uses this to
+/// refresh crates/ofwire/tests/vectors/ovs.txt).
+fn record_vector(source: &str, raw: &[u8]) {
+    if let Ok(path) = std::env::var("SDNLAB_RECORD_VECTORS") {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("vector file");
+        writeln!(f, "{source} {}", ofwire::types::to_hex(raw)).expect("write vector");
     }
 }
