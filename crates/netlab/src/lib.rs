@@ -1,0 +1,7 @@
+//! netlab: emulated networks in Linux network namespaces, for `sdnlab net`
+//! and for the benchmarks. Hosts are namespaces joined by veth links to
+//! switches (Linux bridge or Open vSwitch's userspace datapath) in the root
+//! namespace; everything created carries the run's prefix and is removed on
+//! teardown.
+
+pub mod topo;
