@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 debs=(
-  iproute2            # ip netns, veth
+  iproute2            # ip netns exec, tc
+  iputils-ping iperf3 # reachability and throughput inside emulated hosts
   openvswitch-common  # ovs-ofctl: real OpenFlow client and ofp-print oracle
   openvswitch-switch  # ovsdb-server, ovs-vswitchd: the real switch peer
   openvswitch-testcontroller  # C learning-switch controller peer

@@ -4,4 +4,7 @@
 //! namespace; everything created carries the run's prefix and is removed on
 //! teardown.
 
+pub mod kernel;
+pub mod ovs;
+pub mod run;
 pub mod topo;

@@ -73,9 +73,16 @@ impl Topology {
     pub fn problems(&self) -> Vec<String> {
         let mut p = Vec::new();
         let mut names = HashSet::new();
-        for n in self.hosts.iter().map(|h| &h.name).chain(self.switches.iter().map(|s| &s.name)) {
+        for n in self
+            .hosts
+            .iter()
+            .map(|h| &h.name)
+            .chain(self.switches.iter().map(|s| &s.name))
+        {
             if !names.insert(n.as_str()) {
-                p.push(format!("name '{n}' is used twice (names are shared by hosts and switches)"));
+                p.push(format!(
+                    "name '{n}' is used twice (names are shared by hosts and switches)"
+                ));
             }
             if n.is_empty() || n.len() > MAX_NAME_LEN || !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 p.push(format!("name '{n}' must be 1 to {MAX_NAME_LEN} letters, digits or '_'"));
@@ -88,33 +95,53 @@ impl Topology {
                 p.push(format!("address {} is given to both '{other}' and '{}'", h.ip, h.name));
             }
             if let Some(other) = macs.insert(h.mac, &h.name) {
-                p.push(format!("MAC {} is given to both '{other}' and '{}'", fmt_mac(&h.mac), h.name));
+                p.push(format!(
+                    "MAC {} is given to both '{other}' and '{}'",
+                    fmt_mac(&h.mac),
+                    h.name
+                ));
             }
             if h.prefix_len > 32 {
                 p.push(format!("host '{}': prefix length {} exceeds 32", h.name, h.prefix_len));
             }
             if h.mac[0] & 1 == 1 {
-                p.push(format!("host '{}': MAC {} is a multicast address", h.name, fmt_mac(&h.mac)));
+                p.push(format!(
+                    "host '{}': MAC {} is a multicast address",
+                    h.name,
+                    fmt_mac(&h.mac)
+                ));
             }
             if let (Some(m), Some(mgmt)) = (h.mgmt_ip, &self.mgmt) {
                 if !same_subnet(m, mgmt.subnet, mgmt.prefix_len) {
-                    p.push(format!("host '{}': management address {m} is outside {}/{}", h.name, mgmt.subnet, mgmt.prefix_len));
+                    p.push(format!(
+                        "host '{}': management address {m} is outside {}/{}",
+                        h.name, mgmt.subnet, mgmt.prefix_len
+                    ));
                 }
             }
         }
         let mut dpids: HashMap<u64, &str> = HashMap::new();
         for s in &self.switches {
             if let Some(other) = dpids.insert(s.dpid, &s.name) {
-                p.push(format!("datapath id {:#x} is given to both '{other}' and '{}'", s.dpid, s.name));
+                p.push(format!(
+                    "datapath id {:#x} is given to both '{other}' and '{}'",
+                    s.dpid, s.name
+                ));
             }
             for v in &s.protocols {
                 if !matches!(v.as_str(), "OpenFlow10" | "OpenFlow13") {
-                    p.push(format!("switch '{}': protocol '{v}' is not OpenFlow10 or OpenFlow13", s.name));
+                    p.push(format!(
+                        "switch '{}': protocol '{v}' is not OpenFlow10 or OpenFlow13",
+                        s.name
+                    ));
                 }
             }
             if let Some(c) = &s.controller {
                 if c.parse::<std::net::SocketAddr>().is_err() {
-                    p.push(format!("switch '{}': controller '{c}' is not HOST:PORT (e.g. 127.0.0.1:6653)", s.name));
+                    p.push(format!(
+                        "switch '{}': controller '{c}' is not HOST:PORT (e.g. 127.0.0.1:6653)",
+                        s.name
+                    ));
                 }
             }
         }
@@ -134,9 +161,16 @@ impl Topology {
                 p.push(format!("link {n}: '{}' is linked to itself", l.a));
             }
             if self.host(&l.a).is_some() && self.host(&l.b).is_some() {
-                p.push(format!("link {n} ({} - {}): hosts connect through switches, not directly", l.a, l.b));
+                p.push(format!(
+                    "link {n} ({} - {}): hosts connect through switches, not directly",
+                    l.a, l.b
+                ));
             }
-            let key = if l.a < l.b { (l.a.as_str(), l.b.as_str()) } else { (l.b.as_str(), l.a.as_str()) };
+            let key = if l.a < l.b {
+                (l.a.as_str(), l.b.as_str())
+            } else {
+                (l.b.as_str(), l.a.as_str())
+            };
             if !pairs.insert(key) {
                 p.push(format!("link {n} ({} - {}): the same pair is linked twice", l.a, l.b));
             }
@@ -146,14 +180,19 @@ impl Topology {
                 }
             }
             if l.queue_packets.is_some() && l.rate_mbit.is_none() {
-                p.push(format!("link {n}: a queue size needs a rate (it sizes the rate limiter's queue)"));
+                p.push(format!(
+                    "link {n}: a queue size needs a rate (it sizes the rate limiter's queue)"
+                ));
             }
         }
         for h in &self.hosts {
             match host_links.get(h.name.as_str()).copied().unwrap_or(0) {
                 0 => p.push(format!("host '{}' has no link", h.name)),
                 1 => {}
-                k => p.push(format!("host '{}' has {k} links; a host has one data interface", h.name)),
+                k => p.push(format!(
+                    "host '{}' has {k} links; a host has one data interface",
+                    h.name
+                )),
             }
         }
         p
@@ -184,11 +223,21 @@ fn numbered_host(i: usize) -> Host {
 }
 
 fn switch(name: String, dpid: u64) -> Switch {
-    Switch { name, dpid, protocols: Vec::new(), controller: None }
+    Switch {
+        name,
+        dpid,
+        protocols: Vec::new(),
+        controller: None,
+    }
 }
 
 fn link(a: &str, b: &str) -> Link {
-    Link { a: a.into(), b: b.into(), rate_mbit: None, queue_packets: None }
+    Link {
+        a: a.into(),
+        b: b.into(),
+        rate_mbit: None,
+        queue_packets: None,
+    }
 }
 
 /// Parses a built-in shape: `single,N`, `linear,N`, `tree,DEPTH,FANOUT`,
@@ -203,7 +252,9 @@ pub fn shape(spec: &str) -> Result<Topology, String> {
             .iter()
             .map(|p| match p.parse::<usize>() {
                 Ok(n) if n >= 1 => Ok(n),
-                _ => Err(format!("'{spec}': '{p}' is not a positive whole number (expected {usage})")),
+                _ => Err(format!(
+                    "'{spec}': '{p}' is not a positive whole number (expected {usage})"
+                )),
             })
             .collect()
     };
@@ -340,8 +391,14 @@ struct FileMgmt {
 
 fn parse_cidr(s: &str, what: &str) -> Result<(Ipv4Addr, u8), String> {
     let (ip, len) = s.split_once('/').unwrap_or((s, "24"));
-    let ip = ip.parse::<Ipv4Addr>().map_err(|_| format!("{what}: '{s}' is not an IPv4 address"))?;
-    let len = len.parse::<u8>().ok().filter(|l| *l <= 32).ok_or_else(|| format!("{what}: '{s}' has a bad prefix length"))?;
+    let ip = ip
+        .parse::<Ipv4Addr>()
+        .map_err(|_| format!("{what}: '{s}' is not an IPv4 address"))?;
+    let len = len
+        .parse::<u8>()
+        .ok()
+        .filter(|l| *l <= 32)
+        .ok_or_else(|| format!("{what}: '{s}' has a bad prefix length"))?;
     Ok((ip, len))
 }
 
@@ -383,7 +440,14 @@ pub fn from_toml(text: &str) -> Result<Topology, Vec<String>> {
         if mgmt_ip.is_some() && f.mgmt.is_none() {
             problems.push(format!("{what}: mgmt_ip given but the file has no [mgmt] section"));
         }
-        t.hosts.push(Host { name: h.name.clone(), ip, prefix_len, mac, gateway, mgmt_ip });
+        t.hosts.push(Host {
+            name: h.name.clone(),
+            ip,
+            prefix_len,
+            mac,
+            gateway,
+            mgmt_ip,
+        });
     }
     if let Some(m) = &t.mgmt {
         // Hosts without a management address get one in order.
@@ -413,7 +477,12 @@ pub fn from_toml(text: &str) -> Result<Topology, Vec<String>> {
                 ));
             }
         }
-        t.links.push(Link { a: l.a.clone(), b: l.b.clone(), rate_mbit: l.rate_mbit, queue_packets: l.queue_packets });
+        t.links.push(Link {
+            a: l.a.clone(),
+            b: l.b.clone(),
+            rate_mbit: l.rate_mbit,
+            queue_packets: l.queue_packets,
+        });
     }
     problems.extend(t.problems());
     if problems.is_empty() {
@@ -449,7 +518,11 @@ mod tests {
             ("leaf-spine,2,4,25", 100, 6, 108),
         ] {
             let t = shape(spec).unwrap();
-            assert_eq!((t.hosts.len(), t.switches.len(), t.links.len()), (hosts, switches, links), "{spec}");
+            assert_eq!(
+                (t.hosts.len(), t.switches.len(), t.links.len()),
+                (hosts, switches, links),
+                "{spec}"
+            );
             assert!(t.problems().is_empty(), "{spec}: {:?}", t.problems());
         }
         assert_eq!(shape("single,3").unwrap().hosts[2].ip, Ipv4Addr::new(10, 0, 0, 3));
@@ -458,7 +531,9 @@ mod tests {
     #[test]
     fn bad_shapes_say_what_is_expected() {
         assert!(shape("linear").unwrap_err().contains("linear,N"));
-        assert!(shape("tree,2,x").unwrap_err().contains("'x' is not a positive whole number"));
+        assert!(shape("tree,2,x")
+            .unwrap_err()
+            .contains("'x' is not a positive whole number"));
         assert!(shape("ring,3").unwrap_err().contains("unknown shape 'ring'"));
         assert!(shape("single,0").is_err());
         assert!(shape("tree,20,4").unwrap_err().contains("more than 4096"));

@@ -1,6 +1,7 @@
 //! The `sdnlab` command line: parses arguments and dispatches to the
 //! library crates. Every user error is one line on stderr, never a backtrace.
 
+mod net_cmd;
 mod ofp_decode;
 
 use clap::{Args, Parser, Subcommand};
@@ -27,6 +28,72 @@ enum Command {
         #[command(subcommand)]
         command: OfpCommand,
     },
+    /// Emulated networks in Linux network namespaces.
+    Net {
+        #[command(subcommand)]
+        command: NetCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum NetCommand {
+    /// Bring a network up and keep it up until Ctrl-C, SIGTERM or `net down`.
+    Up {
+        /// single,N | linear,N | tree,DEPTH,FANOUT | leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF | FILE.toml
+        spec: String,
+        /// Switch kind: bridge (Linux bridge) or ovs (Open vSwitch, userspace datapath).
+        #[arg(long = "switch", default_value = "bridge", value_parser = parse_kind)]
+        kind: netlab::run::SwitchKind,
+        /// Controller for the OpenFlow switches, HOST:PORT.
+        #[arg(long, conflicts_with = "app")]
+        controller: Option<String>,
+        /// Start sdnlab's built-in controller with this app.
+        #[arg(long)]
+        app: Option<String>,
+        /// Keep redundant switch links up (for controllers that handle loops).
+        #[arg(long)]
+        keep_loops: bool,
+    },
+    /// Tear a network down (the only one, or --id).
+    Down {
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Run a command inside a host: `sdnlab net exec h1 -- ping 10.0.0.2`.
+    Exec {
+        #[arg(long)]
+        id: Option<String>,
+        host: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Ping every ordered pair of hosts; exit 0 only if every pair answered.
+    Pingall {
+        #[arg(long)]
+        id: Option<String>,
+        /// Pings per pair.
+        #[arg(long, default_value_t = 3)]
+        count: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// TCP throughput from host A to host B with iperf3.
+    Iperf {
+        #[arg(long)]
+        id: Option<String>,
+        a: String,
+        b: String,
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+    },
+    /// What is up.
+    Show,
+    /// Remove leftovers of any earlier run (found by the sdnlab prefix).
+    Clean,
+}
+
+fn parse_kind(s: &str) -> Result<netlab::run::SwitchKind, String> {
+    s.parse()
 }
 
 #[derive(Subcommand)]
@@ -51,11 +118,46 @@ struct DecodeArgs {
 }
 
 fn main() -> ExitCode {
+    // Exit quietly when the reader of our output goes away (`| head`), as
+    // command-line tools do, instead of failing on a broken pipe.
+    // SAFETY: setting a signal's disposition to the default at start-up,
+    // before any thread exists.
+    unsafe {
+        let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Ofp {
             command: OfpCommand::Decode(args),
         } => ofp_decode_cmd(args),
+        Command::Net { command } => {
+            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => return net_cmd::fail(format!("cannot start the runtime: {e}")),
+            };
+            rt.block_on(net(command))
+        }
+    }
+}
+
+async fn net(command: NetCommand) -> ExitCode {
+    if !matches!(command, NetCommand::Show) && !nix::unistd::Uid::effective().is_root() {
+        return net_cmd::fail("`sdnlab net` creates namespaces and interfaces: run it as root");
+    }
+    match command {
+        NetCommand::Up {
+            spec,
+            kind,
+            controller,
+            app,
+            keep_loops,
+        } => net_cmd::up(&spec, kind, controller, app, keep_loops).await,
+        NetCommand::Down { id } => net_cmd::down(id.as_deref()).await,
+        NetCommand::Exec { id, host, command } => net_cmd::exec(id.as_deref(), &host, &command),
+        NetCommand::Pingall { id, count, json } => net_cmd::pingall(id.as_deref(), count.max(1), json).await,
+        NetCommand::Iperf { id, a, b, seconds } => net_cmd::iperf(id.as_deref(), &a, &b, seconds.max(1)).await,
+        NetCommand::Show => net_cmd::show(),
+        NetCommand::Clean => net_cmd::clean().await,
     }
 }
 

@@ -1,0 +1,268 @@
+//! Kernel objects through netlink and syscalls, never by spawning `ip` per
+//! object: network namespaces (created like `ip netns add`, as a bind mount
+//! under /run/netns, so `ip netns exec` works on them), veth pairs, Linux
+//! bridges, addresses, routes, link state and counters.
+
+use futures::TryStreamExt;
+use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{setns, unshare, CloneFlags};
+use rtnetlink::Handle;
+use std::fs::File;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+
+pub const NETNS_DIR: &str = "/run/netns";
+
+fn io_err(what: impl std::fmt::Display) -> io::Error {
+    io::Error::other(what.to_string())
+}
+
+pub fn netns_path(name: &str) -> PathBuf {
+    PathBuf::from(NETNS_DIR).join(name)
+}
+
+/// Creates a named network namespace.
+pub fn netns_create(name: &str) -> io::Result<()> {
+    std::fs::create_dir_all(NETNS_DIR)?;
+    let path = netns_path(name);
+    File::options()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| io_err(format!("{}: {e}", path.display())))?;
+    let p = path.clone();
+    // unshare() moves only the calling thread, so do it on a thread of its own.
+    let made = std::thread::spawn(move || -> io::Result<()> {
+        unshare(CloneFlags::CLONE_NEWNET).map_err(|e| io_err(format!("unshare(CLONE_NEWNET): {e}")))?;
+        mount(
+            Some("/proc/thread-self/ns/net"),
+            &p,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| io_err(format!("bind-mount namespace on {}: {e}", p.display())))
+    })
+    .join()
+    .map_err(|_| io_err("namespace thread panicked"))?;
+    if made.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
+    made
+}
+
+/// Deletes a named network namespace (its interfaces go with it).
+pub fn netns_delete(name: &str) -> io::Result<()> {
+    let path = netns_path(name);
+    let _ = umount2(&path, MntFlags::MNT_DETACH);
+    std::fs::remove_file(&path)
+}
+
+/// Named namespaces whose name starts with `prefix`.
+pub fn netns_list(prefix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(NETNS_DIR)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// A netlink handle bound to one network namespace.
+#[derive(Clone)]
+pub struct Nl {
+    pub handle: Handle,
+}
+
+impl Nl {
+    /// A handle in the caller's namespace. Must run inside a tokio runtime.
+    pub fn here() -> io::Result<Nl> {
+        let (conn, handle, _) = rtnetlink::new_connection()?;
+        tokio::spawn(conn);
+        Ok(Nl { handle })
+    }
+
+    /// A handle whose socket lives in namespace `name` (the socket keeps its
+    /// namespace whichever thread polls it).
+    pub fn in_netns(name: &str) -> io::Result<Nl> {
+        let fd = File::open(netns_path(name))?;
+        let rt = tokio::runtime::Handle::current();
+        let (conn, handle) = std::thread::spawn(move || -> io::Result<_> {
+            setns(&fd, CloneFlags::CLONE_NEWNET).map_err(|e| io_err(format!("setns: {e}")))?;
+            let _guard = rt.enter();
+            let (conn, handle, _) = rtnetlink::new_connection()?;
+            Ok((conn, handle))
+        })
+        .join()
+        .map_err(|_| io_err("netns thread panicked"))??;
+        tokio::spawn(conn);
+        Ok(Nl { handle })
+    }
+
+    pub async fn index(&self, name: &str) -> io::Result<u32> {
+        let mut links = self.handle.link().get().match_name(name.to_string()).execute();
+        match links.try_next().await {
+            Ok(Some(l)) => Ok(l.header.index),
+            Ok(None) => Err(io_err(format!("no interface '{name}'"))),
+            Err(e) => Err(io_err(format!("interface '{name}': {e}"))),
+        }
+    }
+
+    pub async fn link(&self, name: &str) -> io::Result<LinkMessage> {
+        let mut links = self.handle.link().get().match_name(name.to_string()).execute();
+        links
+            .try_next()
+            .await
+            .map_err(|e| io_err(format!("interface '{name}': {e}")))?
+            .ok_or_else(|| io_err(format!("no interface '{name}'")))
+    }
+
+    /// Creates a veth pair `a` - `b` in this namespace, both down.
+    pub async fn veth(&self, a: &str, b: &str) -> io::Result<()> {
+        let mut req = self.handle.link().add().veth(a.to_string(), b.to_string());
+        // rtnetlink's veth() sets the main end up; links come up when configured.
+        req.message_mut().header.flags.clear();
+        req.message_mut().header.change_mask.clear();
+        req.execute()
+            .await
+            .map_err(|e| io_err(format!("create veth {a}/{b}: {e}")))
+    }
+
+    /// Moves interface `name` into namespace `netns`, renaming it `new_name` there.
+    pub async fn move_to(&self, name: &str, netns: &str, new_name: &str) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        let fd = File::open(netns_path(netns))?;
+        use std::os::fd::AsRawFd;
+        self.handle
+            .link()
+            .set(idx)
+            .setns_by_fd(fd.as_raw_fd())
+            .name(new_name.to_string())
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("move {name} to {netns} as {new_name}: {e}")))
+    }
+
+    pub async fn bridge(&self, name: &str) -> io::Result<()> {
+        self.handle
+            .link()
+            .add()
+            .bridge(name.to_string())
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("create bridge {name}: {e}")))?;
+        self.set_up(name, true).await
+    }
+
+    /// Attaches `port` to bridge `bridge` and brings it up.
+    pub async fn enslave(&self, port: &str, bridge: &str) -> io::Result<()> {
+        let (p, b) = (self.index(port).await?, self.index(bridge).await?);
+        self.handle
+            .link()
+            .set(p)
+            .controller(b)
+            .up()
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("attach {port} to {bridge}: {e}")))
+    }
+
+    pub async fn set_up(&self, name: &str, up: bool) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        let req = self.handle.link().set(idx);
+        let req = if up { req.up() } else { req.down() };
+        req.execute()
+            .await
+            .map_err(|e| io_err(format!("set {name} {}: {e}", if up { "up" } else { "down" })))
+    }
+
+    pub async fn set_mac(&self, name: &str, mac: [u8; 6]) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        self.handle
+            .link()
+            .set(idx)
+            .address(mac.to_vec())
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("set MAC of {name}: {e}")))
+    }
+
+    pub async fn add_addr(&self, name: &str, ip: Ipv4Addr, prefix_len: u8) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        self.handle
+            .address()
+            .add(idx, IpAddr::V4(ip), prefix_len)
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("add {ip}/{prefix_len} to {name}: {e}")))
+    }
+
+    pub async fn default_route(&self, gateway: Ipv4Addr) -> io::Result<()> {
+        self.handle
+            .route()
+            .add()
+            .v4()
+            .gateway(gateway)
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("default route via {gateway}: {e}")))
+    }
+
+    pub async fn delete(&self, name: &str) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        self.handle
+            .link()
+            .del(idx)
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("delete {name}: {e}")))
+    }
+
+    /// Interfaces in this namespace whose name starts with `prefix`.
+    pub async fn names_with_prefix(&self, prefix: &str) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut links = self.handle.link().get().execute();
+        while let Some(l) = links.try_next().await.map_err(io_err)? {
+            for a in &l.attributes {
+                if let LinkAttribute::IfName(n) = a {
+                    if n.starts_with(prefix) {
+                        out.push(n.clone());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Packet and byte counters of an interface.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counters {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
+}
+
+pub fn counters_of(l: &LinkMessage) -> Counters {
+    for a in &l.attributes {
+        if let LinkAttribute::Stats64(s) = a {
+            return Counters {
+                rx_packets: s.rx_packets,
+                tx_packets: s.tx_packets,
+                rx_bytes: s.rx_bytes,
+                tx_bytes: s.tx_bytes,
+                rx_dropped: s.rx_dropped,
+                tx_dropped: s.tx_dropped,
+            };
+        }
+    }
+    Counters::default()
+}

@@ -1,0 +1,247 @@
+//! A private Open vSwitch for one run: its own ovsdb-server and ovs-vswitchd
+//! with database, sockets, pid and log files in the run directory (never the
+//! system paths), userspace datapath (`datapath_type=netdev`; there is no OVS
+//! kernel module here) and userspace TSO on, which TCP over veth needs.
+
+use crate::run::State;
+use crate::topo::Topology;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OvsState {
+    pub dir: PathBuf,
+    pub ovsdb_pid: u32,
+    pub vswitchd_pid: u32,
+}
+
+pub struct Ovs {
+    pub state: OvsState,
+    children: Vec<Child>,
+}
+
+fn io_err(what: impl std::fmt::Display) -> io::Error {
+    io::Error::other(what.to_string())
+}
+
+fn wait_for(path: &Path, what: &str) -> io::Result<()> {
+    let t = Instant::now();
+    while !path.exists() {
+        if t.elapsed() > Duration::from_secs(20) {
+            return Err(io_err(format!(
+                "{what} did not start: {} never appeared",
+                path.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+impl Ovs {
+    pub fn start(run_dir: &Path, _id: &str) -> io::Result<Ovs> {
+        let dir = run_dir.join("ovs");
+        std::fs::create_dir_all(&dir)?;
+        let d = |f: &str| dir.join(f).display().to_string();
+        let tool = |cmd: &str, args: &[&str]| -> io::Result<()> {
+            let out = Command::new(cmd)
+                .args(args)
+                .output()
+                .map_err(|e| io_err(format!("{cmd}: {e} (run scripts/install-deps.sh)")))?;
+            if !out.status.success() {
+                return Err(io_err(format!(
+                    "{cmd} {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            Ok(())
+        };
+        tool(
+            "ovsdb-tool",
+            &["create", &d("conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"],
+        )?;
+        let spawn = |cmd: &str, args: Vec<String>| -> io::Result<Child> {
+            Command::new(cmd)
+                .args(args)
+                .env("OVS_RUNDIR", &dir)
+                .env("OVS_LOGDIR", &dir)
+                .env("OVS_DBDIR", &dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| io_err(format!("{cmd}: {e} (run scripts/install-deps.sh)")))
+        };
+        let mut children = Vec::new();
+        children.push(spawn(
+            "ovsdb-server",
+            vec![
+                d("conf.db"),
+                format!("--remote=punix:{}", d("db.sock")),
+                format!("--unixctl={}", d("ovsdb.ctl")),
+                format!("--log-file={}", d("ovsdb.log")),
+                format!("--pidfile={}", d("ovsdb.pid")),
+            ],
+        )?);
+        let mut ovs = Ovs {
+            state: OvsState {
+                dir: dir.clone(),
+                ovsdb_pid: children[0].id(),
+                vswitchd_pid: 0,
+            },
+            children,
+        };
+        wait_for(&dir.join("db.sock"), "ovsdb-server")?;
+        ovs.vsctl(&["--no-wait", "init"])?;
+        ovs.vsctl(&[
+            "--no-wait",
+            "set",
+            "Open_vSwitch",
+            ".",
+            "other_config:userspace-tso-enable=true",
+        ])?;
+        let vswitchd = spawn(
+            "ovs-vswitchd",
+            vec![
+                format!("unix:{}", d("db.sock")),
+                format!("--unixctl={}", d("vswitchd.ctl")),
+                format!("--log-file={}", d("vswitchd.log")),
+                format!("--pidfile={}", d("vswitchd.pid")),
+            ],
+        )?;
+        ovs.state.vswitchd_pid = vswitchd.id();
+        ovs.children.push(vswitchd);
+        wait_for(&dir.join("vswitchd.ctl"), "ovs-vswitchd")?;
+        Ok(ovs)
+    }
+
+    pub fn vsctl(&self, args: &[&str]) -> io::Result<String> {
+        let db = format!("--db=unix:{}", self.state.dir.join("db.sock").display());
+        let out = Command::new("ovs-vsctl")
+            .arg(&db)
+            .arg("--timeout=30")
+            .args(args)
+            .output()?;
+        if !out.status.success() {
+            return Err(io_err(format!(
+                "ovs-vsctl: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The bridge's management socket, for `ovs-ofctl`.
+    pub fn mgmt_socket(&self, bridge: &str) -> PathBuf {
+        self.state.dir.join(format!("{bridge}.mgmt"))
+    }
+
+    /// Creates every switch with its ports and controller in one transaction.
+    pub fn add_switches(&self, topo: &Topology, st: &State, default_controller: Option<&str>) -> io::Result<()> {
+        let mut args: Vec<String> = Vec::new();
+        for (sw, (_, br)) in topo.switches.iter().zip(&st.switches) {
+            let controller = sw.controller.as_deref().or(default_controller);
+            let mut protocols = sw.protocols.join(",");
+            if protocols.is_empty() {
+                protocols = "OpenFlow10,OpenFlow13".into();
+            }
+            args.extend(
+                [
+                    "--",
+                    "add-br",
+                    br,
+                    "--",
+                    "set",
+                    "bridge",
+                    br,
+                    "datapath_type=netdev",
+                    &format!("other-config:datapath-id={:016x}", sw.dpid),
+                    &format!("protocols={protocols}"),
+                    // With a controller, the switch forwards only what the controller
+                    // says; without one it is a learning switch.
+                    if controller.is_some() {
+                        "fail-mode=secure"
+                    } else {
+                        "fail-mode=standalone"
+                    },
+                ]
+                .map(String::from),
+            );
+            if let Some(c) = controller {
+                args.extend(["--", "set-controller", br, &format!("tcp:{c}")].map(String::from));
+            }
+        }
+        let mut port_no: std::collections::HashMap<&str, u32> = Default::default();
+        for l in &st.links {
+            let ends: Vec<(&str, &str)> = if l.root_ends.len() == 1 {
+                let sw = if topo.is_switch(&l.a) { &l.a } else { &l.b };
+                vec![(sw.as_str(), l.root_ends[0].as_str())]
+            } else {
+                vec![
+                    (l.a.as_str(), l.root_ends[0].as_str()),
+                    (l.b.as_str(), l.root_ends[1].as_str()),
+                ]
+            };
+            for (sw, port) in ends {
+                let br = &st.switches.iter().find(|(n, _)| n == sw).expect("switch of link").1;
+                let n = port_no.entry(sw).or_insert(0);
+                *n += 1;
+                args.extend(
+                    [
+                        "--",
+                        "add-port",
+                        br,
+                        port,
+                        "--",
+                        "set",
+                        "interface",
+                        port,
+                        &format!("ofport_request={n}"),
+                    ]
+                    .map(String::from),
+                );
+            }
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.vsctl(&refs).map(|_| ())
+    }
+}
+
+impl Drop for Ovs {
+    fn drop(&mut self) {
+        for c in self.children.iter_mut().rev() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Stops the processes a state file records, if they are still ours: the
+/// command line must name this run's directory (a recycled pid is left alone).
+pub fn stop(st: &OvsState) {
+    for pid in [st.vswitchd_pid, st.ovsdb_pid] {
+        if pid == 0 {
+            continue;
+        }
+        let ours = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(&st.dir.display().to_string()))
+            .unwrap_or(false);
+        if ours {
+            let p = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGTERM);
+            let t = Instant::now();
+            while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(5) {
+                // Reap it if it is our child; otherwise just wait for it to go.
+                let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}

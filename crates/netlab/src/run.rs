@@ -1,0 +1,563 @@
+//! One emulated network while it is up: the names of everything created,
+//! bring-up and teardown for each switch kind, and the state file that lets
+//! another process (`sdnlab net down`, `clean`) find and remove it.
+//!
+//! Naming: run ids are 4 hex digits. Host namespaces are
+//! `sdnlab-<id>-<host>`; root-namespace interfaces are `sl<id>` followed by
+//! `s<n>` (switch n), `h<n>` (host n's link), `l<n>a`/`l<n>b` (switch link n),
+//! `mg`/`m<n>` (management); processes run with `--unixctl`, pid and log
+//! files in the run directory `/run/sdnlab/net/<id>`.
+
+use crate::kernel::{self, Nl};
+use crate::ovs::Ovs;
+use crate::topo::Topology;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const STATE_ROOT: &str = "/run/sdnlab/net";
+pub const NETNS_PREFIX: &str = "sdnlab-";
+pub const LINK_PREFIX: &str = "sl";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwitchKind {
+    /// The Linux bridge: the papers' "legacy mode" baseline.
+    Bridge,
+    /// Open vSwitch, userspace datapath, run privately by netlab.
+    Ovs,
+}
+
+impl std::str::FromStr for SwitchKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bridge" => Ok(SwitchKind::Bridge),
+            "ovs" => Ok(SwitchKind::Ovs),
+            "sdnlab" => Err(
+                "switch kind 'sdnlab' needs the sdnlab switch, which is not built yet (issue 7); use bridge or ovs"
+                    .into(),
+            ),
+            other => Err(format!("unknown switch kind '{other}': use bridge or ovs")),
+        }
+    }
+}
+
+/// What `up` was asked for.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UpOptions {
+    pub kind: SwitchKind,
+    /// Controller for every switch without its own (`HOST:PORT`); OVS only.
+    pub controller: Option<String>,
+    /// Keep redundant switch links up. By default netlab leaves the links
+    /// outside a spanning tree down, because Linux bridges here run without
+    /// STP and simple learning controllers flood forever around a loop.
+    #[serde(default)]
+    pub keep_loops: bool,
+}
+
+/// Everything needed to find and remove a run, written before anything is created.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct State {
+    pub id: String,
+    pub options: UpOptions,
+    /// The `up` process, if it stays in the foreground.
+    pub pid: u32,
+    pub hosts: Vec<HostState>,
+    pub switches: Vec<(String, String)>,
+    pub links: Vec<LinkState>,
+    pub ovs: Option<crate::ovs::OvsState>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostState {
+    pub name: String,
+    pub netns: String,
+    pub ip: Ipv4Addr,
+    pub root_end: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LinkState {
+    pub a: String,
+    pub b: String,
+    /// The root-namespace interfaces of this link (one for host links, two for switch links).
+    pub root_ends: Vec<String>,
+    /// Left down by netlab to break a loop (see `UpOptions::keep_loops`).
+    pub blocked: bool,
+}
+
+pub struct Net {
+    pub dir: PathBuf,
+    pub state: State,
+    pub topo: Topology,
+    ovs: Option<Ovs>,
+}
+
+fn new_id() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{:04x}", (t ^ std::process::id().wrapping_mul(2654435761)) & 0xffff)
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Switch links outside a breadth-first spanning tree of the switch graph.
+fn loop_links(topo: &Topology) -> HashSet<usize> {
+    let mut adj: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
+    for (i, l) in topo.links.iter().enumerate() {
+        if topo.is_switch(&l.a) && topo.is_switch(&l.b) {
+            adj.entry(&l.a).or_default().push((i, &l.b));
+            adj.entry(&l.b).or_default().push((i, &l.a));
+        }
+    }
+    let mut seen = HashSet::new();
+    let mut tree = HashSet::new();
+    for s in &topo.switches {
+        if !seen.insert(s.name.as_str()) {
+            continue;
+        }
+        let mut q = VecDeque::from([s.name.as_str()]);
+        while let Some(n) = q.pop_front() {
+            for &(i, m) in adj.get(n).map(|v| v.as_slice()).unwrap_or(&[]) {
+                if seen.insert(m) {
+                    tree.insert(i);
+                    q.push_back(m);
+                }
+            }
+        }
+    }
+    (0..topo.links.len())
+        .filter(|i| topo.is_switch(&topo.links[*i].a) && topo.is_switch(&topo.links[*i].b) && !tree.contains(i))
+        .collect()
+}
+
+impl Net {
+    /// Brings a topology up. On any failure everything created so far is removed.
+    pub async fn up(topo: Topology, options: UpOptions) -> Result<Net, String> {
+        let problems = topo.problems();
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        let id = new_id();
+        let dir = Path::new(STATE_ROOT).join(&id);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let p = |s: &str| format!("{LINK_PREFIX}{id}{s}");
+        let switch_names: HashMap<&str, String> = topo
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.as_str(), p(&format!("s{}", i + 1))))
+            .collect();
+        let hosts: Vec<HostState> = topo
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| HostState {
+                name: h.name.clone(),
+                netns: format!("{NETNS_PREFIX}{id}-{}", h.name),
+                ip: h.ip,
+                root_end: p(&format!("h{}", i + 1)),
+            })
+            .collect();
+        let blocked = if options.keep_loops {
+            HashSet::new()
+        } else {
+            loop_links(&topo)
+        };
+        let links: Vec<LinkState> = topo
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let root_ends = match (topo.host(&l.a), topo.host(&l.b)) {
+                    (Some(h), _) | (_, Some(h)) => vec![hosts
+                        .iter()
+                        .find(|x| x.name == h.name)
+                        .expect("host state")
+                        .root_end
+                        .clone()],
+                    _ => vec![p(&format!("l{}a", i + 1)), p(&format!("l{}b", i + 1))],
+                };
+                LinkState {
+                    a: l.a.clone(),
+                    b: l.b.clone(),
+                    root_ends,
+                    blocked: blocked.contains(&i),
+                }
+            })
+            .collect();
+        let state = State {
+            id: id.clone(),
+            options: options.clone(),
+            pid: std::process::id(),
+            hosts,
+            switches: topo
+                .switches
+                .iter()
+                .map(|s| (s.name.clone(), switch_names[s.name.as_str()].clone()))
+                .collect(),
+            links,
+            ovs: None,
+        };
+        let mut net = Net {
+            dir,
+            state,
+            topo,
+            ovs: None,
+        };
+        net.save()?;
+        match net.build().await {
+            Ok(()) => {
+                net.save()?;
+                Ok(net)
+            }
+            Err(e) => {
+                let _ = teardown(&net.state).await;
+                let _ = std::fs::remove_dir_all(&net.dir);
+                Err(e)
+            }
+        }
+    }
+
+    fn save(&self) -> Result<(), String> {
+        let path = self.dir.join("state.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&self.state).map_err(err)?)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    async fn build(&mut self) -> Result<(), String> {
+        let root = Nl::here().map_err(err)?;
+        for h in &self.state.hosts {
+            kernel::netns_create(&h.netns).map_err(|e| format!("namespace {}: {e}", h.netns))?;
+        }
+        // Switch-side: bridges (or OVS bridges later), and every veth.
+        if self.state.options.kind == SwitchKind::Bridge {
+            for (_, br) in &self.state.switches {
+                root.bridge(br).await.map_err(err)?;
+            }
+        }
+        let id = self.state.id.clone();
+        for (i, l) in self.state.links.iter().enumerate() {
+            if l.root_ends.len() == 1 {
+                let tmp = format!("{LINK_PREFIX}{id}t{}", i + 1);
+                root.veth(&l.root_ends[0], &tmp).await.map_err(err)?;
+                let h = self
+                    .state
+                    .hosts
+                    .iter()
+                    .find(|h| h.root_end == l.root_ends[0])
+                    .expect("host of link");
+                root.move_to(&tmp, &h.netns, "eth0").await.map_err(err)?;
+            } else {
+                root.veth(&l.root_ends[0], &l.root_ends[1]).await.map_err(err)?;
+            }
+        }
+        // Hosts: configured concurrently, each through a netlink socket in its namespace.
+        let jobs = self.topo.hosts.iter().zip(&self.state.hosts).map(|(h, hs)| {
+            let (netns, ip, len, mac, gw) = (hs.netns.clone(), h.ip, h.prefix_len, h.mac, h.gateway);
+            async move {
+                let nl = Nl::in_netns(&netns).map_err(err)?;
+                nl.set_up("lo", true).await.map_err(err)?;
+                nl.set_mac("eth0", mac).await.map_err(err)?;
+                nl.add_addr("eth0", ip, len).await.map_err(err)?;
+                nl.set_up("eth0", true).await.map_err(err)?;
+                if let Some(gw) = gw {
+                    nl.default_route(gw).await.map_err(err)?;
+                }
+                Ok::<(), String>(())
+            }
+        });
+        for r in futures::future::join_all(jobs).await {
+            r?;
+        }
+        match self.state.options.kind {
+            SwitchKind::Bridge => {
+                let by_name: HashMap<&str, &str> = self
+                    .state
+                    .switches
+                    .iter()
+                    .map(|(n, b)| (n.as_str(), b.as_str()))
+                    .collect();
+                for l in &self.state.links {
+                    if l.root_ends.len() == 1 {
+                        let sw = if by_name.contains_key(l.a.as_str()) { &l.a } else { &l.b };
+                        root.enslave(&l.root_ends[0], by_name[sw.as_str()]).await.map_err(err)?;
+                    } else {
+                        root.enslave(&l.root_ends[0], by_name[l.a.as_str()])
+                            .await
+                            .map_err(err)?;
+                        root.enslave(&l.root_ends[1], by_name[l.b.as_str()])
+                            .await
+                            .map_err(err)?;
+                        if l.blocked {
+                            root.set_up(&l.root_ends[0], false).await.map_err(err)?;
+                            root.set_up(&l.root_ends[1], false).await.map_err(err)?;
+                        }
+                    }
+                }
+            }
+            SwitchKind::Ovs => {
+                for l in self.state.links.iter().filter(|l| !l.blocked) {
+                    for end in &l.root_ends {
+                        root.set_up(end, true).await.map_err(err)?;
+                    }
+                }
+                let ovs = Ovs::start(&self.dir, &self.state.id).map_err(err)?;
+                self.state.ovs = Some(ovs.state.clone());
+                self.save()?;
+                ovs.add_switches(&self.topo, &self.state, self.state.options.controller.as_deref())
+                    .map_err(err)?;
+                self.ovs = Some(ovs);
+            }
+        }
+        self.apply_rate_limits()?;
+        Ok(())
+    }
+
+    fn apply_rate_limits(&self) -> Result<(), String> {
+        for (l, ls) in self.topo.links.iter().zip(&self.state.links) {
+            let Some(rate) = l.rate_mbit else { continue };
+            let limit = l.queue_packets.unwrap_or(1000).max(1) * 1514;
+            let tbf = |prefix: &[&str], dev: &str| -> Result<(), String> {
+                let rate = format!("{rate}mbit");
+                let limit = limit.to_string();
+                let mut args: Vec<&str> = prefix.to_vec();
+                args.extend([
+                    "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", &rate, "burst", "32kb", "limit",
+                    &limit,
+                ]);
+                let out = Command::new(args[0])
+                    .args(&args[1..])
+                    .output()
+                    .map_err(|e| format!("{}: {e}", args[0]))?;
+                if !out.status.success() {
+                    return Err(format!(
+                        "rate limit on {dev}: {}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ));
+                }
+                Ok(())
+            };
+            for end in &ls.root_ends {
+                tbf(&[], end)?;
+            }
+            if let Some(h) = self.state.hosts.iter().find(|h| ls.root_ends.contains(&h.root_end)) {
+                tbf(&["ip", "netns", "exec", &h.netns], "eth0")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A command that runs `argv` inside host `host`'s namespace.
+    pub fn command(&self, host: &str, argv: &[&str]) -> Result<Command, String> {
+        command_in(&self.state, host, argv)
+    }
+
+    /// Brings the link between nodes `a` and `b` down or up.
+    pub async fn set_link(&self, a: &str, b: &str, up: bool) -> Result<(), String> {
+        set_link(&self.state, a, b, up).await
+    }
+
+    /// Counters of a host's `eth0`.
+    pub async fn host_counters(&self, host: &str) -> Result<kernel::Counters, String> {
+        let h = self
+            .state
+            .hosts
+            .iter()
+            .find(|h| h.name == host)
+            .ok_or_else(|| format!("no host '{host}'"))?;
+        let nl = Nl::in_netns(&h.netns).map_err(err)?;
+        Ok(kernel::counters_of(&nl.link("eth0").await.map_err(err)?))
+    }
+
+    /// Removes everything of this run.
+    pub async fn down(mut self) -> Result<(), String> {
+        if let Some(ovs) = self.ovs.take() {
+            drop(ovs);
+        }
+        let r = teardown(&self.state).await;
+        let _ = std::fs::remove_dir_all(&self.dir);
+        r
+    }
+}
+
+pub fn command_in(state: &State, host: &str, argv: &[&str]) -> Result<Command, String> {
+    let h = state.hosts.iter().find(|h| h.name == host).ok_or_else(|| {
+        format!(
+            "no host '{host}' in run {} (hosts: {})",
+            state.id,
+            state
+                .hosts
+                .iter()
+                .map(|h| h.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    })?;
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &h.netns]).args(argv);
+    Ok(c)
+}
+
+pub async fn set_link(state: &State, a: &str, b: &str, up: bool) -> Result<(), String> {
+    let l = state
+        .links
+        .iter()
+        .find(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a))
+        .ok_or_else(|| format!("no link between '{a}' and '{b}'"))?;
+    let root = Nl::here().map_err(err)?;
+    for end in &l.root_ends {
+        root.set_up(end, up).await.map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Removes everything a state names: OVS processes (by recorded pid),
+/// namespaces (their interfaces go with them) and root interfaces.
+pub async fn teardown(state: &State) -> Result<(), String> {
+    let mut problems = Vec::new();
+    if let Some(o) = &state.ovs {
+        crate::ovs::stop(o);
+    }
+    // Also processes started but not yet recorded when the `up` process died.
+    stop_processes_under(&Path::new(STATE_ROOT).join(&state.id));
+    for h in &state.hosts {
+        if kernel::netns_path(&h.netns).exists() {
+            if let Err(e) = kernel::netns_delete(&h.netns) {
+                problems.push(format!("namespace {}: {e}", h.netns));
+            }
+        }
+    }
+    let root = Nl::here().map_err(err)?;
+    let prefix = format!("{LINK_PREFIX}{}", state.id);
+    for name in root.names_with_prefix(&prefix).await.map_err(err)? {
+        // A veth end may already be gone with its peer.
+        if let Err(e) = root.delete(&name).await {
+            if root.index(&name).await.is_ok() {
+                problems.push(e.to_string());
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// States of runs on this machine.
+pub fn list_states() -> Vec<(PathBuf, Result<State, String>)> {
+    let mut v: Vec<_> = std::fs::read_dir(STATE_ROOT)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_else(|_| Vec::new());
+    v.sort();
+    v.into_iter()
+        .map(|dir| {
+            let path = dir.join("state.json");
+            let st = std::fs::read(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+                .and_then(|b| serde_json::from_slice::<State>(&b).map_err(|e| format!("{}: {e}", path.display())));
+            (dir, st)
+        })
+        .collect()
+}
+
+/// Removes leftovers of every earlier run: state directories, namespaces
+/// named `sdnlab-*`, root interfaces named `sl<4 hex>...`, OVS processes
+/// recorded in state files. Returns what was removed.
+pub async fn clean() -> Result<Vec<String>, String> {
+    let mut removed = Vec::new();
+    for (dir, st) in list_states() {
+        if let Ok(st) = st {
+            if st.pid != std::process::id() && Path::new(&format!("/proc/{}", st.pid)).exists() && is_sdnlab(st.pid) {
+                // The `up` process still runs: ask it to tear down first.
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(st.pid as i32),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            let _ = teardown(&st).await;
+            removed.push(format!("run {}", st.id));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    for pid in stop_processes_under(Path::new(STATE_ROOT)) {
+        removed.push(format!("process {pid}"));
+    }
+    for ns in kernel::netns_list(NETNS_PREFIX) {
+        if kernel::netns_delete(&ns).is_ok() {
+            removed.push(format!("namespace {ns}"));
+        }
+    }
+    let root = Nl::here().map_err(err)?;
+    for name in root.names_with_prefix(LINK_PREFIX).await.map_err(err)? {
+        let ours = name.len() > 6
+            && name[2..6]
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase());
+        if ours && root.delete(&name).await.is_ok() {
+            removed.push(format!("interface {name}"));
+        }
+    }
+    Ok(removed)
+}
+
+/// Sends SIGTERM to every process whose command line names a path under
+/// `dir` (a run directory: only processes netlab started mention it), and
+/// waits up to 5 s for them to exit. This finds processes by our own unique
+/// path, never by program name.
+pub fn stop_processes_under(dir: &Path) -> Vec<u32> {
+    let needle = format!("{}/", dir.display());
+    let me = std::process::id();
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|&pid| pid != me)
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(&needle))
+                        .unwrap_or(false)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for &pid in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(5) && pids.iter().any(|p| alive(*p)) {
+        for &p in &pids {
+            let _ = nix::sys::wait::waitpid(
+                nix::unistd::Pid::from_raw(p as i32),
+                Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    pids
+}
+
+/// Alive and not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+/// Whether a pid is an sdnlab process (so a recycled pid is never signalled).
+fn is_sdnlab(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).contains("sdnlab"))
+        .unwrap_or(false)
+}

@@ -1,0 +1,427 @@
+//! `sdnlab net ...`: bring emulated networks up and down, run commands in
+//! hosts, measure reachability (pingall) and throughput (iperf3).
+
+use netlab::run::{self, Net, State, SwitchKind, UpOptions};
+use netlab::topo;
+use std::process::ExitCode;
+use std::time::Instant;
+
+pub fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("sdnlab: {msg}");
+    ExitCode::from(2)
+}
+
+/// Reads `SPEC` as a built-in shape, or a `.toml` file.
+pub fn load_topology(spec: &str) -> Result<topo::Topology, Vec<String>> {
+    if spec.ends_with(".toml") || std::path::Path::new(spec).is_file() {
+        let text = std::fs::read_to_string(spec).map_err(|e| vec![format!("{spec}: {e}")])?;
+        topo::from_toml(&text).map_err(|ps| ps.into_iter().map(|p| format!("{spec}: {p}")).collect())
+    } else {
+        topo::shape(spec).map_err(|e| vec![e])
+    }
+}
+
+pub async fn up(
+    spec: &str,
+    kind: SwitchKind,
+    controller: Option<String>,
+    app: Option<String>,
+    keep_loops: bool,
+) -> ExitCode {
+    if let Some(app) = app {
+        return fail(format!(
+            "--app {app}: the built-in controller is not built yet (issue 4); give --controller HOST:PORT"
+        ));
+    }
+    if let Some(c) = &controller {
+        if c.parse::<std::net::SocketAddr>().is_err() {
+            return fail(format!("--controller '{c}' is not HOST:PORT (e.g. 127.0.0.1:6653)"));
+        }
+        if kind == SwitchKind::Bridge {
+            return fail("--controller needs OpenFlow switches: add --switch ovs");
+        }
+    }
+    let t = match load_topology(spec) {
+        Ok(t) => t,
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("sdnlab: {p}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot watch SIGTERM: {e}")),
+    };
+    let started = Instant::now();
+    let up = Net::up(
+        t,
+        UpOptions {
+            kind,
+            controller,
+            keep_loops,
+        },
+    );
+    tokio::pin!(up);
+    let mut stop = false;
+    let net = loop {
+        tokio::select! {
+            r = &mut up => break r,
+            _ = tokio::signal::ctrl_c(), if !stop => stop = true,
+            _ = term.recv(), if !stop => stop = true,
+        }
+    };
+    let net = match net {
+        Ok(n) => n,
+        Err(e) => {
+            return fail(format!(
+                "bringing {spec} up failed (everything created was removed): {e}"
+            ))
+        }
+    };
+    let took = started.elapsed();
+    if !stop {
+        print_summary(&net.state, took);
+        println!("up; Ctrl-C or `sdnlab net down --id {}` tears it down", net.state.id);
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    let t = Instant::now();
+    let id = net.state.id.clone();
+    match net.down().await {
+        Ok(()) => {
+            println!("run {id} down in {:.2} s", t.elapsed().as_secs_f64());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!(
+            "teardown of run {id} left something behind ({e}); `sdnlab net clean` removes it"
+        )),
+    }
+}
+
+fn print_summary(st: &State, took: std::time::Duration) {
+    let took = if took.is_zero() {
+        String::new()
+    } else {
+        format!(", up in {:.2} s", took.as_secs_f64())
+    };
+    println!(
+        "run {}: {} hosts, {} switches ({:?}), {} links{took}",
+        st.id,
+        st.hosts.len(),
+        st.switches.len(),
+        st.options.kind,
+        st.links.len(),
+    );
+    for h in &st.hosts {
+        println!("  host {:<8} {:<15} namespace {}", h.name, h.ip, h.netns);
+    }
+    for (name, br) in &st.switches {
+        println!("  switch {name:<6} {br}");
+    }
+    for l in &st.links {
+        let note = if l.blocked {
+            "  (left down to break a loop; --keep-loops keeps it)"
+        } else {
+            ""
+        };
+        println!("  link {} - {} [{}]{note}", l.a, l.b, l.root_ends.join(" "));
+    }
+    if let Some(o) = &st.ovs {
+        println!(
+            "  ovs: ovsdb-server pid {}, ovs-vswitchd pid {}, files in {}",
+            o.ovsdb_pid,
+            o.vswitchd_pid,
+            o.dir.display()
+        );
+    }
+}
+
+/// The run to act on: the one with `id`, or the only one.
+pub fn pick(id: Option<&str>) -> Result<State, String> {
+    let states: Vec<State> = run::list_states().into_iter().filter_map(|(_, s)| s.ok()).collect();
+    match id {
+        Some(id) => states
+            .into_iter()
+            .find(|s| s.id == id)
+            .ok_or_else(|| format!("no run with id '{id}' (see `sdnlab net show`)")),
+        None => match states.len() {
+            0 => Err("no network is up (start one with `sdnlab net up SPEC`)".into()),
+            1 => Ok(states.into_iter().next().expect("one state")),
+            _ => Err(format!(
+                "{} networks are up ({}): pick one with --id",
+                states.len(),
+                states.iter().map(|s| s.id.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+        },
+    }
+}
+
+pub async fn down(id: Option<&str>) -> ExitCode {
+    let st = match pick(id) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let alive = std::path::Path::new(&format!("/proc/{}", st.pid)).exists()
+        && std::fs::read(format!("/proc/{}/cmdline", st.pid))
+            .map(|c| String::from_utf8_lossy(&c).contains("sdnlab"))
+            .unwrap_or(false);
+    let dir = std::path::Path::new(run::STATE_ROOT).join(&st.id);
+    if alive {
+        // The foreground `up` tears its own network down on SIGTERM.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(st.pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let t = Instant::now();
+        while dir.exists() && t.elapsed().as_secs() < 30 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        if !dir.exists() {
+            println!("run {} down", st.id);
+            return ExitCode::SUCCESS;
+        }
+    }
+    let r = run::teardown(&st).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    match r {
+        Ok(()) => {
+            println!("run {} down", st.id);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("run {}: {e}", st.id)),
+    }
+}
+
+pub fn show() -> ExitCode {
+    let states = run::list_states();
+    if states.is_empty() {
+        println!("no network is up");
+    }
+    for (dir, st) in states {
+        match st {
+            Ok(st) => print_summary(&st, std::time::Duration::ZERO),
+            Err(e) => println!(
+                "{}: unreadable state ({e}); `sdnlab net clean` removes it",
+                dir.display()
+            ),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub async fn clean() -> ExitCode {
+    match run::clean().await {
+        Ok(removed) if removed.is_empty() => {
+            println!("nothing to clean");
+            ExitCode::SUCCESS
+        }
+        Ok(removed) => {
+            for r in removed {
+                println!("removed {r}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+pub fn exec(id: Option<&str>, host: &str, argv: &[String]) -> ExitCode {
+    let st = match pick(id) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let mut cmd = match run::command_in(&st, host, &args) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    match cmd.status() {
+        Ok(s) => ExitCode::from(s.code().unwrap_or(1).clamp(0, 255) as u8),
+        Err(e) => fail(format!("{}: {e}", argv.join(" "))),
+    }
+}
+
+/// One ping result.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PingResult {
+    pub from: String,
+    pub to: String,
+    pub sent: u32,
+    pub received: u32,
+    pub rtt_avg_ms: Option<f64>,
+}
+
+pub async fn ping_all(st: &State, count: u32) -> Vec<PingResult> {
+    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
+    let mut jobs = Vec::new();
+    for a in &st.hosts {
+        for b in &st.hosts {
+            if a.name == b.name {
+                continue;
+            }
+            let (ns, from, to, ip, sem) = (
+                a.netns.clone(),
+                a.name.clone(),
+                b.name.clone(),
+                b.ip.to_string(),
+                sem.clone(),
+            );
+            jobs.push(tokio::spawn(async move {
+                let _permit = sem.acquire().await.expect("semaphore open");
+                let out = tokio::process::Command::new("ip")
+                    .args([
+                        "netns",
+                        "exec",
+                        &ns,
+                        "ping",
+                        "-n",
+                        "-q",
+                        "-c",
+                        &count.to_string(),
+                        "-i",
+                        "0.2",
+                        "-W",
+                        "1",
+                        &ip,
+                    ])
+                    .output()
+                    .await;
+                let text = out
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                parse_ping(from, to, count, &text)
+            }));
+        }
+    }
+    let mut out = Vec::new();
+    for j in jobs {
+        if let Ok(r) = j.await {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn parse_ping(from: String, to: String, sent: u32, text: &str) -> PingResult {
+    let received = text
+        .lines()
+        .find(|l| l.contains("received"))
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let rtt_avg_ms = text
+        .lines()
+        .find(|l| l.starts_with("rtt"))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.trim().split('/').nth(1))
+        .and_then(|v| v.parse().ok());
+    PingResult {
+        from,
+        to,
+        sent,
+        received,
+        rtt_avg_ms,
+    }
+}
+
+pub async fn pingall(id: Option<&str>, count: u32, json: bool) -> ExitCode {
+    let st = match pick(id) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let results = ping_all(&st, count).await;
+    let all_ok = results.iter().all(|r| r.received == r.sent);
+    if json {
+        println!("{}", serde_json::to_string(&results).unwrap_or_default());
+    } else {
+        let w = st.hosts.iter().map(|h| h.name.len()).max().unwrap_or(2).max(9);
+        print!("{:w$}", "from\\to");
+        for h in &st.hosts {
+            print!(" {:>w$}", h.name);
+        }
+        println!();
+        for a in &st.hosts {
+            print!("{:w$}", a.name);
+            for b in &st.hosts {
+                let cell = match results.iter().find(|r| r.from == a.name && r.to == b.name) {
+                    None => "-".to_string(),
+                    Some(r) if r.received == 0 => "X".to_string(),
+                    Some(r) => {
+                        let loss = 100 * (r.sent - r.received) / r.sent.max(1);
+                        match (loss, r.rtt_avg_ms) {
+                            (0, Some(ms)) => format!("{ms:.3}ms"),
+                            (l, _) => format!("{l}%loss"),
+                        }
+                    }
+                };
+                print!(" {cell:>w$}");
+            }
+            println!();
+        }
+        let answered = results.iter().filter(|r| r.received == r.sent).count();
+        println!("{answered}/{} pairs answered every ping ({count} each)", results.len());
+    }
+    if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+pub async fn iperf(id: Option<&str>, client: &str, server: &str, seconds: u32) -> ExitCode {
+    let st = match pick(id) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let Some(srv) = st.hosts.iter().find(|h| h.name == server) else {
+        return fail(format!("no host '{server}'"));
+    };
+    let mut server_cmd = match run::command_in(&st, server, &["iperf3", "-s", "-1", "-p", "5201"]) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let mut server_proc = match server_cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(p) => p,
+        Err(e) => return fail(format!("iperf3 (run scripts/install-deps.sh): {e}")),
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let ip = srv.ip.to_string();
+    let secs = seconds.to_string();
+    let out = match run::command_in(&st, client, &["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"])
+        .map(|mut c| c.output())
+    {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => return fail(format!("iperf3: {e}")),
+        Err(e) => return fail(e),
+    };
+    let _ = server_proc.kill();
+    let _ = server_proc.wait();
+    let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+        Ok(v) => v,
+        Err(_) => {
+            return fail(format!(
+                "iperf3 {client} -> {server} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    };
+    if let Some(e) = v["error"].as_str() {
+        return fail(format!("iperf3 {client} -> {server}: {e}"));
+    }
+    let bps = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0);
+    let retr = v["end"]["sum_sent"]["retransmits"].as_u64().unwrap_or(0);
+    println!(
+        "{client} -> {server}: {:.3} Gbit/s received over {seconds} s TCP ({retr} retransmits)",
+        bps / 1e9
+    );
+    ExitCode::SUCCESS
+}
