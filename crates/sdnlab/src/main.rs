@@ -86,6 +86,15 @@ enum NetCommand {
         #[arg(long, default_value_t = 5)]
         seconds: u32,
     },
+    /// Bring the link between two nodes down or up: `sdnlab net link s1 s2 down`.
+    Link {
+        #[arg(long)]
+        id: Option<String>,
+        a: String,
+        b: String,
+        #[arg(value_parser = ["up", "down"])]
+        state: String,
+    },
     /// What is up.
     Show,
     /// Remove leftovers of any earlier run (found by the sdnlab prefix).
@@ -156,6 +165,7 @@ async fn net(command: NetCommand) -> ExitCode {
         NetCommand::Exec { id, host, command } => net_cmd::exec(id.as_deref(), &host, &command),
         NetCommand::Pingall { id, count, json } => net_cmd::pingall(id.as_deref(), count.max(1), json).await,
         NetCommand::Iperf { id, a, b, seconds } => net_cmd::iperf(id.as_deref(), &a, &b, seconds.max(1)).await,
+        NetCommand::Link { id, a, b, state } => net_cmd::link(id.as_deref(), &a, &b, state == "up").await,
         NetCommand::Show => net_cmd::show(),
         NetCommand::Clean => net_cmd::clean().await,
     }

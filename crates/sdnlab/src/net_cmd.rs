@@ -425,3 +425,17 @@ pub async fn iperf(id: Option<&str>, client: &str, server: &str, seconds: u32) -
     );
     ExitCode::SUCCESS
 }
+
+pub async fn link(id: Option<&str>, a: &str, b: &str, up: bool) -> ExitCode {
+    let st = match pick(id) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    match run::set_link(&st, a, b, up).await {
+        Ok(()) => {
+            println!("link {a} - {b} {}", if up { "up" } else { "down" });
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}

@@ -1,0 +1,332 @@
+//! `sdnlab net` end to end, as root: every built-in shape with Linux
+//! bridges and with Open vSwitch driven by ovs-testcontroller, pingall,
+//! iperf3, a link going down and up, teardown, and nothing left behind,
+//! also when the `up` process is killed part-way.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn sdnlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sdnlab")).args(args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// What is left of run `id`: namespaces, root interfaces, state, processes.
+fn leftovers(id: &str) -> Vec<String> {
+    let mut left = Vec::new();
+    for e in std::fs::read_dir("/run/netns").into_iter().flatten().flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with(&format!("sdnlab-{id}-")) {
+            left.push(format!("namespace {n}"));
+        }
+    }
+    for e in std::fs::read_dir("/sys/class/net").into_iter().flatten().flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with(&format!("sl{id}")) {
+            left.push(format!("interface {n}"));
+        }
+    }
+    let dir = format!("/run/sdnlab/net/{id}");
+    if Path::new(&dir).exists() {
+        left.push(format!("state {dir}"));
+    }
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(&format!("{dir}/")) {
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                if !stat.contains(") Z ") {
+                    left.push(format!("process {cmd}"));
+                }
+            }
+        }
+    }
+    left
+}
+
+/// A running `sdnlab net up`; torn down (and checked) on drop.
+struct Up {
+    child: Child,
+    id: String,
+    summary: String,
+}
+
+impl Up {
+    fn start(args: &[&str]) -> Up {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .args(["net", "up"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut summary = String::new();
+        loop {
+            let mut line = String::new();
+            if out.read_line(&mut line).unwrap() == 0 {
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+                panic!("sdnlab net up {args:?} exited: {summary}{err}");
+            }
+            summary.push_str(&line);
+            if line.starts_with("up;") {
+                break;
+            }
+        }
+        let id = summary
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(':')
+            .to_string();
+        Up { child, id, summary }
+    }
+
+    fn net(&self, args: &[&str]) -> Output {
+        let mut all = vec!["net", args[0], "--id", &self.id];
+        all.extend_from_slice(&args[1..]);
+        sdnlab(&all)
+    }
+
+    fn down(mut self) {
+        let out = sdnlab(&["net", "down", "--id", &self.id]);
+        assert!(out.status.success(), "down: {}", text(&out.stderr));
+        let _ = self.child.wait();
+        assert_eq!(
+            leftovers(&self.id),
+            Vec::<String>::new(),
+            "run {} left things behind",
+            self.id
+        );
+        self.id.clear();
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if !self.id.is_empty() {
+            let _ = sdnlab(&["net", "down", "--id", &self.id]);
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// ovs-testcontroller (a C learning switch) on a loopback port of its own.
+struct TestController {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl TestController {
+    fn start() -> TestController {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!("sdnlab-t-tc-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("ovs-testcontroller")
+            .arg(format!("--unixctl={}", dir.join("tc.ctl").display()))
+            .arg(format!("ptcp:{port}:127.0.0.1"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ovs-testcontroller missing: run scripts/install-deps.sh");
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "ovs-testcontroller did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        TestController { child, port, dir }
+    }
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for TestController {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+const SHAPES: [&str; 4] = ["single,3", "linear,4", "tree,2,2", "leaf-spine,2,2,2"];
+
+/// Pings until every pair answers (learning controllers need a moment), at most `within`.
+fn pingall_until_complete(up: &Up, within: Duration) -> String {
+    let t = Instant::now();
+    loop {
+        let out = up.net(&["pingall", "--count", "1"]);
+        let s = text(&out.stdout);
+        if out.status.success() {
+            return s;
+        }
+        assert!(
+            t.elapsed() < within,
+            "pingall never complete on\n{}\n{s}{}",
+            up.summary,
+            text(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn every_shape_with_linux_bridges() {
+    for shape in SHAPES {
+        let up = Up::start(&[shape, "--switch", "bridge"]);
+        let s = pingall_until_complete(&up, Duration::from_secs(5));
+        assert!(s.contains("pairs answered every ping"), "{s}");
+        up.down();
+    }
+}
+
+#[test]
+fn every_shape_with_open_vswitch_and_ovs_testcontroller() {
+    let tc = TestController::start();
+    for shape in SHAPES {
+        let up = Up::start(&[shape, "--switch", "ovs", "--controller", &tc.addr()]);
+        assert!(up.summary.contains("ovs-vswitchd pid"), "{}", up.summary);
+        pingall_until_complete(&up, Duration::from_secs(20));
+        up.down();
+    }
+}
+
+#[test]
+fn iperf_and_a_link_that_goes_down_and_comes_back() {
+    for kind in ["bridge", "ovs"] {
+        let up = Up::start(&["linear,2", "--switch", kind]);
+        pingall_until_complete(&up, Duration::from_secs(10));
+        let out = up.net(&["iperf", "h1", "h2", "--seconds", "1"]);
+        let s = text(&out.stdout);
+        assert!(
+            out.status.success() && s.contains("Gbit/s received"),
+            "{kind}: {s}{}",
+            text(&out.stderr)
+        );
+        let gbps: f64 = s
+            .split(": ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(gbps > 0.01, "{kind}: {s}");
+
+        assert!(up.net(&["link", "s1", "s2", "down"]).status.success());
+        let out = up.net(&["pingall", "--count", "1"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{kind}: pings crossed a link that is down:\n{}",
+            text(&out.stdout)
+        );
+        assert!(text(&out.stdout).contains("X"));
+        let ping = up.net(&["exec", "h1", "--", "ping", "-c", "1", "-W", "1", "10.0.0.2"]);
+        assert!(!ping.status.success());
+        assert!(up.net(&["link", "s1", "s2", "up"]).status.success());
+        pingall_until_complete(&up, Duration::from_secs(10));
+        up.down();
+    }
+}
+
+fn run_of_pid(pid: u32, within: Duration) -> Option<String> {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        for e in std::fs::read_dir("/run/sdnlab/net").into_iter().flatten().flatten() {
+            if let Ok(b) = std::fs::read(e.path().join("state.json")) {
+                let v: serde_json::Value = serde_json::from_slice(&b).unwrap_or_default();
+                if v["pid"].as_u64() == Some(pid as u64) {
+                    return v["id"].as_str().map(String::from);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
+}
+
+#[test]
+fn killing_up_part_way_leaves_nothing_behind() {
+    // SIGTERM while the network is still being built: `up` finishes, then tears down.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "up", "leaf-spine,2,4,6", "--switch", "ovs"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = run_of_pid(child.id(), Duration::from_secs(10)).expect("run state never appeared");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "up did not exit cleanly on SIGTERM: {status}");
+    assert_eq!(leftovers(&id), Vec::<String>::new());
+
+    // SIGKILL: nothing can run in `up`, so `down --id` removes it from the state file.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "up", "leaf-spine,2,4,6", "--switch", "ovs"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = run_of_pid(child.id(), Duration::from_secs(10)).expect("run state never appeared");
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = sdnlab(&["net", "down", "--id", &id]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(leftovers(&id), Vec::<String>::new());
+}
+
+#[test]
+fn bad_topologies_get_one_line_per_problem() {
+    let dir = std::env::temp_dir().join(format!("sdnlab-t-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(
+        &f,
+        "[[host]]\nname = \"h1\"\nip = \"10.0.0.1/24\"\n[[host]]\nname = \"h2\"\nip = \"10.0.0.1/24\"\n[[switch]]\nname = \"s1\"\n[[link]]\na = \"h1\"\nb = \"s1\"\ndelay = \"5ms\"\n[[link]]\na = \"h2\"\nb = \"s7\"\n",
+    )
+    .unwrap();
+    let out = sdnlab(&["net", "up", f.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.lines().count() >= 3, "{err}");
+    assert!(err.lines().all(|l| l.starts_with("sdnlab: ")), "{err}");
+    for want in ["given to both 'h1' and 'h2'", "unknown node 's7'", "no netem"] {
+        assert!(err.contains(want), "missing {want}: {err}");
+    }
+    let out = sdnlab(&["net", "up", "ring,4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stderr).lines().count(), 1);
+    let out = sdnlab(&[
+        "net",
+        "up",
+        "linear,2",
+        "--switch",
+        "bridge",
+        "--controller",
+        "127.0.0.1:6653",
+    ]);
+    assert!(text(&out.stderr).contains("--switch ovs"));
+}
