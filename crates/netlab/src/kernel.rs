@@ -77,6 +77,8 @@ pub fn netns_list(prefix: &str) -> Vec<String> {
 #[derive(Clone)]
 pub struct Nl {
     pub handle: Handle,
+    /// Interface indices learnt in one dump, so bulk operations skip a lookup each.
+    indices: std::sync::Arc<std::collections::HashMap<String, u32>>,
 }
 
 impl Nl {
@@ -84,7 +86,30 @@ impl Nl {
     pub fn here() -> io::Result<Nl> {
         let (conn, handle, _) = rtnetlink::new_connection()?;
         tokio::spawn(conn);
-        Ok(Nl { handle })
+        Ok(Nl {
+            handle,
+            indices: Default::default(),
+        })
+    }
+
+    /// The same handle with the indices of every interface whose name starts
+    /// with `prefix` cached (valid while those interfaces are not re-created).
+    pub async fn with_index_cache(&self, prefix: &str) -> io::Result<Nl> {
+        let mut map = std::collections::HashMap::new();
+        let mut links = self.handle.link().get().execute();
+        while let Some(l) = links.try_next().await.map_err(io_err)? {
+            for a in &l.attributes {
+                if let LinkAttribute::IfName(n) = a {
+                    if n.starts_with(prefix) {
+                        map.insert(n.clone(), l.header.index);
+                    }
+                }
+            }
+        }
+        Ok(Nl {
+            handle: self.handle.clone(),
+            indices: std::sync::Arc::new(map),
+        })
     }
 
     /// A handle whose socket lives in namespace `name` (the socket keeps its
@@ -101,10 +126,16 @@ impl Nl {
         .join()
         .map_err(|_| io_err("netns thread panicked"))??;
         tokio::spawn(conn);
-        Ok(Nl { handle })
+        Ok(Nl {
+            handle,
+            indices: Default::default(),
+        })
     }
 
     pub async fn index(&self, name: &str) -> io::Result<u32> {
+        if let Some(&i) = self.indices.get(name) {
+            return Ok(i);
+        }
         let mut links = self.handle.link().get().match_name(name.to_string()).execute();
         match links.try_next().await {
             Ok(Some(l)) => Ok(l.header.index),
@@ -122,15 +153,56 @@ impl Nl {
             .ok_or_else(|| io_err(format!("no interface '{name}'")))
     }
 
-    /// Creates a veth pair `a` - `b` in this namespace, both down.
-    pub async fn veth(&self, a: &str, b: &str) -> io::Result<()> {
+    /// Creates a veth pair `a` - `b` in this namespace, both down, both in `group`.
+    pub async fn veth(&self, a: &str, b: &str, group: u32) -> io::Result<()> {
+        use netlink_packet_route::link::{InfoData, InfoVeth, LinkInfo};
         let mut req = self.handle.link().add().veth(a.to_string(), b.to_string());
         // rtnetlink's veth() sets the main end up; links come up when configured.
-        req.message_mut().header.flags.clear();
-        req.message_mut().header.change_mask.clear();
+        let msg = req.message_mut();
+        msg.header.flags.clear();
+        msg.header.change_mask.clear();
+        msg.attributes.push(LinkAttribute::Group(group));
+        for attr in msg.attributes.iter_mut() {
+            if let LinkAttribute::LinkInfo(infos) = attr {
+                for info in infos.iter_mut() {
+                    if let LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))) = info {
+                        p.attributes.push(LinkAttribute::Group(group));
+                    }
+                }
+            }
+        }
         req.execute()
             .await
             .map_err(|e| io_err(format!("create veth {a}/{b}: {e}")))
+    }
+
+    /// Creates a veth pair: `name` here, `peer` created directly inside
+    /// namespace `netns` (no move afterwards, which would cost the kernel an
+    /// RCU grace period under the global rtnl lock per interface).
+    pub async fn veth_into(&self, name: &str, netns: &str, peer: &str, group: u32) -> io::Result<()> {
+        use netlink_packet_route::link::{InfoData, InfoVeth, LinkInfo};
+        use std::os::fd::AsRawFd;
+        let fd = File::open(netns_path(netns))?;
+        let mut req = self.handle.link().add().veth(peer.to_string(), name.to_string());
+        let msg = req.message_mut();
+        msg.header.flags.clear();
+        msg.header.change_mask.clear();
+        msg.attributes.push(LinkAttribute::Group(group));
+        for attr in msg.attributes.iter_mut() {
+            if let LinkAttribute::LinkInfo(infos) = attr {
+                for info in infos.iter_mut() {
+                    if let LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))) = info {
+                        p.attributes.push(LinkAttribute::NetNsFd(fd.as_raw_fd()));
+                    }
+                }
+            }
+        }
+        let r = req
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("create veth {name} with {peer} in {netns}: {e}")));
+        drop(fd);
+        r
     }
 
     /// Moves interface `name` into namespace `netns`, renaming it `new_name` there.
@@ -148,12 +220,10 @@ impl Nl {
             .map_err(|e| io_err(format!("move {name} to {netns} as {new_name}: {e}")))
     }
 
-    pub async fn bridge(&self, name: &str) -> io::Result<()> {
-        self.handle
-            .link()
-            .add()
-            .bridge(name.to_string())
-            .execute()
+    pub async fn bridge(&self, name: &str, group: u32) -> io::Result<()> {
+        let mut req = self.handle.link().add().bridge(name.to_string());
+        req.message_mut().attributes.push(LinkAttribute::Group(group));
+        req.execute()
             .await
             .map_err(|e| io_err(format!("create bridge {name}: {e}")))?;
         self.set_up(name, true).await
@@ -221,6 +291,20 @@ impl Nl {
             .execute()
             .await
             .map_err(|e| io_err(format!("delete {name}: {e}")))
+    }
+
+    /// Deletes every interface of device group `group` in one request: the
+    /// kernel unregisters them as one batch, which is much faster than one
+    /// deletion (and one RCU grace period) per interface.
+    pub async fn delete_group(&self, group: u32) -> io::Result<()> {
+        let mut req = self.handle.link().del(0);
+        req.message_mut().attributes.push(LinkAttribute::Group(group));
+        match req.execute().await {
+            Ok(()) => Ok(()),
+            // ENODEV: nothing (left) in the group.
+            Err(rtnetlink::Error::NetlinkError(e)) if e.raw_code() == -19 => Ok(()),
+            Err(e) => Err(io_err(format!("delete device group {group:#x}: {e}"))),
+        }
     }
 
     /// Interfaces in this namespace whose name starts with `prefix`.

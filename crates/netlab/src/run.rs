@@ -104,12 +104,18 @@ fn new_id() -> String {
     format!("{:04x}", (t ^ std::process::id().wrapping_mul(2654435761)) & 0xffff)
 }
 
+/// The device group of a run's root-namespace interfaces ("5d1a" + run id),
+/// so teardown deletes them all in one batch.
+pub fn device_group(id: &str) -> u32 {
+    0x5d1a_0000 | u32::from_str_radix(id, 16).unwrap_or(0) & 0xffff
+}
+
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
 /// Switch links outside a breadth-first spanning tree of the switch graph.
-fn loop_links(topo: &Topology) -> HashSet<usize> {
+pub fn loop_links(topo: &Topology) -> HashSet<usize> {
     let mut adj: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
     for (i, l) in topo.links.iter().enumerate() {
         if topo.is_switch(&l.a) && topo.is_switch(&l.b) {
@@ -233,32 +239,42 @@ impl Net {
     }
 
     async fn build(&mut self) -> Result<(), String> {
+        let trace = std::env::var_os("SDNLAB_TRACE").is_some();
+        let t0 = std::time::Instant::now();
+        let phase = |name: &str| {
+            if trace {
+                eprintln!("netlab: {name} at {:.3} s", t0.elapsed().as_secs_f64());
+            }
+        };
         let root = Nl::here().map_err(err)?;
         for h in &self.state.hosts {
             kernel::netns_create(&h.netns).map_err(|e| format!("namespace {}: {e}", h.netns))?;
         }
+        phase("namespaces");
         // Switch-side: bridges (or OVS bridges later), and every veth.
         if self.state.options.kind == SwitchKind::Bridge {
             for (_, br) in &self.state.switches {
-                root.bridge(br).await.map_err(err)?;
+                root.bridge(br, device_group(&self.state.id)).await.map_err(err)?;
             }
         }
-        let id = self.state.id.clone();
-        for (i, l) in self.state.links.iter().enumerate() {
+        for l in &self.state.links {
             if l.root_ends.len() == 1 {
-                let tmp = format!("{LINK_PREFIX}{id}t{}", i + 1);
-                root.veth(&l.root_ends[0], &tmp).await.map_err(err)?;
                 let h = self
                     .state
                     .hosts
                     .iter()
                     .find(|h| h.root_end == l.root_ends[0])
                     .expect("host of link");
-                root.move_to(&tmp, &h.netns, "eth0").await.map_err(err)?;
+                root.veth_into(&l.root_ends[0], &h.netns, "eth0", device_group(&self.state.id))
+                    .await
+                    .map_err(err)?;
             } else {
-                root.veth(&l.root_ends[0], &l.root_ends[1]).await.map_err(err)?;
+                root.veth(&l.root_ends[0], &l.root_ends[1], device_group(&self.state.id))
+                    .await
+                    .map_err(err)?;
             }
         }
+        phase("veths");
         // Hosts: configured concurrently, each through a netlink socket in its namespace.
         let jobs = self.topo.hosts.iter().zip(&self.state.hosts).map(|(h, hs)| {
             let (netns, ip, len, mac, gw) = (hs.netns.clone(), h.ip, h.prefix_len, h.mac, h.gateway);
@@ -277,6 +293,7 @@ impl Net {
         for r in futures::future::join_all(jobs).await {
             r?;
         }
+        phase("hosts configured");
         match self.state.options.kind {
             SwitchKind::Bridge => {
                 let by_name: HashMap<&str, &str> = self
@@ -317,6 +334,7 @@ impl Net {
                 self.ovs = Some(ovs);
             }
         }
+        phase("switches");
         self.apply_rate_limits()?;
         Ok(())
     }
@@ -428,12 +446,25 @@ pub async fn teardown(state: &State) -> Result<(), String> {
     }
     // Also processes started but not yet recorded when the `up` process died.
     stop_processes_under(&Path::new(STATE_ROOT).join(&state.id));
+    let trace = std::env::var_os("SDNLAB_TRACE").is_some();
+    let t0 = std::time::Instant::now();
+    // Root-side interfaces in one batch; veth peers inside the hosts go with them.
+    let root = Nl::here().map_err(err)?;
+    if let Err(e) = root.delete_group(device_group(&state.id)).await {
+        problems.push(e.to_string());
+    }
     for h in &state.hosts {
         if kernel::netns_path(&h.netns).exists() {
             if let Err(e) = kernel::netns_delete(&h.netns) {
                 problems.push(format!("namespace {}: {e}", h.netns));
             }
         }
+    }
+    if trace {
+        eprintln!(
+            "netlab: teardown: group and namespaces gone at {:.3} s",
+            t0.elapsed().as_secs_f64()
+        );
     }
     let root = Nl::here().map_err(err)?;
     let prefix = format!("{LINK_PREFIX}{}", state.id);
@@ -444,6 +475,12 @@ pub async fn teardown(state: &State) -> Result<(), String> {
                 problems.push(e.to_string());
             }
         }
+    }
+    if trace {
+        eprintln!(
+            "netlab: teardown: interfaces gone at {:.3} s",
+            t0.elapsed().as_secs_f64()
+        );
     }
     if problems.is_empty() {
         Ok(())
