@@ -13,6 +13,7 @@ step "format";       cargo fmt --all --check
 step "lint";         cargo clippy --all-targets --quiet -- -D warnings
 step "tests";        cargo test --workspace --quiet
 step "fuzz (60 s)";  scripts/fuzz.sh 60
-step "bench smoke";  cargo bench -p ofwire --bench hotpath --quiet -- --quick 2>&1 | grep -E "^hotpath|time:"
+step "bench smoke: codec vs os-ken"; scripts/bench-codec.sh --quick
+step "bench smoke: net up/down";    scripts/bench-net.sh 1
 step "main command"; cargo run --release --quiet -p sdnlab -- ofp decode --pcap captures/ovs-learning-switch.pcapng > /dev/null
 step "all passed"

@@ -94,6 +94,29 @@ pub struct Net {
     pub state: State,
     pub topo: Topology,
     ovs: Option<Ovs>,
+    /// Set once `down` ran; otherwise dropping the `Net` tears it down.
+    torn_down: bool,
+}
+
+impl Drop for Net {
+    /// A `Net` dropped without `down` (a panic, an early return) still
+    /// removes everything, on a thread with a runtime of its own so this
+    /// works inside or outside an async context.
+    fn drop(&mut self) {
+        if self.torn_down {
+            return;
+        }
+        drop(self.ovs.take());
+        let state = self.state.clone();
+        let dir = self.dir.clone();
+        let _ = std::thread::spawn(move || {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                let _ = rt.block_on(teardown(&state));
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        })
+        .join();
+    }
 }
 
 fn new_id() -> String {
@@ -217,6 +240,7 @@ impl Net {
             state,
             topo,
             ovs: None,
+            torn_down: false,
         };
         net.save()?;
         match net.build().await {
@@ -225,8 +249,10 @@ impl Net {
                 Ok(net)
             }
             Err(e) => {
+                drop(net.ovs.take());
                 let _ = teardown(&net.state).await;
                 let _ = std::fs::remove_dir_all(&net.dir);
+                net.torn_down = true;
                 Err(e)
             }
         }
@@ -294,6 +320,21 @@ impl Net {
             r?;
         }
         phase("hosts configured");
+        if let Some(m) = &self.topo.mgmt {
+            let group = device_group(&self.state.id);
+            let br = format!("{LINK_PREFIX}{}mg", self.state.id);
+            root.bridge(&br, group).await.map_err(err)?;
+            for (i, (h, hs)) in self.topo.hosts.iter().zip(&self.state.hosts).enumerate() {
+                let Some(ip) = h.mgmt_ip else { continue };
+                let end = format!("{LINK_PREFIX}{}m{}", self.state.id, i + 1);
+                root.veth_into(&end, &hs.netns, "mgmt0", group).await.map_err(err)?;
+                root.enslave(&end, &br).await.map_err(err)?;
+                let nl = Nl::in_netns(&hs.netns).map_err(err)?;
+                nl.add_addr("mgmt0", ip, m.prefix_len).await.map_err(err)?;
+                nl.set_up("mgmt0", true).await.map_err(err)?;
+            }
+            phase("management network");
+        }
         match self.state.options.kind {
             SwitchKind::Bridge => {
                 let by_name: HashMap<&str, &str> = self
@@ -397,11 +438,10 @@ impl Net {
 
     /// Removes everything of this run.
     pub async fn down(mut self) -> Result<(), String> {
-        if let Some(ovs) = self.ovs.take() {
-            drop(ovs);
-        }
+        drop(self.ovs.take());
         let r = teardown(&self.state).await;
         let _ = std::fs::remove_dir_all(&self.dir);
+        self.torn_down = true;
         r
     }
 }
