@@ -1,0 +1,786 @@
+//! The controller side of one OpenFlow session, as a state machine with no
+//! I/O and no clock (quinn-proto style): feed it bytes and the time, take
+//! out bytes to send and events for the applications.
+//!
+//! It negotiates the version from the HELLOs (1.0 and 1.3 supported), runs
+//! the handshake (FEATURES, port description on 1.3, SET_CONFIG), answers
+//! ECHO_REQUESTs, sends its own echoes when the line is idle and declares the
+//! peer dead when they go unanswered, and answers malformed input with the
+//! OFPT_ERROR the wire library names, or closes the session when the byte
+//! stream can no longer be trusted.
+
+use ofwire::hot::PacketInView;
+use ofwire::{v10, v13, Body, DecodeError, ErrorCode, ErrorMsg, Framer, Header, Hello, Message};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Session settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Wire versions we accept, e.g. `[0x01, 0x04]`.
+    pub versions: Vec<u8>,
+    /// Send an ECHO_REQUEST after this long without hearing from the switch.
+    pub echo_interval: Duration,
+    /// Declare the switch dead this long after an unanswered ECHO_REQUEST.
+    pub echo_timeout: Duration,
+    /// Close a session that has not finished its handshake in this time.
+    pub handshake_timeout: Duration,
+    /// SET_CONFIG's miss_send_len (bytes of a table-miss packet sent to us).
+    pub miss_send_len: u16,
+    /// Largest message accepted from the switch.
+    pub max_message: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            versions: vec![ofwire::OFP10_VERSION, ofwire::OFP13_VERSION],
+            echo_interval: Duration::from_secs(5),
+            echo_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
+            miss_send_len: 0xffff,
+            max_message: 65535,
+        }
+    }
+}
+
+/// Where the session is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    AwaitHello,
+    AwaitFeatures,
+    /// 1.3: waiting for the port-description multipart reply (possibly several parts).
+    AwaitPortDesc,
+    Ready,
+    Closed,
+}
+
+/// A port as the handshake reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    pub port_no: u32,
+    pub name: String,
+    pub hw_addr: ofwire::MacAddr,
+    /// OFPPS_LINK_DOWN not set.
+    pub link_up: bool,
+}
+
+/// What the handshake learnt about the switch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwitchInfo {
+    pub datapath_id: u64,
+    pub version: u8,
+    pub n_tables: u8,
+    pub n_buffers: u32,
+    pub ports: Vec<PortInfo>,
+}
+
+/// Why a session ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    NoCommonVersion(String),
+    MessageBeforeHello(String),
+    HandshakeTimeout(Phase),
+    EchoTimeout,
+    /// The byte stream cannot be split into messages any more.
+    Unframeable(String),
+    /// The application or the controller asked for it.
+    Local(String),
+    /// The switch closed the connection.
+    PeerClosed,
+}
+
+/// What the session reports to the controller and its applications.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Handshake complete.
+    Up(SwitchInfo),
+    /// A message after the handshake that the session does not handle itself.
+    Message(Message),
+    /// An inbound message could not be decoded; an OFPT_ERROR went back.
+    Malformed(DecodeError),
+    Closed(CloseReason),
+}
+
+/// Counters kept per session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub rx_messages: u64,
+    pub tx_messages: u64,
+    pub rx_errors_sent: u64,
+    pub echoes_sent: u64,
+}
+
+pub struct Session {
+    cfg: Config,
+    phase: Phase,
+    version: u8,
+    next_xid: u32,
+    framer: Framer,
+    out: Vec<u8>,
+    events: VecDeque<Event>,
+    started: Instant,
+    last_rx: Instant,
+    echo_sent: Option<(u32, Instant)>,
+    info: Option<SwitchInfo>,
+    pub counters: Counters,
+}
+
+impl Session {
+    /// A new session; our HELLO is queued at once.
+    pub fn new(cfg: Config, now: Instant) -> Session {
+        let mut s = Session {
+            framer: Framer::new(cfg.max_message),
+            cfg,
+            phase: Phase::AwaitHello,
+            version: 0,
+            next_xid: 1,
+            out: Vec::with_capacity(64 * 1024),
+            events: VecDeque::new(),
+            started: now,
+            last_rx: now,
+            echo_sent: None,
+            info: None,
+            counters: Counters::default(),
+        };
+        let top = *s.cfg.versions.iter().max().unwrap_or(&ofwire::OFP13_VERSION);
+        let hello = Message::new(top, 0, Body::Hello(Hello::with_versions(&s.cfg.versions)));
+        s.queue(&hello);
+        s
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The negotiated wire version (0 before HELLO).
+    pub fn version(&self) -> u8 {
+        self.version
+    }
+
+    pub fn info(&self) -> Option<&SwitchInfo> {
+        self.info.as_ref()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Bytes to write to the switch; the caller drains what it wrote.
+    pub fn transmit(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// A fresh transaction id.
+    pub fn xid(&mut self) -> u32 {
+        let x = self.next_xid;
+        self.next_xid = self.next_xid.wrapping_add(1).max(1);
+        x
+    }
+
+    fn queue(&mut self, m: &Message) {
+        // Our own messages are well-formed by construction; a failure here is a bug.
+        m.encode(&mut self.out).expect("controller-built message encodes");
+        self.counters.tx_messages += 1;
+    }
+
+    /// Sends a message in the negotiated version; returns its xid.
+    pub fn send10(&mut self, body: v10::Body) -> u32 {
+        let xid = self.xid();
+        self.queue(&Message::v10(xid, body));
+        xid
+    }
+
+    pub fn send13(&mut self, body: v13::Body) -> u32 {
+        let xid = self.xid();
+        self.queue(&Message::v13(xid, body));
+        xid
+    }
+
+    /// Closes the session locally.
+    pub fn close(&mut self, reason: CloseReason) {
+        if self.phase != Phase::Closed {
+            self.phase = Phase::Closed;
+            self.events.push_back(Event::Closed(reason));
+        }
+    }
+
+    /// Feeds bytes read from the switch. PACKET_INs are handed to `on_packet_in`
+    /// as zero-copy views (the hot path, no event allocation); the callback
+    /// gets the session to write replies into.
+    pub fn on_bytes(&mut self, data: &[u8], now: Instant, on_packet_in: &mut dyn FnMut(&mut Session, &PacketInView)) {
+        if self.phase == Phase::Closed {
+            return;
+        }
+        self.last_rx = now;
+        self.echo_sent = None;
+        self.framer.push(data);
+        loop {
+            let msg = match self.framer.next_message() {
+                Ok(Some(m)) => m.to_vec(),
+                Ok(None) => break,
+                Err(e) => {
+                    self.close(CloseReason::Unframeable(e.to_string()));
+                    return;
+                }
+            };
+            self.on_message(&msg, now, on_packet_in);
+            if self.phase == Phase::Closed {
+                return;
+            }
+        }
+    }
+
+    /// The switch closed its end.
+    pub fn on_eof(&mut self) {
+        self.close(CloseReason::PeerClosed);
+    }
+
+    fn reply_error(&mut self, version: u8, xid: u32, e: &DecodeError, raw: &[u8]) {
+        let err = ErrorMsg::for_decode_error(e, raw);
+        let m = match version {
+            ofwire::OFP10_VERSION => Message::v10(xid, v10::Body::Error(err)),
+            _ => Message::v13(xid, v13::Body::Error(err)),
+        };
+        self.queue(&m);
+        self.counters.rx_errors_sent += 1;
+        self.events.push_back(Event::Malformed(e.clone()));
+    }
+
+    fn on_message(&mut self, raw: &[u8], now: Instant, on_packet_in: &mut dyn FnMut(&mut Session, &PacketInView)) {
+        self.counters.rx_messages += 1;
+        let h = Header::peek(raw).expect("framer yields whole messages");
+        if self.phase == Phase::AwaitHello {
+            return self.on_hello(raw, h);
+        }
+        // Hot path first: PACKET_IN of the negotiated version.
+        if self.phase == Phase::Ready && h.version == self.version && h.msg_type == 10 {
+            match PacketInView::parse(raw) {
+                Ok(pi) => return on_packet_in(self, &pi),
+                Err(e) => return self.reply_error(self.version, h.xid, &e, raw),
+            }
+        }
+        let msg = match ofwire::decode_in_session(raw, self.version) {
+            Ok(m) => m,
+            Err(e) => {
+                // A version the session did not negotiate is answered in ours.
+                return self.reply_error(self.version, h.xid, &e, raw);
+            }
+        };
+        match &msg.body {
+            Body::V10(v10::Body::EchoRequest(d)) => {
+                let r = Message::v10(msg.xid, v10::Body::EchoReply(d.clone()));
+                self.queue(&r);
+            }
+            Body::V13(v13::Body::EchoRequest(d)) => {
+                let r = Message::v13(msg.xid, v13::Body::EchoReply(d.clone()));
+                self.queue(&r);
+            }
+            Body::V10(v10::Body::EchoReply(_)) | Body::V13(v13::Body::EchoReply(_)) => {}
+            Body::Hello(_) => {} // a repeated HELLO is harmless
+            _ => match self.phase {
+                Phase::AwaitFeatures | Phase::AwaitPortDesc => self.on_handshake_message(msg, now),
+                _ => self.events.push_back(Event::Message(msg)),
+            },
+        }
+    }
+
+    fn on_hello(&mut self, raw: &[u8], h: Header) {
+        if h.msg_type != 0 {
+            let what = format!("{} arrived before HELLO", ofwire::msg_type_name(h.version, h.msg_type));
+            let e = DecodeError::new(
+                ErrorCode::HelloFailed(ofwire::error::HelloFailedCode::Eperm),
+                what.clone(),
+            );
+            let v = if self.cfg.versions.contains(&h.version) {
+                h.version
+            } else {
+                ofwire::OFP10_VERSION
+            };
+            self.reply_error(v, h.xid, &e, raw);
+            return self.close(CloseReason::MessageBeforeHello(what));
+        }
+        let hello = match ofwire::decode(raw) {
+            Ok(Message {
+                body: Body::Hello(hello),
+                ..
+            }) => hello,
+            Ok(_) => unreachable!("type 0 decodes as HELLO"),
+            Err(e) => {
+                let v = h.version.min(ofwire::OFP13_VERSION).max(ofwire::OFP10_VERSION);
+                self.reply_error(
+                    if v == ofwire::OFP10_VERSION {
+                        v
+                    } else {
+                        ofwire::OFP13_VERSION
+                    },
+                    h.xid,
+                    &e,
+                    raw,
+                );
+                return self.close(CloseReason::NoCommonVersion(e.what));
+            }
+        };
+        match ofwire::negotiate_version(&self.cfg.versions, h.version, &hello) {
+            Ok(v) => {
+                self.version = v;
+                self.phase = Phase::AwaitFeatures;
+                match v {
+                    ofwire::OFP10_VERSION => self.send10(v10::Body::FeaturesRequest),
+                    _ => self.send13(v13::Body::FeaturesRequest),
+                };
+            }
+            Err(e) => {
+                // Told in the lowest version either side speaks, so the peer can read it.
+                let v = if h.version <= ofwire::OFP10_VERSION {
+                    ofwire::OFP10_VERSION
+                } else {
+                    ofwire::OFP13_VERSION
+                };
+                self.reply_error(v, h.xid, &e, raw);
+                self.close(CloseReason::NoCommonVersion(e.what));
+            }
+        }
+    }
+
+    fn on_handshake_message(&mut self, msg: Message, now: Instant) {
+        let _ = now;
+        match msg.body {
+            Body::V10(v10::Body::FeaturesReply(f)) if self.phase == Phase::AwaitFeatures => {
+                self.info = Some(SwitchInfo {
+                    datapath_id: f.datapath_id,
+                    version: self.version,
+                    n_tables: f.n_tables,
+                    n_buffers: f.n_buffers,
+                    ports: f
+                        .ports
+                        .iter()
+                        .map(|p| PortInfo {
+                            port_no: if p.port_no >= v10::port::MAX {
+                                p.port_no as u32 | 0xffff_0000
+                            } else {
+                                p.port_no as u32
+                            },
+                            name: p.name.clone(),
+                            hw_addr: p.hw_addr,
+                            link_up: p.state & 1 == 0,
+                        })
+                        .collect(),
+                });
+                self.finish_handshake();
+            }
+            Body::V13(v13::Body::FeaturesReply(f)) if self.phase == Phase::AwaitFeatures => {
+                self.info = Some(SwitchInfo {
+                    datapath_id: f.datapath_id,
+                    version: self.version,
+                    n_tables: f.n_tables,
+                    n_buffers: f.n_buffers,
+                    ports: Vec::new(),
+                });
+                self.phase = Phase::AwaitPortDesc;
+                self.send13(v13::Body::MultipartRequest(v13::MultipartRequest {
+                    flags: 0,
+                    body: v13::MultipartRequestBody::PortDesc,
+                }));
+            }
+            Body::V13(v13::Body::MultipartReply(r)) if self.phase == Phase::AwaitPortDesc => {
+                if let v13::MultipartReplyBody::PortDesc(ports) = &r.body {
+                    if let Some(info) = &mut self.info {
+                        info.ports.extend(ports.iter().map(|p| PortInfo {
+                            port_no: p.port_no,
+                            name: p.name.clone(),
+                            hw_addr: p.hw_addr,
+                            link_up: p.state & 1 == 0,
+                        }));
+                    }
+                    if r.flags & v13::MULTIPART_MORE == 0 {
+                        self.finish_handshake();
+                    }
+                } else {
+                    self.events
+                        .push_back(Event::Message(Message::v13(msg.xid, v13::Body::MultipartReply(r))));
+                }
+            }
+            other => {
+                // Anything else during the handshake (PORT_STATUS, ERROR...) goes to the apps.
+                self.events.push_back(Event::Message(Message {
+                    version: msg.version,
+                    xid: msg.xid,
+                    body: other,
+                }));
+            }
+        }
+    }
+
+    fn finish_handshake(&mut self) {
+        let cfg = ofwire::SwitchConfig {
+            flags: 0,
+            miss_send_len: self.cfg.miss_send_len,
+        };
+        match self.version {
+            ofwire::OFP10_VERSION => self.send10(v10::Body::SetConfig(cfg)),
+            _ => self.send13(v13::Body::SetConfig(cfg)),
+        };
+        self.phase = Phase::Ready;
+        let info = self.info.clone().expect("features arrived");
+        self.events.push_back(Event::Up(info));
+    }
+
+    /// Advances timers: echo keepalive, dead-peer detection, handshake timeout.
+    /// Returns when it next needs to be called.
+    pub fn on_timer(&mut self, now: Instant) -> Option<Instant> {
+        match self.phase {
+            Phase::Closed => return None,
+            Phase::Ready => {}
+            p => {
+                let deadline = self.started + self.cfg.handshake_timeout;
+                if now >= deadline {
+                    self.close(CloseReason::HandshakeTimeout(p));
+                    return None;
+                }
+                return Some(deadline);
+            }
+        }
+        if let Some((_, sent)) = self.echo_sent {
+            let deadline = sent + self.cfg.echo_timeout;
+            if now >= deadline {
+                self.close(CloseReason::EchoTimeout);
+                return None;
+            }
+            return Some(deadline);
+        }
+        let due = self.last_rx + self.cfg.echo_interval;
+        if now >= due {
+            let xid = match self.version {
+                ofwire::OFP10_VERSION => self.send10(v10::Body::EchoRequest(ofwire::Bytes::default())),
+                _ => self.send13(v13::Body::EchoRequest(ofwire::Bytes::default())),
+            };
+            self.echo_sent = Some((xid, now));
+            self.counters.echoes_sent += 1;
+            return Some(now + self.cfg.echo_timeout);
+        }
+        Some(due)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ofwire::error::{BadRequestCode, HelloFailedCode};
+
+    /// Decodes and clears everything the session queued.
+    fn sent(s: &mut Session) -> Vec<Message> {
+        let mut f = Framer::default();
+        f.push(s.transmit());
+        s.transmit().clear();
+        let mut v = Vec::new();
+        while let Some(m) = f.next_message().unwrap() {
+            v.push(ofwire::decode(m).unwrap());
+        }
+        v
+    }
+
+    fn feed(s: &mut Session, m: &Message, now: Instant) {
+        s.on_bytes(&m.to_bytes().unwrap(), now, &mut |_, _| panic!("no PACKET_IN expected"));
+    }
+
+    fn feed_raw(s: &mut Session, raw: &[u8], now: Instant) {
+        s.on_bytes(raw, now, &mut |_, _| panic!("no PACKET_IN expected"));
+    }
+
+    fn events(s: &mut Session) -> Vec<Event> {
+        std::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    fn port13(no: u32) -> v13::Port {
+        v13::Port {
+            port_no: no,
+            hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, no as u8]),
+            name: format!("p{no}"),
+            config: 0,
+            state: 0,
+            curr: 0,
+            advertised: 0,
+            supported: 0,
+            peer: 0,
+            curr_speed: 0,
+            max_speed: 0,
+        }
+    }
+
+    /// A session through the 1.3 handshake, with port desc split in two replies.
+    fn ready13(now: Instant) -> Session {
+        let mut s = Session::new(Config::default(), now);
+        let hello = sent(&mut s);
+        assert!(matches!(&hello[0].body, Body::Hello(h) if h.bitmap_versions() == Some(vec![1, 4])));
+        feed(
+            &mut s,
+            &Message::new(4, 7, Body::Hello(Hello::with_versions(&[4]))),
+            now,
+        );
+        let out = sent(&mut s);
+        assert!(matches!(out[0].body, Body::V13(v13::Body::FeaturesRequest)), "{out:?}");
+        assert_eq!(s.phase(), Phase::AwaitFeatures);
+        let fr = v13::FeaturesReply {
+            datapath_id: 0xa1,
+            n_buffers: 0,
+            n_tables: 254,
+            auxiliary_id: 0,
+            capabilities: 0,
+            reserved: 0,
+        };
+        feed(&mut s, &Message::v13(out[0].xid, v13::Body::FeaturesReply(fr)), now);
+        let out = sent(&mut s);
+        let xid = out[0].xid;
+        assert!(
+            matches!(&out[0].body, Body::V13(v13::Body::MultipartRequest(r)) if r.body == v13::MultipartRequestBody::PortDesc)
+        );
+        for (more, ports) in [
+            (v13::MULTIPART_MORE, vec![port13(1), port13(2)]),
+            (0, vec![port13(v13::port::LOCAL)]),
+        ] {
+            let r = v13::MultipartReply {
+                flags: more,
+                body: v13::MultipartReplyBody::PortDesc(ports),
+            };
+            feed(&mut s, &Message::v13(xid, v13::Body::MultipartReply(r)), now);
+        }
+        let out = sent(&mut s);
+        assert!(matches!(&out[0].body, Body::V13(v13::Body::SetConfig(c)) if c.miss_send_len == 0xffff));
+        match events(&mut s).as_slice() {
+            [Event::Up(info)] => {
+                assert_eq!((info.datapath_id, info.version), (0xa1, 4));
+                assert_eq!(
+                    info.ports.iter().map(|p| p.port_no).collect::<Vec<_>>(),
+                    vec![1, 2, v13::port::LOCAL]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.phase(), Phase::Ready);
+        s
+    }
+
+    #[test]
+    fn openflow13_handshake_with_split_port_description() {
+        ready13(Instant::now());
+    }
+
+    #[test]
+    fn openflow10_handshake_from_a_hello_without_bitmap() {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default(), now);
+        sent(&mut s);
+        feed(&mut s, &Message::new(1, 1, Body::Hello(Hello::default())), now);
+        let out = sent(&mut s);
+        assert_eq!(
+            (out[0].version, out[0].msg_type()),
+            (1, v10::msg_type::FEATURES_REQUEST)
+        );
+        let fr = v10::FeaturesReply {
+            datapath_id: 5,
+            n_buffers: 256,
+            n_tables: 1,
+            capabilities: 0,
+            actions: 0,
+            ports: vec![v10::PhyPort {
+                port_no: 1,
+                hw_addr: ofwire::MacAddr([2; 6]),
+                name: "eth1".into(),
+                config: 0,
+                state: 1,
+                curr: 0,
+                advertised: 0,
+                supported: 0,
+                peer: 0,
+            }],
+        };
+        feed(&mut s, &Message::v10(out[0].xid, v10::Body::FeaturesReply(fr)), now);
+        assert!(matches!(sent(&mut s)[0].body, Body::V10(v10::Body::SetConfig(_))));
+        match events(&mut s).as_slice() {
+            [Event::Up(info)] => {
+                assert_eq!(info.version, 1);
+                assert!(!info.ports[0].link_up, "OFPPS_LINK_DOWN was set");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_message_before_hello_gets_hello_failed_and_a_close() {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default(), now);
+        sent(&mut s);
+        feed(&mut s, &Message::v13(9, v13::Body::FeaturesRequest), now);
+        let out = sent(&mut s);
+        assert!(
+            matches!(&out[0].body, Body::V13(v13::Body::Error(e)) if e.code == ErrorCode::HelloFailed(HelloFailedCode::Eperm))
+        );
+        assert_eq!(out[0].xid, 9);
+        assert!(s.is_closed());
+        assert!(events(&mut s)
+            .iter()
+            .any(|e| matches!(e, Event::Closed(CloseReason::MessageBeforeHello(_)))));
+    }
+
+    #[test]
+    fn no_hello_closes_at_the_handshake_timeout() {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default(), now);
+        let next = s.on_timer(now + Duration::from_secs(1)).unwrap();
+        assert_eq!(next, now + Duration::from_secs(10));
+        assert!(s.on_timer(next).is_none());
+        assert!(matches!(
+            events(&mut s).as_slice(),
+            [Event::Closed(CloseReason::HandshakeTimeout(Phase::AwaitHello))]
+        ));
+    }
+
+    #[test]
+    fn no_common_version_gets_incompatible() {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default(), now);
+        sent(&mut s);
+        feed(
+            &mut s,
+            &Message::new(6, 3, Body::Hello(Hello::with_versions(&[5, 6]))),
+            now,
+        );
+        let out = sent(&mut s);
+        assert!(
+            matches!(&out[0].body, Body::V13(v13::Body::Error(e)) if e.code == ErrorCode::HelloFailed(HelloFailedCode::Incompatible))
+        );
+        assert!(s.is_closed());
+    }
+
+    #[test]
+    fn malformed_messages_after_the_handshake_get_errors_and_the_session_goes_on() {
+        let now = Instant::now();
+        let mut s = ready13(now);
+        // Un-negotiated version.
+        feed_raw(&mut s, &[1, 18, 0, 8, 0, 0, 0, 0x21], now);
+        // Header type not matching the body: BARRIER_REPLY with 4 bytes of body.
+        feed_raw(&mut s, &[4, 21, 0, 12, 0, 0, 0, 0x22, 1, 2, 3, 4], now);
+        // Unknown message type.
+        feed_raw(&mut s, &[4, 77, 0, 8, 0, 0, 0, 0x23], now);
+        // Port name without NUL in a PORT_STATUS.
+        let mut ps = Message::v13(
+            0x24,
+            v13::Body::PortStatus(v13::PortStatus {
+                reason: ofwire::PortReason::Add,
+                desc: port13(3),
+            }),
+        )
+        .to_bytes()
+        .unwrap();
+        ps[8 + 8 + 16..8 + 8 + 32].copy_from_slice(b"0123456789abcdef");
+        feed_raw(&mut s, &ps, now);
+        let out = sent(&mut s);
+        let codes: Vec<(u32, ErrorCode)> = out
+            .iter()
+            .map(|m| match &m.body {
+                Body::V13(v13::Body::Error(e)) => (m.xid, e.code),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                (0x21, ErrorCode::BadRequest(BadRequestCode::BadVersion)),
+                (0x22, ErrorCode::BadRequest(BadRequestCode::BadLen)),
+                (0x23, ErrorCode::BadRequest(BadRequestCode::BadType)),
+                (0x24, ErrorCode::BadRequest(BadRequestCode::BadLen)),
+            ]
+        );
+        assert_eq!(s.phase(), Phase::Ready);
+        assert_eq!(s.counters.rx_errors_sent, 4);
+        // Each error also carries the first bytes of the offending message.
+        if let Body::V13(v13::Body::Error(e)) = &out[2].body {
+            assert_eq!(e.data.0, vec![4, 77, 0, 8, 0, 0, 0, 0x23]);
+        }
+    }
+
+    #[test]
+    fn a_length_field_below_the_header_closes_the_session() {
+        let now = Instant::now();
+        let mut s = ready13(now);
+        feed_raw(&mut s, &[4, 2, 0, 4, 0, 0, 0, 1], now);
+        assert!(s.is_closed());
+        assert!(matches!(
+            events(&mut s).last(),
+            Some(Event::Closed(CloseReason::Unframeable(_)))
+        ));
+    }
+
+    #[test]
+    fn echo_both_ways_and_dead_peer_detection() {
+        let now = Instant::now();
+        let mut s = ready13(now);
+        feed(
+            &mut s,
+            &Message::v13(0x55, v13::Body::EchoRequest(ofwire::Bytes(vec![1, 2]))),
+            now,
+        );
+        let out = sent(&mut s);
+        assert!(matches!(&out[0].body, Body::V13(v13::Body::EchoReply(d)) if d.0 == vec![1, 2]));
+        assert_eq!(out[0].xid, 0x55);
+        // Idle: we ask; an answer keeps the session.
+        let t1 = now + Duration::from_secs(5);
+        s.on_timer(t1);
+        let echo = sent(&mut s);
+        assert!(matches!(echo[0].body, Body::V13(v13::Body::EchoRequest(_))));
+        feed(
+            &mut s,
+            &Message::v13(echo[0].xid, v13::Body::EchoReply(ofwire::Bytes::default())),
+            t1 + Duration::from_secs(1),
+        );
+        assert_eq!(
+            s.on_timer(t1 + Duration::from_secs(2)),
+            Some(t1 + Duration::from_secs(6))
+        );
+        assert!(sent(&mut s).is_empty());
+        assert!(!s.is_closed());
+        // Idle again and silent: closed after the timeout.
+        let t2 = t1 + Duration::from_secs(6);
+        s.on_timer(t2);
+        assert_eq!(sent(&mut s).len(), 1);
+        assert!(s.on_timer(t2 + Duration::from_secs(10)).is_none());
+        assert!(matches!(
+            events(&mut s).last(),
+            Some(Event::Closed(CloseReason::EchoTimeout))
+        ));
+    }
+
+    #[test]
+    fn packet_ins_reach_the_hot_path_and_bad_ones_get_errors() {
+        let now = Instant::now();
+        let mut s = ready13(now);
+        let pi = Message::v13(
+            0x66,
+            v13::Body::PacketIn(v13::PacketIn {
+                buffer_id: v13::NO_BUFFER,
+                total_len: 4,
+                reason: ofwire::PacketInReason::NoMatch,
+                table_id: 0,
+                cookie: 0,
+                match_: ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::InPort(2)]),
+                data: ofwire::Bytes(vec![1, 2, 3, 4]),
+            }),
+        )
+        .to_bytes()
+        .unwrap();
+        let mut seen = Vec::new();
+        s.on_bytes(&pi, now, &mut |_, v| seen.push((v.in_port, v.data.to_vec())));
+        assert_eq!(seen, vec![(2, vec![1, 2, 3, 4])]);
+        let mut bad = pi.clone();
+        bad[8 + 16 + 2..8 + 16 + 4].copy_from_slice(&200u16.to_be_bytes()); // match length past the end
+        s.on_bytes(&bad, now, &mut |_, _| panic!("malformed PACKET_IN reached the app"));
+        let out = sent(&mut s);
+        assert!(matches!(&out[0].body, Body::V13(v13::Body::Error(_))));
+        assert!(!s.is_closed());
+    }
+}
