@@ -311,17 +311,12 @@ impl Session {
             }) => hello,
             Ok(_) => unreachable!("type 0 decodes as HELLO"),
             Err(e) => {
-                let v = h.version.min(ofwire::OFP13_VERSION).max(ofwire::OFP10_VERSION);
-                self.reply_error(
-                    if v == ofwire::OFP10_VERSION {
-                        v
-                    } else {
-                        ofwire::OFP13_VERSION
-                    },
-                    h.xid,
-                    &e,
-                    raw,
-                );
+                let v = if h.version <= ofwire::OFP10_VERSION {
+                    ofwire::OFP10_VERSION
+                } else {
+                    ofwire::OFP13_VERSION
+                };
+                self.reply_error(v, h.xid, &e, raw);
                 return self.close(CloseReason::NoCommonVersion(e.what));
             }
         };
