@@ -28,11 +28,32 @@ enum Command {
         #[command(subcommand)]
         command: OfpCommand,
     },
+    /// Run the sdnlab OpenFlow 1.0/1.3 controller until Ctrl-C.
+    Controller(ControllerArgs),
     /// Emulated networks in Linux network namespaces.
     Net {
         #[command(subcommand)]
         command: NetCommand,
     },
+}
+
+#[derive(Args)]
+struct ControllerArgs {
+    /// Address to listen on (repeatable). Default: [::]:6653 and [::]:6633 (IPv4 too).
+    #[arg(long = "listen", value_name = "ADDR:PORT")]
+    listen: Vec<std::net::SocketAddr>,
+    /// Application to run (repeatable, in order): l2-learning, hub, null.
+    #[arg(long = "app", value_name = "APP")]
+    apps: Vec<String>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// OpenFlow versions to offer.
+    #[arg(long, value_delimiter = ',', default_value = "1.0,1.3", value_parser = ["1.0", "1.3"])]
+    ofp: Vec<String>,
+    /// Log sessions and malformed messages.
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -136,9 +157,8 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Ofp {
-            command: OfpCommand::Decode(args),
-        } => ofp_decode_cmd(args),
+        Command::Ofp { command: OfpCommand::Decode(args) } => ofp_decode_cmd(args),
+        Command::Controller(args) => controller_cmd(args),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(rt) => rt,
@@ -147,6 +167,62 @@ fn main() -> ExitCode {
             rt.block_on(net(command))
         }
     }
+}
+
+fn controller_cmd(args: ControllerArgs) -> ExitCode {
+    let names = if args.apps.is_empty() { vec!["l2-learning".to_string()] } else { args.apps.clone() };
+    let mut apps = Vec::new();
+    for n in &names {
+        match controller::app::by_name(n) {
+            Ok(f) => apps.push(f),
+            Err(e) => return net_cmd::fail(e),
+        }
+    }
+    let listen = if args.listen.is_empty() {
+        let dual = std::net::TcpListener::bind("[::]:0").is_ok();
+        let host = if dual { "[::]" } else { "0.0.0.0" };
+        vec![format!("{host}:6653").parse().expect("literal"), format!("{host}:6633").parse().expect("literal")]
+    } else {
+        args.listen.clone()
+    };
+    let versions = args.ofp.iter().map(|v| if v == "1.0" { ofwire::OFP10_VERSION } else { ofwire::OFP13_VERSION }).collect();
+    let cfg = controller::runtime::Config {
+        listen,
+        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+        apps,
+        session: ofconn::Config { versions, ..Default::default() },
+        verbose: args.verbose,
+    };
+    let workers = cfg.workers;
+    let handle = match controller::runtime::start(cfg) {
+        Ok(h) => h,
+        Err(e) => return net_cmd::fail(format!("{e} (another controller on the port? use --listen)")),
+    };
+    let addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
+    eprintln!("sdnlab controller: apps {} on {} ({workers} workers); Ctrl-C stops", names.join(","), addrs.join(" "));
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return net_cmd::fail(e),
+    };
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+    });
+    handle.stop();
+    let s = &handle.stats;
+    use std::sync::atomic::Ordering::Relaxed;
+    eprintln!(
+        "sdnlab controller: stopped; {} sessions, {} messages in, {} out, {} errors sent, {} refused",
+        s.sessions_total.load(Relaxed),
+        s.messages_in.load(Relaxed),
+        s.messages_out.load(Relaxed),
+        s.errors_sent.load(Relaxed),
+        s.refused.load(Relaxed)
+    );
+    ExitCode::SUCCESS
 }
 
 async fn net(command: NetCommand) -> ExitCode {

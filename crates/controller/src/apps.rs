@@ -1,0 +1,187 @@
+//! The built-in applications: `l2-learning` (per-switch MAC learning, the
+//! app every paper benchmarks), `hub`, and `null` (answers every PACKET_IN
+//! with one fixed FLOW_MOD: the ceiling of what a benchmark can measure).
+
+use crate::app::{SwitchApp, Verdict};
+use ofconn::{Session, SwitchInfo};
+use ofwire::hot::{write_flow_mod10, write_flow_mod13, write_packet_out10, write_packet_out13, PacketInView};
+use ofwire::oxm::Oxm;
+use ofwire::{v10, v13, MacAddr, OFP10_VERSION};
+use std::collections::HashMap;
+
+/// Idle timeout of learnt flows, seconds.
+pub const IDLE_TIMEOUT: u16 = 60;
+
+fn flood_port(version: u8) -> u32 {
+    if version == OFP10_VERSION {
+        v10::port::FLOOD as u32
+    } else {
+        v13::port::FLOOD
+    }
+}
+
+/// In 1.3 a table miss is dropped unless a flow says otherwise: send misses to us.
+fn install_table_miss(sw: &mut Session, info: &SwitchInfo) {
+    if info.version == ofwire::OFP13_VERSION {
+        let mut fm = v13::FlowMod::add(0);
+        fm.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output {
+            port: v13::port::CONTROLLER,
+            max_len: v13::CONTROLLER_MAX_LEN_NO_BUFFER,
+        }])];
+        sw.send13(v13::Body::FlowMod(fm));
+    }
+}
+
+/// Whether a frame is sane enough to learn from: a full Ethernet header, and
+/// an ARP body that really is Ethernet/IPv4 ARP when the ethertype says ARP
+/// (RFC 8456's "ARP ethertype carrying IPv4" exception case).
+pub fn frame_is_sane(data: &[u8]) -> bool {
+    if data.len() < 14 {
+        return false;
+    }
+    if data[12..14] == [0x08, 0x06] {
+        let arp = &data[14..];
+        return arp.len() >= 28 && arp[0..6] == [0x00, 0x01, 0x08, 0x00, 6, 4];
+    }
+    true
+}
+
+/// Writes "send this packet out of `port`": a PACKET_OUT naming the buffer,
+/// or carrying the data when the switch did not buffer it.
+fn packet_out(sw: &mut Session, pi: &PacketInView, port: u32) {
+    let xid = sw.xid();
+    let version = sw.version();
+    let data = if pi.buffer_id == v13::NO_BUFFER { pi.data } else { &[] };
+    let out = sw.transmit();
+    let r = if version == OFP10_VERSION {
+        let port = port as u16;
+        let in_port = pi.in_port as u16;
+        write_packet_out10(out, xid, pi.buffer_id, in_port, &[v10::Action::Output { port, max_len: 0 }], data)
+    } else {
+        write_packet_out13(out, xid, pi.buffer_id, pi.in_port, &[v13::Action::Output { port, max_len: 0 }], data)
+    };
+    r.expect("a PACKET_OUT of a received packet fits");
+}
+
+/// Per-switch MAC learning.
+#[derive(Default)]
+pub struct L2Learning {
+    macs: HashMap<MacAddr, u32>,
+    fm10: Option<v10::FlowMod>,
+    fm13: Option<v13::FlowMod>,
+    pub malformed: u64,
+}
+
+impl SwitchApp for L2Learning {
+    fn name(&self) -> &'static str {
+        "l2-learning"
+    }
+
+    fn switch_up(&mut self, sw: &mut Session, info: &SwitchInfo) {
+        install_table_miss(sw, info);
+        let mut fm10 = v10::FlowMod {
+            match_: v10::Match::all(),
+            cookie: 0x5d1a,
+            command: v10::FlowModCommand::Add,
+            idle_timeout: IDLE_TIMEOUT,
+            hard_timeout: 0,
+            priority: 100,
+            buffer_id: v10::NO_BUFFER,
+            out_port: v10::port::NONE,
+            flags: 0,
+            actions: Vec::new(),
+        };
+        fm10.match_.wildcards &= !(v10::wildcards::IN_PORT | v10::wildcards::DL_SRC | v10::wildcards::DL_DST);
+        self.fm10 = Some(fm10);
+        let mut fm13 = v13::FlowMod::add(100);
+        fm13.idle_timeout = IDLE_TIMEOUT;
+        fm13.cookie = 0x5d1a;
+        self.fm13 = Some(fm13);
+    }
+
+    fn packet_in(&mut self, sw: &mut Session, pi: &PacketInView) -> Verdict {
+        if !frame_is_sane(pi.data) {
+            self.malformed += 1;
+            return Verdict::Done;
+        }
+        let dst = MacAddr(pi.data[0..6].try_into().expect("6 bytes"));
+        let src = MacAddr(pi.data[6..12].try_into().expect("6 bytes"));
+        if !src.is_multicast() {
+            self.macs.insert(src, pi.in_port);
+        }
+        let out_port = if dst.is_multicast() { None } else { self.macs.get(&dst).copied() };
+        let Some(port) = out_port else {
+            packet_out(sw, pi, flood_port(sw.version()));
+            return Verdict::Done;
+        };
+        let xid = sw.xid();
+        let version = sw.version();
+        let r = if version == OFP10_VERSION {
+            let fm = self.fm10.as_mut().expect("switch is up");
+            fm.match_.in_port = pi.in_port as u16;
+            fm.match_.dl_src = src;
+            fm.match_.dl_dst = dst;
+            fm.buffer_id = pi.buffer_id;
+            write_flow_mod10(sw.transmit(), xid, fm, &[v10::Action::Output { port: port as u16, max_len: 0 }])
+        } else {
+            let fm = self.fm13.as_mut().expect("switch is up");
+            fm.buffer_id = pi.buffer_id;
+            let fields = [Oxm::InPort(pi.in_port), Oxm::EthDst(dst, None), Oxm::EthSrc(src, None)];
+            let actions = [v13::Action::Output { port, max_len: 0 }];
+            write_flow_mod13(sw.transmit(), xid, fm, &fields, &[v13::Instruction::ApplyActions(&actions[..])])
+        };
+        r.expect("a learnt flow fits");
+        if pi.buffer_id == v13::NO_BUFFER {
+            packet_out(sw, pi, port);
+        }
+        Verdict::Done
+    }
+}
+
+/// Floods every packet.
+pub struct Hub;
+
+impl SwitchApp for Hub {
+    fn name(&self) -> &'static str {
+        "hub"
+    }
+    fn switch_up(&mut self, sw: &mut Session, info: &SwitchInfo) {
+        install_table_miss(sw, info);
+    }
+    fn packet_in(&mut self, sw: &mut Session, pi: &PacketInView) -> Verdict {
+        packet_out(sw, pi, flood_port(sw.version()));
+        Verdict::Done
+    }
+}
+
+/// Answers every PACKET_IN with the same FLOW_MOD and nothing else.
+pub struct NullResponder;
+
+impl SwitchApp for NullResponder {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+    fn packet_in(&mut self, sw: &mut Session, pi: &PacketInView) -> Verdict {
+        let xid = sw.xid();
+        if sw.version() == OFP10_VERSION {
+            let fm = v10::FlowMod {
+                match_: v10::Match::all(),
+                cookie: 0,
+                command: v10::FlowModCommand::Add,
+                idle_timeout: 0,
+                hard_timeout: 0,
+                priority: 1,
+                buffer_id: pi.buffer_id,
+                out_port: v10::port::NONE,
+                flags: 0,
+                actions: Vec::new(),
+            };
+            write_flow_mod10(sw.transmit(), xid, &fm, &[]).expect("fits");
+        } else {
+            let mut fm = v13::FlowMod::add(1);
+            fm.buffer_id = pi.buffer_id;
+            write_flow_mod13::<&[v13::Action]>(sw.transmit(), xid, &fm, &[], &[]).expect("fits");
+        }
+        Verdict::Done
+    }
+}

@@ -1,0 +1,7 @@
+//! The sdnlab controller: a multi-worker OpenFlow 1.0/1.3 runtime
+//! (`runtime`), the per-switch application API (`app`) and the built-in
+//! applications (`apps`).
+
+pub mod app;
+pub mod apps;
+pub mod runtime;
