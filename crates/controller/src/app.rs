@@ -43,6 +43,10 @@ pub fn by_name(name: &str) -> Result<AppFactory, String> {
         "l2-learning" => std::sync::Arc::new(|| Box::new(crate::apps::L2Learning::default()) as Box<dyn SwitchApp>),
         "hub" => std::sync::Arc::new(|| Box::new(crate::apps::Hub) as Box<dyn SwitchApp>),
         "null" => std::sync::Arc::new(|| Box::new(crate::apps::NullResponder) as Box<dyn SwitchApp>),
-        other => return Err(format!("unknown app '{other}': available are l2-learning, hub, null (topology and paths are not built yet)")),
+        other => {
+            return Err(format!(
+                "unknown app '{other}': available are l2-learning, hub, null (topology and paths are not built yet)"
+            ))
+        }
     })
 }

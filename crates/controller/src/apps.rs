@@ -56,9 +56,23 @@ fn packet_out(sw: &mut Session, pi: &PacketInView, port: u32) {
     let r = if version == OFP10_VERSION {
         let port = port as u16;
         let in_port = pi.in_port as u16;
-        write_packet_out10(out, xid, pi.buffer_id, in_port, &[v10::Action::Output { port, max_len: 0 }], data)
+        write_packet_out10(
+            out,
+            xid,
+            pi.buffer_id,
+            in_port,
+            &[v10::Action::Output { port, max_len: 0 }],
+            data,
+        )
     } else {
-        write_packet_out13(out, xid, pi.buffer_id, pi.in_port, &[v13::Action::Output { port, max_len: 0 }], data)
+        write_packet_out13(
+            out,
+            xid,
+            pi.buffer_id,
+            pi.in_port,
+            &[v13::Action::Output { port, max_len: 0 }],
+            data,
+        )
     };
     r.expect("a PACKET_OUT of a received packet fits");
 }
@@ -109,7 +123,11 @@ impl SwitchApp for L2Learning {
         if !src.is_multicast() {
             self.macs.insert(src, pi.in_port);
         }
-        let out_port = if dst.is_multicast() { None } else { self.macs.get(&dst).copied() };
+        let out_port = if dst.is_multicast() {
+            None
+        } else {
+            self.macs.get(&dst).copied()
+        };
         let Some(port) = out_port else {
             packet_out(sw, pi, flood_port(sw.version()));
             return Verdict::Done;
@@ -122,13 +140,27 @@ impl SwitchApp for L2Learning {
             fm.match_.dl_src = src;
             fm.match_.dl_dst = dst;
             fm.buffer_id = pi.buffer_id;
-            write_flow_mod10(sw.transmit(), xid, fm, &[v10::Action::Output { port: port as u16, max_len: 0 }])
+            write_flow_mod10(
+                sw.transmit(),
+                xid,
+                fm,
+                &[v10::Action::Output {
+                    port: port as u16,
+                    max_len: 0,
+                }],
+            )
         } else {
             let fm = self.fm13.as_mut().expect("switch is up");
             fm.buffer_id = pi.buffer_id;
             let fields = [Oxm::InPort(pi.in_port), Oxm::EthDst(dst, None), Oxm::EthSrc(src, None)];
             let actions = [v13::Action::Output { port, max_len: 0 }];
-            write_flow_mod13(sw.transmit(), xid, fm, &fields, &[v13::Instruction::ApplyActions(&actions[..])])
+            write_flow_mod13(
+                sw.transmit(),
+                xid,
+                fm,
+                &fields,
+                &[v13::Instruction::ApplyActions(&actions[..])],
+            )
         };
         r.expect("a learnt flow fits");
         if pi.buffer_id == v13::NO_BUFFER {

@@ -65,7 +65,14 @@ impl Handle {
 
     /// Datapath ids of the switches whose handshake completed.
     pub fn switches(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self.shared.switches.lock().expect("registry lock").keys().copied().collect();
+        let mut v: Vec<u64> = self
+            .shared
+            .switches
+            .lock()
+            .expect("registry lock")
+            .keys()
+            .copied()
+            .collect();
         v.sort();
         v
     }
@@ -110,7 +117,9 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         let (tx, rx) = mpsc::unbounded_channel::<std::net::TcpStream>();
         senders.push(tx);
         let shared = shared.clone();
-        std::thread::Builder::new().name(format!("ctl-worker-{w}")).spawn(move || worker(rx, shared))?;
+        std::thread::Builder::new()
+            .name(format!("ctl-worker-{w}"))
+            .spawn(move || worker(rx, shared))?;
     }
     let mut local_addrs = Vec::new();
     for addr in &cfg.listen {
@@ -118,9 +127,15 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         l.set_nonblocking(true)?;
         local_addrs.push(l.local_addr()?);
         let (senders, shared) = (senders.clone(), shared.clone());
-        std::thread::Builder::new().name(format!("ctl-accept-{addr}")).spawn(move || acceptor(l, senders, shared))?;
+        std::thread::Builder::new()
+            .name(format!("ctl-accept-{addr}"))
+            .spawn(move || acceptor(l, senders, shared))?;
     }
-    Ok(Handle { local_addrs, stats, shared })
+    Ok(Handle {
+        local_addrs,
+        stats,
+        shared,
+    })
 }
 
 fn acceptor(l: TcpListener, workers: Vec<mpsc::UnboundedSender<std::net::TcpStream>>, shared: Arc<Shared>) {
@@ -166,7 +181,10 @@ fn acceptor(l: TcpListener, workers: Vec<mpsc::UnboundedSender<std::net::TcpStre
 }
 
 fn worker(mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>, shared: Arc<Shared>) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("worker runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("worker runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         while let Some(s) = rx.recv().await {
@@ -204,7 +222,9 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         if sess.is_closed() {
             break;
         }
-        let wake = sess.on_timer(Instant::now()).unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        let wake = sess
+            .on_timer(Instant::now())
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
         if !sess.transmit().is_empty() {
             continue;
         }
@@ -262,17 +282,27 @@ fn handle_events(
         match ev {
             Event::Up(info) => {
                 let d = info.datapath_id;
-                let old = shared.switches.lock().expect("registry lock").insert(d, (id, evict.clone()));
+                let old = shared
+                    .switches
+                    .lock()
+                    .expect("registry lock")
+                    .insert(d, (id, evict.clone()));
                 if let Some((old_id, notify)) = old {
                     // The switch reconnected: the older connection is stale.
                     notify.notify_one();
                     shared.stats.replaced_duplicates.fetch_add(1, Ordering::Relaxed);
-                    log(format_args!("datapath {d:#x}: new session {id} replaces session {old_id}"));
+                    log(format_args!(
+                        "datapath {d:#x}: new session {id} replaces session {old_id}"
+                    ));
                 }
                 shared.stats.switches_up.fetch_add(1, Ordering::Relaxed);
                 *dpid = Some(d);
                 if shared.cfg.verbose {
-                    log(format_args!("switch {d:#018x} up (OpenFlow {:#04x}, {} ports)", info.version, info.ports.len()));
+                    log(format_args!(
+                        "switch {d:#018x} up (OpenFlow {:#04x}, {} ports)",
+                        info.version,
+                        info.ports.len()
+                    ));
                 }
                 for app in apps.iter_mut() {
                     app.switch_up(sess, &info);
@@ -285,7 +315,10 @@ fn handle_events(
             }
             Event::Malformed(e) => {
                 if shared.cfg.verbose {
-                    log(format_args!("session {id}: malformed message answered with {}: {}", e.code, e.what));
+                    log(format_args!(
+                        "session {id}: malformed message answered with {}: {}",
+                        e.code, e.what
+                    ));
                 }
             }
             Event::Closed(r) => *reason = Some(r),

@@ -424,6 +424,17 @@ impl Net {
         set_link(&self.state, a, b, up).await
     }
 
+    /// Pings every ordered pair of hosts.
+    pub async fn ping_all(&self, count: u32) -> Vec<PingResult> {
+        ping_all(&self.state, count).await
+    }
+
+    /// The management socket of an OVS switch (for `ovs-ofctl`), by switch name.
+    pub fn ovs_mgmt(&self, switch: &str) -> Option<PathBuf> {
+        let br = &self.state.switches.iter().find(|(n, _)| n == switch)?.1;
+        self.ovs.as_ref().map(|o| o.mgmt_socket(br))
+    }
+
     /// Counters of a host's `eth0`.
     pub async fn host_counters(&self, host: &str) -> Result<kernel::Counters, String> {
         let h = self
@@ -637,4 +648,89 @@ fn is_sdnlab(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|c| String::from_utf8_lossy(&c).contains("sdnlab"))
         .unwrap_or(false)
+}
+
+/// One ping result.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PingResult {
+    pub from: String,
+    pub to: String,
+    pub sent: u32,
+    pub received: u32,
+    pub rtt_avg_ms: Option<f64>,
+}
+
+/// Pings every ordered pair of hosts (`count` pings each, 32 at a time).
+pub async fn ping_all(st: &State, count: u32) -> Vec<PingResult> {
+    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
+    let mut jobs = Vec::new();
+    for a in &st.hosts {
+        for b in &st.hosts {
+            if a.name == b.name {
+                continue;
+            }
+            let (ns, from, to, ip, sem) = (
+                a.netns.clone(),
+                a.name.clone(),
+                b.name.clone(),
+                b.ip.to_string(),
+                sem.clone(),
+            );
+            jobs.push(tokio::spawn(async move {
+                let _permit = sem.acquire().await.expect("semaphore open");
+                let out = tokio::process::Command::new("ip")
+                    .args([
+                        "netns",
+                        "exec",
+                        &ns,
+                        "ping",
+                        "-n",
+                        "-q",
+                        "-c",
+                        &count.to_string(),
+                        "-i",
+                        "0.2",
+                        "-W",
+                        "1",
+                        &ip,
+                    ])
+                    .output()
+                    .await;
+                let text = out
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                parse_ping(from, to, count, &text)
+            }));
+        }
+    }
+    let mut out = Vec::new();
+    for j in jobs {
+        if let Ok(r) = j.await {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn parse_ping(from: String, to: String, sent: u32, text: &str) -> PingResult {
+    let received = text
+        .lines()
+        .find(|l| l.contains("received"))
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let rtt_avg_ms = text
+        .lines()
+        .find(|l| l.starts_with("rtt"))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.trim().split('/').nth(1))
+        .and_then(|v| v.parse().ok());
+    PingResult {
+        from,
+        to,
+        sent,
+        received,
+        rtt_avg_ms,
+    }
 }

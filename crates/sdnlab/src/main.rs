@@ -157,7 +157,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Ofp { command: OfpCommand::Decode(args) } => ofp_decode_cmd(args),
+        Command::Ofp {
+            command: OfpCommand::Decode(args),
+        } => ofp_decode_cmd(args),
         Command::Controller(args) => controller_cmd(args),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -170,7 +172,11 @@ fn main() -> ExitCode {
 }
 
 fn controller_cmd(args: ControllerArgs) -> ExitCode {
-    let names = if args.apps.is_empty() { vec!["l2-learning".to_string()] } else { args.apps.clone() };
+    let names = if args.apps.is_empty() {
+        vec!["l2-learning".to_string()]
+    } else {
+        args.apps.clone()
+    };
     let mut apps = Vec::new();
     for n in &names {
         match controller::app::by_name(n) {
@@ -181,16 +187,34 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
     let listen = if args.listen.is_empty() {
         let dual = std::net::TcpListener::bind("[::]:0").is_ok();
         let host = if dual { "[::]" } else { "0.0.0.0" };
-        vec![format!("{host}:6653").parse().expect("literal"), format!("{host}:6633").parse().expect("literal")]
+        vec![
+            format!("{host}:6653").parse().expect("literal"),
+            format!("{host}:6633").parse().expect("literal"),
+        ]
     } else {
         args.listen.clone()
     };
-    let versions = args.ofp.iter().map(|v| if v == "1.0" { ofwire::OFP10_VERSION } else { ofwire::OFP13_VERSION }).collect();
+    let versions = args
+        .ofp
+        .iter()
+        .map(|v| {
+            if v == "1.0" {
+                ofwire::OFP10_VERSION
+            } else {
+                ofwire::OFP13_VERSION
+            }
+        })
+        .collect();
     let cfg = controller::runtime::Config {
         listen,
-        workers: args.workers.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+        workers: args
+            .workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
         apps,
-        session: ofconn::Config { versions, ..Default::default() },
+        session: ofconn::Config {
+            versions,
+            ..Default::default()
+        },
         verbose: args.verbose,
     };
     let workers = cfg.workers;
@@ -199,7 +223,11 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         Err(e) => return net_cmd::fail(format!("{e} (another controller on the port? use --listen)")),
     };
     let addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
-    eprintln!("sdnlab controller: apps {} on {} ({workers} workers); Ctrl-C stops", names.join(","), addrs.join(" "));
+    eprintln!(
+        "sdnlab controller: apps {} on {} ({workers} workers); Ctrl-C stops",
+        names.join(","),
+        addrs.join(" ")
+    );
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return net_cmd::fail(e),

@@ -245,96 +245,12 @@ pub fn exec(id: Option<&str>, host: &str, argv: &[String]) -> ExitCode {
     }
 }
 
-/// One ping result.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct PingResult {
-    pub from: String,
-    pub to: String,
-    pub sent: u32,
-    pub received: u32,
-    pub rtt_avg_ms: Option<f64>,
-}
-
-pub async fn ping_all(st: &State, count: u32) -> Vec<PingResult> {
-    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
-    let mut jobs = Vec::new();
-    for a in &st.hosts {
-        for b in &st.hosts {
-            if a.name == b.name {
-                continue;
-            }
-            let (ns, from, to, ip, sem) = (
-                a.netns.clone(),
-                a.name.clone(),
-                b.name.clone(),
-                b.ip.to_string(),
-                sem.clone(),
-            );
-            jobs.push(tokio::spawn(async move {
-                let _permit = sem.acquire().await.expect("semaphore open");
-                let out = tokio::process::Command::new("ip")
-                    .args([
-                        "netns",
-                        "exec",
-                        &ns,
-                        "ping",
-                        "-n",
-                        "-q",
-                        "-c",
-                        &count.to_string(),
-                        "-i",
-                        "0.2",
-                        "-W",
-                        "1",
-                        &ip,
-                    ])
-                    .output()
-                    .await;
-                let text = out
-                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                    .unwrap_or_default();
-                parse_ping(from, to, count, &text)
-            }));
-        }
-    }
-    let mut out = Vec::new();
-    for j in jobs {
-        if let Ok(r) = j.await {
-            out.push(r);
-        }
-    }
-    out
-}
-
-fn parse_ping(from: String, to: String, sent: u32, text: &str) -> PingResult {
-    let received = text
-        .lines()
-        .find(|l| l.contains("received"))
-        .and_then(|l| l.split(',').nth(1))
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    let rtt_avg_ms = text
-        .lines()
-        .find(|l| l.starts_with("rtt"))
-        .and_then(|l| l.split('=').nth(1))
-        .and_then(|v| v.trim().split('/').nth(1))
-        .and_then(|v| v.parse().ok());
-    PingResult {
-        from,
-        to,
-        sent,
-        received,
-        rtt_avg_ms,
-    }
-}
-
 pub async fn pingall(id: Option<&str>, count: u32, json: bool) -> ExitCode {
     let st = match pick(id) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let results = ping_all(&st, count).await;
+    let results = run::ping_all(&st, count).await;
     let all_ok = results.iter().all(|r| r.received == r.sent);
     if json {
         println!("{}", serde_json::to_string(&results).unwrap_or_default());
