@@ -225,7 +225,8 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         let wake = sess
             .on_timer(Instant::now())
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-        if !sess.transmit().is_empty() {
+        // The timer may have closed the session or queued an echo.
+        if sess.is_closed() || !sess.transmit().is_empty() {
             continue;
         }
         tokio::select! {
