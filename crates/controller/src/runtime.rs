@@ -232,13 +232,14 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         tokio::select! {
             r = stream.read(&mut buf) => match r {
                 Ok(0) | Err(_) => sess.on_eof(),
-                Ok(n) => sess.on_bytes(&buf[..n], Instant::now(), &mut |s, pi| {
-                    for app in apps.iter_mut() {
-                        if app.packet_in(s, pi) == Verdict::Done {
-                            break;
-                        }
+                Ok(n) => {
+                    sess.on_bytes(&buf[..n], Instant::now(), &mut |s, pi| dispatch_packet_in(&mut apps, s, pi));
+                    // Applications see `switch_up` before the PACKET_INs that came with the handshake.
+                    while sess.held() {
+                        handle_events(&mut sess, &mut apps, &shared, id, &evict, &mut dpid, &mut reason);
+                        sess.resume(Instant::now(), &mut |s, pi| dispatch_packet_in(&mut apps, s, pi));
                     }
-                }),
+                }
             },
             _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
             _ = evict.notified() => sess.close(CloseReason::Local("another connection announced the same datapath id".into())),
@@ -267,6 +268,14 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     shared.stats.sessions_active.fetch_sub(1, Ordering::Relaxed);
     if shared.cfg.verbose {
         log(format_args!("session {id} (dpid {:?}) ended: {:?}", dpid, reason));
+    }
+}
+
+fn dispatch_packet_in(apps: &mut [Box<dyn SwitchApp>], sw: &mut Session, pi: &ofwire::hot::PacketInView) {
+    for app in apps.iter_mut() {
+        if app.packet_in(sw, pi) == Verdict::Done {
+            break;
+        }
     }
 }
 

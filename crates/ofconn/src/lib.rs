@@ -123,6 +123,7 @@ pub struct Session {
     last_rx: Instant,
     echo_sent: Option<(u32, Instant)>,
     info: Option<SwitchInfo>,
+    hold: bool,
     pub counters: Counters,
 }
 
@@ -141,6 +142,7 @@ impl Session {
             last_rx: now,
             echo_sent: None,
             info: None,
+            hold: false,
             counters: Counters::default(),
         };
         let top = *s.cfg.versions.iter().max().unwrap_or(&ofwire::OFP13_VERSION);
@@ -219,20 +221,35 @@ impl Session {
         self.last_rx = now;
         self.echo_sent = None;
         self.framer.push(data);
-        loop {
-            let msg = match self.framer.next_message() {
-                Ok(Some(m)) => m.to_vec(),
+        self.process(now, on_packet_in);
+    }
+
+    /// True when the handshake just completed and messages that arrived with
+    /// it wait until the caller has handled the `Up` event (so applications
+    /// see `switch_up` before the switch's first PACKET_IN); call `resume`.
+    pub fn held(&self) -> bool {
+        self.hold
+    }
+
+    /// Handles the messages held back after the handshake.
+    pub fn resume(&mut self, now: Instant, on_packet_in: &mut dyn FnMut(&mut Session, &PacketInView)) {
+        self.hold = false;
+        self.process(now, on_packet_in);
+    }
+
+    fn process(&mut self, now: Instant, on_packet_in: &mut dyn FnMut(&mut Session, &PacketInView)) {
+        // The framer is moved out while its messages are handled, so they can
+        // be borrowed in place (no copy per message) while `self` is mutated.
+        let max = self.cfg.max_message;
+        let mut framer = std::mem::replace(&mut self.framer, Framer::unallocated(max));
+        while !self.hold && self.phase != Phase::Closed {
+            match framer.next_message() {
+                Ok(Some(m)) => self.on_message(m, now, on_packet_in),
                 Ok(None) => break,
-                Err(e) => {
-                    self.close(CloseReason::Unframeable(e.to_string()));
-                    return;
-                }
-            };
-            self.on_message(&msg, now, on_packet_in);
-            if self.phase == Phase::Closed {
-                return;
+                Err(e) => self.close(CloseReason::Unframeable(e.to_string())),
             }
         }
+        self.framer = framer;
     }
 
     /// The switch closed its end.
@@ -421,6 +438,7 @@ impl Session {
             _ => self.send13(v13::Body::SetConfig(cfg)),
         };
         self.phase = Phase::Ready;
+        self.hold = true;
         let info = self.info.clone().expect("features arrived");
         self.events.push_back(Event::Up(info));
     }
@@ -557,7 +575,43 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(s.phase(), Phase::Ready);
+        assert!(s.held());
+        s.resume(now, &mut |_, _| panic!("nothing was held"));
         s
+    }
+
+    #[test]
+    fn messages_arriving_with_the_handshake_wait_for_the_up_event() {
+        let now = Instant::now();
+        let mut s = Session::new(Config::default(), now);
+        sent(&mut s);
+        let mut batch = Message::new(1, 1, Body::Hello(Hello::default())).to_bytes().unwrap();
+        feed_raw(&mut s, &batch, now);
+        let xid = sent(&mut s)[0].xid;
+        let fr = v10::FeaturesReply {
+            datapath_id: 9,
+            n_buffers: 0,
+            n_tables: 1,
+            capabilities: 0,
+            actions: 0,
+            ports: vec![],
+        };
+        batch = Message::v10(xid, v10::Body::FeaturesReply(fr)).to_bytes().unwrap();
+        let pi = v10::PacketIn {
+            buffer_id: 1,
+            total_len: 1,
+            in_port: 1,
+            reason: ofwire::PacketInReason::NoMatch,
+            data: ofwire::Bytes(vec![0]),
+        };
+        batch.extend(Message::v10(5, v10::Body::PacketIn(pi)).to_bytes().unwrap());
+        feed_raw(&mut s, &batch, now); // would panic if the PACKET_IN came before Up
+        assert!(s.held());
+        assert!(matches!(events(&mut s).as_slice(), [Event::Up(_)]));
+        let mut n = 0;
+        s.resume(now, &mut |_, _| n += 1);
+        assert_eq!(n, 1);
+        assert!(!s.held());
     }
 
     #[test]

@@ -228,6 +228,15 @@ impl Framer {
         }
     }
 
+    /// A framer that has not allocated yet (for swapping in and out of a struct).
+    pub const fn unallocated(max_len: usize) -> Self {
+        Framer {
+            buf: Vec::new(),
+            start: 0,
+            max_len,
+        }
+    }
+
     /// Appends bytes read from the stream.
     pub fn push(&mut self, data: &[u8]) {
         if self.start > 0 && self.start == self.buf.len() {

@@ -166,6 +166,16 @@ fn scan_in_port(mut fields: &[u8]) -> Result<Option<u32>, DecodeError> {
     Ok(in_port)
 }
 
+/// Patches the length, or removes the partial message if it is too long.
+#[inline]
+fn finish_or_undo(out: &mut Vec<u8>, start: usize) -> Result<(), EncodeError> {
+    let r = Header::finish(out, start);
+    if r.is_err() {
+        out.truncate(start);
+    }
+    r
+}
+
 /// Appends a 1.0 FLOW_MOD. `fm.actions` is ignored; `actions` is encoded
 /// instead so callers can pass a stack slice and keep `fm.actions` empty.
 #[inline]
@@ -177,7 +187,7 @@ pub fn write_flow_mod10(
 ) -> Result<(), EncodeError> {
     let start = Header::write(out, OFP10_VERSION, v10::msg_type::FLOW_MOD, xid);
     v10::encode_flow_mod_body(out, fm, actions);
-    Header::finish(out, start)
+    finish_or_undo(out, start)
 }
 
 /// Appends a 1.3 FLOW_MOD with `fields` as match and `instructions`
@@ -192,7 +202,7 @@ pub fn write_flow_mod13<A: AsRef<[v13::Action]>>(
 ) -> Result<(), EncodeError> {
     let start = Header::write(out, OFP13_VERSION, v13::msg_type::FLOW_MOD, xid);
     v13::encode_flow_mod_body(out, fm, fields, instructions);
-    Header::finish(out, start)
+    finish_or_undo(out, start)
 }
 
 /// Appends a 1.0 PACKET_OUT.
@@ -207,7 +217,7 @@ pub fn write_packet_out10(
 ) -> Result<(), EncodeError> {
     let start = Header::write(out, OFP10_VERSION, v10::msg_type::PACKET_OUT, xid);
     v10::encode_packet_out_body(out, buffer_id, in_port, actions, data);
-    Header::finish(out, start)
+    finish_or_undo(out, start)
 }
 
 /// Appends a 1.3 PACKET_OUT.
@@ -222,7 +232,7 @@ pub fn write_packet_out13(
 ) -> Result<(), EncodeError> {
     let start = Header::write(out, OFP13_VERSION, v13::msg_type::PACKET_OUT, xid);
     v13::encode_packet_out_body(out, buffer_id, in_port, actions, data);
-    Header::finish(out, start)
+    finish_or_undo(out, start)
 }
 
 #[cfg(test)]
@@ -287,6 +297,14 @@ mod tests {
             PacketInView::parse(&bad).unwrap_err().code,
             ErrorCode::BadMatch(BadMatchCode::BadLen)
         );
+    }
+
+    #[test]
+    fn an_oversize_message_is_refused_and_leaves_the_buffer_as_it_was() {
+        let mut out = vec![7u8];
+        let big = vec![0u8; 65535];
+        assert!(write_packet_out13(&mut out, 1, v13::NO_BUFFER, 1, &[], &big).is_err());
+        assert_eq!(out, vec![7u8]);
     }
 
     #[test]

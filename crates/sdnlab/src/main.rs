@@ -1,6 +1,7 @@
 //! The `sdnlab` command line: parses arguments and dispatches to the
 //! library crates. Every user error is one line on stderr, never a backtrace.
 
+mod bench_cmd;
 mod net_cmd;
 mod ofp_decode;
 
@@ -28,12 +29,49 @@ enum Command {
         #[command(subcommand)]
         command: OfpCommand,
     },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Run the sdnlab OpenFlow 1.0/1.3 controller until Ctrl-C.
     Controller(ControllerArgs),
     /// Emulated networks in Linux network namespaces.
     Net {
         #[command(subcommand)]
         command: NetCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Controller benchmark (cbench modes, responses matched to requests).
+    Ctl {
+        /// Controller to measure; default: sdnlab's own, started in this process.
+        #[arg(long, value_name = "HOST:PORT")]
+        target: Option<std::net::SocketAddr>,
+        /// App of the embedded controller (l2-learning, hub, null).
+        #[arg(long, default_value = "l2-learning")]
+        app: String,
+        #[arg(long, default_value_t = 16)]
+        switches: usize,
+        #[arg(long, default_value_t = 1000)]
+        macs: usize,
+        #[arg(long, default_value = "throughput", value_parser = ["throughput", "latency"])]
+        mode: String,
+        #[arg(long, default_value = "1.0", value_parser = ["1.0", "1.3"])]
+        ofp: String,
+        #[arg(long, default_value_t = 5)]
+        loops: usize,
+        #[arg(long, default_value_t = 1000)]
+        loop_ms: u64,
+        #[arg(long, default_value_t = 1)]
+        warmup: usize,
+        /// Outstanding PACKET_INs per switch in throughput mode.
+        #[arg(long, default_value_t = 256)]
+        window: usize,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -161,6 +199,42 @@ fn main() -> ExitCode {
             command: OfpCommand::Decode(args),
         } => ofp_decode_cmd(args),
         Command::Controller(args) => controller_cmd(args),
+        Command::Bench {
+            command:
+                BenchCommand::Ctl {
+                    target,
+                    app,
+                    switches,
+                    macs,
+                    mode,
+                    ofp,
+                    loops,
+                    loop_ms,
+                    warmup,
+                    window,
+                    json,
+                },
+        } => bench_cmd::run(bench_cmd::BenchArgs {
+            target,
+            app,
+            switches,
+            macs,
+            mode: if mode == "latency" {
+                ctlbench::Mode::Latency
+            } else {
+                ctlbench::Mode::Throughput
+            },
+            version: if ofp == "1.0" {
+                ofwire::OFP10_VERSION
+            } else {
+                ofwire::OFP13_VERSION
+            },
+            loops,
+            loop_ms,
+            warmup,
+            window,
+            json,
+        }),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(rt) => rt,

@@ -1,0 +1,409 @@
+//! A controller load driver in the manner of cbench, done right on the
+//! points cbench gets wrong: every response is matched to the PACKET_IN it
+//! answers (by buffer id), duplicates and unmatched replies are counted
+//! apart, per-message round trips go into an HDR histogram, and a closed
+//! session is reported instead of ending the run.
+//!
+//! Each emulated switch (OpenFlow 1.0 or 1.3) completes the handshake,
+//! teaches the controller its MAC addresses (one broadcast PACKET_IN per
+//! MAC, as cbench's learning phase does), then sends PACKET_INs from one of
+//! its MACs to another, so a learning controller answers with FLOW_MODs.
+//! `throughput` keeps up to `window` requests outstanding per switch;
+//! `latency` keeps exactly one.
+
+use hdrhistogram::Histogram;
+use ofwire::{v10, v13, Body, Framer, Hello, Message, OFP10_VERSION};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Throughput,
+    Latency,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Config {
+    pub target: SocketAddr,
+    pub switches: usize,
+    pub macs: usize,
+    pub mode: Mode,
+    pub version: u8,
+    pub loops: usize,
+    pub loop_ms: u64,
+    pub warmup: usize,
+    /// Outstanding PACKET_INs per switch in throughput mode.
+    pub window: usize,
+}
+
+/// What one loop measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoopResult {
+    pub loop_index: usize,
+    pub seconds: f64,
+    /// cbench's figure: every FLOW_MOD or PACKET_OUT counts.
+    pub responses_per_s: f64,
+    /// Responses matched to an outstanding request, once each.
+    pub matched_per_s: f64,
+    pub unmatched: u64,
+    pub per_switch_min: u64,
+    pub per_switch_max: u64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Report {
+    pub config: Config,
+    pub loops: Vec<LoopResult>,
+    pub rtt_us_p50: f64,
+    pub rtt_us_p99: f64,
+    pub rtt_us_max: f64,
+    pub sessions_lost: u64,
+}
+
+#[derive(Default)]
+struct SwitchCounters {
+    responses: AtomicU64,
+    matched: AtomicU64,
+    unmatched: AtomicU64,
+}
+
+const MAX_OUTSTANDING: usize = 1 << 16;
+
+/// A 60-byte Ethernet/IPv4/UDP frame from `src` to `dst`.
+fn frame(src: [u8; 6], dst: [u8; 6]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[
+        0x08, 0x00, 0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0, 80, 0, 26, 0, 0,
+    ]);
+    f.resize(60, 0);
+    f
+}
+
+fn mac(switch: usize, i: usize) -> [u8; 6] {
+    let s = switch as u32;
+    let i = i as u16;
+    [0x02, (s >> 16) as u8, (s >> 8) as u8, s as u8, (i >> 8) as u8, i as u8]
+}
+
+/// Appends a PACKET_IN with `buffer_id` = `seq`.
+fn put_packet_in(out: &mut Vec<u8>, version: u8, seq: u32, in_port: u32, data: &[u8]) {
+    let body = if version == OFP10_VERSION {
+        Body::V10(v10::Body::PacketIn(v10::PacketIn {
+            buffer_id: seq,
+            total_len: data.len() as u16,
+            in_port: in_port as u16,
+            reason: ofwire::PacketInReason::NoMatch,
+            data: ofwire::Bytes(data.to_vec()),
+        }))
+    } else {
+        Body::V13(v13::Body::PacketIn(v13::PacketIn {
+            buffer_id: seq,
+            total_len: data.len() as u16,
+            reason: ofwire::PacketInReason::NoMatch,
+            table_id: 0,
+            cookie: 0,
+            match_: ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::InPort(in_port)]),
+            data: ofwire::Bytes(data.to_vec()),
+        }))
+    };
+    Message {
+        version,
+        xid: seq,
+        body,
+    }
+    .encode(out)
+    .expect("packet-in encodes");
+}
+
+/// The buffer id a FLOW_MOD or PACKET_OUT refers to, if it is one.
+fn answered_buffer(version: u8, m: &[u8]) -> Option<u32> {
+    let be32 = |i: usize| m.get(i..i + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    match (version, m[1]) {
+        (OFP10_VERSION, 14) => be32(8 + 40 + 8 + 8),
+        (OFP10_VERSION, 13) => be32(8),
+        (_, 14) => be32(8 + 8 + 8 + 1 + 1 + 6),
+        (_, 13) => be32(8),
+        _ => None,
+    }
+}
+
+async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, dpid: u64) -> std::io::Result<()> {
+    s.write_all(
+        &Message::new(version, 1, Body::Hello(Hello::with_versions(&[version])))
+            .to_bytes()
+            .expect("hello"),
+    )
+    .await?;
+    let mut buf = vec![0u8; 65536];
+    loop {
+        while let Some(raw) = framer
+            .next_message()
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+        {
+            let Ok(m) = ofwire::decode(raw) else { continue };
+            // Done once the controller has our features (1.0) or port list (1.3);
+            // not every controller sends SET_CONFIG.
+            let done = matches!(
+                m.body,
+                Body::V10(v10::Body::FeaturesRequest) | Body::V13(v13::Body::MultipartRequest(_))
+            );
+            let reply = match m.body {
+                Body::V10(v10::Body::FeaturesRequest) => Some(Message::v10(
+                    m.xid,
+                    v10::Body::FeaturesReply(v10::FeaturesReply {
+                        datapath_id: dpid,
+                        n_buffers: 65536,
+                        n_tables: 1,
+                        capabilities: 0,
+                        actions: 0xfff,
+                        ports: vec![],
+                    }),
+                )),
+                Body::V13(v13::Body::FeaturesRequest) => Some(Message::v13(
+                    m.xid,
+                    v13::Body::FeaturesReply(v13::FeaturesReply {
+                        datapath_id: dpid,
+                        n_buffers: 65536,
+                        n_tables: 1,
+                        auxiliary_id: 0,
+                        capabilities: 0,
+                        reserved: 0,
+                    }),
+                )),
+                Body::V13(v13::Body::MultipartRequest(_)) => Some(Message::v13(
+                    m.xid,
+                    v13::Body::MultipartReply(v13::MultipartReply {
+                        flags: 0,
+                        body: v13::MultipartReplyBody::PortDesc(vec![]),
+                    }),
+                )),
+                _ => None,
+            };
+            if let Some(r) = reply {
+                s.write_all(&r.to_bytes().expect("reply")).await?;
+            }
+            if done {
+                return Ok(());
+            }
+        }
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            return Err(std::io::Error::other("controller closed during the handshake"));
+        }
+        framer.push(&buf[..n]);
+    }
+}
+
+struct SwitchTask {
+    idx: usize,
+    cfg: Config,
+    counters: Arc<SwitchCounters>,
+    stop: Arc<AtomicBool>,
+    measuring: Arc<AtomicBool>,
+    lost: Arc<AtomicU64>,
+}
+
+async fn run_switch(t: SwitchTask) -> Histogram<u64> {
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds");
+    let cfg = &t.cfg;
+    let Ok(mut s) = TcpStream::connect(cfg.target).await else {
+        t.lost.fetch_add(1, Ordering::Relaxed);
+        return hist;
+    };
+    let _ = s.set_nodelay(true);
+    let mut framer = Framer::default();
+    if handshake(&mut s, &mut framer, cfg.version, 1 + t.idx as u64)
+        .await
+        .is_err()
+    {
+        t.lost.fetch_add(1, Ordering::Relaxed);
+        return hist;
+    }
+    // Encoded once; each send copies a template and patches xid and buffer id.
+    let templates: Vec<Vec<u8>> = (0..cfg.macs)
+        .map(|i| {
+            let mut v = Vec::new();
+            put_packet_in(
+                &mut v,
+                cfg.version,
+                0,
+                1 + (i % 4) as u32,
+                &frame(mac(t.idx, i), mac(t.idx, (i + 1) % cfg.macs)),
+            );
+            v
+        })
+        .collect();
+    let learn: Vec<Vec<u8>> = (0..cfg.macs).map(|i| frame(mac(t.idx, i), [0xff; 6])).collect();
+    let mut sent_at: Vec<Option<Instant>> = vec![None; MAX_OUTSTANDING];
+    let mut out = Vec::with_capacity(256 * 1024);
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut seq: u32 = 1;
+    let mut outstanding = 0usize;
+    // Learning phase: every MAC once, as a broadcast; answers are drained below.
+    for (i, f) in learn.iter().enumerate() {
+        put_packet_in(&mut out, cfg.version, 0, 1 + (i % 4) as u32, f);
+    }
+    if s.write_all(&out).await.is_err() {
+        t.lost.fetch_add(1, Ordering::Relaxed);
+        return hist;
+    }
+    out.clear();
+    let window = if cfg.mode == Mode::Latency {
+        1
+    } else {
+        cfg.window.clamp(1, MAX_OUTSTANDING / 2)
+    };
+    let mut next_mac = 0usize;
+    while !t.stop.load(Ordering::Relaxed) {
+        while outstanding < window {
+            let id = seq as usize % MAX_OUTSTANDING;
+            sent_at[id] = Some(Instant::now());
+            let at = out.len();
+            out.extend_from_slice(&templates[next_mac]);
+            out[at + 4..at + 8].copy_from_slice(&seq.to_be_bytes());
+            out[at + 8..at + 12].copy_from_slice(&seq.to_be_bytes());
+            next_mac = (next_mac + 1) % cfg.macs;
+            seq = seq.wrapping_add(1).max(1);
+            outstanding += 1;
+        }
+        if !out.is_empty() {
+            if s.write_all(&out).await.is_err() {
+                t.lost.fetch_add(1, Ordering::Relaxed);
+                return hist;
+            }
+            out.clear();
+        }
+        let n = match tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                t.lost.fetch_add(1, Ordering::Relaxed);
+                return hist;
+            }
+            Ok(Ok(n)) => n,
+            Err(_) => continue,
+        };
+        framer.push(&buf[..n]);
+        let measuring = t.measuring.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let (mut resp, mut matched, mut unmatched) = (0u64, 0u64, 0u64);
+        while let Ok(Some(m)) = framer.next_message() {
+            if m[1] == 2 {
+                // ECHO_REQUEST: answer in kind.
+                let mut r = m.to_vec();
+                r[1] = 3;
+                out.extend_from_slice(&r);
+                continue;
+            }
+            let Some(b) = answered_buffer(cfg.version, m) else {
+                continue;
+            };
+            resp += 1;
+            if b == 0 || b == u32::MAX {
+                continue; // an answer to the learning phase (or unbuffered)
+            }
+            match sent_at[b as usize % MAX_OUTSTANDING].take() {
+                Some(at) => {
+                    matched += 1;
+                    outstanding = outstanding.saturating_sub(1);
+                    if measuring {
+                        hist.saturating_record(now.duration_since(at).as_nanos().max(1) as u64);
+                    }
+                }
+                None => unmatched += 1,
+            }
+        }
+        if measuring {
+            t.counters.responses.fetch_add(resp, Ordering::Relaxed);
+            t.counters.matched.fetch_add(matched, Ordering::Relaxed);
+            t.counters.unmatched.fetch_add(unmatched, Ordering::Relaxed);
+        }
+    }
+    hist
+}
+
+/// Runs the benchmark; `on_loop` sees each loop's result as it is measured
+/// (so callers can write samples to disk before anything is summarised).
+pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
+    let stop = Arc::new(AtomicBool::new(false));
+    let measuring = Arc::new(AtomicBool::new(false));
+    let lost = Arc::new(AtomicU64::new(0));
+    let counters: Vec<Arc<SwitchCounters>> = (0..cfg.switches).map(|_| Arc::new(SwitchCounters::default())).collect();
+    let mut tasks = Vec::new();
+    for (idx, c) in counters.iter().enumerate() {
+        let t = SwitchTask {
+            idx,
+            cfg: cfg.clone(),
+            counters: c.clone(),
+            stop: stop.clone(),
+            measuring: measuring.clone(),
+            lost: lost.clone(),
+        };
+        tasks.push(tokio::spawn(run_switch(t)));
+        // Pace connections a little: some controllers give a new switch ~1 s to finish.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut loops = Vec::new();
+    for i in 0..cfg.warmup + cfg.loops {
+        let before: Vec<(u64, u64, u64)> = counters
+            .iter()
+            .map(|c| {
+                (
+                    c.responses.load(Ordering::Relaxed),
+                    c.matched.load(Ordering::Relaxed),
+                    c.unmatched.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        measuring.store(i >= cfg.warmup, Ordering::Relaxed);
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_millis(cfg.loop_ms)).await;
+        let secs = t0.elapsed().as_secs_f64();
+        if i < cfg.warmup {
+            continue;
+        }
+        let after: Vec<(u64, u64, u64)> = counters
+            .iter()
+            .map(|c| {
+                (
+                    c.responses.load(Ordering::Relaxed),
+                    c.matched.load(Ordering::Relaxed),
+                    c.unmatched.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        let per: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a.0 - b.0).collect();
+        let r = LoopResult {
+            loop_index: i - cfg.warmup,
+            seconds: secs,
+            responses_per_s: per.iter().sum::<u64>() as f64 / secs,
+            matched_per_s: after.iter().zip(&before).map(|(a, b)| a.1 - b.1).sum::<u64>() as f64 / secs,
+            unmatched: after.iter().zip(&before).map(|(a, b)| a.2 - b.2).sum(),
+            per_switch_min: per.iter().copied().min().unwrap_or(0),
+            per_switch_max: per.iter().copied().max().unwrap_or(0),
+        };
+        on_loop(&r);
+        loops.push(r);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds");
+    for t in tasks {
+        if let Ok(h) = t.await {
+            let _ = hist.add(&h);
+        }
+    }
+    let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    Report {
+        rtt_us_p50: us(0.5),
+        rtt_us_p99: us(0.99),
+        rtt_us_max: hist.max() as f64 / 1000.0,
+        sessions_lost: lost.load(Ordering::Relaxed),
+        config: cfg,
+        loops,
+    }
+}

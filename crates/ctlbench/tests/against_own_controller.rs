@@ -1,0 +1,86 @@
+//! The load driver against sdnlab's controller in this process: every
+//! response it counts is matched to a request, in both modes and versions,
+//! and a controller that answers nothing gives a run with nothing matched.
+
+use std::time::Duration;
+
+fn controller(app: &str) -> controller::runtime::Handle {
+    controller::runtime::start(controller::runtime::Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 1,
+        apps: vec![controller::app::by_name(app).unwrap()],
+        session: ofconn::Config::default(),
+        verbose: false,
+    })
+    .unwrap()
+}
+
+fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbench::Config {
+    ctlbench::Config {
+        target,
+        switches: 4,
+        macs: 50,
+        mode,
+        version,
+        loops: 2,
+        loop_ms: 200,
+        warmup: 1,
+        window: 32,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_are_matched_in_both_modes_and_versions() {
+    let ctl = controller("l2-learning");
+    for version in [ofwire::OFP10_VERSION, ofwire::OFP13_VERSION] {
+        for mode in [ctlbench::Mode::Throughput, ctlbench::Mode::Latency] {
+            let mut seen = 0;
+            let r = ctlbench::run(cfg(ctl.local_addrs[0], mode, version), |_| seen += 1).await;
+            assert_eq!(seen, 2, "each loop is reported as it ends");
+            assert_eq!(r.sessions_lost, 0);
+            for l in &r.loops {
+                assert!(l.matched_per_s > 100.0, "{version}/{mode:?}: {l:?}");
+                assert_eq!(l.unmatched, 0);
+                assert!(
+                    (l.responses_per_s - l.matched_per_s).abs() < 1.0,
+                    "l2-learning answers each request once: {l:?}"
+                );
+            }
+            assert!(r.rtt_us_p50 > 0.0 && r.rtt_us_p99 >= r.rtt_us_p50);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_answers_with_packet_outs_that_still_match() {
+    let ctl = controller("hub");
+    let r = ctlbench::run(
+        cfg(ctl.local_addrs[0], ctlbench::Mode::Throughput, ofwire::OFP10_VERSION),
+        |_| {},
+    )
+    .await;
+    assert!(
+        r.loops.iter().all(|l| l.matched_per_s > 100.0 && l.unmatched == 0),
+        "{:?}",
+        r.loops
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_listener_gives_lost_sessions_not_a_hang() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut keep = Vec::new();
+        for s in l.incoming().take(4) {
+            keep.push(s);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    });
+    let mut c = cfg(addr, ctlbench::Mode::Throughput, ofwire::OFP10_VERSION);
+    c.loops = 1;
+    let r = tokio::time::timeout(Duration::from_secs(10), ctlbench::run(c, |_| {}))
+        .await
+        .expect("the run ends");
+    assert!(r.loops.iter().all(|l| l.matched_per_s == 0.0));
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Controller benchmark, side by side in one run (cbench-style load from
+# `sdnlab bench ctl`: 16 switches, 1000 MACs each, OpenFlow 1.0):
+#   sdnlab's controller with l2-learning, sdnlab's null responder (the
+#   ceiling of the measurement), ovs-testcontroller (C), os-ken with the
+#   project's learning-switch app (Python, eventlet hub);
+# in throughput and latency modes. Prints a markdown table; every run's
+# samples are under results/bench-ctl-*/.
+# Usage: scripts/bench-ctl.sh [LOOPS]   (default 5 loops of 1 s after 1 warm-up)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+loops=${1:-5}
+cargo build -q --release -p sdnlab
+bin=target/release/sdnlab
+python=$(scripts/install-osken.sh)
+dir=$(mktemp -d /tmp/sdnlab-bench-ctl.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+tc_port=$(port); osken_port=$(port); own_port=$(port)
+"$bin" controller --listen 127.0.0.1:"$own_port" --app l2-learning >/dev/null 2>&1 & pids+=($!)
+ovs-testcontroller --unixctl="$dir/tc.ctl" ptcp:"$tc_port":127.0.0.1 >/dev/null 2>&1 & pids+=($!)
+OSKEN_HUB_TYPE=eventlet "$python" scripts/peers/osken_run.py "$osken_port" scripts/peers/osken_l2_learning.py >"$dir/osken.log" 2>&1 & pids+=($!)
+for p in "$tc_port" "$osken_port" "$own_port"; do
+  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null && break; sleep 0.1; done
+done
+echo "| controller | mode | responses/s (avg) | matched/s (avg) | min..max per loop | rtt p50 (us) | rtt p99 (us) |"
+echo "|---|---|---:|---:|---|---:|---:|"
+for mode in throughput latency; do
+  for target in "sdnlab l2-learning (embedded)|--app l2-learning" "sdnlab l2-learning (own process)|--target 127.0.0.1:$own_port" "sdnlab null responder|--app null" "ovs-testcontroller 3.1|--target 127.0.0.1:$tc_port" "os-ken 4.2.2 (eventlet)|--target 127.0.0.1:$osken_port"; do
+    name=${target%%|*}; args=${target#*|}
+    # shellcheck disable=SC2086
+    json=$("$bin" bench ctl $args --mode "$mode" --loops "$loops" --json 2>/dev/null || true)
+    python3 - "$name" "$mode" "$json" <<'PY'
+import json, sys
+name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
+try:
+    r = json.loads(raw)
+except ValueError:
+    print(f"| {name} | {mode} | failed | | | | |"); sys.exit()
+ls = r["loops"]
+avg = lambda k: sum(l[k] for l in ls) / len(ls)
+lo, hi = min(l["responses_per_s"] for l in ls), max(l["responses_per_s"] for l in ls)
+print(f"| {name} | {mode} | {avg('responses_per_s'):,.0f} | {avg('matched_per_s'):,.0f} | {lo:,.0f}..{hi:,.0f} | {r['rtt_us_p50']:.1f} | {r['rtt_us_p99']:.1f} |")
+PY
+  done
+done
