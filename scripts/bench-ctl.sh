@@ -26,6 +26,7 @@ OSKEN_HUB_TYPE=eventlet "$python" scripts/peers/osken_run.py "$osken_port" scrip
 for p in "$tc_port" "$osken_port" "$own_port"; do
   for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null && break; sleep 0.1; done
 done
+failed=0
 echo "| controller | mode | responses/s (avg) | matched/s (avg) | min..max per loop | rtt p50 (us) | rtt p99 (us) |"
 echo "|---|---|---:|---:|---|---:|---:|"
 for mode in throughput latency; do
@@ -33,13 +34,13 @@ for mode in throughput latency; do
     name=${target%%|*}; args=${target#*|}
     # shellcheck disable=SC2086
     json=$("$bin" bench ctl $args --mode "$mode" --loops "$loops" --json 2>/dev/null || true)
-    python3 - "$name" "$mode" "$json" <<'PY'
+    python3 - "$name" "$mode" "$json" <<'PY' || failed=1
 import json, sys
 name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
     r = json.loads(raw)
 except ValueError:
-    print(f"| {name} | {mode} | failed | | | | |"); sys.exit()
+    print(f"| {name} | {mode} | failed | | | | |"); sys.exit(1)
 ls = r["loops"]
 avg = lambda k: sum(l[k] for l in ls) / len(ls)
 lo, hi = min(l["responses_per_s"] for l in ls), max(l["responses_per_s"] for l in ls)
@@ -47,3 +48,4 @@ print(f"| {name} | {mode} | {avg('responses_per_s'):,.0f} | {avg('matched_per_s'
 PY
   done
 done
+[ "$failed" = 0 ] || { echo "bench-ctl: a run failed (see the table)" >&2; exit 1; }

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The main job on the embedded default. For now: install what is needed,
-# build sdnlab, and decode the bundled capture of a real Open vSwitch talking
-# to a real controller (OpenFlow 1.0 and 1.3). Later issues replace this with
-# a benchmark of sdnlab's own controller.
+# The main job on the embedded default: install what is needed, build
+# sdnlab, and benchmark sdnlab's own controller (l2-learning) with the
+# cbench-style load driver: 16 emulated switches, 1000 MACs, OpenFlow 1.0,
+# throughput mode. Extra arguments go to `sdnlab bench ctl` (see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 scripts/install-deps.sh >&2
 cargo build --release --quiet -p sdnlab
-exec target/release/sdnlab ofp decode --pcap captures/ovs-learning-switch.pcapng "$@"
+exec target/release/sdnlab bench ctl "$@"

@@ -15,5 +15,7 @@ step "tests";        cargo test --workspace --quiet
 step "fuzz (60 s)";  scripts/fuzz.sh 60
 step "bench smoke: codec vs os-ken"; scripts/bench-codec.sh --quick
 step "bench smoke: net up/down";    scripts/bench-net.sh 1
-step "main command"; cargo run --release --quiet -p sdnlab -- ofp decode --pcap captures/ovs-learning-switch.pcapng > /dev/null
+step "bench smoke: controller vs peers"; scripts/bench-ctl.sh 1
+step "main command"; scripts/main.sh --loops 1 --loop-ms 500
+step "decode the bundled capture"; cargo run --release --quiet -p sdnlab -- ofp decode --pcap captures/ovs-learning-switch.pcapng > /dev/null
 step "all passed"

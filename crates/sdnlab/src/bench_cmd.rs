@@ -22,6 +22,8 @@ pub struct BenchArgs {
 
 pub fn run(a: BenchArgs) -> ExitCode {
     let fail = |m: String| crate::net_cmd::fail(m);
+    // Thousands of emulated switches need thousands of descriptors.
+    controller::runtime::raise_fd_limit();
     let mut embedded = None;
     let target = match a.target {
         Some(t) => t,
