@@ -28,10 +28,32 @@ pub async fn up(
     app: Option<String>,
     keep_loops: bool,
 ) -> ExitCode {
+    // --app: sdnlab's own controller, started in this process for the run's lifetime.
+    let mut builtin = None;
+    let mut controller = controller;
     if let Some(app) = app {
-        return fail(format!(
-            "--app {app}: the built-in controller is not built yet (issue 4); give --controller HOST:PORT"
-        ));
+        if kind == SwitchKind::Bridge {
+            return fail("--app needs OpenFlow switches: add --switch ovs");
+        }
+        let factory = match controller::app::by_name(&app) {
+            Ok(f) => f,
+            Err(e) => return fail(e),
+        };
+        let h = controller::runtime::start(controller::runtime::Config {
+            listen: vec!["127.0.0.1:0".parse().expect("literal")],
+            workers: 1,
+            apps: vec![factory],
+            session: ofconn::Config::default(),
+            verbose: false,
+        });
+        match h {
+            Ok(h) => {
+                controller = Some(h.local_addrs[0].to_string());
+                eprintln!("sdnlab: built-in controller with app {app} on {}", h.local_addrs[0]);
+                builtin = Some(h);
+            }
+            Err(e) => return fail(format!("starting the built-in controller: {e}")),
+        }
     }
     if let Some(c) = &controller {
         if c.parse::<std::net::SocketAddr>().is_err() {
@@ -91,7 +113,9 @@ pub async fn up(
     }
     let t = Instant::now();
     let id = net.state.id.clone();
-    match net.down().await {
+    let down = net.down().await;
+    drop(builtin);
+    match down {
         Ok(()) => {
             println!("run {id} down in {:.2} s", t.elapsed().as_secs_f64());
             ExitCode::SUCCESS

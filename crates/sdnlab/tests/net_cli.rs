@@ -330,3 +330,16 @@ fn bad_topologies_get_one_line_per_problem() {
     ]);
     assert!(text(&out.stderr).contains("--switch ovs"));
 }
+
+#[test]
+fn ovs_switches_with_the_built_in_controller() {
+    for app in ["l2-learning", "hub"] {
+        let up = Up::start(&["linear,3", "--switch", "ovs", "--app", app]);
+        pingall_until_complete(&up, Duration::from_secs(15));
+        up.down();
+    }
+    let out = sdnlab(&["net", "up", "single,2", "--app", "l2-learning"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--switch ovs"));
+    let out = sdnlab(&["net", "up", "single,2", "--switch", "ovs", "--app", "nonesuch"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown app 'nonesuch'"));
+}
