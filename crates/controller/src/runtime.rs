@@ -15,7 +15,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, Notify};
 
 #[derive(Clone)]
@@ -206,7 +206,6 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     let mut sess = Session::new(shared.cfg.session.clone(), Instant::now());
     let evict = Arc::new(Notify::new());
     let mut dpid: Option<u64> = None;
-    let mut buf = vec![0u8; 64 * 1024];
     let mut reason = None;
     loop {
         if !sess.transmit().is_empty() {
@@ -230,14 +229,29 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
             continue;
         }
         tokio::select! {
-            r = stream.read(&mut buf) => match r {
-                Ok(0) | Err(_) => sess.on_eof(),
-                Ok(n) => {
-                    sess.on_bytes(&buf[..n], Instant::now(), &mut |s, pi| dispatch_packet_in(&mut apps, s, pi));
-                    // Applications see `switch_up` before the PACKET_INs that came with the handshake.
-                    while sess.held() {
-                        handle_events(&mut sess, &mut apps, &shared, id, &evict, &mut dpid, &mut reason);
-                        sess.resume(Instant::now(), &mut |s, pi| dispatch_packet_in(&mut apps, s, pi));
+            r = stream.readable() => {
+                // Read into the worker's buffer (sessions keep none of their own):
+                // the borrow ends before the next await.
+                let got = READ_BUF.with(|b| {
+                    let mut b = b.borrow_mut();
+                    match stream.try_read(&mut b[..]) {
+                        Ok(0) => Some(Err(())),
+                        Ok(n) => {
+                            sess.on_bytes(&b[..n], Instant::now(), &mut |s, pi| dispatch_packet_in(&mut apps, s, pi));
+                            Some(Ok(()))
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+                        Err(_) => Some(Err(())),
+                    }
+                });
+                match (r, got) {
+                    (Err(_), _) | (_, Some(Err(()))) => sess.on_eof(),
+                    _ => {
+                        // Applications see `switch_up` before the PACKET_INs that came with the handshake.
+                        while sess.held() {
+                            handle_events(&mut sess, &mut apps, &shared, id, &evict, &mut dpid, &mut reason);
+                            sess.resume(Instant::now(), &mut |s, pi| dispatch_packet_in(&mut apps, s, pi));
+                        }
                     }
                 }
             },
@@ -269,6 +283,11 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     if shared.cfg.verbose {
         log(format_args!("session {id} (dpid {:?}) ended: {:?}", dpid, reason));
     }
+}
+
+thread_local! {
+    /// Each worker's read buffer, shared by all its sessions.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
 }
 
 fn dispatch_packet_in(apps: &mut [Box<dyn SwitchApp>], sw: &mut Session, pi: &ofwire::hot::PacketInView) {

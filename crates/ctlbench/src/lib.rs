@@ -141,7 +141,7 @@ async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, dpid: u6
             .expect("hello"),
     )
     .await?;
-    let mut buf = vec![0u8; 65536];
+    let mut buf = vec![0u8; 8192];
     loop {
         while let Some(raw) = framer
             .next_message()
@@ -241,9 +241,21 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
         })
         .collect();
     let learn: Vec<Vec<u8>> = (0..cfg.macs).map(|i| frame(mac(t.idx, i), [0xff; 6])).collect();
-    let mut sent_at: Vec<Option<Instant>> = vec![None; MAX_OUTSTANDING];
-    let mut out = Vec::with_capacity(256 * 1024);
-    let mut buf = vec![0u8; 256 * 1024];
+    let window = if cfg.mode == Mode::Latency {
+        1
+    } else {
+        cfg.window.clamp(1, MAX_OUTSTANDING / 4)
+    };
+    // Each slot remembers which request it holds, so a late or duplicate
+    // answer is never credited to a later request in the same slot.
+    let slots = (window * 4).next_power_of_two().max(16);
+    let started = Instant::now();
+    let mut sent_at: Vec<(u32, Instant)> = vec![(0, started); slots];
+    // Per-switch buffers shrink as switches multiply (memory stays bounded).
+    let size = (4 << 20) / cfg.switches.max(1);
+    let size = size.clamp(4096, 256 * 1024);
+    let mut out = Vec::with_capacity(size);
+    let mut buf = vec![0u8; size];
     let mut seq: u32 = 1;
     let mut outstanding = 0usize;
     // Learning phase: every MAC once, as a broadcast; answers are drained below.
@@ -263,8 +275,8 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
     let mut next_mac = 0usize;
     while !t.stop.load(Ordering::Relaxed) {
         while outstanding < window {
-            let id = seq as usize % MAX_OUTSTANDING;
-            sent_at[id] = Some(Instant::now());
+            let id = seq as usize % slots;
+            sent_at[id] = (seq, Instant::now());
             let at = out.len();
             out.extend_from_slice(&templates[next_mac]);
             out[at + 4..at + 8].copy_from_slice(&seq.to_be_bytes());
@@ -307,7 +319,8 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             if b == 0 || b == u32::MAX {
                 continue; // an answer to the learning phase (or unbuffered)
             }
-            match sent_at[b as usize % MAX_OUTSTANDING].take() {
+            let slot = &mut sent_at[b as usize % slots];
+            match (slot.0 == b).then(|| std::mem::replace(slot, (0, started)).1) {
                 Some(at) => {
                     matched += 1;
                     outstanding = outstanding.saturating_sub(1);

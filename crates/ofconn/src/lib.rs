@@ -131,12 +131,14 @@ impl Session {
     /// A new session; our HELLO is queued at once.
     pub fn new(cfg: Config, now: Instant) -> Session {
         let mut s = Session {
-            framer: Framer::new(cfg.max_message),
+            // Both buffers start empty and grow with the traffic: an idle
+            // session costs little, so tens of thousands fit in memory.
+            framer: Framer::unallocated(cfg.max_message),
             cfg,
             phase: Phase::AwaitHello,
             version: 0,
             next_xid: 1,
-            out: Vec::with_capacity(64 * 1024),
+            out: Vec::new(),
             events: VecDeque::new(),
             started: now,
             last_rx: now,
