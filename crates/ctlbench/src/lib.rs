@@ -214,7 +214,7 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
     // Round trips are recorded by at most ~1024 switches (a histogram each),
     // so memory stays bounded with tens of thousands of switches.
     let sample_every = t.cfg.switches.div_ceil(1024).max(1);
-    let records = t.idx % sample_every == 0;
+    let records = t.idx.is_multiple_of(sample_every);
     let mut hist = if records {
         new_histogram()
     } else {
