@@ -155,23 +155,7 @@ impl Nl {
 
     /// Creates a veth pair `a` - `b` in this namespace, both down, both in `group`.
     pub async fn veth(&self, a: &str, b: &str, group: u32) -> io::Result<()> {
-        use netlink_packet_route::link::{InfoData, InfoVeth, LinkInfo};
-        let mut req = self.handle.link().add().veth(a.to_string(), b.to_string());
-        // rtnetlink's veth() sets the main end up; links come up when configured.
-        let msg = req.message_mut();
-        msg.header.flags.clear();
-        msg.header.change_mask.clear();
-        msg.attributes.push(LinkAttribute::Group(group));
-        for attr in msg.attributes.iter_mut() {
-            if let LinkAttribute::LinkInfo(infos) = attr {
-                for info in infos.iter_mut() {
-                    if let LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))) = info {
-                        p.attributes.push(LinkAttribute::Group(group));
-                    }
-                }
-            }
-        }
-        req.execute()
+        self.add_veth(b, a, group, LinkAttribute::Group(group))
             .await
             .map_err(|e| io_err(format!("create veth {a}/{b}: {e}")))
     }
@@ -180,11 +164,29 @@ impl Nl {
     /// namespace `netns` (no move afterwards, which would cost the kernel an
     /// RCU grace period under the global rtnl lock per interface).
     pub async fn veth_into(&self, name: &str, netns: &str, peer: &str, group: u32) -> io::Result<()> {
-        use netlink_packet_route::link::{InfoData, InfoVeth, LinkInfo};
         use std::os::fd::AsRawFd;
         let fd = File::open(netns_path(netns))?;
-        let mut req = self.handle.link().add().veth(peer.to_string(), name.to_string());
+        let r = self
+            .add_veth(name, peer, group, LinkAttribute::NetNsFd(fd.as_raw_fd()))
+            .await
+            .map_err(|e| io_err(format!("create veth {name} with {peer} in {netns}: {e}")));
+        drop(fd);
+        r
+    }
+
+    /// One RTM_NEWLINK for a veth pair: `main` (down, in `group`) and `peer`
+    /// with one extra attribute.
+    async fn add_veth(
+        &self,
+        main: &str,
+        peer: &str,
+        group: u32,
+        peer_attr: LinkAttribute,
+    ) -> Result<(), rtnetlink::Error> {
+        use netlink_packet_route::link::{InfoData, InfoVeth, LinkInfo};
+        let mut req = self.handle.link().add().veth(peer.to_string(), main.to_string());
         let msg = req.message_mut();
+        // rtnetlink's veth() sets the main end up; links come up when configured.
         msg.header.flags.clear();
         msg.header.change_mask.clear();
         msg.attributes.push(LinkAttribute::Group(group));
@@ -192,17 +194,12 @@ impl Nl {
             if let LinkAttribute::LinkInfo(infos) = attr {
                 for info in infos.iter_mut() {
                     if let LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(p))) = info {
-                        p.attributes.push(LinkAttribute::NetNsFd(fd.as_raw_fd()));
+                        p.attributes.push(peer_attr.clone());
                     }
                 }
             }
         }
-        let r = req
-            .execute()
-            .await
-            .map_err(|e| io_err(format!("create veth {name} with {peer} in {netns}: {e}")));
-        drop(fd);
-        r
+        req.execute().await
     }
 
     /// Moves interface `name` into namespace `netns`, renaming it `new_name` there.
