@@ -41,11 +41,46 @@ pub struct Stats {
     pub errors_sent: AtomicU64,
 }
 
+/// A switch whose handshake completed, as other threads see it.
+struct Registered {
+    session: u64,
+    evict: Arc<Notify>,
+    info: ofconn::SwitchInfo,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+/// What a request from another thread (the REST API) waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Every part of the reply with the request's xid (multipart/stats replies).
+    Reply,
+    /// A barrier sent after the request: the request is in effect.
+    Barrier,
+}
+
+/// A message for a switch from another thread; the answer comes back on `reply`.
+pub struct Command {
+    pub body: ofwire::Body,
+    pub wait: Wait,
+    pub reply: tokio::sync::oneshot::Sender<Result<Vec<ofwire::Message>, String>>,
+}
+
+/// A command in flight inside a session.
+struct Pending {
+    /// The xid whose answer completes it (the request's, or the barrier's).
+    done_xid: u32,
+    /// The request's own xid (an ERROR with it fails the command).
+    request_xid: u32,
+    wait: Wait,
+    got: Vec<ofwire::Message>,
+    reply: tokio::sync::oneshot::Sender<Result<Vec<ofwire::Message>, String>>,
+}
+
 struct Shared {
     cfg: Config,
     stats: Arc<Stats>,
-    /// datapath id -> (session number, how to close it).
-    switches: Mutex<HashMap<u64, (u64, Arc<Notify>)>>,
+    /// datapath id -> the session that serves it.
+    switches: Mutex<HashMap<u64, Registered>>,
     next_session: AtomicU64,
     stop: AtomicBool,
 }
@@ -75,6 +110,38 @@ impl Handle {
             .collect();
         v.sort();
         v
+    }
+
+    /// What the handshakes reported, by datapath id.
+    pub fn switch_infos(&self) -> Vec<ofconn::SwitchInfo> {
+        let mut v: Vec<_> = self
+            .shared
+            .switches
+            .lock()
+            .expect("registry lock")
+            .values()
+            .map(|r| r.info.clone())
+            .collect();
+        v.sort_by_key(|i| i.datapath_id);
+        v
+    }
+
+    /// Sends `body` to switch `dpid` and waits (5 s at most) for what `wait` says.
+    pub async fn request(&self, dpid: u64, body: ofwire::Body, wait: Wait) -> Result<Vec<ofwire::Message>, String> {
+        let tx = {
+            let reg = self.shared.switches.lock().expect("registry lock");
+            reg.get(&dpid)
+                .map(|r| r.commands.clone())
+                .ok_or_else(|| format!("no switch {dpid:#x}"))?
+        };
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        tx.send(Command { body, wait, reply })
+            .map_err(|_| format!("switch {dpid:#x} went away"))?;
+        match tokio::time::timeout(Duration::from_secs(5), rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(format!("switch {dpid:#x} went away")),
+            Err(_) => Err(format!("switch {dpid:#x} did not answer within 5 s")),
+        }
     }
 }
 
@@ -204,9 +271,16 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     shared.stats.sessions_total.fetch_add(1, Ordering::Relaxed);
     let mut apps: Vec<Box<dyn SwitchApp>> = shared.cfg.apps.iter().map(|f| f()).collect();
     let mut sess = Session::new(shared.cfg.session.clone(), Instant::now());
-    let evict = Arc::new(Notify::new());
-    let mut dpid: Option<u64> = None;
-    let mut reason = None;
+    let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel::<Command>();
+    let mut local = Local {
+        id,
+        evict: Arc::new(Notify::new()),
+        dpid: None,
+        reason: None,
+        commands: cmd_tx,
+        pending: Vec::new(),
+    };
+    let evict = local.evict.clone();
     loop {
         if !sess.transmit().is_empty() {
             let mut out = std::mem::take(sess.transmit());
@@ -217,7 +291,7 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
                 sess.close(CloseReason::Local("write failed".into()));
             }
         }
-        handle_events(&mut sess, &mut apps, &shared, id, &evict, &mut dpid, &mut reason);
+        handle_events(&mut sess, &mut apps, &shared, &mut local);
         if sess.is_closed() {
             break;
         }
@@ -249,7 +323,7 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
                     _ => {
                         // Applications see `switch_up` before the PACKET_INs that came with the handshake.
                         while sess.held() {
-                            handle_events(&mut sess, &mut apps, &shared, id, &evict, &mut dpid, &mut reason);
+                            handle_events(&mut sess, &mut apps, &shared, &mut local);
                             sess.resume(Instant::now(), &mut |s, pi| dispatch_packet_in(&mut apps, s, pi));
                         }
                     }
@@ -257,6 +331,7 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
             },
             _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
             _ = evict.notified() => sess.close(CloseReason::Local("another connection announced the same datapath id".into())),
+            Some(cmd) = cmd_rx.recv() => start_command(&mut sess, &mut local, cmd),
         }
     }
     // Last words (an OFPT_ERROR before a close) go out before the socket closes.
@@ -264,9 +339,13 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
         let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(sess.transmit())).await;
     }
     let _ = stream.shutdown().await;
+    for p in local.pending.drain(..) {
+        let _ = p.reply.send(Err("the session ended".into()));
+    }
+    let (dpid, reason) = (local.dpid, local.reason.take());
     if let Some(d) = dpid {
         let mut reg = shared.switches.lock().expect("registry lock");
-        if reg.get(&d).map(|(sid, _)| *sid) == Some(id) {
+        if reg.get(&d).map(|r| r.session) == Some(id) {
             reg.remove(&d);
         }
         drop(reg);
@@ -298,34 +377,109 @@ fn dispatch_packet_in(apps: &mut [Box<dyn SwitchApp>], sw: &mut Session, pi: &of
     }
 }
 
-fn handle_events(
-    sess: &mut Session,
-    apps: &mut [Box<dyn SwitchApp>],
-    shared: &Shared,
+/// A session's own state besides the protocol machine.
+struct Local {
     id: u64,
-    evict: &Arc<Notify>,
-    dpid: &mut Option<u64>,
-    reason: &mut Option<CloseReason>,
-) {
+    evict: Arc<Notify>,
+    dpid: Option<u64>,
+    reason: Option<CloseReason>,
+    commands: mpsc::UnboundedSender<Command>,
+    pending: Vec<Pending>,
+}
+
+/// Sends a command's message (and a barrier when asked) and remembers it.
+fn start_command(sess: &mut Session, local: &mut Local, cmd: Command) {
+    if sess.phase() != ofconn::Phase::Ready {
+        let _ = cmd.reply.send(Err("the switch is not ready".into()));
+        return;
+    }
+    let version = sess.version();
+    let xid = sess.xid();
+    let msg = ofwire::Message {
+        version,
+        xid,
+        body: cmd.body,
+    };
+    let mut bytes = Vec::new();
+    if let Err(e) = msg.encode(&mut bytes) {
+        let _ = cmd.reply.send(Err(e.to_string()));
+        return;
+    }
+    sess.transmit().extend_from_slice(&bytes);
+    let done_xid = match cmd.wait {
+        Wait::Reply => xid,
+        Wait::Barrier if version == ofwire::OFP10_VERSION => sess.send10(ofwire::v10::Body::BarrierRequest),
+        Wait::Barrier => sess.send13(ofwire::v13::Body::BarrierRequest),
+    };
+    local.pending.push(Pending {
+        done_xid,
+        request_xid: xid,
+        wait: cmd.wait,
+        got: Vec::new(),
+        reply: cmd.reply,
+    });
+}
+
+/// Gives a message to the command waiting for it, if any; true when it did.
+fn complete_command(local: &mut Local, m: &ofwire::Message) -> bool {
+    use ofwire::{v10, v13, Body};
+    let Some(i) = local
+        .pending
+        .iter()
+        .position(|p| p.done_xid == m.xid || p.request_xid == m.xid)
+    else {
+        return false;
+    };
+    let is_error = matches!(m.body, Body::V10(v10::Body::Error(_)) | Body::V13(v13::Body::Error(_)));
+    let more = match &m.body {
+        Body::V10(v10::Body::StatsReply(r)) => r.flags & v10::STATS_REPLY_MORE != 0,
+        Body::V13(v13::Body::MultipartReply(r)) => r.flags & v13::MULTIPART_MORE != 0,
+        _ => false,
+    };
+    let p = &mut local.pending[i];
+    let finished = is_error || m.xid == p.done_xid && (p.wait == Wait::Barrier || !more);
+    if p.wait == Wait::Reply || is_error {
+        p.got.push(m.clone());
+    }
+    if finished {
+        let p = local.pending.remove(i);
+        let r = if is_error {
+            Err(format!(
+                "the switch answered with an error: {}",
+                p.got.last().map(|m| m.to_string()).unwrap_or_default()
+            ))
+        } else {
+            Ok(p.got)
+        };
+        let _ = p.reply.send(r);
+    }
+    true
+}
+
+fn handle_events(sess: &mut Session, apps: &mut [Box<dyn SwitchApp>], shared: &Shared, local: &mut Local) {
+    let id = local.id;
     while let Some(ev) = sess.poll_event() {
         match ev {
             Event::Up(info) => {
                 let d = info.datapath_id;
-                let old = shared
-                    .switches
-                    .lock()
-                    .expect("registry lock")
-                    .insert(d, (id, evict.clone()));
-                if let Some((old_id, notify)) = old {
+                let entry = Registered {
+                    session: id,
+                    evict: local.evict.clone(),
+                    info: info.clone(),
+                    commands: local.commands.clone(),
+                };
+                let old = shared.switches.lock().expect("registry lock").insert(d, entry);
+                if let Some(old) = old {
                     // The switch reconnected: the older connection is stale.
-                    notify.notify_one();
+                    old.evict.notify_one();
                     shared.stats.replaced_duplicates.fetch_add(1, Ordering::Relaxed);
                     log(format_args!(
-                        "datapath {d:#x}: new session {id} replaces session {old_id}"
+                        "datapath {d:#x}: new session {id} replaces session {}",
+                        old.session
                     ));
                 }
                 shared.stats.switches_up.fetch_add(1, Ordering::Relaxed);
-                *dpid = Some(d);
+                local.dpid = Some(d);
                 if shared.cfg.verbose {
                     log(format_args!(
                         "switch {d:#018x} up (OpenFlow {:#04x}, {} ports)",
@@ -338,6 +492,9 @@ fn handle_events(
                 }
             }
             Event::Message(m) => {
+                if complete_command(local, &m) {
+                    continue;
+                }
                 for app in apps.iter_mut() {
                     app.message(sess, &m);
                 }
@@ -350,7 +507,7 @@ fn handle_events(
                     ));
                 }
             }
-            Event::Closed(r) => *reason = Some(r),
+            Event::Closed(r) => local.reason = Some(r),
         }
     }
 }

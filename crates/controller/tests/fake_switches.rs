@@ -317,3 +317,85 @@ async fn thousands_of_sessions_complete_their_handshakes() {
         sw.echo().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_from_other_threads_get_their_replies() {
+    let ctl = std::sync::Arc::new(start(Duration::from_secs(5)));
+    let mut sw = Fake::connect(ctl.local_addrs[0], OFP13_VERSION, 0x77).await;
+    assert_eq!(ctl.switch_infos()[0].datapath_id, 0x77);
+    let c = ctl.clone();
+    let req = tokio::spawn(async move {
+        let body = v13::MultipartRequestBody::Desc;
+        c.request(
+            0x77,
+            Body::V13(v13::Body::MultipartRequest(v13::MultipartRequest { flags: 0, body })),
+            runtime::Wait::Reply,
+        )
+        .await
+    });
+    // The fake switch answers in two parts.
+    let m = loop {
+        let m = sw.recv().await.unwrap();
+        if m.type_name() == "MULTIPART_REQUEST" {
+            break m;
+        }
+    };
+    for more in [v13::MULTIPART_MORE, 0] {
+        let body = v13::MultipartReplyBody::Desc(ofwire::DescStats::default());
+        sw.send(&Message::v13(
+            m.xid,
+            v13::Body::MultipartReply(v13::MultipartReply { flags: more, body }),
+        ))
+        .await;
+    }
+    let got = req.await.unwrap().unwrap();
+    assert_eq!(got.len(), 2);
+    // A barrier-confirmed FLOW_MOD, and an error reply failing the request.
+    let c = ctl.clone();
+    let req = tokio::spawn(async move {
+        c.request(
+            0x77,
+            Body::V13(v13::Body::FlowMod(v13::FlowMod::add(5))),
+            runtime::Wait::Barrier,
+        )
+        .await
+    });
+    let (mut fm_xid, mut barrier_xid) = (0, 0);
+    while barrier_xid == 0 {
+        let m = sw.recv().await.unwrap();
+        match m.type_name() {
+            "FLOW_MOD" => fm_xid = m.xid,
+            "BARRIER_REQUEST" => barrier_xid = m.xid,
+            _ => {}
+        }
+    }
+    assert_ne!(fm_xid, 0);
+    sw.send(&Message::v13(barrier_xid, v13::Body::BarrierReply)).await;
+    assert!(req.await.unwrap().unwrap().is_empty());
+    let c = ctl.clone();
+    let req = tokio::spawn(async move {
+        c.request(
+            0x77,
+            Body::V13(v13::Body::FlowMod(v13::FlowMod::add(6))),
+            runtime::Wait::Barrier,
+        )
+        .await
+    });
+    let fm = loop {
+        let m = sw.recv().await.unwrap();
+        if m.type_name() == "FLOW_MOD" {
+            break m;
+        }
+    };
+    let err = ofwire::ErrorMsg {
+        code: ErrorCode::FlowModFailed(ofwire::error::FlowModFailedCode::TableFull),
+        data: ofwire::Bytes(vec![]),
+    };
+    sw.send(&Message::v13(fm.xid, v13::Body::Error(err))).await;
+    assert!(req.await.unwrap().unwrap_err().contains("error"));
+    assert!(ctl
+        .request(0x99, Body::V13(v13::Body::BarrierRequest), runtime::Wait::Reply)
+        .await
+        .unwrap_err()
+        .contains("no switch"));
+}
