@@ -164,6 +164,20 @@ pub fn raise_fd_limit() -> u64 {
     }
 }
 
+/// Starts a controller running app `app` on a loopback port of its own,
+/// for use inside another program (benchmarks, `sdnlab net --app`, tests).
+pub fn start_local(app: &str, workers: usize) -> Result<Handle, String> {
+    let factory = crate::app::by_name(app)?;
+    start(Config {
+        listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
+        workers,
+        apps: vec![factory],
+        session: ofconn::Config::default(),
+        verbose: false,
+    })
+    .map_err(|e| format!("starting the built-in controller: {e}"))
+}
+
 /// Starts listeners and workers; returns once every listener is bound.
 pub fn start(cfg: Config) -> io::Result<Handle> {
     let limit = raise_fd_limit();

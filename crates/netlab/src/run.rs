@@ -564,7 +564,7 @@ pub async fn clean() -> Result<Vec<String>, String> {
     let mut removed = Vec::new();
     for (dir, st) in list_states() {
         if let Ok(st) = st {
-            if st.pid != std::process::id() && Path::new(&format!("/proc/{}", st.pid)).exists() && is_sdnlab(st.pid) {
+            if st.pid != std::process::id() && is_sdnlab(st.pid) {
                 // The `up` process still runs: ask it to tear down first.
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(st.pid as i32),
@@ -643,8 +643,8 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether a pid is an sdnlab process (so a recycled pid is never signalled).
-fn is_sdnlab(pid: u32) -> bool {
+/// Whether a live pid is an sdnlab process (so a recycled pid is never signalled).
+pub fn is_sdnlab(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|c| String::from_utf8_lossy(&c).contains("sdnlab"))
         .unwrap_or(false)

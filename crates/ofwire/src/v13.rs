@@ -1504,6 +1504,13 @@ fn counters(r: &mut Reader) -> Result<Vec<Counter>, DecodeError> {
     Ok(v)
 }
 
+fn encode_counters(list: &[Counter], out: &mut Vec<u8>) {
+    for c in list {
+        out.put_u64(c.packet_count);
+        out.put_u64(c.byte_count);
+    }
+}
+
 fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, DecodeError> {
     use MultipartReplyBody as B;
     let ty = r.u16()?;
@@ -1745,10 +1752,7 @@ fn encode_multipart_reply(m: &MultipartReply, out: &mut Vec<u8>) {
                 out.put_u64(g.byte_count);
                 out.put_u32(g.duration_sec);
                 out.put_u32(g.duration_nsec);
-                for c in &g.bucket_stats {
-                    out.put_u64(c.packet_count);
-                    out.put_u64(c.byte_count);
-                }
+                encode_counters(&g.bucket_stats, out);
                 patch_len_at(out, start, 0);
             }
         }
@@ -1781,10 +1785,7 @@ fn encode_multipart_reply(m: &MultipartReply, out: &mut Vec<u8>) {
                 out.put_u64(m.byte_in_count);
                 out.put_u32(m.duration_sec);
                 out.put_u32(m.duration_nsec);
-                for c in &m.band_stats {
-                    out.put_u64(c.packet_count);
-                    out.put_u64(c.byte_count);
-                }
+                encode_counters(&m.band_stats, out);
                 patch_len_at(out, start, 4);
             }
         }

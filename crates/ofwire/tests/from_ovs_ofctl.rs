@@ -4,6 +4,8 @@
 //! request it knows, answer what it waits for, and check that every message
 //! it sent decodes with us and re-encodes byte-exact.
 
+mod common;
+use common::record_vector;
 use ofwire::{v10, v13, Body, DescStats, Framer, Hello, Message, OFP10_VERSION, OFP13_VERSION};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -362,20 +364,5 @@ fn messages_from_ovs_ofctl_openflow10_decode_and_reencode_byte_exact() {
             "ovs-ofctl never sent {}: {types:?}",
             v10::msg_type::name(t)
         );
-    }
-}
-
-/// With SDNLAB_RECORD_VECTORS=FILE, appends each message received from the
-/// real peer as a `source hex` line (scripts/record-vectors.sh uses this to
-/// refresh crates/ofwire/tests/vectors/ovs.txt).
-fn record_vector(source: &str, raw: &[u8]) {
-    if let Ok(path) = std::env::var("SDNLAB_RECORD_VECTORS") {
-        use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .expect("vector file");
-        writeln!(f, "{source} {}", ofwire::types::to_hex(raw)).expect("write vector");
     }
 }

@@ -5,6 +5,8 @@
 //! PACKET_IN and a PORT_STATUS, and check that every message the switch
 //! sends decodes with us and re-encodes byte-exact.
 
+mod common;
+use common::record_vector;
 use ofwire::{v10, v13, Body, Framer, Hello, Message, OFP10_VERSION, OFP13_VERSION};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -535,20 +537,5 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
         BARRIER_REPLY,
     ] {
         assert!(types.contains(&t), "the switch never sent {}: {types:?}", name(t));
-    }
-}
-
-/// With SDNLAB_RECORD_VECTORS=FILE, appends each message received from the
-/// real peer as a `source hex` line (scripts/record-vectors.sh uses this to
-/// refresh crates/ofwire/tests/vectors/ovs.txt).
-fn record_vector(source: &str, raw: &[u8]) {
-    if let Ok(path) = std::env::var("SDNLAB_RECORD_VECTORS") {
-        use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .expect("vector file");
-        writeln!(f, "{source} {}", ofwire::types::to_hex(raw)).expect("write vector");
     }
 }

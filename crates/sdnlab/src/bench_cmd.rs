@@ -28,24 +28,14 @@ pub fn run(a: BenchArgs) -> ExitCode {
     let target = match a.target {
         Some(t) => t,
         None => {
-            let app = match controller::app::by_name(&a.app) {
-                Ok(f) => f,
-                Err(e) => return fail(e),
-            };
-            let h = controller::runtime::start(controller::runtime::Config {
-                listen: vec!["127.0.0.1:0".parse().expect("literal")],
-                workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-                apps: vec![app],
-                session: ofconn::Config::default(),
-                verbose: false,
-            });
-            match h {
+            let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            match controller::runtime::start_local(&a.app, workers) {
                 Ok(h) => {
                     let addr = h.local_addrs[0];
                     embedded = Some(h);
                     addr
                 }
-                Err(e) => return fail(format!("starting the embedded controller: {e}")),
+                Err(e) => return fail(e),
             }
         }
     };

@@ -35,24 +35,13 @@ pub async fn up(
         if kind == SwitchKind::Bridge {
             return fail("--app needs OpenFlow switches: add --switch ovs");
         }
-        let factory = match controller::app::by_name(&app) {
-            Ok(f) => f,
-            Err(e) => return fail(e),
-        };
-        let h = controller::runtime::start(controller::runtime::Config {
-            listen: vec!["127.0.0.1:0".parse().expect("literal")],
-            workers: 1,
-            apps: vec![factory],
-            session: ofconn::Config::default(),
-            verbose: false,
-        });
-        match h {
+        match controller::runtime::start_local(&app, 1) {
             Ok(h) => {
                 controller = Some(h.local_addrs[0].to_string());
                 eprintln!("sdnlab: built-in controller with app {app} on {}", h.local_addrs[0]);
                 builtin = Some(h);
             }
-            Err(e) => return fail(format!("starting the built-in controller: {e}")),
+            Err(e) => return fail(e),
         }
     }
     if let Some(c) = &controller {
@@ -189,10 +178,7 @@ pub async fn down(id: Option<&str>) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let alive = std::path::Path::new(&format!("/proc/{}", st.pid)).exists()
-        && std::fs::read(format!("/proc/{}/cmdline", st.pid))
-            .map(|c| String::from_utf8_lossy(&c).contains("sdnlab"))
-            .unwrap_or(false);
+    let alive = run::is_sdnlab(st.pid);
     let dir = std::path::Path::new(run::STATE_ROOT).join(&st.id);
     if alive {
         // The foreground `up` tears its own network down on SIGTERM.
