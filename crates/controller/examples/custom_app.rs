@@ -67,7 +67,7 @@ fn main() {
         listen: vec!["127.0.0.1:6653".parse().unwrap()],
         workers: 2,
         apps: vec![
-            Arc::new(|| Box::new(Counter::default()) as Box<dyn SwitchApp>),
+            Arc::new(|_: &controller::app::Context| Box::new(Counter::default()) as Box<dyn SwitchApp>),
             controller::app::by_name("l2-learning").unwrap(),
         ],
         session: ofconn::Config::default(),

@@ -4,4 +4,5 @@
 
 pub mod app;
 pub mod apps;
+pub mod driver;
 pub mod runtime;

@@ -1,0 +1,426 @@
+//! One switch's controller side without I/O: the OpenFlow session, the
+//! application instances, commands from other threads and the switch's
+//! entry in the registry. The runtime feeds it bytes read from a socket
+//! and writes out what it transmits; a simulation (tests/fakenet) feeds it
+//! bytes from an emulated switch. Both see the same behaviour.
+
+use crate::app::{AppFactory, SwitchApp, Verdict};
+use ofconn::{CloseReason, Event, Session};
+use ofwire::{v10, v13, Body, Message};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// Controller-wide counters (touched per session, never per message).
+#[derive(Default, Debug)]
+pub struct Stats {
+    pub sessions_active: AtomicU64,
+    pub sessions_total: AtomicU64,
+    pub switches_up: AtomicU64,
+    pub refused: AtomicU64,
+    pub replaced_duplicates: AtomicU64,
+    /// Messages of sessions that have ended (live sessions report their own).
+    pub messages_in: AtomicU64,
+    pub messages_out: AtomicU64,
+    pub errors_sent: AtomicU64,
+}
+
+/// What a request from another thread waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Every part of the reply with the request's xid (multipart/stats replies).
+    Reply,
+    /// A barrier sent after the request: the request is in effect.
+    Barrier,
+}
+
+pub type Answer = Result<Vec<Message>, String>;
+
+/// Work for a switch's session from another thread.
+pub enum Command {
+    /// Send `body` and answer with what `wait` says.
+    Request {
+        body: Body,
+        wait: Wait,
+        reply: oneshot::Sender<Answer>,
+    },
+    /// Send `body`, expect nothing (apps steering other switches).
+    Send(Body),
+    /// Report the session's counters.
+    Counters(oneshot::Sender<ofconn::Counters>),
+}
+
+/// A switch whose handshake completed, as other threads see it.
+pub(crate) struct Registered {
+    session: u64,
+    evict: Arc<Notify>,
+    pub(crate) info: ofconn::SwitchInfo,
+    pub(crate) commands: mpsc::UnboundedSender<Command>,
+}
+
+/// The switches that completed their handshake, by datapath id; the only
+/// state shared between workers (touched when a switch comes and goes, and
+/// by requests from other threads, never per PACKET_IN).
+#[derive(Clone, Default)]
+pub struct Registry(pub(crate) Arc<Mutex<HashMap<u64, Registered>>>);
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Registered>> {
+        // A panicking app must not take every other switch down with it.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn datapath_ids(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.lock().keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    pub fn infos(&self) -> Vec<ofconn::SwitchInfo> {
+        let mut v: Vec<_> = self.lock().values().map(|r| r.info.clone()).collect();
+        v.sort_by_key(|i| i.datapath_id);
+        v
+    }
+
+    pub fn commands(&self, dpid: u64) -> Option<mpsc::UnboundedSender<Command>> {
+        self.lock().get(&dpid).map(|r| r.commands.clone())
+    }
+
+    /// Hands a command to switch `dpid`'s session; false when there is no such switch.
+    pub fn command(&self, dpid: u64, cmd: Command) -> bool {
+        match self.commands(dpid) {
+            Some(tx) => tx.send(cmd).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// What applications can reach beyond their own switch.
+#[derive(Clone, Default)]
+pub struct Context {
+    pub registry: Registry,
+}
+
+impl Context {
+    /// Sends `body` to switch `dpid` (through its session, on its worker);
+    /// false when that switch is not connected. The body must be in the
+    /// switch's version (`version_of`).
+    pub fn send(&self, dpid: u64, body: Body) -> bool {
+        self.registry.command(dpid, Command::Send(body))
+    }
+
+    pub fn version_of(&self, dpid: u64) -> Option<u8> {
+        self.registry.lock().get(&dpid).map(|r| r.info.version)
+    }
+}
+
+/// What every switch's driver of one controller shares.
+#[derive(Clone)]
+pub struct Environment {
+    pub apps: Vec<AppFactory>,
+    pub session: ofconn::Config,
+    pub ctx: Context,
+    pub stats: Arc<Stats>,
+    /// Log sessions and malformed messages to stderr.
+    pub verbose: bool,
+}
+
+/// A command in flight inside a session.
+struct Pending {
+    /// The xid whose answer completes it (the request's, or the barrier's).
+    done_xid: u32,
+    /// The request's own xid (an ERROR with it fails the command).
+    request_xid: u32,
+    wait: Wait,
+    got: Vec<Message>,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// One switch's controller side.
+pub struct Driver {
+    pub sess: Session,
+    apps: Vec<Box<dyn SwitchApp>>,
+    ctx: Context,
+    stats: Arc<Stats>,
+    id: u64,
+    verbose: bool,
+    pub evict: Arc<Notify>,
+    commands: mpsc::UnboundedSender<Command>,
+    dpid: Option<u64>,
+    reason: Option<CloseReason>,
+    pending: Vec<Pending>,
+}
+
+fn log(msg: impl std::fmt::Display) {
+    eprintln!("controller: {msg}");
+}
+
+fn dispatch_packet_in(apps: &mut [Box<dyn SwitchApp>], sw: &mut Session, pi: &ofwire::hot::PacketInView) {
+    for app in apps.iter_mut() {
+        if app.packet_in(sw, pi) == Verdict::Done {
+            break;
+        }
+    }
+}
+
+impl Driver {
+    /// A new session (our HELLO queued) with fresh app instances. Commands
+    /// sent on `commands` must be given to `on_command`.
+    pub fn new(id: u64, env: &Environment, commands: mpsc::UnboundedSender<Command>, now: Instant) -> Driver {
+        env.stats.sessions_active.fetch_add(1, Ordering::Relaxed);
+        env.stats.sessions_total.fetch_add(1, Ordering::Relaxed);
+        Driver {
+            sess: Session::new(env.session.clone(), now),
+            apps: env.apps.iter().map(|f| f(&env.ctx)).collect(),
+            ctx: env.ctx.clone(),
+            stats: env.stats.clone(),
+            id,
+            verbose: env.verbose,
+            evict: Arc::new(Notify::new()),
+            commands,
+            dpid: None,
+            reason: None,
+            pending: Vec::new(),
+        }
+    }
+
+    pub fn datapath_id(&self) -> Option<u64> {
+        self.dpid
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.sess.is_closed()
+    }
+
+    /// Bytes to write to the switch; the caller drains what it wrote.
+    pub fn transmit(&mut self) -> &mut Vec<u8> {
+        self.sess.transmit()
+    }
+
+    /// Bytes read from the switch.
+    pub fn on_bytes(&mut self, data: &[u8], now: Instant) {
+        let apps = &mut self.apps;
+        self.sess
+            .on_bytes(data, now, &mut |s, pi| dispatch_packet_in(apps, s, pi));
+        // Applications see `switch_up` before the PACKET_INs that came with the handshake.
+        while self.sess.held() {
+            self.handle_events();
+            let apps = &mut self.apps;
+            self.sess.resume(now, &mut |s, pi| dispatch_packet_in(apps, s, pi));
+        }
+        self.handle_events();
+    }
+
+    pub fn on_eof(&mut self) {
+        self.sess.on_eof();
+        self.handle_events();
+    }
+
+    pub fn close(&mut self, reason: CloseReason) {
+        self.sess.close(reason);
+        self.handle_events();
+    }
+
+    /// Runs the session's and the applications' timers; returns when to call again.
+    pub fn on_timer(&mut self, now: Instant) -> Option<Instant> {
+        let mut next = self.sess.on_timer(now);
+        if self.sess.phase() == ofconn::Phase::Ready {
+            for app in self.apps.iter_mut() {
+                if let Some(t) = app.on_timer(&mut self.sess, now) {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
+        }
+        self.handle_events();
+        next
+    }
+
+    pub fn on_command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Counters(reply) => {
+                let _ = reply.send(self.sess.counters);
+            }
+            Command::Send(body) => {
+                if self.sess.phase() == ofconn::Phase::Ready {
+                    let _ = self.send_body(body);
+                }
+            }
+            Command::Request { body, wait, reply } => self.start_request(body, wait, reply),
+        }
+    }
+
+    /// Encodes `body` in the session's version; returns its xid.
+    fn send_body(&mut self, body: Body) -> Result<u32, String> {
+        let version = self.sess.version();
+        let matches = match &body {
+            Body::V10(_) => version == ofwire::OFP10_VERSION,
+            Body::V13(_) => version == ofwire::OFP13_VERSION,
+            _ => true,
+        };
+        if !matches {
+            return Err(format!("message is not in the switch's version {version:#04x}"));
+        }
+        let xid = self.sess.xid();
+        let msg = Message { version, xid, body };
+        let mut bytes = Vec::new();
+        msg.encode(&mut bytes).map_err(|e| e.to_string())?;
+        self.sess.transmit().extend_from_slice(&bytes);
+        self.sess.counters.tx_messages += 1;
+        Ok(xid)
+    }
+
+    /// Sends a request's message (and a barrier when asked) and remembers it.
+    fn start_request(&mut self, body: Body, wait: Wait, reply: oneshot::Sender<Answer>) {
+        if self.sess.phase() != ofconn::Phase::Ready {
+            let _ = reply.send(Err("the switch is not ready".into()));
+            return;
+        }
+        let xid = match self.send_body(body) {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        let done_xid = match wait {
+            Wait::Reply => xid,
+            Wait::Barrier if self.sess.version() == ofwire::OFP10_VERSION => {
+                self.sess.send10(v10::Body::BarrierRequest)
+            }
+            Wait::Barrier => self.sess.send13(v13::Body::BarrierRequest),
+        };
+        self.pending.push(Pending {
+            done_xid,
+            request_xid: xid,
+            wait,
+            got: Vec::new(),
+            reply,
+        });
+    }
+
+    /// Gives a message to the request waiting for it, if any; true when it did.
+    fn complete_request(&mut self, m: &Message) -> bool {
+        let Some(i) = self
+            .pending
+            .iter()
+            .position(|p| p.done_xid == m.xid || p.request_xid == m.xid)
+        else {
+            return false;
+        };
+        let is_error = matches!(m.body, Body::V10(v10::Body::Error(_)) | Body::V13(v13::Body::Error(_)));
+        let more = match &m.body {
+            Body::V10(v10::Body::StatsReply(r)) => r.flags & v10::STATS_REPLY_MORE != 0,
+            Body::V13(v13::Body::MultipartReply(r)) => r.flags & v13::MULTIPART_MORE != 0,
+            _ => false,
+        };
+        let p = &mut self.pending[i];
+        let finished = is_error || m.xid == p.done_xid && (p.wait == Wait::Barrier || !more);
+        if p.wait == Wait::Reply || is_error {
+            p.got.push(m.clone());
+        }
+        if finished {
+            let p = self.pending.remove(i);
+            let r = if is_error {
+                Err(format!(
+                    "the switch answered with an error: {}",
+                    p.got.last().map(|m| m.to_string()).unwrap_or_default()
+                ))
+            } else {
+                Ok(p.got)
+            };
+            let _ = p.reply.send(r);
+        }
+        true
+    }
+
+    fn handle_events(&mut self) {
+        let id = self.id;
+        while let Some(ev) = self.sess.poll_event() {
+            match ev {
+                Event::Up(info) => {
+                    let d = info.datapath_id;
+                    let entry = Registered {
+                        session: id,
+                        evict: self.evict.clone(),
+                        info: info.clone(),
+                        commands: self.commands.clone(),
+                    };
+                    let old = self.ctx.registry.lock().insert(d, entry);
+                    if let Some(old) = old {
+                        // The switch reconnected: the older connection is stale.
+                        old.evict.notify_one();
+                        self.stats.replaced_duplicates.fetch_add(1, Ordering::Relaxed);
+                        log(format_args!(
+                            "datapath {d:#x}: new session {id} replaces session {}",
+                            old.session
+                        ));
+                    }
+                    self.stats.switches_up.fetch_add(1, Ordering::Relaxed);
+                    self.dpid = Some(d);
+                    if self.verbose {
+                        log(format_args!(
+                            "switch {d:#018x} up (OpenFlow {:#04x}, {} ports)",
+                            info.version,
+                            info.ports.len()
+                        ));
+                    }
+                    for app in self.apps.iter_mut() {
+                        app.switch_up(&mut self.sess, &info);
+                    }
+                }
+                Event::Message(m) => {
+                    if self.complete_request(&m) {
+                        continue;
+                    }
+                    for app in self.apps.iter_mut() {
+                        app.message(&mut self.sess, &m);
+                    }
+                }
+                Event::Malformed(e) => {
+                    if self.verbose {
+                        log(format_args!(
+                            "session {id}: malformed message answered with {}: {}",
+                            e.code, e.what
+                        ));
+                    }
+                }
+                Event::Closed(r) => self.reason = Some(r),
+            }
+        }
+    }
+
+    /// The session is over (the socket is closed): answers what is pending,
+    /// leaves the registry, tells the apps, and adds the session's counters
+    /// to the controller's. Returns why it ended.
+    pub fn finish(mut self) -> Option<CloseReason> {
+        self.handle_events();
+        for p in self.pending.drain(..) {
+            let _ = p.reply.send(Err("the session ended".into()));
+        }
+        if let Some(d) = self.dpid {
+            let mut reg = self.ctx.registry.lock();
+            if reg.get(&d).map(|r| r.session) == Some(self.id) {
+                reg.remove(&d);
+            }
+            drop(reg);
+            for app in self.apps.iter_mut() {
+                app.switch_down(d);
+            }
+            self.stats.switches_up.fetch_sub(1, Ordering::Relaxed);
+        }
+        let c = self.sess.counters;
+        self.stats.messages_in.fetch_add(c.rx_messages, Ordering::Relaxed);
+        self.stats.messages_out.fetch_add(c.tx_messages, Ordering::Relaxed);
+        self.stats.errors_sent.fetch_add(c.rx_errors_sent, Ordering::Relaxed);
+        self.stats.sessions_active.fetch_sub(1, Ordering::Relaxed);
+        if self.verbose {
+            log(format_args!(
+                "session {} (dpid {:?}) ended: {:?}",
+                self.id, self.dpid, self.reason
+            ));
+        }
+        self.reason
+    }
+}
