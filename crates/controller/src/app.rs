@@ -5,9 +5,13 @@
 //! until one says it is done with it.
 
 pub use crate::driver::Context;
+use crate::paths::Paths;
+use crate::topology::Topology;
 use ofconn::{Session, SwitchInfo};
 use ofwire::hot::PacketInView;
 use ofwire::Message;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// What an application did with a PACKET_IN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +35,8 @@ pub trait SwitchApp: Send {
     }
     /// Any other message from the switch (PORT_STATUS, FLOW_REMOVED, stats replies, errors...).
     fn message(&mut self, _sw: &mut Session, _msg: &Message) {}
-    /// The session ended.
+    /// The switch left (its session ended and no newer session for the
+    /// same datapath id replaced it).
     fn switch_down(&mut self, _datapath_id: u64) {}
     /// Called whenever the switch's session wakes up (at least at the time
     /// last returned): periodic work such as LLDP probes. Returns when next.
@@ -42,20 +47,72 @@ pub trait SwitchApp: Send {
 
 /// Makes the per-switch instance of an application. The context reaches
 /// the other switches (network-wide apps such as `paths` steer them).
-pub type AppFactory = std::sync::Arc<dyn Fn(&Context) -> Box<dyn SwitchApp> + Send + Sync>;
+pub type AppFactory = Arc<dyn Fn(&Context) -> Box<dyn SwitchApp> + Send + Sync>;
 
-/// The applications `--app` can name.
+/// The names `--app` accepts.
+pub const NAMES: &str = "l2-learning, hub, topology, paths, null";
+
+/// Applications chosen by name, with the shared state of the network-wide
+/// ones (for the REST API).
+#[derive(Clone, Default)]
+pub struct AppSet {
+    /// In the order they see events.
+    pub names: Vec<String>,
+    pub factories: Vec<AppFactory>,
+    pub topology: Option<Arc<Topology>>,
+    pub paths: Option<Arc<Paths>>,
+}
+
+/// LLDP probe interval and link timeout of `topology`.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+pub const LINK_TIMEOUT: Duration = Duration::from_millis(3500);
+
+/// Builds the applications named, in order. `paths` needs `topology`: it is
+/// added just before `paths` when not named.
+pub fn build<S: AsRef<str>>(names: &[S]) -> Result<AppSet, String> {
+    let mut set = AppSet::default();
+    let mut names: Vec<&str> = names.iter().map(|n| n.as_ref()).collect();
+    if let Some(i) = names.iter().position(|n| *n == "paths") {
+        if !names.contains(&"topology") {
+            names.insert(i, "topology");
+        }
+    }
+    for name in names {
+        if set.names.iter().any(|n| n == name) {
+            return Err(format!("app '{name}' is named twice"));
+        }
+        let factory: AppFactory = match name {
+            "topology" => {
+                let t = Topology::new(PROBE_INTERVAL, LINK_TIMEOUT);
+                set.topology = Some(t.clone());
+                Arc::new(move |_: &Context| Box::new(t.app()) as Box<dyn SwitchApp>)
+            }
+            "paths" => {
+                let t = set
+                    .topology
+                    .clone()
+                    .ok_or("app 'paths' must come after 'topology' (it uses the links topology finds)")?;
+                let p = Paths::new(t);
+                set.paths = Some(p.clone());
+                Arc::new(move |ctx: &Context| Box::new(p.app(ctx)) as Box<dyn SwitchApp>)
+            }
+            other => by_name(other)?,
+        };
+        set.names.push(name.to_string());
+        set.factories.push(factory);
+    }
+    Ok(set)
+}
+
+/// One application by name (`topology` and `paths` with state of their own,
+/// which nothing else can read: use `build` to reach it).
 pub fn by_name(name: &str) -> Result<AppFactory, String> {
     Ok(match name {
-        "l2-learning" => {
-            std::sync::Arc::new(|_: &Context| Box::new(crate::apps::L2Learning::default()) as Box<dyn SwitchApp>)
-        }
-        "hub" => std::sync::Arc::new(|_: &Context| Box::new(crate::apps::Hub) as Box<dyn SwitchApp>),
-        "null" => std::sync::Arc::new(|_: &Context| Box::new(crate::apps::NullResponder) as Box<dyn SwitchApp>),
-        other => {
-            return Err(format!(
-                "unknown app '{other}': available are l2-learning, hub, null (topology and paths are not built yet)"
-            ))
-        }
+        "l2-learning" => Arc::new(|_: &Context| Box::new(crate::apps::L2Learning::default()) as Box<dyn SwitchApp>),
+        "hub" => Arc::new(|_: &Context| Box::new(crate::apps::Hub) as Box<dyn SwitchApp>),
+        "null" => Arc::new(|_: &Context| Box::new(crate::apps::NullResponder) as Box<dyn SwitchApp>),
+        "topology" => build(&["topology"])?.factories.remove(0),
+        "paths" => return Err("app 'paths' runs after 'topology': build both with app::build".into()),
+        other => return Err(format!("unknown app '{other}': available are {NAMES}")),
     })
 }

@@ -199,6 +199,15 @@ impl Driver {
         self.sess.transmit()
     }
 
+    /// Takes the bytes to send; `give_back` the buffer once written.
+    pub fn take_transmit(&mut self) -> Vec<u8> {
+        self.sess.take_transmit()
+    }
+
+    pub fn give_back(&mut self, buf: Vec<u8>) {
+        self.sess.give_back(buf)
+    }
+
     /// Bytes read from the switch.
     pub fn on_bytes(&mut self, data: &[u8], now: Instant) {
         let apps = &mut self.apps;
@@ -267,7 +276,6 @@ impl Driver {
         let mut bytes = Vec::new();
         msg.encode(&mut bytes).map_err(|e| e.to_string())?;
         self.sess.transmit().extend_from_slice(&bytes);
-        self.sess.counters.tx_messages += 1;
         Ok(xid)
     }
 
@@ -401,12 +409,17 @@ impl Driver {
         }
         if let Some(d) = self.dpid {
             let mut reg = self.ctx.registry.lock();
-            if reg.get(&d).map(|r| r.session) == Some(self.id) {
+            let owned = reg.get(&d).map(|r| r.session) == Some(self.id);
+            if owned {
                 reg.remove(&d);
             }
             drop(reg);
-            for app in self.apps.iter_mut() {
-                app.switch_down(d);
+            // A session replaced by a newer one for the same datapath id does
+            // not take the switch down: the switch is still there.
+            if owned {
+                for app in self.apps.iter_mut() {
+                    app.switch_down(d);
+                }
             }
             self.stats.switches_up.fetch_sub(1, Ordering::Relaxed);
         }

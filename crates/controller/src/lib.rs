@@ -5,4 +5,8 @@
 pub mod app;
 pub mod apps;
 pub mod driver;
+pub mod flows;
+pub mod lldp;
+pub mod paths;
 pub mod runtime;
+pub mod topology;

@@ -113,14 +113,15 @@ pub fn raise_fd_limit() -> u64 {
     }
 }
 
-/// Starts a controller running app `app` on a loopback port of its own,
-/// for use inside another program (benchmarks, `sdnlab net --app`, tests).
+/// Starts a controller running app `app` (or several, comma-separated) on
+/// a loopback port of its own, for use inside another program (benchmarks,
+/// `sdnlab net --app`, tests).
 pub fn start_local(app: &str, workers: usize) -> Result<Handle, String> {
-    let factory = crate::app::by_name(app)?;
+    let set = crate::app::build(&app.split(',').collect::<Vec<_>>())?;
     start(Config {
         listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
         workers,
-        apps: vec![factory],
+        apps: set.factories,
         session: ofconn::Config::default(),
         verbose: false,
     })
@@ -240,10 +241,9 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     let evict = d.evict.clone();
     loop {
         if !d.transmit().is_empty() {
-            let mut out = std::mem::take(d.transmit());
+            let out = d.take_transmit();
             let ok = stream.write_all(&out).await.is_ok();
-            out.clear();
-            *d.transmit() = out;
+            d.give_back(out);
             if !ok {
                 d.close(CloseReason::Local("write failed".into()));
             }
@@ -285,7 +285,8 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     }
     // Last words (an OFPT_ERROR before a close) go out before the socket closes.
     if !d.transmit().is_empty() {
-        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(d.transmit())).await;
+        let out = d.take_transmit();
+        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out)).await;
     }
     let _ = stream.shutdown().await;
     d.finish();

@@ -175,6 +175,27 @@ impl Session {
         &mut self.out
     }
 
+    /// Takes the bytes to send (written by the session and by applications
+    /// through `transmit`) and counts their messages; hand the buffer back
+    /// with `give_back` once written, so its capacity is reused.
+    pub fn take_transmit(&mut self) -> Vec<u8> {
+        let out = std::mem::take(&mut self.out);
+        let mut at = 0;
+        while at + 4 <= out.len() {
+            let len = u16::from_be_bytes([out[at + 2], out[at + 3]]) as usize;
+            self.counters.tx_messages += 1;
+            at += len.max(8);
+        }
+        out
+    }
+
+    pub fn give_back(&mut self, mut buf: Vec<u8>) {
+        if self.out.is_empty() {
+            buf.clear();
+            self.out = buf;
+        }
+    }
+
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -189,7 +210,6 @@ impl Session {
     fn queue(&mut self, m: &Message) {
         // Our own messages are well-formed by construction; a failure here is a bug.
         m.encode(&mut self.out).expect("controller-built message encodes");
-        self.counters.tx_messages += 1;
     }
 
     /// Sends a message in the negotiated version; returns its xid.

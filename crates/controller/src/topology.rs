@@ -1,0 +1,547 @@
+//! The `topology` app: the network-wide view of switches, ports and links.
+//! Each switch's instance sends an LLDP probe out of every port when the
+//! switch comes up and then every `probe_interval`; a probe that comes back
+//! as a PACKET_IN on another switch is a link (one direction; the other
+//! direction is the other switch's probe). Links go down when the port says
+//! so (PORT_STATUS), when a switch leaves, or when no probe crossed them for
+//! `link_timeout`. The view is shared by all workers behind one lock, taken
+//! on LLDP, port and switch events and by readers (REST, `paths`), never by
+//! `l2-learning`'s PACKET_IN path.
+
+use crate::app::{SwitchApp, Verdict};
+use crate::flows::{FlowAction, FlowMatch, FlowSpec};
+use crate::lldp::{self, Probe};
+use ofconn::{Session, SwitchInfo};
+use ofwire::hot::{write_packet_out10, write_packet_out13, PacketInView};
+use ofwire::{v10, v13, Body, MacAddr, Message, PortReason, OFP10_VERSION};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Priority of the flow sending LLDP to the controller (above everything
+/// the built-in apps install).
+pub const LLDP_PRIORITY: u16 = 65000;
+pub const LLDP_COOKIE: u64 = 0x5d1a_11d9;
+
+/// One end of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct End {
+    pub dpid: u64,
+    pub port: u32,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PortView {
+    pub port_no: u32,
+    pub name: String,
+    pub hw_addr: String,
+    pub up: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SwitchView {
+    pub dpid: u64,
+    pub version: u8,
+    pub ports: Vec<PortView>,
+}
+
+/// A link as discovered: packets sent out of `src` arrive at `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Link {
+    pub src: End,
+    pub dst: End,
+}
+
+/// Counts of what discovery saw since the start.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Events {
+    pub switches_up: u64,
+    pub switches_down: u64,
+    pub links_up: u64,
+    pub links_down: u64,
+    pub probes_sent: u64,
+    pub probes_received: u64,
+    pub bad_lldp: u64,
+}
+
+/// A consistent copy of the view.
+#[derive(Clone, Debug, Serialize)]
+pub struct Snapshot {
+    pub switches: Vec<SwitchView>,
+    pub links: Vec<Link>,
+    pub events: Events,
+}
+
+struct SwitchState {
+    version: u8,
+    up_since: Instant,
+    ports: BTreeMap<u32, (String, MacAddr, bool)>,
+}
+
+#[derive(Default)]
+struct State {
+    switches: BTreeMap<u64, SwitchState>,
+    /// src -> (dst, last seen).
+    links: BTreeMap<End, (End, Instant)>,
+    /// Bumped on every change of switches or links.
+    generation: u64,
+    /// Bumped when a link or switch goes away (installed paths may be broken).
+    removals: u64,
+    events: Events,
+}
+
+impl State {
+    fn remove_links_where(&mut self, mut gone: impl FnMut(&End, &End) -> bool) -> usize {
+        let before = self.links.len();
+        self.links.retain(|s, (d, _)| !gone(s, d));
+        let n = before - self.links.len();
+        if n > 0 {
+            self.generation += 1;
+            self.removals += 1;
+            self.events.links_down += n as u64;
+        }
+        n
+    }
+
+    fn is_link_port(&self, e: End) -> bool {
+        self.links.contains_key(&e) || self.links.values().any(|(d, _)| *d == e)
+    }
+}
+
+/// The shared view; one per controller.
+pub struct Topology {
+    state: Mutex<State>,
+    pub probe_interval: Duration,
+    pub link_timeout: Duration,
+}
+
+fn normal_port(p: u32) -> bool {
+    p < v13::port::MAX
+}
+
+impl Topology {
+    /// Probes every `probe_interval`; a link not confirmed for `link_timeout` goes down.
+    pub fn new(probe_interval: Duration, link_timeout: Duration) -> Arc<Topology> {
+        Arc::new(Topology {
+            state: Mutex::new(State::default()),
+            probe_interval,
+            link_timeout,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let s = self.lock();
+        Snapshot {
+            switches: s
+                .switches
+                .iter()
+                .map(|(dpid, sw)| SwitchView {
+                    dpid: *dpid,
+                    version: sw.version,
+                    ports: sw
+                        .ports
+                        .iter()
+                        .map(|(n, (name, mac, up))| PortView {
+                            port_no: *n,
+                            name: name.clone(),
+                            hw_addr: mac.to_string(),
+                            up: *up,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            links: s
+                .links
+                .iter()
+                .map(|(src, (dst, _))| Link { src: *src, dst: *dst })
+                .collect(),
+            events: s.events,
+        }
+    }
+
+    /// Changes so far (any change bumps it).
+    pub fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Removals so far (a link or a switch went away).
+    pub fn removals(&self) -> u64 {
+        self.lock().removals
+    }
+
+    pub fn is_link_port(&self, e: End) -> bool {
+        self.lock().is_link_port(e)
+    }
+
+    /// Ports where hosts (or foreign networks) attach: up, not a link end, on
+    /// a switch that has been probing for at least `settle` (before that, a
+    /// port whose neighbour has not answered yet would look like an edge).
+    pub fn edge_ports(&self, now: Instant, settle: Duration) -> Vec<End> {
+        let s = self.lock();
+        let mut out = Vec::new();
+        for (dpid, sw) in &s.switches {
+            if now.duration_since(sw.up_since) < settle {
+                continue;
+            }
+            for (port, (_, _, up)) in &sw.ports {
+                let e = End {
+                    dpid: *dpid,
+                    port: *port,
+                };
+                if *up && normal_port(*port) && !s.is_link_port(e) {
+                    out.push(e);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether `e` is an edge port (as `edge_ports` decides).
+    pub fn is_edge_port(&self, e: End, now: Instant, settle: Duration) -> bool {
+        let s = self.lock();
+        let Some(sw) = s.switches.get(&e.dpid) else {
+            return false;
+        };
+        now.duration_since(sw.up_since) >= settle
+            && normal_port(e.port)
+            && sw.ports.get(&e.port).is_some_and(|p| p.2)
+            && !s.is_link_port(e)
+    }
+
+    pub fn version_of(&self, dpid: u64) -> Option<u8> {
+        self.lock().switches.get(&dpid).map(|s| s.version)
+    }
+
+    /// For every switch that can reach `to`, the port out of which its
+    /// shortest path (in hops) to `to` leaves. One breadth-first search from
+    /// `to` over the reversed links, ties broken by the lowest datapath id
+    /// and port, so paths towards one destination form a tree: flows that
+    /// match only the destination never loop.
+    pub fn next_hops_to(&self, to: u64) -> HashMap<u64, u32> {
+        let s = self.lock();
+        // dst switch -> links arriving there, sorted (BTreeMap order).
+        let mut into: HashMap<u64, Vec<End>> = HashMap::new();
+        for (src, (dst, _)) in &s.links {
+            // Only links between switches we still know of.
+            if s.switches.contains_key(&src.dpid) && s.switches.contains_key(&dst.dpid) {
+                into.entry(dst.dpid).or_default().push(*src);
+            }
+        }
+        let mut next = HashMap::new();
+        let mut queue = VecDeque::from([to]);
+        let mut seen = std::collections::HashSet::from([to]);
+        while let Some(at) = queue.pop_front() {
+            for src in into.get(&at).map(|v| v.as_slice()).unwrap_or(&[]) {
+                if seen.insert(src.dpid) {
+                    next.insert(src.dpid, src.port);
+                    queue.push_back(src.dpid);
+                }
+            }
+        }
+        next
+    }
+
+    /// The hops (switch, output port) from `from` to `to`, ending with
+    /// (`to`, `last_port`); None when `to` cannot be reached.
+    pub fn path(&self, from: u64, to: u64, last_port: u32) -> Option<Vec<End>> {
+        let next = self.next_hops_to(to);
+        let mut hops = Vec::new();
+        let mut at = from;
+        while at != to {
+            let port = *next.get(&at)?;
+            hops.push(End { dpid: at, port });
+            at = self.link_from(End { dpid: at, port })?.dpid;
+            if hops.len() > 1024 {
+                return None;
+            }
+        }
+        hops.push(End {
+            dpid: to,
+            port: last_port,
+        });
+        Some(hops)
+    }
+
+    /// Where packets sent out of `src` arrive.
+    pub fn link_from(&self, src: End) -> Option<End> {
+        self.lock().links.get(&src).map(|(d, _)| *d)
+    }
+
+    fn switch_up(&self, info: &SwitchInfo, now: Instant) {
+        let mut s = self.lock();
+        let ports = info
+            .ports
+            .iter()
+            .map(|p| (p.port_no, (p.name.clone(), p.hw_addr, p.link_up)))
+            .collect();
+        let d = info.datapath_id;
+        s.remove_links_where(|a, b| a.dpid == d || b.dpid == d);
+        s.switches.insert(
+            d,
+            SwitchState {
+                version: info.version,
+                up_since: now,
+                ports,
+            },
+        );
+        s.generation += 1;
+        s.events.switches_up += 1;
+    }
+
+    fn switch_down(&self, dpid: u64) {
+        let mut s = self.lock();
+        if s.switches.remove(&dpid).is_some() {
+            s.remove_links_where(|a, b| a.dpid == dpid || b.dpid == dpid);
+            s.generation += 1;
+            s.removals += 1;
+            s.events.switches_down += 1;
+        }
+    }
+
+    /// A port changed; returns whether it is up now.
+    fn port_changed(&self, dpid: u64, port: u32, name: &str, mac: MacAddr, up: bool, deleted: bool) -> bool {
+        let mut s = self.lock();
+        let e = End { dpid, port };
+        if deleted || !up {
+            s.remove_links_where(|a, b| *a == e || *b == e);
+        }
+        let Some(sw) = s.switches.get_mut(&dpid) else {
+            return false;
+        };
+        if deleted {
+            sw.ports.remove(&port);
+        } else {
+            sw.ports.insert(port, (name.to_string(), mac, up));
+        }
+        s.generation += 1;
+        up && !deleted
+    }
+
+    fn probe_seen(&self, from: End, to: End, now: Instant) {
+        let mut s = self.lock();
+        s.events.probes_received += 1;
+        if !s.switches.contains_key(&from.dpid) || !s.switches.contains_key(&to.dpid) {
+            return;
+        }
+        match s.links.insert(from, (to, now)) {
+            Some((old, _)) if old == to => {}
+            Some(_) => {
+                // The cable moved: the old link is gone, a new one is up.
+                s.events.links_down += 1;
+                s.events.links_up += 1;
+                s.generation += 1;
+                s.removals += 1;
+            }
+            None => {
+                s.events.links_up += 1;
+                s.generation += 1;
+            }
+        }
+    }
+
+    /// Links arriving at `dpid` not confirmed within the timeout go down.
+    fn expire_links_into(&self, dpid: u64, now: Instant) {
+        let timeout = self.link_timeout;
+        let mut s = self.lock();
+        let stale = s
+            .links
+            .values()
+            .any(|(d, seen)| d.dpid == dpid && now.duration_since(*seen) > timeout);
+        if stale {
+            let before = s.links.len();
+            s.links
+                .retain(|_, (d, seen)| !(d.dpid == dpid && now.duration_since(*seen) > timeout));
+            let n = (before - s.links.len()) as u64;
+            s.events.links_down += n;
+            s.generation += 1;
+            s.removals += 1;
+        }
+    }
+
+    fn count_probes(&self, n: u64) {
+        self.lock().events.probes_sent += n;
+    }
+
+    fn bad_lldp(&self) {
+        self.lock().events.bad_lldp += 1;
+    }
+
+    /// The per-switch app instance.
+    pub fn app(self: &Arc<Self>) -> Discovery {
+        Discovery {
+            topo: self.clone(),
+            dpid: 0,
+            ports: Vec::new(),
+            next_probe: None,
+            frame: Vec::new(),
+        }
+    }
+}
+
+/// The `topology` app on one switch.
+pub struct Discovery {
+    topo: Arc<Topology>,
+    dpid: u64,
+    /// Ports to probe: (number, hardware address).
+    ports: Vec<(u32, MacAddr)>,
+    next_probe: Option<Instant>,
+    frame: Vec<u8>,
+}
+
+impl Discovery {
+    fn probe(&mut self, sw: &mut Session, port: u32, mac: MacAddr) {
+        self.frame.clear();
+        lldp::write_probe(
+            &mut self.frame,
+            mac,
+            Probe {
+                datapath_id: self.dpid,
+                port,
+            },
+        );
+        let xid = sw.xid();
+        let version = sw.version();
+        // A probe is 60 bytes: it always fits.
+        let _ = if version == OFP10_VERSION {
+            write_packet_out10(
+                sw.transmit(),
+                xid,
+                v10::NO_BUFFER,
+                v10::port::NONE,
+                &[v10::Action::Output {
+                    port: port as u16,
+                    max_len: 0,
+                }],
+                &self.frame,
+            )
+        } else {
+            write_packet_out13(
+                sw.transmit(),
+                xid,
+                v13::NO_BUFFER,
+                v13::port::CONTROLLER,
+                &[v13::Action::Output { port, max_len: 0 }],
+                &self.frame,
+            )
+        };
+    }
+
+    fn probe_all(&mut self, sw: &mut Session) {
+        let ports = std::mem::take(&mut self.ports);
+        for &(port, mac) in &ports {
+            self.probe(sw, port, mac);
+        }
+        self.topo.count_probes(ports.len() as u64);
+        self.ports = ports;
+    }
+}
+
+fn send_body(sw: &mut Session, body: Body) {
+    match body {
+        Body::V10(b) => {
+            sw.send10(b);
+        }
+        Body::V13(b) => {
+            sw.send13(b);
+        }
+        _ => {}
+    }
+}
+
+impl SwitchApp for Discovery {
+    fn name(&self) -> &'static str {
+        "topology"
+    }
+
+    fn switch_up(&mut self, sw: &mut Session, info: &SwitchInfo) {
+        let now = Instant::now();
+        self.dpid = info.datapath_id;
+        self.topo.switch_up(info, now);
+        self.ports = info
+            .ports
+            .iter()
+            .filter(|p| p.link_up && normal_port(p.port_no))
+            .map(|p| (p.port_no, p.hw_addr))
+            .collect();
+        let mut lldp_to_us = FlowSpec::new(
+            LLDP_PRIORITY,
+            FlowMatch {
+                eth_type: Some(lldp::ETHERTYPE),
+                ..Default::default()
+            },
+            vec![FlowAction::Output(v13::port::CONTROLLER)],
+        );
+        lldp_to_us.cookie = LLDP_COOKIE;
+        if let Ok(b) = lldp_to_us.add(info.version) {
+            send_body(sw, b);
+        }
+        self.probe_all(sw);
+        self.next_probe = Some(now + self.topo.probe_interval);
+    }
+
+    fn packet_in(&mut self, _sw: &mut Session, pi: &PacketInView) -> Verdict {
+        if !lldp::is_lldp(pi.data) {
+            return Verdict::Continue;
+        }
+        match lldp::parse_probe(pi.data) {
+            Ok(Some(p)) => self.topo.probe_seen(
+                End {
+                    dpid: p.datapath_id,
+                    port: p.port,
+                },
+                End {
+                    dpid: self.dpid,
+                    port: pi.in_port,
+                },
+                Instant::now(),
+            ),
+            Ok(None) => {}
+            Err(_) => self.topo.bad_lldp(),
+        }
+        // LLDP is link-local: never forwarded.
+        Verdict::Done
+    }
+
+    fn message(&mut self, sw: &mut Session, msg: &Message) {
+        let (reason, port_no, name, mac, state) = match &msg.body {
+            Body::V10(v10::Body::PortStatus(p)) => {
+                let n = p.desc.port_no as u32;
+                let n = if n >= v10::port::MAX as u32 { n | 0xffff_0000 } else { n };
+                (p.reason, n, &p.desc.name, p.desc.hw_addr, p.desc.state)
+            }
+            Body::V13(v13::Body::PortStatus(p)) => {
+                (p.reason, p.desc.port_no, &p.desc.name, p.desc.hw_addr, p.desc.state)
+            }
+            _ => return,
+        };
+        let deleted = reason == PortReason::Delete;
+        let up = self
+            .topo
+            .port_changed(self.dpid, port_no, name, mac, state & 1 == 0, deleted);
+        self.ports.retain(|(p, _)| *p != port_no);
+        if up && normal_port(port_no) {
+            self.ports.push((port_no, mac));
+            self.probe(sw, port_no, mac);
+            self.topo.count_probes(1);
+        }
+    }
+
+    fn on_timer(&mut self, sw: &mut Session, now: Instant) -> Option<Instant> {
+        let next = self.next_probe?;
+        if now >= next {
+            self.probe_all(sw);
+            self.topo.expire_links_into(self.dpid, now);
+            self.next_probe = Some(now + self.topo.probe_interval);
+        }
+        self.next_probe
+    }
+
+    fn switch_down(&mut self, dpid: u64) {
+        self.topo.switch_down(dpid);
+    }
+}
