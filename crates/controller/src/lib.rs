@@ -8,5 +8,6 @@ pub mod driver;
 pub mod flows;
 pub mod lldp;
 pub mod paths;
+pub mod rest;
 pub mod runtime;
 pub mod topology;

@@ -1,50 +1,102 @@
 //! The controller against a real switch with real traffic: Open vSwitch
 //! (userspace datapath) in namespaces brought up by netlab, hosts pinging
-//! every other host through `l2-learning`, OpenFlow 1.0 and 1.3, on a
-//! single switch, a chain of 4 and a small leaf-spine; the flows installed
-//! are read back with `ovs-ofctl dump-flows`. Needs root.
+//! every other host, OpenFlow 1.0 and 1.3, on a single switch, a chain of 4
+//! and a small leaf-spine. `l2-learning` runs with the redundant spine links
+//! down; `paths` runs with them up (loops) and must not flood forever. The
+//! flows installed are read back with `ovs-ofctl dump-flows`, and the REST
+//! API is driven over real HTTP. Needs root.
 
 use controller::runtime::{self, Config};
 use netlab::run::{Net, SwitchKind, UpOptions};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn start_controller(apps: &[&str]) -> runtime::Handle {
-    runtime::start(Config {
+fn start_controller(app: &str) -> (runtime::Handle, SocketAddr) {
+    let set = controller::app::build(&[app]).unwrap();
+    let ctl = runtime::start(Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 2,
-        apps: apps.iter().map(|a| controller::app::by_name(a).unwrap()).collect(),
+        apps: set.factories.clone(),
         session: ofconn::Config::default(),
         verbose: false,
     })
-    .unwrap()
+    .unwrap();
+    let rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), ctl.clone(), set).unwrap();
+    (ctl, rest)
 }
 
-async fn check(shape: &str, protocol: &str) {
-    let ctl = start_controller(&["l2-learning"]);
+/// One HTTP/1.1 exchange; returns the status and the JSON body.
+fn http(rest: SocketAddr, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let mut s = std::net::TcpStream::connect(rest).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status: u16 = text[9..12].parse().unwrap();
+    let (_, payload) = text.split_once("\r\n\r\n").unwrap();
+    let json = serde_json::from_str(payload).unwrap_or_else(|e| panic!("{method} {path}: {e}: {payload}"));
+    (status, json)
+}
+
+fn dump_flows(net: &Net, switch: &str, protocol: &str) -> String {
+    let sock = net.ovs_mgmt(switch).unwrap();
+    let out = Command::new("ovs-ofctl")
+        .args(["-O", protocol, "dump-flows", &format!("unix:{}", sock.display())])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn check(shape: &str, protocol: &str, app: &str) {
+    let (ctl, rest) = start_controller(app);
+    let paths = app == "paths";
     let mut topo = netlab::topo::shape(shape).unwrap();
     for s in &mut topo.switches {
         s.protocols = vec![protocol.to_string()];
     }
     let n_switches = topo.switches.len();
+    let n_hosts = topo.hosts.len();
+    let is_switch = |n: &str| topo.switches.iter().any(|s| s.name == n);
+    let inter_switch = topo.links.iter().filter(|l| is_switch(&l.a) && is_switch(&l.b)).count();
     let net = Net::up(
         topo,
         UpOptions {
             kind: SwitchKind::Ovs,
             controller: Some(ctl.local_addrs[0].to_string()),
-            keep_loops: false,
+            // paths handles loops; l2-learning does not.
+            keep_loops: paths,
         },
     )
     .await
     .unwrap();
-    let t = Instant::now();
-    while ctl.switches().len() < n_switches {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "{shape}/{protocol}: only {:?} switches connected",
-            ctl.switches()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let label = format!("{shape}/{protocol}/{app}");
+    wait_for(&format!("{label}: switches"), || ctl.switches().len() == n_switches).await;
+    if paths {
+        // Every cable, both directions, before traffic.
+        wait_for(&format!("{label}: links"), || {
+            http(rest, "GET", "/topology", "").1["links"]
+                .as_array()
+                .map(|l| l.len())
+                == Some(2 * inter_switch)
+        })
+        .await;
     }
     let mut results = net.ping_all(2).await;
     let t = Instant::now();
@@ -56,25 +108,28 @@ async fn check(shape: &str, protocol: &str) {
         .filter(|r| r.received == 0)
         .map(|r| format!("{}->{}", r.from, r.to))
         .collect();
-    assert!(failed.is_empty(), "{shape}/{protocol}: unanswered pairs {failed:?}");
-    // The learnt flows are in the switch, as l2-learning writes them.
-    let first = net.state.switches[0].0.clone();
-    let sock = net.ovs_mgmt(&first).unwrap();
-    let out = Command::new("ovs-ofctl")
-        .args(["-O", protocol, "dump-flows", &format!("unix:{}", sock.display())])
-        .output()
-        .unwrap();
-    let flows = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let learnt: Vec<&str> = flows.lines().filter(|l| l.contains("cookie=0x5d1a")).collect();
-    assert!(
-        !learnt.is_empty(),
-        "{shape}/{protocol}: no learnt flow on {first}:\n{flows}"
-    );
+    assert!(failed.is_empty(), "{label}: unanswered pairs {failed:?}");
+    // The flows are in the switch, as the app writes them.
+    let first = net
+        .state
+        .switches
+        .iter()
+        .find(|s| s.0.starts_with("leaf"))
+        .unwrap_or(&net.state.switches[0])
+        .0
+        .clone();
+    let flows = dump_flows(&net, &first, protocol);
+    let (cookie, shape_of) = if paths {
+        ("cookie=0x5d1a0a75", "priority=10,dl_dst=02:00:00")
+    } else {
+        ("cookie=0x5d1a", "dl_src=02:00:00")
+    };
+    let learnt: Vec<&str> = flows.lines().filter(|l| l.contains(&format!("{cookie},"))).collect();
+    assert!(!learnt.is_empty(), "{label}: no app flow on {first}:\n{flows}");
     for l in &learnt {
         assert!(
-            l.contains("idle_timeout=60") && l.contains("dl_src=02:00:00") && l.contains("actions=output:"),
-            "{l}"
+            l.contains("idle_timeout=60") && l.contains(shape_of) && l.contains("actions=output:"),
+            "{label}: {l}"
         );
     }
     if protocol == "OpenFlow13" {
@@ -83,25 +138,214 @@ async fn check(shape: &str, protocol: &str) {
             "table-miss flow missing:\n{flows}"
         );
     }
+    if paths {
+        assert!(
+            flows.contains("priority=65000,dl_type=0x88cc actions=CONTROLLER:65535"),
+            "LLDP flow missing:\n{flows}"
+        );
+        check_rest(&net, &ctl, rest, &label, protocol, (n_hosts, inter_switch)).await;
+    }
     net.down().await.unwrap();
     ctl.stop();
 }
 
+/// The REST API over the running network.
+async fn check_rest(
+    net: &Net,
+    ctl: &runtime::Handle,
+    rest: SocketAddr,
+    label: &str,
+    protocol: &str,
+    size: (usize, usize),
+) {
+    let (n_hosts, inter_switch) = size;
+    let (st, switches) = http(rest, "GET", "/switches", "");
+    assert_eq!(st, 200);
+    assert_eq!(switches.as_array().unwrap().len(), ctl.switches().len(), "{label}");
+    let (st, hosts) = http(rest, "GET", "/hosts", "");
+    assert_eq!(
+        (st, hosts.as_array().unwrap().len()),
+        (200, n_hosts),
+        "{label}: {hosts}"
+    );
+    // Flows as the switch reports them, with the app's cookie.
+    let dpid = ctl.switches()[0];
+    let (st, flows) = http(rest, "GET", &format!("/switches/{dpid:#x}/flows"), "");
+    assert_eq!(st, 200);
+    assert!(
+        flows
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["cookie"] == controller::topology::LLDP_COOKIE),
+        "{label}: {flows}"
+    );
+    // A path provisioned between the first and the last host, both ways.
+    let last = format!("10.0.0.{n_hosts}");
+    let (st, path) = http(
+        rest,
+        "POST",
+        "/paths",
+        &format!(r#"{{"src": "10.0.0.1", "dst": "{last}"}}"#),
+    );
+    assert_eq!(st, 201, "{label}: {path}");
+    let hops = path["forward"].as_array().unwrap().len();
+    let provisioned: usize = net
+        .state
+        .switches
+        .iter()
+        .map(|s| dump_flows(net, &s.0, protocol).matches("cookie=0x5d1a0a76").count())
+        .sum();
+    assert_eq!(provisioned, 2 * hops, "{label}: one flow per hop each way");
+    // Traffic on the provisioned path goes through the provisioned flows.
+    let r = net.ping_all(1).await;
+    assert!(r.iter().all(|r| r.received > 0));
+    let (st, stats) = http(rest, "GET", "/stats", "");
+    assert_eq!(st, 200);
+    assert!(
+        stats["messages_in"].as_u64().unwrap() > 0 && stats["errors_sent"] == 0,
+        "{stats}"
+    );
+    assert!(
+        stats["topology"]["links_up"].as_u64().unwrap() >= 2 * inter_switch as u64,
+        "{stats}"
+    );
+    assert_eq!(stats["switches"].as_array().unwrap().len(), ctl.switches().len());
+    // No storm: a loop flooding forever would show as thousands of
+    // PACKET_INs and floods within seconds.
+    let floods = stats["paths"]["floods"].as_u64().unwrap();
+    assert!(floods < 40 * n_hosts as u64, "{label}: {floods} floods: {stats}");
+    assert!(stats["messages_in"].as_u64().unwrap() < 5000, "{label}: {stats}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l2_learning_single_switch() {
-    check("single,3", "OpenFlow10").await;
-    check("single,3", "OpenFlow13").await;
+    check("single,3", "OpenFlow10", "l2-learning").await;
+    check("single,3", "OpenFlow13", "l2-learning").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l2_learning_linear_chain_of_four() {
-    check("linear,4", "OpenFlow10").await;
-    check("linear,4", "OpenFlow13").await;
+    check("linear,4", "OpenFlow10", "l2-learning").await;
+    check("linear,4", "OpenFlow13", "l2-learning").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l2_learning_leaf_spine() {
-    // Redundant spine links are left down by netlab (l2-learning does not handle loops).
-    check("leaf-spine,2,2,2", "OpenFlow13").await;
-    check("leaf-spine,2,2,2", "OpenFlow10").await;
+    check("leaf-spine,2,2,2", "OpenFlow13", "l2-learning").await;
+    check("leaf-spine,2,2,2", "OpenFlow10", "l2-learning").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_single_switch() {
+    check("single,3", "OpenFlow10", "paths").await;
+    check("single,3", "OpenFlow13", "paths").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_linear_chain_of_four() {
+    check("linear,4", "OpenFlow13", "paths").await;
+    check("linear,4", "OpenFlow10", "paths").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_leaf_spine_with_loops() {
+    check("leaf-spine,2,3,2", "OpenFlow13", "paths").await;
+    check("leaf-spine,2,3,2", "OpenFlow10", "paths").await;
+}
+
+/// Flows added and deleted through the REST API land in the switch; bad
+/// requests get 4xx with a reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_flows_reach_the_switch() {
+    for protocol in ["OpenFlow13", "OpenFlow10"] {
+        let (ctl, rest) = start_controller("l2-learning");
+        let mut topo = netlab::topo::shape("single,2").unwrap();
+        topo.switches[0].protocols = vec![protocol.to_string()];
+        let net = Net::up(
+            topo,
+            UpOptions {
+                kind: SwitchKind::Ovs,
+                controller: Some(ctl.local_addrs[0].to_string()),
+                keep_loops: false,
+            },
+        )
+        .await
+        .unwrap();
+        wait_for("switch", || ctl.switches().len() == 1).await;
+        let dpid = ctl.switches()[0];
+        let sw = net.state.switches[0].0.clone();
+        let flow = r#"{"priority": 700, "cookie": 4660, "match": {"in_port": 1, "eth_type": 2048,
+            "ipv4_dst": "10.0.0.0/24", "ip_proto": 17, "tp_dst": 5001}, "actions": [{"output": 2}]}"#;
+        let (st, body) = http(rest, "POST", &format!("/switches/{dpid}/flows"), flow);
+        assert_eq!(st, 201, "{protocol}: {body}");
+        let flows = dump_flows(&net, &sw, protocol);
+        let line = flows
+            .lines()
+            .find(|l| l.contains("cookie=0x1234"))
+            .unwrap_or_else(|| panic!("{flows}"));
+        assert!(
+            line.contains("priority=700,udp,in_port=1,nw_dst=10.0.0.0/24,tp_dst=5001 actions=output:2"),
+            "{protocol}: {line}"
+        );
+        // Read back through the API.
+        let (_, listed) = http(rest, "GET", &format!("/switches/{dpid:016x}/flows"), "");
+        assert!(listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["cookie"] == 4660 && f["priority"] == 700));
+        // Delete it by match.
+        let del = r#"{"match": {"in_port": 1, "eth_type": 2048, "ipv4_dst": "10.0.0.0/24", "ip_proto": 17, "tp_dst": 5001},
+                      "strict": true, "priority": 700}"#;
+        let (st, _) = http(rest, "DELETE", &format!("/switches/{dpid}/flows"), del);
+        assert_eq!(st, 200);
+        assert!(!dump_flows(&net, &sw, protocol).contains("cookie=0x1234"));
+        // Ports, live.
+        let (st, ports) = http(rest, "GET", &format!("/switches/{dpid}/ports"), "");
+        assert_eq!(st, 200);
+        assert!(
+            ports.as_array().unwrap().iter().filter(|p| p["up"] == true).count() >= 2,
+            "{ports}"
+        );
+        // Bad requests.
+        let bad = [
+            (
+                "POST",
+                format!("/switches/{dpid}/flows"),
+                r#"{"match": {"ipv4_dst": "10.0.0.1"}}"#,
+                400,
+                "eth_type",
+            ),
+            (
+                "POST",
+                format!("/switches/{dpid}/flows"),
+                r#"{"actions": [{"output": "up"}]}"#,
+                400,
+                "unknown port",
+            ),
+            ("POST", format!("/switches/{dpid}/flows"), "{", 400, "bad flow"),
+            ("GET", "/switches/77/flows".to_string(), "", 404, "no switch"),
+            ("GET", "/topology".to_string(), "", 409, "--app topology"),
+            ("POST", "/paths".to_string(), r#"{"src": "a"}"#, 409, "paths app"),
+        ];
+        for (m, path, body, want, why) in bad {
+            let (st, v) = http(rest, m, &path, body);
+            assert_eq!(st, want, "{m} {path}: {v}");
+            assert!(v["error"].as_str().unwrap().contains(why), "{m} {path}: {v}");
+        }
+        // The switch refusing a flow is a 502 with its error (1.3: table 200 does not exist).
+        if protocol == "OpenFlow13" {
+            let (st, v) = http(
+                rest,
+                "POST",
+                &format!("/switches/{dpid}/flows"),
+                r#"{"table_id": 254, "actions": []}"#,
+            );
+            assert_eq!(st, 502, "{v}");
+            assert!(v["error"].as_str().unwrap().contains("error"), "{v}");
+        }
+        net.down().await.unwrap();
+        ctl.stop();
+    }
 }

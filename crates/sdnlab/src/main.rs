@@ -80,9 +80,15 @@ struct ControllerArgs {
     /// Address to listen on (repeatable). Default: [::]:6653 and [::]:6633 (IPv4 too).
     #[arg(long = "listen", value_name = "ADDR:PORT")]
     listen: Vec<std::net::SocketAddr>,
-    /// Application to run (repeatable, in order): l2-learning, hub, null.
+    /// Application to run (repeatable, in order): l2-learning, hub, topology, paths, null.
     #[arg(long = "app", value_name = "APP")]
     apps: Vec<String>,
+    /// Address of the REST API (JSON over HTTP).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    rest: std::net::SocketAddr,
+    /// Do not serve the REST API.
+    #[arg(long, conflicts_with = "rest")]
+    no_rest: bool,
     /// Worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -251,13 +257,11 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
     } else {
         args.apps.clone()
     };
-    let mut apps = Vec::new();
-    for n in &names {
-        match controller::app::by_name(n) {
-            Ok(f) => apps.push(f),
-            Err(e) => return net_cmd::fail(e),
-        }
-    }
+    let set = match controller::app::build(&names) {
+        Ok(s) => s,
+        Err(e) => return net_cmd::fail(e),
+    };
+    let names = set.names.clone();
     let listen = if args.listen.is_empty() {
         let dual = std::net::TcpListener::bind("[::]:0").is_ok();
         let host = if dual { "[::]" } else { "0.0.0.0" };
@@ -284,7 +288,7 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         workers: args
             .workers
             .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
-        apps,
+        apps: set.factories.clone(),
         session: ofconn::Config {
             versions,
             ..Default::default()
@@ -297,6 +301,12 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         Err(e) => return net_cmd::fail(format!("{e} (another controller on the port? use --listen)")),
     };
     let addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
+    if !args.no_rest {
+        match controller::rest::serve(args.rest, handle.clone(), set) {
+            Ok(a) => eprintln!("sdnlab controller: REST API on http://{a}/ (see /switches, /topology, /stats)"),
+            Err(e) => return net_cmd::fail(format!("{e} (choose another with --rest, or --no-rest)")),
+        }
+    }
     eprintln!(
         "sdnlab controller: apps {} on {} ({workers} workers); Ctrl-C stops",
         names.join(","),

@@ -1,0 +1,369 @@
+//! The northbound REST API: JSON over HTTP/1.1 (axum), on a thread of its
+//! own so it never competes with the switch workers' event loops. Reads go
+//! to the switches themselves (flows through flow stats, ports through the
+//! port description) and to the `topology` and `paths` views; writes are
+//! FLOW_MODs followed by a barrier, so a 2xx answer means the switch has
+//! the change. Errors are JSON `{"error": "..."}` with 400 (bad request
+//! body), 404 (no such switch/host), 409 (the app it needs is not running),
+//! 502 (the switch refused or did not answer).
+//!
+//!   GET    /switches                      handshake facts of every switch
+//!   GET    /switches/{dpid}               one switch, with its live counters
+//!   GET    /switches/{dpid}/ports         live port list
+//!   GET    /switches/{dpid}/flows         live flow table(s)
+//!   POST   /switches/{dpid}/flows         add a flow (flows::FlowSpec)
+//!   DELETE /switches/{dpid}/flows         delete flows (flows::FlowFilter; no body: all)
+//!   GET    /topology                      switches and links (`topology` app)
+//!   GET    /hosts                         hosts and where they attach (`paths` app)
+//!   GET    /paths                         provisioned paths
+//!   POST   /paths {"src": H, "dst": H}    provision a path both ways (H: MAC or IPv4)
+//!   GET    /stats                         controller and per-switch counters
+
+use crate::app::AppSet;
+use crate::driver::Wait;
+use crate::flows::{FlowFilter, FlowSpec};
+use crate::runtime::Handle;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use ofwire::{v10, v13, Body, Message};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+
+#[derive(Clone)]
+struct Api {
+    ctl: Handle,
+    apps: AppSet,
+}
+
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+type Reply = Result<Response, ApiError>;
+
+fn ok(v: Value) -> Reply {
+    Ok(Json(v).into_response())
+}
+
+/// A datapath id in a URL: decimal, 0x-prefixed hex, or 16 hex digits (as OVS prints it).
+fn parse_dpid(s: &str) -> Result<u64, ApiError> {
+    let bad = || {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("'{s}' is not a datapath id (decimal, 0x1f, or 16 hex digits)"),
+        )
+    };
+    if let Some(h) = s.strip_prefix("0x") {
+        u64::from_str_radix(h, 16).map_err(|_| bad())
+    } else if s.len() == 16 {
+        u64::from_str_radix(s, 16).map_err(|_| bad())
+    } else {
+        s.parse().map_err(|_| bad())
+    }
+}
+
+impl Api {
+    fn switch(&self, s: &str) -> Result<ofconn::SwitchInfo, ApiError> {
+        let d = parse_dpid(s)?;
+        self.ctl
+            .switch_infos()
+            .into_iter()
+            .find(|i| i.datapath_id == d)
+            .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no switch {d:#x} is connected")))
+    }
+
+    async fn ask(&self, dpid: u64, body: Body, wait: Wait) -> Result<Vec<Message>, ApiError> {
+        self.ctl
+            .request(dpid, body, wait)
+            .await
+            .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e))
+    }
+}
+
+fn switch_json(i: &ofconn::SwitchInfo) -> Value {
+    json!({
+        "dpid": i.datapath_id,
+        "dpid_hex": format!("{:016x}", i.datapath_id),
+        "openflow": if i.version == ofwire::OFP10_VERSION { "1.0" } else { "1.3" },
+        "n_tables": i.n_tables,
+        "n_buffers": i.n_buffers,
+        "ports": i.ports.iter().map(|p| json!({
+            "port_no": p.port_no, "name": p.name, "hw_addr": p.hw_addr.to_string(), "up": p.link_up,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn counters_json(c: &ofconn::Counters) -> Value {
+    json!({
+        "messages_in": c.rx_messages,
+        "messages_out": c.tx_messages,
+        "errors_sent": c.rx_errors_sent,
+        "echoes_sent": c.echoes_sent,
+    })
+}
+
+async fn switches(State(api): State<Api>) -> Reply {
+    ok(Value::Array(api.ctl.switch_infos().iter().map(switch_json).collect()))
+}
+
+async fn one_switch(State(api): State<Api>, Path(dpid): Path<String>) -> Reply {
+    let info = api.switch(&dpid)?;
+    let mut v = switch_json(&info);
+    if let Some(c) = api.ctl.switch_counters(info.datapath_id).await {
+        v["counters"] = counters_json(&c);
+    }
+    ok(v)
+}
+
+async fn ports(State(api): State<Api>, Path(dpid): Path<String>) -> Reply {
+    let info = api.switch(&dpid)?;
+    let (body, v10) = if info.version == ofwire::OFP10_VERSION {
+        (Body::V10(v10::Body::FeaturesRequest), true)
+    } else {
+        let r = v13::MultipartRequest {
+            flags: 0,
+            body: v13::MultipartRequestBody::PortDesc,
+        };
+        (Body::V13(v13::Body::MultipartRequest(r)), false)
+    };
+    let mut out = Vec::new();
+    for m in api.ask(info.datapath_id, body, Wait::Reply).await? {
+        match m.body {
+            Body::V10(v10::Body::FeaturesReply(f)) if v10 => out.extend(f.ports.iter().map(|p| {
+                json!({"port_no": p.port_no, "name": p.name, "hw_addr": p.hw_addr.to_string(),
+                           "up": p.state & 1 == 0, "admin_down": p.config & 1 != 0})
+            })),
+            Body::V13(v13::Body::MultipartReply(r)) => {
+                if let v13::MultipartReplyBody::PortDesc(ps) = r.body {
+                    out.extend(ps.iter().map(|p| {
+                        json!({"port_no": p.port_no, "name": p.name, "hw_addr": p.hw_addr.to_string(),
+                               "up": p.state & 1 == 0, "admin_down": p.config & 1 != 0,
+                               "curr_speed_kbps": p.curr_speed})
+                    }))
+                }
+            }
+            _ => {}
+        }
+    }
+    ok(Value::Array(out))
+}
+
+async fn flows(State(api): State<Api>, Path(dpid): Path<String>) -> Reply {
+    let info = api.switch(&dpid)?;
+    let body = if info.version == ofwire::OFP10_VERSION {
+        Body::V10(v10::Body::StatsRequest(v10::StatsRequest {
+            flags: 0,
+            body: v10::StatsRequestBody::Flow(v10::FlowStatsRequest {
+                match_: v10::Match::all(),
+                table_id: 0xff,
+                out_port: v10::port::NONE,
+            }),
+        }))
+    } else {
+        Body::V13(v13::Body::MultipartRequest(v13::MultipartRequest {
+            flags: 0,
+            body: v13::MultipartRequestBody::Flow(v13::FlowStatsRequest {
+                table_id: v13::TABLE_ALL,
+                out_port: v13::port::ANY,
+                out_group: v13::GROUP_ANY,
+                cookie: 0,
+                cookie_mask: 0,
+                match_: Default::default(),
+            }),
+        }))
+    };
+    let mut out = Vec::new();
+    for m in api.ask(info.datapath_id, body, Wait::Reply).await? {
+        match m.body {
+            Body::V10(v10::Body::StatsReply(r)) => {
+                if let v10::StatsReplyBody::Flow(fs) = r.body {
+                    out.extend(fs.iter().map(|f| serde_json::to_value(f).unwrap_or(Value::Null)));
+                }
+            }
+            Body::V13(v13::Body::MultipartReply(r)) => {
+                if let v13::MultipartReplyBody::Flow(fs) = r.body {
+                    out.extend(fs.iter().map(|f| serde_json::to_value(f).unwrap_or(Value::Null)));
+                }
+            }
+            _ => {}
+        }
+    }
+    ok(Value::Array(out))
+}
+
+fn parse_body<T: serde::de::DeserializeOwned + Default>(text: &str, what: &str) -> Result<T, ApiError> {
+    if text.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_str(text).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad {what}: {e}")))
+}
+
+async fn add_flow(State(api): State<Api>, Path(dpid): Path<String>, text: String) -> Reply {
+    let info = api.switch(&dpid)?;
+    if text.trim().is_empty() {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            "a flow is needed: {\"match\": {...}, \"actions\": [...]}".into(),
+        ));
+    }
+    let spec: FlowSpec =
+        serde_json::from_str(&text).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad flow: {e}")))?;
+    let body = spec
+        .add(info.version)
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e))?;
+    api.ask(info.datapath_id, body, Wait::Barrier).await?;
+    Ok((StatusCode::CREATED, Json(json!({"installed": spec}))).into_response())
+}
+
+async fn delete_flows(State(api): State<Api>, Path(dpid): Path<String>, text: String) -> Reply {
+    let info = api.switch(&dpid)?;
+    let filter: FlowFilter = parse_body(&text, "flow filter")?;
+    let body = filter
+        .delete(info.version)
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e))?;
+    api.ask(info.datapath_id, body, Wait::Barrier).await?;
+    ok(json!({"deleted": filter}))
+}
+
+async fn topology(State(api): State<Api>) -> Reply {
+    let Some(t) = &api.apps.topology else {
+        return Err(ApiError(
+            StatusCode::CONFLICT,
+            "link discovery is off: run the controller with --app topology (or paths)".into(),
+        ));
+    };
+    ok(serde_json::to_value(t.snapshot()).unwrap_or(Value::Null))
+}
+
+fn need_paths(api: &Api) -> Result<&std::sync::Arc<crate::paths::Paths>, ApiError> {
+    api.apps.paths.as_ref().ok_or_else(|| {
+        ApiError(
+            StatusCode::CONFLICT,
+            "hosts and paths need the paths app: run the controller with --app paths".into(),
+        )
+    })
+}
+
+async fn hosts(State(api): State<Api>) -> Reply {
+    ok(serde_json::to_value(need_paths(&api)?.hosts()).unwrap_or(Value::Null))
+}
+
+async fn list_paths(State(api): State<Api>) -> Reply {
+    ok(serde_json::to_value(need_paths(&api)?.provisioned()).unwrap_or(Value::Null))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PathRequest {
+    src: String,
+    dst: String,
+}
+
+async fn add_path(State(api): State<Api>, text: String) -> Reply {
+    let paths = need_paths(&api)?.clone();
+    let req: PathRequest = serde_json::from_str(&text).map_err(|e| {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("bad path request ({e}): send {{\"src\": \"MAC or IPv4\", \"dst\": \"MAC or IPv4\"}}"),
+        )
+    })?;
+    let (path, mods) = paths.provision(&req.src, &req.dst).map_err(|e| {
+        let code = if e.contains("not known") {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::CONFLICT
+        };
+        ApiError(code, e)
+    })?;
+    for (dpid, body) in mods {
+        api.ask(dpid, body, Wait::Barrier).await?;
+    }
+    paths.record(path.clone());
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::to_value(path).unwrap_or(Value::Null)),
+    )
+        .into_response())
+}
+
+async fn stats(State(api): State<Api>) -> Reply {
+    let s = &api.ctl.stats;
+    let (mut m_in, mut m_out, mut errs) = (
+        s.messages_in.load(Relaxed),
+        s.messages_out.load(Relaxed),
+        s.errors_sent.load(Relaxed),
+    );
+    let mut per_switch = Vec::new();
+    for dpid in api.ctl.switches() {
+        if let Some(c) = api.ctl.switch_counters(dpid).await {
+            m_in += c.rx_messages;
+            m_out += c.tx_messages;
+            errs += c.rx_errors_sent;
+            let mut v = counters_json(&c);
+            v["dpid"] = json!(dpid);
+            per_switch.push(v);
+        }
+    }
+    ok(json!({
+        "sessions_active": s.sessions_active.load(Relaxed),
+        "sessions_total": s.sessions_total.load(Relaxed),
+        "switches_up": s.switches_up.load(Relaxed),
+        "refused": s.refused.load(Relaxed),
+        "replaced_duplicates": s.replaced_duplicates.load(Relaxed),
+        "messages_in": m_in,
+        "messages_out": m_out,
+        "errors_sent": errs,
+        "switches": per_switch,
+        "topology": api.apps.topology.as_ref().map(|t| t.snapshot().events),
+        "paths": api.apps.paths.as_ref().map(|p| p.counters()),
+    }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError(
+        StatusCode::NOT_FOUND,
+        "no such resource: see /switches, /topology, /hosts, /paths, /stats".into(),
+    )
+}
+
+/// Serves the API on `addr` from a thread of its own; returns the bound address.
+pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet) -> std::io::Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("REST API on {addr}: {e}")))?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let app = Router::new()
+        .route("/switches", get(switches))
+        .route("/switches/{dpid}", get(one_switch))
+        .route("/switches/{dpid}/ports", get(ports))
+        .route("/switches/{dpid}/flows", get(flows).post(add_flow).delete(delete_flows))
+        .route("/topology", get(topology))
+        .route("/hosts", get(hosts))
+        .route("/paths", get(list_paths).post(add_path))
+        .route("/stats", get(stats))
+        .fallback(not_found)
+        .with_state(Api { ctl, apps });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    std::thread::Builder::new().name("ctl-rest".into()).spawn(move || {
+        rt.block_on(async move {
+            match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => {
+                    if let Err(e) = axum::serve(l, app).await {
+                        eprintln!("controller: REST API stopped: {e}");
+                    }
+                }
+                Err(e) => eprintln!("controller: REST API: {e}"),
+            }
+        })
+    })?;
+    Ok(local)
+}
