@@ -20,7 +20,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 tc_port=$(port); osken_port=$(port); own_port=$(port)
-"$bin" controller --listen 127.0.0.1:"$own_port" --app l2-learning >/dev/null 2>&1 & pids+=($!)
+"$bin" controller --listen 127.0.0.1:"$own_port" --app l2-learning --no-rest >/dev/null 2>&1 & pids+=($!)
 ovs-testcontroller --unixctl="$dir/tc.ctl" ptcp:"$tc_port":127.0.0.1 >/dev/null 2>&1 & pids+=($!)
 OSKEN_HUB_TYPE=eventlet "$python" scripts/peers/osken_run.py "$osken_port" scripts/peers/osken_l2_learning.py >"$dir/osken.log" 2>&1 & pids+=($!)
 for p in "$tc_port" "$osken_port" "$own_port"; do

@@ -72,6 +72,7 @@ fn main() {
         ],
         session: ofconn::Config::default(),
         verbose: true,
+        ..Default::default()
     })
     .unwrap_or_else(|e| {
         eprintln!("custom_app: {e}");

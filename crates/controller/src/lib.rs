@@ -10,4 +10,5 @@ pub mod lldp;
 pub mod paths;
 pub mod rest;
 pub mod runtime;
+pub mod tls;
 pub mod topology;

@@ -10,6 +10,7 @@
 use crate::app::AppFactory;
 pub use crate::driver::{Command, Stats, Wait};
 use crate::driver::{Context, Driver, Environment};
+use crate::tls::TlsStream;
 use ofconn::CloseReason;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -27,6 +28,30 @@ pub struct Config {
     pub session: ofconn::Config,
     /// Log each session's start and end to stderr.
     pub verbose: bool,
+    /// Addresses where switches connect over TLS (needs `tls`).
+    pub tls_listen: Vec<SocketAddr>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Default for Config {
+    /// No listener, one worker per core, no app, default session settings.
+    fn default() -> Config {
+        Config {
+            listen: Vec::new(),
+            workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            apps: Vec::new(),
+            session: ofconn::Config::default(),
+            verbose: false,
+            tls_listen: Vec::new(),
+            tls: None,
+        }
+    }
+}
+
+/// A new connection for a worker; `tls` when it came in on a TLS listener.
+struct Accepted {
+    stream: std::net::TcpStream,
+    tls: bool,
 }
 
 struct Shared {
@@ -40,6 +65,8 @@ struct Shared {
 #[derive(Clone)]
 pub struct Handle {
     pub local_addrs: Vec<SocketAddr>,
+    /// Where the TLS listeners are.
+    pub tls_addrs: Vec<SocketAddr>,
     pub stats: Arc<Stats>,
     shared: Arc<Shared>,
 }
@@ -122,8 +149,7 @@ pub fn start_local(app: &str, workers: usize) -> Result<Handle, String> {
         listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
         workers,
         apps: set.factories,
-        session: ofconn::Config::default(),
-        verbose: false,
+        ..Default::default()
     })
     .map_err(|e| format!("starting the built-in controller: {e}"))
 }
@@ -135,6 +161,12 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         log(format_args!("open-file limit {limit}"));
     }
     let workers = cfg.workers.max(1);
+    if !cfg.tls_listen.is_empty() && cfg.tls.is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "TLS listeners need a certificate and key",
+        ));
+    }
     let stats = Arc::new(Stats::default());
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
@@ -150,7 +182,7 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
     });
     let mut senders = Vec::new();
     for w in 0..workers {
-        let (tx, rx) = mpsc::unbounded_channel::<std::net::TcpStream>();
+        let (tx, rx) = mpsc::unbounded_channel::<Accepted>();
         senders.push(tx);
         let shared = shared.clone();
         std::thread::Builder::new()
@@ -158,23 +190,34 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
             .spawn(move || worker(rx, shared))?;
     }
     let mut local_addrs = Vec::new();
-    for addr in &cfg.listen {
+    let mut tls_addrs = Vec::new();
+    let all = cfg
+        .listen
+        .iter()
+        .map(|a| (a, false))
+        .chain(cfg.tls_listen.iter().map(|a| (a, true)));
+    for (addr, tls) in all {
         let l = TcpListener::bind(addr).map_err(|e| io::Error::new(e.kind(), format!("listen on {addr}: {e}")))?;
         l.set_nonblocking(true)?;
-        local_addrs.push(l.local_addr()?);
+        if tls {
+            tls_addrs.push(l.local_addr()?);
+        } else {
+            local_addrs.push(l.local_addr()?);
+        }
         let (senders, shared) = (senders.clone(), shared.clone());
         std::thread::Builder::new()
             .name(format!("ctl-accept-{addr}"))
-            .spawn(move || acceptor(l, senders, shared))?;
+            .spawn(move || acceptor(l, tls, senders, shared))?;
     }
     Ok(Handle {
         local_addrs,
+        tls_addrs,
         stats,
         shared,
     })
 }
 
-fn acceptor(l: TcpListener, workers: Vec<mpsc::UnboundedSender<std::net::TcpStream>>, shared: Arc<Shared>) {
+fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accepted>>, shared: Arc<Shared>) {
     // One descriptor kept in reserve: when the limit is reached we release it,
     // accept the connection and close it at once (a clean refusal) instead
     // of leaving it to hang in the backlog.
@@ -190,7 +233,7 @@ fn acceptor(l: TcpListener, workers: Vec<mpsc::UnboundedSender<std::net::TcpStre
                 if shared.cfg.verbose {
                     log(format_args!("connection from {peer}"));
                 }
-                let _ = workers[next % workers.len()].send(s);
+                let _ = workers[next % workers.len()].send(Accepted { stream: s, tls });
                 next += 1;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
@@ -216,33 +259,53 @@ fn acceptor(l: TcpListener, workers: Vec<mpsc::UnboundedSender<std::net::TcpStre
     }
 }
 
-fn worker(mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>, shared: Arc<Shared>) {
+fn worker(mut rx: mpsc::UnboundedReceiver<Accepted>, shared: Arc<Shared>) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("worker runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        while let Some(s) = rx.recv().await {
+        while let Some(a) = rx.recv().await {
             let shared = shared.clone();
+            let tls = match (a.tls, &shared.cfg.tls) {
+                (true, Some(cfg)) => match TlsStream::new(cfg.clone()) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        log(format_args!("TLS session: {e}"));
+                        continue;
+                    }
+                },
+                _ => None,
+            };
             tokio::task::spawn_local(async move {
-                if let Ok(stream) = tokio::net::TcpStream::from_std(s) {
-                    serve(stream, shared).await;
+                if let Ok(stream) = tokio::net::TcpStream::from_std(a.stream) {
+                    serve(stream, tls, shared).await;
                 }
             });
         }
     });
 }
 
-async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
+async fn serve(mut stream: tokio::net::TcpStream, mut tls: Option<TlsStream>, shared: Arc<Shared>) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel::<Command>();
     let mut d = Driver::new(id, &shared.env, cmd_tx, Instant::now());
     let evict = d.evict.clone();
     loop {
-        if !d.transmit().is_empty() {
+        let tls_pending = tls.as_ref().is_some_and(|t| t.wants_write());
+        if !d.transmit().is_empty() || tls_pending {
             let out = d.take_transmit();
-            let ok = stream.write_all(&out).await.is_ok();
+            let ok = match tls.as_mut() {
+                None => stream.write_all(&out).await.is_ok(),
+                Some(t) => match t.encrypt(&out) {
+                    Ok(()) => stream.write_all(t.ciphertext()).await.is_ok(),
+                    Err(e) => {
+                        d.close(CloseReason::Local(e));
+                        false
+                    }
+                },
+            };
             d.give_back(out);
             if !ok {
                 d.close(CloseReason::Local("write failed".into()));
@@ -265,17 +328,29 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
                 let got = READ_BUF.with(|b| {
                     let mut b = b.borrow_mut();
                     match stream.try_read(&mut b[..]) {
-                        Ok(0) => Some(Err(())),
-                        Ok(n) => {
-                            d.on_bytes(&b[..n], Instant::now());
-                            Some(Ok(()))
-                        }
+                        Ok(0) => Some(Err(None)),
+                        Ok(n) => match tls.as_mut() {
+                            None => {
+                                d.on_bytes(&b[..n], Instant::now());
+                                Some(Ok(()))
+                            }
+                            Some(t) => PLAIN_BUF.with(|p| {
+                                let mut p = p.borrow_mut();
+                                match t.decrypt(&b[..n], &mut p[..], |plain| d.on_bytes(plain, Instant::now())) {
+                                    Ok(false) => Some(Ok(())),
+                                    Ok(true) => Some(Err(None)),
+                                    Err(e) => Some(Err(Some(e))),
+                                }
+                            }),
+                        },
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
-                        Err(_) => Some(Err(())),
+                        Err(_) => Some(Err(None)),
                     }
                 });
-                if r.is_err() || matches!(got, Some(Err(()))) {
-                    d.on_eof();
+                match (r, got) {
+                    (_, Some(Err(Some(why)))) => d.close(CloseReason::Local(why)),
+                    (Err(_), _) | (_, Some(Err(None))) => d.on_eof(),
+                    _ => {}
                 }
             },
             _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
@@ -286,7 +361,14 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
     // Last words (an OFPT_ERROR before a close) go out before the socket closes.
     if !d.transmit().is_empty() {
         let out = d.take_transmit();
-        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&out)).await;
+        let bytes: &[u8] = match tls.as_mut() {
+            None => &out,
+            Some(t) => {
+                let _ = t.encrypt(&out);
+                t.ciphertext()
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(bytes)).await;
     }
     let _ = stream.shutdown().await;
     d.finish();
@@ -295,4 +377,6 @@ async fn serve(mut stream: tokio::net::TcpStream, shared: Arc<Shared>) {
 thread_local! {
     /// Each worker's read buffer, shared by all its sessions.
     static READ_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
+    /// Each worker's buffer for decrypted bytes (TLS sessions).
+    static PLAIN_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
 }

@@ -21,6 +21,7 @@ fn start(handshake_timeout: Duration) -> runtime::Handle {
             ..Default::default()
         },
         verbose: std::env::var_os("CTL_VERBOSE").is_some(),
+        ..Default::default()
     })
     .unwrap()
 }

@@ -22,6 +22,7 @@ fn start_controller(app: &str) -> (runtime::Handle, SocketAddr) {
         apps: set.factories.clone(),
         session: ofconn::Config::default(),
         verbose: false,
+        ..Default::default()
     })
     .unwrap();
     let rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), ctl.clone(), set).unwrap();
@@ -82,6 +83,7 @@ async fn check(shape: &str, protocol: &str, app: &str) {
             controller: Some(ctl.local_addrs[0].to_string()),
             // paths handles loops; l2-learning does not.
             keep_loops: paths,
+            ssl: None,
         },
     )
     .await
@@ -268,6 +270,7 @@ async fn rest_flows_reach_the_switch() {
                 kind: SwitchKind::Ovs,
                 controller: Some(ctl.local_addrs[0].to_string()),
                 keep_loops: false,
+                ssl: None,
             },
         )
         .await
@@ -348,4 +351,90 @@ async fn rest_flows_reach_the_switch() {
         net.down().await.unwrap();
         ctl.stop();
     }
+}
+
+/// Certificates for a TLS test: a CA, the controller's (127.0.0.1) and a
+/// switch's, signed by it; written as PEM files under `dir`.
+fn make_pki(dir: &std::path::Path) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "sdnlab test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    for (name, san) in [("controller", "127.0.0.1"), ("switch", "switch.sdnlab.test")] {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![san.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+        std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+        std::fs::write(dir.join(format!("{name}-key.pem")), key.serialize_pem()).unwrap();
+    }
+}
+
+/// OVS connects over TLS (mutual: each side checks the other's certificate
+/// against the CA) and hosts ping through l2-learning; a switch speaking
+/// plain OpenFlow to the TLS port gets nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switches_connect_over_tls() {
+    let dir = std::env::temp_dir().join(format!("sdnlab-tls-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    make_pki(&dir);
+    let tls = controller::tls::server_config(
+        &dir.join("controller.pem"),
+        &dir.join("controller-key.pem"),
+        Some(&dir.join("ca.pem")),
+    )
+    .unwrap();
+    let set = controller::app::build(&["l2-learning"]).unwrap();
+    let ctl = runtime::start(Config {
+        tls_listen: vec!["127.0.0.1:0".parse().unwrap()],
+        tls: Some(tls),
+        workers: 2,
+        apps: set.factories,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(ctl.local_addrs.is_empty());
+    let tls_addr = ctl.tls_addrs[0];
+    // Plain OpenFlow on the TLS port: the TLS layer rejects it, nothing registers.
+    let mut plain = std::net::TcpStream::connect(tls_addr).unwrap();
+    plain.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    plain.write_all(&[1, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    let mut buf = [0u8; 256];
+    let n = plain.read(&mut buf).unwrap_or(0);
+    assert!(
+        n == 0 || buf[0] == 0x15,
+        "expected a close or a TLS alert, got {:?}",
+        &buf[..n]
+    );
+    for protocol in ["OpenFlow13", "OpenFlow10"] {
+        let mut topo = netlab::topo::shape("single,2").unwrap();
+        topo.switches[0].protocols = vec![protocol.to_string()];
+        let net = Net::up(
+            topo,
+            UpOptions {
+                kind: SwitchKind::Ovs,
+                controller: Some(format!("ssl:{tls_addr}")),
+                keep_loops: false,
+                ssl: Some(netlab::run::SslFiles {
+                    private_key: dir.join("switch-key.pem"),
+                    certificate: dir.join("switch.pem"),
+                    ca_certificate: dir.join("ca.pem"),
+                }),
+            },
+        )
+        .await
+        .unwrap();
+        wait_for("the switch over TLS", || ctl.switches().len() == 1).await;
+        let results = net.ping_all(2).await;
+        assert!(results.iter().all(|r| r.received > 0), "{protocol}: {results:?}");
+        let flows = dump_flows(&net, &net.state.switches[0].0, protocol);
+        assert!(flows.contains("cookie=0x5d1a,"), "{flows}");
+        net.down().await.unwrap();
+        wait_for("the switch to leave", || ctl.switches().is_empty()).await;
+    }
+    ctl.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,6 +11,7 @@ fn controller(app: &str) -> controller::runtime::Handle {
         apps: vec![controller::app::by_name(app).unwrap()],
         session: ofconn::Config::default(),
         verbose: false,
+        ..Default::default()
     })
     .unwrap()
 }

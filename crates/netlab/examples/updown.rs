@@ -30,6 +30,7 @@ async fn main() {
                         kind,
                         controller: None,
                         keep_loops: false,
+                        ssl: None,
                     },
                 )
                 .await

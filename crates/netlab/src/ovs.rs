@@ -141,8 +141,25 @@ impl Ovs {
     }
 
     /// Creates every switch with its ports and controller in one transaction.
-    pub fn add_switches(&self, topo: &Topology, st: &State, default_controller: Option<&str>) -> io::Result<()> {
+    /// Controllers are `HOST:PORT` (TCP), or `tcp:...`, `ssl:...` as OVS writes them;
+    /// `ssl` names the switch's key, certificate and CA certificate.
+    pub fn add_switches(
+        &self,
+        topo: &Topology,
+        st: &State,
+        default_controller: Option<&str>,
+        ssl: Option<&crate::run::SslFiles>,
+    ) -> io::Result<()> {
         let mut args: Vec<String> = Vec::new();
+        if let Some(f) = ssl {
+            args.extend([
+                "--".to_string(),
+                "set-ssl".to_string(),
+                f.private_key.display().to_string(),
+                f.certificate.display().to_string(),
+                f.ca_certificate.display().to_string(),
+            ]);
+        }
         for (sw, (_, br)) in topo.switches.iter().zip(&st.switches) {
             let controller = sw.controller.as_deref().or(default_controller);
             let mut protocols = sw.protocols.join(",");
@@ -172,7 +189,12 @@ impl Ovs {
                 .map(String::from),
             );
             if let Some(c) = controller {
-                args.extend(["--", "set-controller", br, &format!("tcp:{c}")].map(String::from));
+                let target = if c.starts_with("tcp:") || c.starts_with("ssl:") {
+                    c.to_string()
+                } else {
+                    format!("tcp:{c}")
+                };
+                args.extend(["--", "set-controller", br, &target].map(String::from));
             }
         }
         let mut port_no: std::collections::HashMap<&str, u32> = Default::default();

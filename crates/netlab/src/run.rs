@@ -56,6 +56,18 @@ pub struct UpOptions {
     /// STP and simple learning controllers flood forever around a loop.
     #[serde(default)]
     pub keep_loops: bool,
+    /// Key, certificate and CA certificate (PEM files) for switches whose
+    /// controller is `ssl:HOST:PORT`; OVS only.
+    #[serde(default)]
+    pub ssl: Option<SslFiles>,
+}
+
+/// What an OVS switch needs to reach a controller over TLS.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SslFiles {
+    pub private_key: PathBuf,
+    pub certificate: PathBuf,
+    pub ca_certificate: PathBuf,
 }
 
 /// Everything needed to find and remove a run, written before anything is created.
@@ -370,8 +382,13 @@ impl Net {
                 let ovs = Ovs::start(&self.dir, &self.state.id).map_err(err)?;
                 self.state.ovs = Some(ovs.state.clone());
                 self.save()?;
-                ovs.add_switches(&self.topo, &self.state, self.state.options.controller.as_deref())
-                    .map_err(err)?;
+                ovs.add_switches(
+                    &self.topo,
+                    &self.state,
+                    self.state.options.controller.as_deref(),
+                    self.state.options.ssl.as_ref(),
+                )
+                .map_err(err)?;
                 self.ovs = Some(ovs);
             }
         }

@@ -59,6 +59,7 @@ async fn api_up_exec_counters_link_failure_mgmt_and_down() {
             kind: SwitchKind::Bridge,
             controller: None,
             keep_loops: false,
+            ssl: None,
         },
     )
     .await
@@ -105,6 +106,7 @@ async fn a_net_dropped_without_down_is_still_removed() {
             kind: SwitchKind::Ovs,
             controller: None,
             keep_loops: false,
+            ssl: None,
         },
     )
     .await

@@ -89,6 +89,18 @@ struct ControllerArgs {
     /// Do not serve the REST API.
     #[arg(long, conflicts_with = "rest")]
     no_rest: bool,
+    /// Address where switches connect over TLS (repeatable; OVS `ssl:`). Needs --tls-cert and --tls-key.
+    #[arg(long = "tls-listen", value_name = "ADDR:PORT", requires_all = ["tls_cert", "tls_key"])]
+    tls_listen: Vec<std::net::SocketAddr>,
+    /// The controller's certificate chain (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_listen")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The controller's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_listen")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Require switch certificates signed by this CA (PEM); without it any switch may connect.
+    #[arg(long, value_name = "FILE", requires = "tls_listen")]
+    tls_ca: Option<std::path::PathBuf>,
     /// Worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
@@ -109,9 +121,12 @@ enum NetCommand {
         /// Switch kind: bridge (Linux bridge) or ovs (Open vSwitch, userspace datapath).
         #[arg(long = "switch", default_value = "bridge", value_parser = parse_kind)]
         kind: netlab::run::SwitchKind,
-        /// Controller for the OpenFlow switches, HOST:PORT.
+        /// Controller for the OpenFlow switches: HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT.
         #[arg(long, conflicts_with = "app")]
         controller: Option<String>,
+        /// For an ssl: controller: the switches' private key, certificate and CA certificate (PEM).
+        #[arg(long, value_names = ["KEY", "CERT", "CACERT"], num_args = 3)]
+        ssl: Option<Vec<std::path::PathBuf>>,
         /// Start sdnlab's built-in controller with this app.
         #[arg(long)]
         app: Option<String>,
@@ -262,7 +277,8 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         Err(e) => return net_cmd::fail(e),
     };
     let names = set.names.clone();
-    let listen = if args.listen.is_empty() {
+    // Plain listeners by default only when no TLS listener was asked for.
+    let listen = if args.listen.is_empty() && args.tls_listen.is_empty() {
         let dual = std::net::TcpListener::bind("[::]:0").is_ok();
         let host = if dual { "[::]" } else { "0.0.0.0" };
         vec![
@@ -283,6 +299,13 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
             }
         })
         .collect();
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => match controller::tls::server_config(cert, key, args.tls_ca.as_deref()) {
+            Ok(c) => Some(c),
+            Err(e) => return net_cmd::fail(e),
+        },
+        _ => None,
+    };
     let cfg = controller::runtime::Config {
         listen,
         workers: args
@@ -294,13 +317,16 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
             ..Default::default()
         },
         verbose: args.verbose,
+        tls_listen: args.tls_listen.clone(),
+        tls,
     };
     let workers = cfg.workers;
     let handle = match controller::runtime::start(cfg) {
         Ok(h) => h,
         Err(e) => return net_cmd::fail(format!("{e} (another controller on the port? use --listen)")),
     };
-    let addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
+    let mut addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
+    addrs.extend(handle.tls_addrs.iter().map(|a| format!("tls:{a}")));
     if !args.no_rest {
         match controller::rest::serve(args.rest, handle.clone(), set) {
             Ok(a) => eprintln!("sdnlab controller: REST API on http://{a}/ (see /switches, /topology, /stats)"),
@@ -348,7 +374,15 @@ async fn net(command: NetCommand) -> ExitCode {
             controller,
             app,
             keep_loops,
-        } => net_cmd::up(&spec, kind, controller, app, keep_loops).await,
+            ssl,
+        } => {
+            let ssl = ssl.map(|f| netlab::run::SslFiles {
+                private_key: f[0].clone(),
+                certificate: f[1].clone(),
+                ca_certificate: f[2].clone(),
+            });
+            net_cmd::up(&spec, kind, controller, app, keep_loops, ssl).await
+        }
         NetCommand::Down { id } => net_cmd::down(id.as_deref()).await,
         NetCommand::Exec { id, host, command } => net_cmd::exec(id.as_deref(), &host, &command),
         NetCommand::Pingall { id, count, json } => net_cmd::pingall(id.as_deref(), count.max(1), json).await,

@@ -27,6 +27,7 @@ pub async fn up(
     controller: Option<String>,
     app: Option<String>,
     keep_loops: bool,
+    ssl: Option<netlab::run::SslFiles>,
 ) -> ExitCode {
     // --app: sdnlab's own controller, started in this process for the run's lifetime.
     let mut builtin = None;
@@ -45,8 +46,14 @@ pub async fn up(
         }
     }
     if let Some(c) = &controller {
-        if c.parse::<std::net::SocketAddr>().is_err() {
-            return fail(format!("--controller '{c}' is not HOST:PORT (e.g. 127.0.0.1:6653)"));
+        let addr = c.strip_prefix("tcp:").or_else(|| c.strip_prefix("ssl:")).unwrap_or(c);
+        if addr.parse::<std::net::SocketAddr>().is_err() {
+            return fail(format!(
+                "--controller '{c}' is not HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT (e.g. 127.0.0.1:6653)"
+            ));
+        }
+        if c.starts_with("ssl:") && ssl.is_none() {
+            return fail("an ssl: controller needs --ssl KEY CERT CACERT (the switches' PEM files)");
         }
         if kind == SwitchKind::Bridge {
             return fail("--controller needs OpenFlow switches: add --switch ovs");
@@ -72,6 +79,7 @@ pub async fn up(
             kind,
             controller,
             keep_loops,
+            ssl,
         },
     );
     tokio::pin!(up);
