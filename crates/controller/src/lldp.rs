@@ -1,7 +1,9 @@
 //! The LLDP probe the `topology` app sends out of every switch port (IEEE
 //! 802.1AB): wire format only. The chassis id names the sending switch
 //! (locally assigned, "dpid:<16 hex digits>", as Ryu and ONOS write it),
-//! the port id its port (port component, 4 bytes big-endian), TTL 120 s.
+//! the port id its port number (locally assigned, decimal text: binary port
+//! ids under the "port component" subtype, as Ryu sends them, are read as
+//! malformed text by Wireshark), TTL 120 s.
 //! A probe that comes back as a PACKET_IN on another switch is a link.
 
 use ofwire::MacAddr;
@@ -15,7 +17,7 @@ const TLV_CHASSIS_ID: u8 = 1;
 const TLV_PORT_ID: u8 = 2;
 const TLV_TTL: u8 = 3;
 const CHASSIS_LOCALLY_ASSIGNED: u8 = 7;
-const PORT_COMPONENT: u8 = 2;
+const PORT_LOCALLY_ASSIGNED: u8 = 7;
 const CHASSIS_PREFIX: &[u8] = b"dpid:";
 
 /// Where a probe was sent from.
@@ -46,7 +48,8 @@ pub fn write_probe(out: &mut Vec<u8>, src: MacAddr, probe: Probe) {
         TLV_CHASSIS_ID,
         &[&[CHASSIS_LOCALLY_ASSIGNED], CHASSIS_PREFIX, hex.as_bytes()],
     );
-    put_tlv(out, TLV_PORT_ID, &[&[PORT_COMPONENT], &probe.port.to_be_bytes()]);
+    let port = probe.port.to_string();
+    put_tlv(out, TLV_PORT_ID, &[&[PORT_LOCALLY_ASSIGNED], port.as_bytes()]);
     put_tlv(out, TLV_TTL, &[&120u16.to_be_bytes()]);
     put_tlv(out, TLV_END, &[]);
     // Ethernet minimum frame (without FCS).
@@ -95,11 +98,17 @@ pub fn parse_probe(frame: &[u8]) -> Result<Option<Probe>, &'static str> {
                 if value.is_empty() {
                     return Err("empty port id");
                 }
-                port = Some(if value[0] == PORT_COMPONENT && value.len() == 5 {
-                    Some(u32::from_be_bytes([value[1], value[2], value[3], value[4]]))
-                } else {
-                    None
-                });
+                let digits = &value[1..];
+                port = Some(
+                    if value[0] == PORT_LOCALLY_ASSIGNED
+                        && (1..=10).contains(&digits.len())
+                        && digits.iter().all(u8::is_ascii_digit)
+                    {
+                        std::str::from_utf8(digits).ok().and_then(|d| d.parse().ok())
+                    } else {
+                        None
+                    },
+                );
             }
             _ => {}
         }
