@@ -252,3 +252,67 @@ fn a_provisioned_path_carries_traffic_without_the_controller() {
             .contains("not known"));
     }
 }
+
+/// The fake switch follows a multi-table pipeline as OpenFlow 1.3 says:
+/// highest priority wins in each table, goto_table carries the packet on,
+/// actions of every table apply. (Checks the fake, so the app tests above
+/// can be trusted.)
+#[test]
+fn the_fake_switch_follows_a_multi_table_pipeline() {
+    use ofconn::{Session, SwitchInfo};
+    use ofwire::oxm::{Match, Oxm};
+    use ofwire::v13;
+
+    struct TwoTables;
+    impl SwitchApp for TwoTables {
+        fn name(&self) -> &'static str {
+            "two-tables"
+        }
+        fn switch_up(&mut self, sw: &mut Session, _info: &SwitchInfo) {
+            // Table 0: everything to table 1, but frames to host 1 rewritten to host 2 first.
+            let mut goto = v13::FlowMod::add(1);
+            goto.instructions = vec![v13::Instruction::GotoTable(1)];
+            sw.send13(v13::Body::FlowMod(goto));
+            let mut rewrite = v13::FlowMod::add(5);
+            rewrite.match_ = Match::new(vec![Oxm::EthDst(host_mac(1), None)]);
+            rewrite.instructions = vec![
+                v13::Instruction::ApplyActions(vec![v13::Action::SetField(Oxm::EthDst(host_mac(2), None))]),
+                v13::Instruction::GotoTable(1),
+            ];
+            sw.send13(v13::Body::FlowMod(rewrite));
+            // Table 1: forward by destination; a lower-priority flow that must lose.
+            for (host, port) in [(0usize, 1u32), (1, 2), (2, 3)] {
+                let mut fwd = v13::FlowMod::add(10);
+                fwd.table_id = 1;
+                fwd.match_ = Match::new(vec![Oxm::EthDst(host_mac(host), None)]);
+                fwd.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output {
+                    port,
+                    max_len: 0,
+                }])];
+                sw.send13(v13::Body::FlowMod(fwd));
+            }
+            let mut loser = v13::FlowMod::add(9);
+            loser.table_id = 1;
+            loser.match_ = Match::new(vec![Oxm::EthDst(host_mac(2), None)]);
+            loser.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output {
+                port: 1,
+                max_len: 0,
+            }])];
+            sw.send13(v13::Body::FlowMod(loser));
+        }
+    }
+    let apps: Vec<AppFactory> = vec![Arc::new(|_: &Context| Box::new(TwoTables) as Box<dyn SwitchApp>)];
+    let mut net = FakeNet::new(OFP13_VERSION, &[(1, 3)], &[], &[(1, 1), (1, 2), (1, 3)], apps);
+    net.settle(STORM);
+    assert_eq!(net.switch(1).tables[1].len(), 4);
+    net.send(0, unicast(0, 2, 1));
+    net.send(0, unicast(0, 1, 2)); // rewritten to host 2 in table 0
+    net.settle(STORM);
+    let got = net.take_received();
+    assert_eq!((got[0].len(), got[1].len(), got[2].len()), (0, 0, 2));
+    assert_eq!(&got[2][1][0..6], &host_mac(2).0, "the rewrite applied");
+    // A miss in 1.3 is dropped, not sent to the controller.
+    net.send(2, unicast(2, 7, 3));
+    net.settle(STORM);
+    assert_eq!(net.switch(1).packet_ins, 0);
+}
