@@ -33,7 +33,7 @@ for mode in throughput latency; do
   for target in "sdnlab l2-learning (embedded)|--app l2-learning" "sdnlab l2-learning (own process)|--target 127.0.0.1:$own_port" "sdnlab null responder|--app null" "ovs-testcontroller 3.1|--target 127.0.0.1:$tc_port" "os-ken 4.2.2 (eventlet)|--target 127.0.0.1:$osken_port"; do
     name=${target%%|*}; args=${target#*|}
     # shellcheck disable=SC2086
-    json=$("$bin" bench ctl $args --mode "$mode" --loops "$loops" --json 2>/dev/null || true)
+    json=$("$bin" bench ctl $args --mode "$mode" --loops "$loops" --trials 1 --out "$dir/run-$RANDOM$RANDOM" --json 2>/dev/null || true)
     python3 - "$name" "$mode" "$json" <<'PY' || failed=1
 import json, sys
 name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -41,6 +41,7 @@ try:
     r = json.loads(raw)
 except ValueError:
     print(f"| {name} | {mode} | failed | | | | |"); sys.exit(1)
+r = r["trials"][0]["report"]
 ls = r["loops"]
 avg = lambda k: sum(l[k] for l in ls) / len(ls)
 lo, hi = min(l["responses_per_s"] for l in ls), max(l["responses_per_s"] for l in ls)

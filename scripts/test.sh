@@ -16,6 +16,10 @@ step "fuzz (60 s)";  scripts/fuzz.sh 60
 step "bench smoke: codec vs os-ken"; scripts/bench-codec.sh --quick
 step "bench smoke: net up/down";    scripts/bench-net.sh 1
 step "bench smoke: controller vs peers"; scripts/bench-ctl.sh 1
-step "main command"; scripts/main.sh --loops 1 --loop-ms 500
+step "main command (3 trials, with its report)"
+smoke=$(mktemp -d /tmp/sdnlab-main-smoke.XXXXXX); trap 'rm -rf "$smoke"' EXIT
+scripts/main.sh --trials 3 --loops 1 --loop-ms 500 --out "$smoke/run"
+test -s "$smoke/run/report.html" && test -s "$smoke/run/summary.csv"
+target/release/sdnlab report "$smoke/run" > /dev/null
 step "decode the bundled capture"; cargo run --release --quiet -p sdnlab -- ofp decode --pcap captures/ovs-learning-switch.pcapng > /dev/null
 step "all passed"

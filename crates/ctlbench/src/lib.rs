@@ -39,6 +39,9 @@ pub struct Config {
     pub warmup: usize,
     /// Outstanding PACKET_INs per switch in throughput mode.
     pub window: usize,
+    /// New connections per second; 0: as fast as the controller accepts
+    /// (a short pause after every 64).
+    pub connect_rate: f64,
 }
 
 /// What one loop measured.
@@ -62,6 +65,8 @@ pub struct Report {
     pub rtt_us_p50: f64,
     pub rtt_us_p99: f64,
     pub rtt_us_max: f64,
+    /// The round-trip distribution as (microseconds, cumulative fraction).
+    pub rtt_cdf: Vec<(f64, f64)>,
     pub sessions_lost: u64,
 }
 
@@ -371,9 +376,11 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
             lost: lost.clone(),
         };
         tasks.push(tokio::spawn(run_switch(t)));
-        // Pace connections a little (some controllers give a new switch ~1 s to
-        // finish its handshake); in bulk only every 64th waits.
-        if cfg.switches <= 64 || idx % 64 == 63 {
+        if cfg.connect_rate > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(1.0 / cfg.connect_rate)).await;
+        } else if cfg.switches <= 64 || idx % 64 == 63 {
+            // Pace connections a little (some controllers give a new switch ~1 s to
+            // finish its handshake); in bulk only every 64th waits.
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
@@ -427,7 +434,16 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         }
     }
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    let rtt_cdf = if hist.is_empty() {
+        Vec::new()
+    } else {
+        let mut qs: Vec<f64> = (0..=100).map(|i| i as f64 / 100.0).collect();
+        qs.extend([0.995, 0.999, 0.9999]);
+        qs.sort_by(|a, b| a.total_cmp(b));
+        qs.iter().map(|&q| (us(q), q)).collect()
+    };
     Report {
+        rtt_cdf,
         rtt_us_p50: us(0.5),
         rtt_us_p99: us(0.99),
         rtt_us_max: hist.max() as f64 / 1000.0,

@@ -27,6 +27,7 @@ fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbe
         loop_ms: 200,
         warmup: 1,
         window: 32,
+        connect_rate: 0.0,
     }
 }
 

@@ -1,144 +1,383 @@
 //! `sdnlab bench ctl`: the controller load driver (crate `ctlbench`) against
 //! a controller at `--target`, or, with no target, against sdnlab's own
-//! controller started in this process (the embedded default). Samples are
-//! written to `results/<run>/samples.jsonl` as each loop ends.
+//! controller started in this process for each trial (the embedded
+//! default). Each scenario (a point of `--sweep`) is repeated `--trials`
+//! times; every loop and every trial is appended to the run's
+//! `samples.jsonl` as it is measured; at the end the run directory gets
+//! its summaries and HTML report (crate `report`), and the terminal a table.
 
-use std::io::Write;
+use clap::Args;
+use report::{Meta, Metric, RunWriter, Sample, Target};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-pub struct BenchArgs {
+#[derive(Args, Clone)]
+pub struct CtlArgs {
+    /// Controller to measure; default: sdnlab's own, started in this process for each trial.
+    #[arg(long, value_name = "HOST:PORT")]
     pub target: Option<std::net::SocketAddr>,
+    /// App of the embedded controller (l2-learning, hub, null, ...).
+    #[arg(long, default_value = "l2-learning")]
     pub app: String,
+    /// Emulated switches.
+    #[arg(long, default_value_t = 16)]
     pub switches: usize,
+    /// Host MAC addresses per switch.
+    #[arg(long, default_value_t = 1000)]
     pub macs: usize,
-    pub mode: ctlbench::Mode,
-    pub version: u8,
+    #[arg(long, default_value = "throughput", value_parser = ["throughput", "latency"])]
+    pub mode: String,
+    #[arg(long, default_value = "1.0", value_parser = ["1.0", "1.3"])]
+    pub ofp: String,
+    /// Measured loops per trial.
+    #[arg(long, default_value_t = 5)]
     pub loops: usize,
+    #[arg(long, default_value_t = 1000)]
     pub loop_ms: u64,
+    /// Unmeasured loops before the measured ones.
+    #[arg(long, default_value_t = 1)]
     pub warmup: usize,
+    /// Pause between trials, ms.
+    #[arg(long, default_value_t = 500)]
+    pub cooldown_ms: u64,
+    /// Outstanding PACKET_INs per switch in throughput mode.
+    #[arg(long, default_value_t = 256)]
     pub window: usize,
+    /// New switch connections per second (0: as fast as accepted).
+    #[arg(long, default_value_t = 0.0)]
+    pub connect_rate: f64,
+    /// Repetitions of each scenario (RFC 8456 asks for at least 10).
+    #[arg(long, default_value_t = 10)]
+    pub trials: u32,
+    /// Sweep one parameter: switches, macs, window or loop-ms, e.g. `switches=1,2,4,8`.
+    #[arg(long, value_name = "PARAM=V1,V2,...")]
+    pub sweep: Option<String>,
+    /// Where the run's results go (default results/ctl-<time>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print cbench's own lines (per loop, and its RESULT line per scenario).
+    #[arg(long)]
+    pub cbench_output: bool,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
     pub json: bool,
 }
 
-pub fn run(a: BenchArgs) -> ExitCode {
-    let fail = |m: String| crate::net_cmd::fail(m);
-    // Thousands of emulated switches need thousands of descriptors.
-    controller::runtime::raise_fd_limit();
-    let mut embedded = None;
-    let target = match a.target {
-        Some(t) => t,
-        None => {
-            let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-            match controller::runtime::start_local(&a.app, workers) {
-                Ok(h) => {
-                    let addr = h.local_addrs[0];
-                    embedded = Some(h);
-                    addr
-                }
-                Err(e) => return fail(e),
-            }
-        }
-    };
-    let what = match &embedded {
-        Some(_) => format!("sdnlab controller (embedded, app {})", a.app),
-        None => format!("controller at {target}"),
-    };
-    let run_dir = std::path::PathBuf::from("results").join(format!(
-        "bench-ctl-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
-    ));
-    if let Err(e) = std::fs::create_dir_all(&run_dir) {
-        return fail(format!("{}: {e}", run_dir.display()));
-    }
-    let cfg = ctlbench::Config {
+fn fail(m: impl std::fmt::Display) -> ExitCode {
+    crate::net_cmd::fail(m)
+}
+
+/// The scenarios of a sweep: (name, switches, macs, window, loop_ms).
+fn scenarios(a: &CtlArgs) -> Result<Vec<(String, ctlbench::Config)>, String> {
+    let base = |target| ctlbench::Config {
         target,
         switches: a.switches.max(1),
         macs: a.macs.clamp(2, 65535),
-        mode: a.mode,
-        version: a.version,
+        mode: if a.mode == "latency" {
+            ctlbench::Mode::Latency
+        } else {
+            ctlbench::Mode::Throughput
+        },
+        version: if a.ofp == "1.0" {
+            ofwire::OFP10_VERSION
+        } else {
+            ofwire::OFP13_VERSION
+        },
         loops: a.loops.max(1),
         loop_ms: a.loop_ms.max(10),
         warmup: a.warmup,
-        window: a.window,
+        window: a.window.max(1),
+        connect_rate: a.connect_rate.max(0.0),
     };
-    let meta = serde_json::json!({
-        "target": what,
-        "config": &cfg,
-        "sdnlab": env!("CARGO_PKG_VERSION"),
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
-    });
-    let _ = std::fs::write(
-        run_dir.join("meta.json"),
-        serde_json::to_vec_pretty(&meta).unwrap_or_default(),
-    );
-    let mut samples = match std::fs::File::create(run_dir.join("samples.jsonl")) {
-        Ok(f) => f,
-        Err(e) => return fail(format!("{}: {e}", run_dir.display())),
+    let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+    let Some(sweep) = &a.sweep else {
+        let c = base(placeholder);
+        return Ok(vec![(format!("switches={}", c.switches), c)]);
     };
-    eprintln!(
-        "sdnlab bench ctl: {what}, {} switches, {} MACs, {:?}, OpenFlow {}, {} loops of {} ms",
-        cfg.switches,
-        cfg.macs,
-        cfg.mode,
-        if cfg.version == ofwire::OFP10_VERSION {
-            "1.0"
-        } else {
-            "1.3"
+    let (param, values) = sweep
+        .split_once('=')
+        .ok_or_else(|| format!("--sweep '{sweep}': write PARAM=V1,V2,... (e.g. switches=1,2,4)"))?;
+    let mut out = Vec::new();
+    for v in values.split(',') {
+        let n: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("--sweep '{sweep}': '{v}' is not a whole number"))?;
+        let mut c = base(placeholder);
+        match param {
+            "switches" => c.switches = (n as usize).max(1),
+            "macs" => c.macs = (n as usize).clamp(2, 65535),
+            "window" => c.window = (n as usize).max(1),
+            "loop-ms" | "loop_ms" => c.loop_ms = n.max(10),
+            other => {
+                return Err(format!(
+                    "--sweep: cannot sweep '{other}'; choose switches, macs, window or loop-ms"
+                ))
+            }
+        }
+        out.push((format!("{param}={n}"), c));
+    }
+    Ok(out)
+}
+
+fn clock() -> String {
+    let secs = report::now_unix();
+    let day = secs % 86400.0;
+    format!(
+        "{:02}:{:02}:{:06.3}",
+        (day / 3600.0) as u32,
+        ((day % 3600.0) / 60.0) as u32,
+        day % 60.0
+    )
+}
+
+pub fn run(a: CtlArgs) -> ExitCode {
+    let list = match scenarios(&a) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    if a.trials == 0 {
+        return fail("--trials must be at least 1");
+    }
+    if a.target.is_none() {
+        if let Err(e) = controller::app::build(&a.app.split(',').collect::<Vec<_>>()) {
+            return fail(e);
+        }
+    }
+    // Thousands of emulated switches need thousands of descriptors.
+    controller::runtime::raise_fd_limit();
+    let run_id = format!("ctl-{}", crate::time_tag());
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let target = match a.target {
+        Some(t) => Target {
+            name: "controller".into(),
+            version: String::new(),
+            command: String::new(),
+            address: t.to_string(),
         },
-        cfg.loops,
-        cfg.loop_ms
-    );
+        None => Target {
+            name: format!("sdnlab controller, app {} (embedded)", a.app),
+            version: env!("CARGO_PKG_VERSION").into(),
+            command: format!("in-process, restarted for each trial, {} workers", workers()),
+            address: "127.0.0.1 (ephemeral port)".into(),
+        },
+    };
+    let mut meta = Meta {
+        run_id: run_id.clone(),
+        benchmark: "bench ctl".into(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        finished_unix: None,
+        setup: report::Setup::detect(),
+        targets: vec![target],
+        parameters: serde_json::json!({
+            "mode": a.mode, "openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
+            "warmup": a.warmup, "cooldown_ms": a.cooldown_ms, "window": a.window, "switches": a.switches,
+            "macs": a.macs, "connect_rate": a.connect_rate, "sweep": a.sweep,
+            "app": if a.target.is_none() { Some(&a.app) } else { None },
+        }),
+        metrics: vec![
+            Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher),
+            Metric::new("matched_per_s", "matched responses/s", stats::Better::Higher),
+            Metric::new("rtt_p50_us", "us", stats::Better::Lower),
+            Metric::new("rtt_p99_us", "us", stats::Better::Lower),
+        ],
+        events: Vec::new(),
+    };
+    let mut writer = match RunWriter::create(&dir, &meta) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => return fail(e.to_string()),
+        Err(e) => return fail(e),
     };
-    let report = rt.block_on(ctlbench::run(cfg, |l| {
-        let _ = writeln!(samples, "{}", serde_json::to_string(l).unwrap_or_default());
-        let _ = samples.flush();
-        eprintln!(
-            "  loop {}: {:.0} responses/s, {:.0} matched/s, {} unmatched, per switch {}..{}",
-            l.loop_index, l.responses_per_s, l.matched_per_s, l.unmatched, l.per_switch_min, l.per_switch_max
-        );
-    }));
-    drop(embedded);
-    let rates: Vec<f64> = report.loops.iter().map(|l| l.responses_per_s).collect();
-    let matched: Vec<f64> = report.loops.iter().map(|l| l.matched_per_s).collect();
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let sd = |v: &[f64]| {
-        let m = mean(v);
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len().max(1) as f64).sqrt()
-    };
-    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = rates.iter().copied().fold(0.0, f64::max);
-    if a.json {
-        println!("{}", serde_json::to_string(&report).unwrap_or_default());
-    } else {
-        println!(
-            "RESULT: {} switches {} tests min/max/avg/stdev = {:.2}/{:.2}/{:.2}/{:.2} responses/s",
-            report.config.switches,
-            rates.len(),
-            min,
-            max,
-            mean(&rates),
-            sd(&rates)
-        );
-        println!(
-            "matched: avg {:.2} responses/s; rtt p50 {:.1} us, p99 {:.1} us, max {:.1} us; sessions lost {}; samples in {}",
-            mean(&matched),
-            report.rtt_us_p50,
-            report.rtt_us_p99,
-            report.rtt_us_max,
-            report.sessions_lost,
-            run_dir.display()
-        );
+    eprintln!(
+        "sdnlab bench ctl: {} scenario(s) x {} trial(s), {} mode, OpenFlow {}, {} loops of {} ms; results in {}",
+        list.len(),
+        a.trials,
+        a.mode,
+        a.ofp,
+        a.loops,
+        a.loop_ms,
+        dir.display()
+    );
+    let bar = indicatif::ProgressBar::new(list.len() as u64 * a.trials as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} trials, {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut invalid = 0;
+    let mut reports = Vec::new();
+    for (name, cfg) in &list {
+        let mut cbench_rates = Vec::new();
+        for trial in 0..a.trials {
+            let (mut cfg, embedded) = match a.target {
+                Some(t) => (
+                    ctlbench::Config {
+                        target: t,
+                        ..cfg.clone()
+                    },
+                    None,
+                ),
+                None => match controller::runtime::start_local(&a.app, workers()) {
+                    Ok(h) => (
+                        ctlbench::Config {
+                            target: h.local_addrs[0],
+                            ..cfg.clone()
+                        },
+                        Some(h),
+                    ),
+                    Err(e) => {
+                        meta.events
+                            .push(format!("{name} trial {trial}: the controller did not start: {e}"));
+                        invalid += 1;
+                        bar.inc(1);
+                        continue;
+                    }
+                },
+            };
+            cfg.loops = cfg.loops.max(1);
+            let mut write_errors = Vec::new();
+            let report = rt.block_on(ctlbench::run(cfg.clone(), |l| {
+                let s = Sample {
+                    kind: "loop".into(),
+                    scenario: name.clone(),
+                    trial,
+                    index: l.loop_index as u32,
+                    unix: report::now_unix(),
+                    values: BTreeMap::from([
+                        ("responses_per_s".to_string(), l.responses_per_s),
+                        ("matched_per_s".to_string(), l.matched_per_s),
+                        ("unmatched".to_string(), l.unmatched as f64),
+                    ]),
+                    rtt_cdf: Vec::new(),
+                    note: None,
+                };
+                if let Err(e) = writer.append(&s) {
+                    write_errors.push(e.to_string());
+                }
+                if a.cbench_output {
+                    let per = l.responses_per_s / cfg.switches as f64;
+                    let cols: Vec<String> = (0..cfg.switches.min(64)).map(|_| format!("{per:.2}")).collect();
+                    bar.suspend(|| {
+                        println!(
+                            "{} {:<4} switches: flows/sec:  {}   total = {:.6} per ms",
+                            clock(),
+                            cfg.switches,
+                            cols.join("  "),
+                            l.responses_per_s / 1000.0
+                        )
+                    });
+                }
+            }));
+            if let Some(h) = embedded {
+                h.stop();
+            }
+            if let Some(e) = write_errors.first() {
+                return fail(format!("writing samples: {e}"));
+            }
+            cbench_rates.extend(report.loops.iter().map(|l| l.responses_per_s));
+            let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| {
+                report.loops.iter().map(f).sum::<f64>() / report.loops.len().max(1) as f64
+            };
+            let matched = mean(&|l| l.matched_per_s);
+            let mut note = None;
+            if report.sessions_lost > 0 || matched == 0.0 {
+                invalid += 1;
+                let what = format!(
+                    "{name} trial {trial}: {} session(s) lost, {:.0} matched responses/s{}",
+                    report.sessions_lost,
+                    matched,
+                    if matched == 0.0 {
+                        " (no answer: is the controller there?)"
+                    } else {
+                        ""
+                    }
+                );
+                meta.events.push(what.clone());
+                note = Some(what);
+            }
+            let s = Sample {
+                kind: "trial".into(),
+                scenario: name.clone(),
+                trial,
+                index: 0,
+                unix: report::now_unix(),
+                values: BTreeMap::from([
+                    ("responses_per_s".to_string(), mean(&|l| l.responses_per_s)),
+                    ("matched_per_s".to_string(), matched),
+                    ("rtt_p50_us".to_string(), report.rtt_us_p50),
+                    ("rtt_p99_us".to_string(), report.rtt_us_p99),
+                    ("rtt_max_us".to_string(), report.rtt_us_max),
+                    ("sessions_lost".to_string(), report.sessions_lost as f64),
+                    (
+                        "unmatched".to_string(),
+                        report.loops.iter().map(|l| l.unmatched).sum::<u64>() as f64,
+                    ),
+                ]),
+                rtt_cdf: report.rtt_cdf.clone(),
+                note,
+            };
+            if let Err(e) = writer.append(&s) {
+                return fail(format!("writing samples: {e}"));
+            }
+            bar.set_message(format!("{name}: {:.0} matched/s", matched));
+            bar.inc(1);
+            reports.push((name.clone(), report));
+            if trial + 1 < a.trials {
+                std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+            }
+        }
+        if a.cbench_output && !cbench_rates.is_empty() {
+            let s = stats::summary(&cbench_rates);
+            // cbench's stdev is the population one.
+            let m = s.mean;
+            let pop = (cbench_rates.iter().map(|x| (x - m).powi(2)).sum::<f64>() / cbench_rates.len() as f64).sqrt();
+            bar.suspend(|| {
+                println!(
+                    "RESULT: {} switches {} tests min/max/avg/stdev = {:.2}/{:.2}/{:.2}/{:.2} responses/s",
+                    cfg.switches,
+                    cbench_rates.len(),
+                    s.min,
+                    s.max,
+                    s.mean,
+                    pop
+                )
+            });
+        }
     }
-    if report.sessions_lost > 0 || mean(&matched) == 0.0 {
-        eprintln!("sdnlab bench ctl: the run is not valid (sessions lost or no matched response)");
+    bar.finish_and_clear();
+    meta.finished_unix = Some(report::now_unix());
+    let summary = match writer.finish(&meta) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("writing the report: {e}")),
+    };
+    if a.json {
+        let out = serde_json::json!({
+            "run": dir,
+            "summary": summary,
+            "trials": reports.iter().map(|(n, r)| serde_json::json!({"scenario": n, "report": r})).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+    } else if !a.cbench_output {
+        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
+        print!("{}", report::terminal_table(&summary, &runs));
+    }
+    for e in &meta.events {
+        eprintln!("sdnlab bench ctl: {e}");
+    }
+    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
+    if invalid > 0 {
+        eprintln!("sdnlab bench ctl: {invalid} trial(s) not valid (see above and the report)");
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+fn workers() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }

@@ -41,38 +41,22 @@ enum Command {
         #[command(subcommand)]
         command: NetCommand,
     },
+    /// Rebuild the report of one run, or compare several side by side.
+    Report {
+        /// Run directories (results/...).
+        #[arg(required = true)]
+        runs: Vec<std::path::PathBuf>,
+        /// Where the combined report goes (default: the run's own directory
+        /// for one run, results/compare-<time> for several).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// Controller benchmark (cbench modes, responses matched to requests).
-    Ctl {
-        /// Controller to measure; default: sdnlab's own, started in this process.
-        #[arg(long, value_name = "HOST:PORT")]
-        target: Option<std::net::SocketAddr>,
-        /// App of the embedded controller (l2-learning, hub, null).
-        #[arg(long, default_value = "l2-learning")]
-        app: String,
-        #[arg(long, default_value_t = 16)]
-        switches: usize,
-        #[arg(long, default_value_t = 1000)]
-        macs: usize,
-        #[arg(long, default_value = "throughput", value_parser = ["throughput", "latency"])]
-        mode: String,
-        #[arg(long, default_value = "1.0", value_parser = ["1.0", "1.3"])]
-        ofp: String,
-        #[arg(long, default_value_t = 5)]
-        loops: usize,
-        #[arg(long, default_value_t = 1000)]
-        loop_ms: u64,
-        #[arg(long, default_value_t = 1)]
-        warmup: usize,
-        /// Outstanding PACKET_INs per switch in throughput mode.
-        #[arg(long, default_value_t = 256)]
-        window: usize,
-        #[arg(long)]
-        json: bool,
-    },
+    /// Controller benchmark (cbench modes, responses matched to requests, trials and sweeps, report).
+    Ctl(bench_cmd::CtlArgs),
 }
 
 #[derive(Args)]
@@ -221,41 +205,9 @@ fn main() -> ExitCode {
         } => ofp_decode_cmd(args),
         Command::Controller(args) => controller_cmd(args),
         Command::Bench {
-            command:
-                BenchCommand::Ctl {
-                    target,
-                    app,
-                    switches,
-                    macs,
-                    mode,
-                    ofp,
-                    loops,
-                    loop_ms,
-                    warmup,
-                    window,
-                    json,
-                },
-        } => bench_cmd::run(bench_cmd::BenchArgs {
-            target,
-            app,
-            switches,
-            macs,
-            mode: if mode == "latency" {
-                ctlbench::Mode::Latency
-            } else {
-                ctlbench::Mode::Throughput
-            },
-            version: if ofp == "1.0" {
-                ofwire::OFP10_VERSION
-            } else {
-                ofwire::OFP13_VERSION
-            },
-            loops,
-            loop_ms,
-            warmup,
-            window,
-            json,
-        }),
+            command: BenchCommand::Ctl(args),
+        } => bench_cmd::run(args),
+        Command::Report { runs, out } => report_cmd(&runs, out),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(rt) => rt,
@@ -263,6 +215,59 @@ fn main() -> ExitCode {
             };
             rt.block_on(net(command))
         }
+    }
+}
+
+/// A UTC time tag for run names: 20261122T212046Z.
+pub fn time_tag() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> ExitCode {
+    let mut runs = Vec::new();
+    for d in dirs {
+        match report::load(d) {
+            Ok(r) => runs.push(r),
+            Err(e) => return net_cmd::fail(format!("{e} (is it a run directory made by sdnlab bench?)")),
+        }
+    }
+    let out = out.unwrap_or_else(|| {
+        if runs.len() == 1 {
+            dirs[0].clone()
+        } else {
+            std::path::PathBuf::from("results").join(format!("compare-{}", time_tag()))
+        }
+    });
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        return net_cmd::fail(format!("{}: {e}", out.display()));
+    }
+    match report::write_outputs(&out, &runs) {
+        Ok(summary) => {
+            print!("{}", report::terminal_table(&summary, &runs));
+            eprintln!("sdnlab report: {}", out.join("report.html").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => net_cmd::fail(e),
     }
 }
 

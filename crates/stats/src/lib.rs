@@ -9,7 +9,7 @@
 //! Every function follows scipy's definitions (scipy.stats 1.10), and the
 //! tests compare against values scipy computed (`scripts/stats-vectors.py`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// A sample described.
@@ -347,7 +347,7 @@ pub fn welch_t(a: &[f64], b: &[f64], alternative: Alternative) -> TestResult {
 }
 
 /// Which direction is better for a metric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Better {
     /// Throughput, rates.

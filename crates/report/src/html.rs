@@ -1,0 +1,312 @@
+//! The HTML report: one self-contained page (inline CSS and SVG, no script,
+//! nothing fetched) with the setup, per metric a box plot of every scenario,
+//! the statistics table with confidence intervals, the best scenario and the
+//! pairwise tests, and the round-trip CDFs.
+
+use crate::{fmt_num, Run, Summary};
+use std::fmt::Write;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// Axis ticks: about five round numbers covering lo..hi.
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let mut t = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    while t <= hi + step * 1e-9 {
+        out.push(t);
+        t += step;
+    }
+    out
+}
+
+fn boxplot(summary: &Summary, metric: &str, unit: &str) -> String {
+    let cells: Vec<_> = summary.cells.iter().filter(|c| c.metric == metric).collect();
+    if cells.is_empty() {
+        return String::new();
+    }
+    let (w, row, left, right) = (760.0, 34.0, 230.0, 30.0);
+    let h = 40.0 + row * cells.len() as f64;
+    let lo = cells.iter().map(|c| c.summary.min).fold(f64::INFINITY, f64::min);
+    let hi = cells.iter().map(|c| c.summary.max).fold(f64::NEG_INFINITY, f64::max);
+    let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-6).max(1e-9);
+    let (lo, hi) = ((lo - pad).max(if lo >= 0.0 { 0.0 } else { f64::MIN }), hi + pad);
+    let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
+    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-size="12">"#);
+    for t in ticks(lo, hi) {
+        let _ = write!(
+            s,
+            r##"<line x1="{0}" x2="{0}" y1="10" y2="{1}" stroke="#ddd"/><text x="{0}" y="{2}" text-anchor="middle">{3}</text>"##,
+            x(t),
+            h - 25.0,
+            h - 10.0,
+            fmt_num(t)
+        );
+    }
+    for (i, c) in cells.iter().enumerate() {
+        let y = 20.0 + row * i as f64;
+        let m = &c.summary;
+        let color = COLORS[i % COLORS.len()];
+        let _ = write!(
+            s,
+            r##"<text x="{tx}" y="{ty}" text-anchor="end">{name}</text>
+<line x1="{a}" x2="{b}" y1="{mid}" y2="{mid}" stroke="#555"/>
+<line x1="{a}" x2="{a}" y1="{t}" y2="{bt}" stroke="#555"/><line x1="{b}" x2="{b}" y1="{t}" y2="{bt}" stroke="#555"/>
+<rect x="{q1}" y="{top}" width="{qw}" height="{bh}" fill="{color}" fill-opacity="0.35" stroke="{color}"/>
+<line x1="{md}" x2="{md}" y1="{top}" y2="{bot}" stroke="{color}" stroke-width="2"/>
+<circle cx="{mn}" cy="{mid}" r="3" fill="#000"><title>mean {mean}</title></circle>"##,
+            tx = left - 8.0,
+            ty = y + row / 2.0 - 2.0,
+            name = esc(&c.scenario),
+            a = x(m.min),
+            b = x(m.max),
+            mid = y + row / 2.0 - 6.0,
+            t = y + 6.0,
+            bt = y + row - 18.0,
+            q1 = x(m.q25),
+            qw = (x(m.q75) - x(m.q25)).max(1.0),
+            top = y + 2.0,
+            bh = row - 16.0,
+            bot = y + row - 14.0,
+            md = x(m.median),
+            mn = x(m.mean),
+            mean = fmt_num(m.mean),
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="end">{}</text></svg>"#,
+        w - right,
+        h,
+        esc(unit)
+    );
+    s
+}
+
+fn cdf_plot(runs: &[Run]) -> String {
+    let many = runs.len() > 1;
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in runs {
+        for smp in r.samples.iter().filter(|s| s.kind == "trial" && !s.rtt_cdf.is_empty()) {
+            let name = if many {
+                format!("{} / {}", r.meta.run_id, smp.scenario)
+            } else {
+                smp.scenario.clone()
+            };
+            if !lines.iter().any(|(n, _)| *n == name) {
+                lines.push((name, smp.rtt_cdf.clone()));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    let (w, h, left, bottom) = (760.0, 320.0, 60.0, 40.0);
+    let all = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
+        .filter(|x| *x > 0.0);
+    let lo = all.clone().fold(f64::INFINITY, f64::min).max(0.01).log10().floor();
+    let hi = all.fold(0.0, f64::max).max(1.0).log10().ceil().max(lo + 1.0);
+    let x = |v: f64| left + (v.max(1e-3).log10() - lo) / (hi - lo) * (w - left - 20.0);
+    let y = |f: f64| 10.0 + (1.0 - f) * (h - bottom - 10.0);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-size="12">"#,
+        h + 20.0 * lines.len() as f64
+    );
+    let mut e = lo;
+    while e <= hi {
+        let v = 10f64.powf(e);
+        let _ = write!(
+            s,
+            r##"<line x1="{0}" x2="{0}" y1="10" y2="{1}" stroke="#ddd"/><text x="{0}" y="{2}" text-anchor="middle">{3}</text>"##,
+            x(v),
+            h - bottom,
+            h - bottom + 15.0,
+            fmt_num(v)
+        );
+        e += 1.0;
+    }
+    for f in [0.0, 0.5, 0.9, 0.99, 1.0] {
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{x2}" y1="{yy}" y2="{yy}" stroke="#eee"/><text x="{tx}" y="{ty}" text-anchor="end">{f}</text>"##,
+            x2 = w - 20.0,
+            yy = y(f),
+            tx = left - 5.0,
+            ty = y(f) + 4.0
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">round trip (us, log scale)</text>"#,
+        w / 2.0,
+        h - 8.0
+    );
+    for (i, (name, pts)) in lines.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let path: Vec<String> = pts.iter().map(|(v, f)| format!("{:.1},{:.1}", x(*v), y(*f))).collect();
+        let _ = write!(
+            s,
+            r##"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/><rect x="{left}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{}" y="{}">{}</text>"##,
+            path.join(" "),
+            left + 18.0,
+            h + 20.0 * i as f64 + 4.0,
+            esc(name),
+            ly = h + 20.0 * i as f64,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The whole page.
+pub fn render(runs: &[Run], summary: &Summary) -> String {
+    let mut h = String::from(
+        r#"<!doctype html><html><head><meta charset="utf-8"><title>sdnlab report</title><style>
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5em;overflow-x:auto}
+.better{background:#e6f4e6}h2{border-bottom:1px solid #ccc}
+</style></head><body>"#,
+    );
+    let title = runs
+        .iter()
+        .map(|r| format!("{} ({})", r.meta.run_id, r.meta.benchmark))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = write!(h, "<h1>sdnlab: {}</h1>", esc(&title));
+    h.push_str("<h2>Setup</h2>");
+    for r in runs {
+        let m = &r.meta;
+        let _ =
+            write!(
+            h,
+            "<h3>{}</h3><table><tr><td>CPU</td><td>{} ({} cores)</td></tr><tr><td>memory</td><td>{:.1} GiB</td></tr>\
+<tr><td>OS / kernel</td><td>{} / {}</td></tr><tr><td>host</td><td>{}</td></tr><tr><td>sdnlab</td><td>{}</td></tr>\
+<tr><td>command</td><td>{}</td></tr><tr><td>started / finished (unix s)</td><td>{:.0} / {}</td></tr>",
+            esc(&m.run_id),
+            esc(&m.setup.cpu_model),
+            m.setup.cores,
+            m.setup.memory_bytes as f64 / (1u64 << 30) as f64,
+            esc(&m.setup.os),
+            esc(&m.setup.kernel),
+            esc(&m.setup.hostname),
+            esc(&m.sdnlab_version),
+            esc(&m.command.join(" ")),
+            m.started_unix,
+            m.finished_unix.map(|f| format!("{f:.0}")).unwrap_or_else(|| "not finished".into())
+        );
+        for t in &m.targets {
+            let _ = write!(
+                h,
+                "<tr><td>target</td><td>{} {} at {}{}</td></tr>",
+                esc(&t.name),
+                esc(&t.version),
+                esc(&t.address),
+                if t.command.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (started as <code>{}</code>)", esc(&t.command))
+                }
+            );
+        }
+        let _ = write!(
+            h,
+            "</table><details><summary>parameters</summary><pre>{}</pre></details>",
+            esc(&serde_json::to_string_pretty(&m.parameters).unwrap_or_default())
+        );
+        if !m.events.is_empty() {
+            h.push_str("<p>Events:</p><ul>");
+            for e in &m.events {
+                let _ = write!(h, "<li>{}</li>", esc(e));
+            }
+            h.push_str("</ul>");
+        }
+    }
+    let metrics: Vec<crate::Metric> = crate::metrics(runs);
+    for m in &metrics {
+        let _ = write!(
+            h,
+            "<h2>{} ({}; {} is better)</h2>",
+            esc(&m.name),
+            esc(&m.unit),
+            match m.better {
+                stats::Better::Higher => "higher",
+                stats::Better::Lower => "lower",
+            }
+        );
+        h.push_str(&boxplot(summary, &m.name, &m.unit));
+        h.push_str("<table><tr><th>scenario</th><th>n</th><th>mean</th><th>median</th><th>stdev</th><th>min</th><th>max</th><th>95% CI (t)</th><th>95% CI (bootstrap)</th></tr>");
+        for c in summary.cells.iter().filter(|c| c.metric == m.name) {
+            let s = &c.summary;
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} .. {}</td><td>{} .. {}</td></tr>",
+                esc(&c.scenario),
+                s.n,
+                c.over,
+                fmt_num(s.mean),
+                fmt_num(s.median),
+                fmt_num(s.stdev),
+                fmt_num(s.min),
+                fmt_num(s.max),
+                fmt_num(s.ci95.0),
+                fmt_num(s.ci95.1),
+                fmt_num(c.ci95_bootstrap.0),
+                fmt_num(c.ci95_bootstrap.1)
+            );
+        }
+        h.push_str("</table>");
+        if let Some(b) = summary.best.iter().find(|b| b.metric == m.name) {
+            let _ = write!(
+                h,
+                "<p><b>Best scenario: {}</b> ({}). Pairwise Wilcoxon rank-sum (Mann-Whitney U) tests, p &lt; 0.05:</p>\
+<table><tr><th>scenario</th><th>against</th><th>p (different)</th><th>p (better)</th><th>better?</th></tr>",
+                esc(&b.scenario),
+                match b.result.chosen_by {
+                    stats::ChosenBy::Test => "better than every other scenario",
+                    stats::ChosenBy::Median => "no scenario is better than all others; chosen by median",
+                }
+            );
+            for c in &b.result.comparisons {
+                let _ = write!(
+                    h,
+                    "<tr{}><td>{}</td><td>{}</td><td>{:.4}</td><td>{}</td><td>{}</td></tr>",
+                    if c.a_better { " class=\"better\"" } else { "" },
+                    esc(&b.scenarios[c.a]),
+                    esc(&b.scenarios[c.b]),
+                    c.p_different,
+                    c.p_better.map(|p| format!("{p:.4}")).unwrap_or_else(|| "-".into()),
+                    if c.a_better { "yes" } else { "no" }
+                );
+            }
+            h.push_str("</table>");
+        }
+    }
+    let cdf = cdf_plot(runs);
+    if !cdf.is_empty() {
+        h.push_str("<h2>Round-trip time, cumulative distribution (first trial of each scenario)</h2>");
+        h.push_str(&cdf);
+    }
+    h.push_str("</body></html>\n");
+    h
+}

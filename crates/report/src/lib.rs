@@ -1,0 +1,545 @@
+//! Benchmark results on disk and the reports made from them, shared by
+//! every `sdnlab bench`. A run is a directory:
+//!
+//! - `meta.json`: the setup RFC 8456 asks a report to state (CPU model,
+//!   cores, memory, OS, kernel, the controllers measured with their version
+//!   and command, sdnlab's version, every parameter, start and end times);
+//! - `samples.jsonl`: one JSON object per measurement, appended and flushed
+//!   as it is measured, before anything is summarised;
+//! - `summary.json`, `summary.csv`: per scenario and metric, the statistics
+//!   (`stats`), and per metric the best scenario with the pairwise tests;
+//! - `report.html`: all of it in one self-contained page (inline SVG box
+//!   plots and round-trip CDFs; no script, no network).
+//!
+//! `load` reads a run back, so reports can be rebuilt and runs compared.
+
+pub mod html;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+
+/// The machine and software a run measured on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Setup {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub memory_bytes: u64,
+    pub os: String,
+    pub kernel: String,
+    pub hostname: String,
+}
+
+impl Setup {
+    /// Reads /proc and /etc; fields it cannot read stay empty.
+    pub fn detect() -> Setup {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|r| r.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_default();
+        let memory_bytes = read("/proc/meminfo")
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024);
+        let os = read("/etc/os-release")
+            .lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|v| v.trim_matches('"').to_string())
+            .unwrap_or_default();
+        Setup {
+            cpu_model,
+            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            memory_bytes,
+            os,
+            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
+            hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
+        }
+    }
+}
+
+/// A system under test.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Target {
+    pub name: String,
+    pub version: String,
+    /// How it was started ("" when sdnlab did not start it).
+    pub command: String,
+    pub address: String,
+}
+
+/// How a metric reads.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Metric {
+    pub name: String,
+    pub unit: String,
+    pub better: stats::Better,
+}
+
+impl Metric {
+    pub fn new(name: &str, unit: &str, better: stats::Better) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            better,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Meta {
+    pub run_id: String,
+    /// What was run: "bench ctl", ...
+    pub benchmark: String,
+    /// The command line.
+    pub command: Vec<String>,
+    pub sdnlab_version: String,
+    pub started_unix: f64,
+    pub finished_unix: Option<f64>,
+    pub setup: Setup,
+    pub targets: Vec<Target>,
+    pub parameters: serde_json::Value,
+    pub metrics: Vec<Metric>,
+    /// What happened that is not a number (a controller that died, refused...).
+    #[serde(default)]
+    pub events: Vec<String>,
+}
+
+/// One measurement. `kind` is "trial" for a trial's figures (what the
+/// statistics use) and anything else (e.g. "loop") for finer samples.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sample {
+    pub kind: String,
+    pub scenario: String,
+    pub trial: u32,
+    #[serde(default)]
+    pub index: u32,
+    pub unix: f64,
+    pub values: BTreeMap<String, f64>,
+    /// Round-trip distribution as (microseconds, cumulative fraction).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rtt_cdf: Vec<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+pub fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A run being written.
+pub struct RunWriter {
+    pub dir: PathBuf,
+    samples: std::fs::File,
+}
+
+fn ctx(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+fn write_json(path: &Path, v: &impl Serialize) -> io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(v).map_err(io::Error::other)?;
+    std::fs::write(path, bytes).map_err(|e| ctx(path, e))
+}
+
+impl RunWriter {
+    /// Creates `dir` (it must not hold a run already) and writes `meta.json`.
+    pub fn create(dir: &Path, meta: &Meta) -> io::Result<RunWriter> {
+        if dir.join("samples.jsonl").exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} already holds a run: choose another --out", dir.display()),
+            ));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| ctx(dir, e))?;
+        write_json(&dir.join("meta.json"), meta)?;
+        let path = dir.join("samples.jsonl");
+        let samples = std::fs::File::create(&path).map_err(|e| ctx(&path, e))?;
+        Ok(RunWriter {
+            dir: dir.to_path_buf(),
+            samples,
+        })
+    }
+
+    /// Appends a sample and flushes it to the file.
+    pub fn append(&mut self, s: &Sample) -> io::Result<()> {
+        let line = serde_json::to_string(s).map_err(io::Error::other)?;
+        writeln!(self.samples, "{line}")?;
+        self.samples.flush()
+    }
+
+    /// Writes the final `meta.json`, then summaries and the HTML report from
+    /// what is on disk.
+    pub fn finish(self, meta: &Meta) -> io::Result<Summary> {
+        write_json(&self.dir.join("meta.json"), meta)?;
+        let run = load(&self.dir)?;
+        write_outputs(&self.dir, &[run])
+    }
+}
+
+/// A run read back.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub meta: Meta,
+    pub samples: Vec<Sample>,
+}
+
+/// Reads a run directory (a truncated last line, from a run that was
+/// killed, is skipped).
+pub fn load(dir: &Path) -> io::Result<Run> {
+    let meta_path = dir.join("meta.json");
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| ctx(&meta_path, e))?;
+    let meta: Meta = serde_json::from_str(&text)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", meta_path.display())))?;
+    let path = dir.join("samples.jsonl");
+    let f = std::fs::File::open(&path).map_err(|e| ctx(&path, e))?;
+    let mut samples = Vec::new();
+    for line in io::BufReader::new(f).lines() {
+        if let Ok(s) = serde_json::from_str::<Sample>(&line?) {
+            samples.push(s);
+        }
+    }
+    Ok(Run {
+        dir: dir.to_path_buf(),
+        meta,
+        samples,
+    })
+}
+
+/// One scenario's statistics for one metric.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub scenario: String,
+    pub metric: String,
+    /// "trials", or "loops" when the scenario had a single trial.
+    pub over: String,
+    pub summary: stats::Summary,
+    pub ci95_bootstrap: (f64, f64),
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Best {
+    pub metric: String,
+    pub scenario: String,
+    pub result: stats::BestScenario,
+    pub scenarios: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub runs: Vec<String>,
+    pub cells: Vec<Cell>,
+    pub best: Vec<Best>,
+}
+
+/// Scenario names, in first-seen order; prefixed with the run id when
+/// several runs are compared.
+fn scenario_key(run: &Run, s: &Sample, many: bool) -> String {
+    if many {
+        format!("{} / {}", run.meta.run_id, s.scenario)
+    } else {
+        s.scenario.clone()
+    }
+}
+
+/// The values the statistics use: per trial when there are several,
+/// otherwise the finer samples of the single trial.
+pub fn values(runs: &[Run], scenario: &str, metric: &str) -> (Vec<f64>, &'static str) {
+    let many = runs.len() > 1;
+    let pick = |trials: bool| -> Vec<f64> {
+        runs.iter()
+            .flat_map(|r| r.samples.iter().map(move |s| (r, s)))
+            .filter(|(r, s)| scenario_key(r, s, many) == scenario && (s.kind == "trial") == trials)
+            .filter_map(|(_, s)| s.values.get(metric).copied())
+            .collect()
+    };
+    let trials = pick(true);
+    if trials.len() >= 2 {
+        return (trials, "trials");
+    }
+    let finer = pick(false);
+    if finer.len() >= 2 {
+        (finer, "loops")
+    } else {
+        (trials, "trials")
+    }
+}
+
+pub fn scenarios(runs: &[Run]) -> Vec<String> {
+    let many = runs.len() > 1;
+    let mut out: Vec<String> = Vec::new();
+    for r in runs {
+        for s in &r.samples {
+            let k = scenario_key(r, s, many);
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+    }
+    out
+}
+
+fn metrics(runs: &[Run]) -> Vec<Metric> {
+    let mut out: Vec<Metric> = Vec::new();
+    for r in runs {
+        for m in &r.meta.metrics {
+            if !out.iter().any(|o| o.name == m.name) {
+                out.push(m.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Statistics of every scenario and metric, and the best scenario per metric.
+pub fn summarise(runs: &[Run]) -> Summary {
+    let names = scenarios(runs);
+    let mut cells = Vec::new();
+    let mut best = Vec::new();
+    for m in metrics(runs) {
+        let mut per: Vec<(String, Vec<f64>)> = Vec::new();
+        for sc in &names {
+            let (v, over) = values(runs, sc, &m.name);
+            if v.is_empty() {
+                continue;
+            }
+            cells.push(Cell {
+                scenario: sc.clone(),
+                metric: m.name.clone(),
+                over: over.into(),
+                summary: stats::summary(&v),
+                ci95_bootstrap: stats::ci_bootstrap(&v, 0.95, 10_000, 8456),
+            });
+            per.push((sc.clone(), v));
+        }
+        if per.len() >= 2 {
+            let slices: Vec<&[f64]> = per.iter().map(|(_, v)| v.as_slice()).collect();
+            if let Some(r) = stats::best_scenario(&slices, m.better, stats::TestKind::RankSum, 0.05) {
+                best.push(Best {
+                    metric: m.name.clone(),
+                    scenario: per[r.best].0.clone(),
+                    result: r,
+                    scenarios: per.iter().map(|(s, _)| s.clone()).collect(),
+                });
+            }
+        }
+    }
+    Summary {
+        runs: runs.iter().map(|r| r.meta.run_id.clone()).collect(),
+        cells,
+        best,
+    }
+}
+
+/// Writes summary.json, summary.csv and report.html into `dir`.
+pub fn write_outputs(dir: &Path, runs: &[Run]) -> io::Result<Summary> {
+    let summary = summarise(runs);
+    write_json(&dir.join("summary.json"), &summary)?;
+    let mut csv = String::from(
+        "scenario,metric,over,n,mean,median,stdev,min,max,q25,q75,ci95_t_low,ci95_t_high,ci95_boot_low,ci95_boot_high\n",
+    );
+    for c in &summary.cells {
+        let s = &c.summary;
+        csv.push_str(&format!(
+            "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            c.scenario.replace('"', "\"\""),
+            c.metric,
+            c.over,
+            s.n,
+            s.mean,
+            s.median,
+            s.stdev,
+            s.min,
+            s.max,
+            s.q25,
+            s.q75,
+            s.ci95.0,
+            s.ci95.1,
+            c.ci95_bootstrap.0,
+            c.ci95_bootstrap.1
+        ));
+    }
+    let path = dir.join("summary.csv");
+    std::fs::write(&path, csv).map_err(|e| ctx(&path, e))?;
+    let path = dir.join("report.html");
+    std::fs::write(&path, html::render(runs, &summary)).map_err(|e| ctx(&path, e))?;
+    Ok(summary)
+}
+
+/// A plain-text table of the summary for the terminal.
+pub fn terminal_table(summary: &Summary, runs: &[Run]) -> String {
+    let units: BTreeMap<String, String> = metrics(runs).into_iter().map(|m| (m.name, m.unit)).collect();
+    let mut rows = vec![[
+        "scenario".to_string(),
+        "metric".into(),
+        "n".into(),
+        "mean".into(),
+        "median".into(),
+        "stdev".into(),
+        "95% CI".into(),
+    ]];
+    for c in &summary.cells {
+        let s = &c.summary;
+        let unit = units.get(&c.metric).map(|u| format!(" ({u})")).unwrap_or_default();
+        rows.push([
+            c.scenario.clone(),
+            format!("{}{unit}", c.metric),
+            format!("{} {}", s.n, c.over),
+            fmt_num(s.mean),
+            fmt_num(s.median),
+            fmt_num(s.stdev),
+            format!("{} .. {}", fmt_num(s.ci95.0), fmt_num(s.ci95.1)),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (k, r) in rows.iter().enumerate() {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i < 3 {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+        if k == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 12));
+            out.push('\n');
+        }
+    }
+    for b in &summary.best {
+        out.push_str(&format!(
+            "best {}: {} (by {})\n",
+            b.metric,
+            b.scenario,
+            match b.result.chosen_by {
+                stats::ChosenBy::Test => "test: better than every other, p < 0.05",
+                stats::ChosenBy::Median => "median: no scenario better than all others",
+            }
+        ));
+    }
+    out
+}
+
+/// Numbers as people read them: thousands separated, sensible decimals.
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    let decimals = if x.abs() >= 1000.0 {
+        0
+    } else if x.abs() >= 10.0 {
+        1
+    } else {
+        3
+    };
+    let s = format!("{:.*}", decimals, x.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    let sign = if x < 0.0 { "-" } else { "" };
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(kind: &str, scenario: &str, trial: u32, v: f64) -> Sample {
+        Sample {
+            kind: kind.into(),
+            scenario: scenario.into(),
+            trial,
+            index: 0,
+            unix: 0.0,
+            values: BTreeMap::from([("rate".to_string(), v)]),
+            rtt_cdf: vec![(10.0, 0.5), (20.0, 1.0)],
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_run_is_written_read_back_and_summarised() {
+        let dir = std::env::temp_dir().join(format!("sdnlab-report-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let meta = Meta {
+            run_id: "t1".into(),
+            benchmark: "bench ctl".into(),
+            metrics: vec![Metric::new("rate", "responses/s", stats::Better::Higher)],
+            setup: Setup::detect(),
+            ..Default::default()
+        };
+        let mut w = RunWriter::create(&dir, &meta).unwrap();
+        for t in 0..10 {
+            w.append(&sample("trial", "switches=1", t, 100.0 + t as f64)).unwrap();
+            w.append(&sample("trial", "switches=2", t, 200.0 + t as f64)).unwrap();
+        }
+        // Samples are on disk before anything is summarised.
+        let on_disk = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+        assert_eq!(on_disk.lines().count(), 20);
+        let summary = w.finish(&meta).unwrap();
+        assert_eq!(summary.cells.len(), 2);
+        assert_eq!(summary.cells[1].summary.mean, 204.5);
+        assert_eq!(summary.best[0].scenario, "switches=2");
+        for f in ["summary.json", "summary.csv", "report.html"] {
+            assert!(dir.join(f).exists(), "{f}");
+        }
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert!(html.contains("<svg") && html.contains("switches=2") && !html.contains("<script"));
+        assert!(
+            RunWriter::create(&dir, &meta).is_err(),
+            "a second run into the same directory"
+        );
+        // A run killed mid-line still loads.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("samples.jsonl"))
+            .unwrap()
+            .write_all(b"{\"kind\": \"tri")
+            .unwrap();
+        assert_eq!(load(&dir).unwrap().samples.len(), 20);
+        // Two runs side by side: scenarios carry the run id.
+        let a = load(&dir).unwrap();
+        let mut b = a.clone();
+        b.meta.run_id = "t2".into();
+        let both = summarise(&[a, b]);
+        assert_eq!(both.cells.len(), 4);
+        assert!(both.cells.iter().any(|c| c.scenario == "t2 / switches=1"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(fmt_num(12157045.3), "12,157,045");
+        assert_eq!(fmt_num(-1234.0), "-1,234");
+        assert_eq!(fmt_num(50.25), "50.2");
+        assert_eq!(fmt_num(0.5), "0.500");
+        assert_eq!(fmt_num(f64::NAN), "-");
+    }
+}

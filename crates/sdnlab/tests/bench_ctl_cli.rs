@@ -1,0 +1,173 @@
+//! `sdnlab bench ctl` end to end: trials and sweeps written to disk with
+//! the report, cbench's own output format, a controller that is not there
+//! recorded as a result (not a crash), bad arguments answered in one line,
+//! and `sdnlab report` rebuilding and comparing runs.
+
+use std::path::Path;
+use std::process::Command;
+
+fn sdnlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("sdnlab-bench-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn quick(out: &Path) -> Command {
+    let mut c = sdnlab();
+    c.args([
+        "bench",
+        "ctl",
+        "--loops",
+        "2",
+        "--loop-ms",
+        "200",
+        "--warmup",
+        "1",
+        "--cooldown-ms",
+        "50",
+    ])
+    .args(["--macs", "20", "--out", out.to_str().unwrap()]);
+    c
+}
+
+#[test]
+fn a_sweep_with_trials_leaves_samples_summary_and_report() {
+    let out = tmp("sweep");
+    let r = quick(&out)
+        .args(["--trials", "3", "--sweep", "switches=1,2", "--json"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = samples.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // 2 scenarios x 3 trials x (2 loops + 1 trial record).
+    assert_eq!(lines.len(), 18);
+    let trials: Vec<_> = lines.iter().filter(|l| l["kind"] == "trial").collect();
+    assert_eq!(trials.len(), 6);
+    for t in &trials {
+        let v = &t["values"];
+        // Matched responses never exceed what cbench counts.
+        assert!(v["matched_per_s"].as_f64().unwrap() <= v["responses_per_s"].as_f64().unwrap() + 1e-6);
+        assert!(v["matched_per_s"].as_f64().unwrap() > 0.0);
+        assert!(!t["rtt_cdf"].as_array().unwrap().is_empty());
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert!(meta["finished_unix"].as_f64().is_some());
+    assert!(meta["setup"]["cores"].as_u64().unwrap() >= 1);
+    assert!(!meta["setup"]["kernel"].as_str().unwrap().is_empty());
+    let json: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let cells = json["summary"]["cells"].as_array().unwrap();
+    assert!(cells
+        .iter()
+        .any(|c| c["scenario"] == "switches=2" && c["summary"]["n"] == 3));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("switches=1") && html.contains("<svg") && html.contains("Best scenario"));
+    let csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 4, "{csv}");
+    // Rebuilt, and compared with a second run.
+    let out2 = tmp("second");
+    assert!(quick(&out2).args(["--trials", "2"]).output().unwrap().status.success());
+    let cmp = tmp("compare");
+    let r = sdnlab()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            out2.to_str().unwrap(),
+            "--out",
+            cmp.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        table.contains("/ switches=1") && table.contains("/ switches=16"),
+        "{table}"
+    );
+    for d in [out, out2, cmp] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn cbench_output_ends_with_its_result_line() {
+    let out = tmp("cbench");
+    let r = quick(&out)
+        .args(["--trials", "2", "--switches", "2", "--cbench-output"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let text = String::from_utf8_lossy(&r.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(
+        lines[0].contains("2    switches: flows/sec:") && lines[0].contains("total = "),
+        "{}",
+        lines[0]
+    );
+    let last = lines[4];
+    assert!(
+        last.starts_with("RESULT: 2 switches 4 tests min/max/avg/stdev = "),
+        "{last}"
+    );
+    assert!(last.ends_with(" responses/s"));
+    let nums: Vec<f64> = last
+        .split(" = ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(" responses/s")
+        .split('/')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(nums[0] <= nums[2] && nums[2] <= nums[1] && nums[0] > 0.0, "{nums:?}");
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn an_absent_controller_is_a_result_not_a_crash() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = tmp("absent");
+    let r = quick(&out)
+        .args(["--trials", "2", "--target", &port.to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("trial 0") && err.contains("trial 1") && err.contains("session(s) lost"),
+        "{err}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["events"].as_array().unwrap().len(), 2);
+    assert!(out.join("report.html").exists());
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn bad_arguments_get_one_line() {
+    for (args, want) in [
+        (vec!["--sweep", "switches"], "PARAM=V1,V2"),
+        (vec!["--sweep", "colour=1,2"], "cannot sweep 'colour'"),
+        (vec!["--sweep", "switches=1,x"], "'x' is not a whole number"),
+        (vec!["--trials", "0"], "at least 1"),
+        (vec!["--app", "nope"], "unknown app 'nope'"),
+    ] {
+        let r = sdnlab().args(["bench", "ctl"]).args(&args).output().unwrap();
+        assert_eq!(r.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let r = sdnlab().args(["report", "/nonexistent/run"]).output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("run directory"));
+}
