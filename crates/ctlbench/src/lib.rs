@@ -11,6 +11,8 @@
 //! `throughput` keeps up to `window` requests outstanding per switch;
 //! `latency` keeps exactly one.
 
+pub mod switch;
+
 use hdrhistogram::Histogram;
 use ofwire::{v10, v13, Body, Framer, Hello, Message, OFP10_VERSION};
 use std::net::SocketAddr;
@@ -42,6 +44,10 @@ pub struct Config {
     /// New connections per second; 0: as fast as the controller accepts
     /// (a short pause after every 64).
     pub connect_rate: f64,
+    /// Datapath id of the first switch (the others follow).
+    pub first_dpid: u64,
+    /// Ports each switch reports.
+    pub ports: u32,
 }
 
 /// What one loop measured.
@@ -139,7 +145,7 @@ fn answered_buffer(version: u8, m: &[u8]) -> Option<u32> {
     }
 }
 
-async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, dpid: u64) -> std::io::Result<()> {
+async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, id: switch::Identity) -> std::io::Result<()> {
     s.write_all(
         &Message::new(version, 1, Body::Hello(Hello::with_versions(&[version])))
             .to_bytes()
@@ -159,38 +165,7 @@ async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, dpid: u6
                 m.body,
                 Body::V10(v10::Body::FeaturesRequest) | Body::V13(v13::Body::MultipartRequest(_))
             );
-            let reply = match m.body {
-                Body::V10(v10::Body::FeaturesRequest) => Some(Message::v10(
-                    m.xid,
-                    v10::Body::FeaturesReply(v10::FeaturesReply {
-                        datapath_id: dpid,
-                        n_buffers: 65536,
-                        n_tables: 1,
-                        capabilities: 0,
-                        actions: 0xfff,
-                        ports: vec![],
-                    }),
-                )),
-                Body::V13(v13::Body::FeaturesRequest) => Some(Message::v13(
-                    m.xid,
-                    v13::Body::FeaturesReply(v13::FeaturesReply {
-                        datapath_id: dpid,
-                        n_buffers: 65536,
-                        n_tables: 1,
-                        auxiliary_id: 0,
-                        capabilities: 0,
-                        reserved: 0,
-                    }),
-                )),
-                Body::V13(v13::Body::MultipartRequest(_)) => Some(Message::v13(
-                    m.xid,
-                    v13::Body::MultipartReply(v13::MultipartReply {
-                        flags: 0,
-                        body: v13::MultipartReplyBody::PortDesc(vec![]),
-                    }),
-                )),
-                _ => None,
-            };
+            let reply = switch::reply(id, &m);
             if let Some(r) = reply {
                 s.write_all(&r.to_bytes().expect("reply")).await?;
             }
@@ -232,10 +207,11 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
     };
     let _ = s.set_nodelay(true);
     let mut framer = Framer::default();
-    if handshake(&mut s, &mut framer, cfg.version, 1 + t.idx as u64)
-        .await
-        .is_err()
-    {
+    let id = switch::Identity {
+        datapath_id: cfg.first_dpid.wrapping_add(t.idx as u64),
+        ports: cfg.ports,
+    };
+    if handshake(&mut s, &mut framer, cfg.version, id).await.is_err() {
         t.lost.fetch_add(1, Ordering::Relaxed);
         return hist;
     }
@@ -326,6 +302,10 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
                 continue;
             }
             let Some(b) = answered_buffer(cfg.version, m) else {
+                // Other control messages (barrier, stats, config) get a switch's answer.
+                if let Some(r) = ofwire::decode(m).ok().and_then(|m| switch::reply(id, &m)) {
+                    let _ = r.encode(&mut out);
+                }
                 continue;
             };
             resp += 1;

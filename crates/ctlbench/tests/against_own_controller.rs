@@ -28,6 +28,8 @@ fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbe
         warmup: 1,
         window: 32,
         connect_rate: 0.0,
+        first_dpid: 1,
+        ports: 4,
     }
 }
 

@@ -45,6 +45,12 @@ pub struct CtlArgs {
     /// Outstanding PACKET_INs per switch in throughput mode.
     #[arg(long, default_value_t = 256)]
     pub window: usize,
+    /// Ports each emulated switch reports.
+    #[arg(long, default_value_t = 4)]
+    pub ports: u32,
+    /// Datapath id of the first emulated switch (the others follow).
+    #[arg(long, default_value_t = 1)]
+    pub first_dpid: u64,
     /// New switch connections per second (0: as fast as accepted).
     #[arg(long, default_value_t = 0.0)]
     pub connect_rate: f64,
@@ -90,6 +96,8 @@ fn scenarios(a: &CtlArgs) -> Result<Vec<(String, ctlbench::Config)>, String> {
         warmup: a.warmup,
         window: a.window.max(1),
         connect_rate: a.connect_rate.max(0.0),
+        first_dpid: a.first_dpid,
+        ports: a.ports.max(1),
     };
     let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
     let Some(sweep) = &a.sweep else {
@@ -176,7 +184,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
         parameters: serde_json::json!({
             "mode": a.mode, "openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "warmup": a.warmup, "cooldown_ms": a.cooldown_ms, "window": a.window, "switches": a.switches,
-            "macs": a.macs, "connect_rate": a.connect_rate, "sweep": a.sweep,
+            "macs": a.macs, "connect_rate": a.connect_rate, "ports": a.ports, "first_dpid": a.first_dpid, "sweep": a.sweep,
             "app": if a.target.is_none() { Some(&a.app) } else { None },
         }),
         metrics: vec![
