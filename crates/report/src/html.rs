@@ -302,6 +302,28 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
             h.push_str("</table>");
         }
     }
+    let noted: Vec<(&Run, &crate::Sample)> = runs
+        .iter()
+        .flat_map(|r| r.samples.iter().filter(|s| s.note.is_some()).map(move |s| (r, s)))
+        .collect();
+    if !noted.is_empty() {
+        h.push_str("<h2>Observations</h2><table><tr><th>scenario</th><th>trial</th><th>what happened</th></tr>");
+        for (r, s) in noted {
+            let name = if runs.len() > 1 {
+                format!("{} / {}", r.meta.run_id, s.scenario)
+            } else {
+                s.scenario.clone()
+            };
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+                esc(&name),
+                s.trial,
+                esc(s.note.as_deref().unwrap_or(""))
+            );
+        }
+        h.push_str("</table>");
+    }
     let cdf = cdf_plot(runs);
     if !cdf.is_empty() {
         h.push_str("<h2>Round-trip time, cumulative distribution (first trial of each scenario)</h2>");

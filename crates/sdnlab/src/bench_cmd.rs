@@ -15,6 +15,16 @@ use std::time::Duration;
 
 #[derive(Args, Clone)]
 pub struct CtlArgs {
+    /// What to run: cbench (throughput or latency, --mode) or security (RFC 8456
+    /// exception handling: every known malformed case, one session each).
+    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security"])]
+    pub test: String,
+    /// security: how long to watch each case, ms.
+    #[arg(long, default_value_t = 1500)]
+    pub case_wait_ms: u64,
+    /// security: how long to wait for the controller to drop a silent connection, s.
+    #[arg(long, default_value_t = 12)]
+    pub hello_wait_s: u64,
     /// Controller to measure; default: sdnlab's own, started in this process for each trial.
     #[arg(long, value_name = "HOST:PORT")]
     pub target: Option<std::net::SocketAddr>,
@@ -142,6 +152,9 @@ fn clock() -> String {
 }
 
 pub fn run(a: CtlArgs) -> ExitCode {
+    if a.test == "security" {
+        return run_security(a);
+    }
     let list = match scenarios(&a) {
         Ok(l) => l,
         Err(e) => return fail(e),
@@ -388,4 +401,139 @@ pub fn run(a: CtlArgs) -> ExitCode {
 
 fn workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// The controller to measure: `--target`, or sdnlab's own started here.
+fn target_of(a: &CtlArgs) -> Result<(std::net::SocketAddr, Target, Option<controller::runtime::Handle>), String> {
+    match a.target {
+        Some(t) => Ok((
+            t,
+            Target {
+                name: "controller".into(),
+                version: String::new(),
+                command: String::new(),
+                address: t.to_string(),
+            },
+            None,
+        )),
+        None => {
+            let h = controller::runtime::start_local(&a.app, workers())?;
+            let addr = h.local_addrs[0];
+            Ok((
+                addr,
+                Target {
+                    name: format!("sdnlab controller, app {} (embedded)", a.app),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    command: format!("in-process, {} workers", workers()),
+                    address: addr.to_string(),
+                },
+                Some(h),
+            ))
+        }
+    }
+}
+
+/// `--test security`: every malformed case, with what the controller did.
+fn run_security(a: CtlArgs) -> ExitCode {
+    let (addr, target, embedded) = match target_of(&a) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let run_id = format!("ctl-security-{}", crate::time_tag());
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let version = if a.ofp == "1.0" {
+        ofwire::OFP10_VERSION
+    } else {
+        ofwire::OFP13_VERSION
+    };
+    let cfg = ctlbench::security::SuiteConfig {
+        target: addr,
+        version,
+        wait: Duration::from_millis(a.case_wait_ms.max(100)),
+        hello_wait: Duration::from_secs(a.hello_wait_s),
+    };
+    let mut meta = Meta {
+        run_id,
+        benchmark: "bench ctl --test security".into(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        setup: report::Setup::detect(),
+        targets: vec![target],
+        parameters: serde_json::json!({"openflow": a.ofp, "case_wait_ms": a.case_wait_ms, "hello_wait_s": a.hello_wait_s}),
+        ..Default::default()
+    };
+    let mut writer = match RunWriter::create(&dir, &meta) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    eprintln!(
+        "sdnlab bench ctl --test security: {} cases against {addr}, OpenFlow {}; results in {}",
+        11,
+        a.ofp,
+        dir.display()
+    );
+    let mut write_error = None;
+    let results = rt.block_on(ctlbench::security::run_suite(cfg, |r| {
+        let o = &r.observation;
+        let s = Sample {
+            kind: "case".into(),
+            scenario: r.case.into(),
+            trial: 0,
+            index: 0,
+            unix: report::now_unix(),
+            values: BTreeMap::from([
+                ("errors".to_string(), o.errors.len() as f64),
+                ("acted".to_string(), o.acted as f64),
+                ("closed".to_string(), f64::from(u8::from(o.closed))),
+                ("others_served".to_string(), f64::from(u8::from(r.others_served))),
+                ("controller_alive".to_string(), f64::from(u8::from(r.controller_alive))),
+            ]),
+            rtt_cdf: Vec::new(),
+            note: Some(format!(
+                "{}; other sessions {}",
+                r.outcome,
+                if r.others_served { "served" } else { "NOT served" }
+            )),
+        };
+        if let Err(e) = writer.append(&s) {
+            write_error.get_or_insert(e.to_string());
+        }
+        eprintln!("  {:<36} {}", r.case, r.outcome);
+    }));
+    if let Some(h) = embedded {
+        h.stop();
+    }
+    if let Some(e) = write_error {
+        return fail(format!("writing samples: {e}"));
+    }
+    meta.finished_unix = Some(report::now_unix());
+    if results.iter().any(|r| !r.controller_alive) {
+        meta.events
+            .push("the controller stopped accepting connections during the suite".into());
+    }
+    if let Err(e) = writer.finish(&meta) {
+        return fail(format!("writing the report: {e}"));
+    }
+    if a.json {
+        println!("{}", serde_json::json!({ "run": dir, "cases": results }));
+    } else {
+        let w = results.iter().map(|r| r.case.len()).max().unwrap_or(10);
+        println!("{:<w$}  {:<44}  {:<14}  expected", "case", "outcome", "others served");
+        for r in &results {
+            println!(
+                "{:<w$}  {:<44}  {:<14}  {}",
+                r.case,
+                r.outcome,
+                if r.others_served { "yes" } else { "NO" },
+                r.expected
+            );
+        }
+    }
+    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
+    ExitCode::SUCCESS
 }

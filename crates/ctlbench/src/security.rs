@@ -1,0 +1,422 @@
+//! RFC 8456's exception handling, as a security suite: each known malformed
+//! case is sent to the controller on a session of its own, and the suite
+//! reports what the controller did with it (an OFPT_ERROR with its type and
+//! code, a closed session, silence, or acting on it as if it were valid)
+//! and whether a well-behaved "witness" switch connected all along kept
+//! being served. A controller that dies is a result, not a crash.
+
+use crate::switch::{self, Identity};
+use ofwire::{v10, v13, Body, Framer, Message, OFP10_VERSION, OFP13_VERSION};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// What the controller did with a malformed case.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Observation {
+    /// OFPT_ERRORs received, as "TYPE/CODE".
+    pub errors: Vec<String>,
+    /// FLOW_MODs and PACKET_OUTs received: it acted on the input.
+    pub acted: usize,
+    /// The controller closed the session.
+    pub closed: bool,
+    /// How long until the first error or the close, ms.
+    pub reaction_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseResult {
+    pub case: &'static str,
+    /// What a careful controller does.
+    pub expected: &'static str,
+    /// "error TYPE/CODE", "closed", "error ..., closed", "acted on it", "ignored", "waited", "controller died".
+    pub outcome: String,
+    pub observation: Observation,
+    /// The witness switch got an answer after this case.
+    pub others_served: bool,
+    pub controller_alive: bool,
+}
+
+struct Peer {
+    s: TcpStream,
+    framer: Framer,
+    id: Identity,
+}
+
+async fn connect(target: SocketAddr) -> std::io::Result<TcpStream> {
+    let s = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(target))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
+    let _ = s.set_nodelay(true);
+    Ok(s)
+}
+
+impl Peer {
+    async fn raw(target: SocketAddr, dpid: u64) -> std::io::Result<Peer> {
+        Ok(Peer {
+            s: connect(target).await?,
+            framer: Framer::default(),
+            id: Identity {
+                datapath_id: dpid,
+                ports: 4,
+            },
+        })
+    }
+
+    /// Connects and completes the handshake.
+    async fn open(target: SocketAddr, version: u8, dpid: u64) -> std::io::Result<Peer> {
+        let mut p = Peer::raw(target, dpid).await?;
+        let id = p.id;
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            crate::handshake(&mut p.s, &mut p.framer, version, id),
+        )
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out"))??;
+        Ok(p)
+    }
+
+    async fn send(&mut self, bytes: &[u8]) -> bool {
+        self.s.write_all(bytes).await.is_ok()
+    }
+
+    async fn send_msg(&mut self, m: &Message) -> bool {
+        let bytes = m.to_bytes().expect("well-formed");
+        self.send(&bytes).await
+    }
+
+    /// Watches the session for `wait` (less if it closes, or once something
+    /// was acted on when `until_acted`).
+    async fn observe(&mut self, wait: Duration, until_acted: bool) -> Observation {
+        let start = Instant::now();
+        let mut o = Observation::default();
+        let mut buf = vec![0u8; 65536];
+        while start.elapsed() < wait {
+            let left = wait - start.elapsed();
+            let n = match tokio::time::timeout(left, self.s.read(&mut buf)).await {
+                Err(_) => break,
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    o.closed = true;
+                    o.reaction_ms.get_or_insert(start.elapsed().as_secs_f64() * 1e3);
+                    break;
+                }
+                Ok(Ok(n)) => n,
+            };
+            self.framer.push(&buf[..n]);
+            let mut replies = Vec::new();
+            while let Ok(Some(raw)) = self.framer.next_message() {
+                let Ok(m) = ofwire::decode(raw) else { continue };
+                match &m.body {
+                    Body::V10(v10::Body::Error(e)) | Body::V13(v13::Body::Error(e)) => {
+                        o.errors.push(e.code.to_string());
+                        o.reaction_ms.get_or_insert(start.elapsed().as_secs_f64() * 1e3);
+                    }
+                    Body::V10(v10::Body::FlowMod(_) | v10::Body::PacketOut(_))
+                    | Body::V13(v13::Body::FlowMod(_) | v13::Body::PacketOut(_)) => o.acted += 1,
+                    _ => {
+                        if let Some(r) = switch::reply(self.id, &m) {
+                            replies.push(r);
+                        }
+                    }
+                }
+            }
+            for r in replies {
+                let _ = self.send_msg(&r).await;
+            }
+            if until_acted && o.acted > 0 {
+                break;
+            }
+        }
+        o
+    }
+}
+
+fn frame(src: u8, dst: [u8; 6], ethertype: [u8; 2], payload: &[u8]) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&[0x02, 0, 0, 0x5e, 0xc0, src]);
+    f.extend_from_slice(&ethertype);
+    f.extend_from_slice(payload);
+    f.resize(f.len().max(60), 0);
+    f
+}
+
+/// An IPv4/UDP header and a few bytes of payload.
+const IPV4: [u8; 28] = [
+    0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0, 80, 0, 8, 0, 0,
+];
+
+fn packet_in(version: u8, xid: u32, buffer_id: u32, data: Vec<u8>) -> Message {
+    let body = if version == OFP10_VERSION {
+        Body::V10(v10::Body::PacketIn(v10::PacketIn {
+            buffer_id,
+            total_len: data.len() as u16,
+            in_port: 1,
+            reason: ofwire::PacketInReason::NoMatch,
+            data: ofwire::Bytes(data),
+        }))
+    } else {
+        Body::V13(v13::Body::PacketIn(v13::PacketIn {
+            buffer_id,
+            total_len: data.len() as u16,
+            reason: ofwire::PacketInReason::NoMatch,
+            table_id: 0,
+            cookie: 0,
+            match_: ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::InPort(1)]),
+            data: ofwire::Bytes(data),
+        }))
+    };
+    Message { version, xid, body }
+}
+
+/// A PORT_STATUS whose port name fills its 16 bytes with no NUL.
+fn port_status_without_nul(version: u8) -> Vec<u8> {
+    let name = "ABCDEFGHIJKLMNO".to_string(); // 15 bytes + the encoder's NUL
+    let body = if version == OFP10_VERSION {
+        Body::V10(v10::Body::PortStatus(v10::PortStatus {
+            reason: ofwire::PortReason::Modify,
+            desc: v10::PhyPort {
+                port_no: 1,
+                hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
+                name,
+                config: 0,
+                state: 0,
+                curr: 0,
+                advertised: 0,
+                supported: 0,
+                peer: 0,
+            },
+        }))
+    } else {
+        Body::V13(v13::Body::PortStatus(v13::PortStatus {
+            reason: ofwire::PortReason::Modify,
+            desc: v13::Port {
+                port_no: 1,
+                hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
+                name,
+                config: 0,
+                state: 0,
+                curr: 0,
+                advertised: 0,
+                supported: 0,
+                peer: 0,
+                curr_speed: 0,
+                max_speed: 0,
+            },
+        }))
+    };
+    let mut b = Message { version, xid: 77, body }.to_bytes().expect("port status");
+    // The name follows reason (1), pad (7), then port_no and hw_addr.
+    let at = if version == OFP10_VERSION {
+        8 + 8 + 2 + 6
+    } else {
+        8 + 8 + 4 + 4 + 6 + 2
+    };
+    b[at + 15] = b'P';
+    b
+}
+
+fn header(version: u8, msg_type: u8, length: u16, xid: u32) -> Vec<u8> {
+    let mut h = vec![version, msg_type];
+    h.extend_from_slice(&length.to_be_bytes());
+    h.extend_from_slice(&xid.to_be_bytes());
+    h
+}
+
+fn describe(o: &Observation) -> String {
+    let mut parts = Vec::new();
+    if !o.errors.is_empty() {
+        parts.push(format!("error {}", o.errors.join(", ")));
+    }
+    if o.acted > 0 {
+        parts.push("acted on it".into());
+    }
+    if o.closed {
+        parts.push("closed".into());
+    }
+    if parts.is_empty() {
+        "ignored".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Settings of the suite.
+#[derive(Clone, Debug, Serialize)]
+pub struct SuiteConfig {
+    pub target: SocketAddr,
+    pub version: u8,
+    /// How long to watch each case.
+    pub wait: Duration,
+    /// How long to wait for a controller to give up on a silent connection.
+    pub hello_wait: Duration,
+}
+
+/// Checks the witness gets an answer; reconnects it if the session is gone.
+async fn witness_served(w: &mut Option<Peer>, cfg: &SuiteConfig, seq: &mut u8) -> (bool, bool) {
+    for attempt in 0..2 {
+        if w.is_none() {
+            match Peer::open(cfg.target, cfg.version, 0x5d1a_0000_0000_0001).await {
+                Ok(p) => *w = Some(p),
+                Err(_) => return (false, attempt == 0 && connect(cfg.target).await.is_ok()),
+            }
+        }
+        let p = w.as_mut().expect("witness");
+        *seq = seq.wrapping_add(1);
+        let pi = packet_in(
+            cfg.version,
+            0x1000 + *seq as u32,
+            0x1000 + *seq as u32,
+            frame(*seq, [0xff; 6], [0x08, 0x00], &IPV4),
+        );
+        if p.send_msg(&pi).await {
+            let o = p.observe(cfg.wait.max(Duration::from_secs(2)), true).await;
+            if o.acted > 0 {
+                return (true, true);
+            }
+            if !o.closed {
+                return (false, true);
+            }
+        }
+        *w = None;
+    }
+    (false, connect(cfg.target).await.is_ok())
+}
+
+/// Runs every case in turn.
+pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -> Vec<CaseResult> {
+    let v = cfg.version;
+    let other = if v == OFP10_VERSION {
+        OFP13_VERSION
+    } else {
+        OFP10_VERSION
+    };
+    let mut witness = Peer::open(cfg.target, v, 0x5d1a_0000_0000_0001).await.ok();
+    let mut seq = 0u8;
+    let mut results = Vec::new();
+    let cases: [(&'static str, &'static str); 11] = [
+        (
+            "bad length field",
+            "close (the stream cannot be re-framed) or BAD_REQUEST/BAD_LEN",
+        ),
+        ("bad version in HELLO", "HELLO_FAILED/INCOMPATIBLE, close"),
+        ("header type not matching the body", "BAD_REQUEST/BAD_LEN"),
+        ("ARP ethertype carrying IPv4", "ignored (no flow installed for it)"),
+        ("port name without NUL", "BAD_REQUEST (or ignored)"),
+        ("message before HELLO", "an error, close"),
+        ("no HELLO", "close after a timeout"),
+        ("un-negotiated version", "BAD_REQUEST/BAD_VERSION"),
+        ("unknown message type", "BAD_REQUEST/BAD_TYPE"),
+        ("corrupted buffer id", "ignored, or an error from the switch side later"),
+        (
+            "duplicate datapath id",
+            "one session kept (the newer), the other closed",
+        ),
+    ];
+    for (i, (case, expected)) in cases.into_iter().enumerate() {
+        let dpid = 0x5d1a_0000_0000_0100 + i as u64;
+        let mut note = None;
+        let obs = match i {
+            0 | 2 | 3 | 4 | 7 | 8 | 9 => match Peer::open(cfg.target, v, dpid).await {
+                Ok(mut p) => {
+                    let bytes = match i {
+                        0 => header(v, 10, 4, 9),
+                        2 => {
+                            // A PACKET_IN body under the PORT_STATUS type.
+                            let mut b = packet_in(v, 9, 9, frame(1, [0xff; 6], [0x08, 0x00], &IPV4))
+                                .to_bytes()
+                                .expect("pi");
+                            b[1] = 12;
+                            b
+                        }
+                        3 => packet_in(v, 9, 9, frame(3, [0x02, 0, 0, 0x5e, 0xc0, 99], [0x08, 0x06], &IPV4))
+                            .to_bytes()
+                            .expect("pi"),
+                        4 => port_status_without_nul(v),
+                        7 => header(other, 2, 8, 9),
+                        8 => header(v, 0x63, 8, 9),
+                        _ => packet_in(v, 9, 0xdead_beef, Vec::new()).to_bytes().expect("pi"),
+                    };
+                    p.send(&bytes).await;
+                    p.observe(cfg.wait, false).await
+                }
+                Err(e) => {
+                    note = Some(format!("could not open a session: {e}"));
+                    Observation::default()
+                }
+            },
+            1 | 5 | 6 => match Peer::raw(cfg.target, dpid).await {
+                Ok(mut p) => match i {
+                    1 => {
+                        // A HELLO of version 0, which no OpenFlow version is.
+                        p.send(&header(0x00, 0, 8, 1)).await;
+                        p.observe(cfg.wait, false).await
+                    }
+                    5 => {
+                        let pi = packet_in(v, 9, 9, frame(5, [0xff; 6], [0x08, 0x00], &IPV4));
+                        p.send_msg(&pi).await;
+                        p.observe(cfg.wait, false).await
+                    }
+                    _ => p.observe(cfg.hello_wait, false).await,
+                },
+                Err(e) => {
+                    note = Some(format!("could not connect: {e}"));
+                    Observation::default()
+                }
+            },
+            _ => {
+                // Two sessions announce the same datapath id.
+                match Peer::open(cfg.target, v, dpid).await {
+                    Ok(mut first) => match Peer::open(cfg.target, v, dpid).await {
+                        Ok(mut second) => {
+                            let a = first.observe(cfg.wait / 2, false).await;
+                            let b = second.observe(cfg.wait / 2, false).await;
+                            note = Some(format!(
+                                "first session {}, second session {}",
+                                if a.closed { "closed" } else { "kept" },
+                                if b.closed { "closed" } else { "kept" }
+                            ));
+                            Observation {
+                                errors: [a.errors, b.errors].concat(),
+                                acted: 0,
+                                closed: a.closed || b.closed,
+                                reaction_ms: a.reaction_ms.or(b.reaction_ms),
+                            }
+                        }
+                        Err(e) => {
+                            note = Some(format!("the second session could not open: {e}"));
+                            Observation::default()
+                        }
+                    },
+                    Err(e) => {
+                        note = Some(format!("could not open a session: {e}"));
+                        Observation::default()
+                    }
+                }
+            }
+        };
+        let (others_served, alive) = witness_served(&mut witness, &cfg, &mut seq).await;
+        let mut outcome = if !alive {
+            "controller died".to_string()
+        } else if i == 6 && !obs.closed {
+            format!("waited {:.0} s without closing", cfg.hello_wait.as_secs_f64())
+        } else {
+            describe(&obs)
+        };
+        if let Some(n) = note {
+            outcome = format!("{outcome} ({n})");
+        }
+        let r = CaseResult {
+            case,
+            expected,
+            outcome,
+            observation: obs,
+            others_served,
+            controller_alive: alive,
+        };
+        on_case(&r);
+        results.push(r);
+    }
+    results
+}
