@@ -11,6 +11,7 @@
 //! `throughput` keeps up to `window` requests outstanding per switch;
 //! `latency` keeps exactly one.
 
+pub mod capacity;
 pub mod security;
 pub mod switch;
 

@@ -17,8 +17,12 @@ use std::time::Duration;
 pub struct CtlArgs {
     /// What to run: cbench (throughput or latency, --mode) or security (RFC 8456
     /// exception handling: every known malformed case, one session each).
-    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security"])]
+    /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
+    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions"])]
     pub test: String,
+    /// sessions: stop at this many if the controller has not failed before.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_sessions: usize,
     /// security: how long to watch each case, ms.
     #[arg(long, default_value_t = 1500)]
     pub case_wait_ms: u64,
@@ -154,6 +158,9 @@ fn clock() -> String {
 pub fn run(a: CtlArgs) -> ExitCode {
     if a.test == "security" {
         return run_security(a);
+    }
+    if a.test == "sessions" {
+        return run_sessions(a);
     }
     let list = match scenarios(&a) {
         Ok(l) => l,
@@ -533,6 +540,123 @@ fn run_security(a: CtlArgs) -> ExitCode {
                 r.expected
             );
         }
+    }
+    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
+    ExitCode::SUCCESS
+}
+
+/// `--test sessions`: how many sessions the controller holds, and how it fails.
+fn run_sessions(a: CtlArgs) -> ExitCode {
+    let limit = controller::runtime::raise_fd_limit();
+    let (addr, target, embedded) = match target_of(&a) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let run_id = format!("ctl-sessions-{}", crate::time_tag());
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let version = if a.ofp == "1.0" {
+        ofwire::OFP10_VERSION
+    } else {
+        ofwire::OFP13_VERSION
+    };
+    let mut meta = Meta {
+        run_id,
+        benchmark: "bench ctl --test sessions".into(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        setup: report::Setup::detect(),
+        targets: vec![target],
+        parameters: serde_json::json!({"openflow": a.ofp, "max_sessions": a.max_sessions, "trials": a.trials,
+            "our_open_file_limit": limit, "embedded": a.target.is_none()}),
+        metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher)],
+        ..Default::default()
+    };
+    if a.target.is_none() {
+        meta.events.push(format!(
+            "the embedded controller shares this process's open-file limit ({limit}): each session costs it two descriptors"
+        ));
+    }
+    let mut writer = match RunWriter::create(&dir, &meta) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    eprintln!(
+        "sdnlab bench ctl --test sessions: against {addr}, up to {} sessions, {} trial(s); results in {}",
+        a.max_sessions,
+        a.trials,
+        dir.display()
+    );
+    let mut results = Vec::new();
+    for trial in 0..a.trials {
+        let cfg = ctlbench::capacity::CapacityConfig {
+            target: addr,
+            version,
+            max_sessions: a.max_sessions.max(1),
+            check_every: 500,
+            timeout: Duration::from_secs(5),
+        };
+        let r = rt.block_on(ctlbench::capacity::run(cfg, |n, secs| {
+            eprint!("\r  trial {trial}: {n} sessions held after {secs:.1} s   ");
+        }));
+        eprintln!(
+            "\r  trial {trial}: {} sessions held; ended by {} ({})",
+            r.held, r.ended_by, r.detail
+        );
+        let s = Sample {
+            kind: "trial".into(),
+            scenario: "sessions".into(),
+            trial,
+            index: 0,
+            unix: report::now_unix(),
+            values: BTreeMap::from([
+                ("sessions_held".to_string(), r.held as f64),
+                ("seconds".to_string(), r.seconds),
+                ("sessions_per_s".to_string(), r.sessions_per_s),
+            ]),
+            rtt_cdf: Vec::new(),
+            note: Some(format!(
+                "{} sessions held; ended by {}: {}",
+                r.held, r.ended_by, r.detail
+            )),
+        };
+        if let Err(e) = writer.append(&s) {
+            return fail(format!("writing samples: {e}"));
+        }
+        results.push(r);
+        if trial + 1 < a.trials {
+            // Let the controller release the previous trial's sessions.
+            std::thread::sleep(Duration::from_millis(a.cooldown_ms.max(1000)));
+        }
+    }
+    if let Some(h) = embedded {
+        h.stop();
+    }
+    meta.finished_unix = Some(report::now_unix());
+    if let Err(e) = writer.finish(&meta) {
+        return fail(format!("writing the report: {e}"));
+    }
+    if a.json {
+        println!("{}", serde_json::json!({ "run": dir, "trials": results }));
+    } else {
+        let held: Vec<f64> = results.iter().map(|r| r.held as f64).collect();
+        let s = stats::summary(&held);
+        println!(
+            "sessions held: median {} (min {}, max {}) over {} trial(s); ended by: {}",
+            report::fmt_num(s.median),
+            report::fmt_num(s.min),
+            report::fmt_num(s.max),
+            results.len(),
+            results
+                .iter()
+                .map(|r| r.ended_by.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
     ExitCode::SUCCESS

@@ -219,3 +219,44 @@ fn the_security_suite_reports_each_case() {
     assert!(html.contains("un-negotiated version"), "the report lists the cases");
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// Session capacity against a controller started with a small open-file
+/// limit: the count stops near the limit, and how it stopped is named.
+#[test]
+fn session_capacity_finds_the_limit_and_how_it_failed() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bin = env!("CARGO_BIN_EXE_sdnlab");
+    let mut ctl = Command::new("sh")
+        .args([
+            "-c",
+            &format!("ulimit -n 300 && exec {bin} controller --listen 127.0.0.1:{port} --no-rest"),
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = tmp("sessions");
+    let r = sdnlab()
+        .args(["bench", "ctl", "--test", "sessions", "--trials", "1", "--json"])
+        .args(["--target", &format!("127.0.0.1:{port}"), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = ctl.kill();
+    let _ = ctl.wait();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let t = &v["trials"][0];
+    let held = t["held"].as_u64().unwrap();
+    assert!((250..300).contains(&held), "{t}");
+    assert_eq!(t["ended_by"], "closed during handshake", "{t}");
+    let _ = std::fs::remove_dir_all(out);
+}
