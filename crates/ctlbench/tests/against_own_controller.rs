@@ -88,3 +88,58 @@ async fn a_silent_listener_gives_lost_sessions_not_a_hang() {
         .expect("the run ends");
     assert!(r.loops.iter().all(|l| l.matched_per_s == 0.0));
 }
+
+/// A controller that answers every PACKET_IN twice (a FLOW_MOD and a
+/// PACKET_OUT for the same buffer): cbench counts both, the matched count
+/// credits the request once and the second answer is counted as unmatched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_double_answering_controller_is_caught() {
+    use controller::app::{Context, SwitchApp, Verdict};
+    use ofwire::hot::{write_flow_mod10, write_packet_out10, PacketInView};
+    struct Twice;
+    impl SwitchApp for Twice {
+        fn name(&self) -> &'static str {
+            "twice"
+        }
+        fn packet_in(&mut self, sw: &mut ofconn::Session, pi: &PacketInView) -> Verdict {
+            let mut fm = ofwire::v10::FlowMod {
+                match_: ofwire::v10::Match::all(),
+                cookie: 0,
+                command: ofwire::v10::FlowModCommand::Add,
+                idle_timeout: 0,
+                hard_timeout: 0,
+                priority: 1,
+                buffer_id: pi.buffer_id,
+                out_port: ofwire::v10::port::NONE,
+                flags: 0,
+                actions: Vec::new(),
+            };
+            fm.buffer_id = pi.buffer_id;
+            let x = sw.xid();
+            let _ = write_flow_mod10(sw.transmit(), x, &fm, &[]);
+            let x = sw.xid();
+            let _ = write_packet_out10(sw.transmit(), x, pi.buffer_id, pi.in_port as u16, &[], &[]);
+            Verdict::Done
+        }
+    }
+    let ctl = controller::runtime::start(controller::runtime::Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 1,
+        apps: vec![std::sync::Arc::new(|_: &Context| Box::new(Twice) as Box<dyn SwitchApp>)],
+        ..Default::default()
+    })
+    .unwrap();
+    for mode in [ctlbench::Mode::Latency, ctlbench::Mode::Throughput] {
+        let r = ctlbench::run(cfg(ctl.local_addrs[0], mode, ofwire::OFP10_VERSION), |_| {}).await;
+        assert_eq!(r.sessions_lost, 0);
+        for l in &r.loops {
+            assert!(l.matched_per_s > 0.0);
+            // Two responses per matched request, the second unmatched.
+            let ratio = l.responses_per_s / l.matched_per_s;
+            assert!((1.9..2.1).contains(&ratio), "{mode:?}: ratio {ratio}: {l:?}");
+            let unmatched_per_s = l.unmatched as f64 / l.seconds;
+            assert!((unmatched_per_s / l.matched_per_s - 1.0).abs() < 0.1, "{mode:?}: {l:?}");
+        }
+    }
+    ctl.stop();
+}
