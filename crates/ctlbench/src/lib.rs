@@ -50,6 +50,10 @@ pub struct Config {
     pub first_dpid: u64,
     /// Ports each switch reports.
     pub ports: u32,
+    /// Malformed messages mixed into the load, per thousand PACKET_INs
+    /// (RFC 8456 exception handling): alternately a PACKET_IN whose frame
+    /// says ARP but carries IPv4, and a message of an unknown type.
+    pub malformed_per_mille: u32,
 }
 
 /// What one loop measured.
@@ -62,6 +66,10 @@ pub struct LoopResult {
     /// Responses matched to an outstanding request, once each.
     pub matched_per_s: f64,
     pub unmatched: u64,
+    pub malformed_sent: u64,
+    pub malformed_acted: u64,
+    /// OFPT_ERRORs received.
+    pub errors: u64,
     pub per_switch_min: u64,
     pub per_switch_max: u64,
 }
@@ -83,7 +91,32 @@ struct SwitchCounters {
     responses: AtomicU64,
     matched: AtomicU64,
     unmatched: AtomicU64,
+    malformed_sent: AtomicU64,
+    /// FLOW_MODs or PACKET_OUTs answering a malformed PACKET_IN.
+    malformed_acted: AtomicU64,
+    errors: AtomicU64,
 }
+
+impl SwitchCounters {
+    fn snapshot(&self) -> [u64; 6] {
+        [
+            &self.responses,
+            &self.matched,
+            &self.unmatched,
+            &self.malformed_sent,
+            &self.malformed_acted,
+            &self.errors,
+        ]
+        .map(|c| c.load(Ordering::Relaxed))
+    }
+}
+
+fn measuring_now(t: &SwitchTask) -> bool {
+    t.measuring.load(Ordering::Relaxed)
+}
+
+/// Buffer ids of malformed PACKET_INs have the top bit set; good ones never do.
+const MALFORMED_BIT: u32 = 0x8000_0000;
 
 const MAX_OUTSTANDING: usize = 1 << 16;
 
@@ -264,8 +297,38 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
         cfg.window.clamp(1, MAX_OUTSTANDING / 2)
     };
     let mut next_mac = 0usize;
+    let mut sent_total = 0u64;
+    let mut malformed_seq = 0u32;
+    let arp_carrying_ipv4 = {
+        let mut f = frame(mac(t.idx, 0), mac(t.idx, 1 % cfg.macs));
+        f[12..14].copy_from_slice(&[0x08, 0x06]);
+        let mut v = Vec::new();
+        put_packet_in(&mut v, cfg.version, 0, 1, &f);
+        v
+    };
     while !t.stop.load(Ordering::Relaxed) {
         while outstanding < window {
+            if cfg.malformed_per_mille > 0 {
+                sent_total += 1;
+                // Spread evenly: one every 1000/per_mille requests.
+                if (sent_total * cfg.malformed_per_mille as u64) % 1000 < cfg.malformed_per_mille as u64 {
+                    malformed_seq = malformed_seq.wrapping_add(1);
+                    if malformed_seq.is_multiple_of(2) {
+                        let at = out.len();
+                        out.extend_from_slice(&arp_carrying_ipv4);
+                        let b = MALFORMED_BIT | (malformed_seq & 0x7fff_ffff);
+                        out[at + 4..at + 8].copy_from_slice(&b.to_be_bytes());
+                        out[at + 8..at + 12].copy_from_slice(&b.to_be_bytes());
+                    } else {
+                        out.extend_from_slice(&[cfg.version, 0x63, 0, 8]);
+                        out.extend_from_slice(&(MALFORMED_BIT | malformed_seq).to_be_bytes());
+                    }
+                    if measuring_now(&t) {
+                        t.counters.malformed_sent.fetch_add(1, Ordering::Relaxed);
+                    }
+                    continue;
+                }
+            }
             let id = seq as usize % slots;
             sent_at[id] = (seq, Instant::now());
             let at = out.len();
@@ -273,7 +336,8 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             out[at + 4..at + 8].copy_from_slice(&seq.to_be_bytes());
             out[at + 8..at + 12].copy_from_slice(&seq.to_be_bytes());
             next_mac = (next_mac + 1) % cfg.macs;
-            seq = seq.wrapping_add(1).max(1);
+            // Below the malformed bit, never 0 (the learning phase's id).
+            seq = (seq.wrapping_add(1) & !MALFORMED_BIT).max(1);
             outstanding += 1;
         }
         if !out.is_empty() {
@@ -294,8 +358,12 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
         framer.push(&buf[..n]);
         let measuring = t.measuring.load(Ordering::Relaxed);
         let now = Instant::now();
-        let (mut resp, mut matched, mut unmatched) = (0u64, 0u64, 0u64);
+        let (mut resp, mut matched, mut unmatched, mut acted, mut errors) = (0u64, 0u64, 0u64, 0u64, 0u64);
         while let Ok(Some(m)) = framer.next_message() {
+            if m[1] == 1 {
+                errors += 1;
+                continue;
+            }
             if m[1] == 2 {
                 // ECHO_REQUEST: answer in kind.
                 let mut r = m.to_vec();
@@ -314,6 +382,10 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             if b == 0 || b == u32::MAX {
                 continue; // an answer to the learning phase (or unbuffered)
             }
+            if b & MALFORMED_BIT != 0 {
+                acted += 1;
+                continue;
+            }
             let slot = &mut sent_at[b as usize % slots];
             match (slot.0 == b).then(|| std::mem::replace(slot, (0, started)).1) {
                 Some(at) => {
@@ -330,6 +402,8 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             t.counters.responses.fetch_add(resp, Ordering::Relaxed);
             t.counters.matched.fetch_add(matched, Ordering::Relaxed);
             t.counters.unmatched.fetch_add(unmatched, Ordering::Relaxed);
+            t.counters.malformed_acted.fetch_add(acted, Ordering::Relaxed);
+            t.counters.errors.fetch_add(errors, Ordering::Relaxed);
         }
     }
     hist
@@ -368,16 +442,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
     }
     let mut loops = Vec::new();
     for i in 0..cfg.warmup + cfg.loops {
-        let before: Vec<(u64, u64, u64)> = counters
-            .iter()
-            .map(|c| {
-                (
-                    c.responses.load(Ordering::Relaxed),
-                    c.matched.load(Ordering::Relaxed),
-                    c.unmatched.load(Ordering::Relaxed),
-                )
-            })
-            .collect();
+        let before: Vec<[u64; 6]> = counters.iter().map(|c| c.snapshot()).collect();
         measuring.store(i >= cfg.warmup, Ordering::Relaxed);
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(cfg.loop_ms)).await;
@@ -385,23 +450,18 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         if i < cfg.warmup {
             continue;
         }
-        let after: Vec<(u64, u64, u64)> = counters
-            .iter()
-            .map(|c| {
-                (
-                    c.responses.load(Ordering::Relaxed),
-                    c.matched.load(Ordering::Relaxed),
-                    c.unmatched.load(Ordering::Relaxed),
-                )
-            })
-            .collect();
-        let per: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a.0 - b.0).collect();
+        let after: Vec<[u64; 6]> = counters.iter().map(|c| c.snapshot()).collect();
+        let delta = |k: usize| -> u64 { after.iter().zip(&before).map(|(a, b)| a[k] - b[k]).sum() };
+        let per: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a[0] - b[0]).collect();
         let r = LoopResult {
             loop_index: i - cfg.warmup,
             seconds: secs,
             responses_per_s: per.iter().sum::<u64>() as f64 / secs,
-            matched_per_s: after.iter().zip(&before).map(|(a, b)| a.1 - b.1).sum::<u64>() as f64 / secs,
-            unmatched: after.iter().zip(&before).map(|(a, b)| a.2 - b.2).sum(),
+            matched_per_s: delta(1) as f64 / secs,
+            unmatched: delta(2),
+            malformed_sent: delta(3),
+            malformed_acted: delta(4),
+            errors: delta(5),
             per_switch_min: per.iter().copied().min().unwrap_or(0),
             per_switch_max: per.iter().copied().max().unwrap_or(0),
         };

@@ -30,6 +30,7 @@ fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbe
         connect_rate: 0.0,
         first_dpid: 1,
         ports: 4,
+        malformed_per_mille: 0,
     }
 }
 
@@ -141,5 +142,31 @@ async fn a_double_answering_controller_is_caught() {
             assert!((unmatched_per_s / l.matched_per_s - 1.0).abs() < 0.1, "{mode:?}: {l:?}");
         }
     }
+    ctl.stop();
+}
+
+/// RFC 8456 exception handling in the load: with 2 % malformed messages,
+/// sdnlab's controller answers each unknown type with an error, acts on no
+/// malformed PACKET_IN, and keeps answering the good ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_in_the_load_are_counted_apart() {
+    let ctl = controller("l2-learning");
+    let mut c = cfg(ctl.local_addrs[0], ctlbench::Mode::Throughput, ofwire::OFP10_VERSION);
+    c.malformed_per_mille = 20;
+    let r = ctlbench::run(c, |_| {}).await;
+    assert_eq!(r.sessions_lost, 0);
+    let sent: u64 = r.loops.iter().map(|l| l.malformed_sent).sum();
+    let matched: f64 = r.loops.iter().map(|l| l.matched_per_s * l.seconds).sum();
+    assert!(sent > 0 && matched > 0.0);
+    // About 2 % of what was sent (good requests are the matched ones, give or take the window).
+    let share = sent as f64 / (sent as f64 + matched);
+    assert!((0.01..0.03).contains(&share), "share {share}");
+    assert_eq!(r.loops.iter().map(|l| l.malformed_acted).sum::<u64>(), 0);
+    let errors: u64 = r.loops.iter().map(|l| l.errors).sum();
+    // Half the malformed ones are unknown types, each answered with an error.
+    assert!(
+        errors as f64 >= 0.4 * sent as f64,
+        "{errors} errors for {sent} malformed"
+    );
     ctl.stop();
 }

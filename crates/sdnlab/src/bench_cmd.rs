@@ -68,10 +68,13 @@ pub struct CtlArgs {
     /// New switch connections per second (0: as fast as accepted).
     #[arg(long, default_value_t = 0.0)]
     pub connect_rate: f64,
+    /// Malformed messages mixed into the load, percent (RFC 8456 exception handling: 1 and 2).
+    #[arg(long, default_value_t = 0.0)]
+    pub malformed_percent: f64,
     /// Repetitions of each scenario (RFC 8456 asks for at least 10).
     #[arg(long, default_value_t = 10)]
     pub trials: u32,
-    /// Sweep one parameter: switches, macs, window or loop-ms, e.g. `switches=1,2,4,8`.
+    /// Sweep one parameter: switches, macs, window, loop-ms or malformed (percent), e.g. `switches=1,2,4,8`.
     #[arg(long, value_name = "PARAM=V1,V2,...")]
     pub sweep: Option<String>,
     /// Where the run's results go (default results/ctl-<time>).
@@ -112,6 +115,7 @@ fn scenarios(a: &CtlArgs) -> Result<Vec<(String, ctlbench::Config)>, String> {
         connect_rate: a.connect_rate.max(0.0),
         first_dpid: a.first_dpid,
         ports: a.ports.max(1),
+        malformed_per_mille: (a.malformed_percent.clamp(0.0, 100.0) * 10.0).round() as u32,
     };
     let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
     let Some(sweep) = &a.sweep else {
@@ -133,9 +137,10 @@ fn scenarios(a: &CtlArgs) -> Result<Vec<(String, ctlbench::Config)>, String> {
             "macs" => c.macs = (n as usize).clamp(2, 65535),
             "window" => c.window = (n as usize).max(1),
             "loop-ms" | "loop_ms" => c.loop_ms = n.max(10),
+            "malformed" => c.malformed_per_mille = (n.min(100) * 10) as u32,
             other => {
                 return Err(format!(
-                    "--sweep: cannot sweep '{other}'; choose switches, macs, window or loop-ms"
+                    "--sweep: cannot sweep '{other}'; choose switches, macs, window, loop-ms or malformed (percent)"
                 ))
             }
         }
@@ -204,7 +209,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
         parameters: serde_json::json!({
             "mode": a.mode, "openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "warmup": a.warmup, "cooldown_ms": a.cooldown_ms, "window": a.window, "switches": a.switches,
-            "macs": a.macs, "connect_rate": a.connect_rate, "ports": a.ports, "first_dpid": a.first_dpid, "sweep": a.sweep,
+            "macs": a.macs, "malformed_percent": a.malformed_percent, "connect_rate": a.connect_rate, "ports": a.ports, "first_dpid": a.first_dpid, "sweep": a.sweep,
             "app": if a.target.is_none() { Some(&a.app) } else { None },
         }),
         metrics: vec![
@@ -281,6 +286,9 @@ pub fn run(a: CtlArgs) -> ExitCode {
                         ("responses_per_s".to_string(), l.responses_per_s),
                         ("matched_per_s".to_string(), l.matched_per_s),
                         ("unmatched".to_string(), l.unmatched as f64),
+                        ("malformed_sent".to_string(), l.malformed_sent as f64),
+                        ("malformed_acted".to_string(), l.malformed_acted as f64),
+                        ("errors".to_string(), l.errors as f64),
                     ]),
                     rtt_cdf: Vec::new(),
                     note: None,
@@ -345,6 +353,18 @@ pub fn run(a: CtlArgs) -> ExitCode {
                     (
                         "unmatched".to_string(),
                         report.loops.iter().map(|l| l.unmatched).sum::<u64>() as f64,
+                    ),
+                    (
+                        "malformed_sent".to_string(),
+                        report.loops.iter().map(|l| l.malformed_sent).sum::<u64>() as f64,
+                    ),
+                    (
+                        "malformed_acted".to_string(),
+                        report.loops.iter().map(|l| l.malformed_acted).sum::<u64>() as f64,
+                    ),
+                    (
+                        "errors".to_string(),
+                        report.loops.iter().map(|l| l.errors).sum::<u64>() as f64,
                     ),
                 ]),
                 rtt_cdf: report.rtt_cdf.clone(),
