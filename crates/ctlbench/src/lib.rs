@@ -12,6 +12,7 @@
 //! `latency` keeps exactly one.
 
 pub mod capacity;
+pub mod rate;
 pub mod security;
 pub mod switch;
 
@@ -54,6 +55,10 @@ pub struct Config {
     /// (RFC 8456 exception handling): alternately a PACKET_IN whose frame
     /// says ARP but carries IPv4, and a message of an unknown type.
     pub malformed_per_mille: u32,
+    /// Throughput mode, paced: PACKET_INs per second over all switches
+    /// (0: as many as the window allows). Requests still outstanding are
+    /// capped by the window.
+    pub offered_rate: f64,
 }
 
 /// What one loop measured.
@@ -66,6 +71,8 @@ pub struct LoopResult {
     /// Responses matched to an outstanding request, once each.
     pub matched_per_s: f64,
     pub unmatched: u64,
+    /// Good PACKET_INs sent per second.
+    pub requests_per_s: f64,
     pub malformed_sent: u64,
     pub malformed_acted: u64,
     /// OFPT_ERRORs received.
@@ -92,13 +99,14 @@ struct SwitchCounters {
     matched: AtomicU64,
     unmatched: AtomicU64,
     malformed_sent: AtomicU64,
+    requests: AtomicU64,
     /// FLOW_MODs or PACKET_OUTs answering a malformed PACKET_IN.
     malformed_acted: AtomicU64,
     errors: AtomicU64,
 }
 
 impl SwitchCounters {
-    fn snapshot(&self) -> [u64; 6] {
+    fn snapshot(&self) -> [u64; 7] {
         [
             &self.responses,
             &self.matched,
@@ -106,6 +114,7 @@ impl SwitchCounters {
             &self.malformed_sent,
             &self.malformed_acted,
             &self.errors,
+            &self.requests,
         ]
         .map(|c| c.load(Ordering::Relaxed))
     }
@@ -306,8 +315,21 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
         put_packet_in(&mut v, cfg.version, 0, 1, &f);
         v
     };
+    let per_switch_rate = if cfg.mode == Mode::Throughput && cfg.offered_rate > 0.0 {
+        cfg.offered_rate / cfg.switches.max(1) as f64
+    } else {
+        0.0
+    };
+    let pace_start = Instant::now();
+    let mut paced_sent = 0u64;
     while !t.stop.load(Ordering::Relaxed) {
-        while outstanding < window {
+        let mut budget = window.saturating_sub(outstanding);
+        if per_switch_rate > 0.0 {
+            let due = (pace_start.elapsed().as_secs_f64() * per_switch_rate) as u64;
+            budget = budget.min(due.saturating_sub(paced_sent) as usize);
+        }
+        let mut sent_now = 0u64;
+        while budget > 0 {
             if cfg.malformed_per_mille > 0 {
                 sent_total += 1;
                 // Spread evenly: one every 1000/per_mille requests.
@@ -339,6 +361,12 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             // Below the malformed bit, never 0 (the learning phase's id).
             seq = (seq.wrapping_add(1) & !MALFORMED_BIT).max(1);
             outstanding += 1;
+            budget -= 1;
+            sent_now += 1;
+        }
+        paced_sent += sent_now;
+        if measuring_now(&t) {
+            t.counters.requests.fetch_add(sent_now, Ordering::Relaxed);
         }
         if !out.is_empty() {
             if s.write_all(&out).await.is_err() {
@@ -347,7 +375,13 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             }
             out.clear();
         }
-        let n = match tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await {
+        // Paced sending wakes up every millisecond to send what is due.
+        let wait = if per_switch_rate > 0.0 {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_millis(200)
+        };
+        let n = match tokio::time::timeout(wait, s.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) => {
                 t.lost.fetch_add(1, Ordering::Relaxed);
                 return hist;
@@ -442,7 +476,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
     }
     let mut loops = Vec::new();
     for i in 0..cfg.warmup + cfg.loops {
-        let before: Vec<[u64; 6]> = counters.iter().map(|c| c.snapshot()).collect();
+        let before: Vec<[u64; 7]> = counters.iter().map(|c| c.snapshot()).collect();
         measuring.store(i >= cfg.warmup, Ordering::Relaxed);
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(cfg.loop_ms)).await;
@@ -450,7 +484,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         if i < cfg.warmup {
             continue;
         }
-        let after: Vec<[u64; 6]> = counters.iter().map(|c| c.snapshot()).collect();
+        let after: Vec<[u64; 7]> = counters.iter().map(|c| c.snapshot()).collect();
         let delta = |k: usize| -> u64 { after.iter().zip(&before).map(|(a, b)| a[k] - b[k]).sum() };
         let per: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a[0] - b[0]).collect();
         let r = LoopResult {
@@ -458,6 +492,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
             seconds: secs,
             responses_per_s: per.iter().sum::<u64>() as f64 / secs,
             matched_per_s: delta(1) as f64 / secs,
+            requests_per_s: delta(6) as f64 / secs,
             unmatched: delta(2),
             malformed_sent: delta(3),
             malformed_acted: delta(4),

@@ -31,6 +31,7 @@ fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbe
         first_dpid: 1,
         ports: 4,
         malformed_per_mille: 0,
+        offered_rate: 0.0,
     }
 }
 
@@ -168,5 +169,37 @@ async fn malformed_messages_in_the_load_are_counted_apart() {
         errors as f64 >= 0.4 * sent as f64,
         "{errors} errors for {sent} malformed"
     );
+    ctl.stop();
+}
+
+/// The loss-free rate search converges on sdnlab's controller: the last
+/// round's offered rate comes back answered within the tolerance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rate_search_converges() {
+    let ctl = controller("l2-learning");
+    let mut c = cfg(ctl.local_addrs[0], ctlbench::Mode::Throughput, ofwire::OFP10_VERSION);
+    c.window = 1024;
+    let r = ctlbench::rate::search(c, 8, 0.05, |_| {}).await;
+    assert_eq!(r.sessions_lost, 0);
+    assert!(r.rounds.len() >= 2 && r.rounds[0].offered_per_s == 0.0);
+    assert!(r.converged, "{r:?}");
+    let last = r.rounds.last().unwrap();
+    assert!(last.offered_per_s > 0.0 && last.loss < 0.05, "{r:?}");
+    // The converged round sent what it offered.
+    assert!((last.sent_per_s / last.offered_per_s - 1.0).abs() < 0.05, "{last:?}");
+    ctl.stop();
+}
+
+/// A paced run sends at the rate asked, not more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_load_sends_the_offered_rate() {
+    let ctl = controller("l2-learning");
+    let mut c = cfg(ctl.local_addrs[0], ctlbench::Mode::Throughput, ofwire::OFP10_VERSION);
+    c.offered_rate = 20_000.0;
+    let r = ctlbench::run(c, |_| {}).await;
+    for l in &r.loops {
+        assert!((l.requests_per_s / 20_000.0 - 1.0).abs() < 0.1, "{l:?}");
+        assert!((l.matched_per_s / 20_000.0 - 1.0).abs() < 0.15, "{l:?}");
+    }
     ctl.stop();
 }

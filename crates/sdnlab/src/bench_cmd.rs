@@ -18,7 +18,8 @@ pub struct CtlArgs {
     /// What to run: cbench (throughput or latency, --mode) or security (RFC 8456
     /// exception handling: every known malformed case, one session each).
     /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
-    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions"])]
+    /// rate: RFC 8456 asynchronous message processing rate (loss-free search).
+    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate"])]
     pub test: String,
     /// sessions: stop at this many if the controller has not failed before.
     #[arg(long, default_value_t = 10_000)]
@@ -116,6 +117,7 @@ fn scenarios(a: &CtlArgs) -> Result<Vec<(String, ctlbench::Config)>, String> {
         first_dpid: a.first_dpid,
         ports: a.ports.max(1),
         malformed_per_mille: (a.malformed_percent.clamp(0.0, 100.0) * 10.0).round() as u32,
+        offered_rate: 0.0,
     };
     let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
     let Some(sweep) = &a.sweep else {
@@ -166,6 +168,9 @@ pub fn run(a: CtlArgs) -> ExitCode {
     }
     if a.test == "sessions" {
         return run_sessions(a);
+    }
+    if a.test == "rate" {
+        return run_rate(a);
     }
     let list = match scenarios(&a) {
         Ok(l) => l,
@@ -679,5 +684,146 @@ fn run_sessions(a: CtlArgs) -> ExitCode {
         );
     }
     eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
+    ExitCode::SUCCESS
+}
+
+/// `--test rate`: the loss-free asynchronous message processing rate, per
+/// scenario and trial (the controller restarted per trial when embedded).
+fn run_rate(a: CtlArgs) -> ExitCode {
+    let list = match scenarios(&a) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let run_id = format!("ctl-rate-{}", crate::time_tag());
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let mut meta = Meta {
+        run_id,
+        benchmark: "bench ctl --test rate".into(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        setup: report::Setup::detect(),
+        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
+            "warmup": a.warmup, "window": a.window, "switches": a.switches, "macs": a.macs, "sweep": a.sweep,
+            "tolerance": 0.01, "max_rounds": 10}),
+        metrics: vec![Metric::new(
+            "loss_free_per_s",
+            "PACKET_INs/s answered, loss-free",
+            stats::Better::Higher,
+        )],
+        ..Default::default()
+    };
+    let mut writer = match RunWriter::create(&dir, &meta) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    eprintln!(
+        "sdnlab bench ctl --test rate: {} scenario(s) x {} trial(s); results in {}",
+        list.len(),
+        a.trials,
+        dir.display()
+    );
+    let mut invalid = 0;
+    for (name, cfg) in &list {
+        for trial in 0..a.trials {
+            let (addr, target, embedded) = match target_of(&a) {
+                Ok(t) => t,
+                Err(e) => return fail(e),
+            };
+            if meta.targets.is_empty() {
+                meta.targets.push(target);
+            }
+            let cfg = ctlbench::Config {
+                target: addr,
+                ..cfg.clone()
+            };
+            let mut rounds = Vec::new();
+            let r = rt.block_on(ctlbench::rate::search(cfg, 10, 0.01, |round| {
+                eprintln!(
+                    "  {name} trial {trial}: offered {:>12} sent {:>12} answered {:>12} loss {:.2} %",
+                    if round.offered_per_s > 0.0 {
+                        report::fmt_num(round.offered_per_s)
+                    } else {
+                        "unpaced".into()
+                    },
+                    report::fmt_num(round.sent_per_s),
+                    report::fmt_num(round.answered_per_s),
+                    round.loss * 100.0
+                );
+                rounds.push(round.clone());
+            }));
+            if let Some(h) = embedded {
+                h.stop();
+            }
+            for (i, round) in rounds.iter().enumerate() {
+                let s = Sample {
+                    kind: "round".into(),
+                    scenario: name.clone(),
+                    trial,
+                    index: i as u32,
+                    unix: report::now_unix(),
+                    values: BTreeMap::from([
+                        ("offered_per_s".to_string(), round.offered_per_s),
+                        ("sent_per_s".to_string(), round.sent_per_s),
+                        ("answered_per_s".to_string(), round.answered_per_s),
+                        ("loss".to_string(), round.loss),
+                    ]),
+                    rtt_cdf: Vec::new(),
+                    note: None,
+                };
+                if let Err(e) = writer.append(&s) {
+                    return fail(format!("writing samples: {e}"));
+                }
+            }
+            let note = (!r.converged || r.sessions_lost > 0).then(|| {
+                invalid += 1;
+                let what = format!(
+                    "{name} trial {trial}: {} after {} rounds, {} session(s) lost",
+                    if r.converged { "converged" } else { "did not converge" },
+                    r.rounds.len(),
+                    r.sessions_lost
+                );
+                meta.events.push(what.clone());
+                what
+            });
+            let s = Sample {
+                kind: "trial".into(),
+                scenario: name.clone(),
+                trial,
+                index: 0,
+                unix: report::now_unix(),
+                values: BTreeMap::from([
+                    ("loss_free_per_s".to_string(), r.loss_free_per_s),
+                    ("rounds".to_string(), r.rounds.len() as f64),
+                ]),
+                rtt_cdf: Vec::new(),
+                note,
+            };
+            if let Err(e) = writer.append(&s) {
+                return fail(format!("writing samples: {e}"));
+            }
+            std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+        }
+    }
+    meta.finished_unix = Some(report::now_unix());
+    let summary = match writer.finish(&meta) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("writing the report: {e}")),
+    };
+    if a.json {
+        println!("{}", serde_json::json!({ "run": dir, "summary": summary }));
+    } else {
+        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
+        print!("{}", report::terminal_table(&summary, &runs));
+    }
+    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
+    if invalid > 0 {
+        eprintln!("sdnlab bench ctl: {invalid} trial(s) without a loss-free rate (see the report)");
+        return ExitCode::from(1);
+    }
     ExitCode::SUCCESS
 }

@@ -260,3 +260,24 @@ fn session_capacity_finds_the_limit_and_how_it_failed() {
     assert_eq!(t["ended_by"], "closed during handshake", "{t}");
     let _ = std::fs::remove_dir_all(out);
 }
+
+#[test]
+fn the_rate_test_finds_a_loss_free_rate() {
+    let out = tmp("rate");
+    let r = quick(&out)
+        .args(["--test", "rate", "--trials", "2", "--switches", "2", "--json"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let cell = &v["summary"]["cells"][0];
+    assert_eq!(cell["metric"], "loss_free_per_s");
+    assert_eq!(cell["summary"]["n"], 2);
+    assert!(cell["summary"]["min"].as_f64().unwrap() > 0.0);
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    assert!(
+        samples.lines().filter(|l| l.contains("\"round\"")).count() >= 4,
+        "two rounds per trial at least"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
