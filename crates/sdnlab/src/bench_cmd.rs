@@ -19,8 +19,12 @@ pub struct CtlArgs {
     /// exception handling: every known malformed case, one session each).
     /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
     /// rate: RFC 8456 asynchronous message processing rate (loss-free search).
-    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate"])]
+    /// dos: RFC 8456 denial-of-service handling (well-behaved switches' latency with and without a PACKET_IN flood).
+    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos"])]
     pub test: String,
+    /// dos: flooding switches (each keeps up to 4096 PACKET_INs outstanding and never slows down).
+    #[arg(long, default_value_t = 4)]
+    pub attackers: usize,
     /// sessions: stop at this many if the controller has not failed before.
     #[arg(long, default_value_t = 10_000)]
     pub max_sessions: usize,
@@ -171,6 +175,9 @@ pub fn run(a: CtlArgs) -> ExitCode {
     }
     if a.test == "rate" {
         return run_rate(a);
+    }
+    if a.test == "dos" {
+        return run_dos(a);
     }
     let list = match scenarios(&a) {
         Ok(l) => l,
@@ -825,5 +832,156 @@ fn run_rate(a: CtlArgs) -> ExitCode {
         eprintln!("sdnlab bench ctl: {invalid} trial(s) without a loss-free rate (see the report)");
         return ExitCode::from(1);
     }
+    ExitCode::SUCCESS
+}
+
+/// `--test dos`: the well-behaved switches (latency mode) measured alone and
+/// then while `--attackers` switches flood the controller, trial by trial.
+fn run_dos(a: CtlArgs) -> ExitCode {
+    let list = match scenarios(&a) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let Some((_, base)) = list.into_iter().next() else {
+        return fail("no scenario");
+    };
+    let run_id = format!("ctl-dos-{}", crate::time_tag());
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let mut meta = Meta {
+        run_id,
+        benchmark: "bench ctl --test dos".into(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        setup: report::Setup::detect(),
+        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
+            "good_switches": a.switches, "attackers": a.attackers, "attacker_window": 4096, "macs": a.macs}),
+        metrics: vec![
+            Metric::new(
+                "matched_per_s",
+                "well-behaved switches' answered PACKET_INs/s",
+                stats::Better::Higher,
+            ),
+            Metric::new("rtt_p50_us", "us", stats::Better::Lower),
+            Metric::new("rtt_p99_us", "us", stats::Better::Lower),
+        ],
+        ..Default::default()
+    };
+    let mut writer = match RunWriter::create(&dir, &meta) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    eprintln!(
+        "sdnlab bench ctl --test dos: {} well-behaved switches (latency mode), {} attackers; {} trial(s); results in {}",
+        a.switches,
+        a.attackers,
+        a.trials,
+        dir.display()
+    );
+    for trial in 0..a.trials {
+        let (addr, target, embedded) = match target_of(&a) {
+            Ok(t) => t,
+            Err(e) => return fail(e),
+        };
+        if meta.targets.is_empty() {
+            meta.targets.push(target);
+        }
+        let good = ctlbench::Config {
+            target: addr,
+            mode: ctlbench::Mode::Latency,
+            ..base.clone()
+        };
+        let attack = ctlbench::Config {
+            target: addr,
+            mode: ctlbench::Mode::Throughput,
+            switches: a.attackers.max(1),
+            window: 4096,
+            first_dpid: a.first_dpid + 1_000_000,
+            // Running from before the measurement to after it.
+            warmup: 1,
+            loops: good.warmup + good.loops + 2,
+            ..base.clone()
+        };
+        let alone = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+        // The attackers run on a thread and runtime of their own, so the
+        // well-behaved switches' side of the driver is not queued behind them.
+        let flood = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()
+                .map(|rt| rt.block_on(ctlbench::run(attack, |_| {})))
+        });
+        // Let the flood build up first.
+        std::thread::sleep(Duration::from_millis(good.loop_ms));
+        let under = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+        let flood = flood.join().ok().flatten();
+        if let Some(h) = embedded {
+            h.stop();
+        }
+        let flood_rate = flood
+            .as_ref()
+            .map(|f| f.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / f.loops.len().max(1) as f64)
+            .unwrap_or(0.0);
+        for (scenario, r) in [("alone", &alone), ("under attack", &under)] {
+            let matched = r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / r.loops.len().max(1) as f64;
+            let note = (r.sessions_lost > 0).then(|| {
+                format!(
+                    "{scenario} trial {trial}: {} well-behaved session(s) lost",
+                    r.sessions_lost
+                )
+            });
+            if let Some(n) = &note {
+                meta.events.push(n.clone());
+            }
+            let mut values = BTreeMap::from([
+                ("matched_per_s".to_string(), matched),
+                ("rtt_p50_us".to_string(), r.rtt_us_p50),
+                ("rtt_p99_us".to_string(), r.rtt_us_p99),
+                ("sessions_lost".to_string(), r.sessions_lost as f64),
+            ]);
+            if scenario == "under attack" {
+                values.insert("attackers_answered_per_s".to_string(), flood_rate);
+            }
+            let s = Sample {
+                kind: "trial".into(),
+                scenario: scenario.into(),
+                trial,
+                index: 0,
+                unix: report::now_unix(),
+                values,
+                rtt_cdf: r.rtt_cdf.clone(),
+                note,
+            };
+            if let Err(e) = writer.append(&s) {
+                return fail(format!("writing samples: {e}"));
+            }
+        }
+        eprintln!(
+            "  trial {trial}: alone p50 {:.1} us, under attack p50 {:.1} us (p99 {:.1} -> {:.1}); attackers answered {}/s",
+            alone.rtt_us_p50,
+            under.rtt_us_p50,
+            alone.rtt_us_p99,
+            under.rtt_us_p99,
+            report::fmt_num(flood_rate)
+        );
+        std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+    }
+    meta.finished_unix = Some(report::now_unix());
+    let summary = match writer.finish(&meta) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("writing the report: {e}")),
+    };
+    if a.json {
+        println!("{}", serde_json::json!({ "run": dir, "summary": summary }));
+    } else {
+        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
+        print!("{}", report::terminal_table(&summary, &runs));
+    }
+    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
     ExitCode::SUCCESS
 }

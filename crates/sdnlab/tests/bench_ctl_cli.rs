@@ -281,3 +281,36 @@ fn the_rate_test_finds_a_loss_free_rate() {
     );
     let _ = std::fs::remove_dir_all(out);
 }
+
+#[test]
+fn the_dos_test_measures_well_behaved_switches_alone_and_under_attack() {
+    let out = tmp("dos");
+    let r = quick(&out)
+        .args([
+            "--test",
+            "dos",
+            "--trials",
+            "2",
+            "--switches",
+            "2",
+            "--attackers",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let trials: Vec<serde_json::Value> = samples.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(trials.len(), 4);
+    for t in &trials {
+        assert!(t["values"]["matched_per_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert_eq!(t["values"]["sessions_lost"], 0.0, "{t}");
+    }
+    let attacked: Vec<_> = trials.iter().filter(|t| t["scenario"] == "under attack").collect();
+    assert_eq!(attacked.len(), 2);
+    assert!(attacked
+        .iter()
+        .all(|t| t["values"]["attackers_answered_per_s"].as_f64().unwrap() > 0.0));
+    let _ = std::fs::remove_dir_all(out);
+}
