@@ -15,6 +15,16 @@ use std::time::Duration;
 
 #[derive(Args, Clone)]
 pub struct CtlArgs {
+    /// Real controllers to compare, installed (when missing), started and stopped by sdnlab:
+    /// sdnlab, ovs-testcontroller, os-ken, ryu (repeatable; one run each, then one comparison).
+    #[arg(long = "peer", value_name = "PEER", value_parser = crate::peers::NAMES, conflicts_with = "target")]
+    pub peers: Vec<String>,
+    /// Who the target is, when a peer was started for it.
+    #[arg(skip)]
+    pub target_info: Option<Target>,
+    /// The run's name, when it is one of several.
+    #[arg(skip)]
+    pub run_name: Option<String>,
     /// What to run: cbench (throughput or latency, --mode) or security (RFC 8456
     /// exception handling: every known malformed case, one session each).
     /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
@@ -167,6 +177,9 @@ fn clock() -> String {
 }
 
 pub fn run(a: CtlArgs) -> ExitCode {
+    if !a.peers.is_empty() {
+        return run_peers(a);
+    }
     if a.test == "security" {
         return run_security(a);
     }
@@ -193,15 +206,15 @@ pub fn run(a: CtlArgs) -> ExitCode {
     }
     // Thousands of emulated switches need thousands of descriptors.
     controller::runtime::raise_fd_limit();
-    let run_id = format!("ctl-{}", crate::time_tag());
+    let run_id = run_name(&a, "ctl");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let target = match a.target {
-        Some(t) => Target {
+        Some(t) => a.target_info.clone().unwrap_or(Target {
             name: "controller".into(),
             version: String::new(),
             command: String::new(),
             address: t.to_string(),
-        },
+        }),
         None => Target {
             name: format!("sdnlab controller, app {} (embedded)", a.app),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -447,12 +460,12 @@ fn target_of(a: &CtlArgs) -> Result<(std::net::SocketAddr, Target, Option<contro
     match a.target {
         Some(t) => Ok((
             t,
-            Target {
+            a.target_info.clone().unwrap_or(Target {
                 name: "controller".into(),
                 version: String::new(),
                 command: String::new(),
                 address: t.to_string(),
-            },
+            }),
             None,
         )),
         None => {
@@ -478,7 +491,7 @@ fn run_security(a: CtlArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let run_id = format!("ctl-security-{}", crate::time_tag());
+    let run_id = run_name(&a, "ctl-security");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let version = if a.ofp == "1.0" {
         ofwire::OFP10_VERSION
@@ -584,7 +597,7 @@ fn run_sessions(a: CtlArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let run_id = format!("ctl-sessions-{}", crate::time_tag());
+    let run_id = run_name(&a, "ctl-sessions");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let version = if a.ofp == "1.0" {
         ofwire::OFP10_VERSION
@@ -701,7 +714,7 @@ fn run_rate(a: CtlArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(e),
     };
-    let run_id = format!("ctl-rate-{}", crate::time_tag());
+    let run_id = run_name(&a, "ctl-rate");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let mut meta = Meta {
         run_id,
@@ -845,7 +858,7 @@ fn run_dos(a: CtlArgs) -> ExitCode {
     let Some((_, base)) = list.into_iter().next() else {
         return fail("no scenario");
     };
-    let run_id = format!("ctl-dos-{}", crate::time_tag());
+    let run_id = run_name(&a, "ctl-dos");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let mut meta = Meta {
         run_id,
@@ -984,4 +997,63 @@ fn run_dos(a: CtlArgs) -> ExitCode {
     }
     eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
     ExitCode::SUCCESS
+}
+
+fn run_name(a: &CtlArgs, kind: &str) -> String {
+    a.run_name
+        .clone()
+        .unwrap_or_else(|| format!("{kind}-{}", crate::time_tag()))
+}
+
+/// `--peer ...`: the same test against each peer in turn (each its own run
+/// under the output directory), then one report comparing them.
+fn run_peers(a: CtlArgs) -> ExitCode {
+    let dir = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("ctl-peers-{}", crate::time_tag())));
+    let mut runs = Vec::new();
+    let mut worst = 0u8;
+    for name in &a.peers {
+        let peer = match crate::peers::start(name) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("sdnlab bench ctl: peer {name} not measured: {e}");
+                worst = worst.max(1);
+                continue;
+            }
+        };
+        eprintln!("sdnlab bench ctl: peer {name} ({}) on {}", peer.version, peer.addr);
+        let mut one = a.clone();
+        one.peers.clear();
+        one.target = Some(peer.addr);
+        one.target_info = Some(Target {
+            name: peer.name.clone(),
+            version: peer.version.clone(),
+            command: peer.command.clone(),
+            address: peer.addr.to_string(),
+        });
+        one.run_name = Some(name.clone());
+        let sub = dir.join(name);
+        one.out = Some(sub.clone());
+        if run(one) != ExitCode::SUCCESS {
+            worst = worst.max(1);
+        }
+        drop(peer);
+        match report::load(&sub) {
+            Ok(r) => runs.push(r),
+            Err(e) => eprintln!("sdnlab bench ctl: {name}: {e}"),
+        }
+    }
+    if runs.len() > 1 {
+        match report::write_outputs(&dir, &runs) {
+            Ok(summary) => {
+                println!("\n== all peers");
+                print!("{}", report::terminal_table(&summary, &runs));
+                eprintln!("sdnlab bench ctl: comparison in {}", dir.join("report.html").display());
+            }
+            Err(e) => return fail(format!("writing the comparison: {e}")),
+        }
+    }
+    ExitCode::from(worst)
 }

@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod net_cmd;
 mod ofp_decode;
+mod peers;
 
 use clap::{Args, Parser, Subcommand};
 use ofp_decode::{CaptureDecoder, Record};
@@ -56,7 +57,7 @@ enum Command {
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Controller benchmark (cbench modes, responses matched to requests, trials and sweeps, report).
-    Ctl(bench_cmd::CtlArgs),
+    Ctl(Box<bench_cmd::CtlArgs>),
 }
 
 #[derive(Args)]
@@ -206,7 +207,7 @@ fn main() -> ExitCode {
         Command::Controller(args) => controller_cmd(args),
         Command::Bench {
             command: BenchCommand::Ctl(args),
-        } => bench_cmd::run(args),
+        } => bench_cmd::run(*args),
         Command::Report { runs, out } => report_cmd(&runs, out),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

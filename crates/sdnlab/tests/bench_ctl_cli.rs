@@ -314,3 +314,37 @@ fn the_dos_test_measures_well_behaved_switches_alone_and_under_attack() {
         .all(|t| t["values"]["attackers_answered_per_s"].as_f64().unwrap() > 0.0));
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// `--peer`: sdnlab starts each controller itself, measures it, stops it,
+/// and compares them in one report.
+#[test]
+fn peers_are_started_measured_and_compared() {
+    let out = tmp("peers");
+    let r = quick(&out)
+        .args([
+            "--peer",
+            "sdnlab",
+            "--peer",
+            "ovs-testcontroller",
+            "--trials",
+            "2",
+            "--switches",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        table.contains("sdnlab / switches=2") && table.contains("ovs-testcontroller / switches=2"),
+        "{table}"
+    );
+    for peer in ["sdnlab", "ovs-testcontroller"] {
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(peer).join("meta.json")).unwrap()).unwrap();
+        assert_eq!(meta["targets"][0]["name"], peer);
+        assert!(!meta["targets"][0]["version"].as_str().unwrap().is_empty());
+    }
+    assert!(out.join("report.html").exists());
+    let _ = std::fs::remove_dir_all(out);
+}

@@ -1,0 +1,239 @@
+//! The real peer controllers `sdnlab bench ctl --peer` installs (when
+//! missing), starts on a loopback port of their own, identifies and stops:
+//! sdnlab's own controller as a separate process, Debian's
+//! ovs-testcontroller, os-ken (a venv from PyPI, with the project's
+//! learning-switch app embedded here) and Ryu (which needs Python 3.9).
+//! Each peer is stopped by the pid we started, never by name.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const NAMES: [&str; 4] = ["sdnlab", "ovs-testcontroller", "os-ken", "ryu"];
+
+const OSKEN_RUN: &str = include_str!("../../../scripts/peers/osken_run.py");
+const OSKEN_L2: &str = include_str!("../../../scripts/peers/osken_l2_learning.py");
+
+/// A running peer; dropping it stops the process and removes its files.
+pub struct Peer {
+    pub name: String,
+    pub version: String,
+    pub command: String,
+    pub addr: SocketAddr,
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
+        .join("sdnlab/peers")
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("{what} failed: {}", err.lines().last().unwrap_or("").trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn which(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A venv with `packages` installed (once), made with `python`.
+fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<PathBuf, String> {
+    let dir = cache_dir().join(name);
+    let py = dir.join("bin/python");
+    let ready = py.exists()
+        && Command::new(&py)
+            .args(["-c", check])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ready {
+        eprintln!("sdnlab: installing {name} into {} (PyPI)", dir.display());
+        run(
+            Command::new(python).args(["-m", "venv"]).arg(&dir),
+            &format!("creating the {name} venv"),
+        )?;
+        for pkgs in packages {
+            run(
+                Command::new(dir.join("bin/pip")).args(["install", "-q"]).args(*pkgs),
+                &format!("pip install {}", pkgs.join(" ")),
+            )?;
+        }
+    }
+    Ok(py)
+}
+
+fn wait_listening(child: &mut Child, addr: SocketAddr, log: &Path, name: &str) -> Result<(), String> {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        if let Ok(Some(status)) = child.try_wait() {
+            let tail = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!(
+                "{name} exited ({status}) before listening: {}",
+                tail.lines().last().unwrap_or("no output")
+            ));
+        }
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!("{name} did not listen on {addr} within 60 s"))
+}
+
+/// A Python 3.9 interpreter: pyenv's, then the system's (pyenv shims are
+/// skipped: they fail when several versions are selected).
+fn python39() -> Option<PathBuf> {
+    let mut found = Vec::new();
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root/.pyenv"));
+    if let Ok(entries) = std::fs::read_dir(root.join("versions")) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with("3.9") {
+                found.push(e.path().join("bin/python3.9"));
+            }
+        }
+    }
+    found.sort();
+    found.push(PathBuf::from("/usr/bin/python3.9"));
+    found.into_iter().find(|p| p.exists())
+}
+
+/// Installs (if needed) and starts peer `name` on a free loopback port.
+pub fn start(name: &str) -> Result<Peer, String> {
+    let port = free_port()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let dir = std::env::temp_dir().join(format!("sdnlab-peer-{name}-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let log = dir.join("log");
+    let logfile = || std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()));
+    let (mut cmd, version) = match name {
+        "sdnlab" => {
+            let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
+            let mut c = Command::new(exe);
+            c.args([
+                "controller",
+                "--listen",
+                &addr.to_string(),
+                "--no-rest",
+                "--app",
+                "l2-learning",
+            ]);
+            (c, env!("CARGO_PKG_VERSION").to_string())
+        }
+        "ovs-testcontroller" => {
+            if !which("ovs-testcontroller") {
+                eprintln!("sdnlab: installing openvswitch-testcontroller (apt)");
+                run(
+                    Command::new("apt-get")
+                        .args(["install", "-y", "-q", "openvswitch-testcontroller"])
+                        .env("DEBIAN_FRONTEND", "noninteractive"),
+                    "apt-get install openvswitch-testcontroller",
+                )?;
+            }
+            let v = run(
+                Command::new("ovs-testcontroller").arg("--version"),
+                "ovs-testcontroller --version",
+            )?;
+            let mut c = Command::new("ovs-testcontroller");
+            c.arg(format!("--unixctl={}", dir.join("tc.ctl").display()))
+                .arg(format!("ptcp:{port}:127.0.0.1"));
+            (c, v.lines().next().unwrap_or("").to_string())
+        }
+        "os-ken" => {
+            let py = venv("osken", "python3", &[&["os-ken==4.2.2"]], "import os_ken")?;
+            std::fs::write(dir.join("osken_run.py"), OSKEN_RUN).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("osken_l2_learning.py"), OSKEN_L2).map_err(|e| e.to_string())?;
+            let v = run(
+                Command::new(&py).args(["-c", "import importlib.metadata as m; print(m.version('os-ken'))"]),
+                "os-ken version",
+            )?;
+            let mut c = Command::new(&py);
+            c.arg(dir.join("osken_run.py"))
+                .arg(port.to_string())
+                .arg(dir.join("osken_l2_learning.py"))
+                .env("OSKEN_HUB_TYPE", "eventlet");
+            (c, format!("os-ken {v} (eventlet hub, sdnlab's learning-switch app)"))
+        }
+        "ryu" => {
+            let python =
+                python39().ok_or("ryu needs Python 3.9 (it does not run on Debian 12's 3.11), and none was found")?;
+            let python = python.to_str().unwrap_or_default();
+            let py = venv(
+                "ryu",
+                python,
+                &[
+                    &["setuptools==67.6.1", "pbr", "wheel"],
+                    &["--no-build-isolation", "ryu", "eventlet==0.30.2"],
+                ],
+                "import ryu",
+            )?;
+            let v = run(
+                Command::new(&py).args(["-c", "import importlib.metadata as m; print(m.version('ryu'))"]),
+                "ryu version",
+            )?;
+            let mut c = Command::new(py.with_file_name("ryu-manager"));
+            c.args([
+                "--ofp-tcp-listen-port",
+                &port.to_string(),
+                "--ofp-listen-host",
+                "127.0.0.1",
+            ])
+            .arg("ryu.app.simple_switch");
+            (c, format!("ryu {v} (simple_switch)"))
+        }
+        other => return Err(format!("unknown peer '{other}': choose {}", NAMES.join(", "))),
+    };
+    let command = format!("{cmd:?}").replace('"', "");
+    let out = logfile()?;
+    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("starting {name}: {e}"))?;
+    if let Err(e) = wait_listening(&mut child, addr, &log, name) {
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(e);
+    }
+    Ok(Peer {
+        name: name.to_string(),
+        version,
+        command,
+        addr,
+        child,
+        dir,
+    })
+}
