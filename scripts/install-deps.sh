@@ -14,6 +14,7 @@ debs=(
   openvswitch-switch  # ovsdb-server, ovs-vswitchd: the real switch peer
   openvswitch-testcontroller  # C learning-switch controller peer
   tshark              # Wireshark's OpenFlow dissector: oracle for our encoder
+  nftables            # bench ctl --test dos: drops SYN-ACKs to the SYN flood's fake source (loopback)
   python3 python3-venv   # os-ken peer venv (scripts/install-osken.sh)
   ca-certificates curl build-essential pkg-config
 )

@@ -15,6 +15,7 @@ pub mod capacity;
 pub mod rate;
 pub mod security;
 pub mod switch;
+pub mod synflood;
 
 use hdrhistogram::Histogram;
 use ofwire::{v10, v13, Body, Framer, Hello, Message, OFP10_VERSION};

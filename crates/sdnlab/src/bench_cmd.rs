@@ -35,6 +35,9 @@ pub struct CtlArgs {
     /// dos: flooding switches (each keeps up to 4096 PACKET_INs outstanding and never slows down).
     #[arg(long, default_value_t = 4)]
     pub attackers: usize,
+    /// dos: also measure under a TCP SYN flood of this many SYNs per second on the OpenFlow port (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub syn_flood_pps: u64,
     /// sessions: stop at this many if the controller has not failed before.
     #[arg(long, default_value_t = 10_000)]
     pub max_sessions: usize,
@@ -868,7 +871,7 @@ fn run_dos(a: CtlArgs) -> ExitCode {
         started_unix: report::now_unix(),
         setup: report::Setup::detect(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
-            "good_switches": a.switches, "attackers": a.attackers, "attacker_window": 4096, "macs": a.macs}),
+            "good_switches": a.switches, "attackers": a.attackers, "syn_flood_pps": a.syn_flood_pps, "attacker_window": 4096, "macs": a.macs}),
         metrics: vec![
             Metric::new(
                 "matched_per_s",
@@ -933,6 +936,26 @@ fn run_dos(a: CtlArgs) -> ExitCode {
         std::thread::sleep(Duration::from_millis(good.loop_ms));
         let under = rt.block_on(ctlbench::run(good.clone(), |_| {}));
         let flood = flood.join().ok().flatten();
+        // Under a SYN flood (the well-behaved switches connect anew during it).
+        let mut syn = None;
+        if a.syn_flood_pps > 0 {
+            let std::net::SocketAddr::V4(v4) = addr else {
+                return fail("the SYN flood needs an IPv4 loopback target");
+            };
+            let guard = match DropSynAcks::install(v4.port()) {
+                Ok(g) => g,
+                Err(e) => return fail(e),
+            };
+            let flood = match ctlbench::synflood::SynFlood::start(v4, a.syn_flood_pps) {
+                Ok(f) => f,
+                Err(e) => return fail(e),
+            };
+            std::thread::sleep(Duration::from_millis(good.loop_ms));
+            let r = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+            let sent = flood.stop();
+            drop(guard);
+            syn = Some((r, sent));
+        }
         if let Some(h) = embedded {
             h.stop();
         }
@@ -940,7 +963,11 @@ fn run_dos(a: CtlArgs) -> ExitCode {
             .as_ref()
             .map(|f| f.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / f.loops.len().max(1) as f64)
             .unwrap_or(0.0);
-        for (scenario, r) in [("alone", &alone), ("under attack", &under)] {
+        let mut phases = vec![("alone", &alone), ("under attack", &under)];
+        if let Some((r, _)) = &syn {
+            phases.push(("under SYN flood", r));
+        }
+        for (scenario, r) in phases {
             let matched = r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / r.loops.len().max(1) as f64;
             let note = (r.sessions_lost > 0).then(|| {
                 format!(
@@ -959,6 +986,11 @@ fn run_dos(a: CtlArgs) -> ExitCode {
             ]);
             if scenario == "under attack" {
                 values.insert("attackers_answered_per_s".to_string(), flood_rate);
+            }
+            if let (true, Some((r, sent))) = (scenario == "under SYN flood", &syn) {
+                let secs = (good.warmup + good.loops) as f64 * good.loop_ms as f64 / 1000.0 + 1.0;
+                values.insert("syns_per_s".to_string(), *sent as f64 / secs);
+                values.insert("sessions_lost".to_string(), r.sessions_lost as f64);
             }
             let s = Sample {
                 kind: "trial".into(),
@@ -1056,4 +1088,45 @@ fn run_peers(a: CtlArgs) -> ExitCode {
         }
     }
     ExitCode::from(worst)
+}
+
+/// An nftables table that drops the controller's SYN-ACKs to the SYN
+/// flood's fake source (loopback only), so half-open connections stay
+/// half-open; removed on drop.
+struct DropSynAcks {
+    table: String,
+}
+
+impl DropSynAcks {
+    fn install(port: u16) -> Result<DropSynAcks, String> {
+        let table = format!("sdnlab_synflood_{}", std::process::id());
+        let rules = format!(
+            "table ip {table} {{\n chain out {{\n  type filter hook output priority 0; policy accept;\n  \
+             ip saddr 127.0.0.0/8 ip daddr {}/32 tcp sport {port} drop\n }}\n}}\n",
+            ctlbench::synflood::FAKE_SOURCE
+        );
+        let mut child = std::process::Command::new("nft")
+            .args(["-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("nft (apt-get install nftables) is needed for --syn-flood-pps: {e}"))?;
+        use std::io::Write as _;
+        if let Some(mut i) = child.stdin.take() {
+            let _ = i.write_all(rules.as_bytes());
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("nft: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        Ok(DropSynAcks { table })
+    }
+}
+
+impl Drop for DropSynAcks {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("nft")
+            .args(["delete", "table", "ip", &self.table])
+            .status();
+    }
 }
