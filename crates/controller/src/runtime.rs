@@ -269,7 +269,7 @@ fn worker(mut rx: mpsc::UnboundedReceiver<Accepted>, shared: Arc<Shared>) {
         while let Some(a) = rx.recv().await {
             let shared = shared.clone();
             let tls = match (a.tls, &shared.cfg.tls) {
-                (true, Some(cfg)) => match TlsStream::new(cfg.clone()) {
+                (true, Some(cfg)) => match TlsStream::new(cfg.clone()).map(Box::new) {
                     Ok(t) => Some(t),
                     Err(e) => {
                         log(format_args!("TLS session: {e}"));
@@ -287,7 +287,8 @@ fn worker(mut rx: mpsc::UnboundedReceiver<Accepted>, shared: Arc<Shared>) {
     });
 }
 
-async fn serve(mut stream: tokio::net::TcpStream, mut tls: Option<TlsStream>, shared: Arc<Shared>) {
+// TLS state is boxed: plain sessions (most of them) keep a small future.
+async fn serve(mut stream: tokio::net::TcpStream, mut tls: Option<Box<TlsStream>>, shared: Arc<Shared>) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel::<Command>();
     let mut d = Driver::new(id, &shared.env, cmd_tx, Instant::now());
