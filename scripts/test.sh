@@ -16,7 +16,11 @@ step "fuzz (60 s)";  scripts/fuzz.sh 60
 step "bench smoke: codec vs os-ken"; scripts/bench-codec.sh --quick
 step "bench smoke: net up/down";    scripts/bench-net.sh 1
 step "bench smoke: controller vs peers"; scripts/bench-ctl.sh 1
-step "bench smoke: malformed input, sdnlab vs peers"; scripts/bench-peers.sh security --case-wait-ms 500
+step "bench smoke: RFC 8456 tests, sdnlab vs peers"
+scripts/bench-peers.sh security --case-wait-ms 500
+scripts/bench-peers.sh rate --trials 1 --loops 1 --loop-ms 300 --switches 4
+scripts/bench-peers.sh sessions --trials 1 --max-sessions 300
+scripts/bench-peers.sh dos --trials 1 --loops 1 --loop-ms 300 --switches 2 --attackers 1 --syn-flood-pps 10000
 step "main command (3 trials, with its report)"
 smoke=$(mktemp -d /tmp/sdnlab-main-smoke.XXXXXX); trap 'rm -rf "$smoke"' EXIT
 scripts/main.sh --trials 3 --loops 1 --loop-ms 500 --out "$smoke/run"
