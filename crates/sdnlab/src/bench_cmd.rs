@@ -25,6 +25,9 @@ pub struct CtlArgs {
     /// The run's name, when it is one of several.
     #[arg(skip)]
     pub run_name: Option<String>,
+    /// A peer to start afresh for each trial (set by `--peer`).
+    #[arg(skip)]
+    pub restart_peer: Option<String>,
     /// What to run: cbench (throughput or latency, --mode) or security (RFC 8456
     /// exception handling: every known malformed case, one session each).
     /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
@@ -202,7 +205,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
     if a.trials == 0 {
         return fail("--trials must be at least 1");
     }
-    if a.target.is_none() {
+    if a.target.is_none() && a.restart_peer.is_none() {
         if let Err(e) = controller::app::build(&a.app.split(',').collect::<Vec<_>>()) {
             return fail(e);
         }
@@ -211,20 +214,6 @@ pub fn run(a: CtlArgs) -> ExitCode {
     controller::runtime::raise_fd_limit();
     let run_id = run_name(&a, "ctl");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
-    let target = match a.target {
-        Some(t) => a.target_info.clone().unwrap_or(Target {
-            name: "controller".into(),
-            version: String::new(),
-            command: String::new(),
-            address: t.to_string(),
-        }),
-        None => Target {
-            name: format!("sdnlab controller, app {} (embedded)", a.app),
-            version: env!("CARGO_PKG_VERSION").into(),
-            command: format!("in-process, restarted for each trial, {} workers", workers()),
-            address: "127.0.0.1 (ephemeral port)".into(),
-        },
-    };
     let mut meta = Meta {
         run_id: run_id.clone(),
         benchmark: "bench ctl".into(),
@@ -233,7 +222,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
         started_unix: report::now_unix(),
         finished_unix: None,
         setup: report::Setup::detect(),
-        targets: vec![target],
+        targets: Vec::new(),
         parameters: serde_json::json!({
             "mode": a.mode, "openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "warmup": a.warmup, "cooldown_ms": a.cooldown_ms, "window": a.window, "switches": a.switches,
@@ -276,30 +265,26 @@ pub fn run(a: CtlArgs) -> ExitCode {
     for (name, cfg) in &list {
         let mut cbench_rates = Vec::new();
         for trial in 0..a.trials {
-            let (mut cfg, embedded) = match a.target {
-                Some(t) => (
-                    ctlbench::Config {
-                        target: t,
-                        ..cfg.clone()
-                    },
-                    None,
-                ),
-                None => match controller::runtime::start_local(&a.app, workers()) {
-                    Ok(h) => (
+            let (mut cfg, embedded) = match target_of(&a) {
+                Ok((addr, target, running)) => {
+                    if meta.targets.is_empty() {
+                        meta.targets.push(target);
+                    }
+                    (
                         ctlbench::Config {
-                            target: h.local_addrs[0],
+                            target: addr,
                             ..cfg.clone()
                         },
-                        Some(h),
-                    ),
-                    Err(e) => {
-                        meta.events
-                            .push(format!("{name} trial {trial}: the controller did not start: {e}"));
-                        invalid += 1;
-                        bar.inc(1);
-                        continue;
-                    }
-                },
+                        running,
+                    )
+                }
+                Err(e) => {
+                    meta.events
+                        .push(format!("{name} trial {trial}: the controller did not start: {e}"));
+                    invalid += 1;
+                    bar.inc(1);
+                    continue;
+                }
             };
             cfg.loops = cfg.loops.max(1);
             let mut write_errors = Vec::new();
@@ -338,8 +323,8 @@ pub fn run(a: CtlArgs) -> ExitCode {
                     });
                 }
             }));
-            if let Some(h) = embedded {
-                h.stop();
+            if let Some(r) = embedded {
+                r.stop();
             }
             if let Some(e) = write_errors.first() {
                 return fail(format!("writing samples: {e}"));
@@ -458,8 +443,34 @@ fn workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// The controller to measure: `--target`, or sdnlab's own started here.
-fn target_of(a: &CtlArgs) -> Result<(std::net::SocketAddr, Target, Option<controller::runtime::Handle>), String> {
+/// A controller sdnlab started for a trial; `stop` ends it.
+enum Running {
+    Embedded(controller::runtime::Handle),
+    Peer(crate::peers::Peer),
+}
+
+impl Running {
+    fn stop(self) {
+        match self {
+            Running::Embedded(h) => h.stop(),
+            Running::Peer(p) => drop(p),
+        }
+    }
+}
+
+/// The controller to measure: `--target`, a `--peer` started afresh, or
+/// sdnlab's own started in this process.
+fn target_of(a: &CtlArgs) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
+    if let Some(name) = &a.restart_peer {
+        let p = crate::peers::start(name)?;
+        let target = Target {
+            name: p.name.clone(),
+            version: p.version.clone(),
+            command: format!("{} (started afresh for each trial)", p.command),
+            address: p.addr.to_string(),
+        };
+        return Ok((p.addr, target, Some(Running::Peer(p))));
+    }
     match a.target {
         Some(t) => Ok((
             t,
@@ -479,10 +490,10 @@ fn target_of(a: &CtlArgs) -> Result<(std::net::SocketAddr, Target, Option<contro
                 Target {
                     name: format!("sdnlab controller, app {} (embedded)", a.app),
                     version: env!("CARGO_PKG_VERSION").into(),
-                    command: format!("in-process, {} workers", workers()),
-                    address: addr.to_string(),
+                    command: format!("in-process, {} workers, started afresh for each trial", workers()),
+                    address: "127.0.0.1 (ephemeral port)".into(),
                 },
-                Some(h),
+                Some(Running::Embedded(h)),
             ))
         }
     }
@@ -560,8 +571,8 @@ fn run_security(a: CtlArgs) -> ExitCode {
         }
         eprintln!("  {:<36} {}", r.case, r.outcome);
     }));
-    if let Some(h) = embedded {
-        h.stop();
+    if let Some(r) = embedded {
+        r.stop();
     }
     if let Some(e) = write_error {
         return fail(format!("writing samples: {e}"));
@@ -596,10 +607,6 @@ fn run_security(a: CtlArgs) -> ExitCode {
 /// `--test sessions`: how many sessions the controller holds, and how it fails.
 fn run_sessions(a: CtlArgs) -> ExitCode {
     let limit = controller::runtime::raise_fd_limit();
-    let (addr, target, embedded) = match target_of(&a) {
-        Ok(t) => t,
-        Err(e) => return fail(e),
-    };
     let run_id = run_name(&a, "ctl-sessions");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let version = if a.ofp == "1.0" {
@@ -614,13 +621,13 @@ fn run_sessions(a: CtlArgs) -> ExitCode {
         sdnlab_version: env!("CARGO_PKG_VERSION").into(),
         started_unix: report::now_unix(),
         setup: report::Setup::detect(),
-        targets: vec![target],
+        targets: Vec::new(),
         parameters: serde_json::json!({"openflow": a.ofp, "max_sessions": a.max_sessions, "trials": a.trials,
-            "our_open_file_limit": limit, "embedded": a.target.is_none()}),
+            "our_open_file_limit": limit, "embedded": a.target.is_none() && a.restart_peer.is_none()}),
         metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher)],
         ..Default::default()
     };
-    if a.target.is_none() {
+    if a.target.is_none() && a.restart_peer.is_none() {
         meta.events.push(format!(
             "the embedded controller shares this process's open-file limit ({limit}): each session costs it two descriptors"
         ));
@@ -634,13 +641,21 @@ fn run_sessions(a: CtlArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     eprintln!(
-        "sdnlab bench ctl --test sessions: against {addr}, up to {} sessions, {} trial(s); results in {}",
+        "sdnlab bench ctl --test sessions: up to {} sessions, {} trial(s); results in {}",
         a.max_sessions,
         a.trials,
         dir.display()
     );
     let mut results = Vec::new();
     for trial in 0..a.trials {
+        // A fresh controller for each trial when sdnlab starts it.
+        let (addr, target, running) = match target_of(&a) {
+            Ok(t) => t,
+            Err(e) => return fail(e),
+        };
+        if meta.targets.is_empty() {
+            meta.targets.push(target);
+        }
         let cfg = ctlbench::capacity::CapacityConfig {
             target: addr,
             version,
@@ -676,13 +691,13 @@ fn run_sessions(a: CtlArgs) -> ExitCode {
             return fail(format!("writing samples: {e}"));
         }
         results.push(r);
+        if let Some(r) = running {
+            r.stop();
+        }
         if trial + 1 < a.trials {
             // Let the controller release the previous trial's sessions.
             std::thread::sleep(Duration::from_millis(a.cooldown_ms.max(1000)));
         }
-    }
-    if let Some(h) = embedded {
-        h.stop();
     }
     meta.finished_unix = Some(report::now_unix());
     if let Err(e) = writer.finish(&meta) {
@@ -779,8 +794,8 @@ fn run_rate(a: CtlArgs) -> ExitCode {
                 );
                 rounds.push(round.clone());
             }));
-            if let Some(h) = embedded {
-                h.stop();
+            if let Some(r) = embedded {
+                r.stop();
             }
             for (i, round) in rounds.iter().enumerate() {
                 let s = Sample {
@@ -956,8 +971,8 @@ fn run_dos(a: CtlArgs) -> ExitCode {
             drop(guard);
             syn = Some((r, sent));
         }
-        if let Some(h) = embedded {
-            h.stop();
+        if let Some(r) = embedded {
+            r.stop();
         }
         let flood_rate = flood
             .as_ref()
@@ -1047,31 +1062,16 @@ fn run_peers(a: CtlArgs) -> ExitCode {
     let mut runs = Vec::new();
     let mut worst = 0u8;
     for name in &a.peers {
-        let peer = match crate::peers::start(name) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("sdnlab bench ctl: peer {name} not measured: {e}");
-                worst = worst.max(1);
-                continue;
-            }
-        };
-        eprintln!("sdnlab bench ctl: peer {name} ({}) on {}", peer.version, peer.addr);
+        eprintln!("sdnlab bench ctl: peer {name}, started afresh for each trial");
         let mut one = a.clone();
         one.peers.clear();
-        one.target = Some(peer.addr);
-        one.target_info = Some(Target {
-            name: peer.name.clone(),
-            version: peer.version.clone(),
-            command: peer.command.clone(),
-            address: peer.addr.to_string(),
-        });
+        one.restart_peer = Some(name.clone());
         one.run_name = Some(name.clone());
         let sub = dir.join(name);
         one.out = Some(sub.clone());
         if run(one) != ExitCode::SUCCESS {
             worst = worst.max(1);
         }
-        drop(peer);
         match report::load(&sub) {
             Ok(r) => runs.push(r),
             Err(e) => eprintln!("sdnlab bench ctl: {name}: {e}"),

@@ -367,6 +367,10 @@ fn peers_are_started_measured_and_compared() {
             serde_json::from_str(&std::fs::read_to_string(out.join(peer).join("meta.json")).unwrap()).unwrap();
         assert_eq!(meta["targets"][0]["name"], peer);
         assert!(!meta["targets"][0]["version"].as_str().unwrap().is_empty());
+        assert!(meta["targets"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("started afresh for each trial"));
     }
     assert!(out.join("report.html").exists());
     let _ = std::fs::remove_dir_all(out);
