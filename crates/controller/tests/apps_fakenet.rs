@@ -145,7 +145,7 @@ fn paths_delivers_on_loops_without_storms() {
             }
         }
         // The paths are in the switches now: a second round needs no controller.
-        let packet_ins: u64 = net.switches.iter().map(|s| s.packet_ins).sum();
+        let packet_ins: u64 = net.switches.iter().map(|s| s.packet_ins()).sum();
         for from in 0..n {
             for to in (0..n).filter(|t| *t != from) {
                 net.send(from, unicast(from, to, 2));
@@ -154,7 +154,7 @@ fn paths_delivers_on_loops_without_storms() {
         net.settle(STORM);
         let got = net.take_received();
         assert!(got.iter().all(|f| f.len() == n - 1));
-        assert_eq!(net.switches.iter().map(|s| s.packet_ins).sum::<u64>(), packet_ins);
+        assert_eq!(net.switches.iter().map(|s| s.packet_ins()).sum::<u64>(), packet_ins);
         // Each leaf holds one flow per destination; the spines carry the rest.
         for leaf in [11, 12, 13] {
             let flows = net.switch(leaf).flows_with_cookie(REACTIVE_COOKIE);
@@ -237,13 +237,13 @@ fn a_provisioned_path_carries_traffic_without_the_controller() {
         }
         net.settle(STORM);
         paths.record(path);
-        let before: u64 = net.switches.iter().map(|s| s.packet_ins).sum();
+        let before: u64 = net.switches.iter().map(|s| s.packet_ins()).sum();
         net.send(0, unicast(0, 4, 1));
         net.send(4, unicast(4, 0, 1));
         net.settle(STORM);
         let got = net.take_received();
         assert_eq!((got[0].len(), got[4].len()), (1, 1));
-        assert_eq!(net.switches.iter().map(|s| s.packet_ins).sum::<u64>(), before);
+        assert_eq!(net.switches.iter().map(|s| s.packet_ins()).sum::<u64>(), before);
         assert_eq!(net.switch(11).flows_with_cookie(PROACTIVE_COOKIE).len(), 2);
         assert_eq!(paths.provisioned().len(), 1);
         assert!(paths
@@ -304,7 +304,7 @@ fn the_fake_switch_follows_a_multi_table_pipeline() {
     let apps: Vec<AppFactory> = vec![Arc::new(|_: &Context| Box::new(TwoTables) as Box<dyn SwitchApp>)];
     let mut net = FakeNet::new(OFP13_VERSION, &[(1, 3)], &[], &[(1, 1), (1, 2), (1, 3)], apps);
     net.settle(STORM);
-    assert_eq!(net.switch(1).tables[1].len(), 4);
+    assert_eq!(net.switch(1).tables()[1].len(), 4);
     net.send(0, unicast(0, 2, 1));
     net.send(0, unicast(0, 1, 2)); // rewritten to host 2 in table 0
     net.settle(STORM);
@@ -314,5 +314,5 @@ fn the_fake_switch_follows_a_multi_table_pipeline() {
     // A miss in 1.3 is dropped, not sent to the controller.
     net.send(2, unicast(2, 7, 3));
     net.settle(STORM);
-    assert_eq!(net.switch(1).packet_ins, 0);
+    assert_eq!(net.switch(1).packet_ins(), 0);
 }

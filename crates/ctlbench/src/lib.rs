@@ -12,6 +12,7 @@
 //! `latency` keeps exactly one.
 
 pub mod capacity;
+pub mod datapath;
 pub mod rate;
 pub mod security;
 pub mod switch;

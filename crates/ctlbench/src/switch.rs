@@ -13,7 +13,8 @@ pub struct Identity {
     pub ports: u32,
 }
 
-fn port_mac(dpid: u64, port: u32) -> MacAddr {
+/// The hardware address of an emulated port.
+pub fn port_mac(dpid: u64, port: u32) -> MacAddr {
     MacAddr([
         0x0e,
         (dpid >> 16) as u8,

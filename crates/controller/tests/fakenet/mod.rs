@@ -1,17 +1,19 @@
 //! A network of emulated OpenFlow switches with no sockets and no kernel
-//! (in the manner of Faucet's fakeoftable): each switch is a multi-table
-//! flow pipeline that applies the FLOW_MODs and PACKET_OUTs the controller
-//! sends, wired to other switches and to hosts; each talks to the real
-//! controller core (`controller::driver::Driver`) through the real wire
-//! encoding. Tests send frames from hosts and read what every host got,
-//! what every table holds, and whether a packet went round in circles.
+//! (in the manner of Faucet's fakeoftable): each switch is the benchmark's
+//! multi-table datapath (`ctlbench::datapath`), applying the FLOW_MODs and
+//! PACKET_OUTs the controller sends, wired to other switches and to hosts;
+//! each talks to the real controller core (`controller::driver::Driver`)
+//! through the real wire encoding. Tests send frames from hosts and read
+//! what every host got, what every table holds, and whether a packet went
+//! round in circles.
 
 #![allow(dead_code)]
 
 use controller::app::AppFactory;
 use controller::driver::{Command, Context, Driver, Environment, Stats};
-use ofwire::oxm::Oxm;
-use ofwire::{v10, v13, Body, Framer, Hello, MacAddr, Message, PacketInReason, OFP10_VERSION, OFP13_VERSION};
+pub use ctlbench::datapath::{Action as Act, Datapath, Effect, Flow};
+use ctlbench::switch::Identity;
+use ofwire::{Body, Framer, Hello, MacAddr, Message};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,130 +24,33 @@ pub const N_TABLES: usize = 4;
 /// A switch port: (datapath id, port number).
 pub type Attach = (u64, u32);
 
-/// What a flow matches (absent: wildcard); the fields the apps use.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FakeMatch {
-    pub in_port: Option<u32>,
-    pub eth_src: Option<MacAddr>,
-    pub eth_dst: Option<MacAddr>,
-    pub eth_type: Option<u16>,
-}
-
-impl FakeMatch {
-    fn from_v10(m: &v10::Match) -> FakeMatch {
-        use v10::wildcards as w;
-        let known = w::IN_PORT | w::DL_SRC | w::DL_DST | w::DL_TYPE;
-        assert!(
-            m.wildcards & w::ALL & !known == w::ALL & !known,
-            "the fake switch models in_port, dl_src, dl_dst and dl_type only: {m:?}"
-        );
-        FakeMatch {
-            in_port: (m.wildcards & w::IN_PORT == 0).then_some(m.in_port as u32),
-            eth_src: (m.wildcards & w::DL_SRC == 0).then_some(m.dl_src),
-            eth_dst: (m.wildcards & w::DL_DST == 0).then_some(m.dl_dst),
-            eth_type: (m.wildcards & w::DL_TYPE == 0).then_some(m.dl_type),
-        }
-    }
-
-    fn from_v13(m: &ofwire::oxm::Match) -> FakeMatch {
-        let mut f = FakeMatch::default();
-        for o in &m.fields {
-            match o {
-                Oxm::InPort(p) => f.in_port = Some(*p),
-                Oxm::EthSrc(a, None) => f.eth_src = Some(*a),
-                Oxm::EthDst(a, None) => f.eth_dst = Some(*a),
-                Oxm::EthType(t) => f.eth_type = Some(*t),
-                other => panic!("the fake switch does not model {other:?}"),
-            }
-        }
-        f
-    }
-
-    fn matches(&self, in_port: u32, frame: &[u8]) -> bool {
-        let mac = |at: usize| MacAddr(frame[at..at + 6].try_into().unwrap());
-        self.in_port.is_none_or(|p| p == in_port)
-            && self.eth_dst.is_none_or(|a| a == mac(0))
-            && self.eth_src.is_none_or(|a| a == mac(6))
-            && self.eth_type.is_none_or(|t| t.to_be_bytes() == frame[12..14])
-    }
-
-    /// Non-strict delete: every field the filter sets, the flow sets the same.
-    fn covers(&self, flow: &FakeMatch) -> bool {
-        fn c<T: PartialEq>(f: &Option<T>, e: &Option<T>) -> bool {
-            f.is_none() || f == e
-        }
-        c(&self.in_port, &flow.in_port)
-            && c(&self.eth_src, &flow.eth_src)
-            && c(&self.eth_dst, &flow.eth_dst)
-            && c(&self.eth_type, &flow.eth_type)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Act {
-    Output(u32),
-    SetEthSrc(MacAddr),
-    SetEthDst(MacAddr),
-}
-
-#[derive(Clone, Debug)]
-pub struct Flow {
-    pub priority: u16,
-    pub cookie: u64,
-    pub idle_timeout: u16,
-    pub match_: FakeMatch,
-    pub actions: Vec<Act>,
-    pub goto: Option<u8>,
-    pub n_packets: u64,
-}
-
 pub struct FakeSwitch {
     pub dpid: u64,
-    pub version: u8,
-    pub ports: Vec<u32>,
-    pub tables: Vec<Vec<Flow>>,
+    pub dp: Datapath,
     driver: Option<Driver>,
     commands: mpsc::UnboundedReceiver<Command>,
     from_controller: Framer,
     to_controller: Vec<u8>,
-    pub packet_ins: u64,
-    pub packet_outs: u64,
-    pub flow_mods: u64,
-    /// Messages the fake does not model (kind names).
-    pub unhandled: Vec<String>,
-    next_xid: u32,
 }
 
-fn port_of_10(p: u16) -> u32 {
-    if p >= v10::port::MAX {
-        p as u32 | 0xffff_0000
-    } else {
-        p as u32
+impl FakeSwitch {
+    pub fn packet_ins(&self) -> u64 {
+        self.dp.counters.packet_ins
     }
-}
 
-fn acts10(actions: &[v10::Action]) -> Vec<Act> {
-    actions
-        .iter()
-        .map(|a| match a {
-            v10::Action::Output { port, .. } => Act::Output(port_of_10(*port)),
-            v10::Action::SetDlSrc(m) => Act::SetEthSrc(*m),
-            v10::Action::SetDlDst(m) => Act::SetEthDst(*m),
-            other => panic!("the fake switch does not model {other:?}"),
-        })
-        .collect()
-}
+    pub fn tables(&self) -> &[Vec<Flow>] {
+        &self.dp.tables
+    }
 
-fn acts13(actions: &[v13::Action]) -> Vec<Act> {
-    actions
-        .iter()
-        .map(|a| match a {
-            v13::Action::Output { port, .. } => Act::Output(*port),
-            v13::Action::SetField(Oxm::EthSrc(m, None)) => Act::SetEthSrc(*m),
-            v13::Action::SetField(Oxm::EthDst(m, None)) => Act::SetEthDst(*m),
-            other => panic!("the fake switch does not model {other:?}"),
-        })
-        .collect()
+    /// Flows of table 0 with this cookie.
+    pub fn flows_with_cookie(&self, cookie: u64) -> Vec<&Flow> {
+        self.dp.flows_with_cookie(cookie)
+    }
+
+    fn send(&mut self, m: &Message) {
+        m.encode(&mut self.to_controller)
+            .expect("the fake switch's message encodes");
+    }
 }
 
 /// A frame arriving at a switch port.
@@ -251,20 +156,20 @@ impl FakeNet {
             net.next_session += 1;
             let mut sw = FakeSwitch {
                 dpid,
-                version,
-                ports: (1..=n_ports).collect(),
-                tables: vec![Vec::new(); N_TABLES],
+                dp: Datapath::new(
+                    Identity {
+                        datapath_id: dpid,
+                        ports: n_ports,
+                    },
+                    version,
+                    if version == ofwire::OFP10_VERSION { 1 } else { N_TABLES },
+                ),
                 driver: Some(Driver::new(id, &net.env, tx, Instant::now())),
                 commands: rx,
                 from_controller: Framer::default(),
                 to_controller: Vec::new(),
-                packet_ins: 0,
-                packet_outs: 0,
-                flow_mods: 0,
-                unhandled: Vec::new(),
-                next_xid: 0x1000,
             };
-            sw.send(Body::Hello(Hello::with_versions(&[version])));
+            sw.send(&Message::new(version, 1, Body::Hello(Hello::with_versions(&[version]))));
             net.switches.push(sw);
         }
         net
@@ -320,7 +225,9 @@ impl FakeNet {
                 );
                 self.max_hops = self.max_hops.max(f.hops);
                 let i = self.index(f.dpid);
-                self.pipeline(i, f.port, f.frame, f.hops, 0);
+                let mut effects = Vec::new();
+                self.switches[i].dp.on_frame(f.port, f.frame, &mut effects);
+                self.effects(i, effects, f.hops);
             }
             if !busy {
                 return;
@@ -367,191 +274,28 @@ impl FakeNet {
             return moved;
         }
         sw.from_controller.push(&out);
-        let mut msgs = Vec::new();
+        let mut effects = Vec::new();
         while let Ok(Some(raw)) = sw.from_controller.next_message() {
-            msgs.push(ofwire::decode(raw).expect("the controller sent a malformed message"));
+            let m = ofwire::decode(raw).expect("the controller sent a malformed message");
+            sw.dp.on_message(&m, &mut effects);
         }
-        for m in msgs {
-            self.handle_message(i, m);
-        }
+        assert_eq!(
+            sw.dp.counters.flow_mods_refused, 0,
+            "the controller sent a FLOW_MOD the fake switch does not model"
+        );
+        self.effects(i, effects, 0);
         true
     }
 
-    fn handle_message(&mut self, i: usize, m: Message) {
-        let sw = &mut self.switches[i];
-        let xid = m.xid;
-        match m.body {
-            Body::Hello(_) => {}
-            Body::V10(v10::Body::FeaturesRequest) => {
-                let ports = sw
-                    .ports
-                    .iter()
-                    .map(|&p| v10::PhyPort {
-                        port_no: p as u16,
-                        hw_addr: MacAddr([0x0a, 0, 0, sw.dpid as u8, 0, p as u8]),
-                        name: format!("s{}-eth{p}", sw.dpid),
-                        config: 0,
-                        state: 0,
-                        curr: 0,
-                        advertised: 0,
-                        supported: 0,
-                        peer: 0,
-                    })
-                    .collect();
-                let fr = v10::FeaturesReply {
-                    datapath_id: sw.dpid,
-                    n_buffers: 0,
-                    n_tables: 1,
-                    capabilities: 0,
-                    actions: 0,
-                    ports,
-                };
-                sw.reply(xid, Body::V10(v10::Body::FeaturesReply(fr)));
-            }
-            Body::V13(v13::Body::FeaturesRequest) => {
-                let fr = v13::FeaturesReply {
-                    datapath_id: sw.dpid,
-                    n_buffers: 0,
-                    n_tables: N_TABLES as u8,
-                    auxiliary_id: 0,
-                    capabilities: 0,
-                    reserved: 0,
-                };
-                sw.reply(xid, Body::V13(v13::Body::FeaturesReply(fr)));
-            }
-            Body::V13(v13::Body::MultipartRequest(r)) if matches!(r.body, v13::MultipartRequestBody::PortDesc) => {
-                let ports = sw
-                    .ports
-                    .iter()
-                    .map(|&p| v13::Port {
-                        port_no: p,
-                        hw_addr: MacAddr([0x0a, 0, 0, sw.dpid as u8, 0, p as u8]),
-                        name: format!("s{}-eth{p}", sw.dpid),
-                        config: 0,
-                        state: 0,
-                        curr: 0,
-                        advertised: 0,
-                        supported: 0,
-                        peer: 0,
-                        curr_speed: 0,
-                        max_speed: 0,
-                    })
-                    .collect();
-                let r = v13::MultipartReply {
-                    flags: 0,
-                    body: v13::MultipartReplyBody::PortDesc(ports),
-                };
-                sw.reply(xid, Body::V13(v13::Body::MultipartReply(r)));
-            }
-            Body::V10(v10::Body::SetConfig(_)) | Body::V13(v13::Body::SetConfig(_)) => {}
-            Body::V10(v10::Body::BarrierRequest) => sw.reply(xid, Body::V10(v10::Body::BarrierReply)),
-            Body::V13(v13::Body::BarrierRequest) => sw.reply(xid, Body::V13(v13::Body::BarrierReply)),
-            Body::V10(v10::Body::FlowMod(fm)) => {
-                sw.flow_mods += 1;
-                let flow = Flow {
-                    priority: fm.priority,
-                    cookie: fm.cookie,
-                    idle_timeout: fm.idle_timeout,
-                    match_: FakeMatch::from_v10(&fm.match_),
-                    actions: acts10(&fm.actions),
-                    goto: None,
-                    n_packets: 0,
-                };
-                sw.flow_mod(0, fm.command, flow, 0);
-            }
-            Body::V13(v13::Body::FlowMod(fm)) => {
-                sw.flow_mods += 1;
-                let mut actions = Vec::new();
-                let mut goto = None;
-                for ins in &fm.instructions {
-                    match ins {
-                        v13::Instruction::ApplyActions(a) => actions.extend(acts13(a)),
-                        v13::Instruction::GotoTable(t) => goto = Some(*t),
-                        other => panic!("the fake switch does not model {other:?}"),
-                    }
-                }
-                let flow = Flow {
-                    priority: fm.priority,
-                    cookie: fm.cookie,
-                    idle_timeout: fm.idle_timeout,
-                    match_: FakeMatch::from_v13(&fm.match_),
-                    actions,
-                    goto,
-                    n_packets: 0,
-                };
-                sw.flow_mod(fm.table_id, fm.command, flow, fm.cookie_mask);
-            }
-            Body::V10(v10::Body::PacketOut(po)) => {
-                sw.packet_outs += 1;
-                assert_eq!(po.buffer_id, v10::NO_BUFFER, "the fake switch buffers nothing");
-                let acts = acts10(&po.actions);
-                let in_port = port_of_10(po.in_port);
-                self.apply(i, in_port, po.data.0, &acts, 0);
-            }
-            Body::V13(v13::Body::PacketOut(po)) => {
-                sw.packet_outs += 1;
-                assert_eq!(po.buffer_id, v13::NO_BUFFER, "the fake switch buffers nothing");
-                let acts = acts13(&po.actions);
-                self.apply(i, po.in_port, po.data.0, &acts, 0);
-            }
-            other => sw.unhandled.push(format!("{other:?}").chars().take(60).collect()),
-        }
-    }
-
-    /// The pipeline from table `table` for a frame that came in by `in_port`.
-    fn pipeline(&mut self, i: usize, in_port: u32, frame: Vec<u8>, hops: u32, table: u8) {
-        let sw = &mut self.switches[i];
-        let best = sw.tables[table as usize]
-            .iter_mut()
-            .filter(|f| f.match_.matches(in_port, &frame))
-            .max_by_key(|f| f.priority);
-        let Some(flow) = best else {
-            // A 1.0 table miss goes to the controller; 1.3 drops it.
-            if sw.version == OFP10_VERSION {
-                sw.packet_in(in_port, &frame, PacketInReason::NoMatch);
-            }
-            return;
-        };
-        flow.n_packets += 1;
-        let (acts, goto) = (flow.actions.clone(), flow.goto);
-        let frame = self.apply(i, in_port, frame, &acts, hops);
-        if let Some(t) = goto {
-            assert!(t > table, "goto_table must go forward");
-            self.pipeline(i, in_port, frame, hops, t);
-        }
-    }
-
-    /// Applies actions; returns the frame as modified.
-    fn apply(&mut self, i: usize, in_port: u32, mut frame: Vec<u8>, acts: &[Act], hops: u32) -> Vec<u8> {
-        for a in acts {
-            match a {
-                Act::SetEthDst(m) => frame[0..6].copy_from_slice(&m.0),
-                Act::SetEthSrc(m) => frame[6..12].copy_from_slice(&m.0),
-                Act::Output(port) => {
-                    let dpid = self.switches[i].dpid;
-                    let all: Vec<u32> = self.switches[i].ports.clone();
-                    let targets: Vec<u32> = match *port {
-                        v13::port::CONTROLLER => {
-                            self.switches[i].packet_in(in_port, &frame, PacketInReason::Action);
-                            vec![]
-                        }
-                        v13::port::FLOOD | v13::port::ALL => all.into_iter().filter(|p| *p != in_port).collect(),
-                        v13::port::IN_PORT => vec![in_port],
-                        v13::port::TABLE => {
-                            self.pipeline(i, in_port, frame.clone(), hops, 0);
-                            vec![]
-                        }
-                        p if p < v13::port::MAX && p != in_port => vec![p],
-                        // OpenFlow: output to the input port needs IN_PORT.
-                        _ => vec![],
-                    };
-                    for p in targets {
-                        self.transmit(dpid, p, frame.clone(), hops);
-                    }
-                }
+    /// Carries out what switch `i` did: messages to the controller, frames out of ports.
+    fn effects(&mut self, i: usize, effects: Vec<Effect>, hops: u32) {
+        let dpid = self.switches[i].dpid;
+        for e in effects {
+            match e {
+                Effect::ToController(m) => self.switches[i].send(&m),
+                Effect::Transmit { port, frame } => self.transmit(dpid, port, frame, hops),
             }
         }
-        frame
     }
 
     fn transmit(&mut self, dpid: u64, port: u32, frame: Vec<u8>, hops: u32) {
@@ -582,119 +326,8 @@ impl FakeNet {
         self.links.remove(&b);
         for (dpid, port) in [a, b] {
             let i = self.index(dpid);
-            let sw = &mut self.switches[i];
-            let body = if sw.version == OFP10_VERSION {
-                Body::V10(v10::Body::PortStatus(v10::PortStatus {
-                    reason: ofwire::PortReason::Modify,
-                    desc: v10::PhyPort {
-                        port_no: port as u16,
-                        hw_addr: MacAddr([0x0a, 0, 0, dpid as u8, 0, port as u8]),
-                        name: format!("s{dpid}-eth{port}"),
-                        config: 0,
-                        state: 1,
-                        curr: 0,
-                        advertised: 0,
-                        supported: 0,
-                        peer: 0,
-                    },
-                }))
-            } else {
-                Body::V13(v13::Body::PortStatus(v13::PortStatus {
-                    reason: ofwire::PortReason::Modify,
-                    desc: v13::Port {
-                        port_no: port,
-                        hw_addr: MacAddr([0x0a, 0, 0, dpid as u8, 0, port as u8]),
-                        name: format!("s{dpid}-eth{port}"),
-                        config: 0,
-                        state: 1,
-                        curr: 0,
-                        advertised: 0,
-                        supported: 0,
-                        peer: 0,
-                        curr_speed: 0,
-                        max_speed: 0,
-                    },
-                }))
-            };
-            sw.send(body);
+            let m = self.switches[i].dp.set_port(port, false);
+            self.switches[i].send(&m);
         }
-    }
-}
-
-impl FakeSwitch {
-    fn send(&mut self, body: Body) {
-        self.next_xid += 1;
-        let x = self.next_xid;
-        self.reply(x, body);
-    }
-
-    fn reply(&mut self, xid: u32, body: Body) {
-        let version = match &body {
-            Body::V10(_) => OFP10_VERSION,
-            Body::V13(_) => OFP13_VERSION,
-            _ => self.version,
-        };
-        Message::new(version, xid, body)
-            .encode(&mut self.to_controller)
-            .expect("the fake switch's message encodes");
-    }
-
-    fn packet_in(&mut self, in_port: u32, frame: &[u8], reason: PacketInReason) {
-        self.packet_ins += 1;
-        let data = ofwire::Bytes(frame.to_vec());
-        let body = if self.version == OFP10_VERSION {
-            Body::V10(v10::Body::PacketIn(v10::PacketIn {
-                buffer_id: v10::NO_BUFFER,
-                total_len: frame.len() as u16,
-                in_port: in_port as u16,
-                reason,
-                data,
-            }))
-        } else {
-            Body::V13(v13::Body::PacketIn(v13::PacketIn {
-                buffer_id: v13::NO_BUFFER,
-                total_len: frame.len() as u16,
-                reason,
-                table_id: 0,
-                cookie: 0,
-                match_: ofwire::oxm::Match::new(vec![Oxm::InPort(in_port)]),
-                data,
-            }))
-        };
-        self.send(body);
-    }
-
-    fn flow_mod(&mut self, table: u8, command: v10::FlowModCommand, flow: Flow, cookie_mask: u64) {
-        use v10::FlowModCommand as C;
-        let tables: Vec<usize> = if table == v13::TABLE_ALL {
-            (0..N_TABLES).collect()
-        } else {
-            vec![table as usize]
-        };
-        for t in tables {
-            let entries = &mut self.tables[t];
-            let cookie_ok = |f: &Flow| f.cookie & cookie_mask == flow.cookie & cookie_mask;
-            match command {
-                C::Add => {
-                    entries.retain(|f| !(f.priority == flow.priority && f.match_ == flow.match_));
-                    entries.push(flow.clone());
-                }
-                C::Delete => entries.retain(|f| !(flow.match_.covers(&f.match_) && cookie_ok(f))),
-                C::DeleteStrict => {
-                    entries.retain(|f| !(f.priority == flow.priority && f.match_ == flow.match_ && cookie_ok(f)))
-                }
-                C::Modify | C::ModifyStrict => {
-                    for f in entries.iter_mut().filter(|f| flow.match_.covers(&f.match_)) {
-                        f.actions = flow.actions.clone();
-                    }
-                }
-                other => panic!("unknown FLOW_MOD command {other:?}"),
-            }
-        }
-    }
-
-    /// Flows of table 0 with this cookie.
-    pub fn flows_with_cookie(&self, cookie: u64) -> Vec<&Flow> {
-        self.tables[0].iter().filter(|f| f.cookie == cookie).collect()
     }
 }
