@@ -13,10 +13,13 @@
 
 pub mod capacity;
 pub mod datapath;
+pub mod fabric;
+pub mod northbound;
 pub mod rate;
 pub mod security;
 pub mod switch;
 pub mod synflood;
+pub mod topology_tests;
 
 use hdrhistogram::Histogram;
 use ofwire::{v10, v13, Body, Framer, Hello, Message, OFP10_VERSION};

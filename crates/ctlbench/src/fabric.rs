@@ -1,0 +1,304 @@
+//! An emulated network for the RFC 8456 tests that need a topology: every
+//! switch is a `datapath::Datapath` with its own OpenFlow session (TCP) to
+//! the controller under test, and switch ports are wired to each other, so
+//! an LLDP frame the controller sends out of a port arrives as a PACKET_IN
+//! on the peer switch's port, as in a real network; hosts (the RFC's test
+//! ports) sit on edge ports and record what reaches them and when. Frames
+//! move between switches over in-process channels; nothing leaves loopback.
+
+use crate::datapath::{Datapath, Effect};
+use crate::switch::Identity;
+use ofwire::{Framer, Message};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+/// A switch port: (datapath id, port number).
+pub type Attach = (u64, u32);
+
+/// What each host received, with arrival times.
+type Received = Arc<Mutex<Vec<Vec<(Instant, Vec<u8>)>>>>;
+
+/// The shape of an emulated network.
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    /// (datapath id, number of ports).
+    pub switches: Vec<(u64, u32)>,
+    pub links: Vec<(Attach, Attach)>,
+    /// Where each host attaches.
+    pub hosts: Vec<Attach>,
+}
+
+impl Spec {
+    /// `spines` x `leaves`, every leaf wired to every spine (ports 1..=spines
+    /// on a leaf, 1..=leaves on a spine), `hosts_per_leaf` hosts per leaf.
+    pub fn leaf_spine(spines: u32, leaves: u32, hosts_per_leaf: u32) -> Spec {
+        let mut s = Spec::default();
+        for sp in 1..=spines {
+            s.switches.push((sp as u64, leaves));
+        }
+        for l in 1..=leaves {
+            let dpid = 0x1000 + l as u64;
+            s.switches.push((dpid, spines + hosts_per_leaf));
+            for sp in 1..=spines {
+                s.links.push(((dpid, sp), (sp as u64, l)));
+            }
+            for h in 1..=hosts_per_leaf {
+                s.hosts.push((dpid, spines + h));
+            }
+        }
+        s
+    }
+
+    /// `n` switches in a chain (port 1 towards the previous, 2 towards the
+    /// next), a host on port 3 of the first and of the last.
+    pub fn linear(n: u32) -> Spec {
+        let mut s = Spec::default();
+        for i in 1..=n as u64 {
+            s.switches.push((i, 3));
+            if i > 1 {
+                s.links.push(((i - 1, 2), (i, 1)));
+            }
+        }
+        s.hosts = vec![(1, 3), (n as u64, 3)];
+        s
+    }
+}
+
+enum Input {
+    Frame { port: u32, frame: Vec<u8> },
+    Port { port: u32, up: bool },
+}
+
+/// Where a port leads.
+#[derive(Clone, Copy)]
+enum Far {
+    Switch(u64, u32),
+    Host(usize),
+}
+
+/// What the fabric counts (all switches together).
+#[derive(Default, Debug)]
+pub struct FabricStats {
+    pub connected: AtomicU64,
+    pub lost: AtomicU64,
+    /// PACKET_INs other than LLDP.
+    pub packet_ins: AtomicU64,
+    pub lldp_packet_ins: AtomicU64,
+    pub frames_between_switches: AtomicU64,
+    /// The first message from the controller after any switch's handshake, unix ns.
+    pub first_message_ns: AtomicU64,
+}
+
+pub struct Fabric {
+    pub spec: Spec,
+    pub stats: Arc<FabricStats>,
+    inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
+    wiring: Arc<HashMap<Attach, Far>>,
+    received: Received,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Fabric {
+    /// Connects every switch to `target` (OpenFlow `version`); returns once
+    /// all completed their handshake or `timeout` passed.
+    pub async fn start(spec: Spec, target: SocketAddr, version: u8, timeout: Duration) -> Fabric {
+        let stats = Arc::new(FabricStats::default());
+        let mut wiring = HashMap::new();
+        for &(a, b) in &spec.links {
+            wiring.insert(a, Far::Switch(b.0, b.1));
+            wiring.insert(b, Far::Switch(a.0, a.1));
+        }
+        for (i, &h) in spec.hosts.iter().enumerate() {
+            wiring.insert(h, Far::Host(i));
+        }
+        let wiring = Arc::new(wiring);
+        let received = Arc::new(Mutex::new(vec![Vec::new(); spec.hosts.len()]));
+        let mut senders = HashMap::new();
+        let mut receivers = Vec::new();
+        for &(dpid, _) in &spec.switches {
+            let (tx, rx) = mpsc::unbounded_channel();
+            senders.insert(dpid, tx);
+            receivers.push(rx);
+        }
+        let inboxes = Arc::new(senders);
+        let mut tasks = Vec::new();
+        for (&(dpid, ports), rx) in spec.switches.iter().zip(receivers) {
+            let dp = Datapath::new(
+                Identity {
+                    datapath_id: dpid,
+                    ports,
+                },
+                version,
+                4,
+            );
+            let (stats, inboxes, wiring, received) = (stats.clone(), inboxes.clone(), wiring.clone(), received.clone());
+            tasks.push(tokio::spawn(run_switch(
+                dp, target, rx, stats, inboxes, wiring, received,
+            )));
+            // Some controllers want a moment per new switch.
+            if spec.switches.len() <= 64 {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        let t = Instant::now();
+        let n = spec.switches.len() as u64;
+        while stats.connected.load(Ordering::Relaxed) + stats.lost.load(Ordering::Relaxed) < n && t.elapsed() < timeout
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Fabric {
+            spec,
+            stats,
+            inboxes,
+            wiring,
+            received,
+            tasks,
+        }
+    }
+
+    /// Host `i` sends `frame`.
+    pub fn send_from_host(&self, i: usize, frame: Vec<u8>) {
+        let (dpid, port) = self.spec.hosts[i];
+        if let Some(tx) = self.inboxes.get(&dpid) {
+            let _ = tx.send(Input::Frame { port, frame });
+        }
+    }
+
+    /// Frames host `i` received, with their arrival times (taken).
+    pub fn take_received(&self, i: usize) -> Vec<(Instant, Vec<u8>)> {
+        let mut r = self.received.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut r[i])
+    }
+
+    /// Takes the link at `a` down or up on both ends (PORT_STATUS from both switches).
+    pub fn set_link(&self, a: Attach, up: bool) {
+        let Some(Far::Switch(bd, bp)) = self.wiring.get(&a).copied() else {
+            return;
+        };
+        for (dpid, port) in [a, (bd, bp)] {
+            if let Some(tx) = self.inboxes.get(&dpid) {
+                let _ = tx.send(Input::Port { port, up });
+            }
+        }
+    }
+
+    /// Disconnects every switch.
+    pub fn stop(self) {
+        for t in self.tasks {
+            t.abort();
+        }
+    }
+}
+
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+async fn run_switch(
+    mut dp: Datapath,
+    target: SocketAddr,
+    mut inbox: mpsc::UnboundedReceiver<Input>,
+    stats: Arc<FabricStats>,
+    inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
+    wiring: Arc<HashMap<Attach, Far>>,
+    received: Received,
+) {
+    let Ok(mut s) = TcpStream::connect(target).await else {
+        stats.lost.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let _ = s.set_nodelay(true);
+    let mut framer = Framer::default();
+    if crate::handshake(&mut s, &mut framer, dp.version, dp.id).await.is_err() {
+        stats.lost.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    stats.connected.fetch_add(1, Ordering::Relaxed);
+    let dpid = dp.id.datapath_id;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut effects = Vec::new();
+    let mut out = Vec::new();
+    // Messages that came with the end of the handshake.
+    let mut pending: Vec<Message> = Vec::new();
+    while let Ok(Some(raw)) = framer.next_message() {
+        if let Ok(m) = ofwire::decode(raw) {
+            pending.push(m);
+        }
+    }
+    for m in pending {
+        dp.on_message(&m, &mut effects);
+    }
+    loop {
+        for e in effects.drain(..) {
+            match e {
+                Effect::ToController(m) => {
+                    let data = match &m.body {
+                        ofwire::Body::V10(ofwire::v10::Body::PacketIn(pi)) => Some(&pi.data.0),
+                        ofwire::Body::V13(ofwire::v13::Body::PacketIn(pi)) => Some(&pi.data.0),
+                        _ => None,
+                    };
+                    if let Some(d) = data {
+                        let lldp = d.get(12..14) == Some(&[0x88, 0xcc][..]);
+                        let counter = if lldp {
+                            &stats.lldp_packet_ins
+                        } else {
+                            &stats.packet_ins
+                        };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let _ = m.encode(&mut out);
+                }
+                Effect::Transmit { port, frame } => match wiring.get(&(dpid, port)) {
+                    Some(Far::Switch(d, p)) => {
+                        stats.frames_between_switches.fetch_add(1, Ordering::Relaxed);
+                        if let Some(tx) = inboxes.get(d) {
+                            let _ = tx.send(Input::Frame { port: *p, frame });
+                        }
+                    }
+                    Some(Far::Host(h)) => {
+                        let mut r = received.lock().unwrap_or_else(|p| p.into_inner());
+                        r[*h].push((Instant::now(), frame));
+                    }
+                    None => {}
+                },
+            }
+        }
+        if !out.is_empty() {
+            if s.write_all(&out).await.is_err() {
+                break;
+            }
+            out.clear();
+        }
+        tokio::select! {
+            r = s.read(&mut buf) => {
+                let n = match r { Ok(0) | Err(_) => break, Ok(n) => n };
+                let _ = stats.first_message_ns.compare_exchange(0, unix_ns(), Ordering::Relaxed, Ordering::Relaxed);
+                framer.push(&buf[..n]);
+                while let Ok(Some(raw)) = framer.next_message() {
+                    if let Ok(m) = ofwire::decode(raw) {
+                        dp.on_message(&m, &mut effects);
+                    }
+                }
+            }
+            input = inbox.recv() => match input {
+                Some(Input::Frame { port, frame }) => dp.on_frame(port, frame, &mut effects),
+                Some(Input::Port { port, up }) => {
+                    let m = dp.set_port(port, up);
+                    effects.push(Effect::ToController(m));
+                }
+                None => break,
+            },
+        }
+    }
+    stats.connected.fetch_sub(1, Ordering::Relaxed);
+    stats.lost.fetch_add(1, Ordering::Relaxed);
+}
