@@ -33,7 +33,8 @@ pub struct CtlArgs {
     /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
     /// rate: RFC 8456 asynchronous message processing rate (loss-free search).
     /// dos: RFC 8456 denial-of-service handling (well-behaved switches' latency with and without a PACKET_IN flood).
-    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos"])]
+    /// discovery: RFC 8456 network topology discovery time on emulated fabrics (--fabric).
+    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos", "discovery"])]
     pub test: String,
     /// dos: flooding switches (each keeps up to 4096 PACKET_INs outstanding and never slows down).
     #[arg(long, default_value_t = 4)]
@@ -41,6 +42,16 @@ pub struct CtlArgs {
     /// dos: also measure under a TCP SYN flood of this many SYNs per second on the OpenFlow port (0: off).
     #[arg(long, default_value_t = 0)]
     pub syn_flood_pps: u64,
+    /// discovery: emulated fabrics, repeatable: leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N.
+    #[arg(long = "fabric", value_name = "SHAPE")]
+    pub fabrics: Vec<String>,
+    /// discovery: how the controller's view is read: sdnlab:HOST:PORT (its REST API) or none.
+    /// Default: the embedded controller's own REST API.
+    #[arg(long, value_name = "ADAPTER")]
+    pub northbound: Option<String>,
+    /// discovery: give up after this many seconds (the RFC's Td).
+    #[arg(long, default_value_t = 30)]
+    pub td_s: u64,
     /// sessions: stop at this many if the controller has not failed before.
     #[arg(long, default_value_t = 10_000)]
     pub max_sessions: usize,
@@ -197,6 +208,9 @@ pub fn run(a: CtlArgs) -> ExitCode {
     }
     if a.test == "dos" {
         return run_dos(a);
+    }
+    if a.test == "discovery" {
+        return run_discovery(a);
     }
     let list = match scenarios(&a) {
         Ok(l) => l,
@@ -1129,4 +1143,178 @@ impl Drop for DropSynAcks {
             .args(["delete", "table", "ip", &self.table])
             .status();
     }
+}
+
+fn parse_fabric(s: &str) -> Result<ctlbench::fabric::Spec, String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let nums: Result<Vec<u32>, _> = parts[1..].iter().map(|p| p.trim().parse::<u32>()).collect();
+    let bad = || format!("--fabric '{s}': write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N");
+    let nums = nums.map_err(|_| bad())?;
+    match (parts[0], nums.as_slice()) {
+        ("leaf-spine", [sp, l, h]) if *sp >= 1 && *l >= 1 => Ok(ctlbench::fabric::Spec::leaf_spine(*sp, *l, *h)),
+        ("linear", [n]) if *n >= 1 => Ok(ctlbench::fabric::Spec::linear(*n)),
+        _ => Err(bad()),
+    }
+}
+
+/// `--test discovery`: RFC 8456 network topology discovery time, per
+/// fabric and trial, read through a northbound adapter.
+fn run_discovery(a: CtlArgs) -> ExitCode {
+    let fabrics = if a.fabrics.is_empty() {
+        vec!["leaf-spine,2,4,1".to_string()]
+    } else {
+        a.fabrics.clone()
+    };
+    let mut specs = Vec::new();
+    for f in &fabrics {
+        match parse_fabric(f) {
+            Ok(s) => specs.push((f.clone(), s)),
+            Err(e) => return fail(e),
+        }
+    }
+    let explicit_nb = match a.northbound.as_deref() {
+        None => None,
+        Some("none") => Some(ctlbench::northbound::Northbound::None),
+        Some(x) => match x.strip_prefix("sdnlab:").and_then(|a| a.parse().ok()) {
+            Some(addr) => Some(ctlbench::northbound::Northbound::Sdnlab(addr)),
+            None => return fail(format!("--northbound '{x}': write sdnlab:HOST:PORT or none")),
+        },
+    };
+    if a.target.is_some() && explicit_nb.is_none() {
+        return fail("--test discovery with --target needs --northbound (sdnlab:HOST:PORT or none)");
+    }
+    controller::runtime::raise_fd_limit();
+    let version = if a.ofp == "1.0" {
+        ofwire::OFP10_VERSION
+    } else {
+        ofwire::OFP13_VERSION
+    };
+    let run_id = run_name(&a, "ctl-discovery");
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let app = if a.app == "l2-learning" {
+        "topology".to_string()
+    } else {
+        a.app.clone()
+    };
+    let mut meta = Meta {
+        run_id,
+        benchmark: "bench ctl --test discovery".into(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        setup: report::Setup::detect(),
+        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "fabrics": fabrics, "td_s": a.td_s,
+            "northbound": a.northbound, "app": if a.target.is_none() { Some(&app) } else { None }}),
+        metrics: vec![Metric::new(
+            "discovery_s",
+            "seconds to a complete view",
+            stats::Better::Lower,
+        )],
+        ..Default::default()
+    };
+    let mut writer = match RunWriter::create(&dir, &meta) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let mut invalid = 0;
+    for (name, spec) in &specs {
+        for trial in 0..a.trials {
+            let (target, nb, embedded) = match (a.target, &explicit_nb) {
+                (Some(t), Some(nb)) => (t, nb.clone(), None),
+                _ => match controller::runtime::start_local_with_rest(&app, workers()) {
+                    Ok((h, rest)) => (
+                        h.local_addrs[0],
+                        explicit_nb
+                            .clone()
+                            .unwrap_or(ctlbench::northbound::Northbound::Sdnlab(rest)),
+                        Some(h),
+                    ),
+                    Err(e) => return fail(e),
+                },
+            };
+            if meta.targets.is_empty() {
+                meta.targets.push(match &embedded {
+                    Some(_) => Target {
+                        name: format!("sdnlab controller, app {app} (embedded)"),
+                        version: env!("CARGO_PKG_VERSION").into(),
+                        command: "in-process with its REST API, started afresh for each trial".into(),
+                        address: target.to_string(),
+                    },
+                    None => a.target_info.clone().unwrap_or(Target {
+                        name: "controller".into(),
+                        address: target.to_string(),
+                        ..Default::default()
+                    }),
+                });
+            }
+            let d = rt.block_on(ctlbench::topology_tests::discovery_time(
+                spec.clone(),
+                target,
+                version,
+                &nb,
+                Duration::from_secs(a.td_s.max(1)),
+            ));
+            if let Some(h) = embedded {
+                h.stop();
+            }
+            eprintln!(
+                "  {name} trial {trial}: {} switches, {} of {} links{}",
+                d.switches,
+                d.links_seen,
+                d.links_expected,
+                d.seconds
+                    .map(|s| format!(", discovered in {s:.3} s"))
+                    .unwrap_or_else(|| format!(": {}", d.note))
+            );
+            let note = d.seconds.is_none().then(|| {
+                invalid += 1;
+                let n = format!("{name} trial {trial}: {}", d.note);
+                meta.events.push(n.clone());
+                n
+            });
+            let mut values = BTreeMap::from([
+                ("switches".to_string(), d.switches as f64),
+                ("links_expected".to_string(), d.links_expected as f64),
+                ("links_seen".to_string(), d.links_seen as f64),
+            ]);
+            if let Some(s) = d.seconds {
+                values.insert("discovery_s".to_string(), s);
+            }
+            let s = Sample {
+                kind: "trial".into(),
+                scenario: name.clone(),
+                trial,
+                index: 0,
+                unix: report::now_unix(),
+                values,
+                rtt_cdf: Vec::new(),
+                note,
+            };
+            if let Err(e) = writer.append(&s) {
+                return fail(format!("writing samples: {e}"));
+            }
+            std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+        }
+    }
+    meta.finished_unix = Some(report::now_unix());
+    let summary = match writer.finish(&meta) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("writing the report: {e}")),
+    };
+    if a.json {
+        println!("{}", serde_json::json!({ "run": dir, "summary": summary }));
+    } else {
+        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
+        print!("{}", report::terminal_table(&summary, &runs));
+    }
+    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
+    if invalid > 0 {
+        eprintln!("sdnlab bench ctl: {invalid} trial(s) did not converge (see the report)");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }

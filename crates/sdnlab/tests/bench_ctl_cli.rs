@@ -375,3 +375,58 @@ fn peers_are_started_measured_and_compared() {
     assert!(out.join("report.html").exists());
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// RFC 8456 topology discovery time on emulated fabrics: every link found,
+/// the time positive and larger for the larger fabric.
+#[test]
+fn discovery_time_grows_with_the_fabric() {
+    let _serial = serial();
+    let out = tmp("discovery");
+    let r = sdnlab()
+        .args([
+            "bench",
+            "ctl",
+            "--test",
+            "discovery",
+            "--trials",
+            "3",
+            "--json",
+            "--cooldown-ms",
+            "50",
+        ])
+        .args([
+            "--fabric",
+            "linear,3",
+            "--fabric",
+            "leaf-spine,4,40,1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let cells = v["summary"]["cells"].as_array().unwrap();
+    let median = |name: &str| {
+        cells.iter().find(|c| c["scenario"] == name).unwrap()["summary"]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let (small, large) = (median("linear,3"), median("leaf-spine,4,40,1"));
+    assert!(
+        small > 0.0 && large > small,
+        "linear,3 {small} s, leaf-spine,4,40,1 {large} s"
+    );
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    for l in samples.lines() {
+        let t: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(t["values"]["links_seen"], t["values"]["links_expected"], "{t}");
+    }
+    let r = sdnlab()
+        .args(["bench", "ctl", "--test", "discovery", "--fabric", "ring,3"])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF"));
+    let _ = std::fs::remove_dir_all(out);
+}
