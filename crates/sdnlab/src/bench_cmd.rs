@@ -36,6 +36,9 @@ pub struct CtlArgs {
     /// discovery: RFC 8456 network topology discovery time on emulated fabrics (--fabric).
     #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos", "discovery"])]
     pub test: String,
+    /// rate: two rounds agree when the answered rate is within this fraction of the offered one.
+    #[arg(long, default_value_t = 0.01)]
+    pub rate_tolerance: f64,
     /// dos: flooding switches (each keeps up to 4096 PACKET_INs outstanding and never slows down).
     #[arg(long, default_value_t = 4)]
     pub attackers: usize,
@@ -757,7 +760,7 @@ fn run_rate(a: CtlArgs) -> ExitCode {
         setup: report::Setup::detect(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "warmup": a.warmup, "window": a.window, "switches": a.switches, "macs": a.macs, "sweep": a.sweep,
-            "tolerance": 0.01, "max_rounds": 10}),
+            "tolerance": a.rate_tolerance, "max_rounds": 10}),
         metrics: vec![Metric::new(
             "loss_free_per_s",
             "PACKET_INs/s answered, loss-free",
@@ -794,20 +797,25 @@ fn run_rate(a: CtlArgs) -> ExitCode {
                 ..cfg.clone()
             };
             let mut rounds = Vec::new();
-            let r = rt.block_on(ctlbench::rate::search(cfg, 10, 0.01, |round| {
-                eprintln!(
-                    "  {name} trial {trial}: offered {:>12} sent {:>12} answered {:>12} loss {:.2} %",
-                    if round.offered_per_s > 0.0 {
-                        report::fmt_num(round.offered_per_s)
-                    } else {
-                        "unpaced".into()
-                    },
-                    report::fmt_num(round.sent_per_s),
-                    report::fmt_num(round.answered_per_s),
-                    round.loss * 100.0
-                );
-                rounds.push(round.clone());
-            }));
+            let r = rt.block_on(ctlbench::rate::search(
+                cfg,
+                10,
+                a.rate_tolerance.clamp(0.001, 0.5),
+                |round| {
+                    eprintln!(
+                        "  {name} trial {trial}: offered {:>12} sent {:>12} answered {:>12} loss {:.2} %",
+                        if round.offered_per_s > 0.0 {
+                            report::fmt_num(round.offered_per_s)
+                        } else {
+                            "unpaced".into()
+                        },
+                        report::fmt_num(round.sent_per_s),
+                        report::fmt_num(round.answered_per_s),
+                        round.loss * 100.0
+                    );
+                    rounds.push(round.clone());
+                },
+            ));
             if let Some(r) = embedded {
                 r.stop();
             }
