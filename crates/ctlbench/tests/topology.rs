@@ -128,3 +128,37 @@ async fn the_first_frame_crosses_every_hop() {
     fabric.stop();
     ctl.stop();
 }
+
+/// Reactive path provisioning time with `paths`: every first frame arrives,
+/// each within the time limit and after a positive delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reactive_paths_are_provisioned_for_every_pair() {
+    use ctlbench::topology_tests::{host_frame, reactive_provisioning};
+    let (ctl, rest) = controller(&["paths"]);
+    let spec = Spec::leaf_spine(2, 4, 1);
+    let fabric = Fabric::start(
+        spec.clone(),
+        ctl.local_addrs[0],
+        ofwire::OFP10_VERSION,
+        Duration::from_secs(5),
+    )
+    .await;
+    let nb = Northbound::Sdnlab(rest);
+    for _ in 0..300 {
+        if nb.links().await.unwrap() == Some(spec.links.len() * 2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    for h in 0..4u8 {
+        fabric.send_from_host(h as usize, host_frame(h + 1, [0xff; 6]));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let p = reactive_provisioning(&fabric, Duration::from_secs(2)).await;
+    assert_eq!(p.pairs, 3);
+    assert!(p.note.is_empty(), "{p:?}");
+    assert!(p.seconds.iter().all(|s| s.is_some_and(|s| s > 0.0 && s < 2.0)), "{p:?}");
+    fabric.stop();
+    ctl.stop();
+}
