@@ -111,6 +111,10 @@ struct SwitchCounters {
 }
 
 impl SwitchCounters {
+    /// The counters now. They are read one after another while the switch
+    /// tasks keep adding, so a loop's figures can differ by one read batch
+    /// at its edges (e.g. matched slightly above responses in one loop);
+    /// over a run they agree.
     fn snapshot(&self) -> [u64; 7] {
         [
             &self.responses,

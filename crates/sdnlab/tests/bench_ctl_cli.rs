@@ -59,8 +59,17 @@ fn a_sweep_with_trials_leaves_samples_summary_and_report() {
     assert_eq!(trials.len(), 6);
     for t in &trials {
         let v = &t["values"];
-        // Matched responses never exceed what cbench counts.
-        assert!(v["matched_per_s"].as_f64().unwrap() <= v["responses_per_s"].as_f64().unwrap() + 1e-6);
+        // Matched responses never exceed what cbench counts, but for the
+        // skew of one read batch at a loop's edges (the two counters are
+        // sampled one after the other while the switches keep counting).
+        let (matched, responses) = (
+            v["matched_per_s"].as_f64().unwrap(),
+            v["responses_per_s"].as_f64().unwrap(),
+        );
+        assert!(
+            matched <= responses * 1.01 + 1e-6,
+            "{matched} matched, {responses} responses"
+        );
         assert!(v["matched_per_s"].as_f64().unwrap() > 0.0);
         assert!(!t["rtt_cdf"].as_array().unwrap().is_empty());
     }
