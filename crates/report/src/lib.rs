@@ -290,7 +290,8 @@ pub fn scenarios(runs: &[Run]) -> Vec<String> {
     out
 }
 
-fn metrics(runs: &[Run]) -> Vec<Metric> {
+/// Every metric of these runs, once each, in first-seen order.
+pub fn metrics(runs: &[Run]) -> Vec<Metric> {
     let mut out: Vec<Metric> = Vec::new();
     for r in runs {
         for m in &r.meta.metrics {
@@ -377,9 +378,9 @@ pub fn write_outputs(dir: &Path, runs: &[Run]) -> io::Result<Summary> {
     Ok(summary)
 }
 
-/// A plain-text table of the summary for the terminal.
-pub fn terminal_table(summary: &Summary, runs: &[Run]) -> String {
-    let units: BTreeMap<String, String> = metrics(runs).into_iter().map(|m| (m.name, m.unit)).collect();
+/// A plain-text table of the summary for the terminal (`metrics` give the units).
+pub fn terminal_table(summary: &Summary, metrics: &[Metric]) -> String {
+    let units: BTreeMap<&str, &str> = metrics.iter().map(|m| (m.name.as_str(), m.unit.as_str())).collect();
     let mut rows = vec![[
         "scenario".to_string(),
         "metric".into(),
@@ -391,7 +392,10 @@ pub fn terminal_table(summary: &Summary, runs: &[Run]) -> String {
     ]];
     for c in &summary.cells {
         let s = &c.summary;
-        let unit = units.get(&c.metric).map(|u| format!(" ({u})")).unwrap_or_default();
+        let unit = units
+            .get(c.metric.as_str())
+            .map(|u| format!(" ({u})"))
+            .unwrap_or_default();
         rows.push([
             c.scenario.clone(),
             format!("{}{unit}", c.metric),

@@ -232,13 +232,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
     let run_id = run_name(&a, "ctl");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let mut meta = Meta {
-        run_id: run_id.clone(),
         benchmark: "bench ctl".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        finished_unix: None,
-        setup: report::Setup::detect(),
         targets: Vec::new(),
         parameters: serde_json::json!({
             "mode": a.mode, "openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
@@ -252,15 +246,11 @@ pub fn run(a: CtlArgs) -> ExitCode {
             Metric::new("rtt_p50_us", "us", stats::Better::Lower),
             Metric::new("rtt_p99_us", "us", stats::Better::Lower),
         ],
-        events: Vec::new(),
+        ..started(&run_id)
     };
-    let mut writer = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
+    let (mut writer, rt) = match open_run(&dir, &meta) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     eprintln!(
         "sdnlab bench ctl: {} scenario(s) x {} trial(s), {} mode, OpenFlow {}, {} loops of {} ms; results in {}",
@@ -442,8 +432,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
         });
         println!("{out}");
     } else if !a.cbench_output {
-        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
-        print!("{}", report::terminal_table(&summary, &runs));
+        print!("{}", report::terminal_table(&summary, &meta.metrics));
     }
     for e in &meta.events {
         eprintln!("sdnlab bench ctl: {e}");
@@ -536,23 +525,14 @@ fn run_security(a: CtlArgs) -> ExitCode {
         hello_wait: Duration::from_secs(a.hello_wait_s),
     };
     let mut meta = Meta {
-        run_id,
         benchmark: "bench ctl --test security".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        setup: report::Setup::detect(),
         targets: vec![target],
         parameters: serde_json::json!({"openflow": a.ofp, "case_wait_ms": a.case_wait_ms, "hello_wait_s": a.hello_wait_s}),
-        ..Default::default()
+        ..started(&run_id)
     };
-    let mut writer = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
+    let (mut writer, rt) = match open_run(&dir, &meta) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     eprintln!(
         "sdnlab bench ctl --test security: {} cases against {addr}, OpenFlow {}; results in {}",
@@ -632,30 +612,21 @@ fn run_sessions(a: CtlArgs) -> ExitCode {
         ofwire::OFP13_VERSION
     };
     let mut meta = Meta {
-        run_id,
         benchmark: "bench ctl --test sessions".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        setup: report::Setup::detect(),
         targets: Vec::new(),
         parameters: serde_json::json!({"openflow": a.ofp, "max_sessions": a.max_sessions, "trials": a.trials,
             "our_open_file_limit": limit, "embedded": a.target.is_none() && a.restart_peer.is_none()}),
         metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher)],
-        ..Default::default()
+        ..started(&run_id)
     };
     if a.target.is_none() && a.restart_peer.is_none() {
         meta.events.push(format!(
             "the embedded controller shares this process's open-file limit ({limit}): each session costs it two descriptors"
         ));
     }
-    let mut writer = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
+    let (mut writer, rt) = match open_run(&dir, &meta) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     eprintln!(
         "sdnlab bench ctl --test sessions: up to {} sessions, {} trial(s); results in {}",
@@ -752,12 +723,7 @@ fn run_rate(a: CtlArgs) -> ExitCode {
     let run_id = run_name(&a, "ctl-rate");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let mut meta = Meta {
-        run_id,
         benchmark: "bench ctl --test rate".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        setup: report::Setup::detect(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "warmup": a.warmup, "window": a.window, "switches": a.switches, "macs": a.macs, "sweep": a.sweep,
             "tolerance": a.rate_tolerance, "max_rounds": 10}),
@@ -766,15 +732,11 @@ fn run_rate(a: CtlArgs) -> ExitCode {
             "PACKET_INs/s answered, loss-free",
             stats::Better::Higher,
         )],
-        ..Default::default()
+        ..started(&run_id)
     };
-    let mut writer = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
+    let (mut writer, rt) = match open_run(&dir, &meta) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     eprintln!(
         "sdnlab bench ctl --test rate: {} scenario(s) x {} trial(s); results in {}",
@@ -869,18 +831,9 @@ fn run_rate(a: CtlArgs) -> ExitCode {
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
     }
-    meta.finished_unix = Some(report::now_unix());
-    let summary = match writer.finish(&meta) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("writing the report: {e}")),
-    };
-    if a.json {
-        println!("{}", serde_json::json!({ "run": dir, "summary": summary }));
-    } else {
-        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
-        print!("{}", report::terminal_table(&summary, &runs));
+    if let Err(code) = finish_run(writer, &mut meta, &dir, a.json) {
+        return code;
     }
-    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
     if invalid > 0 {
         eprintln!("sdnlab bench ctl: {invalid} trial(s) without a loss-free rate (see the report)");
         return ExitCode::from(1);
@@ -901,12 +854,7 @@ fn run_dos(a: CtlArgs) -> ExitCode {
     let run_id = run_name(&a, "ctl-dos");
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let mut meta = Meta {
-        run_id,
         benchmark: "bench ctl --test dos".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        setup: report::Setup::detect(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "good_switches": a.switches, "attackers": a.attackers, "syn_flood_pps": a.syn_flood_pps, "attacker_window": 4096, "macs": a.macs}),
         metrics: vec![
@@ -918,15 +866,11 @@ fn run_dos(a: CtlArgs) -> ExitCode {
             Metric::new("rtt_p50_us", "us", stats::Better::Lower),
             Metric::new("rtt_p99_us", "us", stats::Better::Lower),
         ],
-        ..Default::default()
+        ..started(&run_id)
     };
-    let mut writer = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
+    let (mut writer, rt) = match open_run(&dir, &meta) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     eprintln!(
         "sdnlab bench ctl --test dos: {} well-behaved switches (latency mode), {} attackers; {} trial(s); results in {}",
@@ -1053,18 +997,9 @@ fn run_dos(a: CtlArgs) -> ExitCode {
         );
         std::thread::sleep(Duration::from_millis(a.cooldown_ms));
     }
-    meta.finished_unix = Some(report::now_unix());
-    let summary = match writer.finish(&meta) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("writing the report: {e}")),
-    };
-    if a.json {
-        println!("{}", serde_json::json!({ "run": dir, "summary": summary }));
-    } else {
-        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
-        print!("{}", report::terminal_table(&summary, &runs));
+    if let Err(code) = finish_run(writer, &mut meta, &dir, a.json) {
+        return code;
     }
-    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
     ExitCode::SUCCESS
 }
 
@@ -1103,7 +1038,7 @@ fn run_peers(a: CtlArgs) -> ExitCode {
         match report::write_outputs(&dir, &runs) {
             Ok(summary) => {
                 println!("\n== all peers");
-                print!("{}", report::terminal_table(&summary, &runs));
+                print!("{}", report::terminal_table(&summary, &report::metrics(&runs)));
                 eprintln!("sdnlab bench ctl: comparison in {}", dir.join("report.html").display());
             }
             Err(e) => return fail(format!("writing the comparison: {e}")),
@@ -1205,12 +1140,7 @@ fn run_discovery(a: CtlArgs) -> ExitCode {
         a.app.clone()
     };
     let mut meta = Meta {
-        run_id,
         benchmark: "bench ctl --test discovery".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        setup: report::Setup::detect(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "fabrics": fabrics, "td_s": a.td_s,
             "northbound": a.northbound, "app": if a.target.is_none() { Some(&app) } else { None }}),
         metrics: vec![Metric::new(
@@ -1218,15 +1148,11 @@ fn run_discovery(a: CtlArgs) -> ExitCode {
             "seconds to a complete view",
             stats::Better::Lower,
         )],
-        ..Default::default()
+        ..started(&run_id)
     };
-    let mut writer = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
+    let (mut writer, rt) = match open_run(&dir, &meta) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let mut invalid = 0;
     for (name, spec) in &specs {
@@ -1308,21 +1234,56 @@ fn run_discovery(a: CtlArgs) -> ExitCode {
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
     }
-    meta.finished_unix = Some(report::now_unix());
-    let summary = match writer.finish(&meta) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("writing the report: {e}")),
-    };
-    if a.json {
-        println!("{}", serde_json::json!({ "run": dir, "summary": summary }));
-    } else {
-        let runs = report::load(&dir).map(|r| vec![r]).unwrap_or_default();
-        print!("{}", report::terminal_table(&summary, &runs));
+    if let Err(code) = finish_run(writer, &mut meta, &dir, a.json) {
+        return code;
     }
-    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
     if invalid > 0 {
         eprintln!("sdnlab bench ctl: {invalid} trial(s) did not converge (see the report)");
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// The metadata every run starts with (named `run_id`, the command line,
+/// sdnlab's version, the start time, the machine).
+fn started(run_id: &str) -> Meta {
+    Meta {
+        run_id: run_id.to_string(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        setup: report::Setup::detect(),
+        ..Default::default()
+    }
+}
+
+/// Creates the run directory with its `meta.json`, and the runtime the trials run on.
+fn open_run(dir: &std::path::Path, meta: &Meta) -> Result<(RunWriter, tokio::runtime::Runtime), ExitCode> {
+    let writer = RunWriter::create(dir, meta).map_err(fail)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(fail)?;
+    Ok((writer, rt))
+}
+
+/// Ends a run: final `meta.json`, summaries and report on disk, the summary
+/// on stdout (JSON, or the table), and where the report is.
+fn finish_run(
+    writer: RunWriter,
+    meta: &mut Meta,
+    dir: &std::path::Path,
+    json: bool,
+) -> Result<report::Summary, ExitCode> {
+    meta.finished_unix = Some(report::now_unix());
+    let summary = writer
+        .finish(meta)
+        .map_err(|e| fail(format!("writing the report: {e}")))?;
+    if json {
+        println!("{}", serde_json::json!({ "run": dir, "summary": summary }));
+    } else {
+        print!("{}", report::terminal_table(&summary, &meta.metrics));
+    }
+    eprintln!("sdnlab bench ctl: report in {}", dir.join("report.html").display());
+    Ok(summary)
 }

@@ -264,7 +264,7 @@ fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> E
     }
     match report::write_outputs(&out, &runs) {
         Ok(summary) => {
-            print!("{}", report::terminal_table(&summary, &runs));
+            print!("{}", report::terminal_table(&summary, &report::metrics(&runs)));
             eprintln!("sdnlab report: {}", out.join("report.html").display());
             ExitCode::SUCCESS
         }
