@@ -172,48 +172,19 @@ fn packet_in(version: u8, xid: u32, buffer_id: u32, data: Vec<u8>) -> Message {
 
 /// A PORT_STATUS whose port name fills its 16 bytes with no NUL.
 fn port_status_without_nul(version: u8) -> Vec<u8> {
-    let name = "ABCDEFGHIJKLMNO".to_string(); // 15 bytes + the encoder's NUL
-    let body = if version == OFP10_VERSION {
-        Body::V10(v10::Body::PortStatus(v10::PortStatus {
-            reason: ofwire::PortReason::Modify,
-            desc: v10::PhyPort {
-                port_no: 1,
-                hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
-                name,
-                config: 0,
-                state: 0,
-                curr: 0,
-                advertised: 0,
-                supported: 0,
-                peer: 0,
-            },
-        }))
-    } else {
-        Body::V13(v13::Body::PortStatus(v13::PortStatus {
-            reason: ofwire::PortReason::Modify,
-            desc: v13::Port {
-                port_no: 1,
-                hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
-                name,
-                config: 0,
-                state: 0,
-                curr: 0,
-                advertised: 0,
-                supported: 0,
-                peer: 0,
-                curr_speed: 0,
-                max_speed: 0,
-            },
-        }))
+    let id = Identity {
+        datapath_id: 1,
+        ports: 1,
     };
-    let mut b = Message { version, xid: 77, body }.to_bytes().expect("port status");
-    // The name follows reason (1), pad (7), then port_no and hw_addr.
+    let m = crate::datapath::Datapath::new(id, version, 1).set_port(1, true);
+    let mut b = m.to_bytes().expect("port status");
+    // The name follows reason (1), pad (7), then port_no and hw_addr (and pads in 1.3).
     let at = if version == OFP10_VERSION {
         8 + 8 + 2 + 6
     } else {
         8 + 8 + 4 + 4 + 6 + 2
     };
-    b[at + 15] = b'P';
+    b[at..at + 16].copy_from_slice(b"ABCDEFGHIJKLMNOP");
     b
 }
 
