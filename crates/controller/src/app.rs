@@ -50,7 +50,7 @@ pub trait SwitchApp: Send {
 pub type AppFactory = Arc<dyn Fn(&Context) -> Box<dyn SwitchApp> + Send + Sync>;
 
 /// The names `--app` accepts.
-pub const NAMES: &str = "l2-learning, hub, topology, paths, null";
+pub const NAMES: &str = "l2-learning, hub, topology, paths, paths-proactive, null";
 
 /// Applications chosen by name, with the shared state of the network-wide
 /// ones (for the REST API).
@@ -72,7 +72,7 @@ pub const LINK_TIMEOUT: Duration = Duration::from_millis(3500);
 pub fn build<S: AsRef<str>>(names: &[S]) -> Result<AppSet, String> {
     let mut set = AppSet::default();
     let mut names: Vec<&str> = names.iter().map(|n| n.as_ref()).collect();
-    if let Some(i) = names.iter().position(|n| *n == "paths") {
+    if let Some(i) = names.iter().position(|n| *n == "paths" || *n == "paths-proactive") {
         if !names.contains(&"topology") {
             names.insert(i, "topology");
         }
@@ -87,12 +87,14 @@ pub fn build<S: AsRef<str>>(names: &[S]) -> Result<AppSet, String> {
                 set.topology = Some(t.clone());
                 Arc::new(move |_: &Context| Box::new(t.app()) as Box<dyn SwitchApp>)
             }
-            "paths" => {
-                let t = set
-                    .topology
-                    .clone()
-                    .ok_or("app 'paths' must come after 'topology' (it uses the links topology finds)")?;
-                let p = Paths::new(t);
+            "paths" | "paths-proactive" => {
+                if set.paths.is_some() {
+                    return Err("run one of 'paths' and 'paths-proactive', not both".into());
+                }
+                let t = set.topology.clone().ok_or(format!(
+                    "app '{name}' must come after 'topology' (it uses the links topology finds)"
+                ))?;
+                let p = Paths::with_mode(t, name == "paths");
                 set.paths = Some(p.clone());
                 Arc::new(move |ctx: &Context| Box::new(p.app(ctx)) as Box<dyn SwitchApp>)
             }
@@ -112,7 +114,11 @@ pub fn by_name(name: &str) -> Result<AppFactory, String> {
         "hub" => Arc::new(|_: &Context| Box::new(crate::apps::Hub) as Box<dyn SwitchApp>),
         "null" => Arc::new(|_: &Context| Box::new(crate::apps::NullResponder) as Box<dyn SwitchApp>),
         "topology" => build(&["topology"])?.factories.remove(0),
-        "paths" => return Err("app 'paths' runs after 'topology': build both with app::build".into()),
+        "paths" | "paths-proactive" => {
+            return Err(format!(
+                "app '{name}' runs after 'topology': build both with app::build"
+            ))
+        }
         other => return Err(format!("unknown app '{other}': available are {NAMES}")),
     })
 }

@@ -17,6 +17,10 @@
 //!   (`provision`, the REST API's POST /paths).
 //! - When a link or switch goes away, each switch drops its reactive flows,
 //!   and new paths are computed on the next packets.
+//! - Proactive-only mode (`paths-proactive`, for RFC 8456's proactive
+//!   tests): hosts are still learnt and broadcasts still reach every edge,
+//!   but unicast traffic gets no path until one is provisioned; it is
+//!   dropped, so what arrives after a POST /paths came by that path.
 
 use crate::app::{Context, SwitchApp, Verdict};
 use crate::flows::{self, FlowAction, FlowFilter, FlowMatch, FlowSpec};
@@ -72,6 +76,8 @@ pub struct Counters {
     pub flows_sent: u64,
     pub no_path: u64,
     pub unclassified_port_drops: u64,
+    /// Unicast frames dropped because this is proactive-only mode.
+    pub unprovisioned_drops: u64,
 }
 
 #[derive(Default)]
@@ -80,6 +86,8 @@ struct State {
     recent_floods: HashMap<u64, Instant>,
     provisioned: Vec<ProvisionedPath>,
     counters: Counters,
+    /// The topology's removal count when reactive flows were last flushed network-wide.
+    flushed_removals: u64,
 }
 
 /// The shared state; one per controller.
@@ -88,6 +96,8 @@ pub struct Paths {
     state: Mutex<State>,
     /// How long a switch probes before its unlinked ports count as edges.
     pub settle: Duration,
+    /// Whether a unicast packet to a known host sets up its path (false: proactive-only).
+    pub reactive: bool,
 }
 
 fn host_ipv4(frame: &[u8]) -> Option<Ipv4Addr> {
@@ -115,11 +125,17 @@ fn send_local(sw: &mut Session, body: Body) {
 
 impl Paths {
     pub fn new(topo: Arc<Topology>) -> Arc<Paths> {
+        Self::with_mode(topo, true)
+    }
+
+    /// `reactive` false: paths only where provisioned (`provision`).
+    pub fn with_mode(topo: Arc<Topology>, reactive: bool) -> Arc<Paths> {
         let settle = topo.probe_interval;
         Arc::new(Paths {
             topo,
             state: Mutex::new(State::default()),
             settle,
+            reactive,
         })
     }
 
@@ -242,7 +258,6 @@ impl Paths {
             ctx: ctx.clone(),
             dpid: 0,
             version: 0,
-            seen_removals: 0,
             next_check: None,
         }
     }
@@ -254,7 +269,6 @@ pub struct Router {
     ctx: Context,
     dpid: u64,
     version: u8,
-    seen_removals: u64,
     next_check: Option<Instant>,
 }
 
@@ -354,31 +368,54 @@ impl Router {
         self.paths.topo.probe_interval.min(Duration::from_millis(250))
     }
 
-    /// Forgets reactive flows on this switch (a link or switch went away).
-    fn drop_reactive_flows(&self, sw: &mut Session) {
-        if self.version == ofwire::OFP13_VERSION {
-            if let Ok(b) = FlowFilter::by_cookie(REACTIVE_COOKIE).delete(self.version) {
-                send_local(sw, b);
+    /// After a link or switch went away, once per removal and from whichever
+    /// switch notices first: every switch forgets its reactive flows (new
+    /// paths are computed on the next packets).
+    fn flush_after_removals(&self, sw: &mut Session) {
+        let removals = self.paths.topo.removals();
+        let macs: Vec<MacAddr> = {
+            let mut s = self.paths.lock();
+            if s.flushed_removals == removals {
+                return;
             }
-            return;
+            s.flushed_removals = removals;
+            s.hosts.keys().copied().collect()
+        };
+        for dpid in self.ctx.registry.datapath_ids() {
+            let Some(version) = self.paths.topo.version_of(dpid) else {
+                continue;
+            };
+            for body in reactive_flow_deletes(version, &macs) {
+                self.send(sw, dpid, body);
+            }
         }
-        // 1.0 cannot delete by cookie: delete each destination's flow exactly.
-        let macs: Vec<MacAddr> = self.paths.lock().hosts.keys().copied().collect();
-        for mac in macs {
-            let f = FlowFilter {
+    }
+}
+
+/// Deletes every reactive flow of a switch: by cookie in 1.3; 1.0 cannot
+/// delete by cookie, so each destination's flow is deleted exactly.
+fn reactive_flow_deletes(version: u8, macs: &[MacAddr]) -> Vec<Body> {
+    if version == ofwire::OFP13_VERSION {
+        return FlowFilter::by_cookie(REACTIVE_COOKIE)
+            .delete(version)
+            .into_iter()
+            .collect();
+    }
+    macs.iter()
+        .filter_map(|mac| {
+            FlowFilter {
                 match_: FlowMatch {
-                    eth_dst: Some(mac),
+                    eth_dst: Some(*mac),
                     ..Default::default()
                 },
                 strict: true,
                 priority: REACTIVE_PRIORITY,
                 ..Default::default()
-            };
-            if let Ok(b) = f.delete(self.version) {
-                send_local(sw, b);
             }
-        }
-    }
+            .delete(version)
+            .ok()
+        })
+        .collect()
 }
 
 impl SwitchApp for Router {
@@ -389,7 +426,6 @@ impl SwitchApp for Router {
     fn switch_up(&mut self, sw: &mut Session, info: &SwitchInfo) {
         self.dpid = info.datapath_id;
         self.version = info.version;
-        self.seen_removals = self.paths.topo.removals();
         // 1.3 drops table misses unless told otherwise.
         if info.version == ofwire::OFP13_VERSION {
             let miss = FlowSpec::new(0, FlowMatch::default(), vec![FlowAction::Output(v13::port::CONTROLLER)]);
@@ -458,6 +494,10 @@ impl SwitchApp for Router {
             }
             return Verdict::Done;
         }
+        if !self.paths.reactive {
+            self.paths.lock().counters.unprovisioned_drops += 1;
+            return Verdict::Done;
+        }
         let known = self.paths.lock().hosts.get(&dst).map(|(_, at)| *at);
         match known {
             Some(to) => {
@@ -469,14 +509,20 @@ impl SwitchApp for Router {
         Verdict::Done
     }
 
+    fn message(&mut self, sw: &mut Session, msg: &ofwire::Message) {
+        // `topology` (before us) has just dropped the links of a port that went down.
+        if matches!(
+            msg.body,
+            Body::V10(ofwire::v10::Body::PortStatus(_)) | Body::V13(v13::Body::PortStatus(_))
+        ) {
+            self.flush_after_removals(sw);
+        }
+    }
+
     fn on_timer(&mut self, sw: &mut Session, now: Instant) -> Option<Instant> {
         let next = self.next_check?;
         if now >= next {
-            let removals = self.paths.topo.removals();
-            if removals != self.seen_removals {
-                self.seen_removals = removals;
-                self.drop_reactive_flows(sw);
-            }
+            self.flush_after_removals(sw);
             self.next_check = Some(now + self.check_interval());
         }
         self.next_check

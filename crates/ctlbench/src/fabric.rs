@@ -93,6 +93,25 @@ pub struct FabricStats {
     pub frames_between_switches: AtomicU64,
     /// The first message from the controller after any switch's handshake, unix ns.
     pub first_message_ns: AtomicU64,
+    /// The latest LLDP frame any switch sent out of a port (a controller's probe), unix ns.
+    pub last_lldp_out_ns: AtomicU64,
+    /// Data frames (not LLDP) each switch port sent to another switch.
+    pub link_frames: Mutex<HashMap<Attach, u64>>,
+    /// Flow entries each switch holds now.
+    pub flows: HashMap<u64, AtomicU64>,
+}
+
+impl FabricStats {
+    /// Flow entries switch `dpid` holds now.
+    pub fn flows_of(&self, dpid: u64) -> u64 {
+        self.flows.get(&dpid).map(|n| n.load(Ordering::Relaxed)).unwrap_or(0)
+    }
+
+    /// Data frames sent out of switch port `at` towards another switch so far.
+    pub fn frames_out_of(&self, at: Attach) -> u64 {
+        let m = self.link_frames.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(&at).copied().unwrap_or(0)
+    }
 }
 
 pub struct Fabric {
@@ -108,7 +127,10 @@ impl Fabric {
     /// Connects every switch to `target` (OpenFlow `version`); returns once
     /// all completed their handshake or `timeout` passed.
     pub async fn start(spec: Spec, target: SocketAddr, version: u8, timeout: Duration) -> Fabric {
-        let stats = Arc::new(FabricStats::default());
+        let stats = Arc::new(FabricStats {
+            flows: spec.switches.iter().map(|&(d, _)| (d, AtomicU64::new(0))).collect(),
+            ..Default::default()
+        });
         let mut wiring = HashMap::new();
         for &(a, b) in &spec.links {
             wiring.insert(a, Far::Switch(b.0, b.1));
@@ -188,6 +210,21 @@ impl Fabric {
         }
     }
 
+    /// Switch `dpid` fails as if powered off: its OpenFlow connection
+    /// closes and the ports wired to it go down (PORT_STATUS from its neighbours).
+    pub fn disconnect(&self, dpid: u64) {
+        if let Some(i) = self.spec.switches.iter().position(|&(d, _)| d == dpid) {
+            self.tasks[i].abort();
+        }
+        for (&(d, _), far) in self.wiring.iter() {
+            if let (true, Far::Switch(nd, np)) = (d == dpid, far) {
+                if let Some(tx) = self.inboxes.get(nd) {
+                    let _ = tx.send(Input::Port { port: *np, up: false });
+                }
+            }
+        }
+    }
+
     /// Disconnects every switch.
     pub fn stop(self) {
         for t in self.tasks {
@@ -196,7 +233,7 @@ impl Fabric {
     }
 }
 
-fn unix_ns() -> u64 {
+pub fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -260,10 +297,18 @@ async fn run_switch(
                 Effect::Transmit { port, frame } => match wiring.get(&(dpid, port)) {
                     Some(Far::Switch(d, p)) => {
                         stats.frames_between_switches.fetch_add(1, Ordering::Relaxed);
+                        if frame.get(12..14) == Some(&[0x88, 0xcc][..]) {
+                            stats.last_lldp_out_ns.fetch_max(unix_ns(), Ordering::Relaxed);
+                        } else {
+                            let mut m = stats.link_frames.lock().unwrap_or_else(|p| p.into_inner());
+                            *m.entry((dpid, port)).or_insert(0) += 1;
+                        }
                         if let Some(tx) = inboxes.get(d) {
                             let _ = tx.send(Input::Frame { port: *p, frame });
                         }
                     }
+                    // Hosts ignore the controller's LLDP probes (os-ken probes host ports too).
+                    Some(Far::Host(_)) if frame.get(12..14) == Some(&[0x88, 0xcc][..]) => {}
                     Some(Far::Host(h)) => {
                         let mut r = received.lock().unwrap_or_else(|p| p.into_inner());
                         r[*h].push((Instant::now(), frame));
@@ -287,6 +332,9 @@ async fn run_switch(
                     if let Ok(m) = ofwire::decode(raw) {
                         dp.on_message(&m, &mut effects);
                     }
+                }
+                if let Some(n) = stats.flows.get(&dpid) {
+                    n.store(dp.tables.iter().map(|t| t.len() as u64).sum(), Ordering::Relaxed);
                 }
             }
             input = inbox.recv() => match input {

@@ -1,15 +1,34 @@
 //! RFC 8456 tests that need a topology, on an emulated fabric
-//! (`fabric`), read through a northbound adapter (`northbound`).
+//! (`fabric`), read and driven through a northbound adapter (`northbound`).
+//! Every test ends by itself: what did not happen within Td is reported as
+//! such (a `None` figure and a note), never waited for.
 //!
-//! Network Topology Discovery Time: from the first switch's connection to
-//! the moment the controller's view holds every link of the fabric (both
-//! directions), polled every 10 ms; "did not converge within Td" when it
-//! never does.
+//! - Network Topology Discovery Time: from the first switch's connection
+//!   to the moment the controller's view holds every link (both
+//!   directions), polled every 10 ms.
+//! - Reactive Path Provisioning Time and Rate: per destination, from the
+//!   first frame sent to its arrival at the other host (the path set up
+//!   on the way); the rate is destinations reached per second when every
+//!   host sends to every other host's addresses at once.
+//! - Proactive Path Provisioning Time and Rate: traffic already flowing
+//!   (and dropped: the controller runs proactive-only), from the path
+//!   request on the northbound API to the first frame's arrival; the rate
+//!   is paths requested all at once over the time until every one carries
+//!   traffic both ways.
+//! - Network Topology Change Detection Time: a link (PORT_STATUS from both
+//!   ends) or a switch (connection closed, neighbours' ports down) fails;
+//!   time until the controller's view has dropped its links, and (the
+//!   RFC's southbound definition) until the controller's next LLDP probe.
+//! - Network Re-Provisioning Time: sequence-numbered traffic both ways
+//!   between hosts on different leaves, the link the traffic uses fails;
+//!   per direction the longest gap between arrivals and the frames lost.
+//! - Forwarding Table Capacity (reactive): one host sends to ever more
+//!   destinations; the flows its switch holds, until they stop growing.
 //!
-//! Reactive Path Provisioning Time: per host pair, from the first frame
-//! sent to its arrival at the other host.
+//! Hosts: emulated host `h` owns the MACs `host_mac(h, k)`; before the path
+//! tests every host announces its MACs with a broadcast (`prepare`).
 
-use crate::fabric::{Fabric, Spec};
+use crate::fabric::{Attach, Fabric, Spec};
 use crate::northbound::Northbound;
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -94,15 +113,39 @@ pub struct Provisioning {
     pub note: String,
 }
 
-/// An IPv4/UDP frame between emulated hosts `from` and `to` (1-based).
-pub fn host_frame(from: u8, to: [u8; 6]) -> Vec<u8> {
-    let mut f = to.to_vec();
-    f.extend_from_slice(&[0x02, 0, 0, 0, 0, from]);
-    f.extend_from_slice(&[
-        0x08, 0x00, 0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, from, 10, 0, 0, 250,
-    ]);
-    f.extend_from_slice(&[0, 1, 0, 2, 0, 8, 0, 0]);
+/// Address `k` of emulated host `h` (0-based): 02:00:KK:KK:HH:HH with h + 1.
+pub fn host_mac(h: usize, k: u16) -> [u8; 6] {
+    let h = h as u16 + 1;
+    [0x02, 0, (k >> 8) as u8, k as u8, (h >> 8) as u8, h as u8]
+}
+
+/// An IPv4/UDP frame from `src` to `dst` carrying sequence number `seq`
+/// (10.x.y.z addresses from the MACs' last three bytes).
+pub fn frame(src: [u8; 6], dst: [u8; 6], seq: u32) -> Vec<u8> {
+    let mut f = Vec::with_capacity(46);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 32, 0, 0, 0, 0, 64, 17, 0, 0, 10]);
+    f.extend_from_slice(&src[3..6]);
+    f.push(10);
+    f.extend_from_slice(&dst[3..6]);
+    f.extend_from_slice(&[0, 1, 0, 2, 0, 12, 0, 0]);
+    f.extend_from_slice(&seq.to_be_bytes());
     f
+}
+
+fn mac_text(m: &[u8]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// The sequence number `frame` put in.
+pub fn seq_of(f: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(f.get(42..46)?.try_into().ok()?))
+}
+
+/// A frame from host `from` (1-based, its first address) to `to`.
+pub fn host_frame(from: u8, to: [u8; 6]) -> Vec<u8> {
+    frame(host_mac(from as usize - 1, 0), to, 0)
 }
 
 /// Measures each ordered pair (host 0 -> host k) on a running fabric whose
@@ -114,9 +157,8 @@ pub async fn reactive_provisioning(fabric: &Fabric, td: Duration) -> Provisionin
         for h in 0..n {
             fabric.take_received(h);
         }
-        let dst = [0x02, 0, 0, 0, 0, to as u8 + 1];
         let sent = Instant::now();
-        fabric.send_from_host(0, host_frame(1, dst));
+        fabric.send_from_host(0, frame(host_mac(0, 0), host_mac(to, 0), 0));
         let mut got = None;
         while sent.elapsed() < td {
             if let Some((at, _)) = fabric.take_received(to).first() {
@@ -139,5 +181,524 @@ pub async fn reactive_provisioning(fabric: &Fabric, td: Duration) -> Provisionin
             String::new()
         },
         seconds,
+    }
+}
+
+/// Waits until the controller's view holds every link of the fabric (with
+/// no northbound view: until an LLDP probe has come back from every link
+/// end); returns the seconds it took.
+pub async fn wait_for_view(fabric: &Fabric, nb: &Northbound, td: Duration) -> Result<f64, String> {
+    let expected = fabric.spec.links.len() * 2;
+    let start = Instant::now();
+    let mut last = String::new();
+    while start.elapsed() < td {
+        match nb.links().await {
+            Ok(Some(n)) if n >= expected => return Ok(start.elapsed().as_secs_f64()),
+            Ok(Some(n)) => last = format!("{n} of {expected} links"),
+            Ok(None) => {
+                let probes = fabric.stats.lldp_packet_ins.load(std::sync::atomic::Ordering::Relaxed);
+                if probes as usize >= expected {
+                    return Ok(start.elapsed().as_secs_f64());
+                }
+                last = format!("{probes} of {expected} link ends probed (no northbound view)");
+            }
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Err(format!(
+        "the controller's view did not converge within {:.1} s ({last})",
+        td.as_secs_f64()
+    ))
+}
+
+/// Gets a fabric ready for the path tests: the view complete, edge ports
+/// settled (controllers wait a probe interval before trusting unlinked
+/// ports), and every host's `macs` addresses announced by a broadcast each.
+pub async fn prepare(fabric: &Fabric, nb: &Northbound, td: Duration, macs: u16) -> Result<(), String> {
+    wait_for_view(fabric, nb, td).await?;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    announce(fabric, 0..macs).await;
+    Ok(())
+}
+
+/// Every host announces its addresses `ks` (a broadcast each), then what
+/// the hosts received is discarded.
+pub async fn announce(fabric: &Fabric, ks: std::ops::Range<u16>) {
+    let n = fabric.spec.hosts.len();
+    for k in ks.clone() {
+        for h in 0..n {
+            fabric.send_from_host(h, frame(host_mac(h, k), [0xff; 6], 0));
+        }
+        if k % 64 == 63 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300 + ks.len() as u64 * n as u64 / 20)).await;
+    for h in 0..n {
+        fabric.take_received(h);
+    }
+}
+
+/// A provisioning rate: how many paths, how many carried traffic, in how long.
+#[derive(Clone, Debug, Serialize)]
+pub struct Rate {
+    pub paths: usize,
+    pub reached: usize,
+    /// From the start to the last path carrying traffic.
+    pub seconds: f64,
+    pub per_second: f64,
+    pub note: String,
+}
+
+impl Rate {
+    fn new(paths: usize, reached: usize, seconds: f64, td: Duration) -> Rate {
+        let note = if reached < paths {
+            format!(
+                "{} of {paths} paths carried no traffic within {:.1} s",
+                paths - reached,
+                td.as_secs_f64()
+            )
+        } else {
+            String::new()
+        };
+        Rate {
+            paths,
+            reached,
+            seconds,
+            per_second: if seconds > 0.0 { reached as f64 / seconds } else { 0.0 },
+            note,
+        }
+    }
+}
+
+/// Reactive Path Provisioning Rate: every host sends one frame to each of
+/// the other hosts' `macs` addresses at once; destinations reached per
+/// second, up to the last arrival.
+pub async fn reactive_rate(fabric: &Fabric, macs: u16, td: Duration) -> Rate {
+    let n = fabric.spec.hosts.len();
+    let mut wanted = std::collections::HashSet::new();
+    let start = Instant::now();
+    for k in 0..macs {
+        for from in 0..n {
+            for to in (0..n).filter(|&t| t != from) {
+                fabric.send_from_host(from, frame(host_mac(from, 0), host_mac(to, k), 0));
+                wanted.insert((from, to, k));
+            }
+        }
+    }
+    let paths = wanted.len();
+    let mut last = start;
+    while !wanted.is_empty() && start.elapsed() < td {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        for to in 0..n {
+            for (at, f) in fabric.take_received(to) {
+                let k = u16::from_be_bytes([f[2], f[3]]);
+                let from = u16::from_be_bytes([f[10], f[11]]) as usize;
+                if from >= 1 && wanted.remove(&(from - 1, to, k)) {
+                    last = last.max(at);
+                }
+            }
+        }
+    }
+    Rate::new(
+        paths,
+        paths - wanted.len(),
+        last.duration_since(start).as_secs_f64(),
+        td,
+    )
+}
+
+/// Proactive Path Provisioning Time: for each host k > 0, host 0 already
+/// sends to it every millisecond (dropped: no path yet); from the path
+/// request (both ways) to the first frame's arrival at host k.
+pub async fn proactive_provisioning(fabric: &Fabric, nb: &Northbound, td: Duration) -> Provisioning {
+    let n = fabric.spec.hosts.len();
+    let mut seconds = Vec::new();
+    let mut notes = Vec::new();
+    for to in 1..n {
+        let (a, b) = (host_mac(0, 0), host_mac(to, 0));
+        let stream = || frame(a, b, 0);
+        for _ in 0..20 {
+            fabric.send_from_host(0, stream());
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        if let Some((_, f)) = fabric.take_received(to).first() {
+            notes.push(format!(
+                "host {} got traffic before its path was requested (a frame from {} to {}): the controller \
+                 forwards reactively (run it proactive-only)",
+                to + 1,
+                mac_text(&f[6..12]),
+                mac_text(&f[0..6])
+            ));
+            seconds.push(None);
+            continue;
+        }
+        let asked = Instant::now();
+        match nb.provision(a, fabric.spec.hosts[0], b, fabric.spec.hosts[to]).await {
+            Ok(true) => {}
+            Ok(false) => {
+                notes.push(format!("the northbound adapter ({}) cannot request paths", nb.name()));
+                seconds.push(None);
+                break;
+            }
+            Err(e) => {
+                notes.push(format!("path to host {}: {e}", to + 1));
+                seconds.push(None);
+                continue;
+            }
+        }
+        let mut got = None;
+        while got.is_none() && asked.elapsed() < td {
+            fabric.send_from_host(0, stream());
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            got = fabric
+                .take_received(to)
+                .first()
+                .map(|(at, _)| at.duration_since(asked).as_secs_f64());
+        }
+        if got.is_none() {
+            notes.push(format!(
+                "host {}: no frame within {:.1} s of the request",
+                to + 1,
+                td.as_secs_f64()
+            ));
+        }
+        seconds.push(got);
+    }
+    Provisioning {
+        pairs: seconds.len(),
+        seconds,
+        note: notes.join("; "),
+    }
+}
+
+/// Proactive Path Provisioning Rate: paths between host 0's and every other
+/// host's addresses k < `macs`, all requested at once (up to 16 requests in
+/// flight); per second, up to the moment the last one carried a frame each way.
+pub async fn proactive_rate(fabric: &Fabric, nb: &Northbound, macs: u16, td: Duration) -> Rate {
+    use std::sync::Arc;
+    let n = fabric.spec.hosts.len();
+    let pairs: Vec<(usize, u16)> = (1..n).flat_map(|to| (0..macs).map(move |k| (to, k))).collect();
+    let start = Instant::now();
+    let failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let answered = Arc::new(std::sync::Mutex::new(Vec::<(usize, u16)>::new()));
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut requests = Vec::new();
+    for _ in 0..16 {
+        let (nb, pairs, next, failures, answered) = (
+            nb.clone(),
+            pairs.clone(),
+            next.clone(),
+            failures.clone(),
+            answered.clone(),
+        );
+        let (at0, hosts) = (fabric.spec.hosts[0], fabric.spec.hosts.clone());
+        requests.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(to, k)) = pairs.get(i) else { break };
+                match nb.provision(host_mac(0, k), at0, host_mac(to, k), hosts[to]).await {
+                    Ok(true) => answered.lock().unwrap().push((to, k)),
+                    Ok(false) => {
+                        failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("{} cannot request paths", nb.name()));
+                        break;
+                    }
+                    Err(e) => failures.lock().unwrap().push(e),
+                }
+            }
+        }));
+    }
+    // Both directions of every answered pair, probed every 10 ms until each has arrived
+    // (probing only answered pairs keeps the controller's PACKET_IN load small).
+    let mut wanted: std::collections::HashSet<(usize, usize, u16)> =
+        pairs.iter().flat_map(|&(to, k)| [(0, to, k), (to, 0, k)]).collect();
+    let mut probing = std::collections::HashSet::new();
+    let mut last = start;
+    while !wanted.is_empty() && start.elapsed() < td {
+        for (to, k) in answered.lock().unwrap().drain(..) {
+            probing.insert((0, to, k));
+            probing.insert((to, 0, k));
+        }
+        probing.retain(|p| wanted.contains(p));
+        if probing.is_empty() && requests.iter().all(|r| r.is_finished()) && answered.lock().unwrap().is_empty() {
+            break;
+        }
+        for &(from, to, k) in &probing {
+            fabric.send_from_host(from, frame(host_mac(from, k), host_mac(to, k), 0));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        for to in 0..n {
+            for (at, f) in fabric.take_received(to) {
+                let k = u16::from_be_bytes([f[8], f[9]]);
+                let from = u16::from_be_bytes([f[10], f[11]]) as usize;
+                if from >= 1 && wanted.remove(&(from - 1, to, k)) {
+                    last = last.max(at);
+                }
+            }
+        }
+    }
+    for r in requests {
+        let _ = r.await;
+    }
+    let reached = pairs
+        .iter()
+        .filter(|&&(to, k)| !wanted.contains(&(0, to, k)) && !wanted.contains(&(to, 0, k)))
+        .count();
+    let mut rate = Rate::new(pairs.len(), reached, last.duration_since(start).as_secs_f64(), td);
+    let failures = failures.lock().unwrap();
+    if let Some(first) = failures.first() {
+        rate.note = format!(
+            "{} request(s) failed, the first: {first}. {}",
+            failures.len(),
+            rate.note
+        );
+    }
+    rate
+}
+
+/// What fails in a topology change test.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Failure {
+    /// The first link of the fabric (PORT_STATUS down from both ends).
+    Link,
+    /// The first switch (a spine in a leaf-spine): connection closed, neighbours' ports down.
+    Switch,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ChangeDetection {
+    pub failure: Failure,
+    pub links_before: usize,
+    pub links_after: usize,
+    /// Until the controller's view lost the failed links; None if it did not within Td.
+    pub view_s: Option<f64>,
+    /// Until the controller's next LLDP probe left a switch (the RFC's southbound mark).
+    pub first_probe_s: Option<f64>,
+    pub note: String,
+}
+
+/// Network Topology Change Detection Time on a fabric whose view is complete.
+pub async fn change_detection(fabric: &Fabric, nb: &Northbound, failure: Failure, td: Duration) -> ChangeDetection {
+    use std::sync::atomic::Ordering;
+    let before = fabric.spec.links.len() * 2;
+    let lost = match failure {
+        Failure::Link => 2,
+        Failure::Switch => {
+            let dpid = fabric.spec.switches[0].0;
+            2 * fabric
+                .spec
+                .links
+                .iter()
+                .filter(|(a, b)| a.0 == dpid || b.0 == dpid)
+                .count()
+        }
+    };
+    let mut result = ChangeDetection {
+        failure,
+        links_before: before,
+        links_after: before,
+        view_s: None,
+        first_probe_s: None,
+        note: String::new(),
+    };
+    let at_ns = crate::fabric::unix_ns();
+    let at = Instant::now();
+    match failure {
+        Failure::Link => fabric.set_link(fabric.spec.links[0].0, false),
+        Failure::Switch => fabric.disconnect(fabric.spec.switches[0].0),
+    }
+    let mut last_error = String::new();
+    while at.elapsed() < td && (result.view_s.is_none() || result.first_probe_s.is_none()) {
+        if result.first_probe_s.is_none() {
+            let probe = fabric.stats.last_lldp_out_ns.load(Ordering::Relaxed);
+            if probe > at_ns {
+                result.first_probe_s = Some((probe - at_ns) as f64 / 1e9);
+            }
+        }
+        if result.view_s.is_none() {
+            match nb.links().await {
+                Ok(Some(n)) => {
+                    result.links_after = n;
+                    if n + lost <= before {
+                        result.view_s = Some(at.elapsed().as_secs_f64());
+                    }
+                }
+                Ok(None) => result.note = "no northbound view: only the southbound mark is measured".into(),
+                Err(e) => last_error = e,
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if result.view_s.is_none() && result.note.is_empty() {
+        result.note = format!(
+            "the view still held {} of the {before} links ({lost} should have gone) after {:.1} s{}",
+            result.links_after,
+            td.as_secs_f64(),
+            if last_error.is_empty() {
+                String::new()
+            } else {
+                format!("; last error: {last_error}")
+            }
+        );
+    }
+    result
+}
+
+/// One direction of the re-provisioning test.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Direction {
+    pub sent: u32,
+    pub received: u32,
+    pub lost: u32,
+    /// Longest time between two arrivals, seconds.
+    pub gap_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Reprovisioning {
+    /// The link that failed (the one host 0's traffic left its switch by).
+    pub failed: Attach,
+    pub forward: Direction,
+    pub reverse: Direction,
+    pub note: String,
+}
+
+/// Network Re-Provisioning Time: host 0 and the last host (on different
+/// switches, with redundant paths between them) exchange sequence-numbered
+/// frames every `interval` for `duration`; after 40 % of it the link host
+/// 0's frames leave its switch by fails. Counts are read after the traffic
+/// has stopped and a further 200 ms.
+pub async fn reprovisioning(fabric: &Fabric, interval: Duration, duration: Duration) -> Reprovisioning {
+    let n = fabric.spec.hosts.len();
+    let (a, b) = (0, n - 1);
+    let (ma, mb) = (host_mac(a, 0), host_mac(b, 0));
+    for h in 0..n {
+        fabric.take_received(h);
+    }
+    let start = Instant::now();
+    let fail_at = duration.mul_f64(0.4);
+    let mut failed = None;
+    let mut seq = 0u32;
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    while start.elapsed() < duration {
+        tick.tick().await;
+        fabric.send_from_host(a, frame(ma, mb, seq));
+        fabric.send_from_host(b, frame(mb, ma, seq));
+        seq += 1;
+        if failed.is_none() && start.elapsed() >= fail_at {
+            let sw = fabric.spec.hosts[a].0;
+            let busiest = fabric
+                .spec
+                .links
+                .iter()
+                .flat_map(|&(x, y)| [x, y])
+                .filter(|e| e.0 == sw)
+                .max_by_key(|&e| fabric.stats.frames_out_of(e));
+            if let Some(e) = busiest {
+                fabric.set_link(e, false);
+            }
+            failed = Some(busiest);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let direction = |got: Vec<(Instant, Vec<u8>)>| {
+        let mut seen = std::collections::HashSet::new();
+        let mut gap = Duration::ZERO;
+        for w in got.windows(2) {
+            gap = gap.max(w[1].0.duration_since(w[0].0));
+        }
+        for (_, f) in &got {
+            if let Some(s) = seq_of(f) {
+                seen.insert(s);
+            }
+        }
+        Direction {
+            sent: seq,
+            received: seen.len() as u32,
+            lost: seq.saturating_sub(seen.len() as u32),
+            gap_s: gap.as_secs_f64(),
+        }
+    };
+    let forward = direction(fabric.take_received(b));
+    let reverse = direction(fabric.take_received(a));
+    let failed = failed.flatten();
+    let note = match failed {
+        None => "host 0's switch has no link to fail".to_string(),
+        Some(_) if forward.received == 0 || reverse.received == 0 => {
+            "no traffic arrived in one direction at all: the path was never provisioned".to_string()
+        }
+        Some(_) => String::new(),
+    };
+    Reprovisioning {
+        failed: failed.unwrap_or((0, 0)),
+        forward,
+        reverse,
+        note,
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TableCapacity {
+    /// Destinations host 0 sent to.
+    pub destinations: usize,
+    /// The most flows host 0's switch held.
+    pub flows: u64,
+    pub note: String,
+}
+
+/// Forwarding Table Capacity (reactive): the last host announces `step`
+/// more addresses at a time and host 0 sends a frame to each; after each
+/// step, once host 0's switch's flow count is steady (three reads 100 ms
+/// apart), it is recorded. Stops when a step adds less than a tenth of
+/// `step` flows (the controller stopped installing) or at `max`.
+pub async fn table_capacity(fabric: &Fabric, step: u16, max: u16, td: Duration) -> TableCapacity {
+    let n = fabric.spec.hosts.len();
+    let (a, b) = (0, n - 1);
+    let sw = fabric.spec.hosts[a].0;
+    let start = Instant::now();
+    let mut sent = 0u16;
+    let mut flows = fabric.stats.flows_of(sw);
+    let mut note = String::new();
+    while sent < max {
+        let upto = sent.saturating_add(step).min(max);
+        announce(fabric, sent..upto).await;
+        for k in sent..upto {
+            fabric.send_from_host(a, frame(host_mac(a, 0), host_mac(b, k), 0));
+            if k % 64 == 63 {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        sent = upto;
+        let mut steady = 0;
+        let mut now = fabric.stats.flows_of(sw);
+        while steady < 3 && start.elapsed() < td {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let f = fabric.stats.flows_of(sw);
+            steady = if f == now { steady + 1 } else { 0 };
+            now = f;
+        }
+        let grew = now.saturating_sub(flows);
+        flows = flows.max(now);
+        if start.elapsed() >= td {
+            note = format!("stopped at Td ({:.1} s) with {sent} destinations", td.as_secs_f64());
+            break;
+        }
+        if grew < (step as u64 / 10).max(1) {
+            note = format!("the flow count stopped growing at {flows} (a step of {step} added {grew})");
+            break;
+        }
+    }
+    for h in 0..n {
+        fabric.take_received(h);
+    }
+    TableCapacity {
+        destinations: sent as usize,
+        flows,
+        note,
     }
 }

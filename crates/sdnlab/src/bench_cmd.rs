@@ -33,8 +33,14 @@ pub struct CtlArgs {
     /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
     /// rate: RFC 8456 asynchronous message processing rate (loss-free search).
     /// dos: RFC 8456 denial-of-service handling (well-behaved switches' latency with and without a PACKET_IN flood).
-    /// discovery: RFC 8456 network topology discovery time on emulated fabrics (--fabric).
-    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos", "discovery"])]
+    /// On emulated fabrics (--fabric), read and driven through a northbound API (RFC 8456):
+    /// discovery (topology discovery time), discovery-size (grow the fabric until discovery fails),
+    /// reactive-paths and proactive-paths (path provisioning time and rate),
+    /// change-detection (a link or a switch fails, --failure), reprovisioning (traffic around a
+    /// failed link: gap and loss per direction), table-capacity (reactive forwarding table capacity).
+    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos",
+        "discovery", "discovery-size", "reactive-paths", "proactive-paths", "change-detection",
+        "reprovisioning", "table-capacity"])]
     pub test: String,
     /// rate: two rounds agree when the answered rate is within this fraction of the offered one.
     #[arg(long, default_value_t = 0.01)]
@@ -45,16 +51,36 @@ pub struct CtlArgs {
     /// dos: also measure under a TCP SYN flood of this many SYNs per second on the OpenFlow port (0: off).
     #[arg(long, default_value_t = 0)]
     pub syn_flood_pps: u64,
-    /// discovery: emulated fabrics, repeatable: leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N.
+    /// Topology tests: emulated fabrics, repeatable: leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N.
     #[arg(long = "fabric", value_name = "SHAPE")]
     pub fabrics: Vec<String>,
-    /// discovery: how the controller's view is read: sdnlab:HOST:PORT (its REST API) or none.
-    /// Default: the embedded controller's own REST API.
+    /// Topology tests: how the controller is read and asked for paths: sdnlab:HOST:PORT (its REST
+    /// API), osken:HOST:PORT (os-ken's or Ryu's rest_topology + ofctl_rest) or none.
+    /// Default: the embedded controller's or the peer's own.
     #[arg(long, value_name = "ADAPTER")]
     pub northbound: Option<String>,
-    /// discovery: give up after this many seconds (the RFC's Td).
+    /// Topology tests: give up after this many seconds (the RFC's Td).
     #[arg(long, default_value_t = 30)]
     pub td_s: u64,
+    /// Path tests: addresses per emulated host (the rate tests use them all as destinations).
+    #[arg(long, default_value_t = 8)]
+    pub host_macs: u16,
+    /// change-detection: what fails, repeatable: link, switch (default both).
+    #[arg(long = "failure", value_parser = ["link", "switch"])]
+    pub failures: Vec<String>,
+    /// reprovisioning: one frame each way every this many microseconds, for --reprov-ms.
+    #[arg(long, default_value_t = 1000)]
+    pub reprov_interval_us: u64,
+    #[arg(long, default_value_t = 3000)]
+    pub reprov_ms: u64,
+    /// table-capacity: destinations added per step, and at most (up to 65535).
+    #[arg(long, default_value_t = 1000)]
+    pub table_step: u16,
+    #[arg(long, default_value_t = 20000)]
+    pub table_max: u16,
+    /// discovery-size: grow leaf-spine fabrics (2 spines, leaves doubling) up to this many switches.
+    #[arg(long, default_value_t = 1024)]
+    pub max_switches: u32,
     /// sessions: stop at this many if the controller has not failed before.
     #[arg(long, default_value_t = 10_000)]
     pub max_sessions: usize,
@@ -123,7 +149,7 @@ pub struct CtlArgs {
     pub json: bool,
 }
 
-fn fail(m: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn fail(m: impl std::fmt::Display) -> ExitCode {
     crate::net_cmd::fail(m)
 }
 
@@ -212,8 +238,8 @@ pub fn run(a: CtlArgs) -> ExitCode {
     if a.test == "dos" {
         return run_dos(a);
     }
-    if a.test == "discovery" {
-        return run_discovery(a);
+    if crate::bench_topology::TESTS.contains(&a.test.as_str()) {
+        return crate::bench_topology::run(a);
     }
     let list = match scenarios(&a) {
         Ok(l) => l,
@@ -445,7 +471,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn workers() -> usize {
+pub(crate) fn workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
@@ -1003,7 +1029,7 @@ fn run_dos(a: CtlArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run_name(a: &CtlArgs, kind: &str) -> String {
+pub(crate) fn run_name(a: &CtlArgs, kind: &str) -> String {
     a.run_name
         .clone()
         .unwrap_or_else(|| format!("{kind}-{}", crate::time_tag()))
@@ -1088,165 +1114,9 @@ impl Drop for DropSynAcks {
     }
 }
 
-fn parse_fabric(s: &str) -> Result<ctlbench::fabric::Spec, String> {
-    let parts: Vec<&str> = s.split(',').collect();
-    let nums: Result<Vec<u32>, _> = parts[1..].iter().map(|p| p.trim().parse::<u32>()).collect();
-    let bad = || format!("--fabric '{s}': write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N");
-    let nums = nums.map_err(|_| bad())?;
-    match (parts[0], nums.as_slice()) {
-        ("leaf-spine", [sp, l, h]) if *sp >= 1 && *l >= 1 => Ok(ctlbench::fabric::Spec::leaf_spine(*sp, *l, *h)),
-        ("linear", [n]) if *n >= 1 => Ok(ctlbench::fabric::Spec::linear(*n)),
-        _ => Err(bad()),
-    }
-}
-
-/// `--test discovery`: RFC 8456 network topology discovery time, per
-/// fabric and trial, read through a northbound adapter.
-fn run_discovery(a: CtlArgs) -> ExitCode {
-    let fabrics = if a.fabrics.is_empty() {
-        vec!["leaf-spine,2,4,1".to_string()]
-    } else {
-        a.fabrics.clone()
-    };
-    let mut specs = Vec::new();
-    for f in &fabrics {
-        match parse_fabric(f) {
-            Ok(s) => specs.push((f.clone(), s)),
-            Err(e) => return fail(e),
-        }
-    }
-    let explicit_nb = match a.northbound.as_deref() {
-        None => None,
-        Some("none") => Some(ctlbench::northbound::Northbound::None),
-        Some(x) => match x.strip_prefix("sdnlab:").and_then(|a| a.parse().ok()) {
-            Some(addr) => Some(ctlbench::northbound::Northbound::Sdnlab(addr)),
-            None => return fail(format!("--northbound '{x}': write sdnlab:HOST:PORT or none")),
-        },
-    };
-    if a.target.is_some() && explicit_nb.is_none() {
-        return fail("--test discovery with --target needs --northbound (sdnlab:HOST:PORT or none)");
-    }
-    controller::runtime::raise_fd_limit();
-    let version = if a.ofp == "1.0" {
-        ofwire::OFP10_VERSION
-    } else {
-        ofwire::OFP13_VERSION
-    };
-    let run_id = run_name(&a, "ctl-discovery");
-    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
-    let app = if a.app == "l2-learning" {
-        "topology".to_string()
-    } else {
-        a.app.clone()
-    };
-    let mut meta = Meta {
-        benchmark: "bench ctl --test discovery".into(),
-        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "fabrics": fabrics, "td_s": a.td_s,
-            "northbound": a.northbound, "app": if a.target.is_none() { Some(&app) } else { None }}),
-        metrics: vec![Metric::new(
-            "discovery_s",
-            "seconds to a complete view",
-            stats::Better::Lower,
-        )],
-        ..started(&run_id)
-    };
-    let (mut writer, rt) = match open_run(&dir, &meta) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let mut invalid = 0;
-    for (name, spec) in &specs {
-        for trial in 0..a.trials {
-            let (target, nb, embedded) = match (a.target, &explicit_nb) {
-                (Some(t), Some(nb)) => (t, nb.clone(), None),
-                _ => match controller::runtime::start_local_with_rest(&app, workers()) {
-                    Ok((h, rest)) => (
-                        h.local_addrs[0],
-                        explicit_nb
-                            .clone()
-                            .unwrap_or(ctlbench::northbound::Northbound::Sdnlab(rest)),
-                        Some(h),
-                    ),
-                    Err(e) => return fail(e),
-                },
-            };
-            if meta.targets.is_empty() {
-                meta.targets.push(match &embedded {
-                    Some(_) => Target {
-                        name: format!("sdnlab controller, app {app} (embedded)"),
-                        version: env!("CARGO_PKG_VERSION").into(),
-                        command: "in-process with its REST API, started afresh for each trial".into(),
-                        address: target.to_string(),
-                    },
-                    None => a.target_info.clone().unwrap_or(Target {
-                        name: "controller".into(),
-                        address: target.to_string(),
-                        ..Default::default()
-                    }),
-                });
-            }
-            let d = rt.block_on(ctlbench::topology_tests::discovery_time(
-                spec.clone(),
-                target,
-                version,
-                &nb,
-                Duration::from_secs(a.td_s.max(1)),
-            ));
-            if let Some(h) = embedded {
-                h.stop();
-            }
-            eprintln!(
-                "  {name} trial {trial}: {} switches, {} of {} links{}",
-                d.switches,
-                d.links_seen,
-                d.links_expected,
-                d.seconds
-                    .map(|s| format!(", discovered in {s:.3} s"))
-                    .unwrap_or_else(|| format!(": {}", d.note))
-            );
-            let note = d.seconds.is_none().then(|| {
-                invalid += 1;
-                let n = format!("{name} trial {trial}: {}", d.note);
-                meta.events.push(n.clone());
-                n
-            });
-            let mut values = BTreeMap::from([
-                ("switches".to_string(), d.switches as f64),
-                ("links_expected".to_string(), d.links_expected as f64),
-                ("links_seen".to_string(), d.links_seen as f64),
-            ]);
-            if let Some(s) = d.seconds {
-                values.insert("discovery_s".to_string(), s);
-            }
-            let s = Sample {
-                kind: "trial".into(),
-                scenario: name.clone(),
-                trial,
-                index: 0,
-                unix: report::now_unix(),
-                values,
-                rtt_cdf: Vec::new(),
-                note,
-            };
-            if let Err(e) = writer.append(&s) {
-                return fail(format!("writing samples: {e}"));
-            }
-            std::thread::sleep(Duration::from_millis(a.cooldown_ms));
-        }
-    }
-    if let Err(code) = finish_run(writer, &mut meta, &dir, a.json) {
-        return code;
-    }
-    if invalid > 0 {
-        eprintln!("sdnlab bench ctl: {invalid} trial(s) did not converge (see the report)");
-        return ExitCode::from(1);
-    }
-    ExitCode::SUCCESS
-}
-
 /// The metadata every run starts with (named `run_id`, the command line,
 /// sdnlab's version, the start time, the machine).
-fn started(run_id: &str) -> Meta {
+pub(crate) fn started(run_id: &str) -> Meta {
     Meta {
         run_id: run_id.to_string(),
         command: std::env::args().collect(),
@@ -1258,7 +1128,7 @@ fn started(run_id: &str) -> Meta {
 }
 
 /// Creates the run directory with its `meta.json`, and the runtime the trials run on.
-fn open_run(dir: &std::path::Path, meta: &Meta) -> Result<(RunWriter, tokio::runtime::Runtime), ExitCode> {
+pub(crate) fn open_run(dir: &std::path::Path, meta: &Meta) -> Result<(RunWriter, tokio::runtime::Runtime), ExitCode> {
     let writer = RunWriter::create(dir, meta).map_err(fail)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -1269,7 +1139,7 @@ fn open_run(dir: &std::path::Path, meta: &Meta) -> Result<(RunWriter, tokio::run
 
 /// Ends a run: final `meta.json`, summaries and report on disk, the summary
 /// on stdout (JSON, or the table), and where the report is.
-fn finish_run(
+pub(crate) fn finish_run(
     writer: RunWriter,
     meta: &mut Meta,
     dir: &std::path::Path,

@@ -4,6 +4,13 @@
 //! ovs-testcontroller, os-ken (a venv from PyPI, with the project's
 //! learning-switch app embedded here) and Ryu (which needs Python 3.9).
 //! Each peer is stopped by the pid we started, never by name.
+//!
+//! For the RFC 8456 topology tests (`Role::Paths`) a peer runs its
+//! topology discovery, a shortest-path app and a REST API instead:
+//! sdnlab with `paths` (or `paths-proactive`) and its REST API; os-ken
+//! 1.4.1, the last os-ken release shipping `rest_topology` and
+//! `ofctl_rest`, with `--observe-links` and the project's shortest-path
+//! app for os-ken (embedded here). The others have no topology service.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,6 +21,17 @@ pub const NAMES: [&str; 4] = ["sdnlab", "ovs-testcontroller", "os-ken", "ryu"];
 
 const OSKEN_RUN: &str = include_str!("../../../scripts/peers/osken_run.py");
 const OSKEN_L2: &str = include_str!("../../../scripts/peers/osken_l2_learning.py");
+const OSKEN_PATHS: &str = include_str!("../../../scripts/peers/osken_paths.py");
+const OSKEN_REST_RUN: &str = include_str!("../../../scripts/peers/osken_rest_run.py");
+
+/// What a peer is started to do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Role {
+    /// A learning switch (the throughput, latency and robustness tests).
+    Learning,
+    /// Topology discovery, shortest paths (reactive, or only where provisioned) and a REST API.
+    Paths { proactive: bool },
+}
 
 /// A running peer; dropping it stops the process and removes its files.
 pub struct Peer {
@@ -21,6 +39,7 @@ pub struct Peer {
     pub version: String,
     pub command: String,
     pub addr: SocketAddr,
+    pub rest: Option<ctlbench::northbound::Northbound>,
     child: Child,
     dir: PathBuf,
 }
@@ -130,13 +149,19 @@ fn python39() -> Option<PathBuf> {
 
 /// Installs (if needed) and starts peer `name` on a free loopback port.
 pub fn start(name: &str) -> Result<Peer, String> {
+    start_as(name, Role::Learning)
+}
+
+/// `start`, for a role.
+pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
+    if let Role::Paths { proactive } = role {
+        return start_paths(name, proactive);
+    }
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let dir = std::env::temp_dir().join(format!("sdnlab-peer-{name}-{}-{port}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let log = dir.join("log");
-    let logfile = || std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()));
-    let (mut cmd, version) = match name {
+    let (cmd, version) = match name {
         "sdnlab" => {
             let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
             let mut c = Command::new(exe);
@@ -213,6 +238,99 @@ pub fn start(name: &str) -> Result<Peer, String> {
         }
         other => return Err(format!("unknown peer '{other}': choose {}", NAMES.join(", "))),
     };
+    launch(name, cmd, version, addr, None, dir)
+}
+
+/// Peers with topology discovery, shortest paths and a REST API.
+fn start_paths(name: &str, proactive: bool) -> Result<Peer, String> {
+    let port = free_port()?;
+    let rest_port = free_port()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let rest_addr: SocketAddr = ([127, 0, 0, 1], rest_port).into();
+    let dir = std::env::temp_dir().join(format!("sdnlab-peer-{name}-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let (cmd, version, rest) = match name {
+        "sdnlab" => {
+            let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
+            let app = if proactive { "paths-proactive" } else { "paths" };
+            let mut c = Command::new(exe);
+            c.args([
+                "controller",
+                "--listen",
+                &addr.to_string(),
+                "--rest",
+                &rest_addr.to_string(),
+            ])
+            .args(["--app", app]);
+            (
+                c,
+                env!("CARGO_PKG_VERSION").to_string(),
+                ctlbench::northbound::Northbound::Sdnlab(rest_addr),
+            )
+        }
+        "os-ken" => {
+            let py = venv(
+                "osken-1.4.1",
+                "python3",
+                &[&["os-ken==1.4.1", "eventlet==0.41.3", "dnspython>=2.6"]],
+                "import importlib.metadata as m, webob, routes; assert m.version('os-ken') == '1.4.1'",
+            )?;
+            for (file, text) in [("osken_rest_run.py", OSKEN_REST_RUN), ("osken_paths.py", OSKEN_PATHS)] {
+                std::fs::write(dir.join(file), text).map_err(|e| e.to_string())?;
+            }
+            let mut c = Command::new(&py);
+            c.arg(dir.join("osken_rest_run.py"))
+                .args([
+                    "--ofp-tcp-listen-port",
+                    &port.to_string(),
+                    "--ofp-listen-host",
+                    "127.0.0.1",
+                ])
+                .args(["--wsapi-host", "127.0.0.1", "--wsapi-port", &rest_port.to_string()])
+                .args(["--observe-links", "os_ken.app.rest_topology", "os_ken.app.ofctl_rest"])
+                .arg(dir.join("osken_paths.py"));
+            if proactive {
+                c.env("SDNLAB_PATHS_PROACTIVE", "1");
+            }
+            let mode = if proactive { "proactive-only" } else { "reactive" };
+            (
+                c,
+                format!("os-ken 1.4.1 (--observe-links, rest_topology, ofctl_rest, sdnlab's {mode} shortest-path app)"),
+                ctlbench::northbound::Northbound::OsKen(rest_addr),
+            )
+        }
+        other => {
+            return Err(format!(
+                "peer '{other}' has no topology discovery or REST API: the topology tests take sdnlab or os-ken"
+            ))
+        }
+    };
+    let mut peer = launch(name, cmd, version, addr, Some(rest), dir)?;
+    // The REST API may come up after the OpenFlow port.
+    let t = Instant::now();
+    while std::net::TcpStream::connect_timeout(&rest_addr, Duration::from_millis(200)).is_err() {
+        if t.elapsed() > Duration::from_secs(30) {
+            return Err(format!("{name}'s REST API did not listen on {rest_addr} within 30 s"));
+        }
+        if let Ok(Some(status)) = peer.child.try_wait() {
+            return Err(format!("{name} exited ({status})"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(peer)
+}
+
+/// Starts `cmd` with its output in `dir`/log and waits for it to listen on `addr`.
+fn launch(
+    name: &str,
+    mut cmd: Command,
+    version: String,
+    addr: SocketAddr,
+    rest: Option<ctlbench::northbound::Northbound>,
+    dir: PathBuf,
+) -> Result<Peer, String> {
+    let log = dir.join("log");
+    let logfile = || std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()));
     let command = format!("{cmd:?}").replace('"', "");
     let out = logfile()?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
@@ -233,6 +351,7 @@ pub fn start(name: &str) -> Result<Peer, String> {
         version,
         command,
         addr,
+        rest,
         child,
         dir,
     })

@@ -1,0 +1,494 @@
+//! `sdnlab bench ctl --test discovery|discovery-size|reactive-paths|
+//! proactive-paths|change-detection|reprovisioning|table-capacity`: the
+//! RFC 8456 tests that need a topology. Each trial starts the controller
+//! afresh (sdnlab's own in this process, or a `--peer` with its topology
+//! service and REST API; a `--target` is the user's to restart), connects
+//! an emulated fabric (`ctlbench::fabric`), runs one procedure of
+//! `ctlbench::topology_tests`, appends the trial to the run's samples, and
+//! stops both. A figure that did not happen within Td is left out of the
+//! trial and said in its note; the run then exits 1.
+
+use crate::bench_cmd::{fail, finish_run, open_run, run_name, started, workers, CtlArgs};
+use ctlbench::fabric::{Fabric, Spec};
+use ctlbench::northbound::Northbound;
+use ctlbench::topology_tests as tt;
+use report::{Meta, Metric, Sample, Target};
+use stats::Better;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub const TESTS: [&str; 7] = [
+    "discovery",
+    "discovery-size",
+    "reactive-paths",
+    "proactive-paths",
+    "change-detection",
+    "reprovisioning",
+    "table-capacity",
+];
+
+pub fn parse_fabric(s: &str) -> Result<Spec, String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let nums: Result<Vec<u32>, _> = parts[1..].iter().map(|p| p.trim().parse::<u32>()).collect();
+    let bad = || format!("--fabric '{s}': write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N");
+    let nums = nums.map_err(|_| bad())?;
+    match (parts[0], nums.as_slice()) {
+        ("leaf-spine", [sp, l, h]) if *sp >= 1 && *l >= 1 => Ok(Spec::leaf_spine(*sp, *l, *h)),
+        ("linear", [n]) if *n >= 1 => Ok(Spec::linear(*n)),
+        _ => Err(bad()),
+    }
+}
+
+/// The metrics a test reports, its main one first (a trial without it did not complete).
+fn metrics(test: &str) -> Vec<Metric> {
+    let m = |name: &str, what: &str, better| Metric::new(name, what, better);
+    match test {
+        "discovery" | "discovery-size" => vec![m("discovery_s", "seconds to a complete view", Better::Lower)],
+        "reactive-paths" => vec![
+            m(
+                "reactive_path_s",
+                "seconds from a first frame to its arrival (mean over destinations)",
+                Better::Lower,
+            ),
+            m(
+                "reactive_rate_per_s",
+                "destinations reached per second, all sent at once",
+                Better::Higher,
+            ),
+        ],
+        "proactive-paths" => vec![
+            m(
+                "proactive_path_s",
+                "seconds from a path request to the first frame's arrival (mean)",
+                Better::Lower,
+            ),
+            m(
+                "proactive_rate_per_s",
+                "paths carrying traffic both ways per second, all requested at once",
+                Better::Higher,
+            ),
+        ],
+        "change-detection" => vec![
+            m(
+                "detect_view_s",
+                "seconds until the controller's view lost the failed links",
+                Better::Lower,
+            ),
+            m(
+                "detect_probe_s",
+                "seconds until the controller's next LLDP probe",
+                Better::Lower,
+            ),
+        ],
+        "reprovisioning" => vec![
+            m(
+                "reprovision_s",
+                "longest gap in traffic either way after a link failure, seconds",
+                Better::Lower,
+            ),
+            m("lost_frames", "frames lost, both directions", Better::Lower),
+        ],
+        _ => vec![m("table_flows", "most flows the ingress switch held", Better::Higher)],
+    }
+}
+
+/// The app sdnlab's controller runs for a test (unless `--app` says otherwise).
+fn default_app(test: &str) -> &'static str {
+    match test {
+        "discovery" | "discovery-size" | "change-detection" => "topology",
+        "proactive-paths" => "paths-proactive",
+        _ => "paths",
+    }
+}
+
+/// A controller started for one trial.
+enum Controller {
+    Embedded(controller::runtime::Handle),
+    Peer(crate::peers::Peer),
+    External,
+}
+
+impl Controller {
+    fn stop(self) {
+        match self {
+            Controller::Embedded(h) => h.stop(),
+            Controller::Peer(p) => drop(p),
+            Controller::External => {}
+        }
+    }
+}
+
+/// Starts the controller for a trial: the OpenFlow address, how to read it, who it is.
+fn start_controller(
+    a: &CtlArgs,
+    app: &str,
+    explicit_nb: &Option<Northbound>,
+) -> Result<(SocketAddr, Northbound, Target, Controller), String> {
+    if let Some(name) = &a.restart_peer {
+        let role = crate::peers::Role::Paths {
+            proactive: a.test == "proactive-paths",
+        };
+        let p = crate::peers::start_as(name, role)?;
+        let nb = explicit_nb.clone().or(p.rest.clone()).unwrap_or(Northbound::None);
+        let target = Target {
+            name: p.name.clone(),
+            version: p.version.clone(),
+            command: format!("{} (started afresh for each trial)", p.command),
+            address: p.addr.to_string(),
+        };
+        return Ok((p.addr, nb, target, Controller::Peer(p)));
+    }
+    if let (Some(t), Some(nb)) = (a.target, explicit_nb) {
+        let target = a.target_info.clone().unwrap_or(Target {
+            name: "controller".into(),
+            address: t.to_string(),
+            ..Default::default()
+        });
+        return Ok((t, nb.clone(), target, Controller::External));
+    }
+    let (h, rest) = controller::runtime::start_local_with_rest(app, workers())?;
+    let target = Target {
+        name: format!("sdnlab controller, app {app} (embedded)"),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: "in-process with its REST API, started afresh for each trial".into(),
+        address: h.local_addrs[0].to_string(),
+    };
+    let nb = explicit_nb.clone().unwrap_or(Northbound::Sdnlab(rest));
+    Ok((h.local_addrs[0], nb, target, Controller::Embedded(h)))
+}
+
+/// One scenario: its name, the fabric, and what fails (change-detection).
+struct Scenario {
+    name: String,
+    spec: Spec,
+    failure: Option<tt::Failure>,
+}
+
+fn scenarios(a: &CtlArgs) -> Result<Vec<Scenario>, String> {
+    let mut out = Vec::new();
+    if a.test == "discovery-size" {
+        let mut leaves = 2;
+        while 2 + leaves <= a.max_switches.max(4) {
+            let name = format!("leaf-spine,2,{leaves},1");
+            out.push(Scenario {
+                spec: parse_fabric(&name)?,
+                name,
+                failure: None,
+            });
+            leaves *= 2;
+        }
+        return Ok(out);
+    }
+    let fabrics = if a.fabrics.is_empty() {
+        vec!["leaf-spine,2,4,1".to_string()]
+    } else {
+        a.fabrics.clone()
+    };
+    let failures: Vec<&str> = if a.failures.is_empty() {
+        vec!["link", "switch"]
+    } else {
+        a.failures.iter().map(|s| s.as_str()).collect()
+    };
+    for f in &fabrics {
+        let spec = parse_fabric(f)?;
+        let needs_hosts = !matches!(a.test.as_str(), "discovery" | "change-detection");
+        if needs_hosts && spec.hosts.len() < 2 {
+            return Err(format!("--fabric '{f}': --test {} needs at least 2 hosts", a.test));
+        }
+        if a.test == "reprovisioning" {
+            let (first, last) = (spec.hosts[0].0, spec.hosts[spec.hosts.len() - 1].0);
+            let spines = spec.links.iter().filter(|(l, _)| l.0 == first).count();
+            if first == last || spines < 2 {
+                return Err(format!(
+                    "--fabric '{f}': reprovisioning needs redundant paths between its first and last host: \
+                     use a leaf-spine with 2 or more spines and 2 or more leaves"
+                ));
+            }
+        }
+        if a.test == "change-detection" {
+            for fl in &failures {
+                out.push(Scenario {
+                    name: format!("{f} {fl} down"),
+                    spec: spec.clone(),
+                    failure: Some(if *fl == "link" {
+                        tt::Failure::Link
+                    } else {
+                        tt::Failure::Switch
+                    }),
+                });
+            }
+        } else {
+            out.push(Scenario {
+                name: f.clone(),
+                spec,
+                failure: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// What one trial measured: its values, and why a figure is missing.
+struct Trial {
+    values: BTreeMap<String, f64>,
+    note: String,
+}
+
+impl Trial {
+    fn new() -> Trial {
+        Trial {
+            values: BTreeMap::new(),
+            note: String::new(),
+        }
+    }
+
+    fn set(&mut self, k: &str, v: f64) {
+        self.values.insert(k.to_string(), v);
+    }
+
+    fn note(&mut self, n: &str) {
+        if !n.is_empty() {
+            if !self.note.is_empty() {
+                self.note.push_str("; ");
+            }
+            self.note.push_str(n);
+        }
+    }
+}
+
+fn mean_of(seconds: &[Option<f64>]) -> Option<f64> {
+    let got: Vec<f64> = seconds.iter().flatten().copied().collect();
+    (got.len() == seconds.len() && !got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
+}
+
+/// Runs one trial of `a.test` on a fresh fabric.
+async fn trial(a: &CtlArgs, s: &Scenario, target: SocketAddr, version: u8, nb: &Northbound) -> Trial {
+    let td = Duration::from_secs(a.td_s.max(1));
+    let mut t = Trial::new();
+    t.set("switches", s.spec.switches.len() as f64);
+    t.set("links", s.spec.links.len() as f64 * 2.0);
+    if a.test == "discovery" || a.test == "discovery-size" {
+        let d = tt::discovery_time(s.spec.clone(), target, version, nb, td).await;
+        t.set("links_seen", d.links_seen as f64);
+        if let Some(x) = d.seconds {
+            t.set("discovery_s", x);
+        }
+        t.note(&d.note);
+        return t;
+    }
+    let fabric = Fabric::start(s.spec.clone(), target, version, td).await;
+    let ready = if a.test == "change-detection" {
+        tt::wait_for_view(&fabric, nb, td).await.map(|_| ())
+    } else {
+        tt::prepare(&fabric, nb, td, a.host_macs.max(1)).await
+    };
+    if let Err(e) = ready {
+        t.note(&e);
+        fabric.stop();
+        return t;
+    }
+    match a.test.as_str() {
+        "reactive-paths" => {
+            let p = tt::reactive_provisioning(&fabric, td).await;
+            if let Some(m) = mean_of(&p.seconds) {
+                t.set("reactive_path_s", m);
+            }
+            t.note(&p.note);
+            let r = tt::reactive_rate(&fabric, a.host_macs.max(1), td).await;
+            t.set("reactive_rate_per_s", r.per_second);
+            t.set("rate_paths", r.paths as f64);
+            t.set("rate_reached", r.reached as f64);
+            t.note(&r.note);
+        }
+        "proactive-paths" => {
+            let p = tt::proactive_provisioning(&fabric, nb, td).await;
+            if let Some(m) = mean_of(&p.seconds) {
+                t.set("proactive_path_s", m);
+            }
+            t.note(&p.note);
+            if p.seconds.iter().any(|s| s.is_some()) {
+                let r = tt::proactive_rate(&fabric, nb, a.host_macs.max(1), td).await;
+                t.set("proactive_rate_per_s", r.per_second);
+                t.set("rate_paths", r.paths as f64);
+                t.set("rate_reached", r.reached as f64);
+                t.note(&r.note);
+            }
+        }
+        "change-detection" => {
+            let c = tt::change_detection(&fabric, nb, s.failure.unwrap_or(tt::Failure::Link), td).await;
+            if let Some(x) = c.view_s {
+                t.set("detect_view_s", x);
+            }
+            if let Some(x) = c.first_probe_s {
+                t.set("detect_probe_s", x);
+            }
+            t.set("links_after", c.links_after as f64);
+            t.note(&c.note);
+        }
+        "reprovisioning" => {
+            let interval = Duration::from_micros(a.reprov_interval_us.max(100));
+            let r = tt::reprovisioning(&fabric, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
+            if r.note.is_empty() {
+                t.set("reprovision_s", r.forward.gap_s.max(r.reverse.gap_s));
+            }
+            t.set("lost_frames", (r.forward.lost + r.reverse.lost) as f64);
+            t.set("gap_forward_s", r.forward.gap_s);
+            t.set("gap_reverse_s", r.reverse.gap_s);
+            t.set("lost_forward", r.forward.lost as f64);
+            t.set("lost_reverse", r.reverse.lost as f64);
+            t.set("sent_each_way", r.forward.sent as f64);
+            t.note(&r.note);
+        }
+        _ => {
+            let c = tt::table_capacity(&fabric, a.table_step.max(1), a.table_max.max(1), td).await;
+            t.set("table_flows", c.flows as f64);
+            t.set("destinations", c.destinations as f64);
+            t.note(&c.note);
+        }
+    }
+    fabric.stop();
+    t
+}
+
+pub fn run(a: CtlArgs) -> ExitCode {
+    if a.trials == 0 {
+        return fail("--trials must be at least 1");
+    }
+    let list = match scenarios(&a) {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    let explicit_nb = match a.northbound.as_deref().map(Northbound::parse).transpose() {
+        Ok(nb) => nb,
+        Err(e) => return fail(e),
+    };
+    if a.target.is_some() && explicit_nb.is_none() {
+        return fail(format!(
+            "--test {} with --target needs --northbound (sdnlab:HOST:PORT, osken:HOST:PORT or none)",
+            a.test
+        ));
+    }
+    let app = if a.app == "l2-learning" {
+        default_app(&a.test).to_string()
+    } else {
+        a.app.clone()
+    };
+    if a.target.is_none() && a.restart_peer.is_none() {
+        if let Err(e) = controller::app::build(&app.split(',').collect::<Vec<_>>()) {
+            return fail(e);
+        }
+    }
+    controller::runtime::raise_fd_limit();
+    let version = if a.ofp == "1.0" {
+        ofwire::OFP10_VERSION
+    } else {
+        ofwire::OFP13_VERSION
+    };
+    let run_id = run_name(&a, &format!("ctl-{}", a.test));
+    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let metrics = metrics(&a.test);
+    let main_metric = metrics[0].name.clone();
+    let mut meta = Meta {
+        benchmark: format!("bench ctl --test {}", a.test),
+        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials,
+            "scenarios": list.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
+            "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
+            "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
+            "app": if a.target.is_none() && a.restart_peer.is_none() { Some(&app) } else { None }}),
+        metrics,
+        ..started(&run_id)
+    };
+    let (mut writer, rt) = match open_run(&dir, &meta) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let mut invalid = 0;
+    let mut largest_discovered = None;
+    for s in &list {
+        let mut all_converged = true;
+        for trial_no in 0..a.trials {
+            let (target, nb, who, ctl) = match start_controller(&a, &app, &explicit_nb) {
+                Ok(x) => x,
+                Err(e) => return fail(e),
+            };
+            if meta.targets.is_empty() {
+                meta.targets.push(who);
+            }
+            let t = rt.block_on(trial(&a, s, target, version, &nb));
+            ctl.stop();
+            let main = t.values.get(&main_metric).copied();
+            let shown: Vec<String> = meta
+                .metrics
+                .iter()
+                .filter_map(|m| t.values.get(&m.name).map(|v| format!("{} {v:.4}", m.name)))
+                .collect();
+            eprintln!(
+                "  {} trial {trial_no} ({}): {}{}",
+                s.name,
+                nb.name(),
+                if shown.is_empty() {
+                    "no figure".to_string()
+                } else {
+                    shown.join(", ")
+                },
+                if t.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", t.note)
+                }
+            );
+            let note = main.is_none().then(|| {
+                invalid += 1;
+                all_converged = false;
+                let n = format!("{} trial {trial_no}: {}", s.name, t.note);
+                meta.events.push(n.clone());
+                n
+            });
+            let sample = Sample {
+                kind: "trial".into(),
+                scenario: s.name.clone(),
+                trial: trial_no,
+                index: 0,
+                unix: report::now_unix(),
+                values: t.values,
+                rtt_cdf: Vec::new(),
+                note: note.or((!t.note.is_empty()).then_some(t.note)),
+            };
+            if let Err(e) = writer.append(&sample) {
+                return fail(format!("writing samples: {e}"));
+            }
+            std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+        }
+        if a.test == "discovery-size" {
+            if !all_converged {
+                meta.events.push(format!(
+                    "network discovery size: {} switches did not converge in every trial; the largest that did: {}",
+                    s.spec.switches.len(),
+                    largest_discovered.map_or("none".to_string(), |n: usize| format!("{n} switches"))
+                ));
+                break;
+            }
+            largest_discovered = Some(s.spec.switches.len());
+        }
+    }
+    if let Some(n) = largest_discovered {
+        eprintln!("sdnlab bench ctl: network discovery size: {n} switches converged in every trial");
+        if !meta.events.iter().any(|e| e.starts_with("network discovery size")) {
+            meta.events.push(format!(
+                "network discovery size: at least {n} switches (the largest tried)"
+            ));
+        }
+    }
+    if let Err(code) = finish_run(writer, &mut meta, &dir, a.json) {
+        return code;
+    }
+    // Growing until discovery fails is discovery-size's purpose, not an invalid run.
+    if invalid > 0 && a.test != "discovery-size" {
+        eprintln!("sdnlab bench ctl: {invalid} trial(s) did not complete (see the report)");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
