@@ -25,6 +25,86 @@ pub struct Stats {
     pub messages_in: AtomicU64,
     pub messages_out: AtomicU64,
     pub errors_sent: AtomicU64,
+    /// Messages the apps wrote that would change a switch, held back while standby.
+    pub standby_held_back: AtomicU64,
+}
+
+/// High availability: a standby controller watches the active one and
+/// takes over when it stops answering. While standby, every OpenFlow 1.3
+/// switch is asked to make it a SLAVE that still gets PACKET_IN and
+/// PORT_STATUS (SET_ASYNC), so the apps learn the topology (from the
+/// active controller's LLDP probes) and the hosts as the active one does;
+/// what they write that would change a switch is held back. On takeover
+/// each switch is asked to make it MASTER with a newer generation id.
+/// (OpenFlow 1.0 has no roles: its switches get nothing from a standby.)
+#[derive(Debug, Default)]
+pub struct Ha {
+    pub active: std::sync::atomic::AtomicBool,
+    pub generation: AtomicU64,
+}
+
+impl Ha {
+    pub fn is_standby(&self) -> bool {
+        !self.active.load(Ordering::Acquire)
+    }
+
+    /// The role request (and asynchronous configuration) for a switch that
+    /// just connected or for takeover.
+    pub fn role_messages(&self) -> Vec<v13::Body> {
+        let generation_id = self.generation.load(Ordering::Acquire);
+        if self.is_standby() {
+            vec![
+                v13::Body::RoleRequest(v13::Role {
+                    role: v13::ControllerRole::Slave,
+                    generation_id,
+                }),
+                v13::Body::SetAsync(v13::AsyncConfig {
+                    packet_in_mask: [0b111, 0b111],
+                    port_status_mask: [0b111, 0b111],
+                    flow_removed_mask: [0b1111, 0],
+                }),
+            ]
+        } else {
+            vec![v13::Body::RoleRequest(v13::Role {
+                role: v13::ControllerRole::Master,
+                generation_id,
+            })]
+        }
+    }
+}
+
+/// OpenFlow message types that change a switch (a SLAVE may not send them):
+/// PACKET_OUT, FLOW_MOD and PORT_MOD in 1.0; PACKET_OUT, FLOW_MOD,
+/// GROUP_MOD, PORT_MOD, TABLE_MOD and METER_MOD in 1.3.
+fn changes_switch(version: u8, msg_type: u8) -> bool {
+    if version == ofwire::OFP10_VERSION {
+        matches!(msg_type, 13..=15)
+    } else {
+        matches!(msg_type, 13..=17 | 29)
+    }
+}
+
+/// Removes the messages that change a switch from `buf` (whole messages,
+/// framed by their headers); returns how many went.
+fn hold_back_changes(buf: &mut Vec<u8>) -> u64 {
+    let mut kept = 0;
+    let mut at = 0;
+    let mut dropped = 0;
+    while at + 8 <= buf.len() {
+        let len = (u16::from_be_bytes([buf[at + 2], buf[at + 3]]) as usize).max(8);
+        let end = (at + len).min(buf.len());
+        if changes_switch(buf[at], buf[at + 1]) {
+            dropped += 1;
+        } else {
+            buf.copy_within(at..end, kept);
+            kept += end - at;
+        }
+        at = end;
+    }
+    buf.copy_within(at.., kept);
+    kept += buf.len() - at;
+    buf.truncate(kept);
+    dropped
 }
 
 /// What a request from another thread waits for.
@@ -70,6 +150,11 @@ impl Registry {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Registered>> {
         // A panicking app must not take every other switch down with it.
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every registered session's eviction signal.
+    pub(crate) fn evictions(&self) -> Vec<Arc<Notify>> {
+        self.lock().values().map(|r| r.evict.clone()).collect()
     }
 
     pub fn datapath_ids(&self) -> Vec<u64> {
@@ -125,6 +210,8 @@ pub struct Environment {
     pub stats: Arc<Stats>,
     /// Log sessions and malformed messages to stderr.
     pub verbose: bool,
+    /// Set when this controller is (or was) a standby.
+    pub ha: Option<Arc<Ha>>,
 }
 
 /// A command in flight inside a session.
@@ -151,6 +238,7 @@ pub struct Driver {
     dpid: Option<u64>,
     reason: Option<CloseReason>,
     pending: Vec<Pending>,
+    ha: Option<Arc<Ha>>,
 }
 
 fn log(msg: impl std::fmt::Display) {
@@ -183,6 +271,7 @@ impl Driver {
             dpid: None,
             reason: None,
             pending: Vec::new(),
+            ha: env.ha.clone(),
         }
     }
 
@@ -199,9 +288,19 @@ impl Driver {
         self.sess.transmit()
     }
 
-    /// Takes the bytes to send; `give_back` the buffer once written.
+    /// Takes the bytes to send; `give_back` the buffer once written. A
+    /// standby holds back what would change the switch.
     pub fn take_transmit(&mut self) -> Vec<u8> {
-        self.sess.take_transmit()
+        let mut out = self.sess.take_transmit();
+        if self.standby() {
+            let n = hold_back_changes(&mut out);
+            self.stats.standby_held_back.fetch_add(n, Ordering::Relaxed);
+        }
+        out
+    }
+
+    fn standby(&self) -> bool {
+        self.ha.as_ref().is_some_and(|h| h.is_standby())
     }
 
     pub fn give_back(&mut self, buf: Vec<u8>) {
@@ -284,6 +383,14 @@ impl Driver {
         if self.sess.phase() != ofconn::Phase::Ready {
             let _ = reply.send(Err("the switch is not ready".into()));
             return;
+        }
+        if self.standby() {
+            let mut probe = Vec::new();
+            let kind = Message::new(self.sess.version(), 0, body.clone()).encode(&mut probe);
+            if kind.is_ok() && probe.len() >= 8 && changes_switch(probe[0], probe[1]) {
+                let _ = reply.send(Err("this controller is the standby: ask the active one".into()));
+                return;
+            }
         }
         let xid = match self.send_body(body) {
             Ok(x) => x,
@@ -374,6 +481,17 @@ impl Driver {
                             info.ports.len()
                         ));
                     }
+                    if let Some(ha) = &self.ha {
+                        if info.version == ofwire::OFP13_VERSION {
+                            for body in ha.role_messages() {
+                                self.sess.send13(body);
+                            }
+                        } else if ha.is_standby() {
+                            log(format_args!(
+                                "switch {d:#x} speaks OpenFlow 1.0, which has no roles: as standby we only watch"
+                            ));
+                        }
+                    }
                     for app in self.apps.iter_mut() {
                         app.switch_up(&mut self.sess, &info);
                     }
@@ -435,5 +553,40 @@ impl Driver {
             ));
         }
         self.reason
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_standby_holds_back_only_what_changes_a_switch() {
+        let mut buf = Vec::new();
+        let msgs = [
+            (ofwire::OFP13_VERSION, 14u8, 16usize), // FLOW_MOD
+            (ofwire::OFP13_VERSION, 24, 24),        // ROLE_REQUEST
+            (ofwire::OFP13_VERSION, 13, 10),        // PACKET_OUT
+            (ofwire::OFP13_VERSION, 2, 12),         // ECHO_REQUEST
+            (ofwire::OFP10_VERSION, 15, 8),         // PORT_MOD in 1.0
+            (ofwire::OFP10_VERSION, 16, 8),         // STATS_REQUEST in 1.0
+        ];
+        for (v, t, len) in msgs {
+            let mut m = vec![v, t, 0, len as u8, 0, 0, 0, t];
+            m.resize(len, t);
+            buf.extend_from_slice(&m);
+        }
+        assert_eq!(hold_back_changes(&mut buf), 3);
+        let types: Vec<u8> = {
+            let mut at = 0;
+            let mut v = Vec::new();
+            while at < buf.len() {
+                v.push(buf[at + 1]);
+                at += buf[at + 3] as usize;
+            }
+            v
+        };
+        assert_eq!(types, vec![24, 2, 16]);
+        assert_eq!(buf.len(), 24 + 12 + 8);
     }
 }

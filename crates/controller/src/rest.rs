@@ -322,6 +322,12 @@ async fn stats(State(api): State<Api>) -> Reply {
         "messages_in": m_in,
         "messages_out": m_out,
         "errors_sent": errs,
+        "role": match api.ctl.ha() {
+            None => "active".to_string(),
+            Some(h) if h.is_standby() => "standby".to_string(),
+            Some(h) => format!("active (took over, generation {})", h.generation.load(Relaxed)),
+        },
+        "standby_held_back": s.standby_held_back.load(Relaxed),
         "switches": per_switch,
         "topology": api.apps.topology.as_ref().map(|t| t.snapshot().events),
         "paths": api.apps.paths.as_ref().map(|p| p.counters()),

@@ -31,6 +31,10 @@ pub struct Config {
     /// Addresses where switches connect over TLS (needs `tls`).
     pub tls_listen: Vec<SocketAddr>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Run as the standby of the controller whose REST API (or any TCP
+    /// service of its process) is at this address; take over when it stops
+    /// accepting connections (`driver::Ha`).
+    pub standby_for: Option<SocketAddr>,
 }
 
 impl Default for Config {
@@ -44,6 +48,7 @@ impl Default for Config {
             verbose: false,
             tls_listen: Vec::new(),
             tls: None,
+            standby_for: None,
         }
     }
 }
@@ -75,6 +80,20 @@ impl Handle {
     /// Stops accepting new switches (existing sessions end with the process).
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops accepting and closes every switch's session at once, as if the
+    /// process had died (failover tests of in-process controllers).
+    pub fn kill(&self) {
+        self.stop();
+        for e in self.shared.env.ctx.registry.evictions() {
+            e.notify_one();
+        }
+    }
+
+    /// This controller's high-availability state, when it runs as (or was) a standby.
+    pub fn ha(&self) -> Option<Arc<crate::driver::Ha>> {
+        self.shared.env.ha.clone()
     }
 
     /// Datapath ids of the switches whose handshake completed.
@@ -192,6 +211,7 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
             ctx: Context::default(),
             stats: stats.clone(),
             verbose: cfg.verbose,
+            ha: cfg.standby_for.map(|_| Arc::new(crate::driver::Ha::default())),
         },
         next_session: AtomicU64::new(1),
         stop: AtomicBool::new(false),
@@ -225,12 +245,55 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
             .name(format!("ctl-accept-{addr}"))
             .spawn(move || acceptor(l, tls, senders, shared))?;
     }
+    if let Some(active) = cfg.standby_for {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("ctl-standby".into())
+            .spawn(move || watch_active(active, shared))?;
+    }
     Ok(Handle {
         local_addrs,
         tls_addrs,
         stats,
         shared,
     })
+}
+
+/// How often a standby checks the active controller, and how many checks
+/// in a row must fail before it takes over.
+pub const STANDBY_CHECK: Duration = Duration::from_millis(50);
+pub const STANDBY_MISSES: u32 = 2;
+
+/// A standby's watch: a TCP connection attempt to the active controller
+/// every `STANDBY_CHECK` (a dead process refuses at once; a hung one that
+/// still accepts is not detected); after `STANDBY_MISSES` failures in a
+/// row, takes over.
+fn watch_active(active: SocketAddr, shared: Arc<Shared>) {
+    let Some(ha) = shared.env.ha.clone() else { return };
+    let mut misses = 0;
+    while !shared.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(STANDBY_CHECK);
+        match std::net::TcpStream::connect_timeout(&active, STANDBY_CHECK * 2) {
+            Ok(_) => misses = 0,
+            Err(_) => misses += 1,
+        }
+        if misses >= STANDBY_MISSES {
+            let generation = ha.generation.fetch_add(1, Ordering::AcqRel) + 1;
+            ha.active.store(true, Ordering::Release);
+            log(format_args!(
+                "the active controller at {active} stopped answering: taking over as master (generation {generation})"
+            ));
+            let registry = &shared.env.ctx.registry;
+            for dpid in registry.datapath_ids() {
+                if shared.env.ctx.version_of(dpid) == Some(ofwire::OFP13_VERSION) {
+                    for body in ha.role_messages() {
+                        registry.command(dpid, crate::driver::Command::Send(ofwire::Body::V13(body)));
+                    }
+                }
+            }
+            return;
+        }
+    }
 }
 
 fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accepted>>, shared: Arc<Shared>) {
@@ -371,7 +434,14 @@ async fn serve(mut stream: tokio::net::TcpStream, mut tls: Option<Box<TlsStream>
                 }
             },
             _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
-            _ = evict.notified() => d.close(CloseReason::Local("another connection announced the same datapath id".into())),
+            _ = evict.notified() => {
+                let why = if shared.stop.load(Ordering::Relaxed) {
+                    "the controller was killed"
+                } else {
+                    "another connection announced the same datapath id"
+                };
+                d.close(CloseReason::Local(why.into()));
+            }
             Some(cmd) = cmd_rx.recv() => d.on_command(cmd),
         }
     }

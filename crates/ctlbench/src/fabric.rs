@@ -7,8 +7,9 @@
 //! move between switches over in-process channels; nothing leaves loopback.
 
 use crate::datapath::{Datapath, Effect};
+use crate::roles;
 use crate::switch::Identity;
-use ofwire::{Framer, Message};
+use ofwire::{v10, Body, Framer, Message};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -73,6 +74,8 @@ impl Spec {
 enum Input {
     Frame { port: u32, frame: Vec<u8> },
     Port { port: u32, up: bool },
+    Controller { conn: usize, msg: Message },
+    Closed { conn: usize },
 }
 
 /// Where a port leads.
@@ -127,6 +130,13 @@ impl Fabric {
     /// Connects every switch to `target` (OpenFlow `version`); returns once
     /// all completed their handshake or `timeout` passed.
     pub async fn start(spec: Spec, target: SocketAddr, version: u8, timeout: Duration) -> Fabric {
+        Self::start_multi(spec, vec![target], version, timeout).await
+    }
+
+    /// Connects every switch to each of `targets` (one connection each, with
+    /// OpenFlow 1.3 roles: `roles`); a switch counts as connected once every
+    /// connection completed its handshake.
+    pub async fn start_multi(spec: Spec, targets: Vec<SocketAddr>, version: u8, timeout: Duration) -> Fabric {
         let stats = Arc::new(FabricStats {
             flows: spec.switches.iter().map(|&(d, _)| (d, AtomicU64::new(0))).collect(),
             ..Default::default()
@@ -159,10 +169,13 @@ impl Fabric {
                 version,
                 4,
             );
-            let (stats, inboxes, wiring, received) = (stats.clone(), inboxes.clone(), wiring.clone(), received.clone());
-            tasks.push(tokio::spawn(run_switch(
-                dp, target, rx, stats, inboxes, wiring, received,
-            )));
+            let net = Net {
+                stats: stats.clone(),
+                inboxes: inboxes.clone(),
+                wiring: wiring.clone(),
+                received: received.clone(),
+            };
+            tasks.push(tokio::spawn(run_switch(dp, targets.clone(), rx, net)));
             // Some controllers want a moment per new switch.
             if spec.switches.len() <= 64 {
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -240,47 +253,120 @@ pub fn unix_ns() -> u64 {
         .unwrap_or(0)
 }
 
-async fn run_switch(
-    mut dp: Datapath,
-    target: SocketAddr,
-    mut inbox: mpsc::UnboundedReceiver<Input>,
+/// What every switch task shares.
+struct Net {
     stats: Arc<FabricStats>,
     inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
     wiring: Arc<HashMap<Attach, Far>>,
     received: Received,
-) {
-    let Ok(mut s) = TcpStream::connect(target).await else {
-        stats.lost.fetch_add(1, Ordering::Relaxed);
-        return;
-    };
+}
+
+/// Connects to `target` and completes the handshake; then a reader task
+/// turns what the controller sends into `Input::Controller { conn, .. }`
+/// (and `Input::Closed` at the end) and a writer task sends what it is given.
+async fn connect(
+    target: SocketAddr,
+    conn: usize,
+    dp: &Datapath,
+    inbox: mpsc::UnboundedSender<Input>,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Option<mpsc::UnboundedSender<Vec<u8>>> {
+    let mut s = TcpStream::connect(target).await.ok()?;
     let _ = s.set_nodelay(true);
     let mut framer = Framer::default();
-    if crate::handshake(&mut s, &mut framer, dp.version, dp.id).await.is_err() {
-        stats.lost.fetch_add(1, Ordering::Relaxed);
-        return;
+    crate::handshake(&mut s, &mut framer, dp.version, dp.id).await.ok()?;
+    let (mut rd, mut wr) = s.into_split();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    tasks.spawn(async move {
+        while let Some(bytes) = out_rx.recv().await {
+            if wr.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    tasks.spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        'read: loop {
+            while let Ok(Some(raw)) = framer.next_message() {
+                if let Ok(msg) = ofwire::decode(raw) {
+                    if inbox.send(Input::Controller { conn, msg }).is_err() {
+                        break 'read;
+                    }
+                }
+            }
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => framer.push(&buf[..n]),
+            }
+        }
+        let _ = inbox.send(Input::Closed { conn });
+    });
+    Some(out_tx)
+}
+
+/// The asynchronous kind of a message to the controller, if it is one.
+fn async_kind(m: &Message) -> Option<roles::Async> {
+    use ofwire::v13::Body as B13;
+    match &m.body {
+        Body::V10(v10::Body::PacketIn(p)) => Some(roles::Async::PacketIn {
+            reason: p.reason.into(),
+        }),
+        Body::V13(B13::PacketIn(p)) => Some(roles::Async::PacketIn {
+            reason: p.reason.into(),
+        }),
+        Body::V10(v10::Body::PortStatus(p)) => Some(roles::Async::PortStatus {
+            reason: p.reason.into(),
+        }),
+        Body::V13(B13::PortStatus(p)) => Some(roles::Async::PortStatus {
+            reason: p.reason.into(),
+        }),
+        Body::V10(v10::Body::FlowRemoved(f)) => Some(roles::Async::FlowRemoved {
+            reason: f.reason.into(),
+        }),
+        Body::V13(B13::FlowRemoved(f)) => Some(roles::Async::FlowRemoved {
+            reason: f.reason.into(),
+        }),
+        _ => None,
     }
-    stats.connected.fetch_add(1, Ordering::Relaxed);
+}
+
+async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc::UnboundedReceiver<Input>, net: Net) {
+    let Net {
+        stats,
+        inboxes,
+        wiring,
+        received,
+    } = net;
     let dpid = dp.id.datapath_id;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut effects = Vec::new();
-    let mut out = Vec::new();
-    // Messages that came with the end of the handshake.
-    let mut pending: Vec<Message> = Vec::new();
-    while let Ok(Some(raw)) = framer.next_message() {
-        if let Ok(m) = ofwire::decode(raw) {
-            pending.push(m);
+    // Dropping the set (the switch stops or is aborted) closes every connection.
+    let mut io = tokio::task::JoinSet::new();
+    let Some(own_inbox) = inboxes.get(&dpid).cloned() else {
+        return;
+    };
+    let mut writers = Vec::new();
+    for (conn, &t) in targets.iter().enumerate() {
+        match connect(t, conn, &dp, own_inbox.clone(), &mut io).await {
+            Some(w) => writers.push(w),
+            None => {
+                stats.lost.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
         }
     }
-    for m in pending {
-        dp.on_message(&m, &mut effects);
-    }
+    drop(own_inbox);
+    stats.connected.fetch_add(1, Ordering::Relaxed);
+    let mut roles = roles::Roles::new(writers.len());
+    let mut pending = vec![Vec::new(); writers.len()];
+    let mut effects = Vec::new();
+    let mut out = Vec::new();
+    let mut reply_to = 0;
     loop {
         for e in effects.drain(..) {
             match e {
                 Effect::ToController(m) => {
                     let data = match &m.body {
-                        ofwire::Body::V10(ofwire::v10::Body::PacketIn(pi)) => Some(&pi.data.0),
-                        ofwire::Body::V13(ofwire::v13::Body::PacketIn(pi)) => Some(&pi.data.0),
+                        Body::V10(v10::Body::PacketIn(pi)) => Some(&pi.data.0),
+                        Body::V13(ofwire::v13::Body::PacketIn(pi)) => Some(&pi.data.0),
                         _ => None,
                     };
                     if let Some(d) = data {
@@ -292,7 +378,21 @@ async fn run_switch(
                         };
                         counter.fetch_add(1, Ordering::Relaxed);
                     }
-                    let _ = m.encode(&mut out);
+                    out.clear();
+                    if m.encode(&mut out).is_err() {
+                        continue;
+                    }
+                    match async_kind(&m) {
+                        Some(kind) => {
+                            for (c, p) in pending.iter_mut().enumerate() {
+                                if roles.wants(c, kind) {
+                                    p.extend_from_slice(&out);
+                                }
+                            }
+                        }
+                        None if roles.is_open(reply_to) => pending[reply_to].extend_from_slice(&out),
+                        None => {}
+                    }
                 }
                 Effect::Transmit { port, frame } => match wiring.get(&(dpid, port)) {
                     Some(Far::Switch(d, p)) => {
@@ -317,36 +417,51 @@ async fn run_switch(
                 },
             }
         }
-        if !out.is_empty() {
-            if s.write_all(&out).await.is_err() {
-                break;
-            }
-            out.clear();
-        }
-        tokio::select! {
-            r = s.read(&mut buf) => {
-                let n = match r { Ok(0) | Err(_) => break, Ok(n) => n };
-                let _ = stats.first_message_ns.compare_exchange(0, unix_ns(), Ordering::Relaxed, Ordering::Relaxed);
-                framer.push(&buf[..n]);
-                while let Ok(Some(raw)) = framer.next_message() {
-                    if let Ok(m) = ofwire::decode(raw) {
-                        dp.on_message(&m, &mut effects);
+        // Writes go out once nothing else is waiting: one write per batch, not per message.
+        let input = match inbox.try_recv() {
+            Ok(i) => Some(i),
+            Err(mpsc::error::TryRecvError::Disconnected) => None,
+            Err(mpsc::error::TryRecvError::Empty) => {
+                for (p, w) in pending.iter_mut().zip(&writers) {
+                    if !p.is_empty() {
+                        let _ = w.send(std::mem::take(p));
                     }
                 }
-                if let Some(n) = stats.flows.get(&dpid) {
-                    n.store(dp.tables.iter().map(|t| t.len() as u64).sum(), Ordering::Relaxed);
+                inbox.recv().await
+            }
+        };
+        match input {
+            Some(Input::Controller { conn, msg }) => {
+                let _ = stats
+                    .first_message_ns
+                    .compare_exchange(0, unix_ns(), Ordering::Relaxed, Ordering::Relaxed);
+                reply_to = conn;
+                match roles.on_message(conn, &msg) {
+                    roles::Verdict::Answer(a) => effects.push(Effect::ToController(a)),
+                    roles::Verdict::Taken => {}
+                    roles::Verdict::Pass => {
+                        dp.on_message(&msg, &mut effects);
+                        if let Some(n) = stats.flows.get(&dpid) {
+                            n.store(dp.tables.iter().map(|t| t.len() as u64).sum(), Ordering::Relaxed);
+                        }
+                    }
                 }
             }
-            input = inbox.recv() => match input {
-                Some(Input::Frame { port, frame }) => dp.on_frame(port, frame, &mut effects),
-                Some(Input::Port { port, up }) => {
-                    let m = dp.set_port(port, up);
-                    effects.push(Effect::ToController(m));
+            Some(Input::Closed { conn }) => {
+                roles.close(conn);
+                if !roles.any_open() {
+                    // Fail-secure: the data plane keeps its flows and keeps forwarding.
+                    stats.connected.fetch_sub(1, Ordering::Relaxed);
+                    stats.lost.fetch_add(1, Ordering::Relaxed);
                 }
-                None => break,
-            },
+            }
+            Some(Input::Frame { port, frame }) => dp.on_frame(port, frame, &mut effects),
+            Some(Input::Port { port, up }) => {
+                let m = dp.set_port(port, up);
+                effects.push(Effect::ToController(m));
+            }
+            None => break,
         }
     }
-    stats.connected.fetch_sub(1, Ordering::Relaxed);
-    stats.lost.fetch_add(1, Ordering::Relaxed);
+    drop(io);
 }

@@ -702,3 +702,98 @@ pub async fn table_capacity(fabric: &Fabric, step: u16, max: u16, td: Duration) 
         note,
     }
 }
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Failover {
+    pub sent: u32,
+    pub received: u32,
+    /// Frames that never arrived (each needed a controller).
+    pub lost: u32,
+    /// Frames that arrived more than once (both controllers acting at once).
+    pub duplicates: u32,
+    /// Longest time between two arrivals around the failure, seconds; None
+    /// when nothing arrived after it.
+    pub gap_s: Option<f64>,
+    /// From the kill to the first frame after it, seconds.
+    pub takeover_s: Option<f64>,
+    pub note: String,
+}
+
+/// A destination no host owns: a frame to it is delivered only by the
+/// controller flooding it (a PACKET_IN and PACKET_OUTs per frame).
+fn unknown_mac(seq: u32) -> [u8; 6] {
+    let b = seq.to_be_bytes();
+    [0x02, 0xfe, b[0], b[1], b[2], b[3]]
+}
+
+/// Controller Failover Time (RFC 8456, cluster mode): host 0 sends a frame
+/// every `interval` for `duration`, each to a new address no host owns, so
+/// every frame needs the active controller to reach the last host (by
+/// flooding); after 40 % of `duration`, `kill` ends the active controller.
+/// The gap is the longest time between arrivals at the last host; the
+/// takeover time runs from the kill to the first arrival after it.
+pub async fn failover(
+    fabric: &Fabric,
+    kill: Box<dyn FnOnce() + Send>,
+    interval: Duration,
+    duration: Duration,
+) -> Failover {
+    let n = fabric.spec.hosts.len();
+    let last = n - 1;
+    for h in 0..n {
+        fabric.take_received(h);
+    }
+    let start = Instant::now();
+    let kill_at = duration.mul_f64(0.4);
+    let mut kill = Some(kill);
+    let mut killed_at = None;
+    let mut seq = 0u32;
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    while start.elapsed() < duration {
+        tick.tick().await;
+        fabric.send_from_host(0, frame(host_mac(0, 0), unknown_mac(seq), seq));
+        seq += 1;
+        if killed_at.is_none() && start.elapsed() >= kill_at {
+            if let Some(k) = kill.take() {
+                // The kill may block (it waits for the process): off the runtime's threads.
+                let _ = tokio::task::spawn_blocking(k).await;
+            }
+            killed_at = Some(Instant::now());
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got: Vec<(Instant, u32)> = fabric
+        .take_received(last)
+        .into_iter()
+        .filter(|(_, f)| f.get(0..2) == Some(&[0x02, 0xfe][..]))
+        .filter_map(|(at, f)| Some((at, seq_of(&f)?)))
+        .collect();
+    let seen: std::collections::HashSet<u32> = got.iter().map(|g| g.1).collect();
+    let killed_at = killed_at.unwrap_or(start);
+    let first_after = got.iter().map(|g| g.0).find(|&at| at > killed_at);
+    let mut gap = Duration::ZERO;
+    for w in got.windows(2) {
+        gap = gap.max(w[1].0.duration_since(w[0].0));
+    }
+    let before = got.iter().filter(|g| g.0 <= killed_at).count();
+    let note = if before == 0 {
+        "nothing arrived before the failure: the active controller never flooded the test frames".to_string()
+    } else if first_after.is_none() {
+        format!(
+            "nothing arrived in the {:.1} s after the active controller was killed: no standby took over",
+            (duration - kill_at).as_secs_f64()
+        )
+    } else {
+        String::new()
+    };
+    Failover {
+        sent: seq,
+        received: seen.len() as u32,
+        lost: seq.saturating_sub(seen.len() as u32),
+        duplicates: (got.len() - seen.len()) as u32,
+        gap_s: first_after.map(|_| gap.as_secs_f64()),
+        takeover_s: first_after.map(|at| at.duration_since(killed_at).as_secs_f64()),
+        note,
+    }
+}

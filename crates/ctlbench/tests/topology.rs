@@ -214,3 +214,79 @@ async fn table_capacity_counts_one_flow_per_destination() {
     fabric.stop();
     ctl.stop();
 }
+
+/// An active/standby pair with OpenFlow 1.3 roles: the standby learns the
+/// links from the active one's probes while it stays silent (no duplicate
+/// deliveries), and takes over when the active one dies; without a
+/// standby the same test says nobody took over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_takes_over_when_the_active_controller_dies() {
+    let spec = Spec::leaf_spine(2, 3, 1);
+    let (active, active_rest) = controller(&["paths"]);
+    let watched = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let set = controller::app::build(&["paths"]).unwrap();
+    let standby = controller::runtime::start(controller::runtime::Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 2,
+        apps: set.factories.clone(),
+        standby_for: Some(watched.local_addr().unwrap()),
+        ..Default::default()
+    })
+    .unwrap();
+    let standby_rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), standby.clone(), set).unwrap();
+    let fabric = Fabric::start_multi(
+        spec,
+        vec![active.local_addrs[0], standby.local_addrs[0]],
+        ofwire::OFP13_VERSION,
+        Duration::from_secs(5),
+    )
+    .await;
+    let td = Duration::from_secs(10);
+    prepare(&fabric, &Northbound::Sdnlab(active_rest), td, 1).await.unwrap();
+    wait_for_view(&fabric, &Northbound::Sdnlab(standby_rest), td)
+        .await
+        .expect("the standby learns the links from the active controller's probes");
+    assert!(standby.ha().unwrap().is_standby());
+    let kill = {
+        let active = active.clone();
+        Box::new(move || {
+            active.kill();
+            drop(watched);
+        })
+    };
+    let f = failover(&fabric, kill, Duration::from_millis(2), Duration::from_millis(1500)).await;
+    assert!(f.note.is_empty(), "{f:?}");
+    assert_eq!(f.duplicates, 0, "both controllers acted: {f:?}");
+    assert!(f.takeover_s.is_some_and(|s| s > 0.0 && s < 0.9), "{f:?}");
+    assert!(f.received > f.sent / 2, "{f:?}");
+    assert!(!standby.ha().unwrap().is_standby());
+    assert!(
+        standby
+            .stats
+            .standby_held_back
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0,
+        "the standby never had anything to hold back"
+    );
+    fabric.stop();
+    standby.stop();
+
+    let (alone, _) = controller(&["paths"]);
+    let fabric = Fabric::start(
+        Spec::leaf_spine(2, 3, 1),
+        alone.local_addrs[0],
+        ofwire::OFP13_VERSION,
+        td,
+    )
+    .await;
+    wait_for_view(&fabric, &Northbound::None, td).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let kill = {
+        let alone = alone.clone();
+        Box::new(move || alone.kill())
+    };
+    let f = failover(&fabric, kill, Duration::from_millis(2), Duration::from_millis(1000)).await;
+    assert!(f.note.contains("no standby took over"), "{f:?}");
+    assert!(f.gap_s.is_none() && f.takeover_s.is_none(), "{f:?}");
+    fabric.stop();
+}

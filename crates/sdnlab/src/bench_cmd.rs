@@ -37,10 +37,11 @@ pub struct CtlArgs {
     /// discovery (topology discovery time), discovery-size (grow the fabric until discovery fails),
     /// reactive-paths and proactive-paths (path provisioning time and rate),
     /// change-detection (a link or a switch fails, --failure), reprovisioning (traffic around a
-    /// failed link: gap and loss per direction), table-capacity (reactive forwarding table capacity).
+    /// failed link: gap and loss per direction), table-capacity (reactive forwarding table capacity),
+    /// failover (an active/standby sdnlab pair with OpenFlow 1.3 roles; the active one is killed).
     #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos",
         "discovery", "discovery-size", "reactive-paths", "proactive-paths", "change-detection",
-        "reprovisioning", "table-capacity"])]
+        "reprovisioning", "table-capacity", "failover"])]
     pub test: String,
     /// rate: two rounds agree when the answered rate is within this fraction of the offered one.
     #[arg(long, default_value_t = 0.01)]
@@ -68,7 +69,7 @@ pub struct CtlArgs {
     /// change-detection: what fails, repeatable: link, switch (default both).
     #[arg(long = "failure", value_parser = ["link", "switch"])]
     pub failures: Vec<String>,
-    /// reprovisioning: one frame each way every this many microseconds, for --reprov-ms.
+    /// reprovisioning and failover: one frame (each way) every this many microseconds, for --reprov-ms.
     #[arg(long, default_value_t = 1000)]
     pub reprov_interval_us: u64,
     #[arg(long, default_value_t = 3000)]

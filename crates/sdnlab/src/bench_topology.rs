@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub const TESTS: [&str; 7] = [
+pub const TESTS: [&str; 8] = [
     "discovery",
     "discovery-size",
     "reactive-paths",
@@ -28,6 +28,7 @@ pub const TESTS: [&str; 7] = [
     "change-detection",
     "reprovisioning",
     "table-capacity",
+    "failover",
 ];
 
 pub fn parse_fabric(s: &str) -> Result<Spec, String> {
@@ -91,6 +92,19 @@ fn metrics(test: &str) -> Vec<Metric> {
             ),
             m("lost_frames", "frames lost, both directions", Better::Lower),
         ],
+        "failover" => vec![
+            m(
+                "failover_s",
+                "longest gap in controller-dependent traffic when the active controller dies, seconds",
+                Better::Lower,
+            ),
+            m(
+                "takeover_s",
+                "seconds from the kill to the first frame the standby delivered",
+                Better::Lower,
+            ),
+            m("lost_frames", "frames lost", Better::Lower),
+        ],
         _ => vec![m("table_flows", "most flows the ingress switch held", Better::Higher)],
     }
 }
@@ -108,6 +122,11 @@ fn default_app(test: &str) -> &'static str {
 enum Controller {
     Embedded(controller::runtime::Handle),
     Peer(crate::peers::Peer),
+    /// An active/standby pair (failover): the active one is killed by the test.
+    Pair {
+        active: Option<crate::peers::Peer>,
+        standby: crate::peers::Peer,
+    },
     External,
 }
 
@@ -116,13 +135,55 @@ impl Controller {
         match self {
             Controller::Embedded(h) => h.stop(),
             Controller::Peer(p) => drop(p),
+            Controller::Pair { active, standby } => drop((active, standby)),
             Controller::External => {}
         }
     }
 }
 
-/// Starts the controller for a trial: the OpenFlow address, how to read it, who it is.
+/// Starts an active/standby pair of `name` as processes (the failover test kills the active one).
+fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+    let active = crate::peers::start_as(name, crate::peers::Role::Paths { proactive: false })?;
+    let Some(Northbound::Sdnlab(active_rest)) = active.rest.clone() else {
+        return Err(format!(
+            "peer '{name}' has no standby mode: the failover test takes sdnlab"
+        ));
+    };
+    let standby = crate::peers::start_standby(name, active_rest)?;
+    let target = Target {
+        name: format!("{} active/standby pair", active.name),
+        version: active.version.clone(),
+        command: format!(
+            "{} and {} --standby-for {active_rest} (processes, started afresh for each trial)",
+            active.command, standby.command
+        ),
+        address: format!("{} and {}", active.addr, standby.addr),
+    };
+    Ok((
+        vec![active.addr, standby.addr],
+        Northbound::Sdnlab(active_rest),
+        target,
+        Controller::Pair {
+            active: Some(active),
+            standby,
+        },
+    ))
+}
+
+/// Starts the controller for a trial: the OpenFlow addresses, how to read it, who it is.
 fn start_controller(
+    a: &CtlArgs,
+    app: &str,
+    explicit_nb: &Option<Northbound>,
+) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+    if a.test == "failover" {
+        return start_pair(a.restart_peer.as_deref().unwrap_or("sdnlab"));
+    }
+    let (addr, nb, target, ctl) = start_one(a, app, explicit_nb)?;
+    Ok((vec![addr], nb, target, ctl))
+}
+
+fn start_one(
     a: &CtlArgs,
     app: &str,
     explicit_nb: &Option<Northbound>,
@@ -264,8 +325,16 @@ fn mean_of(seconds: &[Option<f64>]) -> Option<f64> {
     (got.len() == seconds.len() && !got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
 }
 
-/// Runs one trial of `a.test` on a fresh fabric.
-async fn trial(a: &CtlArgs, s: &Scenario, target: SocketAddr, version: u8, nb: &Northbound) -> Trial {
+/// Runs one trial of `a.test` on a fresh fabric connected to `targets`.
+async fn trial(
+    a: &CtlArgs,
+    s: &Scenario,
+    targets: Vec<SocketAddr>,
+    version: u8,
+    nb: &Northbound,
+    ctl: &mut Controller,
+) -> Trial {
+    let target = targets[0];
     let td = Duration::from_secs(a.td_s.max(1));
     let mut t = Trial::new();
     t.set("switches", s.spec.switches.len() as f64);
@@ -279,7 +348,7 @@ async fn trial(a: &CtlArgs, s: &Scenario, target: SocketAddr, version: u8, nb: &
         t.note(&d.note);
         return t;
     }
-    let fabric = Fabric::start(s.spec.clone(), target, version, td).await;
+    let fabric = Fabric::start_multi(s.spec.clone(), targets, version, td).await;
     let ready = if a.test == "change-detection" {
         tt::wait_for_view(&fabric, nb, td).await.map(|_| ())
     } else {
@@ -342,6 +411,45 @@ async fn trial(a: &CtlArgs, s: &Scenario, target: SocketAddr, version: u8, nb: &
             t.set("sent_each_way", r.forward.sent as f64);
             t.note(&r.note);
         }
+        "failover" => {
+            let Controller::Pair { active, standby } = ctl else {
+                t.note("the failover test needs an active/standby pair");
+                fabric.stop();
+                return t;
+            };
+            // The standby must have learnt the network from what the active one sees.
+            let standby_nb = standby.rest.clone().unwrap_or(Northbound::None);
+            if let Err(e) = tt::wait_for_view(&fabric, &standby_nb, td).await {
+                t.note(&format!("the standby's view: {e}"));
+            }
+            let active = active.take();
+            let kill = Box::new(move || drop(active));
+            let interval = Duration::from_micros(a.reprov_interval_us.max(100));
+            let f = tt::failover(&fabric, kill, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
+            if let Some(x) = f.gap_s {
+                t.set("failover_s", x);
+            }
+            if let Some(x) = f.takeover_s {
+                t.set("takeover_s", x);
+            }
+            t.set("lost_frames", f.lost as f64);
+            t.set("sent", f.sent as f64);
+            t.set("duplicates", f.duplicates as f64);
+            t.note(&f.note);
+            if let Northbound::Sdnlab(rest) = standby_nb {
+                let role = match ctlbench::northbound::http_get(rest, "/stats").await {
+                    Ok((200, body)) => serde_json::from_str::<serde_json::Value>(&body)
+                        .map(|v| v["role"].as_str().unwrap_or("").to_string())
+                        .unwrap_or_default(),
+                    _ => String::new(),
+                };
+                let took_over = role.starts_with("active (took over");
+                t.set("standby_took_over", if took_over { 1.0 } else { 0.0 });
+                if !took_over {
+                    t.note(&format!("the standby reports its role as '{role}'"));
+                }
+            }
+        }
         _ => {
             let c = tt::table_capacity(&fabric, a.table_step.max(1), a.table_max.max(1), td).await;
             t.set("table_flows", c.flows as f64);
@@ -382,18 +490,22 @@ pub fn run(a: CtlArgs) -> ExitCode {
         }
     }
     controller::runtime::raise_fd_limit();
-    let version = if a.ofp == "1.0" {
+    // Failover needs roles, which OpenFlow 1.0 does not have.
+    let version = if a.ofp == "1.0" && a.test != "failover" {
         ofwire::OFP10_VERSION
     } else {
         ofwire::OFP13_VERSION
     };
+    if a.test == "failover" && a.target.is_some() {
+        return fail("--test failover kills the active controller, so sdnlab starts the pair: use the default or --peer sdnlab, not --target");
+    }
     let run_id = run_name(&a, &format!("ctl-{}", a.test));
     let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
     let metrics = metrics(&a.test);
     let main_metric = metrics[0].name.clone();
     let mut meta = Meta {
         benchmark: format!("bench ctl --test {}", a.test),
-        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials,
+        parameters: serde_json::json!({"openflow": if version == ofwire::OFP13_VERSION { "1.3" } else { "1.0" }, "trials": a.trials,
             "scenarios": list.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
             "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
             "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
@@ -410,14 +522,14 @@ pub fn run(a: CtlArgs) -> ExitCode {
     for s in &list {
         let mut all_converged = true;
         for trial_no in 0..a.trials {
-            let (target, nb, who, ctl) = match start_controller(&a, &app, &explicit_nb) {
+            let (targets, nb, who, mut ctl) = match start_controller(&a, &app, &explicit_nb) {
                 Ok(x) => x,
                 Err(e) => return fail(e),
             };
             if meta.targets.is_empty() {
                 meta.targets.push(who);
             }
-            let t = rt.block_on(trial(&a, s, target, version, &nb));
+            let t = rt.block_on(trial(&a, s, targets, version, &nb, &mut ctl));
             ctl.stop();
             let main = t.values.get(&main_metric).copied();
             let shown: Vec<String> = meta

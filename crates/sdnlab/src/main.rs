@@ -66,7 +66,7 @@ struct ControllerArgs {
     /// Address to listen on (repeatable). Default: [::]:6653 and [::]:6633 (IPv4 too).
     #[arg(long = "listen", value_name = "ADDR:PORT")]
     listen: Vec<std::net::SocketAddr>,
-    /// Application to run (repeatable, in order): l2-learning, hub, topology, paths, null.
+    /// Application to run (repeatable, in order): l2-learning, hub, topology, paths, paths-proactive, null.
     #[arg(long = "app", value_name = "APP")]
     apps: Vec<String>,
     /// Address of the REST API (JSON over HTTP).
@@ -96,6 +96,11 @@ struct ControllerArgs {
     /// Log sessions and malformed messages.
     #[arg(long, short)]
     verbose: bool,
+    /// Run as the standby of the active controller whose REST API is at this address: a SLAVE
+    /// (OpenFlow 1.3 roles) that learns what the active one sees and takes over as MASTER when
+    /// that address stops accepting connections.
+    #[arg(long, value_name = "ADDR:PORT")]
+    standby_for: Option<std::net::SocketAddr>,
 }
 
 #[derive(Subcommand)]
@@ -326,6 +331,7 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         verbose: args.verbose,
         tls_listen: args.tls_listen.clone(),
         tls,
+        standby_for: args.standby_for,
     };
     let workers = cfg.workers;
     let handle = match controller::runtime::start(cfg) {

@@ -155,7 +155,7 @@ pub fn start(name: &str) -> Result<Peer, String> {
 /// `start`, for a role.
 pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     if let Role::Paths { proactive } = role {
-        return start_paths(name, proactive);
+        return start_paths(name, proactive, None);
     }
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -241,8 +241,19 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     launch(name, cmd, version, addr, None, dir)
 }
 
+/// A standby for the active peer whose REST API is at `active_rest`
+/// (`Role::Paths`, reactive); only sdnlab has a standby mode.
+pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, String> {
+    if name != "sdnlab" {
+        return Err(format!(
+            "peer '{name}' has no standby mode: the failover test takes sdnlab (active/standby with OpenFlow 1.3 roles)"
+        ));
+    }
+    start_paths(name, false, Some(active_rest))
+}
+
 /// Peers with topology discovery, shortest paths and a REST API.
-fn start_paths(name: &str, proactive: bool) -> Result<Peer, String> {
+fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> Result<Peer, String> {
     let port = free_port()?;
     let rest_port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -262,6 +273,9 @@ fn start_paths(name: &str, proactive: bool) -> Result<Peer, String> {
                 &rest_addr.to_string(),
             ])
             .args(["--app", app]);
+            if let Some(active) = standby_for {
+                c.args(["--standby-for", &active.to_string()]);
+            }
             (
                 c,
                 env!("CARGO_PKG_VERSION").to_string(),

@@ -195,3 +195,40 @@ fn bad_topology_arguments_get_one_line() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// Controller failover: sdnlab starts an active/standby pair per trial and
+/// kills the active one; the standby takes over, says so on its REST API,
+/// and no frame arrives twice. os-ken has no standby mode: one line, exit 2.
+#[test]
+fn failover_kills_the_active_controller_and_the_standby_takes_over() {
+    let _serial = serial();
+    let out = tmp("failover");
+    let r = bench("failover", &out, &["--fabric", "leaf-spine,2,3,1", "--peer", "sdnlab"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let t = trials(&out.join("sdnlab"));
+    assert_eq!(t.len(), 2);
+    for t in &t {
+        let takeover = value(t, "takeover_s");
+        assert!(takeover > 0.0 && takeover < 1.0, "{t}");
+        assert!(value(t, "failover_s") >= takeover, "{t}");
+        assert_eq!(value(t, "standby_took_over"), 1.0, "{t}");
+        assert_eq!(value(t, "duplicates"), 0.0, "{t}");
+        assert!(value(t, "lost_frames") < value(t, "sent") / 2.0, "{t}");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("sdnlab").join("meta.json")).unwrap()).unwrap();
+    assert!(
+        meta["targets"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--standby-for"),
+        "{meta}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+
+    let r = bench("failover", &out, &["--fabric", "leaf-spine,2,3,1", "--peer", "os-ken"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("has no standby mode"), "{err}");
+    assert!(!r.status.success());
+    let _ = std::fs::remove_dir_all(out);
+}

@@ -131,6 +131,7 @@ impl FakeNet {
             ctx: Context::default(),
             stats: Arc::new(Stats::default()),
             verbose: false,
+            ha: None,
         };
         let mut net = FakeNet {
             env,
