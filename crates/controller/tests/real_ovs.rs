@@ -438,3 +438,94 @@ async fn switches_connect_over_tls() {
     ctl.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An active/standby pair on real Open vSwitch (two controllers per
+/// bridge): OVS makes the standby a slave that still gets PACKET_INs (its
+/// SET_ASYNC), so the standby learns every link from the active one's
+/// probes; when the active one dies the standby becomes master in OVS's
+/// own view and sets up new paths (its reactive flows were deleted first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_controller_takes_over_real_switches() {
+    let (active, active_rest) = start_controller("paths");
+    let watched = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let set = controller::app::build(&["paths"]).unwrap();
+    let standby = runtime::start(Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 2,
+        apps: set.factories.clone(),
+        standby_for: Some(watched.local_addr().unwrap()),
+        ..Default::default()
+    })
+    .unwrap();
+    let standby_rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), standby.clone(), set).unwrap();
+    let mut topo = netlab::topo::shape("linear,3").unwrap();
+    for s in &mut topo.switches {
+        s.protocols = vec!["OpenFlow13".into()];
+    }
+    let net = Net::up(
+        topo,
+        UpOptions {
+            kind: SwitchKind::Ovs,
+            controller: Some(format!("{},{}", active.local_addrs[0], standby.local_addrs[0])),
+            keep_loops: false,
+            ssl: None,
+        },
+    )
+    .await
+    .unwrap();
+    wait_for("both controllers see the switches", || {
+        active.switches().len() == 3 && standby.switches().len() == 3
+    })
+    .await;
+    for rest in [active_rest, standby_rest] {
+        wait_for("every link, in both views", || {
+            http(rest, "GET", "/topology", "").1["links"]
+                .as_array()
+                .map(|l| l.len())
+                == Some(4)
+        })
+        .await;
+    }
+    // OVS writes each connection's role to its database every few seconds.
+    let roles = |net: &Net| net.ovs_vsctl(&["--columns=target,role", "list", "controller"]).unwrap();
+    let standby_target = format!("tcp:{}", standby.local_addrs[0]);
+    let role_of_standby = |net: &Net, role: &str| {
+        let r = roles(net);
+        let rows: Vec<&str> = r.split("\n\n").filter(|c| c.contains(&standby_target)).collect();
+        rows.len() == 3
+            && rows
+                .iter()
+                .all(|c| c.contains(&format!("role                : {role}")))
+    };
+    wait_for("OVS sees the standby as slave", || role_of_standby(&net, "slave")).await;
+    assert!(net.ping_all(2).await.iter().all(|r| r.received > 0));
+    assert_eq!(http(standby_rest, "GET", "/stats", "").1["role"], "standby");
+
+    active.kill();
+    drop(watched);
+    wait_for("the standby takes over", || !standby.ha().unwrap().is_standby()).await;
+    wait_for("OVS sees the standby as master", || role_of_standby(&net, "master")).await;
+    // Paths set up by the dead controller go; the new master sets them up again.
+    for sw in ["s1", "s2", "s3"] {
+        let sock = net.ovs_mgmt(sw).unwrap();
+        let ok = Command::new("ovs-ofctl")
+            .args(["-O", "OpenFlow13", "del-flows", &format!("unix:{}", sock.display())])
+            .arg("cookie=0x5d1a0a75/-1")
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let mut results = net.ping_all(2).await;
+    let t = Instant::now();
+    while results.iter().any(|r| r.received == 0) && t.elapsed() < Duration::from_secs(10) {
+        results = net.ping_all(1).await;
+    }
+    assert!(results.iter().all(|r| r.received > 0), "{results:?}");
+    assert!(dump_flows(&net, "s1", "OpenFlow13").contains("cookie=0x5d1a0a75,"));
+    assert!(http(standby_rest, "GET", "/stats", "").1["role"]
+        .as_str()
+        .unwrap()
+        .starts_with("active (took over"));
+    net.down().await.unwrap();
+    standby.stop();
+}

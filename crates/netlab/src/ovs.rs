@@ -188,13 +188,17 @@ impl Ovs {
                 ]
                 .map(String::from),
             );
+            // Several controllers (comma-separated) each get a connection;
+            // OpenFlow roles decide who acts.
             if let Some(c) = controller {
-                let target = if c.starts_with("tcp:") || c.starts_with("ssl:") {
-                    c.to_string()
-                } else {
-                    format!("tcp:{c}")
-                };
-                args.extend(["--", "set-controller", br, &target].map(String::from));
+                args.extend(["--", "set-controller", br].map(String::from));
+                for one in c.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                    args.push(if one.starts_with("tcp:") || one.starts_with("ssl:") {
+                        one.to_string()
+                    } else {
+                        format!("tcp:{one}")
+                    });
+                }
             }
         }
         let mut port_no: std::collections::HashMap<&str, u32> = Default::default();

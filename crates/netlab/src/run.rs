@@ -49,7 +49,8 @@ impl std::str::FromStr for SwitchKind {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct UpOptions {
     pub kind: SwitchKind,
-    /// Controller for every switch without its own (`HOST:PORT`); OVS only.
+    /// Controller for every switch without its own (`HOST:PORT`, or several
+    /// comma-separated: one connection each, OpenFlow roles decide); OVS only.
     pub controller: Option<String>,
     /// Keep redundant switch links up. By default netlab leaves the links
     /// outside a spanning tree down, because Linux bridges here run without
@@ -447,6 +448,12 @@ impl Net {
     }
 
     /// The management socket of an OVS switch (for `ovs-ofctl`), by switch name.
+    /// Runs `ovs-vsctl` against this network's Open vSwitch database.
+    pub fn ovs_vsctl(&self, args: &[&str]) -> Result<String, String> {
+        let ovs = self.ovs.as_ref().ok_or("this network has no Open vSwitch")?;
+        ovs.vsctl(args).map_err(|e| e.to_string())
+    }
+
     pub fn ovs_mgmt(&self, switch: &str) -> Option<PathBuf> {
         let br = &self.state.switches.iter().find(|(n, _)| n == switch)?.1;
         self.ovs.as_ref().map(|o| o.mgmt_socket(br))
