@@ -102,6 +102,8 @@ pub struct FabricStats {
     pub link_frames: Mutex<HashMap<Attach, u64>>,
     /// Flow entries each switch holds now.
     pub flows: HashMap<u64, AtomicU64>,
+    /// Malformed messages sent (`Options::malformed_per_mille`).
+    pub malformed_sent: AtomicU64,
 }
 
 impl FabricStats {
@@ -115,6 +117,21 @@ impl FabricStats {
         let m = self.link_frames.lock().unwrap_or_else(|p| p.into_inner());
         m.get(&at).copied().unwrap_or(0)
     }
+}
+
+/// How a fabric connects.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Controllers: every switch connects to each (OpenFlow 1.3 roles decide).
+    pub targets: Vec<SocketAddr>,
+    pub version: u8,
+    /// How long `start` waits for every switch's handshake.
+    pub timeout: Duration,
+    /// RFC 8456 exception handling: this many of every 1000 messages a
+    /// switch sends are followed by a malformed one (alternately an unknown
+    /// message type and a PACKET_IN too short for its header), which the
+    /// controller should answer with an error and otherwise ignore.
+    pub malformed_per_mille: u32,
 }
 
 pub struct Fabric {
@@ -137,6 +154,26 @@ impl Fabric {
     /// OpenFlow 1.3 roles: `roles`); a switch counts as connected once every
     /// connection completed its handshake.
     pub async fn start_multi(spec: Spec, targets: Vec<SocketAddr>, version: u8, timeout: Duration) -> Fabric {
+        Self::start_with(
+            spec,
+            Options {
+                targets,
+                version,
+                timeout,
+                malformed_per_mille: 0,
+            },
+        )
+        .await
+    }
+
+    /// `start_multi` with every option.
+    pub async fn start_with(spec: Spec, o: Options) -> Fabric {
+        let Options {
+            targets,
+            version,
+            timeout,
+            malformed_per_mille,
+        } = o;
         let stats = Arc::new(FabricStats {
             flows: spec.switches.iter().map(|&(d, _)| (d, AtomicU64::new(0))).collect(),
             ..Default::default()
@@ -170,6 +207,7 @@ impl Fabric {
                 4,
             );
             let net = Net {
+                malformed_per_mille,
                 stats: stats.clone(),
                 inboxes: inboxes.clone(),
                 wiring: wiring.clone(),
@@ -255,6 +293,7 @@ pub fn unix_ns() -> u64 {
 
 /// What every switch task shares.
 struct Net {
+    malformed_per_mille: u32,
     stats: Arc<FabricStats>,
     inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
     wiring: Arc<HashMap<Attach, Far>>,
@@ -332,6 +371,7 @@ fn async_kind(m: &Message) -> Option<roles::Async> {
 
 async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc::UnboundedReceiver<Input>, net: Net) {
     let Net {
+        malformed_per_mille,
         stats,
         inboxes,
         wiring,
@@ -360,6 +400,7 @@ async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc:
     let mut effects = Vec::new();
     let mut out = Vec::new();
     let mut reply_to = 0;
+    let (mut sent_total, mut malformed_seq) = (0u64, 0u32);
     loop {
         for e in effects.drain(..) {
             match e {
@@ -381,6 +422,18 @@ async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc:
                     out.clear();
                     if m.encode(&mut out).is_err() {
                         continue;
+                    }
+                    if malformed_per_mille > 0 {
+                        sent_total += 1;
+                        // Spread evenly: one after every 1000/per_mille messages.
+                        if (sent_total * malformed_per_mille as u64) % 1000 < malformed_per_mille as u64 {
+                            malformed_seq += 1;
+                            let (kind, len) = if malformed_seq % 2 == 0 { (0x63, 8) } else { (10, 12) };
+                            out.extend_from_slice(&[m.version, kind, 0, len]);
+                            out.extend_from_slice(&(0x8000_0000u32 | malformed_seq).to_be_bytes());
+                            out.resize(out.len() + len as usize - 8, 0);
+                            stats.malformed_sent.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     match async_kind(&m) {
                         Some(kind) => {

@@ -36,6 +36,10 @@ use tokio::net::TcpStream;
 pub enum Mode {
     Throughput,
     Latency,
+    /// A flood: `window` PACKET_INs every millisecond whatever the
+    /// controller answers (only TCP back-pressure slows it), for DoS tests
+    /// against controllers that drop what they cannot place.
+    Flood,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -325,7 +329,7 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
         put_packet_in(&mut v, cfg.version, 0, 1, &f);
         v
     };
-    let per_switch_rate = if cfg.mode == Mode::Throughput && cfg.offered_rate > 0.0 {
+    let per_switch_rate = if cfg.mode != Mode::Latency && cfg.offered_rate > 0.0 {
         cfg.offered_rate / cfg.switches.max(1) as f64
     } else {
         0.0
@@ -333,7 +337,11 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
     let pace_start = Instant::now();
     let mut paced_sent = 0u64;
     while !t.stop.load(Ordering::Relaxed) {
-        let mut budget = window.saturating_sub(outstanding);
+        let mut budget = if cfg.mode == Mode::Flood {
+            window
+        } else {
+            window.saturating_sub(outstanding)
+        };
         if per_switch_rate > 0.0 {
             let due = (pace_start.elapsed().as_secs_f64() * per_switch_rate) as u64;
             budget = budget.min(due.saturating_sub(paced_sent) as usize);
@@ -386,7 +394,7 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             out.clear();
         }
         // Paced sending wakes up every millisecond to send what is due.
-        let wait = if per_switch_rate > 0.0 {
+        let wait = if per_switch_rate > 0.0 || cfg.mode == Mode::Flood {
             Duration::from_millis(1)
         } else {
             Duration::from_millis(200)

@@ -48,10 +48,21 @@ pub struct Discovery {
 
 /// Runs one discovery trial.
 pub async fn discovery_time(spec: Spec, target: SocketAddr, version: u8, nb: &Northbound, td: Duration) -> Discovery {
+    let opts = crate::fabric::Options {
+        targets: vec![target],
+        version,
+        timeout: td,
+        malformed_per_mille: 0,
+    };
+    discovery_time_with(spec, opts, nb, td).await
+}
+
+/// `discovery_time` with every fabric option.
+pub async fn discovery_time_with(spec: Spec, opts: crate::fabric::Options, nb: &Northbound, td: Duration) -> Discovery {
     let links_expected = spec.links.len() * 2;
     let switches = spec.switches.len();
     let start = Instant::now();
-    let fabric = Fabric::start(spec, target, version, td).await;
+    let fabric = Fabric::start_with(spec, opts).await;
     let connected = fabric.stats.connected.load(std::sync::atomic::Ordering::Relaxed);
     let mut seen = 0;
     let mut last_error = String::new();
@@ -113,10 +124,11 @@ pub struct Provisioning {
     pub note: String,
 }
 
-/// Address `k` of emulated host `h` (0-based): 02:00:KK:KK:HH:HH with h + 1.
+/// Address `k` of emulated host `h` (0-based): 02:5d:KK:KK:HH:HH with h + 1
+/// (apart from the addresses cbench-style load and floods use, 02:00:...).
 pub fn host_mac(h: usize, k: u16) -> [u8; 6] {
     let h = h as u16 + 1;
-    [0x02, 0, (k >> 8) as u8, k as u8, (h >> 8) as u8, h as u8]
+    [0x02, 0x5d, (k >> 8) as u8, k as u8, (h >> 8) as u8, h as u8]
 }
 
 /// An IPv4/UDP frame from `src` to `dst` carrying sequence number `seq`

@@ -1,7 +1,9 @@
 //! The HTML report: one self-contained page (inline CSS and SVG, no script,
 //! nothing fetched) with the setup, per metric a box plot of every scenario,
 //! the statistics table with confidence intervals, the best scenario and the
-//! pairwise tests, and the round-trip CDFs.
+//! pairwise tests, every trial's value (RFC 8456's result format: a row per
+//! trial), the metric against the network size where trials record one
+//! (`switches`), and the round-trip CDFs.
 
 use crate::{fmt_num, Run, Summary};
 use std::fmt::Write;
@@ -178,6 +180,139 @@ fn cdf_plot(runs: &[Run]) -> String {
     s
 }
 
+/// Each run's trials as (label, switches, value) for `metric`, where the trials record a network size.
+pub(crate) fn by_size(runs: &[Run], metric: &str) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for r in runs {
+        // Means per size, over the trials of the run (and its scenarios of that size).
+        let mut sums: Vec<(f64, f64, u32)> = Vec::new();
+        for smp in r.samples.iter().filter(|s| s.kind == "trial") {
+            let (Some(&n), Some(&v)) = (smp.values.get("switches"), smp.values.get(metric)) else {
+                continue;
+            };
+            match sums.iter_mut().find(|(size, _, _)| *size == n) {
+                Some(e) => {
+                    e.1 += v;
+                    e.2 += 1;
+                }
+                None => sums.push((n, v, 1)),
+            }
+        }
+        if sums.len() >= 2 {
+            sums.sort_by(|a, b| a.0.total_cmp(&b.0));
+            lines.push((
+                r.meta.run_id.clone(),
+                sums.iter().map(|(n, v, k)| (*n, v / *k as f64)).collect(),
+            ));
+        }
+    }
+    lines
+}
+
+/// A line per run: the mean of `metric` against the number of switches.
+fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
+    let lines = by_size(runs, metric);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let (w, h, left, bottom) = (760.0, 300.0, 70.0, 40.0);
+    let xs = lines.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
+    let ys = lines.iter().flat_map(|(_, p)| p.iter().map(|q| q.1));
+    let (x_lo, x_hi) = (xs.clone().fold(f64::INFINITY, f64::min), xs.fold(0.0, f64::max));
+    let y_hi = ys.fold(0.0, f64::max) * 1.05 + 1e-12;
+    let x_hi = if x_hi > x_lo { x_hi } else { x_lo + 1.0 };
+    let x = |v: f64| left + (v - x_lo) / (x_hi - x_lo) * (w - left - 20.0);
+    let y = |v: f64| 10.0 + (1.0 - v / y_hi) * (h - bottom - 10.0);
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-size="12">"#,
+        h + 20.0 * lines.len() as f64
+    );
+    for t in ticks(x_lo, x_hi) {
+        let _ = write!(
+            s,
+            r##"<line x1="{0}" x2="{0}" y1="10" y2="{1}" stroke="#ddd"/><text x="{0}" y="{2}" text-anchor="middle">{3}</text>"##,
+            x(t),
+            h - bottom,
+            h - bottom + 15.0,
+            fmt_num(t)
+        );
+    }
+    for t in ticks(0.0, y_hi) {
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{x2}" y1="{yy}" y2="{yy}" stroke="#eee"/><text x="{tx}" y="{ty}" text-anchor="end">{v}</text>"##,
+            x2 = w - 20.0,
+            yy = y(t),
+            tx = left - 5.0,
+            ty = y(t) + 4.0,
+            v = fmt_num(t)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">switches (mean {} per size, {})</text>"#,
+        w / 2.0,
+        h - 8.0,
+        esc(metric),
+        esc(unit)
+    );
+    for (i, (name, pts)) in lines.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let path: Vec<String> = pts.iter().map(|(a, b)| format!("{:.1},{:.1}", x(*a), y(*b))).collect();
+        for (a, b) in pts {
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
+                x(*a),
+                y(*b)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/><rect x="{left}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{}" y="{}">{}</text>"##,
+            path.join(" "),
+            left + 18.0,
+            h + 20.0 * i as f64 + 4.0,
+            esc(name),
+            ly = h + 20.0 * i as f64,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Every trial's value of `metric`: RFC 8456 reports a row per trial.
+fn trial_rows(runs: &[Run], metric: &str) -> String {
+    let many = runs.len() > 1;
+    let rows: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.samples.iter().map(move |s| (r, s)))
+        .filter(|(_, s)| s.kind == "trial")
+        .filter_map(|(r, s)| {
+            let v = s.values.get(metric)?;
+            let name = if many {
+                format!("{} / {}", r.meta.run_id, s.scenario)
+            } else {
+                s.scenario.clone()
+            };
+            Some(format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&name),
+                s.trial,
+                fmt_num(*v)
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<details><summary>every trial ({} rows)</summary><table><tr><th>scenario</th><th>trial</th><th>value</th></tr>{}</table></details>",
+        rows.len(),
+        rows.concat()
+    )
+}
+
 /// The whole page.
 pub fn render(runs: &[Run], summary: &Summary) -> String {
     let mut h = String::from(
@@ -255,6 +390,7 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
             }
         );
         h.push_str(&boxplot(summary, &m.name, &m.unit));
+        h.push_str(&size_plot(runs, &m.name, &m.unit));
         h.push_str("<table><tr><th>scenario</th><th>n</th><th>mean</th><th>median</th><th>stdev</th><th>min</th><th>max</th><th>95% CI (t)</th><th>95% CI (bootstrap)</th></tr>");
         for c in summary.cells.iter().filter(|c| c.metric == m.name) {
             let s = &c.summary;
@@ -276,6 +412,7 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
             );
         }
         h.push_str("</table>");
+        h.push_str(&trial_rows(runs, &m.name));
         if let Some(b) = summary.best.iter().find(|b| b.metric == m.name) {
             let _ = write!(
                 h,

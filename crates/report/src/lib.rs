@@ -538,6 +538,40 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// RFC 8456's result format: a row per trial, and the metric against
+    /// the network size when trials record one.
+    #[test]
+    fn every_trial_is_listed_and_plotted_against_the_network_size() {
+        let run = |sized: bool| Run {
+            dir: PathBuf::new(),
+            meta: Meta {
+                run_id: "sized".into(),
+                metrics: vec![Metric::new("rate", "paths/s", stats::Better::Higher)],
+                ..Default::default()
+            },
+            samples: (0..6)
+                .map(|t| {
+                    let mut s = sample("trial", if t < 3 { "small" } else { "large" }, t % 3, t as f64);
+                    if sized {
+                        s.values.insert("switches".into(), if t < 3 { 4.0 } else { 34.0 });
+                    }
+                    s
+                })
+                .collect(),
+        };
+        let with = html::render(&[run(true)], &summarise(&[run(true)]));
+        assert!(with.contains("every trial (6 rows)"), "one row per trial");
+        assert!(
+            with.contains("<tr><td>large</td><td>2</td><td>5.000</td></tr>"),
+            "{with}"
+        );
+        assert!(with.contains("switches (mean rate per size"), "a plot against the size");
+        // Means per size: (0+1+2)/3 = 1 at 4 switches, (3+4+5)/3 = 4 at 34.
+        assert_eq!(html::by_size(&[run(true)], "rate")[0].1, vec![(4.0, 1.0), (34.0, 4.0)]);
+        let without = html::render(&[run(false)], &summarise(&[run(false)]));
+        assert!(!without.contains("switches (mean"), "no size, no size plot");
+    }
+
     #[test]
     fn numbers_read_well() {
         assert_eq!(fmt_num(12157045.3), "12,157,045");

@@ -49,6 +49,12 @@ pub struct CtlArgs {
     /// dos: flooding switches (each keeps up to 4096 PACKET_INs outstanding and never slows down).
     #[arg(long, default_value_t = 4)]
     pub attackers: usize,
+    /// Topology tests: --attackers switches flood the controller with this many PACKET_INs per
+    /// second in all, whatever it answers, throughout each trial (RFC 8456 DoS handling applied
+    /// to the test; 0: no flood). --malformed-percent applies to them too: that share of the
+    /// fabric's messages is followed by a malformed one.
+    #[arg(long, default_value_t = 0.0)]
+    pub flood_pps: f64,
     /// dos: also measure under a TCP SYN flood of this many SYNs per second on the OpenFlow port (0: off).
     #[arg(long, default_value_t = 0)]
     pub syn_flood_pps: u64,
@@ -148,6 +154,12 @@ pub struct CtlArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Run a whole methodology: rfc8456 (every test the target supports, one report).
+    #[arg(long, value_parser = ["rfc8456"])]
+    pub suite: Option<String>,
+    /// With --suite: small fabrics and at most 3 trials (a smoke run).
+    #[arg(long, requires = "suite")]
+    pub quick: bool,
 }
 
 pub(crate) fn fail(m: impl std::fmt::Display) -> ExitCode {
@@ -224,6 +236,9 @@ fn clock() -> String {
 }
 
 pub fn run(a: CtlArgs) -> ExitCode {
+    if a.suite.is_some() {
+        return crate::bench_suite::run(a);
+    }
     if !a.peers.is_empty() {
         return run_peers(a);
     }

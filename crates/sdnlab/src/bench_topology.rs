@@ -334,13 +334,18 @@ async fn trial(
     nb: &Northbound,
     ctl: &mut Controller,
 ) -> Trial {
-    let target = targets[0];
     let td = Duration::from_secs(a.td_s.max(1));
+    let opts = ctlbench::fabric::Options {
+        targets: targets.clone(),
+        version,
+        timeout: td,
+        malformed_per_mille: (a.malformed_percent.clamp(0.0, 100.0) * 10.0).round() as u32,
+    };
     let mut t = Trial::new();
     t.set("switches", s.spec.switches.len() as f64);
     t.set("links", s.spec.links.len() as f64 * 2.0);
     if a.test == "discovery" || a.test == "discovery-size" {
-        let d = tt::discovery_time(s.spec.clone(), target, version, nb, td).await;
+        let d = tt::discovery_time_with(s.spec.clone(), opts, nb, td).await;
         t.set("links_seen", d.links_seen as f64);
         if let Some(x) = d.seconds {
             t.set("discovery_s", x);
@@ -348,7 +353,7 @@ async fn trial(
         t.note(&d.note);
         return t;
     }
-    let fabric = Fabric::start_multi(s.spec.clone(), targets, version, td).await;
+    let fabric = Fabric::start_with(s.spec.clone(), opts).await;
     let ready = if a.test == "change-detection" {
         tt::wait_for_view(&fabric, nb, td).await.map(|_| ())
     } else {
@@ -457,8 +462,52 @@ async fn trial(
             t.note(&c.note);
         }
     }
+    let malformed = fabric.stats.malformed_sent.load(std::sync::atomic::Ordering::Relaxed);
+    if malformed > 0 {
+        t.set("malformed_sent", malformed as f64);
+    }
     fabric.stop();
     t
+}
+
+/// RFC 8456 DoS handling applied to a topology test: `attackers` emulated
+/// switches (datapath ids from 0x7e00_0000, outside every fabric) send
+/// `pps` PACKET_INs per second in all, whatever the controller answers
+/// (only TCP back-pressure slows them), for as long as the returned runtime
+/// lives, on a thread of their own.
+/// The flood: its runtime, and the PACKET_INs per second it sent in each 250 ms loop.
+type Flood = (tokio::runtime::Runtime, std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
+
+fn start_flood(target: SocketAddr, attackers: usize, pps: f64, version: u8) -> Result<Flood, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("the flood's runtime: {e}"))?;
+    let cfg = ctlbench::Config {
+        target,
+        switches: attackers.max(1),
+        macs: 100,
+        mode: ctlbench::Mode::Flood,
+        version,
+        loops: 1_000_000,
+        loop_ms: 250,
+        warmup: 0,
+        window: 64,
+        connect_rate: 0.0,
+        first_dpid: 0x7e00_0000,
+        ports: 4,
+        malformed_per_mille: 0,
+        offered_rate: pps,
+    };
+    let rates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = rates.clone();
+    rt.spawn(async move {
+        ctlbench::run(cfg, |l| seen.lock().unwrap().push(l.requests_per_s)).await;
+    });
+    // Let the flood build up before the test starts.
+    std::thread::sleep(Duration::from_millis(500));
+    Ok((rt, rates))
 }
 
 pub fn run(a: CtlArgs) -> ExitCode {
@@ -509,6 +558,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
             "scenarios": list.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
             "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
             "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
+            "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
             "app": if a.target.is_none() && a.restart_peer.is_none() { Some(&app) } else { None }}),
         metrics,
         ..started(&run_id)
@@ -529,7 +579,22 @@ pub fn run(a: CtlArgs) -> ExitCode {
             if meta.targets.is_empty() {
                 meta.targets.push(who);
             }
-            let t = rt.block_on(trial(&a, s, targets, version, &nb, &mut ctl));
+            let flood = if a.flood_pps > 0.0 {
+                match start_flood(targets[0], a.attackers, a.flood_pps, version) {
+                    Ok(f) => Some(f),
+                    Err(e) => return fail(e),
+                }
+            } else {
+                None
+            };
+            let mut t = rt.block_on(trial(&a, s, targets, version, &nb, &mut ctl));
+            if let Some((f, rates)) = flood {
+                f.shutdown_background();
+                let r = rates.lock().unwrap();
+                if !r.is_empty() {
+                    t.set("flood_packet_ins_per_s", r.iter().sum::<f64>() / r.len() as f64);
+                }
+            }
             ctl.stop();
             let main = t.values.get(&main_metric).copied();
             let shown: Vec<String> = meta

@@ -2,6 +2,7 @@
 //! library crates. Every user error is one line on stderr, never a backtrace.
 
 mod bench_cmd;
+mod bench_suite;
 mod bench_topology;
 mod net_cmd;
 mod ofp_decode;

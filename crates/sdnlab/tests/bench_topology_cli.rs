@@ -232,3 +232,51 @@ fn failover_kills_the_active_controller_and_the_standby_takes_over() {
     assert!(!r.status.success());
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// `--suite rfc8456 --quick`: every test once against sdnlab's own
+/// controller, the exception and DoS variants of the topology tests
+/// included, one table (suite.md) and one report with a row per trial and
+/// the discovery time plotted against the network size.
+#[test]
+fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
+    let _serial = serial();
+    let out = tmp("suite");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "bench", "ctl", "--suite", "rfc8456", "--quick", "--trials", "1", "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let md = std::fs::read_to_string(out.join("suite.md")).unwrap();
+    for test in [
+        "Asynchronous Message Processing Time",
+        "Asynchronous Message Processing Rate",
+        "Control Session Capacity",
+        "Exception Handling (malformed messages, case by case)",
+        "Denial of Service Handling",
+        "Network Topology Discovery Time",
+        "Network Discovery Size",
+        "Reactive Path Provisioning Time and Rate",
+        "Proactive Path Provisioning Time and Rate",
+        "Network Topology Change Detection Time",
+        "Forwarding Table Capacity",
+        "Network Re-Provisioning Time",
+        "Controller Failover Time",
+        "Exception Handling: Network Topology Discovery Time, 2 % malformed",
+        "Denial of Service Handling: Reactive Path Provisioning Time and Rate under a 20000 PACKET_IN/s flood",
+    ] {
+        assert!(md.contains(&format!("| {test} |")), "{test} missing from:\n{md}");
+    }
+    assert!(!md.contains("did not run"), "{md}");
+    let failover = md
+        .lines()
+        .find(|l| l.contains("| failover |") && l.contains("takeover_s"))
+        .unwrap();
+    assert!(failover.contains("| 1 |"), "{failover}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("every trial ("), "no per-trial rows");
+    assert!(html.contains("switches (mean discovery_s per size"), "no size plot");
+    let _ = std::fs::remove_dir_all(out);
+}

@@ -1,0 +1,333 @@
+//! `sdnlab bench ctl --suite rfc8456 [--quick] [--peer P...|--target T]`:
+//! every RFC 8456 test the target supports, one run each under
+//! `DIR/<test>/<target>`, then one report over all of them (`DIR/report.html`:
+//! the setup of every run, a row per trial, average and variation, plots of
+//! each metric against the network size) and `DIR/suite.md`, the RFC's
+//! result table (one line per test and target: trials, mean, standard
+//! deviation, 95 % interval; or why the test did not run).
+//!
+//! Scale: the full suite keeps the RFC's minimum of 10 trials (more with
+//! `--trials`) and grows the fabrics to hundreds of switches; `--quick`
+//! uses small fabrics and `--trials` capped at 3, for a smoke run.
+
+use crate::bench_cmd::{fail, CtlArgs};
+use report::Run;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// One test of the suite: how it is named in the RFC, sdnlab's `--test`, and its settings.
+struct Step {
+    rfc: String,
+    test: &'static str,
+    mode: &'static str,
+    malformed_percent: f64,
+    /// PACKET_INs per second of the DoS flood during the test (0: none).
+    flood_pps: f64,
+    topology: bool,
+}
+
+fn step(rfc: &str, test: &'static str, mode: &'static str, malformed_percent: f64, topology: bool) -> Step {
+    Step {
+        rfc: rfc.to_string(),
+        test,
+        mode,
+        malformed_percent,
+        flood_pps: 0.0,
+        topology,
+    }
+}
+
+/// The flood the DoS variants use unless --flood-pps says otherwise: well
+/// within what one core of the load generator sends on a small machine.
+const SUITE_FLOOD_PPS: f64 = 20_000.0;
+
+/// Every test, then (as RFC 8456 asks) Exception Handling and DoS Handling
+/// applied to the topology tests whose figures come from the controller's
+/// processing: 1 % and 2 % malformed messages, and a PACKET_IN flood.
+fn steps(flood_pps: f64) -> Vec<Step> {
+    let mut v = vec![
+        step("Asynchronous Message Processing Time", "cbench", "latency", 0.0, false),
+        step("Asynchronous Message Processing Rate", "rate", "throughput", 0.0, false),
+        step(
+            "Asynchronous Message Processing Rate (cbench throughput)",
+            "cbench",
+            "throughput",
+            0.0,
+            false,
+        ),
+        step("Control Session Capacity", "sessions", "throughput", 0.0, false),
+        step(
+            "Exception Handling (malformed messages, case by case)",
+            "security",
+            "throughput",
+            0.0,
+            false,
+        ),
+        step(
+            "Exception Handling (1 % malformed in the load)",
+            "cbench",
+            "throughput",
+            1.0,
+            false,
+        ),
+        step(
+            "Exception Handling (2 % malformed in the load)",
+            "cbench",
+            "throughput",
+            2.0,
+            false,
+        ),
+        step("Denial of Service Handling", "dos", "latency", 0.0, false),
+        step("Network Topology Discovery Time", "discovery", "throughput", 0.0, true),
+        step("Network Discovery Size", "discovery-size", "throughput", 0.0, true),
+        step(
+            "Reactive Path Provisioning Time and Rate",
+            "reactive-paths",
+            "throughput",
+            0.0,
+            true,
+        ),
+        step(
+            "Proactive Path Provisioning Time and Rate",
+            "proactive-paths",
+            "throughput",
+            0.0,
+            true,
+        ),
+        step(
+            "Network Topology Change Detection Time",
+            "change-detection",
+            "throughput",
+            0.0,
+            true,
+        ),
+        step("Forwarding Table Capacity", "table-capacity", "throughput", 0.0, true),
+        step(
+            "Network Re-Provisioning Time",
+            "reprovisioning",
+            "throughput",
+            0.0,
+            true,
+        ),
+        step("Controller Failover Time", "failover", "throughput", 0.0, true),
+    ];
+    for (name, test) in [
+        ("Network Topology Discovery Time", "discovery"),
+        ("Reactive Path Provisioning Time and Rate", "reactive-paths"),
+        ("Network Topology Change Detection Time", "change-detection"),
+        ("Network Re-Provisioning Time", "reprovisioning"),
+    ] {
+        for pct in [1.0, 2.0] {
+            v.push(step(
+                &format!("Exception Handling: {name}, {pct} % malformed"),
+                test,
+                "throughput",
+                pct,
+                true,
+            ));
+        }
+        let mut dos = step(
+            &format!("Denial of Service Handling: {name} under a {flood_pps} PACKET_IN/s flood"),
+            test,
+            "throughput",
+            0.0,
+            true,
+        );
+        dos.flood_pps = flood_pps;
+        v.push(dos);
+    }
+    v
+}
+
+/// Why `target` cannot run `step`, if it cannot.
+fn unsupported(step: &Step, target: &str, a: &CtlArgs) -> Option<String> {
+    if step.test == "failover" && target != "sdnlab" {
+        return Some("needs an active/standby pair sdnlab can start and kill (sdnlab only)".into());
+    }
+    if step.topology {
+        let with_topology = match target {
+            "sdnlab" | "os-ken" => true,
+            "target" => a.northbound.is_some(),
+            _ => false,
+        };
+        if !with_topology {
+            return Some("no topology discovery or northbound API".into());
+        }
+    }
+    None
+}
+
+/// The suite's settings for one test against one target.
+fn args_for(step: &Step, target: &str, a: &CtlArgs, dir: &std::path::Path) -> CtlArgs {
+    let mut one = a.clone();
+    one.suite = None;
+    one.peers.clear();
+    one.restart_peer = (target != "sdnlab-embedded" && target != "target").then(|| target.to_string());
+    one.run_name = Some(format!("{} {target}", step.test));
+    one.out = Some(dir.to_path_buf());
+    one.test = step.test.to_string();
+    one.mode = step.mode.to_string();
+    one.malformed_percent = step.malformed_percent;
+    one.flood_pps = step.flood_pps;
+    one.trials = if a.quick {
+        a.trials.clamp(1, 3)
+    } else {
+        a.trials.max(10)
+    };
+    one.json = false;
+    if a.quick {
+        one.loops = one.loops.min(2);
+        one.loop_ms = one.loop_ms.min(300);
+        one.switches = one.switches.min(4);
+        one.macs = one.macs.min(100);
+        one.max_sessions = one.max_sessions.min(500);
+        one.fabrics = vec!["leaf-spine,2,2,1".into(), "leaf-spine,2,6,1".into()];
+        one.max_switches = one.max_switches.min(34);
+        one.table_max = one.table_max.min(300);
+        one.table_step = one.table_step.min(100);
+        one.host_macs = one.host_macs.min(4);
+        one.reprov_ms = one.reprov_ms.min(1500);
+        one.td_s = one.td_s.min(15);
+        one.cooldown_ms = one.cooldown_ms.min(100);
+    } else if one.fabrics.is_empty() {
+        one.fabrics = vec![
+            "leaf-spine,2,4,1".into(),
+            "leaf-spine,2,16,1".into(),
+            "leaf-spine,4,64,1".into(),
+        ];
+    }
+    if step.test == "reprovisioning" || step.test == "failover" {
+        // One fabric with redundant paths is the test; the size series is for the others.
+        one.fabrics.truncate(1);
+    }
+    one
+}
+
+pub fn run(a: CtlArgs) -> ExitCode {
+    let dir = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("rfc8456-{}", crate::time_tag())));
+    if dir.join("suite.md").exists() {
+        return fail(format!("{} already holds a suite: choose another --out", dir.display()));
+    }
+    let targets: Vec<String> = if !a.peers.is_empty() {
+        a.peers.clone()
+    } else if a.target.is_some() {
+        vec!["target".into()]
+    } else {
+        vec!["sdnlab-embedded".into()]
+    };
+    let mut runs: Vec<Run> = Vec::new();
+    let mut lines = vec![
+        "| RFC 8456 test | sdnlab --test | target | metric | trials | mean | stdev | 95 % CI | note |".to_string(),
+        "|---|---|---|---|---|---|---|---|---|".to_string(),
+    ];
+    let mut failed = 0;
+    let flood_pps = if a.flood_pps > 0.0 {
+        a.flood_pps
+    } else {
+        SUITE_FLOOD_PPS
+    };
+    for (i, step) in steps(flood_pps).iter().enumerate() {
+        for target in &targets {
+            let shown = if target == "sdnlab-embedded" {
+                "sdnlab"
+            } else {
+                target.as_str()
+            };
+            if let Some(why) = unsupported(step, shown, &a) {
+                lines.push(format!(
+                    "| {} | {} | {shown} | | | | | | not run: {why} |",
+                    step.rfc, step.test
+                ));
+                continue;
+            }
+            let sub = dir.join(format!("{:02}-{}", i + 1, step.test)).join(shown);
+            let step = &step;
+            eprintln!(
+                "sdnlab bench ctl --suite rfc8456: {} ({}) against {shown}",
+                step.rfc, step.test
+            );
+            let one = args_for(step, target, &a, &sub);
+            let code = crate::bench_cmd::run(one);
+            let run = match report::load(&sub) {
+                Ok(r) => r,
+                Err(e) => {
+                    failed += 1;
+                    lines.push(format!(
+                        "| {} | {} | {shown} | | | | | | did not run: {e} |",
+                        step.rfc, step.test
+                    ));
+                    continue;
+                }
+            };
+            if code != ExitCode::SUCCESS {
+                failed += 1;
+            }
+            let summary = report::summarise(std::slice::from_ref(&run));
+            if summary.cells.is_empty() {
+                lines.push(format!(
+                    "| {} | {} | {shown} | | {} | | | | no numeric figure: see {} |",
+                    step.rfc,
+                    step.test,
+                    run.samples.iter().filter(|s| s.kind == "trial").count(),
+                    sub.display()
+                ));
+            }
+            let note = if code == ExitCode::SUCCESS {
+                String::new()
+            } else {
+                format!(
+                    "some trials incomplete ({} events, see the report)",
+                    run.meta.events.len()
+                )
+            };
+            for m in &run.meta.metrics {
+                for c in summary.cells.iter().filter(|c| c.metric == m.name) {
+                    let s = &c.summary;
+                    lines.push(format!(
+                        "| {} | {} | {shown} / {} | {} ({}) | {} | {} | {} | {} .. {} | {note} |",
+                        step.rfc,
+                        step.test,
+                        c.scenario,
+                        m.name,
+                        m.unit,
+                        s.n,
+                        report::fmt_num(s.mean),
+                        report::fmt_num(s.stdev),
+                        report::fmt_num(s.ci95.0),
+                        report::fmt_num(s.ci95.1)
+                    ));
+                }
+            }
+            runs.push(run);
+        }
+    }
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return fail(format!("{}: {e}", dir.display()));
+    }
+    let md = format!(
+        "# RFC 8456 suite\n\nCommand: `{}`\n\n{}\n\nEvery run's setup, trials and plots: report.html; each test's own run: its directory.\n",
+        std::env::args().collect::<Vec<_>>().join(" "),
+        lines.join("\n")
+    );
+    if let Err(e) = std::fs::write(dir.join("suite.md"), &md) {
+        return fail(format!("writing suite.md: {e}"));
+    }
+    if let Err(e) = report::write_outputs(&dir, &runs) {
+        return fail(format!("writing the suite's report: {e}"));
+    }
+    println!("{}", lines.join("\n"));
+    eprintln!(
+        "sdnlab bench ctl --suite rfc8456: {} runs; report in {}, table in {}",
+        runs.len(),
+        dir.join("report.html").display(),
+        dir.join("suite.md").display()
+    );
+    if failed > 0 {
+        eprintln!("sdnlab bench ctl --suite rfc8456: {failed} test(s) did not complete every trial (see suite.md)");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
