@@ -715,6 +715,92 @@ pub async fn table_capacity(fabric: &Fabric, step: u16, max: u16, td: Duration) 
     }
 }
 
+/// Forwarding Table Capacity (proactive): paths from host 0 to `step` more
+/// of the last host's addresses at a time are requested on the northbound
+/// API (16 requests in flight); after each step, once host 0's switch's
+/// flow count is steady, it is recorded. Stops when a step adds less than
+/// a tenth of `step` flows, when requests fail, or at `max`.
+pub async fn table_capacity_proactive(
+    fabric: &Fabric,
+    nb: &Northbound,
+    step: u16,
+    max: u16,
+    td: Duration,
+) -> TableCapacity {
+    let n = fabric.spec.hosts.len();
+    let (a, b) = (0, n - 1);
+    let (at_a, at_b) = (fabric.spec.hosts[a], fabric.spec.hosts[b]);
+    let sw = at_a.0;
+    let start = Instant::now();
+    let mut sent = 0u16;
+    let mut flows = fabric.stats.flows_of(sw);
+    let mut note = String::new();
+    while sent < max {
+        let upto = sent.saturating_add(step).min(max);
+        // The controller must know the addresses before it can route to them.
+        announce(fabric, sent..upto).await;
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(sent));
+        let mut requests = Vec::new();
+        for _ in 0..16 {
+            let (nb, next) = (nb.clone(), next.clone());
+            requests.push(tokio::spawn(async move {
+                let mut first_error = None;
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= upto {
+                        break;
+                    }
+                    match nb.provision(host_mac(a, k), at_a, host_mac(b, k), at_b).await {
+                        Ok(true) => {}
+                        Ok(false) => return Some(format!("{} cannot request paths", nb.name())),
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                first_error
+            }));
+        }
+        let mut failure = None;
+        for r in requests {
+            if let Ok(Some(e)) = r.await {
+                failure.get_or_insert(e);
+            }
+        }
+        sent = upto;
+        let mut steady = 0;
+        let mut now = fabric.stats.flows_of(sw);
+        while steady < 3 && start.elapsed() < td {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let f = fabric.stats.flows_of(sw);
+            steady = if f == now { steady + 1 } else { 0 };
+            now = f;
+        }
+        let grew = now.saturating_sub(flows);
+        flows = flows.max(now);
+        if let Some(e) = failure {
+            note = format!("requests failed after {sent} destinations ({flows} flows): {e}");
+            break;
+        }
+        if start.elapsed() >= td {
+            note = format!("stopped at Td ({:.1} s) with {sent} destinations", td.as_secs_f64());
+            break;
+        }
+        if grew < (step as u64 / 10).max(1) {
+            note = format!("the flow count stopped growing at {flows} (a step of {step} added {grew})");
+            break;
+        }
+    }
+    for h in 0..n {
+        fabric.take_received(h);
+    }
+    TableCapacity {
+        destinations: sent as usize,
+        flows,
+        note,
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Failover {
     pub sent: u32,

@@ -37,11 +37,12 @@ pub struct CtlArgs {
     /// discovery (topology discovery time), discovery-size (grow the fabric until discovery fails),
     /// reactive-paths and proactive-paths (path provisioning time and rate),
     /// change-detection (a link or a switch fails, --failure), reprovisioning (traffic around a
-    /// failed link: gap and loss per direction), table-capacity (reactive forwarding table capacity),
+    /// failed link: gap and loss per direction), table-capacity and table-capacity-proactive
+    /// (forwarding table capacity: destinations sent to, or paths requested, until the flow count stops growing),
     /// failover (an active/standby sdnlab pair with OpenFlow 1.3 roles; the active one is killed).
     #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos",
         "discovery", "discovery-size", "reactive-paths", "proactive-paths", "change-detection",
-        "reprovisioning", "table-capacity", "failover"])]
+        "reprovisioning", "table-capacity", "table-capacity-proactive", "failover"])]
     pub test: String,
     /// rate: two rounds agree when the answered rate is within this fraction of the offered one.
     #[arg(long, default_value_t = 0.01)]
@@ -80,7 +81,7 @@ pub struct CtlArgs {
     pub reprov_interval_us: u64,
     #[arg(long, default_value_t = 3000)]
     pub reprov_ms: u64,
-    /// table-capacity: destinations added per step, and at most (up to 65535).
+    /// table-capacity(-proactive): destinations added per step, and at most (up to 65535).
     #[arg(long, default_value_t = 1000)]
     pub table_step: u16,
     #[arg(long, default_value_t = 20000)]

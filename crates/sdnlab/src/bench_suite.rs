@@ -101,7 +101,20 @@ fn steps(flood_pps: f64) -> Vec<Step> {
             0.0,
             true,
         ),
-        step("Forwarding Table Capacity", "table-capacity", "throughput", 0.0, true),
+        step(
+            "Forwarding Table Capacity (reactive)",
+            "table-capacity",
+            "throughput",
+            0.0,
+            true,
+        ),
+        step(
+            "Forwarding Table Capacity (proactive)",
+            "table-capacity-proactive",
+            "throughput",
+            0.0,
+            true,
+        ),
         step(
             "Network Re-Provisioning Time",
             "reprovisioning",

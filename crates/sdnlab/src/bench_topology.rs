@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub const TESTS: [&str; 8] = [
+pub const TESTS: [&str; 9] = [
     "discovery",
     "discovery-size",
     "reactive-paths",
@@ -28,6 +28,7 @@ pub const TESTS: [&str; 8] = [
     "change-detection",
     "reprovisioning",
     "table-capacity",
+    "table-capacity-proactive",
     "failover",
 ];
 
@@ -106,6 +107,7 @@ fn metrics(test: &str) -> Vec<Metric> {
             m("lost_frames", "frames lost", Better::Lower),
         ],
         _ => vec![m("table_flows", "most flows the ingress switch held", Better::Higher)],
+        // table-capacity and table-capacity-proactive
     }
 }
 
@@ -113,7 +115,7 @@ fn metrics(test: &str) -> Vec<Metric> {
 fn default_app(test: &str) -> &'static str {
     match test {
         "discovery" | "discovery-size" | "change-detection" => "topology",
-        "proactive-paths" => "paths-proactive",
+        "proactive-paths" | "table-capacity-proactive" => "paths-proactive",
         _ => "paths",
     }
 }
@@ -190,7 +192,7 @@ fn start_one(
 ) -> Result<(SocketAddr, Northbound, Target, Controller), String> {
     if let Some(name) = &a.restart_peer {
         let role = crate::peers::Role::Paths {
-            proactive: a.test == "proactive-paths",
+            proactive: a.test == "proactive-paths" || a.test == "table-capacity-proactive",
         };
         let p = crate::peers::start_as(name, role)?;
         let nb = explicit_nb.clone().or(p.rest.clone()).unwrap_or(Northbound::None);
@@ -454,6 +456,12 @@ async fn trial(
                     t.note(&format!("the standby reports its role as '{role}'"));
                 }
             }
+        }
+        "table-capacity-proactive" => {
+            let c = tt::table_capacity_proactive(&fabric, nb, a.table_step.max(1), a.table_max.max(1), td).await;
+            t.set("table_flows", c.flows as f64);
+            t.set("destinations", c.destinations as f64);
+            t.note(&c.note);
         }
         _ => {
             let c = tt::table_capacity(&fabric, a.table_step.max(1), a.table_max.max(1), td).await;

@@ -94,6 +94,11 @@ fn sane(test: &str, who: &str, trials: &[serde_json::Value]) {
                 assert_eq!(value(t, "destinations"), 120.0, "{ctx}");
                 assert!(value(t, "table_flows") >= 120.0, "{ctx}");
             }
+            "table-capacity-proactive" => {
+                // A path both ways per destination: two flows each at host 0's switch.
+                assert_eq!(value(t, "destinations"), 120.0, "{ctx}");
+                assert!(value(t, "table_flows") >= 240.0, "{ctx}");
+            }
             _ => unreachable!(),
         }
     }
@@ -110,6 +115,7 @@ fn every_topology_test_runs_against_sdnlab_and_os_ken() {
         "change-detection",
         "reprovisioning",
         "table-capacity",
+        "table-capacity-proactive",
     ] {
         let out = tmp(test);
         let r = bench(
@@ -261,7 +267,8 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
         "Reactive Path Provisioning Time and Rate",
         "Proactive Path Provisioning Time and Rate",
         "Network Topology Change Detection Time",
-        "Forwarding Table Capacity",
+        "Forwarding Table Capacity (reactive)",
+        "Forwarding Table Capacity (proactive)",
         "Network Re-Provisioning Time",
         "Controller Failover Time",
         "Exception Handling: Network Topology Discovery Time, 2 % malformed",
