@@ -25,8 +25,11 @@ pub type Attach = (u64, u32);
 /// What each host received, with arrival times.
 type Received = Arc<Mutex<Vec<Vec<(Instant, Vec<u8>)>>>>;
 
-/// The shape of an emulated network.
-#[derive(Clone, Debug, Default)]
+/// The shape of an emulated network. As JSON (`--fabric file:PATH`):
+/// `{"switches": [[DPID, PORTS], ...], "links": [[[DPID, PORT], [DPID, PORT]], ...],
+/// "hosts": [[DPID, PORT], ...]}`.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Spec {
     /// (datapath id, number of ports).
     pub switches: Vec<(u64, u32)>,
@@ -54,6 +57,62 @@ impl Spec {
             }
         }
         s
+    }
+
+    /// A tree shaped as Mininet's: `depth` levels of switches (numbered level
+    /// by level from 1 at the root), each with
+    /// `fanout` children (port 1 towards the parent, 2.. towards the
+    /// children), `fanout` hosts on each bottom switch.
+    pub fn tree(depth: u32, fanout: u32) -> Spec {
+        let mut s = Spec::default();
+        let mut next = 1u64;
+        let mut level = vec![next];
+        s.switches.push((next, fanout + 1));
+        for _ in 1..depth {
+            let mut below = Vec::new();
+            for &parent in &level {
+                for c in 0..fanout {
+                    next += 1;
+                    s.switches.push((next, fanout + 1));
+                    s.links.push(((parent, c + 2), (next, 1)));
+                    below.push(next);
+                }
+            }
+            level = below;
+        }
+        for &leaf in &level {
+            for h in 0..fanout {
+                s.hosts.push((leaf, h + 2));
+            }
+        }
+        s
+    }
+
+    /// Checks that every link and host names a switch port that exists, once.
+    pub fn validate(&self) -> Result<(), String> {
+        let ports: HashMap<u64, u32> = self.switches.iter().copied().collect();
+        if ports.len() != self.switches.len() {
+            return Err("a datapath id appears twice among the switches".into());
+        }
+        let mut used = std::collections::HashSet::new();
+        let ends = self
+            .links
+            .iter()
+            .flat_map(|(a, b)| [*a, *b])
+            .chain(self.hosts.iter().copied());
+        for (dpid, port) in ends {
+            match ports.get(&dpid) {
+                None => return Err(format!("switch {dpid} is used but not listed")),
+                Some(&n) if port == 0 || port > n => {
+                    return Err(format!("switch {dpid} has ports 1..={n}, not {port}"))
+                }
+                _ => {}
+            }
+            if !used.insert((dpid, port)) {
+                return Err(format!("port {port} of switch {dpid} is wired twice"));
+            }
+        }
+        Ok(())
     }
 
     /// `n` switches in a chain (port 1 towards the previous, 2 towards the
@@ -517,4 +576,57 @@ async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc:
         }
     }
     drop(io);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_is_built_as_mininet_builds_it() {
+        let t = Spec::tree(3, 2);
+        assert_eq!(t.switches.len(), 7);
+        assert_eq!(t.links.len(), 6);
+        assert_eq!(t.hosts.len(), 8);
+        assert!(t.validate().is_ok());
+        // Numbered level by level; children hang off ports 2.., each child's parent on its port 1.
+        assert!(
+            t.links.contains(&((1, 2), (2, 1)))
+                && t.links.contains(&((1, 3), (3, 1)))
+                && t.links.contains(&((3, 2), (6, 1)))
+        );
+        let one = Spec::tree(1, 3);
+        assert_eq!((one.switches.len(), one.links.len(), one.hosts.len()), (1, 0, 3));
+    }
+
+    #[test]
+    fn a_spec_from_a_file_is_checked() {
+        let good: Spec = serde_json::from_str(
+            r#"{"switches": [[1, 2], [2, 2]], "links": [[[1, 1], [2, 1]]], "hosts": [[1, 2], [2, 2]]}"#,
+        )
+        .unwrap();
+        assert!(good.validate().is_ok());
+        for (bad, says) in [
+            (
+                r#"{"switches": [[1, 2]], "links": [[[1, 1], [2, 1]]], "hosts": []}"#,
+                "not listed",
+            ),
+            (
+                r#"{"switches": [[1, 2], [2, 2]], "links": [[[1, 3], [2, 1]]], "hosts": []}"#,
+                "not 3",
+            ),
+            (
+                r#"{"switches": [[1, 2], [2, 2]], "links": [[[1, 1], [2, 1]]], "hosts": [[1, 1]]}"#,
+                "wired twice",
+            ),
+            (
+                r#"{"switches": [[1, 2], [1, 2]], "links": [], "hosts": []}"#,
+                "appears twice",
+            ),
+        ] {
+            let s: Spec = serde_json::from_str(bad).unwrap();
+            let e = s.validate().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 }

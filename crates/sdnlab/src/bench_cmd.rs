@@ -59,7 +59,8 @@ pub struct CtlArgs {
     /// dos: also measure under a TCP SYN flood of this many SYNs per second on the OpenFlow port (0: off).
     #[arg(long, default_value_t = 0)]
     pub syn_flood_pps: u64,
-    /// Topology tests: emulated fabrics, repeatable: leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N.
+    /// Topology tests: emulated fabrics, repeatable: leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF, linear,N,
+    /// tree,DEPTH,FANOUT or file:PATH (JSON).
     #[arg(long = "fabric", value_name = "SHAPE")]
     pub fabrics: Vec<String>,
     /// Topology tests: how the controller is read and asked for paths: sdnlab:HOST:PORT (its REST

@@ -33,13 +33,26 @@ pub const TESTS: [&str; 9] = [
 ];
 
 pub fn parse_fabric(s: &str) -> Result<Spec, String> {
+    if let Some(path) = s.strip_prefix("file:") {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("--fabric '{s}': {e}"))?;
+        let spec: Spec = serde_json::from_str(&text).map_err(|e| {
+            format!("--fabric '{s}': {e} (write {{\"switches\": [[DPID, PORTS]], \"links\": [[[DPID, PORT], [DPID, PORT]]], \"hosts\": [[DPID, PORT]]}})")
+        })?;
+        spec.validate().map_err(|e| format!("--fabric '{s}': {e}"))?;
+        return Ok(spec);
+    }
     let parts: Vec<&str> = s.split(',').collect();
     let nums: Result<Vec<u32>, _> = parts[1..].iter().map(|p| p.trim().parse::<u32>()).collect();
-    let bad = || format!("--fabric '{s}': write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or linear,N");
+    let bad = || {
+        format!(
+            "--fabric '{s}': write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF, linear,N, tree,DEPTH,FANOUT or file:PATH"
+        )
+    };
     let nums = nums.map_err(|_| bad())?;
     match (parts[0], nums.as_slice()) {
         ("leaf-spine", [sp, l, h]) if *sp >= 1 && *l >= 1 => Ok(Spec::leaf_spine(*sp, *l, *h)),
         ("linear", [n]) if *n >= 1 => Ok(Spec::linear(*n)),
+        ("tree", [d, f]) if *d >= 1 && *f >= 1 && (*f as f64).powi(*d as i32) <= 100_000.0 => Ok(Spec::tree(*d, *f)),
         _ => Err(bad()),
     }
 }

@@ -287,3 +287,45 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
     assert!(html.contains("switches (mean discovery_s per size"), "no size plot");
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// A tree and a fabric read from a file are discovered like the built-in
+/// shapes; a file that wires a port twice is refused in one line.
+#[test]
+fn tree_and_file_fabrics_are_discovered() {
+    let _serial = serial();
+    let out = tmp("tree-file");
+    let file = out.with_extension("json");
+    std::fs::write(
+        &file,
+        r#"{"switches": [[1, 3], [2, 3], [3, 3]], "links": [[[1, 1], [2, 1]], [[2, 2], [3, 1]], [[3, 2], [1, 2]]],
+            "hosts": [[1, 3], [3, 3]]}"#,
+    )
+    .unwrap();
+    let shape = format!("file:{}", file.display());
+    let r = bench("discovery", &out, &["--fabric", "tree,3,2", "--fabric", &shape]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let t = trials(&out);
+    assert_eq!(t.len(), 4);
+    for t in &t {
+        assert!(value(t, "discovery_s") > 0.0);
+        assert_eq!(value(t, "links_seen"), value(t, "links"), "{t}");
+    }
+    assert_eq!(
+        value(&t[0], "links"),
+        12.0,
+        "a tree of depth 3 and fanout 2 has 6 cables"
+    );
+    assert_eq!(value(&t[2], "links"), 6.0, "the ring in the file has 3 cables");
+    std::fs::write(
+        &file,
+        r#"{"switches": [[1, 2], [2, 2]], "links": [[[1, 1], [2, 1]]], "hosts": [[1, 1]]}"#,
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    let r = bench("discovery", &out, &["--fabric", &shape]);
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("wired twice") && err.trim().lines().count() == 1, "{err}");
+    let _ = std::fs::remove_file(file);
+    let _ = std::fs::remove_dir_all(out);
+}
