@@ -484,22 +484,35 @@ impl SwitchApp for Discovery {
         self.next_probe = Some(now + self.topo.probe_interval);
     }
 
-    fn packet_in(&mut self, _sw: &mut Session, pi: &PacketInView) -> Verdict {
+    fn packet_in(&mut self, sw: &mut Session, pi: &PacketInView) -> Verdict {
         if !lldp::is_lldp(pi.data) {
             return Verdict::Continue;
         }
         match lldp::parse_probe(pi.data) {
-            Ok(Some(p)) => self.topo.probe_seen(
-                End {
-                    dpid: p.datapath_id,
-                    port: p.port,
-                },
-                End {
+            Ok(Some(p)) => {
+                let here = End {
                     dpid: self.dpid,
                     port: pi.in_port,
-                },
-                Instant::now(),
-            ),
+                };
+                self.topo.probe_seen(
+                    End {
+                        dpid: p.datapath_id,
+                        port: p.port,
+                    },
+                    here,
+                    Instant::now(),
+                );
+                // The way back is not known yet: our earlier probes out of this port
+                // were likely lost (OpenFlow 1.3 switches drop LLDP until the
+                // controller's flow is in, so a neighbour that connected after us
+                // dropped them). Probe back now rather than a probe interval later.
+                if self.topo.link_from(here).is_none() {
+                    if let Some(&(port, mac)) = self.ports.iter().find(|(n, _)| *n == pi.in_port) {
+                        self.probe(sw, port, mac);
+                        self.topo.count_probes(1);
+                    }
+                }
+            }
             Ok(None) => {}
             Err(_) => self.topo.bad_lldp(),
         }
