@@ -654,6 +654,26 @@ pub async fn reprovisioning(fabric: &Fabric, interval: Duration, duration: Durat
     }
 }
 
+/// Switch `sw`'s flow count once it has settled after a step: steady for
+/// three reads 100 ms apart after it first grew past `before`, or 5 s
+/// without growing at all (slow controllers start late), or Td from `start`.
+async fn settled_flows(fabric: &Fabric, sw: u64, before: u64, start: Instant, td: Duration) -> u64 {
+    let step_start = Instant::now();
+    let mut now = fabric.stats.flows_of(sw);
+    let mut steady = 0;
+    while start.elapsed() < td {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let f = fabric.stats.flows_of(sw);
+        steady = if f == now { steady + 1 } else { 0 };
+        now = f;
+        let grew = now > before;
+        if (grew && steady >= 3) || (!grew && step_start.elapsed() > Duration::from_secs(5)) {
+            break;
+        }
+    }
+    now
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct TableCapacity {
     /// Destinations host 0 sent to.
@@ -686,14 +706,7 @@ pub async fn table_capacity(fabric: &Fabric, step: u16, max: u16, td: Duration) 
             }
         }
         sent = upto;
-        let mut steady = 0;
-        let mut now = fabric.stats.flows_of(sw);
-        while steady < 3 && start.elapsed() < td {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let f = fabric.stats.flows_of(sw);
-            steady = if f == now { steady + 1 } else { 0 };
-            now = f;
-        }
+        let now = settled_flows(fabric, sw, flows, start, td).await;
         let grew = now.saturating_sub(flows);
         flows = flows.max(now);
         if start.elapsed() >= td {
@@ -768,14 +781,7 @@ pub async fn table_capacity_proactive(
             }
         }
         sent = upto;
-        let mut steady = 0;
-        let mut now = fabric.stats.flows_of(sw);
-        while steady < 3 && start.elapsed() < td {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let f = fabric.stats.flows_of(sw);
-            steady = if f == now { steady + 1 } else { 0 };
-            now = f;
-        }
+        let now = settled_flows(fabric, sw, flows, start, td).await;
         let grew = now.saturating_sub(flows);
         flows = flows.max(now);
         if let Some(e) = failure {
