@@ -9,6 +9,10 @@ from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev
 from os_ken.ofproto import ofproto_v1_0, ofproto_v1_3
 
 
+def mac_text(b):
+    return ":".join("%02x" % x for x in b)
+
+
 class L2Learning(app_manager.OSKenApp):
     OFP_VERSIONS = [ofproto_v1_0.OFP_VERSION, ofproto_v1_3.OFP_VERSION]
 
@@ -47,7 +51,8 @@ class L2Learning(app_manager.OSKenApp):
             return
         actions = [p.OFPActionOutput(out)]
         if v13:
-            match = p.OFPMatch(in_port=in_port, eth_dst=dst, eth_src=src)
+            # 1.3 matches take MACs as text; 1.0 matches as 6 bytes.
+            match = p.OFPMatch(in_port=in_port, eth_dst=mac_text(dst), eth_src=mac_text(src))
             inst = [p.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
             fm = p.OFPFlowMod(datapath=dp, priority=100, idle_timeout=60, match=match, instructions=inst, buffer_id=msg.buffer_id)
         else:
