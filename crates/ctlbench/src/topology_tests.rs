@@ -835,7 +835,8 @@ fn unknown_mac(seq: u32) -> [u8; 6] {
 /// every frame needs the active controller to reach the last host (by
 /// flooding); after 40 % of `duration`, `kill` ends the active controller.
 /// The gap is the longest time between arrivals at the last host; the
-/// takeover time runs from the kill to the first arrival after it.
+/// takeover time runs from the kill to the first arrival of a frame sent
+/// after it.
 pub async fn failover(
     fabric: &Fabric,
     kill: Box<dyn FnOnce() + Send>,
@@ -851,6 +852,7 @@ pub async fn failover(
     let kill_at = duration.mul_f64(0.4);
     let mut kill = Some(kill);
     let mut killed_at = None;
+    let mut killed_seq = u32::MAX;
     let mut seq = 0u32;
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
@@ -864,6 +866,7 @@ pub async fn failover(
                 let _ = tokio::task::spawn_blocking(k).await;
             }
             killed_at = Some(Instant::now());
+            killed_seq = seq;
         }
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -875,7 +878,9 @@ pub async fn failover(
         .collect();
     let seen: std::collections::HashSet<u32> = got.iter().map(|g| g.1).collect();
     let killed_at = killed_at.unwrap_or(start);
-    let first_after = got.iter().map(|g| g.0).find(|&at| at > killed_at);
+    // Only a frame sent after the kill shows a controller took over: one the
+    // dead controller sent on its way just before may still arrive after it.
+    let first_after = got.iter().filter(|g| g.1 >= killed_seq).map(|g| g.0).min();
     let mut gap = Duration::ZERO;
     for w in got.windows(2) {
         gap = gap.max(w[1].0.duration_since(w[0].0));
