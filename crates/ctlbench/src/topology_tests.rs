@@ -683,67 +683,21 @@ pub struct TableCapacity {
     pub note: String,
 }
 
-/// Forwarding Table Capacity (reactive): the last host announces `step`
-/// more addresses at a time and host 0 sends a frame to each; after each
-/// step, once host 0's switch's flow count is steady (three reads 100 ms
-/// apart), it is recorded. Stops when a step adds less than a tenth of
-/// `step` flows (the controller stopped installing) or at `max`.
-pub async fn table_capacity(fabric: &Fabric, step: u16, max: u16, td: Duration) -> TableCapacity {
-    let n = fabric.spec.hosts.len();
-    let (a, b) = (0, n - 1);
-    let sw = fabric.spec.hosts[a].0;
-    let start = Instant::now();
-    let mut sent = 0u16;
-    let mut flows = fabric.stats.flows_of(sw);
-    let mut note = String::new();
-    while sent < max {
-        let upto = sent.saturating_add(step).min(max);
-        announce(fabric, sent..upto).await;
-        for k in sent..upto {
-            fabric.send_from_host(a, frame(host_mac(a, 0), host_mac(b, k), 0));
-            if k % 64 == 63 {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }
-        sent = upto;
-        let now = settled_flows(fabric, sw, flows, start, td).await;
-        let grew = now.saturating_sub(flows);
-        flows = flows.max(now);
-        if start.elapsed() >= td {
-            note = format!("stopped at Td ({:.1} s) with {sent} destinations", td.as_secs_f64());
-            break;
-        }
-        if grew < (step as u64 / 10).max(1) {
-            note = format!("the flow count stopped growing at {flows} (a step of {step} added {grew})");
-            break;
-        }
-    }
-    for h in 0..n {
-        fabric.take_received(h);
-    }
-    TableCapacity {
-        destinations: sent as usize,
-        flows,
-        note,
-    }
-}
-
-/// Forwarding Table Capacity (proactive): paths from host 0 to `step` more
-/// of the last host's addresses at a time are requested on the northbound
-/// API (16 requests in flight); after each step, once host 0's switch's
-/// flow count is steady, it is recorded. Stops when a step adds less than
-/// a tenth of `step` flows, when requests fail, or at `max`.
-pub async fn table_capacity_proactive(
+/// Grows host 0's switch's table `step` destinations (the last host's
+/// addresses) at a time: each step announces them, then `fill` makes the
+/// controller install flows for them (an error ends the test); once the
+/// flow count has settled it is recorded. Stops when a step adds less than
+/// a tenth of `step` flows (the controller stopped installing), at Td, or
+/// at `max`.
+async fn grow_table(
     fabric: &Fabric,
-    nb: &Northbound,
     step: u16,
     max: u16,
     td: Duration,
+    mut fill: impl AsyncFnMut(std::ops::Range<u16>) -> Option<String>,
 ) -> TableCapacity {
     let n = fabric.spec.hosts.len();
-    let (a, b) = (0, n - 1);
-    let (at_a, at_b) = (fabric.spec.hosts[a], fabric.spec.hosts[b]);
-    let sw = at_a.0;
+    let sw = fabric.spec.hosts[0].0;
     let start = Instant::now();
     let mut sent = 0u16;
     let mut flows = fabric.stats.flows_of(sw);
@@ -752,34 +706,7 @@ pub async fn table_capacity_proactive(
         let upto = sent.saturating_add(step).min(max);
         // The controller must know the addresses before it can route to them.
         announce(fabric, sent..upto).await;
-        let next = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(sent));
-        let mut requests = Vec::new();
-        for _ in 0..16 {
-            let (nb, next) = (nb.clone(), next.clone());
-            requests.push(tokio::spawn(async move {
-                let mut first_error = None;
-                loop {
-                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if k >= upto {
-                        break;
-                    }
-                    match nb.provision(host_mac(a, k), at_a, host_mac(b, k), at_b).await {
-                        Ok(true) => {}
-                        Ok(false) => return Some(format!("{} cannot request paths", nb.name())),
-                        Err(e) => {
-                            first_error.get_or_insert(e);
-                        }
-                    }
-                }
-                first_error
-            }));
-        }
-        let mut failure = None;
-        for r in requests {
-            if let Ok(Some(e)) = r.await {
-                failure.get_or_insert(e);
-            }
-        }
+        let failure = fill(sent..upto).await;
         sent = upto;
         let now = settled_flows(fabric, sw, flows, start, td).await;
         let grew = now.saturating_sub(flows);
@@ -805,6 +732,69 @@ pub async fn table_capacity_proactive(
         flows,
         note,
     }
+}
+
+/// Forwarding Table Capacity (reactive): host 0 sends a frame to each new
+/// destination (`grow_table`).
+pub async fn table_capacity(fabric: &Fabric, step: u16, max: u16, td: Duration) -> TableCapacity {
+    let b = fabric.spec.hosts.len() - 1;
+    grow_table(fabric, step, max, td, async |ks: std::ops::Range<u16>| {
+        for k in ks {
+            fabric.send_from_host(0, frame(host_mac(0, 0), host_mac(b, k), 0));
+            if k % 64 == 63 {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        None
+    })
+    .await
+}
+
+/// Forwarding Table Capacity (proactive): a path from host 0 to each new
+/// destination is requested on the northbound API, 16 requests in flight
+/// (`grow_table`); failed requests end the test.
+pub async fn table_capacity_proactive(
+    fabric: &Fabric,
+    nb: &Northbound,
+    step: u16,
+    max: u16,
+    td: Duration,
+) -> TableCapacity {
+    let b = fabric.spec.hosts.len() - 1;
+    let (at_a, at_b) = (fabric.spec.hosts[0], fabric.spec.hosts[b]);
+    grow_table(fabric, step, max, td, async |ks: std::ops::Range<u16>| {
+        let upto = ks.end;
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(ks.start));
+        let mut requests = Vec::new();
+        for _ in 0..16 {
+            let (nb, next) = (nb.clone(), next.clone());
+            requests.push(tokio::spawn(async move {
+                let mut first_error = None;
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= upto {
+                        break;
+                    }
+                    match nb.provision(host_mac(0, k), at_a, host_mac(b, k), at_b).await {
+                        Ok(true) => {}
+                        Ok(false) => return Some(format!("{} cannot request paths", nb.name())),
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                first_error
+            }));
+        }
+        let mut failure = None;
+        for r in requests {
+            if let Ok(Some(e)) = r.await {
+                failure.get_or_insert(e);
+            }
+        }
+        failure
+    })
+    .await
 }
 
 #[derive(Clone, Debug, Serialize)]
