@@ -47,8 +47,11 @@ async fn responses_are_matched_in_both_modes_and_versions() {
             for l in &r.loops {
                 assert!(l.matched_per_s > 100.0, "{version}/{mode:?}: {l:?}");
                 assert_eq!(l.unmatched, 0);
+                // l2-learning answers each request once. The two counters
+                // are read one after the other while the switches keep
+                // counting, so allow one read batch of skew at a loop's edge.
                 assert!(
-                    (l.responses_per_s - l.matched_per_s).abs() < 1.0,
+                    (l.responses_per_s - l.matched_per_s).abs() <= 0.01 * l.responses_per_s + 1.0,
                     "l2-learning answers each request once: {l:?}"
                 );
             }
