@@ -16,7 +16,7 @@ pub mod datapath;
 pub mod fabric;
 pub mod northbound;
 pub mod rate;
-pub mod roles;
+pub use ofswitch::roles;
 pub mod security;
 pub mod switch;
 pub mod synflood;

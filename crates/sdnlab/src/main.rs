@@ -7,6 +7,7 @@ mod bench_topology;
 mod net_cmd;
 mod ofp_decode;
 mod peers;
+mod switch_cmd;
 
 use clap::{Args, Parser, Subcommand};
 use ofp_decode::{CaptureDecoder, Record};
@@ -39,6 +40,8 @@ enum Command {
     },
     /// Run the sdnlab OpenFlow 1.0/1.3 controller until Ctrl-C.
     Controller(ControllerArgs),
+    /// Run the sdnlab userspace OpenFlow 1.3 switch on Linux interfaces until Ctrl-C.
+    Switch(Box<switch_cmd::SwitchArgs>),
     /// Emulated networks in Linux network namespaces.
     Net {
         #[command(subcommand)]
@@ -212,6 +215,7 @@ fn main() -> ExitCode {
             command: OfpCommand::Decode(args),
         } => ofp_decode_cmd(args),
         Command::Controller(args) => controller_cmd(args),
+        Command::Switch(args) => switch_cmd::run(*args),
         Command::Bench {
             command: BenchCommand::Ctl(args),
         } => bench_cmd::run(*args),

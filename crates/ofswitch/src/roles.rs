@@ -1,5 +1,6 @@
-//! OpenFlow 1.3 controller roles for an emulated switch connected to
-//! several controllers (OpenFlow 1.3.5 section 6.3.7), I/O-free:
+//! OpenFlow 1.3 controller roles for a switch connected to several
+//! controllers (OpenFlow 1.3.5 section 6.3.7), I/O-free; used by sdnlab's
+//! switch and by ctlbench's emulated ones:
 //!
 //! - every connection starts EQUAL; ROLE_REQUEST sets MASTER, SLAVE or
 //!   EQUAL (NOCHANGE only asks), and a new MASTER turns the previous one
@@ -93,6 +94,21 @@ impl Roles {
             ],
             generation: None,
         }
+    }
+
+    /// A new connection (EQUAL, default asynchronous configuration); its index.
+    pub fn add_connection(&mut self) -> usize {
+        self.connections.push(Connection {
+            role: ControllerRole::Equal,
+            config: default_async(),
+            open: true,
+        });
+        self.connections.len() - 1
+    }
+
+    /// Number of connections ever added (indices stay valid after close).
+    pub fn connection_count(&self) -> usize {
+        self.connections.len()
     }
 
     pub fn role(&self, conn: usize) -> ControllerRole {

@@ -1,0 +1,148 @@
+//! Datapath threads: each owns the receive side of some ports, pulls frames
+//! in batches, forwards them with a per-thread exact-match cache of plans
+//! in front of the pipeline (cleared when the pipeline's generation moves),
+//! and sends what comes out in batches per port. The pipeline's read lock
+//! is taken once per batch; the control thread's writes wait for the batch
+//! to end, which is what makes a BARRIER_REPLY true.
+
+use crate::actions::{Packet, VnetHdr};
+use crate::pipeline::{Emitted, Pipeline, Step, ToController};
+use crate::port::PortIo;
+use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+/// Frames taken from one port per round.
+const BATCH: usize = 64;
+/// Cached plans per thread before the cache is emptied.
+const CACHE_MAX: usize = 65_536;
+
+/// Everything a datapath thread shares with the rest of the switch.
+pub struct Shared {
+    pub pipeline: Arc<RwLock<Pipeline>>,
+    /// Port I/O by port number (index = port_no - 1).
+    pub ports: Vec<Arc<dyn PortIo>>,
+    pub to_controller: tokio::sync::mpsc::Sender<ToController>,
+    pub stop: AtomicBool,
+    /// PACKET_INs dropped because the control thread was behind.
+    pub packet_ins_dropped: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    pub fn port(&self, port_no: u32) -> Option<&Arc<dyn PortIo>> {
+        self.ports.get((port_no as usize).wrapping_sub(1))
+    }
+
+    /// Sends frames the pipeline emitted, batched per port, and counts them.
+    pub fn transmit(&self, outputs: &mut Vec<(u32, Packet)>) {
+        if outputs.is_empty() {
+            return;
+        }
+        outputs.sort_by_key(|(p, _)| *p);
+        let pipeline = self.pipeline.read().unwrap_or_else(|e| e.into_inner());
+        let mut i = 0;
+        while i < outputs.len() {
+            let port_no = outputs[i].0;
+            let j = i + outputs[i..].iter().take_while(|(p, _)| *p == port_no).count();
+            if let Some(io) = self.port(port_no) {
+                let frames: Vec<(&[u8], VnetHdr)> = outputs[i..j].iter().map(|(_, p)| (&p.data[..], p.vnet)).collect();
+                let sent = io.send(&frames);
+                if let Some(ps) = pipeline.ports.get(&port_no) {
+                    for (data, _) in &frames[..sent] {
+                        ps.counters.tx.add(data.len());
+                    }
+                    ps.counters.tx_dropped.fetch_add((frames.len() - sent) as u64, Relaxed);
+                }
+            }
+            i = j;
+        }
+        outputs.clear();
+    }
+}
+
+/// Runs one datapath thread over `my_ports` (port numbers) until `stop`.
+pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
+    if let Some(c) = core {
+        pin_to_core(c);
+    }
+    let mut cache: FxHashMap<crate::key::Key, Arc<Vec<Step>>> = FxHashMap::default();
+    let mut cache_generation = u64::MAX;
+    let mut batch: Vec<Packet> = Vec::with_capacity(BATCH);
+    let mut emitted = Emitted::default();
+    let mut pollfds: Vec<libc::pollfd> = my_ports
+        .iter()
+        .filter_map(|p| shared.port(*p))
+        .map(|io| libc::pollfd {
+            fd: io.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let mut idle_rounds = 0u32;
+    while !shared.stop.load(Relaxed) {
+        let mut got = 0;
+        for &port_no in &my_ports {
+            let Some(io) = shared.port(port_no) else { continue };
+            batch.clear();
+            let r = io.recv(BATCH, &mut |data, vnet| {
+                batch.push(Packet::with_vnet(data.to_vec(), port_no, vnet));
+            });
+            if r.is_err() || batch.is_empty() {
+                continue;
+            }
+            got += batch.len();
+            let now = Instant::now();
+            {
+                let pipeline = shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
+                if pipeline.generation != cache_generation || cache.len() > CACHE_MAX {
+                    cache.clear();
+                    cache_generation = pipeline.generation;
+                }
+                let now_ms = pipeline.now_ms(now);
+                if let Some(ps) = pipeline.ports.get(&port_no) {
+                    for p in &batch {
+                        ps.counters.rx.add(p.data.len());
+                    }
+                }
+                for mut pkt in batch.drain(..) {
+                    let plan = cache
+                        .entry(pkt.key)
+                        .or_insert_with(|| Arc::new(pipeline.plan(&pkt.key)))
+                        .clone();
+                    pipeline.count_lookups(&plan, pkt.data.len());
+                    Pipeline::execute(&plan, &mut pkt, now_ms, now, &mut emitted);
+                }
+            }
+            shared.transmit(&mut emitted.outputs);
+            for tc in emitted.to_controller.drain(..) {
+                if shared.to_controller.try_send(tc).is_err() {
+                    shared.packet_ins_dropped.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        if got == 0 {
+            idle_rounds += 1;
+            // Spin briefly (a burst's next frames are close), then sleep in
+            // poll so an idle switch costs nothing.
+            if idle_rounds > 64 {
+                for p in pollfds.iter_mut() {
+                    p.revents = 0;
+                }
+                // SAFETY: pollfds is a valid array of the given length.
+                unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 20) };
+            }
+        } else {
+            idle_rounds = 0;
+        }
+    }
+}
+
+fn pin_to_core(core: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}

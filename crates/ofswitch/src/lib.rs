@@ -1,0 +1,24 @@
+//! sdnlab's userspace OpenFlow switch.
+//!
+//! - `key`, `matching`: the flow key extracted from frames, matches as
+//!   (value, mask) keys;
+//! - `classifier`: tuple-space search per table;
+//! - `actions`: compiled actions and the header rewrites (checksums kept);
+//! - `flow`: rules, groups, meters and their counters;
+//! - `pipeline`: tables, FLOW/GROUP/METER/PORT_MOD, forwarding plans;
+//! - `roles`: OpenFlow 1.3 controller roles.
+//!
+//! Everything above is free of I/O and is tested by feeding frames and
+//! messages in.
+
+pub mod actions;
+pub mod agent;
+pub mod classifier;
+pub mod datapath;
+pub mod flow;
+pub mod key;
+pub mod matching;
+pub mod pipeline;
+pub mod port;
+pub mod roles;
+pub mod switch;

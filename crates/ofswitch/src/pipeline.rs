@@ -1,0 +1,1046 @@
+//! The OpenFlow 1.3 pipeline, without I/O: flow tables, groups, meters and
+//! port state; FLOW_MOD, GROUP_MOD, METER_MOD and PORT_MOD applied with the
+//! errors the spec names; and forwarding.
+//!
+//! Forwarding is split in two so datapath threads can cache it: `plan`
+//! walks the tables for a key (goto_table, write_metadata, apply, write and
+//! clear actions, the action set in the spec's order, groups resolved for
+//! that key and the current port liveness) and returns the steps; `execute`
+//! runs the steps on a frame (rewrites, meters, counters, outputs). A plan
+//! depends only on the key and the pipeline, so it stays valid until the
+//! pipeline's `generation` changes.
+
+use crate::actions::{self, Act, FieldWrite, Packet};
+use crate::classifier::Classifier;
+use crate::flow::{BandState, Counter, Group, Meter, MeterVerdict, Program, Rule, RuleCounters};
+use crate::key::Key;
+use crate::matching;
+use ofwire::error::{
+    BadInstructionCode, BadRequestCode, FlowModFailedCode, GroupModFailedCode, MeterModFailedCode, PortModFailedCode,
+};
+use ofwire::v13::FlowModCommand;
+use ofwire::v13::{self, port, FlowMod, GroupMod, GroupModCommand, GroupType, Instruction, MeterMod, MeterModCommand};
+use ofwire::{ErrorCode, FlowRemovedReason, MacAddr, PacketInReason};
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Port configuration bits (`ofp_port_config`).
+pub mod port_config {
+    pub const PORT_DOWN: u32 = 1;
+    pub const NO_RECV: u32 = 4;
+    pub const NO_FWD: u32 = 32;
+    pub const NO_PACKET_IN: u32 = 64;
+}
+
+/// A port as the pipeline sees it.
+#[derive(Debug)]
+pub struct PortState {
+    pub port_no: u32,
+    pub name: String,
+    pub hw_addr: MacAddr,
+    pub config: u32,
+    pub link_up: bool,
+    /// kbit/s, for the port description.
+    pub speed_kbps: u32,
+    pub counters: Arc<PortCounters>,
+}
+
+impl PortState {
+    pub fn live(&self) -> bool {
+        self.link_up && self.config & port_config::PORT_DOWN == 0
+    }
+
+    pub fn desc(&self) -> v13::Port {
+        v13::Port {
+            port_no: self.port_no,
+            hw_addr: self.hw_addr,
+            name: self.name.clone(),
+            config: self.config,
+            // OFPPS_LINK_DOWN = 1, OFPPS_LIVE = 4.
+            state: if self.link_up { 4 } else { 1 },
+            curr: 0x1000 | 0x0800, // OFPPF_OTHER | OFPPF_COPPER
+            advertised: 0,
+            supported: 0,
+            peer: 0,
+            curr_speed: self.speed_kbps,
+            max_speed: self.speed_kbps,
+        }
+    }
+}
+
+/// Per-port counters, updated by datapath threads.
+#[derive(Debug, Default)]
+pub struct PortCounters {
+    pub rx: Counter,
+    pub tx: Counter,
+    pub rx_dropped: std::sync::atomic::AtomicU64,
+    pub tx_dropped: std::sync::atomic::AtomicU64,
+    pub tx_errors: std::sync::atomic::AtomicU64,
+}
+
+/// One flow table.
+#[derive(Default)]
+pub struct Table {
+    pub rules: Classifier,
+    pub lookups: Counter,
+    pub matched: Counter,
+}
+
+/// A step of a forwarding plan.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A table was looked up (counters), and whether a rule matched.
+    Lookup {
+        table: u8,
+        matched: bool,
+    },
+    /// A rule matched (counters, idle timeout).
+    Hit(Arc<Rule>),
+    Meter(Arc<Meter>),
+    /// A rewrite (set_field, push/pop VLAN, TTL).
+    Act(Act),
+    Output(u32),
+    ToController {
+        max_len: u16,
+        reason: PacketInReason,
+        table_id: u8,
+        cookie: u64,
+    },
+    /// Run the steps on a copy of the packet (a group bucket).
+    Fork(Vec<Step>),
+    GroupHit(Arc<Group>, usize),
+}
+
+/// The frames a packet produced.
+#[derive(Default, Debug)]
+pub struct Emitted {
+    pub outputs: Vec<(u32, Packet)>,
+    pub to_controller: Vec<ToController>,
+}
+
+/// A PACKET_IN in the making (the agent buffers and truncates it).
+#[derive(Clone, Debug)]
+pub struct ToController {
+    pub in_port: u32,
+    pub metadata: u64,
+    pub max_len: u16,
+    pub reason: PacketInReason,
+    pub table_id: u8,
+    pub cookie: u64,
+    pub data: Vec<u8>,
+}
+
+/// What a table modification removed, for FLOW_REMOVED.
+pub type Removed = Vec<(Arc<Rule>, FlowRemovedReason)>;
+
+pub struct Pipeline {
+    pub tables: Vec<Table>,
+    pub groups: FxHashMap<u32, Arc<Group>>,
+    pub meters: FxHashMap<u32, Arc<Meter>>,
+    pub ports: std::collections::BTreeMap<u32, PortState>,
+    /// Bumped by every change that could alter a plan.
+    pub generation: u64,
+    /// Rules that may expire (idle or hard timeout), counted to skip the
+    /// scan when there are none.
+    pub timed_rules: usize,
+    pub max_rules: usize,
+    pub miss_send_len: u16,
+    /// OFPC_FRAG_* handling (only NORMAL is implemented).
+    pub config_flags: u16,
+    pub started: Instant,
+}
+
+fn fm_err(c: FlowModFailedCode) -> ErrorCode {
+    ErrorCode::FlowModFailed(c)
+}
+
+const MAX_GROUP_DEPTH: usize = 8;
+
+impl Pipeline {
+    pub fn new(n_tables: usize, max_rules: usize) -> Pipeline {
+        Pipeline {
+            tables: (0..n_tables.clamp(1, 254)).map(|_| Table::default()).collect(),
+            groups: FxHashMap::default(),
+            meters: FxHashMap::default(),
+            ports: Default::default(),
+            generation: 0,
+            timed_rules: 0,
+            max_rules,
+            miss_send_len: 128,
+            config_flags: 0,
+            started: Instant::now(),
+        }
+    }
+
+    pub fn now_ms(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.started).as_millis() as u64
+    }
+
+    pub fn rule_count(&self) -> usize {
+        self.tables.iter().map(|t| t.rules.len()).sum()
+    }
+
+    pub fn add_port(&mut self, p: PortState) {
+        self.ports.insert(p.port_no, p);
+        self.generation += 1;
+    }
+
+    /// Records a link change; true if it changed.
+    pub fn set_link(&mut self, port_no: u32, up: bool) -> bool {
+        match self.ports.get_mut(&port_no) {
+            Some(p) if p.link_up != up => {
+                p.link_up = up;
+                self.generation += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn valid_port(&self, p: u32) -> bool {
+        self.ports.contains_key(&p)
+    }
+
+    fn compile_actions(&self, list: &[v13::Action]) -> Result<Vec<Act>, ErrorCode> {
+        let acts = actions::compile(list, &|p| self.valid_port(p))?;
+        for a in &acts {
+            if let Act::Group(g) = a {
+                if !self.groups.contains_key(g) {
+                    return Err(ErrorCode::BadAction(ofwire::error::BadActionCode::BadOutGroup));
+                }
+            }
+        }
+        Ok(acts)
+    }
+
+    fn compile_program(&self, table_id: u8, insts: &[Instruction]) -> Result<Program, ErrorCode> {
+        let mut p = Program::default();
+        for i in insts {
+            match i {
+                Instruction::GotoTable(t) => {
+                    if *t <= table_id || *t as usize >= self.tables.len() {
+                        return Err(ErrorCode::BadInstruction(BadInstructionCode::BadTableId));
+                    }
+                    p.goto = Some(*t);
+                }
+                Instruction::WriteMetadata { metadata, mask } => p.metadata = Some((*metadata, *mask)),
+                Instruction::ApplyActions(a) => p.apply = self.compile_actions(a)?,
+                Instruction::WriteActions(a) => {
+                    let acts = self.compile_actions(a)?;
+                    if acts.iter().any(|a| matches!(a, Act::Output { port: port::TABLE, .. })) {
+                        return Err(ErrorCode::BadAction(ofwire::error::BadActionCode::BadOutPort));
+                    }
+                    p.write = acts
+                }
+                Instruction::ClearActions => p.clear = true,
+                Instruction::Meter(m) => {
+                    if !self.meters.contains_key(m) {
+                        return Err(ErrorCode::MeterModFailed(MeterModFailedCode::UnknownMeter));
+                    }
+                    p.meter = Some(*m)
+                }
+                Instruction::Experimenter { .. } => {
+                    return Err(ErrorCode::BadInstruction(BadInstructionCode::UnknownInst))
+                }
+            }
+        }
+        if p.apply
+            .iter()
+            .any(|a| matches!(a, Act::Output { port: port::TABLE, .. }))
+        {
+            return Err(ErrorCode::BadAction(ofwire::error::BadActionCode::BadOutPort));
+        }
+        Ok(p)
+    }
+
+    /// Applies a FLOW_MOD. Returns the rules it removed (DELETE), for
+    /// FLOW_REMOVED messages.
+    pub fn flow_mod(&mut self, fm: &FlowMod, now: Instant) -> Result<Removed, ErrorCode> {
+        let (value, mask) = matching::keys_of(&fm.match_)?;
+        let all_tables = fm.table_id == v13::TABLE_ALL;
+        match fm.command {
+            FlowModCommand::Add | FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
+                if fm.table_id as usize >= self.tables.len() {
+                    return Err(fm_err(FlowModFailedCode::BadTableId));
+                }
+            }
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
+                if !all_tables && fm.table_id as usize >= self.tables.len() {
+                    return Err(fm_err(FlowModFailedCode::BadTableId));
+                }
+            }
+            FlowModCommand::Unknown(_) => return Err(fm_err(FlowModFailedCode::BadCommand)),
+        }
+        let out = match fm.command {
+            FlowModCommand::Add => {
+                let program = self.compile_program(fm.table_id, &fm.instructions)?;
+                self.add(fm, value, mask, program, now)?;
+                Vec::new()
+            }
+            FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
+                let program = self.compile_program(fm.table_id, &fm.instructions)?;
+                let strict = fm.command == FlowModCommand::ModifyStrict;
+                let table = &self.tables[fm.table_id as usize].rules;
+                let targets: Vec<Arc<Rule>> = if strict {
+                    table
+                        .find_strict(&value, &mask, fm.priority)
+                        .filter(|r| cookie_ok(r, fm))
+                        .cloned()
+                        .into_iter()
+                        .collect()
+                } else {
+                    table.select(|r| r.within(&value, &mask) && cookie_ok(r, fm))
+                };
+                let reset = fm.flags & v13::flow_mod_flags::RESET_COUNTS != 0;
+                for old in targets {
+                    let new = Rule {
+                        instructions: fm.instructions.clone(),
+                        program: program.clone(),
+                        counters: if reset {
+                            Arc::new(RuleCounters::default())
+                        } else {
+                            old.counters.clone()
+                        },
+                        match_: old.match_.clone(),
+                        ..*old_fields(&old)
+                    };
+                    self.tables[fm.table_id as usize].rules.insert(Arc::new(new));
+                }
+                Vec::new()
+            }
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
+                let strict = fm.command == FlowModCommand::DeleteStrict;
+                let tables: Vec<usize> = if all_tables {
+                    (0..self.tables.len()).collect()
+                } else {
+                    vec![fm.table_id as usize]
+                };
+                let mut removed = Vec::new();
+                for t in tables {
+                    let table = &self.tables[t].rules;
+                    let targets: Vec<Arc<Rule>> = if strict {
+                        table
+                            .find_strict(&value, &mask, fm.priority)
+                            .filter(|r| cookie_ok(r, fm) && r.program.outputs_to(fm.out_port, fm.out_group))
+                            .cloned()
+                            .into_iter()
+                            .collect()
+                    } else if mask.is_zero()
+                        && fm.cookie_mask == 0
+                        && fm.out_port == port::ANY
+                        && fm.out_group == v13::GROUP_ANY
+                    {
+                        table.iter().cloned().collect()
+                    } else {
+                        table.select(|r| {
+                            r.within(&value, &mask)
+                                && cookie_ok(r, fm)
+                                && r.program.outputs_to(fm.out_port, fm.out_group)
+                        })
+                    };
+                    for r in targets {
+                        removed.push((r, FlowRemovedReason::Delete));
+                    }
+                }
+                self.remove_rules(&removed);
+                removed
+            }
+            FlowModCommand::Unknown(_) => unreachable!("checked above"),
+        };
+        self.generation += 1;
+        Ok(out)
+    }
+
+    fn add(&mut self, fm: &FlowMod, value: Key, mask: Key, program: Program, now: Instant) -> Result<(), ErrorCode> {
+        let t = fm.table_id as usize;
+        if fm.flags & v13::flow_mod_flags::CHECK_OVERLAP != 0
+            && self.tables[t].rules.iter().any(|r| {
+                r.priority == fm.priority && r.overlaps(&value, &mask) && !(r.value == value && r.mask == mask)
+            })
+        {
+            return Err(fm_err(FlowModFailedCode::Overlap));
+        }
+        let replacing = self.tables[t].rules.find_strict(&value, &mask, fm.priority).cloned();
+        if replacing.is_none() && self.rule_count() >= self.max_rules {
+            return Err(fm_err(FlowModFailedCode::TableFull));
+        }
+        let counters = match (&replacing, fm.flags & v13::flow_mod_flags::RESET_COUNTS != 0) {
+            // 1.3.5 section 6.4: an identical ADD keeps the counters unless
+            // RESET_COUNTS is set.
+            (Some(old), false) => old.counters.clone(),
+            _ => Arc::new(RuleCounters::default()),
+        };
+        let now_ms = self.now_ms(now);
+        counters.last_hit_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
+        let rule = Rule {
+            table_id: fm.table_id,
+            priority: fm.priority,
+            cookie: fm.cookie,
+            flags: fm.flags,
+            idle_timeout: fm.idle_timeout,
+            hard_timeout: fm.hard_timeout,
+            value,
+            mask,
+            match_: fm.match_.clone(),
+            instructions: fm.instructions.clone(),
+            program,
+            created: now,
+            created_ms: now_ms,
+            counters,
+        };
+        if let Some(old) = &replacing {
+            if old.idle_timeout != 0 || old.hard_timeout != 0 {
+                self.timed_rules -= 1;
+            }
+        }
+        if rule.idle_timeout != 0 || rule.hard_timeout != 0 {
+            self.timed_rules += 1;
+        }
+        self.tables[t].rules.insert(Arc::new(rule));
+        Ok(())
+    }
+
+    fn remove_rules(&mut self, rules: &Removed) {
+        for (r, _) in rules {
+            if self.tables[r.table_id as usize]
+                .rules
+                .remove(&r.value, &r.mask, r.priority)
+                .is_some()
+                && (r.idle_timeout != 0 || r.hard_timeout != 0)
+            {
+                self.timed_rules -= 1;
+            }
+        }
+        if !rules.is_empty() {
+            self.generation += 1;
+        }
+    }
+
+    /// Rules whose idle or hard timeout has passed at `now`.
+    pub fn expired(&self, now: Instant) -> Removed {
+        if self.timed_rules == 0 {
+            return Vec::new();
+        }
+        let now_ms = self.now_ms(now);
+        let mut out = Vec::new();
+        for t in &self.tables {
+            for r in t.rules.iter() {
+                if r.hard_timeout != 0 && now_ms >= r.created_ms + r.hard_timeout as u64 * 1000 {
+                    out.push((r.clone(), FlowRemovedReason::HardTimeout));
+                } else if r.idle_timeout != 0 {
+                    let last = r.counters.last_hit_ms.load(std::sync::atomic::Ordering::Relaxed);
+                    if now_ms >= last + r.idle_timeout as u64 * 1000 {
+                        out.push((r.clone(), FlowRemovedReason::IdleTimeout));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Removes expired rules (those `expired` returned).
+    pub fn expire(&mut self, rules: &Removed) {
+        self.remove_rules(rules);
+    }
+
+    pub fn group_mod(&mut self, gm: &GroupMod, now: Instant) -> Result<Removed, ErrorCode> {
+        let gerr = ErrorCode::GroupModFailed;
+        if gm.group_id > v13::GROUP_ALL - 1 && !(gm.command == GroupModCommand::Delete && gm.group_id == v13::GROUP_ALL)
+        {
+            return Err(gerr(GroupModFailedCode::InvalidGroup));
+        }
+        let mut removed = Vec::new();
+        match gm.command {
+            GroupModCommand::Add | GroupModCommand::Modify => {
+                let exists = self.groups.contains_key(&gm.group_id);
+                if gm.command == GroupModCommand::Add && exists {
+                    return Err(gerr(GroupModFailedCode::GroupExists));
+                }
+                if gm.command == GroupModCommand::Modify && !exists {
+                    return Err(gerr(GroupModFailedCode::UnknownGroup));
+                }
+                let group = self.build_group(gm, now)?;
+                self.groups.insert(gm.group_id, Arc::new(group));
+            }
+            GroupModCommand::Delete => {
+                let ids: Vec<u32> = if gm.group_id == v13::GROUP_ALL {
+                    self.groups.keys().copied().collect()
+                } else {
+                    vec![gm.group_id]
+                };
+                for id in ids {
+                    if self.groups.remove(&id).is_some() {
+                        for t in &self.tables {
+                            for r in t.rules.select(|r| r.program.uses_group(id)) {
+                                removed.push((r, FlowRemovedReason::GroupDelete));
+                            }
+                        }
+                    }
+                }
+                self.remove_rules(&removed);
+            }
+            GroupModCommand::Unknown(_) => return Err(gerr(GroupModFailedCode::BadCommand)),
+        }
+        self.generation += 1;
+        Ok(removed)
+    }
+
+    fn build_group(&self, gm: &GroupMod, now: Instant) -> Result<Group, ErrorCode> {
+        let gerr = ErrorCode::GroupModFailed;
+        match gm.group_type {
+            GroupType::Indirect if gm.buckets.len() != 1 => return Err(gerr(GroupModFailedCode::BadBucket)),
+            GroupType::Unknown(_) => return Err(gerr(GroupModFailedCode::BadType)),
+            _ => {}
+        }
+        let mut compiled = Vec::with_capacity(gm.buckets.len());
+        for b in &gm.buckets {
+            if gm.group_type != GroupType::Select && b.weight != 0 {
+                return Err(gerr(GroupModFailedCode::WeightUnsupported));
+            }
+            if gm.group_type == GroupType::FastFailover {
+                if b.watch_port == port::ANY && b.watch_group == v13::GROUP_ANY {
+                    return Err(gerr(GroupModFailedCode::BadWatch));
+                }
+                if b.watch_port != port::ANY && !self.valid_port(b.watch_port) {
+                    return Err(gerr(GroupModFailedCode::BadWatch));
+                }
+            }
+            let acts = actions::compile(&b.actions, &|p| self.valid_port(p))?;
+            for a in &acts {
+                if let Act::Group(g) = a {
+                    if *g == gm.group_id {
+                        return Err(gerr(GroupModFailedCode::Loop));
+                    }
+                    if !self.groups.contains_key(g) {
+                        return Err(gerr(GroupModFailedCode::ChainingUnsupported));
+                    }
+                }
+            }
+            compiled.push(acts);
+        }
+        Ok(Group {
+            id: gm.group_id,
+            kind: gm.group_type,
+            buckets: gm.buckets.clone(),
+            bucket_counters: gm.buckets.iter().map(|_| Counter::default()).collect(),
+            compiled,
+            counter: Counter::default(),
+            created: now,
+        })
+    }
+
+    pub fn meter_mod(&mut self, mm: &MeterMod, now: Instant) -> Result<Removed, ErrorCode> {
+        let merr = ErrorCode::MeterModFailed;
+        // OFPM_MAX; the virtual meters SLOWPATH and CONTROLLER are not offered.
+        if mm.meter_id == 0 || (mm.meter_id > 0xffff_0000 && mm.meter_id != 0xffff_ffff) {
+            return Err(merr(MeterModFailedCode::InvalidMeter));
+        }
+        let mut removed = Vec::new();
+        match mm.command {
+            MeterModCommand::Add | MeterModCommand::Modify => {
+                let exists = self.meters.contains_key(&mm.meter_id);
+                if mm.command == MeterModCommand::Add && exists {
+                    return Err(merr(MeterModFailedCode::MeterExists));
+                }
+                if mm.command == MeterModCommand::Modify && !exists {
+                    return Err(merr(MeterModFailedCode::UnknownMeter));
+                }
+                use ofwire::v13::meter_flags::*;
+                if mm.flags & KBPS != 0 && mm.flags & PKTPS != 0 {
+                    return Err(merr(MeterModFailedCode::BadFlags));
+                }
+                if mm.bands.is_empty() {
+                    return Err(merr(MeterModFailedCode::InvalidMeter));
+                }
+                for b in &mm.bands {
+                    match b {
+                        v13::MeterBand::Drop { rate, .. } | v13::MeterBand::DscpRemark { rate, .. } => {
+                            if *rate == 0 {
+                                return Err(merr(MeterModFailedCode::BadRate));
+                            }
+                        }
+                        v13::MeterBand::Experimenter { .. } => return Err(merr(MeterModFailedCode::BadBand)),
+                    }
+                }
+                let meter = Meter {
+                    id: mm.meter_id,
+                    flags: mm.flags,
+                    bands: mm.bands.clone(),
+                    state: std::sync::Mutex::new(
+                        mm.bands
+                            .iter()
+                            .map(|_| BandState {
+                                tokens: f64::MAX,
+                                last: now,
+                            })
+                            .collect(),
+                    ),
+                    counter: Counter::default(),
+                    band_counters: mm.bands.iter().map(|_| Counter::default()).collect(),
+                    created: now,
+                };
+                self.meters.insert(mm.meter_id, Arc::new(meter));
+            }
+            MeterModCommand::Delete => {
+                let ids: Vec<u32> = if mm.meter_id == 0xffff_ffff {
+                    self.meters.keys().copied().collect()
+                } else {
+                    vec![mm.meter_id]
+                };
+                for id in ids {
+                    if self.meters.remove(&id).is_some() {
+                        for t in &self.tables {
+                            for r in t.rules.select(|r| r.program.meter == Some(id)) {
+                                removed.push((r, FlowRemovedReason::Delete));
+                            }
+                        }
+                    }
+                }
+                self.remove_rules(&removed);
+            }
+            MeterModCommand::Unknown(_) => return Err(merr(MeterModFailedCode::BadCommand)),
+        }
+        self.generation += 1;
+        Ok(removed)
+    }
+
+    /// PORT_MOD. Returns the new description when something changed.
+    pub fn port_mod(&mut self, pm: &v13::PortMod) -> Result<Option<v13::Port>, ErrorCode> {
+        let p = self
+            .ports
+            .get_mut(&pm.port_no)
+            .ok_or(ErrorCode::PortModFailed(PortModFailedCode::BadPort))?;
+        if p.hw_addr != pm.hw_addr {
+            return Err(ErrorCode::PortModFailed(PortModFailedCode::BadHwAddr));
+        }
+        use port_config::*;
+        let supported = PORT_DOWN | NO_RECV | NO_FWD | NO_PACKET_IN;
+        if pm.mask & !supported != 0 {
+            return Err(ErrorCode::PortModFailed(PortModFailedCode::BadConfig));
+        }
+        let config = (p.config & !pm.mask) | (pm.config & pm.mask);
+        if config == p.config {
+            return Ok(None);
+        }
+        p.config = config;
+        let desc = p.desc();
+        self.generation += 1;
+        Ok(Some(desc))
+    }
+
+    pub fn check_table(&self, t: u8) -> Result<(), ErrorCode> {
+        if t as usize >= self.tables.len() && t != v13::TABLE_ALL {
+            return Err(ErrorCode::BadRequest(BadRequestCode::BadTableId));
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ forwarding
+
+    /// The forwarding plan for a packet with this key.
+    pub fn plan(&self, key: &Key) -> Vec<Step> {
+        let mut steps = Vec::with_capacity(8);
+        let mut key = *key;
+        let in_port = key.in_port();
+        if let Some(p) = self.ports.get(&in_port) {
+            if p.config & (port_config::NO_RECV | port_config::PORT_DOWN) != 0 {
+                return steps;
+            }
+        }
+        let mut set = ActionSet::default();
+        let mut table = 0u8;
+        loop {
+            let t = &self.tables[table as usize];
+            let Some(rule) = t.rules.lookup(&key) else {
+                // No table-miss rule: drop (1.3.5 section 5.4).
+                steps.push(Step::Lookup { table, matched: false });
+                return steps;
+            };
+            steps.push(Step::Lookup { table, matched: true });
+            steps.push(Step::Hit(rule.clone()));
+            let p = &rule.program;
+            if let Some(m) = p.meter.and_then(|m| self.meters.get(&m)) {
+                steps.push(Step::Meter(m.clone()));
+            }
+            let reason = if rule.is_table_miss() {
+                PacketInReason::NoMatch
+            } else {
+                PacketInReason::Action
+            };
+            self.apply_list(&p.apply, &mut key, &mut steps, in_port, (reason, table, rule.cookie), 0);
+            if p.clear {
+                set = ActionSet::default();
+            }
+            for a in &p.write {
+                set.write(a);
+            }
+            if let Some((v, m)) = p.metadata {
+                let old = u64::from_be_bytes(key.0[8..16].try_into().unwrap());
+                key.0[8..16].copy_from_slice(&((old & !m) | (v & m)).to_be_bytes());
+            }
+            match p.goto {
+                Some(next) if (next as usize) < self.tables.len() && next > table => table = next,
+                _ => {
+                    let acts = set.in_order();
+                    self.apply_list(&acts, &mut key, &mut steps, in_port, (reason, table, rule.cookie), 0);
+                    return steps;
+                }
+            }
+        }
+    }
+
+    /// Plans an action list as it would run on a packet with `key`.
+    fn apply_list(
+        &self,
+        acts: &[Act],
+        key: &mut Key,
+        steps: &mut Vec<Step>,
+        in_port: u32,
+        origin: (PacketInReason, u8, u64),
+        depth: usize,
+    ) {
+        for a in acts {
+            match a {
+                Act::Output { port: p, max_len } => self.plan_output(*p, *max_len, in_port, origin, steps),
+                Act::Group(g) => {
+                    if depth < MAX_GROUP_DEPTH {
+                        if let Some(g) = self.groups.get(g) {
+                            self.plan_group(g, key, steps, in_port, origin, depth + 1);
+                        }
+                    }
+                }
+                Act::SetField(w) => {
+                    key.set(w.field, w.bytes());
+                    if w.field == ofwire::oxm::field::VLAN_VID && key.vlan_vid() != 0 {
+                        let vid = (u16::from_be_bytes([w.value[0], w.value[1]]) & 0x0fff) | ofwire::oxm::OFPVID_PRESENT;
+                        key.set(w.field, &vid.to_be_bytes());
+                    }
+                    steps.push(Step::Act(a.clone()));
+                }
+                Act::PushVlan(_) => {
+                    if key.vlan_vid() == 0 {
+                        key.set(ofwire::oxm::field::VLAN_VID, &ofwire::oxm::OFPVID_PRESENT.to_be_bytes());
+                    }
+                    steps.push(Step::Act(a.clone()));
+                }
+                Act::PopVlan => {
+                    key.set(ofwire::oxm::field::VLAN_VID, &[0, 0]);
+                    key.set(ofwire::oxm::field::VLAN_PCP, &[0]);
+                    steps.push(Step::Act(a.clone()));
+                }
+                Act::DecNwTtl | Act::SetNwTtl(_) => steps.push(Step::Act(a.clone())),
+                Act::SetQueue(_) => {}
+            }
+        }
+    }
+
+    fn plan_output(
+        &self,
+        p: u32,
+        max_len: u16,
+        in_port: u32,
+        origin: (PacketInReason, u8, u64),
+        steps: &mut Vec<Step>,
+    ) {
+        let forwardable = |q: &PortState| q.live() && q.config & port_config::NO_FWD == 0;
+        match p {
+            port::CONTROLLER => {
+                let no_packet_in = self
+                    .ports
+                    .get(&in_port)
+                    .is_some_and(|q| q.config & port_config::NO_PACKET_IN != 0);
+                if !no_packet_in {
+                    steps.push(Step::ToController {
+                        max_len,
+                        reason: origin.0,
+                        table_id: origin.1,
+                        cookie: origin.2,
+                    });
+                }
+            }
+            port::FLOOD | port::ALL => {
+                for q in self.ports.values() {
+                    if q.port_no != in_port && forwardable(q) {
+                        steps.push(Step::Output(q.port_no));
+                    }
+                }
+            }
+            port::IN_PORT => {
+                if self.ports.get(&in_port).is_some_and(forwardable) {
+                    steps.push(Step::Output(in_port));
+                }
+            }
+            // No local interface: LOCAL and TABLE (outside PACKET_OUT) drop.
+            port::LOCAL | port::TABLE => {}
+            p => {
+                // Output to the input port needs IN_PORT (1.3.5 section 7.2.5).
+                if p != in_port && self.ports.get(&p).is_some_and(forwardable) {
+                    steps.push(Step::Output(p));
+                }
+            }
+        }
+    }
+
+    fn plan_group(
+        &self,
+        g: &Arc<Group>,
+        key: &mut Key,
+        steps: &mut Vec<Step>,
+        in_port: u32,
+        origin: (PacketInReason, u8, u64),
+        depth: usize,
+    ) {
+        let bucket_live = |i: usize| {
+            let b = &g.buckets[i];
+            let port_ok = b.watch_port == port::ANY || self.ports.get(&b.watch_port).is_some_and(|p| p.live());
+            let group_ok = b.watch_group == v13::GROUP_ANY || self.groups.contains_key(&b.watch_group);
+            port_ok && group_ok
+        };
+        let chosen: Vec<usize> = match g.kind {
+            GroupType::All => (0..g.buckets.len()).collect(),
+            GroupType::Indirect => vec![0],
+            GroupType::FastFailover => (0..g.buckets.len()).find(|&i| bucket_live(i)).into_iter().collect(),
+            GroupType::Select => {
+                let live: Vec<usize> = (0..g.buckets.len())
+                    .filter(|&i| bucket_live(i) && g.buckets[i].weight > 0)
+                    .collect();
+                let total: u64 = live.iter().map(|&i| g.buckets[i].weight as u64).sum();
+                if total == 0 {
+                    Vec::new()
+                } else {
+                    let mut h = flow_hash(key) % total;
+                    let mut pick = live[0];
+                    for &i in &live {
+                        let w = g.buckets[i].weight as u64;
+                        if h < w {
+                            pick = i;
+                            break;
+                        }
+                        h -= w;
+                    }
+                    vec![pick]
+                }
+            }
+            GroupType::Unknown(_) => Vec::new(),
+        };
+        for i in chosen {
+            let mut sub = vec![Step::GroupHit(g.clone(), i)];
+            let mut k = *key;
+            self.apply_list(&g.compiled[i], &mut k, &mut sub, in_port, origin, depth);
+            steps.push(Step::Fork(sub));
+        }
+    }
+
+    /// Runs a plan on `pkt`; frames to send and PACKET_INs go to `out`.
+    pub fn execute(steps: &[Step], pkt: &mut Packet, now_ms: u64, now: Instant, out: &mut Emitted) {
+        let bytes = pkt.data.len();
+        for s in steps {
+            match s {
+                Step::Lookup { .. } => {}
+                Step::Hit(r) => r.hit(bytes, now_ms),
+                Step::Meter(m) => match m.admit(pkt.data.len(), now) {
+                    MeterVerdict::Pass => {}
+                    MeterVerdict::Drop => return,
+                    MeterVerdict::Remark(level) => remark(pkt, level),
+                },
+                Step::Act(a) => match a {
+                    Act::SetField(w) => pkt.set_field(w),
+                    Act::PushVlan(t) => pkt.push_vlan(*t),
+                    Act::PopVlan => pkt.pop_vlan(),
+                    // TTL ran out: dropped (1.3.5 section 5.12).
+                    Act::DecNwTtl if !pkt.dec_ttl() => return,
+                    Act::SetNwTtl(t) => pkt.set_ttl(*t),
+                    _ => {}
+                },
+                Step::Output(p) => out.outputs.push((*p, pkt.clone())),
+                Step::ToController {
+                    max_len,
+                    reason,
+                    table_id,
+                    cookie,
+                } => out.to_controller.push(ToController {
+                    in_port: pkt.key.in_port(),
+                    metadata: u64::from_be_bytes(pkt.key.0[8..16].try_into().unwrap()),
+                    max_len: *max_len,
+                    reason: *reason,
+                    table_id: *table_id,
+                    cookie: *cookie,
+                    data: pkt.data.clone(),
+                }),
+                Step::Fork(sub) => {
+                    let mut copy = pkt.clone();
+                    Pipeline::execute(sub, &mut copy, now_ms, now, out);
+                }
+                Step::GroupHit(g, i) => {
+                    g.counter.add(bytes);
+                    g.bucket_counters[*i].add(bytes);
+                }
+            }
+        }
+    }
+
+    /// Counts a plan's table lookups (kept apart from `execute` so the
+    /// datapath can count a batch at once).
+    pub fn count_lookups(&self, steps: &[Step], bytes: usize) {
+        for s in steps {
+            if let Step::Lookup { table, matched } = s {
+                let t = &self.tables[*table as usize];
+                t.lookups.add(bytes);
+                if *matched {
+                    t.matched.add(bytes);
+                }
+            }
+        }
+    }
+
+    /// Forwards one packet end to end (plan, count, execute): the path for
+    /// tests, PACKET_OUT to TABLE and anything not cached.
+    pub fn forward(&self, pkt: &mut Packet, now: Instant, out: &mut Emitted) {
+        let steps = self.plan(&pkt.key);
+        self.count_lookups(&steps, pkt.data.len());
+        Pipeline::execute(&steps, pkt, self.now_ms(now), now, out);
+    }
+
+    /// Runs a PACKET_OUT's actions on `pkt` (OFPP_TABLE sends it through
+    /// the tables).
+    pub fn packet_out(&self, acts: &[Act], pkt: &mut Packet, now: Instant, out: &mut Emitted) {
+        let mut steps = Vec::new();
+        let mut key = pkt.key;
+        let in_port = key.in_port();
+        for a in acts {
+            if let Act::Output { port: port::TABLE, .. } = a {
+                Pipeline::execute(&steps, pkt, self.now_ms(now), now, out);
+                steps.clear();
+                self.forward(pkt, now, out);
+                key = pkt.key;
+                continue;
+            }
+            if let Act::Output { port: p, .. } = a {
+                // PACKET_OUT may send back to the port it names as input.
+                if *p == in_port && self.ports.get(p).is_some_and(|q| q.live()) {
+                    steps.push(Step::Output(*p));
+                    continue;
+                }
+            }
+            self.apply_list(
+                std::slice::from_ref(a),
+                &mut key,
+                &mut steps,
+                in_port,
+                (PacketInReason::Action, 0, 0),
+                0,
+            );
+        }
+        Pipeline::execute(&steps, pkt, self.now_ms(now), now, out);
+    }
+}
+
+fn remark(pkt: &mut Packet, level: u8) {
+    let dscp = pkt.key.get(ofwire::oxm::field::IP_DSCP).first().copied().unwrap_or(0);
+    let dp = ((dscp >> 1) & 3).saturating_add(level).min(3);
+    let new = (dscp & !0b110) | (dp << 1);
+    let mut value = [0u8; 16];
+    value[0] = new;
+    pkt.set_field(&FieldWrite {
+        field: ofwire::oxm::field::IP_DSCP,
+        value,
+        len: 1,
+    });
+}
+
+fn cookie_ok(r: &Rule, fm: &FlowMod) -> bool {
+    r.cookie & fm.cookie_mask == fm.cookie & fm.cookie_mask
+}
+
+/// A copy of a rule's fields (for MODIFY, which replaces the instructions).
+fn old_fields(r: &Rule) -> Box<Rule> {
+    Box::new(Rule {
+        table_id: r.table_id,
+        priority: r.priority,
+        cookie: r.cookie,
+        flags: r.flags,
+        idle_timeout: r.idle_timeout,
+        hard_timeout: r.hard_timeout,
+        value: r.value,
+        mask: r.mask,
+        match_: ofwire::oxm::Match::default(),
+        instructions: Vec::new(),
+        program: Program::default(),
+        created: r.created,
+        created_ms: r.created_ms,
+        counters: r.counters.clone(),
+    })
+}
+
+/// A hash of the fields that name a flow (addresses, protocol, ports), for
+/// select groups: the same flow always takes the same bucket.
+pub fn flow_hash(key: &Key) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(&key.0[16..28]);
+    h.write(&key.0[31..44]);
+    h.write(&key.0[72..104]);
+    // FxHash's low bits are weak; mix them.
+    let x = h.finish();
+    (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) >> 16
+}
+
+/// The action set written by write_actions, executed at the end of the
+/// pipeline in the spec's order (1.3.5 section 5.10).
+#[derive(Default)]
+struct ActionSet {
+    pop_vlan: bool,
+    push_vlan: Option<u16>,
+    dec_ttl: bool,
+    set_ttl: Option<u8>,
+    fields: Vec<FieldWrite>,
+    queue: Option<u32>,
+    group: Option<u32>,
+    output: Option<(u32, u16)>,
+}
+
+impl ActionSet {
+    fn write(&mut self, a: &Act) {
+        match a {
+            Act::Output { port, max_len } => self.output = Some((*port, *max_len)),
+            Act::Group(g) => self.group = Some(*g),
+            Act::SetField(w) => {
+                self.fields.retain(|f| f.field != w.field);
+                self.fields.push(w.clone());
+            }
+            Act::PushVlan(t) => self.push_vlan = Some(*t),
+            Act::PopVlan => self.pop_vlan = true,
+            Act::DecNwTtl => self.dec_ttl = true,
+            Act::SetNwTtl(t) => self.set_ttl = Some(*t),
+            Act::SetQueue(q) => self.queue = Some(*q),
+        }
+    }
+
+    fn in_order(&self) -> Vec<Act> {
+        let mut v = Vec::new();
+        if self.pop_vlan {
+            v.push(Act::PopVlan);
+        }
+        if let Some(t) = self.push_vlan {
+            v.push(Act::PushVlan(t));
+        }
+        if self.dec_ttl {
+            v.push(Act::DecNwTtl);
+        }
+        if let Some(t) = self.set_ttl {
+            v.push(Act::SetNwTtl(t));
+        }
+        v.extend(self.fields.iter().cloned().map(Act::SetField));
+        if let Some(q) = self.queue {
+            v.push(Act::SetQueue(q));
+        }
+        // A group in the set wins over an output (1.3.5 section 5.10).
+        if let Some(g) = self.group {
+            v.push(Act::Group(g));
+        } else if let Some((port, max_len)) = self.output {
+            v.push(Act::Output { port, max_len });
+        }
+        v
+    }
+}

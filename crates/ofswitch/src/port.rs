@@ -1,0 +1,556 @@
+//! Port I/O: how frames get in and out of the switch.
+//!
+//! - `AfPacketPort`: any Linux interface (veth or a real NIC) through
+//!   AF_PACKET. Receive is a TPACKET_V2 memory-mapped ring (one frame per
+//!   slot, no block timeout, so no added latency), transmit is batched
+//!   `sendmmsg` with the qdisc bypassed. Both sockets use PACKET_VNET_HDR,
+//!   so checksum-partial and GSO (TSO) frames from hosts with offloads on
+//!   pass through whole and the kernel finishes them on the way out: TCP
+//!   works with nobody running ethtool.
+//! - `MemPort`: frames in and out of memory queues, for tests.
+
+use crate::actions::VnetHdr;
+use ofwire::MacAddr;
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::Mutex;
+
+/// A switch port's frame I/O. `recv` is called by one datapath thread at a
+/// time; `send` by any thread.
+pub trait PortIo: Send + Sync {
+    fn name(&self) -> &str;
+    fn hw_addr(&self) -> MacAddr;
+    /// Hands up to `max` waiting frames to `f`, without blocking; the count.
+    fn recv(&self, max: usize, f: &mut dyn FnMut(&[u8], VnetHdr)) -> io::Result<usize>;
+    /// Sends frames; how many went out (the rest were dropped).
+    fn send(&self, frames: &[(&[u8], VnetHdr)]) -> usize;
+    /// A descriptor that polls readable when frames wait.
+    fn fd(&self) -> RawFd;
+    fn link_up(&self) -> bool;
+    /// kbit/s, if known.
+    fn speed_kbps(&self) -> u32 {
+        10_000_000
+    }
+}
+
+fn eventfd() -> io::Result<RawFd> {
+    // SAFETY: plain syscall, result checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// An in-memory port: tests push frames in with `inject` and take what the
+/// switch sent with `take_sent`.
+pub struct MemPort {
+    name: String,
+    hw_addr: MacAddr,
+    rx: Mutex<VecDeque<Vec<u8>>>,
+    tx: Mutex<Vec<Vec<u8>>>,
+    tx_ready: std::sync::Condvar,
+    event: RawFd,
+    up: std::sync::atomic::AtomicBool,
+}
+
+impl MemPort {
+    pub fn new(name: &str, hw_addr: MacAddr) -> io::Result<MemPort> {
+        Ok(MemPort {
+            name: name.to_string(),
+            hw_addr,
+            rx: Mutex::new(VecDeque::new()),
+            tx: Mutex::new(Vec::new()),
+            tx_ready: std::sync::Condvar::new(),
+            event: eventfd()?,
+            up: true.into(),
+        })
+    }
+
+    pub fn inject(&self, frame: Vec<u8>) {
+        self.rx.lock().unwrap().push_back(frame);
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a valid u64 to our eventfd.
+        unsafe { libc::write(self.event, &one as *const u64 as *const libc::c_void, 8) };
+    }
+
+    pub fn take_sent(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut *self.tx.lock().unwrap())
+    }
+
+    /// Waits up to `timeout` until at least `n` frames were sent; takes them.
+    pub fn wait_sent(&self, n: usize, timeout: std::time::Duration) -> Vec<Vec<u8>> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut tx = self.tx.lock().unwrap();
+        while tx.len() < n {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            tx = self.tx_ready.wait_timeout(tx, left).unwrap().0;
+        }
+        std::mem::take(&mut *tx)
+    }
+
+    pub fn set_link(&self, up: bool) {
+        self.up.store(up, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Drop for MemPort {
+    fn drop(&mut self) {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(self.event) };
+    }
+}
+
+impl PortIo for MemPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn hw_addr(&self) -> MacAddr {
+        self.hw_addr
+    }
+    fn recv(&self, max: usize, f: &mut dyn FnMut(&[u8], VnetHdr)) -> io::Result<usize> {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a valid buffer; clears the event.
+        unsafe { libc::read(self.event, buf.as_mut_ptr() as *mut libc::c_void, 8) };
+        let mut n = 0;
+        let mut q = self.rx.lock().unwrap();
+        while n < max {
+            let Some(frame) = q.pop_front() else { break };
+            f(&frame, VnetHdr::default());
+            n += 1;
+        }
+        if !q.is_empty() {
+            let one: u64 = 1;
+            // SAFETY: as in `inject`.
+            unsafe { libc::write(self.event, &one as *const u64 as *const libc::c_void, 8) };
+        }
+        Ok(n)
+    }
+    fn send(&self, frames: &[(&[u8], VnetHdr)]) -> usize {
+        let mut tx = self.tx.lock().unwrap();
+        tx.extend(frames.iter().map(|(f, _)| f.to_vec()));
+        self.tx_ready.notify_all();
+        frames.len()
+    }
+    fn fd(&self) -> RawFd {
+        self.event
+    }
+    fn link_up(&self) -> bool {
+        self.up.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+// ------------------------------------------------------------- AF_PACKET
+
+const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_VERSION: libc::c_int = 10;
+const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+const PACKET_MR_PROMISC: libc::c_ushort = 1;
+const TPACKET_V2: libc::c_int = 1;
+const TP_STATUS_USER: u32 = 1;
+const TP_STATUS_VLAN_VALID: u32 = 0x10;
+const TP_STATUS_VLAN_TPID_VALID: u32 = 0x40;
+const PACKET_OUTGOING: u8 = 4;
+
+#[repr(C)]
+struct TpacketReq {
+    block_size: u32,
+    block_nr: u32,
+    frame_size: u32,
+    frame_nr: u32,
+}
+
+/// `struct tpacket2_hdr`.
+#[repr(C)]
+struct Tpacket2Hdr {
+    status: u32,
+    len: u32,
+    snaplen: u32,
+    mac: u16,
+    net: u16,
+    sec: u32,
+    nsec: u32,
+    vlan_tci: u16,
+    vlan_tpid: u16,
+    padding: [u8; 4],
+}
+
+/// Slot size: the largest GSO frame (64 KiB) plus headers, page-rounded.
+const SLOT: usize = 69_632;
+
+struct Ring {
+    map: *mut u8,
+    slots: usize,
+    next: usize,
+}
+
+// SAFETY: the ring is only touched under the port's rx mutex.
+unsafe impl Send for Ring {}
+
+/// A Linux interface through AF_PACKET.
+pub struct AfPacketPort {
+    name: String,
+    hw_addr: MacAddr,
+    rx_fd: RawFd,
+    tx_fd: RawFd,
+    ifindex: i32,
+    ring: Mutex<Ring>,
+}
+
+fn check(r: libc::c_int, what: &str, ifname: &str) -> io::Result<libc::c_int> {
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{ifname}: {what}: {e}")));
+    }
+    Ok(r)
+}
+
+fn setopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T, what: &str, ifname: &str) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live value of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            v as *const T as *const libc::c_void,
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    check(r, what, ifname).map(|_| ())
+}
+
+fn packet_socket(ifname: &str) -> io::Result<RawFd> {
+    let proto = (libc::ETH_P_ALL as u16).to_be() as libc::c_int;
+    // SAFETY: plain syscall, result checked.
+    let fd = check(
+        unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                proto,
+            )
+        },
+        "AF_PACKET socket (needs root or CAP_NET_RAW)",
+        ifname,
+    )?;
+    let one: libc::c_int = 1;
+    setopt(fd, libc::SOL_PACKET, PACKET_VNET_HDR, &one, "PACKET_VNET_HDR", ifname)?;
+    Ok(fd)
+}
+
+fn bind(fd: RawFd, ifindex: i32, ifname: &str) -> io::Result<()> {
+    // SAFETY: zeroed sockaddr_ll is valid; fields set below.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    sll.sll_ifindex = ifindex;
+    // SAFETY: passes a valid sockaddr_ll of the stated size.
+    let r = unsafe {
+        libc::bind(
+            fd,
+            &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    check(r, "bind", ifname).map(|_| ())
+}
+
+fn read_sys(ifname: &str, what: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/sys/class/net/{ifname}/{what}"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+impl AfPacketPort {
+    /// Opens `ifname` with a receive ring of `slots` frames.
+    pub fn open(ifname: &str, slots: usize) -> io::Result<AfPacketPort> {
+        let cname = std::ffi::CString::new(ifname)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
+        // SAFETY: valid C string.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+        if ifindex == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{ifname}: no such network interface"),
+            ));
+        }
+        let hw_addr = read_sys(ifname, "address")
+            .and_then(|a| {
+                let b: Vec<u8> = a.split(':').filter_map(|x| u8::from_str_radix(x, 16).ok()).collect();
+                <[u8; 6]>::try_from(b).ok()
+            })
+            .map(MacAddr)
+            .unwrap_or(MacAddr([0; 6]));
+
+        let rx_fd = packet_socket(ifname)?;
+        let one: libc::c_int = 1;
+        setopt(
+            rx_fd,
+            libc::SOL_PACKET,
+            PACKET_VERSION,
+            &TPACKET_V2,
+            "PACKET_VERSION",
+            ifname,
+        )?;
+        // Our own transmissions are not input (kernel 4.20+; also checked
+        // per frame below).
+        let _ = setopt(
+            rx_fd,
+            libc::SOL_PACKET,
+            PACKET_IGNORE_OUTGOING,
+            &one,
+            "PACKET_IGNORE_OUTGOING",
+            ifname,
+        );
+        let req = TpacketReq {
+            block_size: SLOT as u32,
+            block_nr: slots as u32,
+            frame_size: SLOT as u32,
+            frame_nr: slots as u32,
+        };
+        setopt(rx_fd, libc::SOL_PACKET, PACKET_RX_RING, &req, "PACKET_RX_RING", ifname)?;
+        // SAFETY: maps the ring the kernel just set up, of exactly its size.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                SLOT * slots,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
+                rx_fd,
+                0,
+            )
+        };
+        let map = if map == libc::MAP_FAILED {
+            // MAP_LOCKED may exceed RLIMIT_MEMLOCK; try without.
+            // SAFETY: as above.
+            let m = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    SLOT * slots,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    rx_fd,
+                    0,
+                )
+            };
+            if m == libc::MAP_FAILED {
+                return Err(io::Error::other(format!(
+                    "{ifname}: mmap of the receive ring: {}",
+                    io::Error::last_os_error()
+                )));
+            }
+            m
+        } else {
+            map
+        };
+        // SAFETY: zeroed packet_mreq is valid; fields set below.
+        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mreq.mr_ifindex = ifindex;
+        mreq.mr_type = PACKET_MR_PROMISC;
+        setopt(
+            rx_fd,
+            libc::SOL_PACKET,
+            PACKET_ADD_MEMBERSHIP,
+            &mreq,
+            "promiscuous mode",
+            ifname,
+        )?;
+        bind(rx_fd, ifindex, ifname)?;
+
+        let tx_fd = packet_socket(ifname)?;
+        let _ = setopt(
+            tx_fd,
+            libc::SOL_PACKET,
+            PACKET_QDISC_BYPASS,
+            &one,
+            "PACKET_QDISC_BYPASS",
+            ifname,
+        );
+        let sndbuf: libc::c_int = 4 << 20;
+        let _ = setopt(tx_fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &sndbuf, "SO_SNDBUF", ifname);
+        bind(tx_fd, ifindex, ifname)?;
+        Ok(AfPacketPort {
+            name: ifname.to_string(),
+            hw_addr,
+            rx_fd,
+            tx_fd,
+            ifindex,
+            ring: Mutex::new(Ring {
+                map: map as *mut u8,
+                slots,
+                next: 0,
+            }),
+        })
+    }
+
+    pub fn ifindex(&self) -> i32 {
+        self.ifindex
+    }
+}
+
+impl Drop for AfPacketPort {
+    fn drop(&mut self) {
+        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: unmaps our own mapping and closes our own descriptors once.
+        unsafe {
+            libc::munmap(ring.map as *mut libc::c_void, SLOT * ring.slots);
+            libc::close(self.rx_fd);
+            libc::close(self.tx_fd);
+        }
+    }
+}
+
+impl PortIo for AfPacketPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn hw_addr(&self) -> MacAddr {
+        self.hw_addr
+    }
+
+    fn recv(&self, max: usize, f: &mut dyn FnMut(&[u8], VnetHdr)) -> io::Result<usize> {
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = 0;
+        let mut scratch = Vec::new();
+        while n < max {
+            // SAFETY: the slot lies inside the mapping; the kernel hands it
+            // over by setting TP_STATUS_USER, and we read the header through
+            // a volatile load before touching the data.
+            let slot = unsafe { ring.map.add(ring.next * SLOT) };
+            let hdr = slot as *mut Tpacket2Hdr;
+            let status = unsafe { std::ptr::read_volatile(&(*hdr).status) };
+            if status & TP_STATUS_USER == 0 {
+                break;
+            }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            let (mac, snaplen, tci, tpid) = unsafe {
+                (
+                    (*hdr).mac as usize,
+                    (*hdr).snaplen as usize,
+                    (*hdr).vlan_tci,
+                    (*hdr).vlan_tpid,
+                )
+            };
+            // sockaddr_ll follows the aligned header; skip our own sends.
+            let sll = unsafe { &*(slot.add(32) as *const libc::sockaddr_ll) };
+            if sll.sll_pkttype != PACKET_OUTGOING && mac >= VnetHdr::LEN && mac + snaplen <= SLOT {
+                let vnet = unsafe { std::ptr::read_unaligned(slot.add(mac - VnetHdr::LEN) as *const VnetHdr) };
+                let data = unsafe { std::slice::from_raw_parts(slot.add(mac), snaplen) };
+                if status & TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
+                    // The NIC took the tag off; put it back where it was.
+                    let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && tpid != 0 {
+                        tpid
+                    } else {
+                        0x8100
+                    };
+                    scratch.clear();
+                    scratch.extend_from_slice(&data[..12]);
+                    scratch.extend_from_slice(&tpid.to_be_bytes());
+                    scratch.extend_from_slice(&tci.to_be_bytes());
+                    scratch.extend_from_slice(&data[12..]);
+                    let mut v = vnet;
+                    if v.flags & VnetHdr::NEEDS_CSUM != 0 {
+                        v.csum_start += 4;
+                    }
+                    if v.gso_type != 0 {
+                        v.hdr_len += 4;
+                    }
+                    f(&scratch, v);
+                } else {
+                    f(data, vnet);
+                }
+                n += 1;
+            }
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            // SAFETY: hands the slot back to the kernel.
+            unsafe { std::ptr::write_volatile(&mut (*hdr).status, 0) };
+            ring.next = (ring.next + 1) % ring.slots;
+        }
+        Ok(n)
+    }
+
+    fn send(&self, frames: &[(&[u8], VnetHdr)]) -> usize {
+        let mut sent = 0;
+        for chunk in frames.chunks(64) {
+            let mut iovs: Vec<[libc::iovec; 2]> = chunk
+                .iter()
+                .map(|(data, vnet)| {
+                    [
+                        libc::iovec {
+                            iov_base: vnet as *const VnetHdr as *mut libc::c_void,
+                            iov_len: VnetHdr::LEN,
+                        },
+                        libc::iovec {
+                            iov_base: data.as_ptr() as *mut libc::c_void,
+                            iov_len: data.len(),
+                        },
+                    ]
+                })
+                .collect();
+            // SAFETY: zeroed mmsghdr is valid; iovecs point at live buffers
+            // for the duration of the call.
+            let mut msgs: Vec<libc::mmsghdr> = iovs
+                .iter_mut()
+                .map(|iov| {
+                    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                    m.msg_hdr.msg_iov = iov.as_mut_ptr();
+                    m.msg_hdr.msg_iovlen = 2;
+                    m
+                })
+                .collect();
+            let mut off = 0;
+            let mut retries = 0;
+            while off < msgs.len() {
+                // SAFETY: as above.
+                let r = unsafe {
+                    libc::sendmmsg(
+                        self.tx_fd,
+                        msgs[off..].as_mut_ptr(),
+                        (msgs.len() - off) as u32,
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                if r > 0 {
+                    off += r as usize;
+                    sent += r as usize;
+                    continue;
+                }
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::ENOBUFS) if retries < 3 => {
+                        retries += 1;
+                        std::thread::yield_now();
+                    }
+                    // A frame the device refuses (too big, link down): skip it.
+                    _ => off += 1,
+                }
+            }
+        }
+        sent
+    }
+
+    fn fd(&self) -> RawFd {
+        self.rx_fd
+    }
+
+    fn link_up(&self) -> bool {
+        read_sys(&self.name, "carrier").as_deref() == Some("1")
+            && read_sys(&self.name, "operstate").as_deref() != Some("down")
+    }
+
+    fn speed_kbps(&self) -> u32 {
+        read_sys(&self.name, "speed")
+            .and_then(|s| s.parse::<i64>().ok())
+            .filter(|&s| s > 0)
+            .map(|s| (s * 1000) as u32)
+            .unwrap_or(10_000_000)
+    }
+}

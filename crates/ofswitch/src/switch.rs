@@ -1,0 +1,391 @@
+//! A running switch: datapath threads (pinned to cores when asked) plus
+//! one control thread that runs the OpenFlow agent over TCP, connecting
+//! out to controllers (reconnecting with back-off) and listening for
+//! passive connections (`ovs-ofctl ... tcp:HOST:PORT`), and that expires
+//! flows and follows link state.
+
+use crate::agent::{Agent, Effects, Identity};
+use crate::datapath::{self, Shared};
+use crate::pipeline::{Pipeline, PortCounters, PortState};
+use crate::port::PortIo;
+use ofwire::header::{negotiate_version, Framer, Header};
+use ofwire::{Body, DescStats, ErrorMsg, Message};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+pub struct Config {
+    pub datapath_id: u64,
+    pub ports: Vec<Arc<dyn PortIo>>,
+    /// Controllers to connect to (active connections).
+    pub controllers: Vec<SocketAddr>,
+    /// Addresses to listen on for controllers and tools (passive).
+    pub listen: Vec<SocketAddr>,
+    pub n_tables: usize,
+    pub max_rules: usize,
+    pub datapath_threads: usize,
+    /// Cores to pin datapath threads to, in order (none: not pinned).
+    pub cores: Vec<usize>,
+    pub verbose: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            datapath_id: 1,
+            ports: Vec::new(),
+            controllers: Vec::new(),
+            listen: Vec::new(),
+            n_tables: 64,
+            max_rules: 4_000_000,
+            datapath_threads: 1,
+            cores: Vec::new(),
+            verbose: false,
+        }
+    }
+}
+
+/// Controls a running switch; dropping it stops the switch.
+pub struct Handle {
+    pub shared: Arc<Shared>,
+    pub agent: Arc<Mutex<Agent>>,
+    /// The addresses actually listened on (port 0 resolved).
+    pub listening: Vec<SocketAddr>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    control_stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Handle {
+    pub fn pipeline(&self) -> &Arc<RwLock<Pipeline>> {
+        &self.shared.pipeline
+    }
+
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stop.store(true, Relaxed);
+        if let Some(s) = self.control_stop.take() {
+            let _ = s.send(());
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+type Writers = Arc<Mutex<HashMap<usize, mpsc::UnboundedSender<Vec<u8>>>>>;
+
+#[derive(Clone)]
+struct Ctx {
+    agent: Arc<Mutex<Agent>>,
+    shared: Arc<Shared>,
+    writers: Writers,
+    verbose: bool,
+}
+
+impl Ctx {
+    fn dispatch(&self, mut fx: Effects) {
+        if !fx.messages.is_empty() {
+            let writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut per_conn: HashMap<usize, Vec<u8>> = HashMap::new();
+            for (c, m) in fx.messages.drain(..) {
+                let buf = per_conn.entry(c).or_default();
+                if let Err(e) = m.encode(buf) {
+                    if self.verbose {
+                        eprintln!("sdnlab switch: cannot encode {}: {e}", m.type_name());
+                    }
+                }
+            }
+            for (c, buf) in per_conn {
+                if let Some(w) = writers.get(&c) {
+                    let _ = w.send(buf);
+                }
+            }
+        }
+        let mut frames = std::mem::take(&mut fx.frames);
+        self.shared.transmit(&mut frames);
+    }
+}
+
+/// Starts the switch.
+pub fn start(cfg: Config) -> std::io::Result<Handle> {
+    let mut pipeline = Pipeline::new(cfg.n_tables, cfg.max_rules);
+    for (i, io) in cfg.ports.iter().enumerate() {
+        pipeline.add_port(PortState {
+            port_no: i as u32 + 1,
+            name: io.name().to_string(),
+            hw_addr: io.hw_addr(),
+            config: 0,
+            link_up: io.link_up(),
+            speed_kbps: io.speed_kbps(),
+            counters: Arc::new(PortCounters::default()),
+        });
+    }
+    let pipeline = Arc::new(RwLock::new(pipeline));
+    let (pi_tx, pi_rx) = mpsc::channel(4096);
+    let shared = Arc::new(Shared {
+        pipeline: pipeline.clone(),
+        ports: cfg.ports.clone(),
+        to_controller: pi_tx,
+        stop: false.into(),
+        packet_ins_dropped: 0.into(),
+    });
+    let agent = Arc::new(Mutex::new(Agent::new(
+        pipeline,
+        Identity {
+            datapath_id: cfg.datapath_id,
+            desc: DescStats {
+                mfr_desc: "sdnlab".into(),
+                hw_desc: "userspace switch".into(),
+                sw_desc: format!("sdnlab {}", env!("CARGO_PKG_VERSION")),
+                serial_num: "none".into(),
+                dp_desc: format!("sdnlab switch dpid {:016x}", cfg.datapath_id),
+            },
+        },
+    )));
+
+    let mut threads = Vec::new();
+    let n = cfg.datapath_threads.clamp(1, cfg.ports.len().max(1));
+    for t in 0..n {
+        let mine: Vec<u32> = (0..cfg.ports.len())
+            .filter(|i| i % n == t)
+            .map(|i| i as u32 + 1)
+            .collect();
+        let shared = shared.clone();
+        let core = cfg.cores.get(t).copied();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("sdnlab-dp{t}"))
+                .spawn(move || datapath::run(shared, mine, core))?,
+        );
+    }
+
+    // Bind listeners here so errors (port in use) reach the caller.
+    let mut std_listeners = Vec::new();
+    for a in &cfg.listen {
+        let l = std::net::TcpListener::bind(a)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {a}: {e}")))?;
+        l.set_nonblocking(true)?;
+        std_listeners.push(l);
+    }
+    let listening = std_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+    let ctx = Ctx {
+        agent: agent.clone(),
+        shared: shared.clone(),
+        writers: Arc::new(Mutex::new(HashMap::new())),
+        verbose: cfg.verbose,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let controllers = cfg.controllers.clone();
+    threads.push(std::thread::Builder::new().name("sdnlab-ctl".into()).spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        rt.block_on(control(ctx, std_listeners, controllers, pi_rx, stop_rx));
+    })?);
+    Ok(Handle {
+        shared,
+        agent,
+        listening,
+        threads,
+        control_stop: Some(stop_tx),
+    })
+}
+
+async fn control(
+    ctx: Ctx,
+    listeners: Vec<std::net::TcpListener>,
+    controllers: Vec<SocketAddr>,
+    mut packet_ins: mpsc::Receiver<crate::pipeline::ToController>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    for l in listeners {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+                return;
+            };
+            loop {
+                if let Ok((s, _)) = l.accept().await {
+                    let _ = s.set_nodelay(true);
+                    tokio::spawn(serve(ctx.clone(), s));
+                }
+            }
+        });
+    }
+    for addr in controllers {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(100);
+            loop {
+                match tokio::net::TcpStream::connect(addr).await {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        backoff = Duration::from_millis(100);
+                        serve(ctx.clone(), s).await;
+                        if ctx.verbose {
+                            eprintln!("sdnlab switch: connection to {addr} closed; reconnecting");
+                        }
+                    }
+                    Err(e) if ctx.verbose => eprintln!("sdnlab switch: cannot reach controller {addr}: {e}"),
+                    Err(_) => {}
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(4));
+            }
+        });
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut batch = Vec::with_capacity(256);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            n = packet_ins.recv_many(&mut batch, 256) => {
+                if n == 0 {
+                    return;
+                }
+                let mut fx = Effects::default();
+                {
+                    let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
+                    for tc in batch.drain(..) {
+                        agent.packet_in(tc, &mut fx);
+                    }
+                }
+                ctx.dispatch(fx);
+            }
+            _ = tick.tick() => {
+                let mut fx = Effects::default();
+                {
+                    let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
+                    agent.expire(Instant::now(), &mut fx);
+                    for (i, io) in ctx.shared.ports.iter().enumerate() {
+                        agent.link_changed(i as u32 + 1, io.link_up(), &mut fx);
+                    }
+                }
+                ctx.dispatch(fx);
+            }
+        }
+    }
+}
+
+/// One controller connection: HELLO exchange, then messages until EOF or
+/// a byte stream that can no longer be framed.
+async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
+    let (mut rd, mut wr) = stream.into_split();
+    let versions = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).versions().to_vec();
+    let hello = Message {
+        version: *versions.iter().max().unwrap_or(&ofwire::OFP13_VERSION),
+        xid: 0,
+        body: Body::Hello(ofwire::header::Hello::with_versions(&versions)),
+    };
+    if wr.write_all(&hello.to_bytes().unwrap_or_default()).await.is_err() {
+        return;
+    }
+    let mut framer = Framer::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    // The peer's HELLO.
+    let version = loop {
+        let msg = match framer.next_message() {
+            Ok(Some(m)) => m.to_vec(),
+            Ok(None) => match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    framer.push(&buf[..n]);
+                    continue;
+                }
+            },
+            Err(_) => return,
+        };
+        let header = Header::peek(&msg);
+        let negotiated = match ofwire::decode(&msg) {
+            Ok(Message {
+                body: Body::Hello(h), ..
+            }) => negotiate_version(&versions, header.map(|h| h.version).unwrap_or(0), &h),
+            _ => {
+                return;
+            }
+        };
+        match negotiated {
+            Ok(v) => break v,
+            Err(e) => {
+                let err = Message {
+                    version: *versions.iter().max().unwrap(),
+                    xid: header.map(|h| h.xid).unwrap_or(0),
+                    body: Body::V13(ofwire::v13::Body::Error(ErrorMsg::for_decode_error(&e, &msg))),
+                };
+                let _ = wr.write_all(&err.to_bytes().unwrap_or_default()).await;
+                return;
+            }
+        }
+    };
+    let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).insert(conn, tx);
+    let writer = tokio::spawn(async move {
+        while let Some(mut b) = rx.recv().await {
+            while let Ok(more) = rx.try_recv() {
+                b.extend_from_slice(&more);
+            }
+            if wr.write_all(&b).await.is_err() {
+                break;
+            }
+        }
+    });
+    // Messages that came in with the HELLO are already in the framer.
+    let mut first = true;
+    'read: loop {
+        if !first {
+            let n = match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            framer.push(&buf[..n]);
+        }
+        first = false;
+        let mut fx = Effects::default();
+        {
+            let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                match framer.next_message() {
+                    Ok(Some(raw)) => {
+                        let now = Instant::now();
+                        match ofwire::decode_in_session(raw, version) {
+                            Ok(m) => agent.on_message(conn, &m, now, &mut fx),
+                            Err(e) => {
+                                let xid = Header::peek(raw).map(|h| h.xid).unwrap_or(0);
+                                fx.messages.push((
+                                    conn,
+                                    Message::v13(xid, ofwire::v13::Body::Error(ErrorMsg::for_decode_error(&e, raw))),
+                                ));
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        drop(agent);
+                        ctx.dispatch(fx);
+                        break 'read;
+                    }
+                }
+            }
+        }
+        ctx.dispatch(fx);
+    }
+    ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).disconnect(conn);
+    ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).remove(&conn);
+    // Let queued replies go out before the socket closes.
+    let _ = tokio::time::timeout(Duration::from_millis(200), writer).await;
+}
