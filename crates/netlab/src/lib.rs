@@ -1,10 +1,11 @@
 //! netlab: emulated networks in Linux network namespaces, for `sdnlab net`
 //! and for the benchmarks. Hosts are namespaces joined by veth links to
-//! switches (Linux bridge or Open vSwitch's userspace datapath) in the root
-//! namespace; everything created carries the run's prefix and is removed on
-//! teardown.
+//! switches (Linux bridge, Open vSwitch's userspace datapath or sdnlab's
+//! own switch) in the root namespace; everything created carries the run's
+//! prefix and is removed on teardown.
 
 pub mod kernel;
 pub mod ovs;
 pub mod run;
+pub mod sdnsw;
 pub mod topo;

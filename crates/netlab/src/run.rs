@@ -28,6 +28,8 @@ pub enum SwitchKind {
     Bridge,
     /// Open vSwitch, userspace datapath, run privately by netlab.
     Ovs,
+    /// sdnlab's own userspace OpenFlow switch, one process per switch.
+    Sdnlab,
 }
 
 impl std::str::FromStr for SwitchKind {
@@ -36,11 +38,8 @@ impl std::str::FromStr for SwitchKind {
         match s {
             "bridge" => Ok(SwitchKind::Bridge),
             "ovs" => Ok(SwitchKind::Ovs),
-            "sdnlab" => Err(
-                "switch kind 'sdnlab' needs the sdnlab switch, which is not built yet (issue 7); use bridge or ovs"
-                    .into(),
-            ),
-            other => Err(format!("unknown switch kind '{other}': use bridge or ovs")),
+            "sdnlab" => Ok(SwitchKind::Sdnlab),
+            other => Err(format!("unknown switch kind '{other}': use bridge, ovs or sdnlab")),
         }
     }
 }
@@ -82,6 +81,9 @@ pub struct State {
     pub switches: Vec<(String, String)>,
     pub links: Vec<LinkState>,
     pub ovs: Option<crate::ovs::OvsState>,
+    /// The sdnlab switch processes (switch kind `sdnlab`).
+    #[serde(default)]
+    pub sdnlab: Vec<crate::sdnsw::SwitchProcess>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -107,6 +109,8 @@ pub struct Net {
     pub state: State,
     pub topo: Topology,
     ovs: Option<Ovs>,
+    /// sdnlab switch processes (our children).
+    children: Vec<std::process::Child>,
     /// Set once `down` ran; otherwise dropping the `Net` tears it down.
     torn_down: bool,
 }
@@ -120,6 +124,7 @@ impl Drop for Net {
             return;
         }
         drop(self.ovs.take());
+        crate::sdnsw::stop(&mut self.children);
         let state = self.state.clone();
         let dir = self.dir.clone();
         let _ = std::thread::spawn(move || {
@@ -247,12 +252,14 @@ impl Net {
                 .collect(),
             links,
             ovs: None,
+            sdnlab: Vec::new(),
         };
         let mut net = Net {
             dir,
             state,
             topo,
             ovs: None,
+            children: Vec::new(),
             torn_down: false,
         };
         net.save()?;
@@ -263,6 +270,7 @@ impl Net {
             }
             Err(e) => {
                 drop(net.ovs.take());
+                crate::sdnsw::stop(&mut net.children);
                 let _ = teardown(&net.state).await;
                 let _ = std::fs::remove_dir_all(&net.dir);
                 net.torn_down = true;
@@ -392,6 +400,25 @@ impl Net {
                 .map_err(err)?;
                 self.ovs = Some(ovs);
             }
+            SwitchKind::Sdnlab => {
+                for l in self.state.links.iter().filter(|l| !l.blocked) {
+                    for end in &l.root_ends {
+                        root.set_up(end, true).await.map_err(err)?;
+                    }
+                }
+                let started = crate::sdnsw::start(
+                    &self.dir,
+                    &self.topo,
+                    &self.state,
+                    self.state.options.controller.as_deref(),
+                    &mut self.children,
+                );
+                match started {
+                    Ok(procs) => self.state.sdnlab = procs,
+                    Err(e) => return Err(e),
+                }
+                self.save()?;
+            }
         }
         phase("switches");
         self.apply_rate_limits()?;
@@ -454,6 +481,15 @@ impl Net {
         ovs.vsctl(args).map_err(|e| e.to_string())
     }
 
+    /// Where `ovs-ofctl` reaches a switch: `unix:SOCKET` for Open vSwitch,
+    /// `tcp:127.0.0.1:PORT` for the sdnlab switch.
+    pub fn ofctl_target(&self, switch: &str) -> Option<String> {
+        if let Some(p) = self.state.sdnlab.iter().find(|p| p.name == switch) {
+            return Some(p.ofp.clone());
+        }
+        self.ovs_mgmt(switch).map(|p| format!("unix:{}", p.display()))
+    }
+
     pub fn ovs_mgmt(&self, switch: &str) -> Option<PathBuf> {
         let br = &self.state.switches.iter().find(|(n, _)| n == switch)?.1;
         self.ovs.as_ref().map(|o| o.mgmt_socket(br))
@@ -474,6 +510,7 @@ impl Net {
     /// Removes everything of this run.
     pub async fn down(mut self) -> Result<(), String> {
         drop(self.ovs.take());
+        crate::sdnsw::stop(&mut self.children);
         let r = teardown(&self.state).await;
         let _ = std::fs::remove_dir_all(&self.dir);
         self.torn_down = true;

@@ -31,6 +31,9 @@ pub struct Config {
     /// Cores to pin datapath threads to, in order (none: not pinned).
     pub cores: Vec<usize>,
     pub verbose: bool,
+    /// Start with a table-miss rule that floods (a hub until a controller
+    /// replaces it).
+    pub flood_on_miss: bool,
 }
 
 impl Default for Config {
@@ -45,6 +48,7 @@ impl Default for Config {
             datapath_threads: 1,
             cores: Vec::new(),
             verbose: false,
+            flood_on_miss: false,
         }
     }
 }
@@ -132,6 +136,18 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
             speed_kbps: io.speed_kbps(),
             counters: Arc::new(PortCounters::default()),
         });
+    }
+    if cfg.flood_on_miss {
+        let fm = ofwire::v13::FlowMod {
+            instructions: vec![ofwire::v13::Instruction::ApplyActions(vec![ofwire::v13::Action::Output {
+                port: ofwire::v13::port::FLOOD,
+                max_len: 0,
+            }])],
+            ..ofwire::v13::FlowMod::add(0)
+        };
+        pipeline
+            .flow_mod(&fm, Instant::now())
+            .map_err(|e| std::io::Error::other(format!("table-miss flood rule: {e:?}")))?;
     }
     let pipeline = Arc::new(RwLock::new(pipeline));
     let (pi_tx, pi_rx) = mpsc::channel(4096);

@@ -37,6 +37,13 @@ pub struct SwitchArgs {
     /// Receive ring slots per port (each holds one frame of up to 64 KiB).
     #[arg(long, default_value_t = 256)]
     pub ring: usize,
+    /// standalone: the table-miss rule floods (a hub) until a controller replaces it; secure:
+    /// nothing is forwarded until a controller (or ovs-ofctl) installs rules.
+    #[arg(long, default_value = "secure", value_parser = ["secure", "standalone"])]
+    pub fail_mode: String,
+    /// Write the process id to this file (removed on exit).
+    #[arg(long, value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
     /// Log connections.
     #[arg(long, short)]
     pub verbose: bool,
@@ -117,7 +124,13 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         datapath_threads: threads,
         cores: args.cores.clone(),
         verbose: args.verbose,
+        flood_on_miss: args.fail_mode == "standalone",
     };
+    if let Some(p) = &args.pidfile {
+        if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
+            return fail(format!("--pidfile {}: {e}", p.display()));
+        }
+    }
     let handle = match ofswitch::switch::start(cfg) {
         Ok(h) => h,
         Err(e) => return fail(e),
@@ -143,6 +156,9 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     });
     let rules = handle.pipeline().read().map(|p| p.rule_count()).unwrap_or(0);
     handle.stop();
+    if let Some(p) = &args.pidfile {
+        let _ = std::fs::remove_file(p);
+    }
     eprintln!("sdnlab switch: stopped ({rules} rules)");
     ExitCode::SUCCESS
 }

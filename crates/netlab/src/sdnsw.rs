@@ -1,0 +1,150 @@
+//! The `sdnlab` switch kind: one `sdnlab switch` process per switch, its
+//! ports the root-namespace ends of the switch's links (numbered as for
+//! Open vSwitch: in link order, from 1), listening on a loopback port for
+//! `ovs-ofctl` and connecting to the run's controller(s). The process
+//! carries a pid file in the run directory on its command line, so
+//! teardown finds it even if the `up` process died.
+
+use crate::run::State;
+use crate::topo::Topology;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running sdnlab switch of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SwitchProcess {
+    pub name: String,
+    pub pid: u32,
+    /// Where it listens for OpenFlow tools: `tcp:127.0.0.1:PORT`.
+    pub ofp: String,
+}
+
+/// The `sdnlab` executable: `SDNLAB_BIN`, else this process if it is
+/// sdnlab, else the workspace's newest build.
+pub fn binary() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("SDNLAB_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    if let Ok(me) = std::env::current_exe() {
+        if me.file_name().is_some_and(|n| n == "sdnlab") {
+            return Ok(me);
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    ["release", "debug"]
+        .iter()
+        .map(|p| root.join(p).join("sdnlab"))
+        .filter(|p| p.is_file())
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .ok_or_else(|| "cannot find the sdnlab binary for --switch sdnlab: build it or set SDNLAB_BIN".to_string())
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Starts every switch; on error the ones started are returned for
+/// teardown through `children`.
+pub fn start(
+    dir: &Path,
+    topo: &Topology,
+    st: &State,
+    default_controller: Option<&str>,
+    children: &mut Vec<Child>,
+) -> Result<Vec<SwitchProcess>, String> {
+    let bin = binary()?;
+    let mut ports: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for l in &st.links {
+        if l.root_ends.len() == 1 {
+            let sw = if topo.is_switch(&l.a) { &l.a } else { &l.b };
+            ports.entry(sw).or_default().push(&l.root_ends[0]);
+        } else {
+            ports.entry(&l.a).or_default().push(&l.root_ends[0]);
+            ports.entry(&l.b).or_default().push(&l.root_ends[1]);
+        }
+    }
+    let mut out = Vec::new();
+    for sw in &topo.switches {
+        let Some(my_ports) = ports.get(sw.name.as_str()) else {
+            continue;
+        };
+        let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+        let pidfile = dir.join(format!("{}.pid", sw.name));
+        let log = std::fs::File::create(dir.join(format!("{}.log", sw.name)))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut c = Command::new(&bin);
+        c.arg("switch");
+        for p in my_ports {
+            c.args(["--port", p]);
+        }
+        c.args(["--dpid", &format!("{:016x}", sw.dpid)])
+            .args(["--listen", &format!("ptcp:{port}")])
+            .args(["--threads", "1", "--ring", "64"])
+            .arg("--pidfile")
+            .arg(&pidfile);
+        let controller = sw.controller.as_deref().or(default_controller);
+        match controller {
+            Some(cs) => {
+                for one in cs.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                    if one.starts_with("ssl:") {
+                        return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into());
+                    }
+                    c.args(["--controller", one]);
+                }
+            }
+            None => {
+                c.args(["--fail-mode", "standalone"]);
+            }
+        }
+        c.stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log);
+        let child = c.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+        out.push(SwitchProcess {
+            name: sw.name.clone(),
+            pid: child.id(),
+            ofp: format!("tcp:127.0.0.1:{port}"),
+        });
+        children.push(child);
+    }
+    // Ready when each listens.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for (s, child) in out.iter().zip(children.iter_mut()) {
+        let addr: std::net::SocketAddr = s.ofp.trim_start_matches("tcp:").parse().expect("own format");
+        loop {
+            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                break;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = std::fs::read_to_string(dir.join(format!("{}.log", s.name))).unwrap_or_default();
+                return Err(format!("sdnlab switch {} exited ({status}): {}", s.name, log.trim()));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("sdnlab switch {} did not start listening within 10 s", s.name));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Ok(out)
+}
+
+/// Stops switch processes: SIGTERM, then reap (they are our children when
+/// `children` holds them; otherwise wait for them to go).
+pub fn stop(children: &mut Vec<Child>) {
+    for c in children.iter() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGTERM);
+    }
+    for mut c in children.drain(..) {
+        let t = Instant::now();
+        loop {
+            if !matches!(c.try_wait(), Ok(None)) || t.elapsed() > Duration::from_secs(5) {
+                let _ = c.kill();
+                let _ = c.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
