@@ -134,7 +134,10 @@ pub fn start(
 /// `children` holds them; otherwise wait for them to go).
 pub fn stop(children: &mut Vec<Child>) {
     for c in children.iter() {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(c.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
     }
     for mut c in children.drain(..) {
         let t = Instant::now();

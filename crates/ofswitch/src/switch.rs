@@ -139,10 +139,12 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
     }
     if cfg.flood_on_miss {
         let fm = ofwire::v13::FlowMod {
-            instructions: vec![ofwire::v13::Instruction::ApplyActions(vec![ofwire::v13::Action::Output {
-                port: ofwire::v13::port::FLOOD,
-                max_len: 0,
-            }])],
+            instructions: vec![ofwire::v13::Instruction::ApplyActions(vec![
+                ofwire::v13::Action::Output {
+                    port: ofwire::v13::port::FLOOD,
+                    max_len: 0,
+                },
+            ])],
             ..ofwire::v13::FlowMod::add(0)
         };
         pipeline

@@ -143,7 +143,14 @@ fn an_empty_table_drops_and_a_table_miss_rule_sends_to_the_controller() {
     assert!(send(&p, 1, udp4(1, 2)).outputs.is_empty());
     add(
         &mut p,
-        flow(0, vec![], vec![apply(vec![Action::Output { port: v13::port::CONTROLLER, max_len: 128 }])]),
+        flow(
+            0,
+            vec![],
+            vec![apply(vec![Action::Output {
+                port: v13::port::CONTROLLER,
+                max_len: 128,
+            }])],
+        ),
     );
     let e = send(&p, 1, udp4(1, 2));
     assert_eq!(e.to_controller.len(), 1);
@@ -160,7 +167,10 @@ fn priorities_and_masks_pick_the_right_rule() {
         &mut p,
         flow(
             20,
-            vec![Oxm::EthType(0x0800), Oxm::Ipv4Dst(Ipv4Addr::new(10, 0, 0, 0), Some(Ipv4Addr::new(255, 255, 255, 0)))],
+            vec![
+                Oxm::EthType(0x0800),
+                Oxm::Ipv4Dst(Ipv4Addr::new(10, 0, 0, 0), Some(Ipv4Addr::new(255, 255, 255, 0))),
+            ],
             vec![apply(vec![out(3)])],
         ),
     );
@@ -183,12 +193,21 @@ fn priorities_and_masks_pick_the_right_rule() {
 #[test]
 fn flood_all_and_in_port_follow_the_spec() {
     let mut p = pipeline(4);
-    add(&mut p, flow(1, vec![Oxm::InPort(1)], vec![apply(vec![out(v13::port::FLOOD)])]));
-    add(&mut p, flow(1, vec![Oxm::InPort(2)], vec![apply(vec![out(v13::port::IN_PORT)])]));
+    add(
+        &mut p,
+        flow(1, vec![Oxm::InPort(1)], vec![apply(vec![out(v13::port::FLOOD)])]),
+    );
+    add(
+        &mut p,
+        flow(1, vec![Oxm::InPort(2)], vec![apply(vec![out(v13::port::IN_PORT)])]),
+    );
     add(&mut p, flow(1, vec![Oxm::InPort(3)], vec![apply(vec![out(3)])]));
     assert_eq!(ports_of(&send(&p, 1, udp4(1, 2))), [2, 3, 4]);
     assert_eq!(ports_of(&send(&p, 2, udp4(1, 2))), [2]);
-    assert!(ports_of(&send(&p, 3, udp4(1, 2))).is_empty(), "output to the input port needs IN_PORT");
+    assert!(
+        ports_of(&send(&p, 3, udp4(1, 2))).is_empty(),
+        "output to the input port needs IN_PORT"
+    );
 }
 
 fn set(o: Oxm) -> Action {
@@ -220,17 +239,23 @@ fn every_ipv4_rewrite_lands_with_correct_checksums() {
     let e = send(&p, 1, udp4(1234, 53));
     let f = &e.outputs[0].1.data;
     let s = SlicedPacket::from_ethernet(f).unwrap();
-    let Some(etherparse::LinkSlice::Ethernet2(eth)) = s.link else { panic!() };
+    let Some(etherparse::LinkSlice::Ethernet2(eth)) = s.link else {
+        panic!()
+    };
     assert_eq!(eth.source(), [2, 9, 9, 9, 9, 1]);
     assert_eq!(eth.destination(), [2, 9, 9, 9, 9, 2]);
-    let Some(etherparse::NetSlice::Ipv4(ip)) = &s.net else { panic!() };
+    let Some(etherparse::NetSlice::Ipv4(ip)) = &s.net else {
+        panic!()
+    };
     let h = ip.header();
     assert_eq!(h.source(), [192, 168, 1, 7]);
     assert_eq!(h.destination(), [172, 16, 0, 9]);
     assert_eq!(h.dcp().value(), 46);
     assert_eq!(h.ecn().value(), 1);
     assert_eq!(h.ttl(), 63);
-    let Some(TransportSlice::Udp(u)) = &s.transport else { panic!() };
+    let Some(TransportSlice::Udp(u)) = &s.transport else {
+        panic!()
+    };
     assert_eq!((u.source_port(), u.destination_port()), (5555, 6666));
     assert_checksums(f);
 
@@ -268,12 +293,16 @@ fn every_ipv4_rewrite_lands_with_correct_checksums() {
     let f = send(&p, 1, tcp4()).outputs.remove(0).1.data;
     assert_checksums(&f);
     let s = SlicedPacket::from_ethernet(&f).unwrap();
-    let Some(TransportSlice::Tcp(t)) = &s.transport else { panic!() };
+    let Some(TransportSlice::Tcp(t)) = &s.transport else {
+        panic!()
+    };
     assert_eq!((t.source_port(), t.destination_port()), (1, 8080));
     let f = send(&p, 1, icmp4()).outputs.remove(0).1.data;
     assert_checksums(&f);
     let s = SlicedPacket::from_ethernet(&f).unwrap();
-    let Some(TransportSlice::Icmpv4(ic)) = &s.transport else { panic!() };
+    let Some(TransportSlice::Icmpv4(ic)) = &s.transport else {
+        panic!()
+    };
     assert!(matches!(ic.icmp_type(), Icmpv4Type::EchoReply(_)));
 }
 
@@ -298,10 +327,15 @@ fn ipv6_rewrites_keep_the_udp_checksum() {
     let f = send(&p, 1, udp6()).outputs.remove(0).1.data;
     assert_checksums(&f);
     let s = SlicedPacket::from_ethernet(&f).unwrap();
-    let Some(etherparse::NetSlice::Ipv6(ip)) = &s.net else { panic!() };
+    let Some(etherparse::NetSlice::Ipv6(ip)) = &s.net else {
+        panic!()
+    };
     let h = ip.header();
     assert_eq!(Ipv6Addr::from(h.source()), "fd00::99".parse::<Ipv6Addr>().unwrap());
-    assert_eq!(Ipv6Addr::from(h.destination()), "fd00::100".parse::<Ipv6Addr>().unwrap());
+    assert_eq!(
+        Ipv6Addr::from(h.destination()),
+        "fd00::100".parse::<Ipv6Addr>().unwrap()
+    );
     assert_eq!(h.traffic_class() >> 2, 10);
     assert_eq!(h.flow_label().value(), 0xabcde);
 }
@@ -357,7 +391,11 @@ fn arp_fields_can_be_matched_and_rewritten() {
         &mut p,
         flow(
             5,
-            vec![Oxm::EthType(0x0806), Oxm::ArpOp(1), Oxm::ArpTpa(Ipv4Addr::new(10, 0, 0, 2), None)],
+            vec![
+                Oxm::EthType(0x0806),
+                Oxm::ArpOp(1),
+                Oxm::ArpTpa(Ipv4Addr::new(10, 0, 0, 2), None),
+            ],
             vec![apply(vec![
                 set(Oxm::ArpOp(2)),
                 set(Oxm::ArpTha(MacAddr(H2), None)),
@@ -382,7 +420,10 @@ fn tables_metadata_and_the_action_set() {
             1,
             vec![Oxm::InPort(1)],
             vec![
-                Instruction::WriteMetadata { metadata: 0xab, mask: 0xff },
+                Instruction::WriteMetadata {
+                    metadata: 0xab,
+                    mask: 0xff,
+                },
                 Instruction::WriteActions(vec![out(2), set(Oxm::EthDst(MacAddr([2, 5, 5, 5, 5, 5]), None))]),
                 Instruction::GotoTable(3),
             ],
@@ -395,7 +436,12 @@ fn tables_metadata_and_the_action_set() {
             table_id: 3,
             ..flow(
                 1,
-                vec![Oxm::Metadata(0xab, None), Oxm::EthType(0x0800), Oxm::IpProto(17), Oxm::UdpDst(99)],
+                vec![
+                    Oxm::Metadata(0xab, None),
+                    Oxm::EthType(0x0800),
+                    Oxm::IpProto(17),
+                    Oxm::UdpDst(99),
+                ],
                 vec![Instruction::WriteActions(vec![out(3)])],
             )
         },
@@ -407,14 +453,23 @@ fn tables_metadata_and_the_action_set() {
             table_id: 3,
             ..flow(
                 1,
-                vec![Oxm::Metadata(0xab, None), Oxm::EthType(0x0800), Oxm::IpProto(17), Oxm::UdpDst(98)],
+                vec![
+                    Oxm::Metadata(0xab, None),
+                    Oxm::EthType(0x0800),
+                    Oxm::IpProto(17),
+                    Oxm::UdpDst(98),
+                ],
                 vec![Instruction::ClearActions],
             )
         },
     );
     let e = send(&p, 1, udp4(1, 99));
     assert_eq!(ports_of(&e), [3]);
-    assert_eq!(&e.outputs[0].1.data[0..6], &[2, 5, 5, 5, 5, 5], "the set's rewrite runs before its output");
+    assert_eq!(
+        &e.outputs[0].1.data[0..6],
+        &[2, 5, 5, 5, 5, 5],
+        "the set's rewrite runs before its output"
+    );
     assert!(send(&p, 1, udp4(1, 98)).outputs.is_empty());
     // A miss in table 3 drops, even with an output in the action set.
     assert!(send(&p, 1, udp4(1, 97)).outputs.is_empty());
@@ -444,7 +499,9 @@ fn flow_mod_errors_name_the_problem() {
     fm.instructions = vec![Instruction::Meter(3)];
     assert_eq!(
         p.flow_mod(&fm, now).err(),
-        Some(ErrorCode::MeterModFailed(ofwire::error::MeterModFailedCode::UnknownMeter))
+        Some(ErrorCode::MeterModFailed(
+            ofwire::error::MeterModFailedCode::UnknownMeter
+        ))
     );
     fm.instructions = vec![];
     fm.table_id = 100;
@@ -468,7 +525,11 @@ fn flow_mod_errors_name_the_problem() {
 fn modify_and_delete_strict_and_loose_with_cookies() {
     let mut p = pipeline(3);
     for (prio, port, cookie) in [(10, 2, 0x10), (20, 3, 0x20)] {
-        let mut fm = flow(prio, vec![Oxm::InPort(1), Oxm::EthType(0x0800)], vec![apply(vec![out(port)])]);
+        let mut fm = flow(
+            prio,
+            vec![Oxm::InPort(1), Oxm::EthType(0x0800)],
+            vec![apply(vec![out(port)])],
+        );
         fm.cookie = cookie;
         add(&mut p, fm);
     }
@@ -479,7 +540,11 @@ fn modify_and_delete_strict_and_loose_with_cookies() {
     m.cookie = 0x10;
     m.cookie_mask = 0xff;
     add(&mut p, m);
-    let rules: Vec<_> = p.tables[0].rules.iter().map(|r| (r.priority, r.instructions.clone())).collect();
+    let rules: Vec<_> = p.tables[0]
+        .rules
+        .iter()
+        .map(|r| (r.priority, r.instructions.clone()))
+        .collect();
     assert!(rules.contains(&(10, vec![apply(vec![out(v13::port::FLOOD)])])));
     assert!(rules.contains(&(20, vec![apply(vec![out(3)])])));
     // Delete by out_port: only the rule sending to 3 goes.
@@ -519,10 +584,30 @@ fn group(p: &mut Pipeline, id: u32, kind: GroupType, buckets: Vec<(u16, u32, Vec
 fn groups_all_select_indirect_and_fast_failover() {
     let any = v13::port::ANY;
     let mut p = pipeline(4);
-    group(&mut p, 1, GroupType::All, vec![(0, any, vec![out(2)]), (0, any, vec![out(3)])]);
-    group(&mut p, 2, GroupType::Select, vec![(1, any, vec![out(2)]), (1, any, vec![out(3)]), (2, any, vec![out(4)])]);
-    group(&mut p, 3, GroupType::Indirect, vec![(0, any, vec![set(Oxm::IpDscp(8)), out(4)])]);
-    group(&mut p, 4, GroupType::FastFailover, vec![(0, 2, vec![out(2)]), (0, 3, vec![out(3)])]);
+    group(
+        &mut p,
+        1,
+        GroupType::All,
+        vec![(0, any, vec![out(2)]), (0, any, vec![out(3)])],
+    );
+    group(
+        &mut p,
+        2,
+        GroupType::Select,
+        vec![(1, any, vec![out(2)]), (1, any, vec![out(3)]), (2, any, vec![out(4)])],
+    );
+    group(
+        &mut p,
+        3,
+        GroupType::Indirect,
+        vec![(0, any, vec![set(Oxm::IpDscp(8)), out(4)])],
+    );
+    group(
+        &mut p,
+        4,
+        GroupType::FastFailover,
+        vec![(0, 2, vec![out(2)]), (0, 3, vec![out(3)])],
+    );
     for (udp, g) in [(1u16, 1u32), (2, 2), (3, 3), (4, 4)] {
         add(
             &mut p,
@@ -545,7 +630,10 @@ fn groups_all_select_indirect_and_fast_failover() {
     for sport in 0..2000u16 {
         hits[ports_of(&send(&p, 1, udp4(sport, 2)))[0] as usize] += 1;
     }
-    assert!(hits[2] > 300 && hits[3] > 300 && hits[4] > 700, "spread by weight 1:1:2: {hits:?}");
+    assert!(
+        hits[2] > 300 && hits[3] > 300 && hits[4] > 700,
+        "spread by weight 1:1:2: {hits:?}"
+    );
     let f = send(&p, 1, udp4(9, 3)).outputs.remove(0);
     assert_eq!(f.0, 4);
     assert_checksums(&f.1.data);
@@ -604,7 +692,14 @@ fn a_meter_drops_what_exceeds_its_band() {
         }],
     };
     p.meter_mod(&mm, Instant::now()).unwrap();
-    add(&mut p, flow(1, vec![Oxm::InPort(1)], vec![Instruction::Meter(1), apply(vec![out(2)])]));
+    add(
+        &mut p,
+        flow(
+            1,
+            vec![Oxm::InPort(1)],
+            vec![Instruction::Meter(1), apply(vec![out(2)])],
+        ),
+    );
     let passed: usize = (0..100).map(|_| send(&p, 1, udp4(1, 2)).outputs.len()).sum();
     assert!((10..=12).contains(&passed), "burst of 10 then ~10 pps: {passed} passed");
     let m = &p.meters[&1];
@@ -632,7 +727,10 @@ fn a_million_rules_fit_and_each_is_matched() {
     for i in 0..n {
         let fm = flow(
             100,
-            vec![Oxm::EthType(0x0800), Oxm::Ipv4Dst(Ipv4Addr::from(0x0a00_0000 + i), None)],
+            vec![
+                Oxm::EthType(0x0800),
+                Oxm::Ipv4Dst(Ipv4Addr::from(0x0a00_0000 + i), None),
+            ],
             vec![apply(vec![out(2)])],
         );
         p.flow_mod(&fm, now).unwrap();

@@ -1,0 +1,351 @@
+//! `sdnlab switch` on real interfaces, as root: two hosts in namespaces of
+//! this test's own (prefix `swc`), joined by veths to the switch. Driven by
+//! the real `ovs-ofctl` (flows, groups, meters, statistics), with traffic
+//! following what was installed; malformed OpenFlow gets an error and the
+//! switch keeps serving; bad command lines get one line. A linear chain of
+//! four switches under os-ken's simple_switch_13 is in `net_cli.rs`'s
+//! company here too.
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn sh(cmd: &[&str]) -> Output {
+    Command::new(cmd[0]).args(&cmd[1..]).output().unwrap()
+}
+
+fn ok(cmd: &[&str]) -> String {
+    let out = sh(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Two hosts (h1 10.77.0.1, h2 10.77.0.2) on veths whose root ends the
+/// switch uses; removed on drop.
+struct Hosts {
+    tag: String,
+}
+
+impl Hosts {
+    fn new(tag: &str) -> Hosts {
+        let tag = format!("swc{}{}", tag, std::process::id() % 1000);
+        let h = Hosts { tag };
+        h.remove();
+        for i in 1..=2 {
+            let ns = h.ns(i);
+            ok(&["ip", "netns", "add", &ns]);
+            ok(&[
+                "ip",
+                "link",
+                "add",
+                &h.port(i),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &h.host_if(i),
+            ]);
+            ok(&["ip", "link", "set", &h.host_if(i), "netns", &ns]);
+            ok(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("10.77.0.{i}/24"),
+                "dev",
+                &h.host_if(i),
+            ]);
+            ok(&["ip", "-n", &ns, "link", "set", &h.host_if(i), "up"]);
+            ok(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            ok(&["ip", "link", "set", &h.port(i), "up"]);
+        }
+        h
+    }
+    fn ns(&self, i: u32) -> String {
+        format!("{}-h{i}", self.tag)
+    }
+    fn port(&self, i: u32) -> String {
+        format!("{}p{i}", self.tag)
+    }
+    fn host_if(&self, i: u32) -> String {
+        format!("{}e{i}", self.tag)
+    }
+    fn exec(&self, i: u32, cmd: &[&str]) -> Output {
+        let ns = self.ns(i);
+        let mut args = vec!["ip", "netns", "exec", &ns];
+        args.extend(cmd);
+        sh(&args)
+    }
+    fn ping(&self, count: u32) -> bool {
+        self.exec(
+            1,
+            &["ping", "-c", &count.to_string(), "-i", "0.1", "-W", "1", "10.77.0.2"],
+        )
+        .status
+        .success()
+    }
+    fn remove(&self) {
+        for i in 1..=2 {
+            let _ = sh(&["ip", "link", "del", &self.port(i)]);
+            let _ = sh(&["ip", "netns", "del", &self.ns(i)]);
+        }
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+struct Switch {
+    child: Child,
+    target: String,
+}
+
+impl Switch {
+    fn start(hosts: &Hosts, extra: &[&str]) -> Switch {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
+        c.args(["switch", "--port", &hosts.port(1), "--port", &hosts.port(2)])
+            .args(["--listen", &format!("ptcp:{port}")])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let child = c.spawn().unwrap();
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(10), "switch did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Switch {
+            child,
+            target: format!("tcp:127.0.0.1:{port}"),
+        }
+    }
+
+    fn ofctl(&self, args: &[&str]) -> String {
+        let mut v = vec!["ovs-ofctl", "-O", "OpenFlow13", args[0], &self.target];
+        v.extend(&args[1..]);
+        ok(&v)
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+/// `n_packets=N` of the first flow line containing `needle`.
+fn packets_of(dump: &str, needle: &str) -> u64 {
+    let line = dump
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no {needle} in {dump}"));
+    line.split("n_packets=")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn ovs_ofctl_drives_flows_groups_meters_and_statistics() {
+    let hosts = Hosts::new("a");
+    let sw = Switch::start(&hosts, &[]);
+    let show = sw.ofctl(&["show"]);
+    assert!(show.contains(&format!("1({})", hosts.port(1))), "{show}");
+    assert!(show.contains(&format!("2({})", hosts.port(2))), "{show}");
+    assert!(!hosts.ping(1), "secure mode: nothing forwards without rules");
+
+    sw.ofctl(&["add-flow", "in_port=1,actions=output:2"]);
+    sw.ofctl(&["add-flow", "in_port=2,actions=output:1"]);
+    assert!(hosts.ping(3));
+    let dump = sw.ofctl(&["dump-flows"]);
+    assert!(packets_of(&dump, "in_port=1") >= 3, "{dump}");
+
+    // Modify: port 1's traffic dropped; then back.
+    sw.ofctl(&["mod-flows", "in_port=1,actions=drop"]);
+    assert!(!hosts.ping(1));
+    sw.ofctl(&["mod-flows", "in_port=1,actions=output:2"]);
+    assert!(hosts.ping(1));
+    sw.ofctl(&["del-flows"]);
+    assert!(!sw.ofctl(&["dump-flows"]).contains("in_port"));
+    assert!(!hosts.ping(1));
+
+    // A group of type all, and a fast-failover group watching port 1.
+    sw.ofctl(&["add-group", "group_id=1,type=all,bucket=output:2"]);
+    sw.ofctl(&["add-group", "group_id=2,type=ff,bucket=watch_port:1,output:1"]);
+    sw.ofctl(&["add-flow", "in_port=1,actions=group:1"]);
+    sw.ofctl(&["add-flow", "in_port=2,actions=group:2"]);
+    assert!(hosts.ping(3));
+    let groups = sw.ofctl(&["dump-groups"]);
+    assert!(
+        groups.contains("group_id=1,type=all") && groups.contains("group_id=2,type=ff"),
+        "{groups}"
+    );
+    let gstats = sw.ofctl(&["dump-group-stats"]);
+    let g1 = gstats.lines().find(|l| l.contains("group_id=1")).unwrap();
+    assert!(!g1.contains("packet_count=0,"), "{gstats}");
+
+    // A meter of 1 packet/s with a drop band: a fast ping loses most.
+    sw.ofctl(&["del-flows"]);
+    sw.ofctl(&["add-meter", "meter=1,pktps,burst,band=type=drop,rate=1,burst_size=1"]);
+    sw.ofctl(&["add-flow", "in_port=1,actions=meter:1,output:2"]);
+    sw.ofctl(&["add-flow", "in_port=2,actions=output:1"]);
+    let out = hosts.exec(1, &["ping", "-c", "10", "-i", "0.05", "-W", "1", "10.77.0.2"]);
+    let s = text(&out.stdout);
+    let received: u32 = s
+        .split(" received")
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=4).contains(&received), "metered at 1 pps: {s}");
+    let meters = sw.ofctl(&["dump-meters"]);
+    assert!(
+        meters.contains("meter=1") && meters.contains("type=drop rate=1"),
+        "{meters}"
+    );
+    let mstats = sw.ofctl(&["meter-stats"]);
+    assert!(mstats.contains("meter:1"), "{mstats}");
+
+    // Port and table statistics count what crossed.
+    let ports = sw.ofctl(&["dump-ports"]);
+    assert!(
+        ports.contains("port  1: rx pkts=") && !ports.contains("port  1: rx pkts=0,"),
+        "{ports}"
+    );
+    let tables = sw.ofctl(&["dump-tables"]);
+    assert!(tables.contains("table 0") || tables.contains("  0:"), "{tables}");
+
+    // A hard timeout removes the rule by itself.
+    sw.ofctl(&["add-flow", "priority=5,hard_timeout=1,udp,actions=drop"]);
+    assert!(sw.ofctl(&["dump-flows"]).contains("hard_timeout=1"));
+    std::thread::sleep(Duration::from_millis(1600));
+    assert!(!sw.ofctl(&["dump-flows"]).contains("hard_timeout=1"));
+}
+
+#[test]
+fn tcp_crosses_with_the_hosts_offloads_left_on() {
+    let hosts = Hosts::new("b");
+    let sw = Switch::start(&hosts, &["--fail-mode", "standalone"]);
+    assert!(hosts.ping(2));
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &hosts.ns(2), "iperf3", "-s", "-1", "-p", "5399"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let out = hosts.exec(1, &["iperf3", "-c", "10.77.0.2", "-p", "5399", "-t", "2", "-J"]);
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bps = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap();
+    assert!(bps > 1e8, "TCP through the switch: {bps} bit/s");
+    drop(sw);
+}
+
+#[test]
+fn malformed_openflow_gets_an_error_and_other_sessions_keep_working() {
+    let hosts = Hosts::new("c");
+    let sw = Switch::start(&hosts, &[]);
+    let addr = sw.target.trim_start_matches("tcp:").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let hello = ofwire::Message {
+        version: ofwire::OFP13_VERSION,
+        xid: 1,
+        body: ofwire::Body::Hello(ofwire::header::Hello::with_versions(&[ofwire::OFP13_VERSION])),
+    };
+    s.write_all(&hello.to_bytes().unwrap()).unwrap();
+    // A FLOW_MOD whose match claims more bytes than the message has.
+    let mut bad = vec![0x04, 14, 0, 0, 0, 0, 0, 42];
+    bad.extend([0u8; 40]);
+    bad.extend([0, 1, 0, 200, 0, 0, 0, 0]);
+    let len = bad.len() as u16;
+    bad[2..4].copy_from_slice(&len.to_be_bytes());
+    s.write_all(&bad).unwrap();
+    let mut framer = ofwire::header::Framer::default();
+    let mut buf = [0u8; 4096];
+    let t = Instant::now();
+    let error = loop {
+        assert!(t.elapsed() < Duration::from_secs(5), "no OFPT_ERROR");
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed without an error");
+        framer.push(&buf[..n]);
+        let mut found = None;
+        while let Ok(Some(m)) = framer.next_message() {
+            if let Ok(ofwire::Message {
+                xid: 42,
+                body: ofwire::Body::V13(ofwire::v13::Body::Error(e)),
+                ..
+            }) = ofwire::decode(m)
+            {
+                found = Some(e);
+            }
+        }
+        if let Some(e) = found {
+            break e;
+        }
+    };
+    assert!(
+        matches!(
+            error.code,
+            ofwire::ErrorCode::BadMatch(_) | ofwire::ErrorCode::BadRequest(_)
+        ),
+        "{error:?}"
+    );
+    // The same session still answers, and ovs-ofctl still works.
+    let echo = ofwire::Message::v13(43, ofwire::v13::Body::EchoRequest(ofwire::Bytes(vec![1, 2, 3])));
+    s.write_all(&echo.to_bytes().unwrap()).unwrap();
+    let n = s.read(&mut buf).unwrap();
+    framer.push(&buf[..n]);
+    let m = framer.next_message().unwrap().expect("echo reply");
+    assert_eq!(ofwire::decode(m).unwrap().xid, 43);
+    sw.ofctl(&["add-flow", "in_port=1,actions=output:2"]);
+    assert!(sw.ofctl(&["dump-flows"]).contains("in_port=1"));
+}
+
+#[test]
+fn bad_command_lines_get_one_line() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sdnlab")).args(args).output().unwrap();
+        (out.status.code(), text(&out.stderr))
+    };
+    let (code, err) = run(&["switch", "--port", "swcnonesuch0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("swcnonesuch0: no such network interface"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let (code, err) = run(&["switch", "--port", "lo", "--controller", "not-an-address"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not a controller address"), "{err}");
+    let (code, err) = run(&["switch", "--port", "lo", "--listen", "ptcp:notaport"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not a listen address"), "{err}");
+}
