@@ -34,8 +34,26 @@ impl Shared {
         self.ports.get((port_no as usize).wrapping_sub(1))
     }
 
+    /// Sends frames the pipeline emitted, batched per port, and counts them;
+    /// their buffers go back to `free` for reuse.
+    pub fn transmit_recycling(&self, outputs: &mut Vec<(u32, Packet)>, free: &mut Vec<Vec<u8>>) {
+        self.send_all(outputs);
+        for (_, p) in outputs.drain(..) {
+            if free.len() < 1024 {
+                let mut d = p.data;
+                d.clear();
+                free.push(d);
+            }
+        }
+    }
+
     /// Sends frames the pipeline emitted, batched per port, and counts them.
     pub fn transmit(&self, outputs: &mut Vec<(u32, Packet)>) {
+        self.send_all(outputs);
+        outputs.clear();
+    }
+
+    fn send_all(&self, outputs: &mut [(u32, Packet)]) {
         if outputs.is_empty() {
             return;
         }
@@ -57,7 +75,6 @@ impl Shared {
             }
             i = j;
         }
-        outputs.clear();
     }
 }
 
@@ -70,6 +87,7 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
     let mut cache_generation = u64::MAX;
     let mut batch: Vec<Packet> = Vec::with_capacity(BATCH);
     let mut emitted = Emitted::default();
+    let mut free: Vec<Vec<u8>> = Vec::with_capacity(1024);
     let mut pollfds: Vec<libc::pollfd> = my_ports
         .iter()
         .filter_map(|p| shared.port(*p))
@@ -86,7 +104,9 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
             let Some(io) = shared.port(port_no) else { continue };
             batch.clear();
             let r = io.recv(BATCH, &mut |data, vnet| {
-                batch.push(Packet::with_vnet(data.to_vec(), port_no, vnet));
+                let mut buf = free.pop().unwrap_or_default();
+                buf.extend_from_slice(data);
+                batch.push(Packet::with_vnet(buf, port_no, vnet));
             });
             if r.is_err() || batch.is_empty() {
                 continue;
@@ -114,7 +134,7 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
                     Pipeline::execute(&plan, &mut pkt, now_ms, now, &mut emitted);
                 }
             }
-            shared.transmit(&mut emitted.outputs);
+            shared.transmit_recycling(&mut emitted.outputs, &mut free);
             for tc in emitted.to_controller.drain(..) {
                 if shared.to_controller.try_send(tc).is_err() {
                     shared.packet_ins_dropped.fetch_add(1, Relaxed);

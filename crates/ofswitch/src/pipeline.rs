@@ -833,9 +833,12 @@ impl Pipeline {
     }
 
     /// Runs a plan on `pkt`; frames to send and PACKET_INs go to `out`.
+    /// After it, `pkt.data` may have been moved out (when the last step is
+    /// an output, the frame itself is sent rather than a copy).
     pub fn execute(steps: &[Step], pkt: &mut Packet, now_ms: u64, now: Instant, out: &mut Emitted) {
         let bytes = pkt.data.len();
-        for s in steps {
+        let last = steps.len().wrapping_sub(1);
+        for (i, s) in steps.iter().enumerate() {
             match s {
                 Step::Lookup { .. } => {}
                 Step::Hit(r) => r.hit(bytes, now_ms),
@@ -853,6 +856,18 @@ impl Pipeline {
                     Act::SetNwTtl(t) => pkt.set_ttl(*t),
                     _ => {}
                 },
+                Step::Output(p) if i == last => {
+                    let data = std::mem::take(&mut pkt.data);
+                    out.outputs.push((
+                        *p,
+                        Packet {
+                            data,
+                            key: pkt.key,
+                            layout: pkt.layout,
+                            vnet: pkt.vnet,
+                        },
+                    ))
+                }
                 Step::Output(p) => out.outputs.push((*p, pkt.clone())),
                 Step::ToController {
                     max_len,

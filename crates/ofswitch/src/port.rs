@@ -183,11 +183,14 @@ struct Tpacket2Hdr {
 }
 
 /// Slot size: the largest GSO frame (64 KiB) plus headers, page-rounded.
-const SLOT: usize = 69_632;
+pub const GSO_SLOT: usize = 69_632;
+/// Slot size for frames up to a standard MTU (no GSO).
+pub const MTU_SLOT: usize = 2048;
 
 struct Ring {
     map: *mut u8,
     slots: usize,
+    slot: usize,
     next: usize,
 }
 
@@ -269,8 +272,15 @@ fn read_sys(ifname: &str, what: &str) -> Option<String> {
 }
 
 impl AfPacketPort {
-    /// Opens `ifname` with a receive ring of `slots` frames.
+    /// Opens `ifname` with a receive ring of `slots` frames of up to 64 KiB
+    /// (GSO frames pass whole).
     pub fn open(ifname: &str, slots: usize) -> io::Result<AfPacketPort> {
+        AfPacketPort::open_with(ifname, slots, GSO_SLOT)
+    }
+
+    /// Opens `ifname` with a receive ring of `slots` slots of `slot` bytes
+    /// (`MTU_SLOT` for a receiver of small frames, with many slots).
+    pub fn open_with(ifname: &str, slots: usize, slot: usize) -> io::Result<AfPacketPort> {
         let cname = std::ffi::CString::new(ifname)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
         // SAFETY: valid C string.
@@ -309,10 +319,14 @@ impl AfPacketPort {
             "PACKET_IGNORE_OUTGOING",
             ifname,
         );
+        // Blocks of at least 64 KiB holding whole slots, so slot i starts at
+        // i * slot.
+        let per_block = (65_536 / slot).max(1);
+        let slots = slots.div_ceil(per_block) * per_block;
         let req = TpacketReq {
-            block_size: SLOT as u32,
-            block_nr: slots as u32,
-            frame_size: SLOT as u32,
+            block_size: (slot * per_block) as u32,
+            block_nr: (slots / per_block) as u32,
+            frame_size: slot as u32,
             frame_nr: slots as u32,
         };
         setopt(rx_fd, libc::SOL_PACKET, PACKET_RX_RING, &req, "PACKET_RX_RING", ifname)?;
@@ -320,7 +334,7 @@ impl AfPacketPort {
         let map = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                SLOT * slots,
+                slot * slots,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
                 rx_fd,
@@ -333,7 +347,7 @@ impl AfPacketPort {
             let m = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
-                    SLOT * slots,
+                    slot * slots,
                     libc::PROT_READ | libc::PROT_WRITE,
                     libc::MAP_SHARED,
                     rx_fd,
@@ -385,6 +399,7 @@ impl AfPacketPort {
             ring: Mutex::new(Ring {
                 map: map as *mut u8,
                 slots,
+                slot,
                 next: 0,
             }),
         })
@@ -400,7 +415,7 @@ impl Drop for AfPacketPort {
         let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: unmaps our own mapping and closes our own descriptors once.
         unsafe {
-            libc::munmap(ring.map as *mut libc::c_void, SLOT * ring.slots);
+            libc::munmap(ring.map as *mut libc::c_void, ring.slot * ring.slots);
             libc::close(self.rx_fd);
             libc::close(self.tx_fd);
         }
@@ -424,7 +439,7 @@ impl PortIo for AfPacketPort {
             // SAFETY: the slot lies inside the mapping; the kernel hands it
             // over by setting TP_STATUS_USER, and we read the header through
             // a volatile load before touching the data.
-            let slot = unsafe { ring.map.add(ring.next * SLOT) };
+            let slot = unsafe { ring.map.add(ring.next * ring.slot) };
             let hdr = slot as *mut Tpacket2Hdr;
             let status = unsafe { std::ptr::read_volatile(&(*hdr).status) };
             if status & TP_STATUS_USER == 0 {
@@ -441,7 +456,7 @@ impl PortIo for AfPacketPort {
             };
             // sockaddr_ll follows the aligned header; skip our own sends.
             let sll = unsafe { &*(slot.add(32) as *const libc::sockaddr_ll) };
-            if sll.sll_pkttype != PACKET_OUTGOING && mac >= VnetHdr::LEN && mac + snaplen <= SLOT {
+            if sll.sll_pkttype != PACKET_OUTGOING && mac >= VnetHdr::LEN && mac + snaplen <= ring.slot {
                 let vnet = unsafe { std::ptr::read_unaligned(slot.add(mac - VnetHdr::LEN) as *const VnetHdr) };
                 let data = unsafe { std::slice::from_raw_parts(slot.add(mac), snaplen) };
                 if status & TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {

@@ -3,6 +3,7 @@
 
 mod bench_cmd;
 mod bench_suite;
+mod bench_switch;
 mod bench_topology;
 mod net_cmd;
 mod ofp_decode;
@@ -63,6 +64,9 @@ enum Command {
 enum BenchCommand {
     /// Controller benchmark (cbench modes, responses matched to requests, trials and sweeps, report).
     Ctl(Box<bench_cmd::CtlArgs>),
+    /// Switch forwarding side by side: sdnlab's switch, Open vSwitch (system and afxdp ports),
+    /// the Linux bridge and a direct veth pair; zero-loss rate, TCP, a million rules, FLOW_MOD rate.
+    Switch(Box<bench_switch::SwitchBenchArgs>),
 }
 
 #[derive(Args)]
@@ -219,6 +223,9 @@ fn main() -> ExitCode {
         Command::Bench {
             command: BenchCommand::Ctl(args),
         } => bench_cmd::run(*args),
+        Command::Bench {
+            command: BenchCommand::Switch(args),
+        } => bench_switch::run(*args),
         Command::Report { runs, out } => report_cmd(&runs, out),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
