@@ -22,6 +22,11 @@ scripts/bench-peers.sh security --case-wait-ms 500
 scripts/bench-peers.sh rate --trials 1 --loops 2 --loop-ms 300 --switches 4 --rate-tolerance 0.1
 scripts/bench-peers.sh sessions --trials 1 --max-sessions 300
 scripts/bench-peers.sh dos --trials 1 --loops 1 --loop-ms 300 --switches 2 --attackers 1 --syn-flood-pps 10000
+step "bench smoke: switch (sdnlab vs veth pair, 1,000 extra rules)"
+smoke_sw=$(mktemp -d /tmp/sdnlab-switch-smoke.XXXXXX)
+scripts/bench-switch.sh --quick --dut sdnlab,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
+test -s "$smoke_sw/run/summary.md" && grep -q '"test":"max"' "$smoke_sw/run/samples.jsonl"
+rm -rf "$smoke_sw"
 step "main command (3 trials, with its report)"
 smoke=$(mktemp -d /tmp/sdnlab-main-smoke.XXXXXX); trap 'rm -rf "$smoke"' EXIT
 scripts/main.sh --trials 3 --loops 1 --loop-ms 500 --out "$smoke/run"

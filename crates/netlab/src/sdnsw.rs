@@ -81,7 +81,7 @@ pub fn start(
         }
         c.args(["--dpid", &format!("{:016x}", sw.dpid)])
             .args(["--listen", &format!("ptcp:{port}")])
-            .args(["--threads", "1", "--ring", "64"])
+            .args(["--threads", "1", "--ring", "1024"])
             .arg("--pidfile")
             .arg(&pidfile);
         let controller = sw.controller.as_deref().or(default_controller);

@@ -32,6 +32,10 @@ pub trait PortIo: Send + Sync {
     fn speed_kbps(&self) -> u32 {
         10_000_000
     }
+    /// Frames the receive side lost (ring full) since the last call.
+    fn take_rx_drops(&self) -> u64 {
+        0
+    }
 }
 
 fn eventfd() -> io::Result<RawFd> {
@@ -152,9 +156,12 @@ const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_MR_PROMISC: libc::c_ushort = 1;
 const TPACKET_V2: libc::c_int = 1;
 const TP_STATUS_USER: u32 = 1;
+const TP_STATUS_COPY: u32 = 2;
+const PACKET_COPY_THRESH: libc::c_int = 7;
 const TP_STATUS_VLAN_VALID: u32 = 0x10;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 0x40;
 const PACKET_OUTGOING: u8 = 4;
@@ -272,10 +279,11 @@ fn read_sys(ifname: &str, what: &str) -> Option<String> {
 }
 
 impl AfPacketPort {
-    /// Opens `ifname` with a receive ring of `slots` frames of up to 64 KiB
-    /// (GSO frames pass whole).
+    /// Opens `ifname` with a receive ring of `slots` slots of 2 KiB; larger
+    /// frames (GSO, jumbo) are read whole from the socket when the ring
+    /// says so (TP_STATUS_COPY), so small slots cost nothing in function.
     pub fn open(ifname: &str, slots: usize) -> io::Result<AfPacketPort> {
-        AfPacketPort::open_with(ifname, slots, GSO_SLOT)
+        AfPacketPort::open_with(ifname, slots, MTU_SLOT)
     }
 
     /// Opens `ifname` with a receive ring of `slots` slots of `slot` bytes
@@ -319,6 +327,17 @@ impl AfPacketPort {
             "PACKET_IGNORE_OUTGOING",
             ifname,
         );
+        // Frames larger than a slot are queued whole on the socket as well.
+        setopt(
+            rx_fd,
+            libc::SOL_PACKET,
+            PACKET_COPY_THRESH,
+            &one,
+            "PACKET_COPY_THRESH",
+            ifname,
+        )?;
+        let rcvbuf: libc::c_int = 8 << 20;
+        let _ = setopt(rx_fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &rcvbuf, "SO_RCVBUF", ifname);
         // Blocks of at least 64 KiB holding whole slots, so slot i starts at
         // i * slot.
         let per_block = (65_536 / slot).max(1);
@@ -435,6 +454,7 @@ impl PortIo for AfPacketPort {
         let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let mut n = 0;
         let mut scratch = Vec::new();
+        let mut big = Vec::new();
         while n < max {
             // SAFETY: the slot lies inside the mapping; the kernel hands it
             // over by setting TP_STATUS_USER, and we read the header through
@@ -456,9 +476,39 @@ impl PortIo for AfPacketPort {
             };
             // sockaddr_ll follows the aligned header; skip our own sends.
             let sll = unsafe { &*(slot.add(32) as *const libc::sockaddr_ll) };
-            if sll.sll_pkttype != PACKET_OUTGOING && mac >= VnetHdr::LEN && mac + snaplen <= ring.slot {
-                let vnet = unsafe { std::ptr::read_unaligned(slot.add(mac - VnetHdr::LEN) as *const VnetHdr) };
-                let data = unsafe { std::slice::from_raw_parts(slot.add(mac), snaplen) };
+            let whole = if status & TP_STATUS_COPY != 0 {
+                // Truncated in the ring: the whole frame waits on the socket.
+                big.resize(VnetHdr::LEN + 65_536 + 64, 0);
+                // SAFETY: reads into a buffer of the length given.
+                let r = unsafe {
+                    libc::recv(
+                        self.rx_fd,
+                        big.as_mut_ptr() as *mut libc::c_void,
+                        big.len(),
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                (r > VnetHdr::LEN as isize).then_some(r as usize)
+            } else {
+                None
+            };
+            if status & TP_STATUS_COPY != 0 && whole.is_none() {
+                // The copy was not queued (socket buffer full): a drop.
+            } else if sll.sll_pkttype != PACKET_OUTGOING && mac >= VnetHdr::LEN && mac + snaplen <= ring.slot {
+                let (vnet, data) = match whole {
+                    Some(len) => (
+                        // SAFETY: the buffer holds at least a header.
+                        unsafe { std::ptr::read_unaligned(big.as_ptr() as *const VnetHdr) },
+                        &big[VnetHdr::LEN..len],
+                    ),
+                    // SAFETY: header and frame lie inside the slot (checked above).
+                    None => unsafe {
+                        (
+                            std::ptr::read_unaligned(slot.add(mac - VnetHdr::LEN) as *const VnetHdr),
+                            std::slice::from_raw_parts(slot.add(mac), snaplen),
+                        )
+                    },
+                };
                 if status & TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
                     // The NIC took the tag off; put it back where it was.
                     let tpid = if status & TP_STATUS_VLAN_TPID_VALID != 0 && tpid != 0 {
@@ -559,6 +609,27 @@ impl PortIo for AfPacketPort {
     fn link_up(&self) -> bool {
         read_sys(&self.name, "carrier").as_deref() == Some("1")
             && read_sys(&self.name, "operstate").as_deref() != Some("down")
+    }
+
+    fn take_rx_drops(&self) -> u64 {
+        // struct tpacket_stats { tp_packets, tp_drops }; reading resets it.
+        let mut st = [0u32; 2];
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: the kernel writes at most `len` bytes into `st`.
+        let r = unsafe {
+            libc::getsockopt(
+                self.rx_fd,
+                libc::SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        if r == 0 {
+            st[1] as u64
+        } else {
+            0
+        }
     }
 
     fn speed_kbps(&self) -> u32 {

@@ -291,6 +291,13 @@ async fn control(
                     agent.expire(Instant::now(), &mut fx);
                     for (i, io) in ctx.shared.ports.iter().enumerate() {
                         agent.link_changed(i as u32 + 1, io.link_up(), &mut fx);
+                        let drops = io.take_rx_drops();
+                        if drops > 0 {
+                            let p = ctx.shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
+                            if let Some(ps) = p.ports.get(&(i as u32 + 1)) {
+                                ps.counters.rx_dropped.fetch_add(drops, Relaxed);
+                            }
+                        }
                     }
                 }
                 ctx.dispatch(fx);

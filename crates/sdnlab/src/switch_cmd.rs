@@ -34,8 +34,8 @@ pub struct SwitchArgs {
     /// Most flow rules held, all tables together (FLOW_MOD beyond it: TABLE_FULL).
     #[arg(long, default_value_t = 4_000_000)]
     pub max_rules: usize,
-    /// Receive ring slots per port (each holds one frame of up to 64 KiB).
-    #[arg(long, default_value_t = 256)]
+    /// Receive ring slots per port (2 KiB each; larger frames are read whole from the socket).
+    #[arg(long, default_value_t = 8192)]
     pub ring: usize,
     /// standalone: the table-miss rule floods (a hub) until a controller replaces it; secure:
     /// nothing is forwarded until a controller (or ovs-ofctl) installs rules.

@@ -348,4 +348,11 @@ fn bad_command_lines_get_one_line() {
     let (code, err) = run(&["switch", "--port", "lo", "--listen", "ptcp:notaport"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("not a listen address"), "{err}");
+    let (code, err) = run(&["bench", "switch", "--dut", "sdnlab,nonesuch"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown switch 'nonesuch'"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let (code, err) = run(&["bench", "switch", "--frame", "20"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--frame 20 is outside"), "{err}");
 }

@@ -1,8 +1,9 @@
-//! Test frames: Ethernet II, IPv4, UDP, then a 24-byte signature (magic,
-//! stream, sequence, send time in ns). The smallest is 60 bytes on the wire
-//! before the FCS, i.e. the 64-byte frame of RFC 2544.
+//! Test frames: Ethernet II, IPv4, UDP, then an 18-byte signature (16-bit
+//! magic, 16-bit stream, 48-bit sequence, 64-bit send time in ns), which
+//! just fits the smallest frame: 60 bytes before the FCS, i.e. the 64-byte
+//! frame of RFC 2544.
 
-pub const MAGIC: u32 = 0x5d1a_b0b0;
+pub const MAGIC: u16 = 0x5d1a;
 /// Bytes before the signature: Ethernet 14, IPv4 20, UDP 8.
 const SIG_AT: usize = 42;
 pub const MIN_LEN: usize = 60;
@@ -52,30 +53,32 @@ impl Template {
         f[36..38].copy_from_slice(&5001u16.to_be_bytes());
         f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
         // UDP checksum 0: none (IPv4 allows it), so stamping stays cheap.
-        f[SIG_AT..SIG_AT + 4].copy_from_slice(&MAGIC.to_be_bytes());
-        f[SIG_AT + 4..SIG_AT + 8].copy_from_slice(&stream.to_be_bytes());
+        f[SIG_AT..SIG_AT + 2].copy_from_slice(&MAGIC.to_be_bytes());
+        f[SIG_AT + 2..SIG_AT + 4].copy_from_slice(&(stream as u16).to_be_bytes());
         Template { bytes: f }
     }
 
     /// Writes sequence number and send time into the frame.
     #[inline]
     pub fn stamp(&mut self, seq: u64, sent_ns: u64) {
-        self.bytes[SIG_AT + 8..SIG_AT + 16].copy_from_slice(&seq.to_be_bytes());
-        self.bytes[SIG_AT + 16..SIG_AT + 24].copy_from_slice(&sent_ns.to_be_bytes());
+        self.bytes[SIG_AT + 4..SIG_AT + 10].copy_from_slice(&seq.to_be_bytes()[2..]);
+        self.bytes[SIG_AT + 10..SIG_AT + 18].copy_from_slice(&sent_ns.to_be_bytes());
     }
 }
 
 /// The signature of a received frame: (stream, sequence, send time in ns).
 #[inline]
 pub fn signature(f: &[u8]) -> Option<(u32, u64, u64)> {
-    let s = f.get(SIG_AT..SIG_AT + 24)?;
-    if u32::from_be_bytes(s[0..4].try_into().ok()?) != MAGIC {
+    let s = f.get(SIG_AT..SIG_AT + 18)?;
+    if u16::from_be_bytes([s[0], s[1]]) != MAGIC {
         return None;
     }
+    let mut seq = [0u8; 8];
+    seq[2..].copy_from_slice(&s[4..10]);
     Some((
-        u32::from_be_bytes(s[4..8].try_into().ok()?),
-        u64::from_be_bytes(s[8..16].try_into().ok()?),
-        u64::from_be_bytes(s[16..24].try_into().ok()?),
+        u16::from_be_bytes([s[2], s[3]]) as u32,
+        u64::from_be_bytes(seq),
+        u64::from_be_bytes(s[10..18].try_into().ok()?),
     ))
 }
 
@@ -86,7 +89,7 @@ mod tests {
     #[test]
     fn a_stamped_frame_reads_back_and_its_ip_header_checks() {
         let mut t = Template::udp(
-            64,
+            60,
             [2, 0, 0, 0, 0, 1],
             [2, 0, 0, 0, 0, 2],
             [10, 0, 0, 1],
@@ -94,7 +97,7 @@ mod tests {
             7,
         );
         t.stamp(99, 123_456);
-        assert_eq!(t.bytes.len(), 64);
+        assert_eq!(t.bytes.len(), 60);
         assert_eq!(signature(&t.bytes), Some((7, 99, 123_456)));
         assert_eq!(checksum(&t.bytes[14..34]), 0, "a header with its checksum sums to zero");
         let mut other = t.bytes.clone();
