@@ -6,11 +6,13 @@
 //! reads.
 
 use crate::actions::{self, Packet};
+use crate::openflow10 as of10;
 use crate::pipeline::{Emitted, Pipeline, Removed, ToController};
 use crate::roles::{Async, Roles, Verdict};
 use ofwire::error::{BadRequestCode, TableFeaturesFailedCode};
+use ofwire::v10::{self, Body as B10};
 use ofwire::v13::{self, Body as B, MultipartReplyBody as R, MultipartRequestBody as Q};
-use ofwire::{Body, Bytes, DescStats, ErrorCode, ErrorMsg, Message, SwitchConfig, OFP13_VERSION};
+use ofwire::{Body, Bytes, DescStats, ErrorCode, ErrorMsg, Message, SwitchConfig, OFP10_VERSION, OFP13_VERSION};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -74,6 +76,8 @@ pub struct Agent {
     versions: Vec<u8>,
     buffers: Buffers,
     id: Identity,
+    /// The version each connection negotiated.
+    conn_versions: Vec<u8>,
     /// PACKET_INs dropped because no connection wanted them.
     pub packet_ins_unsent: u64,
 }
@@ -102,9 +106,10 @@ impl Agent {
         Agent {
             pipeline,
             roles: Roles::new(0),
-            versions: vec![OFP13_VERSION],
+            versions: vec![OFP10_VERSION, OFP13_VERSION],
             buffers: Buffers::new(),
             id,
+            conn_versions: Vec::new(),
             packet_ins_unsent: 0,
         }
     }
@@ -114,9 +119,16 @@ impl Agent {
         &self.versions
     }
 
-    /// A controller connection completed its HELLO exchange.
-    pub fn connect(&mut self) -> usize {
-        self.roles.add_connection()
+    /// A controller connection completed its HELLO exchange with `version`.
+    pub fn connect(&mut self, version: u8) -> usize {
+        let c = self.roles.add_connection();
+        self.conn_versions.resize(c + 1, OFP13_VERSION);
+        self.conn_versions[c] = version;
+        c
+    }
+
+    fn is_10(&self, conn: usize) -> bool {
+        self.conn_versions.get(conn) == Some(&OFP10_VERSION)
     }
 
     pub fn disconnect(&mut self, conn: usize) {
@@ -133,6 +145,9 @@ impl Agent {
 
     /// Handles one message from connection `conn`.
     pub fn on_message(&mut self, conn: usize, m: &Message, now: Instant, fx: &mut Effects) {
+        if let Body::V10(body) = &m.body {
+            return self.on_message10(conn, m, body, now, fx);
+        }
         match self.roles.on_message(conn, m) {
             Verdict::Answer(a) => return fx.messages.push((conn, a)),
             Verdict::Taken => return,
@@ -258,6 +273,262 @@ impl Agent {
         }
     }
 
+    /// A message from an OpenFlow 1.0 connection: translated onto the same
+    /// pipeline (table 0), answered in 1.0.
+    fn on_message10(&mut self, conn: usize, m: &Message, body: &B10, now: Instant, fx: &mut Effects) {
+        let answer = |fx: &mut Effects, b: B10| fx.messages.push((conn, Message::v10(m.xid, b)));
+        let fail = |fx: &mut Effects, code: ErrorCode| {
+            let mut data = m.to_bytes().unwrap_or_default();
+            data.truncate(64);
+            fx.messages.push((
+                conn,
+                Message::v10(
+                    m.xid,
+                    B10::Error(ErrorMsg {
+                        code: of10::error_out(code),
+                        data: Bytes(data),
+                    }),
+                ),
+            ));
+        };
+        match body {
+            B10::EchoRequest(d) => answer(fx, B10::EchoReply(d.clone())),
+            B10::EchoReply(_) | B10::Error(_) => {}
+            B10::FeaturesRequest => {
+                let p = self.read();
+                let reply = v10::FeaturesReply {
+                    datapath_id: self.id.datapath_id,
+                    n_buffers: Buffers::N,
+                    n_tables: 1,
+                    capabilities: 1 | 2 | 4,
+                    // OUTPUT .. SET_TP_DST, ENQUEUE
+                    actions: 0xfff,
+                    ports: p.ports.values().map(|q| of10::port_desc_out(&q.desc())).collect(),
+                };
+                drop(p);
+                answer(fx, B10::FeaturesReply(reply))
+            }
+            B10::GetConfigRequest => {
+                let p = self.read();
+                let c = SwitchConfig {
+                    flags: p.config_flags,
+                    miss_send_len: p.miss_send_len,
+                };
+                drop(p);
+                answer(fx, B10::GetConfigReply(c))
+            }
+            B10::SetConfig(c) => {
+                let mut p = self.write();
+                p.config_flags = c.flags & 3;
+                p.miss_send_len = c.miss_send_len;
+            }
+            B10::BarrierRequest => answer(fx, B10::BarrierReply),
+            B10::FlowMod(fm10) => {
+                let fm = match of10::flow_mod_in(fm10) {
+                    Ok(f) => f,
+                    Err(code) => return fail(fx, code),
+                };
+                let result = self.write().flow_mod(&fm, now);
+                match result {
+                    Ok(removed) => {
+                        self.flow_removed(&removed, fx);
+                        if fm.buffer_id != v13::NO_BUFFER
+                            && !matches!(
+                                fm.command,
+                                v13::FlowModCommand::Delete | v13::FlowModCommand::DeleteStrict
+                            )
+                        {
+                            match self.buffers.take(fm.buffer_id) {
+                                Ok((in_port, data)) => {
+                                    let mut pkt = Packet::new(data, in_port);
+                                    let mut out = Emitted::default();
+                                    self.read().forward(&mut pkt, now, &mut out);
+                                    self.emit(out, fx);
+                                }
+                                Err(code) => fail(fx, code),
+                            }
+                        }
+                    }
+                    Err(code) => fail(fx, code),
+                }
+            }
+            B10::PacketOut(po) => {
+                let po13 = match of10::actions_in(&po.actions) {
+                    Ok(actions) => v13::PacketOut {
+                        buffer_id: po.buffer_id,
+                        in_port: if po.in_port == v10::port::NONE {
+                            v13::port::ANY
+                        } else {
+                            of10::port_in(po.in_port)
+                        },
+                        actions,
+                        data: po.data.clone(),
+                    },
+                    Err(code) => return fail(fx, code),
+                };
+                if let Err(code) = self.packet_out(&po13, now, fx) {
+                    fail(fx, code);
+                }
+            }
+            B10::PortMod(pm) => {
+                let pm13 = v13::PortMod {
+                    port_no: of10::port_in(pm.port_no),
+                    hw_addr: pm.hw_addr,
+                    config: pm.config,
+                    mask: pm.mask,
+                    advertise: pm.advertise,
+                };
+                let result = self.write().port_mod(&pm13);
+                match result {
+                    Ok(Some(desc)) => self.port_status(ofwire::PortReason::Modify, desc, fx),
+                    Ok(None) => {}
+                    Err(code) => fail(fx, code),
+                }
+            }
+            B10::StatsRequest(req) => self.stats10(conn, m, req, now, fx),
+            B10::QueueGetConfigRequest { port } => answer(
+                fx,
+                B10::QueueGetConfigReply(v10::QueueGetConfigReply {
+                    port: *port,
+                    queues: Vec::new(),
+                }),
+            ),
+            B10::Vendor { .. } => fail(fx, ErrorCode::BadRequest(BadRequestCode::BadExperimenter)),
+            _ => fail(fx, ErrorCode::BadRequest(BadRequestCode::BadType)),
+        }
+    }
+
+    fn stats10(&mut self, conn: usize, m: &Message, req: &v10::StatsRequest, now: Instant, fx: &mut Effects) {
+        use v10::{StatsReplyBody as R10, StatsRequestBody as Q10};
+        let p = self.pipeline.read().unwrap_or_else(|e| e.into_inner());
+        let since = |t: Instant| {
+            let d = now.saturating_duration_since(t);
+            (d.as_secs() as u32, d.subsec_nanos())
+        };
+        let mut bodies = Vec::new();
+        match &req.body {
+            Q10::Desc => bodies.push(R10::Desc(self.id.desc.clone())),
+            Q10::Flow(f) | Q10::Aggregate(f) => {
+                let m13 = of10::match_in(&f.match_);
+                let (value, mask) = crate::matching::keys_of(&m13).unwrap_or_default();
+                let out_port = if f.out_port == v10::port::NONE {
+                    v13::port::ANY
+                } else {
+                    of10::port_in(f.out_port)
+                };
+                let selected = p.tables[0]
+                    .rules
+                    .iter()
+                    .filter(|_| f.table_id == 0 || f.table_id == 0xff)
+                    .filter(|r| r.within(&value, &mask) && r.program.outputs_to(out_port, v13::GROUP_ANY));
+                if matches!(req.body, Q10::Aggregate(_)) {
+                    let mut a = ofwire::AggregateStats::default();
+                    for r in selected {
+                        a.packet_count += r.packets();
+                        a.byte_count += r.bytes();
+                        a.flow_count += 1;
+                    }
+                    bodies.push(R10::Aggregate(a));
+                } else {
+                    let mut chunk = Vec::new();
+                    let mut size = 0;
+                    for r in selected {
+                        let actions = of10::actions_out(&r.instructions);
+                        let len = 88 + actions.len() * 16;
+                        if size + len > MAX_REPLY_BYTES && !chunk.is_empty() {
+                            bodies.push(R10::Flow(std::mem::take(&mut chunk)));
+                            size = 0;
+                        }
+                        size += len;
+                        let (duration_sec, duration_nsec) = since(r.created);
+                        chunk.push(v10::FlowStats {
+                            table_id: 0,
+                            match_: of10::match_out(&r.match_),
+                            duration_sec,
+                            duration_nsec,
+                            priority: r.priority,
+                            idle_timeout: r.idle_timeout,
+                            hard_timeout: r.hard_timeout,
+                            cookie: r.cookie,
+                            packet_count: r.packets(),
+                            byte_count: r.bytes(),
+                            actions,
+                        });
+                    }
+                    bodies.push(R10::Flow(chunk));
+                }
+            }
+            Q10::Table => {
+                let t = &p.tables[0];
+                bodies.push(R10::Table(vec![v10::TableStats {
+                    table_id: 0,
+                    name: "table0".into(),
+                    wildcards: v10::wildcards::ALL,
+                    max_entries: p.max_rules as u32,
+                    active_count: t.rules.len() as u32,
+                    lookup_count: t.lookups.get().packet_count,
+                    matched_count: t.matched.get().packet_count,
+                }]))
+            }
+            Q10::Port { port_no } => {
+                let want = if *port_no == v10::port::NONE {
+                    v13::port::ANY
+                } else {
+                    of10::port_in(*port_no)
+                };
+                bodies.push(R10::Port(
+                    p.ports
+                        .values()
+                        .filter(|q| want == v13::port::ANY || q.port_no == want)
+                        .map(|q| {
+                            let c = &q.counters;
+                            let (rx, tx) = (c.rx.get(), c.tx.get());
+                            let ld = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+                            v10::PortStats {
+                                port_no: of10::port_out(q.port_no),
+                                counters: ofwire::PortCounters {
+                                    rx_packets: rx.packet_count,
+                                    tx_packets: tx.packet_count,
+                                    rx_bytes: rx.byte_count,
+                                    tx_bytes: tx.byte_count,
+                                    rx_dropped: ld(&c.rx_dropped),
+                                    tx_dropped: ld(&c.tx_dropped),
+                                    tx_errors: ld(&c.tx_errors),
+                                    ..Default::default()
+                                },
+                            }
+                        })
+                        .collect(),
+                ))
+            }
+            Q10::Queue { .. } => bodies.push(R10::Queue(Vec::new())),
+            Q10::Vendor { .. } => {
+                drop(p);
+                let mut data = m.to_bytes().unwrap_or_default();
+                data.truncate(64);
+                return fx.messages.push((
+                    conn,
+                    Message::v10(
+                        m.xid,
+                        B10::Error(ErrorMsg {
+                            code: ErrorCode::BadRequest(BadRequestCode::BadExperimenter),
+                            data: Bytes(data),
+                        }),
+                    ),
+                ));
+            }
+        }
+        drop(p);
+        let n = bodies.len();
+        for (i, body) in bodies.into_iter().enumerate() {
+            let flags = if i + 1 < n { v10::STATS_REPLY_MORE } else { 0 };
+            fx.messages.push((
+                conn,
+                Message::v10(m.xid, B10::StatsReply(v10::StatsReply { flags, body })),
+            ));
+        }
+    }
+
     fn packet_out(&mut self, po: &v13::PacketOut, now: Instant, fx: &mut Effects) -> Result<(), ErrorCode> {
         let valid_in = {
             let p = self.read();
@@ -327,7 +598,21 @@ impl Agent {
             data: Bytes(data),
         };
         for c in conns {
-            fx.messages.push((c, Message::v13(0, B::PacketIn(pi.clone()))));
+            let msg = if self.is_10(c) {
+                Message::v10(
+                    0,
+                    B10::PacketIn(v10::PacketIn {
+                        buffer_id: pi.buffer_id,
+                        total_len: pi.total_len,
+                        in_port: of10::port_out(tc.in_port),
+                        reason: pi.reason,
+                        data: pi.data.clone(),
+                    }),
+                )
+            } else {
+                Message::v13(0, B::PacketIn(pi.clone()))
+            };
+            fx.messages.push((c, msg));
         }
     }
 
@@ -344,6 +629,17 @@ impl Agent {
             }
             let reason_n: u8 = (*reason).into();
             let d = now.saturating_duration_since(r.created);
+            let msg10 = B10::FlowRemoved(v10::FlowRemoved {
+                match_: of10::match_out(&r.match_),
+                cookie: r.cookie,
+                priority: r.priority,
+                reason: *reason,
+                duration_sec: d.as_secs() as u32,
+                duration_nsec: d.subsec_nanos(),
+                idle_timeout: r.idle_timeout,
+                packet_count: r.packets(),
+                byte_count: r.bytes(),
+            });
             let msg = B::FlowRemoved(v13::FlowRemoved {
                 cookie: r.cookie,
                 priority: r.priority,
@@ -359,7 +655,12 @@ impl Agent {
             });
             for c in 0..self.roles_len() {
                 if self.roles.wants(c, Async::FlowRemoved { reason: reason_n }) {
-                    fx.messages.push((c, Message::v13(0, msg.clone())));
+                    let m = if self.is_10(c) {
+                        Message::v10(0, msg10.clone())
+                    } else {
+                        Message::v13(0, msg.clone())
+                    };
+                    fx.messages.push((c, m));
                 }
             }
         }
@@ -367,10 +668,19 @@ impl Agent {
 
     pub fn port_status(&mut self, reason: ofwire::PortReason, desc: v13::Port, fx: &mut Effects) {
         let r: u8 = reason.into();
+        let msg10 = B10::PortStatus(v10::PortStatus {
+            reason,
+            desc: of10::port_desc_out(&desc),
+        });
         let msg = B::PortStatus(v13::PortStatus { reason, desc });
         for c in 0..self.roles_len() {
             if self.roles.wants(c, Async::PortStatus { reason: r }) {
-                fx.messages.push((c, Message::v13(0, msg.clone())));
+                let m = if self.is_10(c) {
+                    Message::v10(0, msg10.clone())
+                } else {
+                    Message::v13(0, msg.clone())
+                };
+                fx.messages.push((c, m));
             }
         }
     }

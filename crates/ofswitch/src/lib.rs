@@ -6,7 +6,8 @@
 //! - `actions`: compiled actions and the header rewrites (checksums kept);
 //! - `flow`: rules, groups, meters and their counters;
 //! - `pipeline`: tables, FLOW/GROUP/METER/PORT_MOD, forwarding plans;
-//! - `roles`: OpenFlow 1.3 controller roles.
+//! - `roles`: OpenFlow 1.3 controller roles;
+//! - `openflow10`: OpenFlow 1.0 translated onto the 1.3 pipeline.
 //!
 //! Everything above is free of I/O and is tested by feeding frames and
 //! messages in.
@@ -18,6 +19,7 @@ pub mod datapath;
 pub mod flow;
 pub mod key;
 pub mod matching;
+pub mod openflow10;
 pub mod pipeline;
 pub mod port;
 pub mod roles;

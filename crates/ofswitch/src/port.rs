@@ -222,7 +222,8 @@ fn check(r: libc::c_int, what: &str, ifname: &str) -> io::Result<libc::c_int> {
     Ok(r)
 }
 
-fn setopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T, what: &str, ifname: &str) -> io::Result<()> {
+/// `setsockopt` with an error that names the interface and the option.
+pub fn setopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T, what: &str, ifname: &str) -> io::Result<()> {
     // SAFETY: passes a pointer to a live value of the size given.
     let r = unsafe {
         libc::setsockopt(
@@ -255,7 +256,30 @@ fn packet_socket(ifname: &str) -> io::Result<RawFd> {
     Ok(fd)
 }
 
-fn bind(fd: RawFd, ifindex: i32, ifname: &str) -> io::Result<()> {
+/// Frames an AF_PACKET ring lost since the last call (PACKET_STATISTICS,
+/// which resets on reading; `tp_drops` is the second field in V2 and V3).
+pub fn ring_drops(fd: RawFd) -> u64 {
+    let mut st = [0u32; 3];
+    let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `st`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            PACKET_STATISTICS,
+            st.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r == 0 {
+        st[1] as u64
+    } else {
+        0
+    }
+}
+
+/// Binds an AF_PACKET socket to one interface, every protocol.
+pub fn bind(fd: RawFd, ifindex: i32, ifname: &str) -> io::Result<()> {
     // SAFETY: zeroed sockaddr_ll is valid; fields set below.
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     sll.sll_family = libc::AF_PACKET as u16;
@@ -612,24 +636,7 @@ impl PortIo for AfPacketPort {
     }
 
     fn take_rx_drops(&self) -> u64 {
-        // struct tpacket_stats { tp_packets, tp_drops }; reading resets it.
-        let mut st = [0u32; 2];
-        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
-        // SAFETY: the kernel writes at most `len` bytes into `st`.
-        let r = unsafe {
-            libc::getsockopt(
-                self.rx_fd,
-                libc::SOL_PACKET,
-                PACKET_STATISTICS,
-                st.as_mut_ptr() as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if r == 0 {
-            st[1] as u64
-        } else {
-            0
-        }
+        ring_drops(self.rx_fd)
     }
 
     fn speed_kbps(&self) -> u32 {

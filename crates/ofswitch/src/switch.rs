@@ -356,7 +356,7 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
             }
         }
     };
-    let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect();
+    let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect(version);
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
     ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).insert(conn, tx);
     let writer = tokio::spawn(async move {
@@ -391,10 +391,13 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
                             Ok(m) => agent.on_message(conn, &m, now, &mut fx),
                             Err(e) => {
                                 let xid = Header::peek(raw).map(|h| h.xid).unwrap_or(0);
-                                fx.messages.push((
-                                    conn,
-                                    Message::v13(xid, ofwire::v13::Body::Error(ErrorMsg::for_decode_error(&e, raw))),
-                                ));
+                                let err = ErrorMsg::for_decode_error(&e, raw);
+                                let msg = if version == ofwire::OFP10_VERSION {
+                                    Message::v10(xid, ofwire::v10::Body::Error(err))
+                                } else {
+                                    Message::v13(xid, ofwire::v13::Body::Error(err))
+                                };
+                                fx.messages.push((conn, msg));
                             }
                         }
                     }

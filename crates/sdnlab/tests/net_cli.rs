@@ -208,6 +208,16 @@ fn every_shape_with_open_vswitch_and_ovs_testcontroller() {
 }
 
 #[test]
+fn sdnlab_switches_under_ovs_testcontroller_in_openflow_10() {
+    let tc = TestController::start();
+    for shape in ["linear,4", "tree,2,2"] {
+        let up = Up::start(&[shape, "--switch", "sdnlab", "--controller", &tc.addr()]);
+        pingall_until_complete(&up, Duration::from_secs(20));
+        up.down();
+    }
+}
+
+#[test]
 fn every_shape_with_the_sdnlab_switch_alone_and_under_the_built_in_controller() {
     for shape in SHAPES {
         // Without a controller the switch floods on a miss (netlab leaves

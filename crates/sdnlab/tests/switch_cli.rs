@@ -252,6 +252,44 @@ fn ovs_ofctl_drives_flows_groups_meters_and_statistics() {
 }
 
 #[test]
+fn ovs_ofctl_in_openflow_10_sees_the_same_switch() {
+    let hosts = Hosts::new("d");
+    let sw = Switch::start(&hosts, &[]);
+    let of10 = |args: &[&str]| {
+        let mut v = vec!["ovs-ofctl", "-O", "OpenFlow10", args[0], &sw.target];
+        v.extend(&args[1..]);
+        ok(&v)
+    };
+    let show = of10(&["show"]);
+    assert!(show.contains("OFPT_FEATURES_REPLY (xid="), "{show}");
+    assert!(show.contains(&format!("1({})", hosts.port(1))), "{show}");
+    of10(&["add-flow", "in_port=1,actions=output:2"]);
+    of10(&["add-flow", "in_port=2,actions=output:1"]);
+    // A 1.0 rule with an IP prefix and a rewrite, seen back in 1.0 and 1.3.
+    of10(&[
+        "add-flow",
+        "priority=5,ip,nw_dst=10.99.0.0/16,actions=mod_nw_tos:32,output:2",
+    ]);
+    assert!(hosts.ping(2));
+    let dump = of10(&["dump-flows"]);
+    assert!(packets_of(&dump, "in_port=1") >= 2, "{dump}");
+    assert!(
+        dump.contains("nw_dst=10.99.0.0/16") && dump.contains("mod_nw_tos:32"),
+        "{dump}"
+    );
+    let dump13 = sw.ofctl(&["dump-flows"]);
+    assert!(dump13.contains("nw_dst=10.99.0.0/16"), "{dump13}");
+    let ports = of10(&["dump-ports"]);
+    assert!(
+        ports.contains("port  1: rx pkts=") && !ports.contains("port  1: rx pkts=0,"),
+        "{ports}"
+    );
+    of10(&["del-flows"]);
+    assert!(!of10(&["dump-flows"]).contains("in_port"));
+    assert!(!hosts.ping(1));
+}
+
+#[test]
 fn tcp_crosses_with_the_hosts_offloads_left_on() {
     let hosts = Hosts::new("b");
     let sw = Switch::start(&hosts, &["--fail-mode", "standalone"]);

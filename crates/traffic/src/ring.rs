@@ -10,7 +10,6 @@ use std::os::fd::RawFd;
 
 const PACKET_RX_RING: libc::c_int = 5;
 const PACKET_VERSION: libc::c_int = 10;
-const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
 const TPACKET_V3: libc::c_int = 2;
@@ -39,21 +38,8 @@ pub struct RxRingV3 {
 // SAFETY: the ring is used by one thread at a time (the receiver's).
 unsafe impl Send for RxRingV3 {}
 
-fn setopt<T>(fd: RawFd, opt: libc::c_int, v: &T) -> io::Result<()> {
-    // SAFETY: a pointer to a live value of the given size.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            opt,
-            v as *const T as *const libc::c_void,
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+fn setopt<T>(fd: RawFd, opt: libc::c_int, v: &T, what: &str, ifname: &str) -> io::Result<()> {
+    ofswitch::port::setopt(fd, libc::SOL_PACKET, opt, v, what, ifname)
 }
 
 impl RxRingV3 {
@@ -77,8 +63,8 @@ impl RxRingV3 {
             return Err(io::Error::last_os_error());
         }
         let ring = |fd| -> io::Result<*mut u8> {
-            setopt(fd, PACKET_VERSION, &TPACKET_V3)?;
-            let _ = setopt(fd, PACKET_IGNORE_OUTGOING, &1i32);
+            setopt(fd, PACKET_VERSION, &TPACKET_V3, "PACKET_VERSION", ifname)?;
+            let _ = setopt(fd, PACKET_IGNORE_OUTGOING, &1i32, "PACKET_IGNORE_OUTGOING", ifname);
             let req = TpacketReq3 {
                 block_size: BLOCK as u32,
                 block_nr: blocks as u32,
@@ -88,7 +74,7 @@ impl RxRingV3 {
                 sizeof_priv: 0,
                 feature_req_word: 0,
             };
-            setopt(fd, PACKET_RX_RING, &req)?;
+            setopt(fd, PACKET_RX_RING, &req, "PACKET_RX_RING", ifname)?;
             // SAFETY: maps the ring just configured, of its exact size.
             let m = unsafe {
                 libc::mmap(
@@ -107,23 +93,8 @@ impl RxRingV3 {
             let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
             mreq.mr_ifindex = ifindex;
             mreq.mr_type = 1; // PACKET_MR_PROMISC
-            setopt(fd, PACKET_ADD_MEMBERSHIP, &mreq)?;
-            // SAFETY: zeroed sockaddr_ll is valid; fields set below.
-            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-            sll.sll_ifindex = ifindex;
-            // SAFETY: valid sockaddr_ll of the stated size.
-            let r = unsafe {
-                libc::bind(
-                    fd,
-                    &sll as *const libc::sockaddr_ll as *const libc::sockaddr,
-                    std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-                )
-            };
-            if r < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            setopt(fd, PACKET_ADD_MEMBERSHIP, &mreq, "promiscuous mode", ifname)?;
+            ofswitch::port::bind(fd, ifindex, ifname)?;
             Ok(m as *mut u8)
         };
         match ring(fd) {
@@ -136,7 +107,7 @@ impl RxRingV3 {
             Err(e) => {
                 // SAFETY: our descriptor, closed once.
                 unsafe { libc::close(fd) };
-                Err(io::Error::new(e.kind(), format!("{ifname}: receive ring: {e}")))
+                Err(e)
             }
         }
     }
@@ -210,24 +181,7 @@ impl RxRingV3 {
 
     /// Frames the ring lost since the last call.
     pub fn take_drops(&self) -> u64 {
-        // tpacket_stats_v3 { tp_packets, tp_drops, tp_freeze_q_cnt }
-        let mut st = [0u32; 3];
-        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
-        // SAFETY: the kernel writes at most `len` bytes.
-        let r = unsafe {
-            libc::getsockopt(
-                self.fd,
-                libc::SOL_PACKET,
-                PACKET_STATISTICS,
-                st.as_mut_ptr() as *mut libc::c_void,
-                &mut len,
-            )
-        };
-        if r == 0 {
-            st[1] as u64
-        } else {
-            0
-        }
+        ofswitch::port::ring_drops(self.fd)
     }
 }
 
