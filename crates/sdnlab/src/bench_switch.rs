@@ -40,6 +40,11 @@ pub struct SwitchBenchArgs {
     /// Zero-loss search stops when the bracket is this fraction of the rate.
     #[arg(long, default_value_t = 0.02)]
     pub resolution: f64,
+    /// Rounds: each round measures every extra-rules count in turn (the table filled and
+    /// emptied again between them), so 0 and 1,000,000 rules are compared in alternation;
+    /// the summary gives the median of the rounds.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
     /// Skip the iperf3 TCP trial.
     #[arg(long)]
     pub no_tcp: bool,
@@ -315,6 +320,9 @@ fn forward_rules() -> Vec<ofwire::v13::FlowMod> {
 /// `n` rules at a higher priority that no test frame matches (exact IPv4
 /// destinations in 11.0.0.0/8), so every frame still takes the forwarding
 /// rule, past a table of `n`.
+/// The cookie of the extra rules, so they can be removed at once.
+const FILLER_COOKIE: u64 = 0x5d1a_f111;
+
 fn filler_rules(n: usize, base: u32) -> Vec<ofwire::v13::FlowMod> {
     use ofwire::oxm::{Match, Oxm};
     use ofwire::v13::{Action, FlowMod, Instruction};
@@ -325,9 +333,21 @@ fn filler_rules(n: usize, base: u32) -> Vec<ofwire::v13::FlowMod> {
                 Oxm::Ipv4Dst(std::net::Ipv4Addr::from(0x0b00_0000 + base + i), None),
             ]),
             instructions: vec![Instruction::ApplyActions(vec![Action::Output { port: 2, max_len: 0 }])],
+            cookie: FILLER_COOKIE,
             ..FlowMod::add(100)
         })
         .collect()
+}
+
+/// Removes every extra rule (by cookie).
+fn remove_filler() -> ofwire::v13::FlowMod {
+    ofwire::v13::FlowMod {
+        command: ofwire::v13::FlowModCommand::Delete,
+        table_id: ofwire::v13::TABLE_ALL,
+        cookie: FILLER_COOKIE,
+        cookie_mask: u64::MAX,
+        ..ofwire::v13::FlowMod::add(0)
+    }
 }
 
 /// Brings the switch under test up on the bed; its OpenFlow address if any.
@@ -577,7 +597,18 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         // Let ARP and IPv6 chatter settle before counting.
         std::thread::sleep(Duration::from_millis(300));
         let mut installed = 0usize;
-        for &extra in &rule_counts {
+        let plan: Vec<(usize, usize)> = (0..args.rounds.max(1))
+            .flat_map(|round| rule_counts.iter().map(move |&extra| (round, extra)))
+            .collect();
+        for (round, extra) in plan {
+            if extra < installed {
+                if let Some(addr) = of_addr {
+                    if let Err(e) = OfClient::connect(addr).and_then(|mut c| c.install(&[remove_filler()])) {
+                        return fail(format!("{dut}: emptying the table: {e}"));
+                    }
+                    installed = 0;
+                }
+            }
             if extra > installed {
                 // A fresh connection: one left idle through the trials may
                 // have been dropped for an unanswered echo.
@@ -613,7 +644,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                     })
             };
             let mut record = |kind: &str, t: &Trial| {
-                let v = json!({"switch_ports": stats(of_addr),"dut": dut, "rules": extra, "test": kind, "frame": args.frame, "seconds": seconds,
+                let v = json!({"switch_ports": stats(of_addr),"dut": dut, "rules": extra, "round": round, "test": kind, "frame": args.frame, "seconds": seconds,
                     "offered_pps": t.offered_pps, "sent": t.sent, "received": t.received, "rx_pps": t.rx_pps,
                     "latency_us_p50": t.latency_us_p50, "latency_us_p99": t.latency_us_p99,
                     "receiver_drops": t.receiver_drops});
@@ -655,11 +686,11 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                 let _ = writeln!(
                     samples,
                     "{}",
-                    json!({"dut": dut, "rules": extra, "test": "tcp", "gbit_s": g})
+                    json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "gbit_s": g})
                 );
             }
             let row = json!({
-                "dut": dut, "rules": extra,
+                "dut": dut, "rules": extra, "round": round,
                 "max_rx_pps": max.rx_pps, "generator_pps": max.offered_pps,
                 "zero_loss_pps": best.as_ref().map(|b| b.offered_pps).unwrap_or(0.0),
                 "latency_us_p50": best.as_ref().map(|b| b.latency_us_p50),
@@ -670,26 +701,53 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         }
         drop(bed);
     }
+    // One line per switch and rule count: the median of its rounds.
     let mut table = String::from(
-        "| switch | extra rules | generator pps | max received pps | zero-loss pps | p50 latency at zero loss (µs) | TCP Gbit/s | FLOW_MOD/s |\n|---|---|---|---|---|---|---|---|\n",
+        "| switch | extra rules | rounds | generator pps | max received pps | zero-loss pps | p50 latency at zero loss (µs) | TCP Gbit/s | FLOW_MOD/s |\n|---|---|---|---|---|---|---|---|---|\n",
     );
-    let num = |v: &serde_json::Value, d: usize| v.as_f64().map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
+    let median = |group: &[&serde_json::Value], key: &str| -> Option<f64> {
+        let mut v: Vec<f64> = group.iter().filter_map(|r| r[key].as_f64()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        Some(if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        })
+    };
+    let num = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
+    let mut keys: Vec<(String, u64)> = Vec::new();
     for r in &rows {
+        let k = (
+            r["dut"].as_str().unwrap_or("").to_string(),
+            r["rules"].as_u64().unwrap_or(0),
+        );
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (dut, extra) in keys {
+        let group: Vec<&serde_json::Value> = rows
+            .iter()
+            .filter(|r| r["dut"] == dut.as_str() && r["rules"].as_u64() == Some(extra))
+            .collect();
         table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r["dut"].as_str().unwrap_or(""),
-            r["rules"],
-            num(&r["generator_pps"], 0),
-            num(&r["max_rx_pps"], 0),
-            num(&r["zero_loss_pps"], 0),
-            num(&r["latency_us_p50"], 0),
-            num(&r["tcp_gbit_s"], 2),
-            num(&r["flow_mods_per_s"], 0),
+            "| {dut} | {extra} | {} | {} | {} | {} | {} | {} | {} |\n",
+            group.len(),
+            num(median(&group, "generator_pps"), 0),
+            num(median(&group, "max_rx_pps"), 0),
+            num(median(&group, "zero_loss_pps"), 0),
+            num(median(&group, "latency_us_p50"), 0),
+            num(median(&group, "tcp_gbit_s"), 2),
+            num(median(&group, "flow_mods_per_s"), 0),
         ));
     }
     let meta = json!({
         "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "frame": args.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods,
+        "frame": args.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods, "rounds": args.rounds,
         "kernel": sh(&["uname", "-r"]).unwrap_or_default().trim(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
     });
