@@ -41,10 +41,6 @@ pub fn binary() -> Result<PathBuf, String> {
         .ok_or_else(|| "cannot find the sdnlab binary for --switch sdnlab: build it or set SDNLAB_BIN".to_string())
 }
 
-fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 /// Starts every switch; on error the ones started are returned for
 /// teardown through `children`.
 pub fn start(
@@ -70,8 +66,10 @@ pub fn start(
         let Some(my_ports) = ports.get(sw.name.as_str()) else {
             continue;
         };
-        let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
         let pidfile = dir.join(format!("{}.pid", sw.name));
+        // The switch picks its own free port and says which (no race with
+        // other runs choosing ports at the same time).
+        let listen_file = dir.join(format!("{}.ofp", sw.name));
         let log = std::fs::File::create(dir.join(format!("{}.log", sw.name)))
             .map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut c = Command::new(&bin);
@@ -80,7 +78,9 @@ pub fn start(
             c.args(["--port", p]);
         }
         c.args(["--dpid", &format!("{:016x}", sw.dpid)])
-            .args(["--listen", &format!("ptcp:{port}")])
+            .args(["--listen", "ptcp:0"])
+            .arg("--listen-file")
+            .arg(&listen_file)
             .args(["--threads", "1", "--ring", "1024"])
             .arg("--pidfile")
             .arg(&pidfile);
@@ -105,16 +105,20 @@ pub fn start(
         out.push(SwitchProcess {
             name: sw.name.clone(),
             pid: child.id(),
-            ofp: format!("tcp:127.0.0.1:{port}"),
+            ofp: String::new(),
         });
         children.push(child);
     }
-    // Ready when each listens.
+    // Ready when each has said where it listens.
     let deadline = Instant::now() + Duration::from_secs(10);
-    for (s, child) in out.iter().zip(children.iter_mut()) {
-        let addr: std::net::SocketAddr = s.ofp.trim_start_matches("tcp:").parse().expect("own format");
+    for (s, child) in out.iter_mut().zip(children.iter_mut()) {
+        let listen_file = dir.join(format!("{}.ofp", s.name));
         loop {
-            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            if let Some(first) = std::fs::read_to_string(&listen_file)
+                .ok()
+                .and_then(|t| t.lines().next().map(str::to_string))
+            {
+                s.ofp = first;
                 break;
             }
             if let Ok(Some(status)) = child.try_wait() {

@@ -40,6 +40,33 @@ pub enum Act {
     SetNwTtl(u8),
     /// SET_QUEUE: accepted; this switch has one queue per port.
     SetQueue(u32),
+    /// OpenFlow 1.0's SET_VLAN_VID: set the VLAN id, pushing a tag first
+    /// if the frame has none (1.3's set_field leaves untagged frames alone).
+    SetVlanOrPush(u16),
+}
+
+/// sdnlab's private experimenter id, for actions only it defines (carried
+/// in 1.3 form when a 1.0 action has no 1.3 equivalent).
+pub const SDNLAB_EXPERIMENTER: u32 = 0x005d_1a00;
+
+/// The experimenter action standing for 1.0's SET_VLAN_VID.
+pub fn set_vlan_or_push(vid: u16) -> Action {
+    let mut data = vec![0u8; 8];
+    data[..2].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+    Action::Experimenter {
+        experimenter: SDNLAB_EXPERIMENTER,
+        data: ofwire::Bytes(data),
+    }
+}
+
+/// The VLAN id of a `set_vlan_or_push` action.
+pub fn vlan_or_push_vid(a: &Action) -> Option<u16> {
+    match a {
+        Action::Experimenter { experimenter, data } if *experimenter == SDNLAB_EXPERIMENTER && data.0.len() >= 2 => {
+            Some(u16::from_be_bytes([data.0[0], data.0[1]]) & 0x0fff)
+        }
+        _ => None,
+    }
 }
 
 fn bad(c: BadActionCode) -> ErrorCode {
@@ -117,6 +144,11 @@ pub fn compile(actions: &[Action], valid_port: &dyn Fn(u32) -> bool) -> Result<V
             Action::DecNwTtl => Act::DecNwTtl,
             Action::SetNwTtl(t) => Act::SetNwTtl(*t),
             Action::SetQueue(q) => Act::SetQueue(*q),
+            a @ Action::Experimenter { experimenter, .. } => match vlan_or_push_vid(a) {
+                Some(vid) => Act::SetVlanOrPush(vid),
+                None if *experimenter == SDNLAB_EXPERIMENTER => return Err(bad(BadActionCode::BadExpType)),
+                None => return Err(bad(BadActionCode::BadExperimenter)),
+            },
             _ => return Err(bad(BadActionCode::BadType)),
         });
     }

@@ -23,6 +23,8 @@ pub struct Shared {
     pub pipeline: Arc<RwLock<Pipeline>>,
     /// Port I/O by port number (index = port_no - 1).
     pub ports: Vec<Arc<dyn PortIo>>,
+    /// OFPP_LOCAL, if the switch has one.
+    pub local: Option<Arc<dyn PortIo>>,
     pub to_controller: tokio::sync::mpsc::Sender<ToController>,
     pub stop: AtomicBool,
     /// PACKET_INs dropped because the control thread was behind.
@@ -31,7 +33,19 @@ pub struct Shared {
 
 impl Shared {
     pub fn port(&self, port_no: u32) -> Option<&Arc<dyn PortIo>> {
+        if port_no == ofwire::v13::port::LOCAL {
+            return self.local.as_ref();
+        }
         self.ports.get((port_no as usize).wrapping_sub(1))
+    }
+
+    /// Every port with its number (LOCAL last).
+    pub fn all_ports(&self) -> impl Iterator<Item = (u32, &Arc<dyn PortIo>)> {
+        self.ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i as u32 + 1, p))
+            .chain(self.local.iter().map(|p| (ofwire::v13::port::LOCAL, p)))
     }
 
     /// Sends frames the pipeline emitted, batched per port, and counts them;

@@ -221,7 +221,8 @@ pub fn actions_in(actions: &[v10::Action]) -> Result<Vec<Action>, ErrorCode> {
                 port: port_in(*port),
                 max_len: 0,
             },
-            v10::Action::SetVlanVid(v) => Action::SetField(Oxm::VlanVid(OFPVID_PRESENT | (v & 0x0fff), None)),
+            // 1.0 tags an untagged frame; 1.3's set_field would not.
+            v10::Action::SetVlanVid(v) => crate::actions::set_vlan_or_push(*v),
             v10::Action::SetVlanPcp(p) => Action::SetField(Oxm::VlanPcp(p & 7)),
             v10::Action::StripVlan => Action::PopVlan,
             v10::Action::SetDlSrc(m) => Action::SetField(Oxm::EthSrc(*m, None)),
@@ -259,6 +260,10 @@ pub fn actions_out(insts: &[Instruction]) -> Vec<v10::Action> {
                 Action::SetField(Oxm::IpDscp(d)) => v10::Action::SetNwTos(d << 2),
                 Action::SetField(Oxm::TcpSrc(p)) => v10::Action::SetTpSrc(*p),
                 Action::SetField(Oxm::TcpDst(p)) => v10::Action::SetTpDst(*p),
+                a @ Action::Experimenter { .. } => match crate::actions::vlan_or_push_vid(a) {
+                    Some(vid) => v10::Action::SetVlanVid(vid),
+                    None => continue,
+                },
                 _ => continue,
             });
         }
@@ -370,6 +375,57 @@ mod tests {
             (back.in_port, back.tp_dst, back.nw_dst),
             (3, 53, Ipv4Addr::new(10, 1, 0, 0))
         );
+    }
+
+    #[test]
+    fn set_vlan_vid_tags_untagged_frames_and_retags_tagged_ones() {
+        use crate::actions::Packet;
+        use crate::pipeline::{Emitted, Pipeline, PortState};
+        let mut p = Pipeline::new(4, 100);
+        for n in 1..=2 {
+            p.add_port(PortState {
+                port_no: n,
+                name: format!("p{n}"),
+                hw_addr: NO_MAC,
+                config: 0,
+                link_up: true,
+                speed_kbps: 1,
+                counters: Default::default(),
+            });
+        }
+        let fm = v10::FlowMod {
+            match_: v10::Match::all(),
+            cookie: 0,
+            command: v13::FlowModCommand::Add,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            priority: 1,
+            buffer_id: v10::NO_BUFFER,
+            out_port: v10::port::NONE,
+            flags: 0,
+            actions: vec![v10::Action::SetVlanVid(42), v10::Action::Output { port: 2, max_len: 0 }],
+        };
+        p.flow_mod(&flow_mod_in(&fm).unwrap(), std::time::Instant::now())
+            .unwrap();
+        let mut untagged = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x06];
+        untagged.resize(60, 0);
+        let mut out = Emitted::default();
+        p.forward(
+            &mut Packet::new(untagged.clone(), 1),
+            std::time::Instant::now(),
+            &mut out,
+        );
+        let f = &out.outputs[0].1.data;
+        assert_eq!(&f[12..16], &[0x81, 0x00, 0x00, 42], "a tag was pushed");
+        let mut out = Emitted::default();
+        p.forward(&mut Packet::new(f.clone(), 1), std::time::Instant::now(), &mut out);
+        assert_eq!(
+            out.outputs[0].1.data.len(),
+            f.len(),
+            "a tagged frame is retagged, not tagged twice"
+        );
+        let stored = &p.tables[0].rules.iter().next().unwrap().instructions;
+        assert_eq!(actions_out(stored)[0], v10::Action::SetVlanVid(42));
     }
 
     #[test]

@@ -729,6 +729,16 @@ impl Pipeline {
                     key.set(ofwire::oxm::field::VLAN_PCP, &[0]);
                     steps.push(Step::Act(a.clone()));
                 }
+                Act::SetVlanOrPush(vid) => {
+                    if key.vlan_vid() == 0 {
+                        key.set(ofwire::oxm::field::VLAN_PCP, &[0]);
+                    }
+                    key.set(
+                        ofwire::oxm::field::VLAN_VID,
+                        &(vid | ofwire::oxm::OFPVID_PRESENT).to_be_bytes(),
+                    );
+                    steps.push(Step::Act(a.clone()));
+                }
                 Act::DecNwTtl | Act::SetNwTtl(_) => steps.push(Step::Act(a.clone())),
                 Act::SetQueue(_) => {}
             }
@@ -771,8 +781,8 @@ impl Pipeline {
                     steps.push(Step::Output(in_port));
                 }
             }
-            // No local interface: LOCAL and TABLE (outside PACKET_OUT) drop.
-            port::LOCAL | port::TABLE => {}
+            // TABLE outside PACKET_OUT does nothing.
+            port::TABLE => {}
             p => {
                 // Output to the input port needs IN_PORT (1.3.5 section 7.2.5).
                 if p != in_port && self.ports.get(&p).is_some_and(forwardable) {
@@ -854,6 +864,18 @@ impl Pipeline {
                     // TTL ran out: dropped (1.3.5 section 5.12).
                     Act::DecNwTtl if !pkt.dec_ttl() => return,
                     Act::SetNwTtl(t) => pkt.set_ttl(*t),
+                    Act::SetVlanOrPush(vid) => {
+                        if pkt.layout.vlan.is_none() {
+                            pkt.push_vlan(crate::key::ETH_TYPE_VLAN);
+                        }
+                        let mut value = [0u8; 16];
+                        value[..2].copy_from_slice(&(vid | ofwire::oxm::OFPVID_PRESENT).to_be_bytes());
+                        pkt.set_field(&FieldWrite {
+                            field: ofwire::oxm::field::VLAN_VID,
+                            value,
+                            len: 2,
+                        });
+                    }
                     _ => {}
                 },
                 Step::Output(p) if i == last => {
@@ -1009,6 +1031,7 @@ struct ActionSet {
     push_vlan: Option<u16>,
     dec_ttl: bool,
     set_ttl: Option<u8>,
+    vlan_or_push: Option<u16>,
     fields: Vec<FieldWrite>,
     queue: Option<u32>,
     group: Option<u32>,
@@ -1029,6 +1052,7 @@ impl ActionSet {
             Act::DecNwTtl => self.dec_ttl = true,
             Act::SetNwTtl(t) => self.set_ttl = Some(*t),
             Act::SetQueue(q) => self.queue = Some(*q),
+            Act::SetVlanOrPush(v) => self.vlan_or_push = Some(*v),
         }
     }
 
@@ -1045,6 +1069,9 @@ impl ActionSet {
         }
         if let Some(t) = self.set_ttl {
             v.push(Act::SetNwTtl(t));
+        }
+        if let Some(vid) = self.vlan_or_push {
+            v.push(Act::SetVlanOrPush(vid));
         }
         v.extend(self.fields.iter().cloned().map(Act::SetField));
         if let Some(q) = self.queue {

@@ -148,6 +148,102 @@ impl PortIo for MemPort {
     }
 }
 
+// ------------------------------------------------------------------- tap
+
+/// A tap interface the switch creates: its OFPP_LOCAL port, through which
+/// the host running the switch talks to the network it switches.
+pub struct TapPort {
+    name: String,
+    fd: RawFd,
+    hw_addr: MacAddr,
+}
+
+impl TapPort {
+    pub fn create(name: &str) -> io::Result<TapPort> {
+        if name.is_empty() || name.len() > 15 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name:?}: an interface name has 1 to 15 characters"),
+            ));
+        }
+        let path = c"/dev/net/tun";
+        // SAFETY: valid C string; result checked.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("/dev/net/tun: {e}")));
+        }
+        // struct ifreq: 16 bytes of name, then the flags.
+        let mut ifr = [0u8; 40];
+        ifr[..name.len()].copy_from_slice(name.as_bytes());
+        let flags = (libc::IFF_TAP | libc::IFF_NO_PI) as u16;
+        ifr[16..18].copy_from_slice(&flags.to_ne_bytes());
+        // SAFETY: TUNSETIFF reads and writes the ifreq we pass.
+        let r = unsafe { libc::ioctl(fd, libc::TUNSETIFF as _, ifr.as_mut_ptr()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: our descriptor, closed once.
+            unsafe { libc::close(fd) };
+            return Err(io::Error::new(e.kind(), format!("{name}: creating the tap: {e}")));
+        }
+        let hw_addr = read_sys(name, "address")
+            .and_then(|a| {
+                let b: Vec<u8> = a.split(':').filter_map(|x| u8::from_str_radix(x, 16).ok()).collect();
+                <[u8; 6]>::try_from(b).ok()
+            })
+            .map(MacAddr)
+            .unwrap_or(MacAddr([0; 6]));
+        Ok(TapPort {
+            name: name.to_string(),
+            fd,
+            hw_addr,
+        })
+    }
+}
+
+impl Drop for TapPort {
+    fn drop(&mut self) {
+        // SAFETY: our descriptor, closed once (the tap goes with it).
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+impl PortIo for TapPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn hw_addr(&self) -> MacAddr {
+        self.hw_addr
+    }
+    fn recv(&self, max: usize, f: &mut dyn FnMut(&[u8], VnetHdr)) -> io::Result<usize> {
+        let mut buf = [0u8; 65_536];
+        let mut n = 0;
+        while n < max {
+            // SAFETY: reads into a buffer of the length given.
+            let r = unsafe { libc::read(self.fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+            if r <= 0 {
+                break;
+            }
+            f(&buf[..r as usize], VnetHdr::default());
+            n += 1;
+        }
+        Ok(n)
+    }
+    fn send(&self, frames: &[(&[u8], VnetHdr)]) -> usize {
+        frames
+            .iter()
+            // SAFETY: writes a frame from a live buffer.
+            .filter(|(d, _)| unsafe { libc::write(self.fd, d.as_ptr() as *const libc::c_void, d.len()) } > 0)
+            .count()
+    }
+    fn fd(&self) -> RawFd {
+        self.fd
+    }
+    fn link_up(&self) -> bool {
+        read_sys(&self.name, "operstate").as_deref() != Some("down")
+    }
+}
+
 // ------------------------------------------------------------- AF_PACKET
 
 const PACKET_RX_RING: libc::c_int = 5;
@@ -237,8 +333,12 @@ pub fn setopt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T, what: &
     check(r, what, ifname).map(|_| ())
 }
 
+/// An AF_PACKET socket that receives nothing until `bind` names an
+/// interface: created with protocol 0, since a socket created for ETH_P_ALL
+/// takes frames from every interface until it is bound (frames of other
+/// networks would reach a switch port in that window).
 fn packet_socket(ifname: &str) -> io::Result<RawFd> {
-    let proto = (libc::ETH_P_ALL as u16).to_be() as libc::c_int;
+    let proto = 0;
     // SAFETY: plain syscall, result checked.
     let fd = check(
         unsafe {
@@ -278,12 +378,14 @@ pub fn ring_drops(fd: RawFd) -> u64 {
     }
 }
 
-/// Binds an AF_PACKET socket to one interface, every protocol.
-pub fn bind(fd: RawFd, ifindex: i32, ifname: &str) -> io::Result<()> {
+/// Binds an AF_PACKET socket to one interface: to receive every protocol,
+/// or (`receive` false: a socket only for sending) none, so the kernel does
+/// not copy every frame of the interface into a queue nobody reads.
+pub fn bind(fd: RawFd, ifindex: i32, ifname: &str, receive: bool) -> io::Result<()> {
     // SAFETY: zeroed sockaddr_ll is valid; fields set below.
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+    sll.sll_protocol = if receive { (libc::ETH_P_ALL as u16).to_be() } else { 0 };
     sll.sll_ifindex = ifindex;
     // SAFETY: passes a valid sockaddr_ll of the stated size.
     let r = unsafe {
@@ -419,7 +521,7 @@ impl AfPacketPort {
             "promiscuous mode",
             ifname,
         )?;
-        bind(rx_fd, ifindex, ifname)?;
+        bind(rx_fd, ifindex, ifname, true)?;
 
         let tx_fd = packet_socket(ifname)?;
         let _ = setopt(
@@ -432,7 +534,7 @@ impl AfPacketPort {
         );
         let sndbuf: libc::c_int = 4 << 20;
         let _ = setopt(tx_fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &sndbuf, "SO_SNDBUF", ifname);
-        bind(tx_fd, ifindex, ifname)?;
+        bind(tx_fd, ifindex, ifname, false)?;
         Ok(AfPacketPort {
             name: ifname.to_string(),
             hw_addr,

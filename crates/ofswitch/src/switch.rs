@@ -21,6 +21,8 @@ use tokio::sync::mpsc;
 pub struct Config {
     pub datapath_id: u64,
     pub ports: Vec<Arc<dyn PortIo>>,
+    /// The OFPP_LOCAL port (a tap), if any.
+    pub local: Option<Arc<dyn PortIo>>,
     /// Controllers to connect to (active connections).
     pub controllers: Vec<SocketAddr>,
     /// Addresses to listen on for controllers and tools (passive).
@@ -41,6 +43,7 @@ impl Default for Config {
         Config {
             datapath_id: 1,
             ports: Vec::new(),
+            local: None,
             controllers: Vec::new(),
             listen: Vec::new(),
             n_tables: 64,
@@ -126,9 +129,15 @@ impl Ctx {
 /// Starts the switch.
 pub fn start(cfg: Config) -> std::io::Result<Handle> {
     let mut pipeline = Pipeline::new(cfg.n_tables, cfg.max_rules);
-    for (i, io) in cfg.ports.iter().enumerate() {
+    let numbered = cfg
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, io)| (i as u32 + 1, io))
+        .chain(cfg.local.iter().map(|io| (ofwire::v13::port::LOCAL, io)));
+    for (port_no, io) in numbered {
         pipeline.add_port(PortState {
-            port_no: i as u32 + 1,
+            port_no,
             name: io.name().to_string(),
             hw_addr: io.hw_addr(),
             config: 0,
@@ -156,6 +165,7 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
     let shared = Arc::new(Shared {
         pipeline: pipeline.clone(),
         ports: cfg.ports.clone(),
+        local: cfg.local.clone(),
         to_controller: pi_tx,
         stop: false.into(),
         packet_ins_dropped: 0.into(),
@@ -177,10 +187,13 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
     let mut threads = Vec::new();
     let n = cfg.datapath_threads.clamp(1, cfg.ports.len().max(1));
     for t in 0..n {
-        let mine: Vec<u32> = (0..cfg.ports.len())
+        let mut mine: Vec<u32> = (0..cfg.ports.len())
             .filter(|i| i % n == t)
             .map(|i| i as u32 + 1)
             .collect();
+        if t == 0 && cfg.local.is_some() {
+            mine.push(ofwire::v13::port::LOCAL);
+        }
         let shared = shared.clone();
         let core = cfg.cores.get(t).copied();
         threads.push(
@@ -289,12 +302,12 @@ async fn control(
                 {
                     let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
                     agent.expire(Instant::now(), &mut fx);
-                    for (i, io) in ctx.shared.ports.iter().enumerate() {
-                        agent.link_changed(i as u32 + 1, io.link_up(), &mut fx);
+                    for (port_no, io) in ctx.shared.all_ports() {
+                        agent.link_changed(port_no, io.link_up(), &mut fx);
                         let drops = io.take_rx_drops();
                         if drops > 0 {
                             let p = ctx.shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
-                            if let Some(ps) = p.ports.get(&(i as u32 + 1)) {
+                            if let Some(ps) = p.ports.get(&port_no) {
                                 ps.counters.rx_dropped.fetch_add(drops, Relaxed);
                             }
                         }

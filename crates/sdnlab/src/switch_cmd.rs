@@ -11,6 +11,10 @@ pub struct SwitchArgs {
     /// Linux interface (veth, a real NIC); it must be up.
     #[arg(long = "port", value_name = "IF", required = true)]
     pub ports: Vec<String>,
+    /// Create a tap interface of this name as the switch's OFPP_LOCAL port (the host's own
+    /// way into the network it switches; give it an address with `ip`).
+    #[arg(long, value_name = "NAME")]
+    pub local: Option<String>,
     /// A controller to connect to, tcp:HOST:PORT or HOST:PORT (repeatable; with several, they
     /// share the switch by OpenFlow 1.3 roles).
     #[arg(long = "controller", value_name = "tcp:HOST:PORT")]
@@ -41,6 +45,10 @@ pub struct SwitchArgs {
     /// nothing is forwarded until a controller (or ovs-ofctl) installs rules.
     #[arg(long, default_value = "secure", value_parser = ["secure", "standalone"])]
     pub fail_mode: String,
+    /// Once listening, write where (`tcp:ADDR:PORT`, one per line) to this file: for
+    /// `--listen ptcp:0`, which takes a free port.
+    #[arg(long, value_name = "FILE")]
+    pub listen_file: Option<std::path::PathBuf>,
     /// Write the process id to this file (removed on exit).
     #[arg(long, value_name = "FILE")]
     pub pidfile: Option<std::path::PathBuf>,
@@ -103,6 +111,13 @@ pub fn run(args: SwitchArgs) -> ExitCode {
             Err(e) => return fail(e),
         }
     }
+    let local: Option<Arc<dyn ofswitch::port::PortIo>> = match &args.local {
+        Some(name) => match ofswitch::port::TapPort::create(name) {
+            Ok(t) => Some(Arc::new(t)),
+            Err(e) => return fail(e),
+        },
+        None => None,
+    };
     let dpid = match &args.dpid {
         Some(d) => match parse_dpid(d) {
             Ok(v) => v,
@@ -117,6 +132,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     let cfg = ofswitch::switch::Config {
         datapath_id: dpid,
         ports,
+        local,
         controllers: controllers.clone(),
         listen,
         n_tables: args.tables.clamp(1, 254),
@@ -136,6 +152,14 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let listening: Vec<String> = handle.listening.iter().map(|a| format!("ptcp:{a}")).collect();
+    if let Some(f) = &args.listen_file {
+        let text: String = handle.listening.iter().map(|a| format!("tcp:{a}\n")).collect();
+        // Written whole under another name, then renamed: a reader never sees half.
+        let tmp = f.with_extension("tmp");
+        if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, f)) {
+            return fail(format!("--listen-file {}: {e}", f.display()));
+        }
+    }
     let ctls: Vec<String> = controllers.iter().map(|a| format!("tcp:{a}")).collect();
     eprintln!(
         "sdnlab switch: dpid {dpid:016x}, ports {}; {threads} datapath thread(s); controllers [{}], listening [{}]; Ctrl-C stops",

@@ -165,6 +165,28 @@ impl Drop for TestController {
     }
 }
 
+/// Flows, ports and logs of a run's sdnlab switches, to tell why a test failed.
+fn sdnlab_switch_state(id: &str) -> String {
+    let dir = format!("/run/sdnlab/net/{id}");
+    let Ok(state) = std::fs::read_to_string(format!("{dir}/state.json")) else {
+        return String::new();
+    };
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap_or_default();
+    let mut out = String::new();
+    for sw in state["sdnlab"].as_array().into_iter().flatten() {
+        let (name, ofp) = (sw["name"].as_str().unwrap_or(""), sw["ofp"].as_str().unwrap_or(""));
+        for what in ["dump-flows", "dump-ports"] {
+            let o = Command::new("ovs-ofctl").args(["-O", "OpenFlow13", what, ofp]).output();
+            if let Ok(o) = o {
+                out.push_str(&format!("--- {name} {what}\n{}{}", text(&o.stdout), text(&o.stderr)));
+            }
+        }
+        let log = std::fs::read_to_string(format!("{dir}/{name}.log")).unwrap_or_default();
+        out.push_str(&format!("--- {name} log\n{log}"));
+    }
+    out
+}
+
 const SHAPES: [&str; 4] = ["single,3", "linear,4", "tree,2,2", "leaf-spine,2,2,2"];
 
 /// Pings until every pair answers (learning controllers need a moment), at most `within`.
@@ -178,9 +200,10 @@ fn pingall_until_complete(up: &Up, within: Duration) -> String {
         }
         assert!(
             t.elapsed() < within,
-            "pingall never complete on\n{}\n{s}{}",
+            "pingall never complete on\n{}\n{s}{}\n{}",
             up.summary,
-            text(&out.stderr)
+            text(&out.stderr),
+            sdnlab_switch_state(&up.id)
         );
         std::thread::sleep(Duration::from_millis(300));
     }

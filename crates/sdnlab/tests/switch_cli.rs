@@ -290,6 +290,31 @@ fn ovs_ofctl_in_openflow_10_sees_the_same_switch() {
 }
 
 #[test]
+fn the_local_port_is_a_tap_the_host_reaches_the_network_through() {
+    let hosts = Hosts::new("e");
+    let tap = format!("{}l", hosts.tag);
+    let sw = Switch::start(&hosts, &["--local", &tap]);
+    ok(&["ip", "addr", "add", "10.77.0.254/24", "dev", &tap]);
+    ok(&["ip", "link", "set", &tap, "up"]);
+    sw.ofctl(&["add-flow", "in_port=LOCAL,actions=output:1"]);
+    sw.ofctl(&["add-flow", "in_port=1,actions=LOCAL"]);
+    let out = sh(&["ping", "-c", "2", "-i", "0.2", "-W", "1", "-I", &tap, "10.77.0.1"]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let show = sw.ofctl(&["show"]);
+    assert!(show.contains(&format!("LOCAL({tap})")), "{show}");
+    let ports = sw.ofctl(&["dump-ports", "LOCAL"]);
+    assert!(
+        ports.contains("LOCAL: rx pkts=") && !ports.contains("LOCAL: rx pkts=0,"),
+        "{ports}"
+    );
+    drop(sw);
+    assert!(
+        sh(&["ip", "link", "show", &tap]).status.code() != Some(0),
+        "the tap goes with the switch"
+    );
+}
+
+#[test]
 fn tcp_crosses_with_the_hosts_offloads_left_on() {
     let hosts = Hosts::new("b");
     let sw = Switch::start(&hosts, &["--fail-mode", "standalone"]);

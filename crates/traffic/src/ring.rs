@@ -56,9 +56,9 @@ impl RxRingV3 {
                 format!("{ifname}: no such interface"),
             ));
         }
-        let proto = (libc::ETH_P_ALL as u16).to_be() as libc::c_int;
+        // Protocol 0: nothing arrives until the bind to the interface.
         // SAFETY: plain syscall, checked.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, proto) };
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -94,7 +94,7 @@ impl RxRingV3 {
             mreq.mr_ifindex = ifindex;
             mreq.mr_type = 1; // PACKET_MR_PROMISC
             setopt(fd, PACKET_ADD_MEMBERSHIP, &mreq, "promiscuous mode", ifname)?;
-            ofswitch::port::bind(fd, ifindex, ifname)?;
+            ofswitch::port::bind(fd, ifindex, ifname, true)?;
             Ok(m as *mut u8)
         };
         match ring(fd) {
