@@ -480,23 +480,9 @@ impl Agent {
                     p.ports
                         .values()
                         .filter(|q| want == v13::port::ANY || q.port_no == want)
-                        .map(|q| {
-                            let c = &q.counters;
-                            let (rx, tx) = (c.rx.get(), c.tx.get());
-                            let ld = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-                            v10::PortStats {
-                                port_no: of10::port_out(q.port_no),
-                                counters: ofwire::PortCounters {
-                                    rx_packets: rx.packet_count,
-                                    tx_packets: tx.packet_count,
-                                    rx_bytes: rx.byte_count,
-                                    tx_bytes: tx.byte_count,
-                                    rx_dropped: ld(&c.rx_dropped),
-                                    tx_dropped: ld(&c.tx_dropped),
-                                    tx_errors: ld(&c.tx_errors),
-                                    ..Default::default()
-                                },
-                            }
+                        .map(|q| v10::PortStats {
+                            port_no: of10::port_out(q.port_no),
+                            counters: q.counters.snapshot(),
                         })
                         .collect(),
                 ))
@@ -805,22 +791,10 @@ impl Agent {
                         .values()
                         .filter(|q| *port_no == v13::port::ANY || q.port_no == *port_no)
                         .map(|q| {
-                            let c = &q.counters;
-                            let (rx, tx) = (c.rx.get(), c.tx.get());
-                            let ld = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
                             let (duration_sec, duration_nsec) = since(started);
                             v13::PortStats {
                                 port_no: q.port_no,
-                                counters: ofwire::PortCounters {
-                                    rx_packets: rx.packet_count,
-                                    tx_packets: tx.packet_count,
-                                    rx_bytes: rx.byte_count,
-                                    tx_bytes: tx.byte_count,
-                                    rx_dropped: ld(&c.rx_dropped),
-                                    tx_dropped: ld(&c.tx_dropped),
-                                    tx_errors: ld(&c.tx_errors),
-                                    ..Default::default()
-                                },
+                                counters: q.counters.snapshot(),
                                 duration_sec,
                                 duration_nsec,
                             }

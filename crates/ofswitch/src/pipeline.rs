@@ -79,6 +79,24 @@ pub struct PortCounters {
     pub tx_errors: std::sync::atomic::AtomicU64,
 }
 
+impl PortCounters {
+    /// The counters as port statistics report them (1.0 and 1.3 alike).
+    pub fn snapshot(&self) -> ofwire::PortCounters {
+        let ld = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let (rx, tx) = (self.rx.get(), self.tx.get());
+        ofwire::PortCounters {
+            rx_packets: rx.packet_count,
+            tx_packets: tx.packet_count,
+            rx_bytes: rx.byte_count,
+            tx_bytes: tx.byte_count,
+            rx_dropped: ld(&self.rx_dropped),
+            tx_dropped: ld(&self.tx_dropped),
+            tx_errors: ld(&self.tx_errors),
+            ..Default::default()
+        }
+    }
+}
+
 /// One flow table.
 #[derive(Default)]
 pub struct Table {
