@@ -172,14 +172,8 @@ pub struct Flow {
     pub n_bytes: u64,
 }
 
-/// 1.0 port numbers as 1.3 writes them.
-pub fn port_from_10(p: u16) -> u32 {
-    if p >= v10::port::MAX {
-        p as u32 | 0xffff_0000
-    } else {
-        p as u32
-    }
-}
+/// 1.0 port numbers as 1.3 writes them (the switch's own translation).
+pub use ofswitch::openflow10::port_in as port_from_10;
 
 fn actions10(actions: &[v10::Action]) -> Result<Vec<Action>, String> {
     actions

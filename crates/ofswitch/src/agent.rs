@@ -683,6 +683,11 @@ impl Agent {
 
     /// A port's link went up or down.
     pub fn link_changed(&mut self, port_no: u32, up: bool, fx: &mut Effects) {
+        // Polled every tick for every port: only a real change takes the
+        // write lock (which holds the datapath threads back).
+        if self.read().ports.get(&port_no).is_none_or(|p| p.link_up == up) {
+            return;
+        }
         let desc = {
             let mut p = self.write();
             if !p.set_link(port_no, up) {

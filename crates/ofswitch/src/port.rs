@@ -186,13 +186,7 @@ impl TapPort {
             unsafe { libc::close(fd) };
             return Err(io::Error::new(e.kind(), format!("{name}: creating the tap: {e}")));
         }
-        let hw_addr = read_sys(name, "address")
-            .and_then(|a| {
-                let b: Vec<u8> = a.split(':').filter_map(|x| u8::from_str_radix(x, 16).ok()).collect();
-                <[u8; 6]>::try_from(b).ok()
-            })
-            .map(MacAddr)
-            .unwrap_or(MacAddr([0; 6]));
+        let hw_addr = read_mac(name);
         Ok(TapPort {
             name: name.to_string(),
             fd,
@@ -398,6 +392,17 @@ pub fn bind(fd: RawFd, ifindex: i32, ifname: &str, receive: bool) -> io::Result<
     check(r, "bind", ifname).map(|_| ())
 }
 
+/// An interface's MAC address from sysfs (zero if unreadable).
+fn read_mac(ifname: &str) -> MacAddr {
+    read_sys(ifname, "address")
+        .and_then(|a| {
+            let b: Vec<u8> = a.split(':').filter_map(|x| u8::from_str_radix(x, 16).ok()).collect();
+            <[u8; 6]>::try_from(b).ok()
+        })
+        .map(MacAddr)
+        .unwrap_or(MacAddr([0; 6]))
+}
+
 fn read_sys(ifname: &str, what: &str) -> Option<String> {
     std::fs::read_to_string(format!("/sys/class/net/{ifname}/{what}"))
         .ok()
@@ -425,13 +430,7 @@ impl AfPacketPort {
                 format!("{ifname}: no such network interface"),
             ));
         }
-        let hw_addr = read_sys(ifname, "address")
-            .and_then(|a| {
-                let b: Vec<u8> = a.split(':').filter_map(|x| u8::from_str_radix(x, 16).ok()).collect();
-                <[u8; 6]>::try_from(b).ok()
-            })
-            .map(MacAddr)
-            .unwrap_or(MacAddr([0; 6]));
+        let hw_addr = read_mac(ifname);
 
         let rx_fd = packet_socket(ifname)?;
         let one: libc::c_int = 1;
