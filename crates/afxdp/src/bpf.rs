@@ -1,0 +1,214 @@
+//! The XDP side of an AF_XDP port: an XSKMAP, a twelve-instruction XDP
+//! program that redirects each frame to the socket of its receive queue,
+//! and a BPF link that attaches it to the interface.
+//!
+//! The program is assembled here rather than compiled from C so that
+//! nothing (clang, libbpf, a BPF object file) is needed at build or run
+//! time. It redirects only frames of at most `max_len` bytes; longer ones
+//! (GSO super-frames, jumbo frames that would not fit a UMEM chunk) go on to
+//! the kernel's stack, where the port's AF_PACKET socket takes them. The
+//! program is attached through a BPF link, so it is detached by the kernel
+//! when the link's descriptor closes, also when the process dies.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_LINK_CREATE: libc::c_long = 28;
+const BPF_MAP_TYPE_XSKMAP: u32 = 17;
+const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_XDP: u32 = 37;
+const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+const BPF_PSEUDO_MAP_FD: u8 = 1;
+const XDP_PASS: i32 = 2;
+const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+
+/// Where the kernel runs the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdpMode {
+    /// In the driver (veth has it; frames skip skb allocation on receive).
+    Native,
+    /// In the generic receive path, after the skb exists (every interface).
+    Generic,
+}
+
+impl XdpMode {
+    fn flags(self) -> u32 {
+        match self {
+            XdpMode::Native => XDP_FLAGS_DRV_MODE,
+            XdpMode::Generic => XDP_FLAGS_SKB_MODE,
+        }
+    }
+}
+
+impl std::fmt::Display for XdpMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            XdpMode::Native => "native",
+            XdpMode::Generic => "generic",
+        })
+    }
+}
+
+/// The 64-bit attribute block of bpf(2), as bytes; each command writes its
+/// own fields at their offsets in `union bpf_attr`.
+#[repr(C, align(8))]
+struct Attr([u8; 128]);
+
+impl Attr {
+    fn new() -> Attr {
+        Attr([0; 128])
+    }
+    fn u32(&mut self, off: usize, v: u32) -> &mut Attr {
+        self.0[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn u64(&mut self, off: usize, v: u64) -> &mut Attr {
+        self.0[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+}
+
+fn bpf(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<libc::c_long> {
+    // SAFETY: bpf(2) reads (and for some commands writes) at most the size
+    // given of the attribute block, which lives for the call.
+    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.0.as_mut_ptr(), attr.0.len() as u32) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    Ok(r)
+}
+
+/// A bpf(2) command whose result is a new descriptor.
+fn bpf_fd(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<OwnedFd> {
+    let fd = bpf(cmd, attr, what)?;
+    // SAFETY: for these commands the result is a new descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// One eBPF instruction, as the kernel lays it out.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Insn {
+    code: u8,
+    regs: u8,
+    off: i16,
+    imm: i32,
+}
+
+fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn {
+        code,
+        regs: (src << 4) | dst,
+        off,
+        imm,
+    }
+}
+
+/// The redirect program: frames of at most `max_len` bytes go to the
+/// XSKMAP entry of their receive queue (falling back to the stack when that
+/// queue has no socket), longer frames go to the stack.
+fn redirect_program(map_fd: RawFd, max_len: u32) -> Vec<Insn> {
+    const LDX_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
+    const ADD_K: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
+    const JLE_X: u8 = 0xbd; // BPF_JMP | BPF_JLE | BPF_X
+    const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
+    const MOV_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
+    const CALL: u8 = 0x85;
+    const EXIT: u8 = 0x95;
+    vec![
+        insn(LDX_W, 2, 1, 0, 0),                         // r2 = ctx->data
+        insn(LDX_W, 3, 1, 4, 0),                         // r3 = ctx->data_end
+        insn(ADD_K, 2, 0, 0, max_len as i32 + 1),        // r2 += max_len + 1
+        insn(JLE_X, 2, 3, 6, 0),                         // longer than max_len: pass
+        insn(LDX_W, 2, 1, 16, 0),                        // r2 = ctx->rx_queue_index
+        insn(LD_IMM64, 1, BPF_PSEUDO_MAP_FD, 0, map_fd), // r1 = &xskmap
+        insn(0, 0, 0, 0, 0),
+        insn(MOV_K, 3, 0, 0, XDP_PASS),             // r3 = fallback action
+        insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP), // r0 = bpf_redirect_map(r1, r2, r3)
+        insn(EXIT, 0, 0, 0, 0),
+        insn(MOV_K, 0, 0, 0, XDP_PASS), // pass: r0 = XDP_PASS
+        insn(EXIT, 0, 0, 0, 0),
+    ]
+}
+
+/// The program attached to one interface with its map; dropping it
+/// detaches the program.
+pub struct XdpRedirect {
+    map: OwnedFd,
+    _prog: OwnedFd,
+    _link: OwnedFd,
+    mode: XdpMode,
+}
+
+impl XdpRedirect {
+    /// Loads the program for `queues` receive queues and attaches it to
+    /// interface `ifindex` in `mode`.
+    pub fn attach(ifindex: u32, queues: u32, max_len: u32, mode: XdpMode) -> io::Result<XdpRedirect> {
+        let map = bpf_fd(
+            BPF_MAP_CREATE,
+            Attr::new()
+                .u32(0, BPF_MAP_TYPE_XSKMAP)
+                .u32(4, 4)
+                .u32(8, 4)
+                .u32(12, queues.max(1)),
+            "creating the XSKMAP (needs root or CAP_BPF)",
+        )?;
+        let prog = redirect_program(map.as_raw_fd(), max_len);
+        let license = b"Dual MIT/GPL\0";
+        let mut log = vec![0u8; 4096];
+        let mut attr = Attr::new();
+        attr.u32(0, BPF_PROG_TYPE_XDP)
+            .u32(4, prog.len() as u32)
+            .u64(8, prog.as_ptr() as u64)
+            .u64(16, license.as_ptr() as u64)
+            .u32(24, 1)
+            .u32(28, log.len() as u32)
+            .u64(32, log.as_mut_ptr() as u64)
+            .u32(68, BPF_XDP);
+        attr.0[48..48 + 11].copy_from_slice(b"sdnlab_xsk\0");
+        let prog_fd = bpf_fd(BPF_PROG_LOAD, &mut attr, "loading the XDP program").map_err(|e| {
+            let text = String::from_utf8_lossy(&log);
+            let text = text.trim_end_matches('\0').trim();
+            io::Error::new(e.kind(), format!("{e}; verifier: {text}"))
+        })?;
+        let link = bpf_fd(
+            BPF_LINK_CREATE,
+            Attr::new()
+                .u32(0, prog_fd.as_raw_fd() as u32)
+                .u32(4, ifindex)
+                .u32(8, BPF_XDP)
+                .u32(12, mode.flags()),
+            &format!("attaching the XDP program in {mode} mode"),
+        )?;
+        Ok(XdpRedirect {
+            map,
+            _prog: prog_fd,
+            _link: link,
+            mode,
+        })
+    }
+
+    /// Steers receive queue `queue` to the AF_XDP socket `xsk`.
+    pub fn add_socket(&self, queue: u32, xsk: RawFd) -> io::Result<()> {
+        let key = queue;
+        let value = xsk as u32;
+        bpf(
+            BPF_MAP_UPDATE_ELEM,
+            Attr::new()
+                .u32(0, self.map.as_raw_fd() as u32)
+                .u64(8, &key as *const u32 as u64)
+                .u64(16, &value as *const u32 as u64),
+            "adding the socket to the XSKMAP",
+        )
+        .map(drop)
+    }
+
+    pub fn mode(&self) -> XdpMode {
+        self.mode
+    }
+}
