@@ -24,7 +24,7 @@ scripts/bench-peers.sh sessions --trials 1 --max-sessions 300
 scripts/bench-peers.sh dos --trials 1 --loops 1 --loop-ms 300 --switches 2 --attackers 1 --syn-flood-pps 10000
 step "bench smoke: switch (sdnlab vs veth pair, 1,000 extra rules)"
 smoke_sw=$(mktemp -d /tmp/sdnlab-switch-smoke.XXXXXX)
-scripts/bench-switch.sh --quick --dut sdnlab,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
+scripts/bench-switch.sh --quick --dut sdnlab,sdnlab-afxdp,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
 test -s "$smoke_sw/run/summary.md" && grep -q '"test":"max"' "$smoke_sw/run/samples.jsonl"
 rm -rf "$smoke_sw"
 step "main command (3 trials, with its report)"

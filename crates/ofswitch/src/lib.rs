@@ -22,5 +22,6 @@ pub mod matching;
 pub mod openflow10;
 pub mod pipeline;
 pub mod port;
+pub mod port_xdp;
 pub mod roles;
 pub mod switch;

@@ -8,6 +8,8 @@
 //!   pass through whole and the kernel finishes them on the way out: TCP
 //!   works with nobody running ethtool.
 //! - `MemPort`: frames in and out of memory queues, for tests.
+//! - `XdpPort` (in `port_xdp`): AF_XDP sockets, with these AF_PACKET
+//!   sockets beside them for what AF_XDP cannot carry.
 
 use crate::actions::VnetHdr;
 use ofwire::MacAddr;

@@ -22,8 +22,13 @@ use traffic::run::{generate, GenSpec, Receiver};
 
 #[derive(Args)]
 pub struct SwitchBenchArgs {
-    /// Switches under test, comma-separated: sdnlab, ovs (system ports), ovs-afxdp, bridge, veth.
-    #[arg(long, value_delimiter = ',', default_value = "sdnlab,ovs,ovs-afxdp,bridge,veth")]
+    /// Switches under test, comma-separated: sdnlab (AF_PACKET ports), sdnlab-afxdp (AF_XDP
+    /// ports), ovs (system ports), ovs-afxdp, bridge, veth.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "sdnlab,sdnlab-afxdp,ovs,ovs-afxdp,bridge,veth"
+    )]
     pub dut: Vec<String>,
     /// Frame size in bytes, FCS included (64 is RFC 2544's smallest).
     #[arg(long, default_value_t = 64)]
@@ -56,7 +61,7 @@ pub struct SwitchBenchArgs {
     pub out: Option<PathBuf>,
 }
 
-const DUTS: [&str; 5] = ["sdnlab", "ovs", "ovs-afxdp", "bridge", "veth"];
+const DUTS: [&str; 6] = ["sdnlab", "sdnlab-afxdp", "ovs", "ovs-afxdp", "bridge", "veth"];
 const GEN_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 1];
 const RCV_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 2];
 /// Test frames go to a MAC the receiving host does not own: its stack drops
@@ -361,7 +366,12 @@ fn start_dut(dut: &str, bed: &mut Bed) -> Result<Option<std::net::SocketAddr>, S
         .port();
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
     match dut {
-        "sdnlab" => {
+        "sdnlab" | "sdnlab-afxdp" => {
+            let (a, b) = if dut == "sdnlab-afxdp" {
+                (format!("afxdp:{a}"), format!("afxdp:{b}"))
+            } else {
+                (a, b)
+            };
             let me = std::env::current_exe().map_err(|e| e.to_string())?;
             let log = std::fs::File::create(bed.dir.join("sdnlab-switch.log")).map_err(|e| e.to_string())?;
             let child = Command::new(me)
@@ -549,7 +559,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     };
     let mut rows: Vec<serde_json::Value> = Vec::new();
     for dut in &args.dut {
-        let openflow = matches!(dut.as_str(), "sdnlab" | "ovs" | "ovs-afxdp");
+        let openflow = matches!(dut.as_str(), "sdnlab" | "sdnlab-afxdp" | "ovs" | "ovs-afxdp");
         let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
         let dut_dir = dir.join(dut);
         let _ = std::fs::remove_dir_all(&dut_dir);
