@@ -10,7 +10,7 @@ pub struct SwitchArgs {
     /// An interface to switch between (repeatable, in port order: the first is port 1). Any
     /// Linux interface (veth, a real NIC); it must be up. `afxdp:IF` opens it with AF_XDP
     /// sockets (faster for small frames), `IF` or `afpacket:IF` with AF_PACKET rings.
-    #[arg(long = "port", value_name = "[afxdp:]IF", required = true)]
+    #[arg(long = "port", value_name = "[afxdp:]IF", required_unless_present = "config")]
     pub ports: Vec<String>,
     /// Where AF_XDP ports run their XDP program: native (in the driver), generic (every
     /// interface), or auto (native if the driver has it).
@@ -60,6 +60,11 @@ pub struct SwitchArgs {
     /// Log connections.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Run the bridges a TOML file describes (`[[bridge]]` tables with name, ports,
+    /// controllers, listen, dpid, threads, cores, tables, max_rules, ring, fail_mode,
+    /// xdp_mode, local) in one process, instead of one bridge from the options above.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ports", "controllers", "listen", "dpid", "local"])]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Parses tcp:HOST:PORT, HOST:PORT or ptcp:PORT[:ADDR].
@@ -96,30 +101,167 @@ fn parse_dpid(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("--dpid {s:?} is not a number; give 16 hex digits or a decimal"))
 }
 
-pub fn run(args: SwitchArgs) -> ExitCode {
-    use crate::net_cmd::fail;
-    let controllers: Vec<_> = match args.controllers.iter().map(|c| parse_addr(c, false)).collect() {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
-    let mut listen: Vec<_> = match args.listen.iter().map(|c| parse_addr(c, true)).collect() {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
+/// One bridge: what `--port`, `--controller` and the rest say on the command
+/// line, or one `[[bridge]]` table of a `--config` file.
+#[derive(serde::Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeSpec {
+    #[serde(default = "default_bridge_name")]
+    pub name: String,
+    pub ports: Vec<String>,
+    #[serde(default)]
+    pub controllers: Vec<String>,
+    #[serde(default)]
+    pub listen: Vec<String>,
+    #[serde(default)]
+    pub dpid: Option<String>,
+    #[serde(default)]
+    pub threads: Option<usize>,
+    #[serde(default)]
+    pub cores: Vec<usize>,
+    #[serde(default = "default_tables")]
+    pub tables: usize,
+    #[serde(default = "default_max_rules")]
+    pub max_rules: usize,
+    #[serde(default = "default_ring")]
+    pub ring: usize,
+    #[serde(default = "default_fail_mode")]
+    pub fail_mode: String,
+    #[serde(default = "default_xdp_mode")]
+    pub xdp_mode: String,
+    #[serde(default)]
+    pub local: Option<String>,
+}
+
+fn default_bridge_name() -> String {
+    "br0".into()
+}
+fn default_tables() -> usize {
+    64
+}
+fn default_max_rules() -> usize {
+    4_000_000
+}
+fn default_ring() -> usize {
+    8192
+}
+fn default_fail_mode() -> String {
+    "secure".into()
+}
+fn default_xdp_mode() -> String {
+    "auto".into()
+}
+
+/// A `--config` file: one or more `[[bridge]]` tables.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    bridge: Vec<BridgeSpec>,
+}
+
+impl BridgeSpec {
+    fn from_args(a: &SwitchArgs) -> BridgeSpec {
+        BridgeSpec {
+            name: default_bridge_name(),
+            ports: a.ports.clone(),
+            controllers: a.controllers.clone(),
+            listen: a.listen.clone(),
+            dpid: a.dpid.clone(),
+            threads: a.threads,
+            cores: a.cores.clone(),
+            tables: a.tables,
+            max_rules: a.max_rules,
+            ring: a.ring,
+            fail_mode: a.fail_mode.clone(),
+            xdp_mode: a.xdp_mode.clone(),
+            local: a.local.clone(),
+        }
+    }
+}
+
+/// Reads a `--config` file; errors are one line naming the file.
+pub fn load_config(path: &std::path::Path) -> Result<Vec<BridgeSpec>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+    let cfg: ConfigFile = toml::from_str(&text).map_err(|e| {
+        let msg = e.message().replace('\n', " ");
+        match e.span() {
+            Some(sp) => {
+                let line = text[..sp.start].matches('\n').count() + 1;
+                format!("--config {}: line {line}: {msg}", path.display())
+            }
+            None => format!("--config {}: {msg}", path.display()),
+        }
+    })?;
+    let mut names = std::collections::HashSet::new();
+    for b in &cfg.bridge {
+        if !names.insert(b.name.clone()) {
+            return Err(format!("--config {}: two bridges named {:?}", path.display(), b.name));
+        }
+        if b.ports.is_empty() {
+            return Err(format!("--config {}: bridge {:?} has no ports", path.display(), b.name));
+        }
+        if cfg.bridge.len() > 1 && b.listen.is_empty() && b.controllers.is_empty() {
+            return Err(format!(
+                "--config {}: bridge {:?} needs `controllers` or `listen` (with several bridges there is no default listener)",
+                path.display(),
+                b.name
+            ));
+        }
+        if !["secure", "standalone"].contains(&b.fail_mode.as_str()) {
+            return Err(format!(
+                "--config {}: bridge {:?}: fail_mode is secure or standalone",
+                path.display(),
+                b.name
+            ));
+        }
+        if !["auto", "native", "generic"].contains(&b.xdp_mode.as_str()) {
+            return Err(format!(
+                "--config {}: bridge {:?}: xdp_mode is auto, native or generic",
+                path.display(),
+                b.name
+            ));
+        }
+    }
+    if cfg.bridge.is_empty() {
+        return Err(format!("--config {}: no [[bridge]] tables", path.display()));
+    }
+    Ok(cfg.bridge)
+}
+
+/// A running bridge and what to say about it.
+struct Running {
+    handle: ofswitch::switch::Handle,
+    spec: BridgeSpec,
+    dpid: u64,
+    threads: usize,
+}
+
+/// Opens a bridge's ports and starts it; errors are one line.
+fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
+    let controllers: Vec<_> = spec
+        .controllers
+        .iter()
+        .map(|c| parse_addr(c, false))
+        .collect::<Result<_, _>>()?;
+    let mut listen: Vec<_> = spec
+        .listen
+        .iter()
+        .map(|c| parse_addr(c, true))
+        .collect::<Result<_, _>>()?;
     if listen.is_empty() && controllers.is_empty() {
         listen.push("127.0.0.1:6634".parse().expect("literal"));
     }
-    let mut ports: Vec<Arc<dyn ofswitch::port::PortIo>> = Vec::new();
-    let xdp_mode = match args.xdp_mode.as_str() {
+    let xdp_mode = match spec.xdp_mode.as_str() {
         "native" => Some(afxdp::XdpMode::Native),
         "generic" => Some(afxdp::XdpMode::Generic),
         _ => None,
     };
-    for spec in &args.ports {
-        let (kind, name) = spec.split_once(':').unwrap_or(("afpacket", spec));
+    let mut ports: Vec<Arc<dyn ofswitch::port::PortIo>> = Vec::new();
+    for port in &spec.ports {
+        let (kind, name) = port.split_once(':').unwrap_or(("afpacket", port));
         let opened: std::io::Result<Arc<dyn ofswitch::port::PortIo>> = match kind {
-            _ if name.is_empty() => return fail(format!("--port {spec}: the interface name is missing")),
-            "afxdp" => ofswitch::port_xdp::XdpPort::open(name, xdp_mode, args.ring.max(64) as u32).map(|p| {
+            _ if name.is_empty() => return Err(format!("--port {port}: the interface name is missing")),
+            "afxdp" => ofswitch::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32).map(|p| {
                 eprintln!(
                     "sdnlab switch: {name}: AF_XDP, {} XDP, {} queue(s)",
                     p.mode(),
@@ -127,75 +269,112 @@ pub fn run(args: SwitchArgs) -> ExitCode {
                 );
                 Arc::new(p) as Arc<dyn ofswitch::port::PortIo>
             }),
-            "afpacket" => ofswitch::port::AfPacketPort::open(name, args.ring.max(8))
+            "afpacket" => ofswitch::port::AfPacketPort::open(name, spec.ring.max(8))
                 .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>),
             _ => {
-                return fail(format!(
-                    "--port {spec}: unknown port type {kind:?}; give IF, afxdp:IF or afpacket:IF"
+                return Err(format!(
+                    "--port {port}: unknown port type {kind:?}; give IF, afxdp:IF or afpacket:IF"
                 ))
             }
         };
-        match opened {
-            Ok(p) => ports.push(p),
-            Err(e) => return fail(e),
-        }
+        ports.push(opened.map_err(|e| e.to_string())?);
     }
-    let local: Option<Arc<dyn ofswitch::port::PortIo>> = match &args.local {
-        Some(name) => match ofswitch::port::TapPort::create(name) {
-            Ok(t) => Some(Arc::new(t)),
-            Err(e) => return fail(e),
-        },
+    let local: Option<Arc<dyn ofswitch::port::PortIo>> = match &spec.local {
+        Some(name) => Some(Arc::new(
+            ofswitch::port::TapPort::create(name).map_err(|e| e.to_string())?,
+        )),
         None => None,
     };
-    let dpid = match &args.dpid {
-        Some(d) => match parse_dpid(d) {
-            Ok(v) => v,
-            Err(e) => return fail(e),
-        },
+    let dpid = match &spec.dpid {
+        Some(d) => parse_dpid(d)?,
         None => ports[0].hw_addr().0.iter().fold(0u64, |a, b| a << 8 | *b as u64),
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let threads = args
+    let threads = spec
         .threads
         .unwrap_or_else(|| ports.len().min(cores.saturating_sub(1).max(1)));
     let cfg = ofswitch::switch::Config {
         datapath_id: dpid,
         ports,
         local,
-        controllers: controllers.clone(),
+        controllers,
         listen,
-        n_tables: args.tables.clamp(1, 254),
-        max_rules: args.max_rules,
+        n_tables: spec.tables.clamp(1, 254),
+        max_rules: spec.max_rules,
         datapath_threads: threads,
-        cores: args.cores.clone(),
-        verbose: args.verbose,
-        flood_on_miss: args.fail_mode == "standalone",
+        cores: spec.cores.clone(),
+        verbose,
+        flood_on_miss: spec.fail_mode == "standalone",
+    };
+    let handle = ofswitch::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;
+    Ok(Running {
+        handle,
+        spec: spec.clone(),
+        dpid,
+        threads,
+    })
+}
+
+pub fn run(args: SwitchArgs) -> ExitCode {
+    use crate::net_cmd::fail;
+    let specs = match &args.config {
+        Some(path) => match load_config(path) {
+            Ok(v) => v,
+            Err(e) => return fail(e),
+        },
+        None => vec![BridgeSpec::from_args(&args)],
     };
     if let Some(p) = &args.pidfile {
         if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
             return fail(format!("--pidfile {}: {e}", p.display()));
         }
     }
-    let handle = match ofswitch::switch::start(cfg) {
-        Ok(h) => h,
-        Err(e) => return fail(e),
-    };
-    let listening: Vec<String> = handle.listening.iter().map(|a| format!("ptcp:{a}")).collect();
+    let mut running = Vec::new();
+    for spec in &specs {
+        match start_bridge(spec, args.verbose) {
+            Ok(r) => running.push(r),
+            Err(e) => {
+                for r in running {
+                    r.handle.stop();
+                }
+                if let Some(p) = &args.pidfile {
+                    let _ = std::fs::remove_file(p);
+                }
+                return fail(e);
+            }
+        }
+    }
     if let Some(f) = &args.listen_file {
-        let text: String = handle.listening.iter().map(|a| format!("tcp:{a}\n")).collect();
+        // One bridge: `tcp:ADDR:PORT` per line; several: `NAME tcp:ADDR:PORT`.
+        let several = running.len() > 1;
+        let text: String = running
+            .iter()
+            .flat_map(|r| {
+                r.handle.listening.iter().map(move |a| match several {
+                    true => format!("{} tcp:{a}\n", r.spec.name),
+                    false => format!("tcp:{a}\n"),
+                })
+            })
+            .collect();
         // Written whole under another name, then renamed: a reader never sees half.
         let tmp = f.with_extension("tmp");
         if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, f)) {
             return fail(format!("--listen-file {}: {e}", f.display()));
         }
     }
-    let ctls: Vec<String> = controllers.iter().map(|a| format!("tcp:{a}")).collect();
-    eprintln!(
-        "sdnlab switch: dpid {dpid:016x}, ports {}; {threads} datapath thread(s); controllers [{}], listening [{}]; Ctrl-C stops",
-        args.ports.join(","),
-        ctls.join(" "),
-        listening.join(" ")
-    );
+    for r in &running {
+        let listening: Vec<String> = r.handle.listening.iter().map(|a| format!("ptcp:{a}")).collect();
+        eprintln!(
+            "sdnlab switch: bridge {}, dpid {:016x}, ports {}; {} datapath thread(s); controllers [{}], listening [{}]",
+            r.spec.name,
+            r.dpid,
+            r.spec.ports.join(","),
+            r.threads,
+            r.spec.controllers.join(" "),
+            listening.join(" ")
+        );
+    }
+    eprintln!("sdnlab switch: running; Ctrl-C stops");
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
@@ -207,8 +386,11 @@ pub fn run(args: SwitchArgs) -> ExitCode {
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
         }
     });
-    let rules = handle.pipeline().read().map(|p| p.rule_count()).unwrap_or(0);
-    handle.stop();
+    let mut rules = 0;
+    for r in running {
+        rules += r.handle.pipeline().read().map(|p| p.rule_count()).unwrap_or(0);
+        r.handle.stop();
+    }
     if let Some(p) = &args.pidfile {
         let _ = std::fs::remove_file(p);
     }

@@ -459,3 +459,118 @@ fn bad_command_lines_get_one_line() {
     assert_eq!(code, Some(2));
     assert!(err.contains("--frame 20 is outside"), "{err}");
 }
+
+/// `--config`: two bridges in one process, one on AF_PACKET ports and one on
+/// AF_XDP ports, each with its own listener; each forwards between its own
+/// hosts and ovs-ofctl sees each one's own rules.
+#[test]
+fn a_config_file_runs_several_bridges_in_one_process() {
+    let (h1, h2) = (Hosts::new("c1"), Hosts::new("c2"));
+    let dir = std::env::temp_dir().join(format!("swcconf{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("bridges.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            r#"
+[[bridge]]
+name = "left"
+ports = ["{}", "{}"]
+listen = ["ptcp:0"]
+fail_mode = "standalone"
+dpid = "0xa1"
+
+[[bridge]]
+name = "right"
+ports = ["afxdp:{}", "afxdp:{}"]
+listen = ["ptcp:0"]
+fail_mode = "secure"
+threads = 1
+"#,
+            h1.port(1),
+            h1.port(2),
+            h2.port(1),
+            h2.port(2)
+        ),
+    )
+    .unwrap();
+    let listen_file = dir.join("listen");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["switch", "--config", conf.to_str().unwrap(), "--listen-file"])
+        .arg(&listen_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !listen_file.exists() {
+        assert!(t.elapsed() < Duration::from_secs(10), "no listen file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = std::fs::read_to_string(&listen_file).unwrap();
+    let target = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .to_string()
+    };
+    let (left, right) = (target("left"), target("right"));
+    assert!(h1.ping(2), "left bridge floods (standalone)");
+    assert!(!h2.ping(1), "right bridge forwards nothing without rules (secure)");
+    for (a, b) in [(1, 2), (2, 1)] {
+        ok(&[
+            "ovs-ofctl",
+            "-O",
+            "OpenFlow13",
+            "add-flow",
+            &right,
+            &format!("in_port={a},actions=output:{b}"),
+        ]);
+    }
+    assert!(h2.ping(2), "right bridge forwards once rules are in");
+    let right_flows = ok(&["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", &right]);
+    let left_flows = ok(&["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", &left]);
+    assert!(
+        right_flows.contains("in_port=1") && right_flows.contains("in_port=2"),
+        "{right_flows}"
+    );
+    assert!(
+        !left_flows.contains("in_port=1"),
+        "rules stay on their bridge: {left_flows}"
+    );
+    let features = ok(&["ovs-ofctl", "-O", "OpenFlow13", "show", &left]);
+    assert!(features.contains("dpid:00000000000000a1"), "{features}");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_config_files_get_one_line() {
+    let dir = std::env::temp_dir().join(format!("swcbad{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |body: &str| {
+        let f = dir.join("c.toml");
+        std::fs::write(&f, body).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .args(["switch", "--config", f.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{body}");
+        let err = text(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        err
+    };
+    let err = run("[[bridge]]\nname = \"a\"\nports = [\"lo\"]\nportz = 1\n");
+    assert!(err.contains("line 4") && err.contains("portz"), "{err}");
+    let err = run("[[bridge]]\nname = \"a\"\nports = [\"lo\"]\nlisten = [\"ptcp:0\"]\n[[bridge]]\nname = \"a\"\nports = [\"lo\"]\nlisten = [\"ptcp:0\"]\n");
+    assert!(err.contains("two bridges named \"a\""), "{err}");
+    let err = run("[[bridge]]\nname = \"a\"\nports = [\"lo\"]\n[[bridge]]\nname = \"b\"\nports = [\"lo\"]\n");
+    assert!(err.contains("needs `controllers` or `listen`"), "{err}");
+    let err = run("[[bridge]]\nports = [\"swcnonesuch1\"]\n");
+    assert!(err.contains("swcnonesuch1: no such network interface"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
