@@ -56,23 +56,23 @@ impl std::fmt::Display for XdpMode {
 /// The 64-bit attribute block of bpf(2), as bytes; each command writes its
 /// own fields at their offsets in `union bpf_attr`.
 #[repr(C, align(8))]
-struct Attr([u8; 128]);
+pub(crate) struct Attr(pub(crate) [u8; 128]);
 
 impl Attr {
-    fn new() -> Attr {
+    pub(crate) fn new() -> Attr {
         Attr([0; 128])
     }
-    fn u32(&mut self, off: usize, v: u32) -> &mut Attr {
+    pub(crate) fn u32(&mut self, off: usize, v: u32) -> &mut Attr {
         self.0[off..off + 4].copy_from_slice(&v.to_ne_bytes());
         self
     }
-    fn u64(&mut self, off: usize, v: u64) -> &mut Attr {
+    pub(crate) fn u64(&mut self, off: usize, v: u64) -> &mut Attr {
         self.0[off..off + 8].copy_from_slice(&v.to_ne_bytes());
         self
     }
 }
 
-fn bpf(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<libc::c_long> {
+pub(crate) fn bpf(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<libc::c_long> {
     // SAFETY: bpf(2) reads (and for some commands writes) at most the size
     // given of the attribute block, which lives for the call.
     let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.0.as_mut_ptr(), attr.0.len() as u32) };
@@ -84,7 +84,7 @@ fn bpf(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<libc::c_lon
 }
 
 /// A bpf(2) command whose result is a new descriptor.
-fn bpf_fd(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<OwnedFd> {
+pub(crate) fn bpf_fd(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<OwnedFd> {
     let fd = bpf(cmd, attr, what)?;
     // SAFETY: for these commands the result is a new descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
@@ -93,14 +93,14 @@ fn bpf_fd(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<OwnedFd>
 /// One eBPF instruction, as the kernel lays it out.
 #[derive(Clone, Copy)]
 #[repr(C)]
-struct Insn {
+pub(crate) struct Insn {
     code: u8,
     regs: u8,
-    off: i16,
+    pub(crate) off: i16,
     imm: i32,
 }
 
-fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+pub(crate) fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn {
         code,
         regs: (src << 4) | dst,
@@ -136,6 +136,36 @@ fn redirect_program(map_fd: RawFd, max_len: u32) -> Vec<Insn> {
     ]
 }
 
+/// Loads an XDP program; a verifier refusal comes with the verifier's log.
+pub(crate) fn load_xdp(prog: &[Insn], name: &[u8]) -> io::Result<OwnedFd> {
+    let license = b"Dual MIT/GPL\0";
+    let mut log = vec![0u8; 65536];
+    let load = |log: Option<&mut Vec<u8>>| {
+        let mut attr = Attr::new();
+        attr.u32(0, BPF_PROG_TYPE_XDP)
+            .u32(4, prog.len() as u32)
+            .u64(8, prog.as_ptr() as u64)
+            .u64(16, license.as_ptr() as u64)
+            .u32(68, BPF_XDP);
+        if let Some(log) = log {
+            attr.u32(24, 1)
+                .u32(28, log.len() as u32)
+                .u64(32, log.as_mut_ptr() as u64);
+        }
+        let n = name.len().min(15);
+        attr.0[48..48 + n].copy_from_slice(&name[..n]);
+        bpf_fd(BPF_PROG_LOAD, &mut attr, "loading the XDP program")
+    };
+    // Without a log first (a log that overflows its buffer fails the load);
+    // again with one to say why, if the verifier refused.
+    load(None).map_err(|e| {
+        let _ = load(Some(&mut log));
+        let text = String::from_utf8_lossy(&log);
+        let text = text.trim_end_matches('\0').trim().replace('\n', "; ");
+        io::Error::new(e.kind(), format!("{e}; verifier: {text}"))
+    })
+}
+
 /// The program attached to one interface with its map; dropping it
 /// detaches the program.
 pub struct XdpRedirect {
@@ -159,23 +189,7 @@ impl XdpRedirect {
             "creating the XSKMAP (needs root or CAP_BPF)",
         )?;
         let prog = redirect_program(map.as_raw_fd(), max_len);
-        let license = b"Dual MIT/GPL\0";
-        let mut log = vec![0u8; 4096];
-        let mut attr = Attr::new();
-        attr.u32(0, BPF_PROG_TYPE_XDP)
-            .u32(4, prog.len() as u32)
-            .u64(8, prog.as_ptr() as u64)
-            .u64(16, license.as_ptr() as u64)
-            .u32(24, 1)
-            .u32(28, log.len() as u32)
-            .u64(32, log.as_mut_ptr() as u64)
-            .u32(68, BPF_XDP);
-        attr.0[48..48 + 11].copy_from_slice(b"sdnlab_xsk\0");
-        let prog_fd = bpf_fd(BPF_PROG_LOAD, &mut attr, "loading the XDP program").map_err(|e| {
-            let text = String::from_utf8_lossy(&log);
-            let text = text.trim_end_matches('\0').trim();
-            io::Error::new(e.kind(), format!("{e}; verifier: {text}"))
-        })?;
+        let prog_fd = load_xdp(&prog, b"sdnlab_xsk")?;
         let link = bpf_fd(
             BPF_LINK_CREATE,
             Attr::new()

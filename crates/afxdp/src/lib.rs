@@ -5,6 +5,7 @@
 //! generator. Needs root (or CAP_NET_RAW, CAP_BPF and CAP_NET_ADMIN).
 
 pub mod bpf;
+pub mod live;
 pub mod xsk;
 
 pub use bpf::{XdpMode, XdpRedirect};

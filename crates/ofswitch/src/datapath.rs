@@ -157,14 +157,20 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
         }
         if got == 0 {
             idle_rounds += 1;
+            // Yield while spinning: kernel work queued on this core (the
+            // softirq that delivers what we just sent, when it has moved to
+            // ksoftirqd) runs now rather than when our time slice ends.
+            // SAFETY: plain syscall.
+            unsafe { libc::sched_yield() };
             // Spin briefly (a burst's next frames are close), then sleep in
-            // poll so an idle switch costs nothing.
+            // poll so an idle switch costs next to nothing; the timeout is
+            // short because not every port type wakes poll reliably.
             if idle_rounds > 64 {
                 for p in pollfds.iter_mut() {
                     p.revents = 0;
                 }
                 // SAFETY: pollfds is a valid array of the given length.
-                unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 20) };
+                unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 1) };
             }
         } else {
             idle_rounds = 0;

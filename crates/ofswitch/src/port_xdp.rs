@@ -138,7 +138,8 @@ impl PortIo for XdpPort {
             .iter()
             .map(|s| {
                 let st = s.stats();
-                st.rx_dropped + st.rx_ring_full + st.rx_fill_ring_empty_descs
+                // rx_dropped already counts the fill-ring-empty drops.
+                st.rx_dropped + st.rx_ring_full
             })
             .sum();
         let before = self.drops_seen.swap(total, Ordering::Relaxed);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 use traffic::frame::Template;
-use traffic::run::{generate, GenSpec, Receiver};
+use traffic::run::{generate, GenMethod, GenSpec, Receiver};
 
 #[derive(Args)]
 pub struct SwitchBenchArgs {
@@ -53,6 +53,11 @@ pub struct SwitchBenchArgs {
     /// Skip the iperf3 TCP trial.
     #[arg(long)]
     pub no_tcp: bool,
+    /// How test frames are sent: xdp (an XDP program in live-frame mode transmits them from
+    /// inside the kernel; GRO is turned on at the veth that receives them, for every switch
+    /// alike) or afpacket (an AF_PACKET socket, sendmmsg).
+    #[arg(long, default_value = "xdp")]
+    pub generator: traffic::run::GenMethod,
     /// A smoke run: short trials, a coarse search, 10,000 extra rules.
     #[arg(long)]
     pub quick: bool,
@@ -87,6 +92,9 @@ fn sh(args: &[&str]) -> Result<String, String> {
 /// The two hosts and the switch's two ports.
 struct Bed {
     tag: String,
+    generator: GenMethod,
+    /// (generator and receiver, switch) cores, with two or more.
+    cores: Option<(usize, usize)>,
     /// Root-side port names (absent for the direct veth pair).
     ports: Option<(String, String)>,
     children: Vec<std::process::Child>,
@@ -108,10 +116,13 @@ impl Bed {
         format!("{}r", self.tag)
     }
 
-    fn new(dut: &str, dir: &Path) -> Result<Bed, String> {
+    fn new(dut: &str, dir: &Path, generator: GenMethod) -> Result<Bed, String> {
         let tag = format!("sbsw{:04x}", std::process::id() & 0xffff);
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let mut bed = Bed {
             tag,
+            generator,
+            cores: (cpus >= 2).then_some((0, cpus - 1)),
             ports: None,
             children: Vec::new(),
             ovs: None,
@@ -151,6 +162,24 @@ impl Bed {
             sh(&["ip", "-n", ns, "addr", "add", ip, "dev", &ifname])?;
             sh(&["ip", "-n", ns, "link", "set", &ifname, "up"])?;
             sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+        }
+        bed.generator = generator;
+        if generator == GenMethod::Xdp {
+            // The veth the generator's frames arrive at needs NAPI to take
+            // XDP frames: GRO on (the same for every switch).
+            let (ns, ifname) = match &bed.ports {
+                Some((a, _)) => (None, a.clone()),
+                None => (Some(bed.rcv_ns()), bed.rcv_if()),
+            };
+            std::thread::spawn(move || -> std::io::Result<()> {
+                if let Some(ns) = &ns {
+                    traffic::run::enter_netns(ns)?;
+                }
+                afxdp::live::enable_gro(&ifname)
+            })
+            .join()
+            .map_err(|_| "GRO thread panicked".to_string())?
+            .map_err(|e| e.to_string())?;
         }
         Ok(bed)
     }
@@ -385,6 +414,7 @@ fn start_dut(dut: &str, bed: &mut Bed) -> Result<Option<std::net::SocketAddr>, S
                     &format!("ptcp:{port}"),
                 ])
                 .args(["--ring", "4096", "--threads", "1"])
+                .args(bed.cores.map(|(_, sw)| format!("--cores={sw}")))
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
@@ -410,6 +440,11 @@ fn start_dut(dut: &str, bed: &mut Bed) -> Result<Option<std::net::SocketAddr>, S
             .iter()
             .map(|s| s.to_string())
             .collect();
+            if let Some((_, sw)) = bed.cores {
+                // Its packet-processing thread on the switch's core.
+                args.extend(["--", "set", "Open_vSwitch", "."].map(String::from));
+                args.push(format!("other_config:pmd-cpu-mask={:#x}", 1u64 << sw));
+            }
             for (n, p) in [(1, &a), (2, &b)] {
                 args.extend(["--", "add-port", &br, p, "--", "set", "interface", p].map(String::from));
                 args.push(format!("ofport_request={n}"));
@@ -425,6 +460,10 @@ fn start_dut(dut: &str, bed: &mut Bed) -> Result<Option<std::net::SocketAddr>, S
             ]);
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             ovs.vsctl(&refs).map_err(|e| e.to_string())?;
+            if let Some((_, sw)) = bed.cores {
+                // Every other thread too (the main thread polls `system` ports).
+                traffic::run::pin_process(ovs.state.vswitchd_pid, sw).map_err(|e| e.to_string())?;
+            }
             bed.ovs = Some(ovs);
             Ok(Some(addr))
         }
@@ -451,7 +490,8 @@ struct Trial {
 }
 
 fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
-    let rx = Receiver::start(Some(&bed.rcv_ns()), &bed.rcv_if()).map_err(|e| e.to_string())?;
+    let rx = Receiver::start_on(Some(&bed.rcv_ns()), &bed.rcv_if(), bed.cores.map(|(gen, _)| gen))
+        .map_err(|e| e.to_string())?;
     let spec = GenSpec {
         netns: Some(bed.gen_ns()),
         ifname: bed.gen_if(),
@@ -459,6 +499,8 @@ fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Tri
         rate_pps: rate,
         duration: Duration::from_secs_f64(seconds),
         streams: 16,
+        method: bed.generator,
+        core: bed.cores.map(|(gen, _)| gen),
     };
     let g = generate(&spec).map_err(|e| e.to_string())?;
     let r = rx.finish(Duration::from_millis(300));
@@ -566,7 +608,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         if let Err(e) = std::fs::create_dir_all(&dut_dir) {
             return fail(format!("{}: {e}", dut_dir.display()));
         }
-        let mut bed = match Bed::new(dut, &dut_dir) {
+        let mut bed = match Bed::new(dut, &dut_dir, args.generator) {
             Ok(b) => b,
             Err(e) => return fail(format!("{dut}: {e}")),
         };
@@ -758,6 +800,8 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     let meta = json!({
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "frame": args.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods, "rounds": args.rounds,
+        "generator": args.generator,
+        "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, veth) where the kernel runs them",
         "kernel": sh(&["uname", "-r"]).unwrap_or_default().trim(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
     });

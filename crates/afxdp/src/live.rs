@@ -1,0 +1,368 @@
+//! A traffic generator inside the kernel: an XDP program run in "live
+//! frames" mode (BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES, kernel
+//! 5.18+) transmits a template frame out of an interface, `repeat` times a
+//! call, with no socket, no skb and no copy from user space on the way.
+//! Each run the program stamps the frame: a sequence number from a map,
+//! the send time (CLOCK_MONOTONIC from `bpf_ktime_get_ns` plus an offset to
+//! CLOCK_REALTIME, the clock receivers stamp frames with), and a UDP source
+//! port rotating over the streams. It answers XDP_TX, which the kernel
+//! turns into a transmit on the interface (`ndo_xdp_xmit`).
+//!
+//! On a veth the frame lands in the peer's receive queue, which takes it
+//! only if the peer has NAPI: an XDP program attached, or GRO on
+//! (`enable_gro`). The frame layout is the `traffic` crate's: sequence at
+//! byte 46 (48 bits), time at 52 (64 bits), UDP source port at 34.
+
+use crate::bpf::{bpf, bpf_fd, insn, load_xdp, Attr, Insn};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_PROG_TEST_RUN: libc::c_long = 10;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
+const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
+const BPF_FUNC_KTIME_GET_NS: i32 = 5;
+const XDP_DROP: i32 = 1;
+const XDP_TX: i32 = 3;
+/// Where the stamps go in the frame.
+pub const SEQ_AT: i16 = 46;
+pub const TIME_AT: i16 = 52;
+pub const SPORT_AT: i16 = 34;
+/// The shortest frame the program stamps (up to the end of the time).
+pub const MIN_FRAME: usize = 60;
+/// UDP source port of stream 0.
+pub const SPORT_BASE: i32 = 10_000;
+/// Most runs the kernel does per batch in live mode.
+pub const MAX_BATCH: u32 = 256;
+
+/// The map's one value, as u64 words.
+const W_SEQ: i16 = 0;
+const W_OFFSET: i16 = 8;
+const W_NEXT: i16 = 16;
+const W_INTERVAL: i16 = 24;
+const W_END: i16 = 32;
+const W_SLACK: i16 = 40;
+const VALUE_LEN: u32 = 48;
+
+fn stamp_program(map_fd: RawFd, streams: u32) -> Vec<Insn> {
+    const LDX_W: u8 = 0x61;
+    const LDX_DW: u8 = 0x79;
+    const STX_W: u8 = 0x63;
+    const STX_H: u8 = 0x6b;
+    const STX_DW: u8 = 0x7b;
+    const MOV_X: u8 = 0xbf;
+    const MOV_K: u8 = 0xb7;
+    const ADD_K: u8 = 0x07;
+    const ADD_X: u8 = 0x0f;
+    const LSH_K: u8 = 0x67;
+    const MOD_K: u8 = 0x97;
+    const TO_BE: u8 = 0xdc; // BPF_ALU | BPF_END | BPF_TO_BE
+    const JGT_X: u8 = 0x2d;
+    const JGE_X: u8 = 0x3d;
+    const JLT_X: u8 = 0xad;
+    const JLE_X: u8 = 0xbd;
+    const JEQ_K: u8 = 0x15;
+    const LD_IMM64: u8 = 0x18;
+    const CALL: u8 = 0x85;
+    const EXIT: u8 = 0x95;
+    const DROP: i16 = 46;
+    let mut p = vec![
+        insn(LDX_W, 2, 1, 0, 0),                       // 0: r2 = data
+        insn(LDX_W, 3, 1, 4, 0),                       // 1: r3 = data_end
+        insn(MOV_X, 6, 2, 0, 0),                       // 2: r6 = data
+        insn(ADD_K, 2, 0, 0, MIN_FRAME as i32),        // 3: r2 += MIN_FRAME
+        insn(JGT_X, 2, 3, 0, 0),                       // 4: too short: drop
+        insn(MOV_K, 1, 0, 0, 0),                       // 5: key 0 on the stack
+        insn(STX_W, 10, 1, -4, 0),                     // 6
+        insn(MOV_X, 2, 10, 0, 0),                      // 7: r2 = &key
+        insn(ADD_K, 2, 0, 0, -4),                      // 8
+        insn(LD_IMM64, 1, 1, 0, map_fd),               // 9: r1 = &map
+        insn(0, 0, 0, 0, 0),                           // 10
+        insn(CALL, 0, 0, 0, BPF_FUNC_MAP_LOOKUP_ELEM), // 11: r0 = &value
+        insn(JEQ_K, 0, 0, 0, 0),                       // 12: null: drop
+        insn(MOV_X, 7, 0, 0, 0),                       // 13: r7 = value
+        insn(CALL, 0, 0, 0, BPF_FUNC_KTIME_GET_NS),    // 14: r0 = now (monotonic)
+        insn(MOV_X, 9, 0, 0, 0),                       // 15: r9 = now
+        insn(LDX_DW, 1, 7, W_END, 0),                  // 16: past the end: drop
+        insn(JGE_X, 9, 1, 0, 0),                       // 17
+        insn(LDX_DW, 1, 7, W_INTERVAL, 0),             // 18: unpaced: send
+        insn(JEQ_K, 1, 0, 0, 0),                       // 19 (to 28)
+        insn(LDX_DW, 2, 7, W_NEXT, 0),                 // 20: before its time: drop
+        insn(JLT_X, 9, 2, 0, 0),                       // 21
+        insn(LDX_DW, 3, 7, W_SLACK, 0),                // 22: far behind (the thread was
+        insn(ADD_X, 3, 2, 0, 0),                       // 23:   preempted): the missed slots
+        insn(JLE_X, 9, 3, 1, 0),                       // 24:   are skipped, not sent in a burst
+        insn(MOV_X, 2, 9, 0, 0),                       // 25: next = now
+        insn(ADD_X, 2, 1, 0, 0),                       // 26: next += interval
+        insn(STX_DW, 7, 2, W_NEXT, 0),                 // 27
+        insn(LDX_DW, 8, 7, W_SEQ, 0),                  // 28: r8 = seq
+        insn(MOV_X, 1, 8, 0, 0),                       // 29
+        insn(ADD_K, 1, 0, 0, 1),                       // 30
+        insn(STX_DW, 7, 1, W_SEQ, 0),                  // 31: seq + 1 back to the map
+        insn(MOV_X, 1, 8, 0, 0),                       // 32: seq, 48 bits big-endian
+        insn(LSH_K, 1, 0, 0, 16),                      // 33
+        insn(TO_BE, 1, 0, 0, 64),                      // 34
+        insn(STX_DW, 6, 1, SEQ_AT, 0),                 // 35: (its low 2 bytes are overwritten by the time)
+        insn(MOD_K, 8, 0, 0, streams.max(1) as i32),   // 36: source port = base + seq % streams
+        insn(ADD_K, 8, 0, 0, SPORT_BASE),              // 37
+        insn(TO_BE, 8, 0, 0, 16),                      // 38
+        insn(STX_H, 6, 8, SPORT_AT, 0),                // 39
+        insn(LDX_DW, 1, 7, W_OFFSET, 0),               // 40: send time on CLOCK_REALTIME
+        insn(ADD_X, 9, 1, 0, 0),                       // 41
+        insn(TO_BE, 9, 0, 0, 64),                      // 42
+        insn(STX_DW, 6, 9, TIME_AT, 0),                // 43
+        insn(MOV_K, 0, 0, 0, XDP_TX),                  // 44
+        insn(EXIT, 0, 0, 0, 0),                        // 45
+        insn(MOV_K, 0, 0, 0, XDP_DROP),                // 46: drop
+        insn(EXIT, 0, 0, 0, 0),                        // 47
+    ];
+    for (at, to) in [(4usize, DROP), (12, DROP), (17, DROP), (19, 28), (21, DROP)] {
+        p[at].off = to - at as i16 - 1;
+    }
+    p
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes into a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Nanoseconds to add to CLOCK_MONOTONIC to get CLOCK_REALTIME.
+fn realtime_offset() -> u64 {
+    let read = |clock| {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: writes into a valid timespec.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    };
+    let (m0, r, m1) = (
+        read(libc::CLOCK_MONOTONIC),
+        read(libc::CLOCK_REALTIME),
+        read(libc::CLOCK_MONOTONIC),
+    );
+    r.wrapping_sub(m0 / 2 + m1 / 2)
+}
+
+/// The stamping program and its map, ready to send a frame out of one
+/// interface.
+pub struct LiveGenerator {
+    map: OwnedFd,
+    prog: OwnedFd,
+    frame: Vec<u8>,
+    ifindex: u32,
+}
+
+impl LiveGenerator {
+    /// A generator of `frame` (at least `MIN_FRAME` bytes, the `traffic`
+    /// layout) out of interface `ifindex`, rotating over `streams` UDP
+    /// source ports, sequence numbers from `first_seq`. The interface is
+    /// looked up in the network namespace of the thread that calls `send`.
+    pub fn new(ifindex: u32, frame: &[u8], streams: u32, first_seq: u64) -> io::Result<LiveGenerator> {
+        if frame.len() < MIN_FRAME {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("frames shorter than {MIN_FRAME} bytes cannot be stamped"),
+            ));
+        }
+        let map = bpf_fd(
+            BPF_MAP_CREATE,
+            Attr::new()
+                .u32(0, BPF_MAP_TYPE_ARRAY)
+                .u32(4, 4)
+                .u32(8, VALUE_LEN)
+                .u32(12, 1),
+            "creating the generator's map (needs root or CAP_BPF)",
+        )?;
+        let prog = load_xdp(&stamp_program(map.as_raw_fd(), streams), b"sdnlab_gen")?;
+        let g = LiveGenerator {
+            map,
+            prog,
+            frame: frame.to_vec(),
+            ifindex,
+        };
+        g.set([first_seq, realtime_offset(), 0, 0, u64::MAX, 0])?;
+        Ok(g)
+    }
+
+    fn set(&self, value: [u64; 6]) -> io::Result<()> {
+        let key = 0u32;
+        bpf(
+            BPF_MAP_UPDATE_ELEM,
+            Attr::new()
+                .u32(0, self.map.as_raw_fd() as u32)
+                .u64(8, &key as *const u32 as u64)
+                .u64(16, value.as_ptr() as u64),
+            "setting the generator's sequence",
+        )
+        .map(drop)
+    }
+
+    /// The next sequence number (= frames stamped so far, from the first).
+    pub fn next_seq(&self) -> io::Result<u64> {
+        let key = 0u32;
+        let mut value = [0u64; 6];
+        bpf(
+            BPF_MAP_LOOKUP_ELEM,
+            Attr::new()
+                .u32(0, self.map.as_raw_fd() as u32)
+                .u64(8, &key as *const u32 as u64)
+                .u64(16, value.as_mut_ptr() as u64),
+            "reading the generator's sequence",
+        )?;
+        Ok(value[0])
+    }
+
+    /// Sends `count` frames as fast as it can, `batch` (1..=256) at a
+    /// time inside the kernel. Each call costs tens of milliseconds of set-up
+    /// and tear-down in the kernel: for a timed or paced run, `run_for`.
+    pub fn send(&self, count: u32, batch: u32) -> io::Result<()> {
+        self.test_run(count, batch)
+    }
+
+    fn test_run(&self, count: u32, batch: u32) -> io::Result<()> {
+        // struct xdp_md: data 0, data_end = frame length, ingress ifindex.
+        let mut ctx = [0u32; 6];
+        ctx[1] = self.frame.len() as u32;
+        ctx[3] = self.ifindex;
+        bpf(
+            BPF_PROG_TEST_RUN,
+            Attr::new()
+                .u32(0, self.prog.as_raw_fd() as u32)
+                .u32(8, self.frame.len() as u32)
+                .u64(16, self.frame.as_ptr() as u64)
+                .u32(32, count)
+                .u32(40, std::mem::size_of_val(&ctx) as u32)
+                .u64(48, ctx.as_ptr() as u64)
+                .u32(64, BPF_F_TEST_XDP_LIVE_FRAMES)
+                .u32(72, batch.clamp(1, MAX_BATCH)),
+            "running the generator (live XDP frames need kernel 5.18+)",
+        )
+        .map(drop)
+    }
+
+    /// Sends for `duration`, at `rate_pps` (None: as fast as it can), in
+    /// one kernel call: the program itself keeps the schedule (a frame
+    /// whose time has not come is dropped unsent and the next run asks
+    /// again; slots missed while the thread was preempted are skipped, not
+    /// caught up in a burst), and a signal ends the call when the time is up. Frames leave
+    /// in kernel batches of `batch`; a frame waits at most for the rest of
+    /// its batch, so keep it small where latency is measured.
+    pub fn run_for(&self, duration: Duration, rate_pps: Option<f64>, batch: u32) -> io::Result<()> {
+        install_wakeup_handler();
+        let seq = self.next_seq()?;
+        let now = monotonic_ns();
+        let interval = rate_pps
+            .map_or(0, |r| (1e9 / r.max(1e-3)) as u64)
+            .max(rate_pps.map_or(0, |_| 1));
+        // Late by more than this, the missed frames are skipped (the
+        // achieved rate says so) rather than sent back to back.
+        let slack = (interval * 8).max(20_000);
+        self.set([
+            seq,
+            realtime_offset(),
+            now,
+            interval,
+            now + duration.as_nanos() as u64,
+            slack,
+        ])?;
+        // SAFETY: the id of the calling thread, which outlives the timer
+        // (joined below).
+        let me = unsafe { libc::pthread_self() };
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let deadline = Instant::now() + duration;
+        let timer = std::thread::spawn(move || {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            // Again until the call has returned: a signal that lands just
+            // before the call starts would otherwise be lost.
+            while !flag.load(Ordering::Acquire) {
+                // SAFETY: the thread is alive until `done` is set and we are joined.
+                unsafe { libc::pthread_kill(me, wakeup_signal()) };
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let r = self.test_run(u32::MAX, batch);
+        done.store(true, Ordering::Release);
+        let _ = timer.join();
+        match r {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) || e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// The signal that ends a `run_for` call (a real-time one, nobody else's).
+fn wakeup_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 7
+}
+
+extern "C" fn on_wakeup(_: libc::c_int) {}
+
+/// A handler that does nothing, installed without SA_RESTART: the signal
+/// only interrupts the kernel call.
+fn install_wakeup_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: installs a handler that does nothing, for a signal only we send.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_wakeup as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(wakeup_signal(), &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_SGRO: u32 = 0x2c;
+
+/// Turns GRO on for `ifname` (in this thread's namespace): a veth then
+/// receives through NAPI, which is what lets its peer transmit XDP frames
+/// into it.
+pub fn enable_gro(ifname: &str) -> io::Result<()> {
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    #[repr(C)]
+    struct Ifreq {
+        name: [u8; 16],
+        data: *mut EthtoolValue,
+        _pad: [u8; 16],
+    }
+    let mut value = EthtoolValue {
+        cmd: ETHTOOL_SGRO,
+        data: 1,
+    };
+    let mut req = Ifreq {
+        name: [0; 16],
+        data: &mut value,
+        _pad: [0; 16],
+    };
+    let n = ifname.len().min(15);
+    req.name[..n].copy_from_slice(&ifname.as_bytes()[..n]);
+    // SAFETY: a datagram socket for the ioctl, closed below; the request
+    // points at live values.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let r = libc::ioctl(fd, SIOCETHTOOL, &mut req);
+        let e = io::Error::last_os_error();
+        libc::close(fd);
+        if r < 0 {
+            return Err(io::Error::new(e.kind(), format!("{ifname}: turning GRO on: {e}")));
+        }
+    }
+    Ok(())
+}
