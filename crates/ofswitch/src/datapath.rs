@@ -105,8 +105,9 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
     let mut pollfds: Vec<libc::pollfd> = my_ports
         .iter()
         .filter_map(|p| shared.port(*p))
-        .map(|io| libc::pollfd {
-            fd: io.fd(),
+        .flat_map(|io| io.poll_fds())
+        .map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         })

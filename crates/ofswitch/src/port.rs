@@ -29,6 +29,10 @@ pub trait PortIo: Send + Sync {
     fn send(&self, frames: &[(&[u8], VnetHdr)]) -> usize;
     /// A descriptor that polls readable when frames wait.
     fn fd(&self) -> RawFd;
+    /// Every descriptor to poll for frames (ports with several sockets).
+    fn poll_fds(&self) -> Vec<RawFd> {
+        vec![self.fd()]
+    }
     fn link_up(&self) -> bool;
     /// kbit/s, if known.
     fn speed_kbps(&self) -> u32 {

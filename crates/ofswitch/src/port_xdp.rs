@@ -24,13 +24,12 @@ use crate::port::{AfPacketPort, PortIo};
 use afxdp::{XdpInterface, XdpMode, XskConfig};
 use ofwire::MacAddr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct XdpPort {
     xdp: XdpInterface,
     stack: AfPacketPort,
-    epoll: OwnedFd,
     max_frame: usize,
     drops_seen: AtomicU64,
 }
@@ -50,29 +49,10 @@ impl XdpPort {
             frame_size: 2048,
         };
         let xdp = XdpInterface::open(ifname, mode, config, 16)?;
-        // SAFETY: plain syscall, result checked.
-        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if ep < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor we own.
-        let epoll = unsafe { OwnedFd::from_raw_fd(ep) };
-        let fds: Vec<RawFd> = xdp.sockets.iter().map(|s| s.fd()).chain([stack.fd()]).collect();
-        for fd in fds {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: fd as u64,
-            };
-            // SAFETY: registers a live descriptor with our epoll set.
-            if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
         Ok(XdpPort {
             max_frame: config.max_frame() as usize,
             xdp,
             stack,
-            epoll,
             drops_seen: AtomicU64::new(0),
         })
     }
@@ -120,7 +100,20 @@ impl PortIo for XdpPort {
     }
 
     fn fd(&self) -> RawFd {
-        self.epoll.as_raw_fd()
+        self.xdp.sockets[0].fd()
+    }
+
+    /// The sockets are polled directly rather than through an epoll set: a
+    /// socket in an epoll set has a waiter on it all the time, and every
+    /// frame it sends then wakes that waiter when the kernel frees it.
+    /// poll() waits on them only while the datapath sleeps.
+    fn poll_fds(&self) -> Vec<RawFd> {
+        self.xdp
+            .sockets
+            .iter()
+            .map(|s| s.fd())
+            .chain([self.stack.fd()])
+            .collect()
     }
 
     fn link_up(&self) -> bool {
