@@ -15,6 +15,7 @@ debs=(
   openvswitch-testcontroller  # C learning-switch controller peer
   tshark              # Wireshark's OpenFlow dissector: oracle for our encoder
   nftables            # bench ctl --test dos: drops SYN-ACKs to the SYN flood's fake source (loopback)
+  netsniff-ng tcpreplay  # trafgen and tcpreplay: the generators `sdnlab bench gen` compares ours with
   python3 python3-venv   # os-ken peer venv (scripts/install-osken.sh)
   ca-certificates curl build-essential pkg-config
 )

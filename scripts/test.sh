@@ -22,7 +22,13 @@ scripts/bench-peers.sh security --case-wait-ms 500
 scripts/bench-peers.sh rate --trials 1 --loops 2 --loop-ms 300 --switches 4 --rate-tolerance 0.1
 scripts/bench-peers.sh sessions --trials 1 --max-sessions 300
 scripts/bench-peers.sh dos --trials 1 --loops 1 --loop-ms 300 --switches 2 --attackers 1 --syn-flood-pps 10000
-step "bench smoke: switch (sdnlab vs veth pair, 1,000 extra rules)"
+step "bench smoke: generators (sdnlab's XDP and AF_PACKET, trafgen, tcpreplay)"
+smoke_gen=$(mktemp -d /tmp/sdnlab-gen-smoke.XXXXXX)
+cargo build -q --release -p sdnlab
+target/release/sdnlab bench gen --seconds 1 --rounds 1 --out "$smoke_gen/run"
+test -s "$smoke_gen/run/summary.md" && test "$(wc -l < "$smoke_gen/run/samples.jsonl")" = 4
+rm -rf "$smoke_gen"
+step "bench smoke: switch (sdnlab AF_PACKET and AF_XDP vs veth pair, 1,000 extra rules)"
 smoke_sw=$(mktemp -d /tmp/sdnlab-switch-smoke.XXXXXX)
 scripts/bench-switch.sh --quick --dut sdnlab,sdnlab-afxdp,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
 test -s "$smoke_sw/run/summary.md" && grep -q '"test":"max"' "$smoke_sw/run/samples.jsonl"

@@ -173,7 +173,9 @@ pub fn offload_of(f: &[u8]) -> VnetHdr {
             l3 += 4;
         }
     }
-    let (l4, proto, pseudo) = match ethertype {
+    // The header fields first; the pseudo-header sum only when the
+    // checksum field could hold it.
+    let (l4, proto, l4len, addrs) = match ethertype {
         0x0800 if f.len() >= l3 + 20 => {
             let ihl = (f[l3] & 0x0f) as usize * 4;
             let total = be16(f, l3 + 2) as usize;
@@ -181,25 +183,14 @@ pub fn offload_of(f: &[u8]) -> VnetHdr {
             if ihl < 20 || be16(f, l3 + 6) & 0x3fff != 0 || total < ihl || f.len() < l3 + total {
                 return none;
             }
-            let proto = f[l3 + 9];
-            let l4len = (total - ihl) as u32;
-            (
-                l3 + ihl,
-                proto,
-                sum_words(&f[l3 + 12..l3 + 20]) + u32::from(proto) + l4len,
-            )
+            (l3 + ihl, f[l3 + 9], (total - ihl) as u32, l3 + 12..l3 + 20)
         }
         0x86dd if f.len() >= l3 + 40 => {
-            let proto = f[l3 + 6];
             let l4len = be16(f, l3 + 4) as u32;
             if f.len() < l3 + 40 + l4len as usize {
                 return none;
             }
-            (
-                l3 + 40,
-                proto,
-                sum_words(&f[l3 + 8..l3 + 40]) + u32::from(proto) + l4len,
-            )
+            (l3 + 40, f[l3 + 6], l4len, l3 + 8..l3 + 40)
         }
         _ => return none,
     };
@@ -213,7 +204,7 @@ pub fn offload_of(f: &[u8]) -> VnetHdr {
     }
     let field = be16(f, l4 + csum_offset);
     // UDP over IPv4 may carry no checksum at all (zero).
-    if field == 0 || field != fold(pseudo) {
+    if field == 0 || field != fold(sum_words(&f[addrs]) + u32::from(proto) + l4len) {
         return none;
     }
     VnetHdr {

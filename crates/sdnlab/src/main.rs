@@ -2,6 +2,7 @@
 //! library crates. Every user error is one line on stderr, never a backtrace.
 
 mod bench_cmd;
+mod bench_gen;
 mod bench_suite;
 mod bench_switch;
 mod bench_topology;
@@ -67,6 +68,9 @@ enum BenchCommand {
     /// Switch forwarding side by side: sdnlab's switch, Open vSwitch (system and afxdp ports),
     /// the Linux bridge and a direct veth pair; zero-loss rate, TCP, a million rules, FLOW_MOD rate.
     Switch(Box<bench_switch::SwitchBenchArgs>),
+    /// Traffic generators flat out into a veth, side by side: sdnlab's XDP and AF_PACKET
+    /// generators, trafgen and tcpreplay.
+    Gen(Box<bench_gen::GenBenchArgs>),
 }
 
 #[derive(Args)]
@@ -226,6 +230,9 @@ fn main() -> ExitCode {
         Command::Bench {
             command: BenchCommand::Switch(args),
         } => bench_switch::run(*args),
+        Command::Bench {
+            command: BenchCommand::Gen(args),
+        } => bench_gen::run(*args),
         Command::Report { runs, out } => report_cmd(&runs, out),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

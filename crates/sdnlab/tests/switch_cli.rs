@@ -455,6 +455,15 @@ fn bad_command_lines_get_one_line() {
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown switch 'nonesuch'"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let (code, err) = run(&["bench", "gen", "--generator", "sdnlab-xdp,pktgen"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown generator 'pktgen'"), "{err}");
+    let (code, err) = run(&["bench", "gen", "--seconds", "0.2"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--seconds 0.2 is too short"), "{err}");
+    let (code, err) = run(&["bench", "switch", "--generator", "pktgen"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown generator \"pktgen\""), "{err}");
     let (code, err) = run(&["bench", "switch", "--frame", "20"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--frame 20 is outside"), "{err}");
