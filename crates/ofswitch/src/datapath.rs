@@ -81,14 +81,40 @@ impl Shared {
                 let frames: Vec<(&[u8], VnetHdr)> = outputs[i..j].iter().map(|(_, p)| (&p.data[..], p.vnet)).collect();
                 let sent = io.send(&frames);
                 if let Some(ps) = pipeline.ports.get(&port_no) {
-                    for (data, _) in &frames[..sent] {
-                        ps.counters.tx.add(data.len());
+                    let bytes: usize = frames[..sent].iter().map(|(d, _)| d.len()).sum();
+                    ps.counters.tx.add_many(sent as u64, bytes as u64);
+                    if sent < frames.len() {
+                        ps.counters.tx_dropped.fetch_add((frames.len() - sent) as u64, Relaxed);
                     }
-                    ps.counters.tx_dropped.fetch_add((frames.len() - sent) as u64, Relaxed);
                 }
             }
             i = j;
         }
+    }
+}
+
+/// Packets and bytes per plan within one batch, for `count_bulk`.
+#[derive(Default)]
+struct Tally {
+    entries: Vec<(Arc<Vec<Step>>, u64, u64)>,
+}
+
+impl Tally {
+    fn add(&mut self, plan: Arc<Vec<Step>>, bytes: u64) {
+        // The same plan is usually one of the last few (a batch holds few
+        // flows); a plan found nowhere near gets its own entry, which
+        // counts the same.
+        let n = self.entries.len();
+        if let Some(e) = self.entries[n.saturating_sub(8)..]
+            .iter_mut()
+            .rev()
+            .find(|e| Arc::ptr_eq(&e.0, &plan))
+        {
+            e.1 += 1;
+            e.2 += bytes;
+            return;
+        }
+        self.entries.push((plan, 1, bytes));
     }
 }
 
@@ -97,7 +123,8 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
     if let Some(c) = core {
         pin_to_core(c);
     }
-    let mut cache: FxHashMap<crate::key::Key, Arc<Vec<Step>>> = FxHashMap::default();
+    let mut cache: FxHashMap<crate::key::Key, (Arc<Vec<Step>>, bool)> = FxHashMap::default();
+    let mut tally = Tally::default();
     let mut cache_generation = u64::MAX;
     let mut batch: Vec<Packet> = Vec::with_capacity(BATCH);
     let mut emitted = Emitted::default();
@@ -136,17 +163,31 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
                 }
                 let now_ms = pipeline.now_ms(now);
                 if let Some(ps) = pipeline.ports.get(&port_no) {
-                    for p in &batch {
-                        ps.counters.rx.add(p.data.len());
+                    let bytes: usize = batch.iter().map(|p| p.data.len()).sum();
+                    ps.counters.rx.add_many(batch.len() as u64, bytes as u64);
+                }
+                // Counters are shared atomics: a batch adds to each once
+                // per plan, not once per packet.
+                for mut pkt in batch.drain(..) {
+                    let (plan, bulk) = cache
+                        .entry(pkt.key)
+                        .or_insert_with(|| {
+                            let plan = pipeline.plan(&pkt.key);
+                            let bulk = Pipeline::counts_in_bulk(&plan);
+                            (Arc::new(plan), bulk)
+                        })
+                        .clone();
+                    let bytes = pkt.data.len() as u64;
+                    if bulk {
+                        Pipeline::execute_counting(&plan, &mut pkt, now_ms, now, &mut emitted, false);
+                        tally.add(plan, bytes);
+                    } else {
+                        pipeline.count_lookups(&plan, bytes as usize);
+                        Pipeline::execute(&plan, &mut pkt, now_ms, now, &mut emitted);
                     }
                 }
-                for mut pkt in batch.drain(..) {
-                    let plan = cache
-                        .entry(pkt.key)
-                        .or_insert_with(|| Arc::new(pipeline.plan(&pkt.key)))
-                        .clone();
-                    pipeline.count_lookups(&plan, pkt.data.len());
-                    Pipeline::execute(&plan, &mut pkt, now_ms, now, &mut emitted);
+                for (plan, packets, bytes) in tally.entries.drain(..) {
+                    pipeline.count_bulk(&plan, packets, bytes, now_ms);
                 }
             }
             shared.transmit_recycling(&mut emitted.outputs, &mut free);

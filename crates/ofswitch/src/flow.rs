@@ -72,8 +72,12 @@ pub struct Rule {
 impl Rule {
     #[inline]
     pub fn hit(&self, bytes: usize, now_ms: u64) {
-        self.counters.packets.fetch_add(1, Relaxed);
-        self.counters.bytes.fetch_add(bytes as u64, Relaxed);
+        self.hit_many(1, bytes as u64, now_ms);
+    }
+
+    pub fn hit_many(&self, packets: u64, bytes: u64, now_ms: u64) {
+        self.counters.packets.fetch_add(packets, Relaxed);
+        self.counters.bytes.fetch_add(bytes, Relaxed);
         self.counters.last_hit_ms.store(now_ms, Relaxed);
     }
 
@@ -112,6 +116,13 @@ impl Counter {
     pub fn add(&self, bytes: usize) {
         self.packets.fetch_add(1, Relaxed);
         self.bytes.fetch_add(bytes as u64, Relaxed);
+    }
+
+    /// Several packets at once (a datapath batch).
+    #[inline]
+    pub fn add_many(&self, packets: u64, bytes: u64) {
+        self.packets.fetch_add(packets, Relaxed);
+        self.bytes.fetch_add(bytes, Relaxed);
     }
 
     pub fn get(&self) -> ofwire::v13::Counter {

@@ -864,12 +864,59 @@ impl Pipeline {
     /// After it, `pkt.data` may have been moved out (when the last step is
     /// an output, the frame itself is sent rather than a copy).
     pub fn execute(steps: &[Step], pkt: &mut Packet, now_ms: u64, now: Instant, out: &mut Emitted) {
+        Pipeline::execute_counting(steps, pkt, now_ms, now, out, true);
+    }
+
+    /// Whether a plan's counters may be added for a whole batch at once
+    /// (`count_bulk`) after running it with `execute_counting(.., false)`:
+    /// nothing in it can stop a packet half way (meters, TTL) or count
+    /// a packet by another size (group buckets on copies).
+    pub fn counts_in_bulk(steps: &[Step]) -> bool {
+        steps.iter().all(|s| match s {
+            Step::Lookup { .. } | Step::Hit(_) | Step::Output(_) => true,
+            Step::Act(a) => !matches!(a, Act::DecNwTtl),
+            _ => false,
+        })
+    }
+
+    /// Adds `packets` packets of `bytes` bytes in all to a bulk-countable
+    /// plan's table and rule counters.
+    pub fn count_bulk(&self, steps: &[Step], packets: u64, bytes: u64, now_ms: u64) {
+        for s in steps {
+            match s {
+                Step::Lookup { table, matched } => {
+                    let t = &self.tables[*table as usize];
+                    t.lookups.add_many(packets, bytes);
+                    if *matched {
+                        t.matched.add_many(packets, bytes);
+                    }
+                }
+                Step::Hit(r) => r.hit_many(packets, bytes, now_ms),
+                _ => {}
+            }
+        }
+    }
+
+    /// `execute`, with rule and group counters left out when `count` is
+    /// false (the caller counts the batch with `count_bulk`).
+    pub fn execute_counting(
+        steps: &[Step],
+        pkt: &mut Packet,
+        now_ms: u64,
+        now: Instant,
+        out: &mut Emitted,
+        count: bool,
+    ) {
         let bytes = pkt.data.len();
         let last = steps.len().wrapping_sub(1);
         for (i, s) in steps.iter().enumerate() {
             match s {
                 Step::Lookup { .. } => {}
-                Step::Hit(r) => r.hit(bytes, now_ms),
+                Step::Hit(r) => {
+                    if count {
+                        r.hit(bytes, now_ms)
+                    }
+                }
                 Step::Meter(m) => match m.admit(pkt.data.len(), now) {
                     MeterVerdict::Pass => {}
                     MeterVerdict::Drop => return,
