@@ -2,6 +2,7 @@
 //! library crates. Every user error is one line on stderr, never a backtrace.
 
 mod bench_cmd;
+mod bench_dp;
 mod bench_gen;
 mod bench_suite;
 mod bench_switch;
@@ -10,6 +11,7 @@ mod net_cmd;
 mod ofp_decode;
 mod peers;
 mod switch_cmd;
+mod testbed;
 
 use clap::{Args, Parser, Subcommand};
 use ofp_decode::{CaptureDecoder, Record};
@@ -71,6 +73,9 @@ enum BenchCommand {
     /// Traffic generators flat out into a veth, side by side: sdnlab's XDP and AF_PACKET
     /// generators, trafgen and tcpreplay.
     Gen(Box<bench_gen::GenBenchArgs>),
+    /// Switches by RFC 2544 / RFC 9004, frame size by frame size: throughput (confirmed at full
+    /// duration), latency of every frame at that rate, frame loss rate.
+    Dp(Box<bench_dp::DpBenchArgs>),
 }
 
 #[derive(Args)]
@@ -233,6 +238,9 @@ fn main() -> ExitCode {
         Command::Bench {
             command: BenchCommand::Gen(args),
         } => bench_gen::run(*args),
+        Command::Bench {
+            command: BenchCommand::Dp(args),
+        } => bench_dp::run(*args),
         Command::Report { runs, out } => report_cmd(&runs, out),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -464,6 +464,15 @@ fn bad_command_lines_get_one_line() {
     let (code, err) = run(&["bench", "switch", "--generator", "pktgen"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown generator \"pktgen\""), "{err}");
+    let (code, err) = run(&["bench", "dp", "--frames", "64,9000"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--frames 9000 is outside 64..=1518"), "{err}");
+    let (code, err) = run(&["bench", "dp", "--tests", "throughput,jitter"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown test 'jitter'"), "{err}");
+    let (code, err) = run(&["bench", "dp", "--dut", "cisco"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown switch 'cisco'"), "{err}");
     let (code, err) = run(&["bench", "switch", "--frame", "20"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("--frame 20 is outside"), "{err}");

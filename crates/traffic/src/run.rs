@@ -263,6 +263,9 @@ pub struct RecvReport {
     pub receiver_drops: u64,
     pub latency_us_p50: f64,
     pub latency_us_p99: f64,
+    pub latency_us_p999: f64,
+    pub latency_us_min: f64,
+    pub latency_us_mean: f64,
     pub latency_us_max: f64,
 }
 
@@ -331,6 +334,9 @@ impl Receiver {
                 r.latency_us_p50 = hist.value_at_quantile(0.5) as f64;
                 r.latency_us_p99 = hist.value_at_quantile(0.99) as f64;
                 r.latency_us_max = hist.max() as f64;
+                r.latency_us_p999 = hist.value_at_quantile(0.999) as f64;
+                r.latency_us_min = hist.min() as f64;
+                r.latency_us_mean = hist.mean();
             }
             r
         });

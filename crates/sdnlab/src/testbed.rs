@@ -1,0 +1,506 @@
+//! The test bed shared by the switch benchmarks (`bench switch`, `bench
+//! dp`): two host namespaces with a veth each to the switch under test
+//! (one veth pair between them for `veth`), starting each kind of switch,
+//! a minimal OpenFlow 1.3 client for installing rules and reading port
+//! counters, and one paced or flat-out trial of test frames.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use traffic::frame::Template;
+use traffic::run::{generate, GenMethod, GenSpec, Receiver};
+pub(crate) const DUTS: [&str; 6] = ["sdnlab", "sdnlab-afxdp", "ovs", "ovs-afxdp", "bridge", "veth"];
+pub(crate) const GEN_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 1];
+pub(crate) const RCV_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 2];
+/// Test frames go to a MAC the receiving host does not own: its stack drops
+/// them at once (PACKET_OTHERHOST) instead of routing them, which would
+/// charge the receiving namespace's IP work to whatever sends into it.
+pub(crate) const SINK_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 0x99];
+
+pub(crate) fn sh(args: &[&str]) -> Result<String, String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The two hosts and the switch's two ports.
+pub(crate) struct Bed {
+    pub(crate) tag: String,
+    pub(crate) generator: GenMethod,
+    /// (generator and receiver, switch) cores, with two or more.
+    pub(crate) cores: Option<(usize, usize)>,
+    /// Root-side port names (absent for the direct veth pair).
+    pub(crate) ports: Option<(String, String)>,
+    pub(crate) children: Vec<std::process::Child>,
+    pub(crate) ovs: Option<netlab::ovs::Ovs>,
+    pub(crate) dir: PathBuf,
+}
+
+impl Bed {
+    pub(crate) fn gen_ns(&self) -> String {
+        format!("{}g", self.tag)
+    }
+    pub(crate) fn rcv_ns(&self) -> String {
+        format!("{}r", self.tag)
+    }
+    pub(crate) fn gen_if(&self) -> String {
+        format!("{}g", self.tag)
+    }
+    pub(crate) fn rcv_if(&self) -> String {
+        format!("{}r", self.tag)
+    }
+
+    pub(crate) fn new(dut: &str, dir: &Path, generator: GenMethod) -> Result<Bed, String> {
+        let tag = format!("sbsw{:04x}", std::process::id() & 0xffff);
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let mut bed = Bed {
+            tag,
+            generator,
+            cores: (cpus >= 2).then_some((0, cpus - 1)),
+            ports: None,
+            children: Vec::new(),
+            ovs: None,
+            dir: dir.to_path_buf(),
+        };
+        bed.teardown();
+        let (g, r) = (bed.gen_ns(), bed.rcv_ns());
+        sh(&["ip", "netns", "add", &g])?;
+        sh(&["ip", "netns", "add", &r])?;
+        if dut == "veth" {
+            sh(&[
+                "ip",
+                "link",
+                "add",
+                &bed.gen_if(),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &bed.rcv_if(),
+            ])?;
+        } else {
+            let (a, b) = (format!("{}a", bed.tag), format!("{}b", bed.tag));
+            sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &bed.gen_if()])?;
+            sh(&["ip", "link", "add", &b, "type", "veth", "peer", "name", &bed.rcv_if()])?;
+            sh(&["ip", "link", "set", &a, "up"])?;
+            sh(&["ip", "link", "set", &b, "up"])?;
+            bed.ports = Some((a, b));
+        }
+        for (ifname, ns, mac, ip) in [
+            (bed.gen_if(), &g, GEN_MAC, "10.66.0.1/24"),
+            (bed.rcv_if(), &r, RCV_MAC, "10.66.0.2/24"),
+        ] {
+            let mac = mac.map(|b| format!("{b:02x}")).join(":");
+            sh(&["ip", "link", "set", &ifname, "netns", ns])?;
+            sh(&["ip", "-n", ns, "link", "set", &ifname, "address", &mac])?;
+            sh(&["ip", "-n", ns, "addr", "add", ip, "dev", &ifname])?;
+            sh(&["ip", "-n", ns, "link", "set", &ifname, "up"])?;
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+        }
+        bed.generator = generator;
+        if generator == GenMethod::Xdp {
+            // The veth the generator's frames arrive at needs NAPI to take
+            // XDP frames: GRO on (the same for every switch).
+            let (ns, ifname) = match &bed.ports {
+                Some((a, _)) => (None, a.clone()),
+                None => (Some(bed.rcv_ns()), bed.rcv_if()),
+            };
+            std::thread::spawn(move || -> std::io::Result<()> {
+                if let Some(ns) = &ns {
+                    traffic::run::enter_netns(ns)?;
+                }
+                afxdp::live::enable_gro(&ifname)
+            })
+            .join()
+            .map_err(|_| "GRO thread panicked".to_string())?
+            .map_err(|e| e.to_string())?;
+        }
+        Ok(bed)
+    }
+
+    pub(crate) fn teardown(&mut self) {
+        for c in self.children.iter() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        for mut c in self.children.drain(..) {
+            let _ = c.wait();
+        }
+        drop(self.ovs.take());
+        for suffix in ["a", "b", "br"] {
+            let _ = sh(&["ip", "link", "del", &format!("{}{suffix}", self.tag)]);
+        }
+        let _ = sh(&["ip", "netns", "del", &self.gen_ns()]);
+        let _ = sh(&["ip", "netns", "del", &self.rcv_ns()]);
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// A minimal OpenFlow 1.3 client for installing rules: pipelined
+/// FLOW_MODs, then a BARRIER whose reply says they are in.
+pub(crate) struct OfClient {
+    pub(crate) s: std::net::TcpStream,
+    pub(crate) framer: ofwire::header::Framer,
+}
+
+impl OfClient {
+    pub(crate) fn connect(addr: std::net::SocketAddr) -> Result<OfClient, String> {
+        let t = Instant::now();
+        let s = loop {
+            match std::net::TcpStream::connect(addr) {
+                Ok(s) => break s,
+                Err(e) if t.elapsed() > Duration::from_secs(10) => return Err(format!("{addr}: {e}")),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        s.set_nodelay(true).map_err(|e| e.to_string())?;
+        let mut c = OfClient {
+            s,
+            framer: ofwire::header::Framer::default(),
+        };
+        let hello = ofwire::Message {
+            version: ofwire::OFP13_VERSION,
+            xid: 1,
+            body: ofwire::Body::Hello(ofwire::header::Hello::with_versions(&[ofwire::OFP13_VERSION])),
+        };
+        c.s.write_all(&hello.to_bytes().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+
+    /// Sends the flow mods and waits for the barrier; (seconds, errors).
+    pub(crate) fn install(&mut self, mods: &[ofwire::v13::FlowMod]) -> Result<(f64, u64), String> {
+        let t0 = Instant::now();
+        let mut buf = Vec::with_capacity(1 << 20);
+        for (i, fm) in mods.iter().enumerate() {
+            ofwire::Message::v13(100 + i as u32, ofwire::v13::Body::FlowMod(fm.clone()))
+                .encode(&mut buf)
+                .map_err(|e| e.to_string())?;
+            if buf.len() > (1 << 20) - 512 {
+                self.s.write_all(&buf).map_err(|e| e.to_string())?;
+                buf.clear();
+            }
+        }
+        let barrier_xid = 0x7fff_fff0;
+        ofwire::Message::v13(barrier_xid, ofwire::v13::Body::BarrierRequest)
+            .encode(&mut buf)
+            .map_err(|e| e.to_string())?;
+        self.s.write_all(&buf).map_err(|e| e.to_string())?;
+        self.s
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .map_err(|e| e.to_string())?;
+        let mut errors = 0;
+        let mut rd = vec![0u8; 65536];
+        loop {
+            while let Ok(Some(m)) = self.framer.next_message() {
+                match ofwire::decode(m) {
+                    Ok(ofwire::Message {
+                        xid,
+                        body: ofwire::Body::V13(ofwire::v13::Body::BarrierReply),
+                        ..
+                    }) if xid == barrier_xid => return Ok((t0.elapsed().as_secs_f64(), errors)),
+                    Ok(ofwire::Message {
+                        body: ofwire::Body::V13(ofwire::v13::Body::Error(_)),
+                        ..
+                    }) => errors += 1,
+                    Ok(ofwire::Message {
+                        xid,
+                        body: ofwire::Body::V13(ofwire::v13::Body::EchoRequest(d)),
+                        ..
+                    }) => {
+                        let r = ofwire::Message::v13(xid, ofwire::v13::Body::EchoReply(d));
+                        let _ = self.s.write_all(&r.to_bytes().unwrap_or_default());
+                    }
+                    _ => {}
+                }
+            }
+            let n = self
+                .s
+                .read(&mut rd)
+                .map_err(|e| format!("waiting for the barrier: {e}"))?;
+            if n == 0 {
+                return Err("the switch closed the connection".into());
+            }
+            self.framer.push(&rd[..n]);
+        }
+    }
+}
+
+impl OfClient {
+    /// The switch's port statistics.
+    pub(crate) fn port_stats(&mut self) -> Result<Vec<ofwire::v13::PortStats>, String> {
+        let req = ofwire::Message::v13(
+            0x7fff_ff00,
+            ofwire::v13::Body::MultipartRequest(ofwire::v13::MultipartRequest {
+                flags: 0,
+                body: ofwire::v13::MultipartRequestBody::PortStats {
+                    port_no: ofwire::v13::port::ANY,
+                },
+            }),
+        );
+        self.s
+            .write_all(&req.to_bytes().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        let mut rd = vec![0u8; 65536];
+        loop {
+            while let Ok(Some(m)) = self.framer.next_message() {
+                if let Ok(ofwire::Message {
+                    body:
+                        ofwire::Body::V13(ofwire::v13::Body::MultipartReply(ofwire::v13::MultipartReply {
+                            body: ofwire::v13::MultipartReplyBody::PortStats(ps),
+                            ..
+                        })),
+                    ..
+                }) = ofwire::decode(m)
+                {
+                    return Ok(ps);
+                }
+            }
+            let n = self.s.read(&mut rd).map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err("closed".into());
+            }
+            self.framer.push(&rd[..n]);
+        }
+    }
+}
+
+pub(crate) fn forward_rules() -> Vec<ofwire::v13::FlowMod> {
+    use ofwire::oxm::{Match, Oxm};
+    use ofwire::v13::{Action, FlowMod, Instruction};
+    [(1u32, 2u32), (2, 1)]
+        .into_iter()
+        .map(|(i, o)| FlowMod {
+            match_: Match::new(vec![Oxm::InPort(i)]),
+            instructions: vec![Instruction::ApplyActions(vec![Action::Output { port: o, max_len: 0 }])],
+            ..FlowMod::add(10)
+        })
+        .collect()
+}
+
+/// `n` rules at a higher priority that no test frame matches (exact IPv4
+/// destinations in 11.0.0.0/8), so every frame still takes the forwarding
+/// rule, past a table of `n`.
+/// The cookie of the extra rules, so they can be removed at once.
+pub(crate) const FILLER_COOKIE: u64 = 0x5d1a_f111;
+
+pub(crate) fn filler_rules(n: usize, base: u32) -> Vec<ofwire::v13::FlowMod> {
+    use ofwire::oxm::{Match, Oxm};
+    use ofwire::v13::{Action, FlowMod, Instruction};
+    (0..n as u32)
+        .map(|i| FlowMod {
+            match_: Match::new(vec![
+                Oxm::EthType(0x0800),
+                Oxm::Ipv4Dst(std::net::Ipv4Addr::from(0x0b00_0000 + base + i), None),
+            ]),
+            instructions: vec![Instruction::ApplyActions(vec![Action::Output { port: 2, max_len: 0 }])],
+            cookie: FILLER_COOKIE,
+            ..FlowMod::add(100)
+        })
+        .collect()
+}
+
+/// Removes every extra rule (by cookie).
+pub(crate) fn remove_filler() -> ofwire::v13::FlowMod {
+    ofwire::v13::FlowMod {
+        command: ofwire::v13::FlowModCommand::Delete,
+        table_id: ofwire::v13::TABLE_ALL,
+        cookie: FILLER_COOKIE,
+        cookie_mask: u64::MAX,
+        ..ofwire::v13::FlowMod::add(0)
+    }
+}
+
+/// Brings the switch under test up on the bed; its OpenFlow address if any.
+pub(crate) fn start_dut(dut: &str, bed: &mut Bed) -> Result<Option<std::net::SocketAddr>, String> {
+    let Some((a, b)) = bed.ports.clone() else {
+        return Ok(None);
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
+    match dut {
+        "sdnlab" | "sdnlab-afxdp" => {
+            let (a, b) = if dut == "sdnlab-afxdp" {
+                (format!("afxdp:{a}"), format!("afxdp:{b}"))
+            } else {
+                (a, b)
+            };
+            let me = std::env::current_exe().map_err(|e| e.to_string())?;
+            let log = std::fs::File::create(bed.dir.join("sdnlab-switch.log")).map_err(|e| e.to_string())?;
+            let child = Command::new(me)
+                .args([
+                    "switch",
+                    "--port",
+                    &a,
+                    "--port",
+                    &b,
+                    "--listen",
+                    &format!("ptcp:{port}"),
+                ])
+                .args(["--ring", "4096", "--threads", "1"])
+                .args(bed.cores.map(|(_, sw)| format!("--cores={sw}")))
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| e.to_string())?;
+            bed.children.push(child);
+            Ok(Some(addr))
+        }
+        "ovs" | "ovs-afxdp" => {
+            let ovs = netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(|e| e.to_string())?;
+            let br = format!("{}br", bed.tag);
+            let mut args: Vec<String> = [
+                "--",
+                "add-br",
+                &br,
+                "--",
+                "set",
+                "bridge",
+                &br,
+                "datapath_type=netdev",
+                "fail-mode=secure",
+                "protocols=OpenFlow13",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            if let Some((_, sw)) = bed.cores {
+                // Its packet-processing thread on the switch's core.
+                args.extend(["--", "set", "Open_vSwitch", "."].map(String::from));
+                args.push(format!("other_config:pmd-cpu-mask={:#x}", 1u64 << sw));
+            }
+            for (n, p) in [(1, &a), (2, &b)] {
+                args.extend(["--", "add-port", &br, p, "--", "set", "interface", p].map(String::from));
+                args.push(format!("ofport_request={n}"));
+                if dut == "ovs-afxdp" {
+                    args.push("type=afxdp".into());
+                }
+            }
+            args.extend([
+                "--".to_string(),
+                "set-controller".to_string(),
+                br.clone(),
+                format!("ptcp:{port}:127.0.0.1"),
+            ]);
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            ovs.vsctl(&refs).map_err(|e| e.to_string())?;
+            if let Some((_, sw)) = bed.cores {
+                // Every other thread too (the main thread polls `system` ports).
+                traffic::run::pin_process(ovs.state.vswitchd_pid, sw).map_err(|e| e.to_string())?;
+            }
+            bed.ovs = Some(ovs);
+            Ok(Some(addr))
+        }
+        "bridge" => {
+            let br = format!("{}br", bed.tag);
+            sh(&["ip", "link", "add", &br, "type", "bridge"])?;
+            sh(&["ip", "link", "set", &a, "master", &br])?;
+            sh(&["ip", "link", "set", &b, "master", &br])?;
+            sh(&["ip", "link", "set", &br, "up"])?;
+            Ok(None)
+        }
+        other => Err(format!("unknown switch '{other}': choose from {}", DUTS.join(", "))),
+    }
+}
+
+pub(crate) struct Trial {
+    pub(crate) offered_pps: f64,
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    pub(crate) rx_pps: f64,
+    pub(crate) latency_us_p50: f64,
+    pub(crate) latency_us_p99: f64,
+    pub(crate) latency_us_p999: f64,
+    pub(crate) latency_us_min: f64,
+    pub(crate) latency_us_mean: f64,
+    pub(crate) latency_us_max: f64,
+    pub(crate) reordered: u64,
+    pub(crate) duplicates: u64,
+    pub(crate) receiver_drops: u64,
+}
+
+pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+    let rx = Receiver::start_on(Some(&bed.rcv_ns()), &bed.rcv_if(), bed.cores.map(|(gen, _)| gen))
+        .map_err(|e| e.to_string())?;
+    let spec = GenSpec {
+        netns: Some(bed.gen_ns()),
+        ifname: bed.gen_if(),
+        template: Template::udp(frame - 4, GEN_MAC, SINK_MAC, [10, 66, 0, 1], [10, 66, 0, 99], 0),
+        rate_pps: rate,
+        duration: Duration::from_secs_f64(seconds),
+        streams: 16,
+        method: bed.generator,
+        core: bed.cores.map(|(gen, _)| gen),
+    };
+    let g = generate(&spec).map_err(|e| e.to_string())?;
+    let r = rx.finish(Duration::from_millis(300));
+    Ok(Trial {
+        offered_pps: g.achieved_pps,
+        sent: g.sent,
+        received: r.received - r.duplicates,
+        rx_pps: (r.received - r.duplicates) as f64 / g.elapsed_s,
+        latency_us_p50: r.latency_us_p50,
+        latency_us_p99: r.latency_us_p99,
+        latency_us_p999: r.latency_us_p999,
+        latency_us_min: r.latency_us_min,
+        latency_us_mean: r.latency_us_mean,
+        latency_us_max: r.latency_us_max,
+        reordered: r.reordered,
+        duplicates: r.duplicates,
+        receiver_drops: r.receiver_drops,
+    })
+}
+
+pub(crate) fn iperf(bed: &Bed, seconds: f64) -> Result<f64, String> {
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &bed.rcv_ns(), "iperf3", "-s", "-1", "-p", "5411"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("iperf3: {e}"))?;
+    std::thread::sleep(Duration::from_millis(300));
+    let secs = format!("{}", seconds.ceil().max(1.0) as u64);
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &bed.gen_ns(),
+            "iperf3",
+            "-c",
+            "10.66.0.2",
+            "-p",
+            "5411",
+            "-J",
+            "-t",
+            &secs,
+        ])
+        .output()
+        .map_err(|e| format!("iperf3: {e}"))?;
+    let _ = server.kill();
+    let _ = server.wait();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("iperf3 output: {e}"))?;
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .map(|b| b / 1e9)
+        .ok_or_else(|| format!("iperf3: {}", v["error"]))
+}
