@@ -20,7 +20,7 @@
 //! once. Every trial goes to `samples.jsonl` as it ends.
 
 use crate::net_cmd::fail;
-use crate::testbed::{forward_rules, start_dut, trial, Bed, OfClient, Trial, DUTS};
+use crate::testbed::{open_bed, trial, Bed, OfClient, Trial, DUTS};
 use clap::Args;
 use serde_json::json;
 use std::io::Write;
@@ -223,24 +223,10 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
         "| switch | frame (B) | throughput (frames/s) | throughput (Mbit/s, L2) | latency mean / p50 / p99.9 (µs) | delay variation (µs) | loss at 100 % / 90 % / 80 % of max (%) |\n|---|---:|---:|---:|---|---:|---|\n",
     );
     for dut in &args.dut {
-        let dut_dir = dir.join(dut);
-        let _ = std::fs::remove_dir_all(&dut_dir);
-        if let Err(e) = std::fs::create_dir_all(&dut_dir) {
-            return fail(format!("{}: {e}", dut_dir.display()));
-        }
-        let mut bed = match Bed::new(dut, &dut_dir, args.generator) {
+        let (bed, of_addr) = match open_bed(dut, &dir, args.generator) {
             Ok(b) => b,
             Err(e) => return fail(format!("{dut}: {e}")),
         };
-        let of_addr = match start_dut(dut, &mut bed) {
-            Ok(a) => a,
-            Err(e) => return fail(format!("{dut}: {e}")),
-        };
-        if let Some(addr) = of_addr {
-            if let Err(e) = OfClient::connect(addr).and_then(|mut c| c.install(&forward_rules())) {
-                return fail(format!("{dut}: forwarding rules: {e}"));
-            }
-        }
         std::thread::sleep(Duration::from_millis(300));
         let mut runner = Runner {
             bed: &bed,

@@ -43,18 +43,7 @@ const SRC_MAC: [u8; 6] = [2, 0x67, 0, 0, 0, 1];
 const SINK_MAC: [u8; 6] = [2, 0x67, 0, 0, 0, 0x99];
 
 fn sh(args: &[&str]) -> Result<(), String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args[0]))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(())
+    crate::testbed::sh(args).map(drop)
 }
 
 /// A veth pair from namespace `g` (generator) to namespace `s` (sink).

@@ -11,9 +11,7 @@
 //! The two hosts are namespaces of this run (prefix `sbsw`); everything is
 //! removed at the end, on error too.
 
-use crate::testbed::{
-    filler_rules, forward_rules, iperf, remove_filler, sh, start_dut, trial, Bed, OfClient, Trial, DUTS,
-};
+use crate::testbed::{filler_rules, iperf, open_bed, remove_filler, sh, trial, OfClient, Trial, DUTS};
 use clap::Args;
 use serde_json::json;
 use std::io::Write;
@@ -121,17 +119,8 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     for dut in &args.dut {
         let openflow = matches!(dut.as_str(), "sdnlab" | "sdnlab-afxdp" | "ovs" | "ovs-afxdp");
         let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
-        let dut_dir = dir.join(dut);
-        let _ = std::fs::remove_dir_all(&dut_dir);
-        if let Err(e) = std::fs::create_dir_all(&dut_dir) {
-            return fail(format!("{}: {e}", dut_dir.display()));
-        }
-        let mut bed = match Bed::new(dut, &dut_dir, args.generator) {
+        let (bed, of_addr) = match open_bed(dut, &dir, args.generator) {
             Ok(b) => b,
-            Err(e) => return fail(format!("{dut}: {e}")),
-        };
-        let of_addr = match start_dut(dut, &mut bed) {
-            Ok(a) => a,
             Err(e) => return fail(format!("{dut}: {e}")),
         };
         let mut insert_rate = None;
@@ -140,9 +129,6 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return fail(format!("{dut}: {e}")),
             };
-            if let Err(e) = c.install(&forward_rules()) {
-                return fail(format!("{dut}: forwarding rules: {e}"));
-            }
             // Insertion rate: flow_mods distinct rules, then removed again.
             let mods = filler_rules(flow_mods, 0x0080_0000);
             match c.install(&mods) {

@@ -423,6 +423,27 @@ pub(crate) fn start_dut(dut: &str, bed: &mut Bed) -> Result<Option<std::net::Soc
     }
 }
 
+/// A fresh run directory for `dut` under `dir`, its test bed, the switch
+/// started, and the in_port forwarding rules installed when it speaks
+/// OpenFlow (then its OpenFlow address).
+pub(crate) fn open_bed(
+    dut: &str,
+    dir: &Path,
+    generator: GenMethod,
+) -> Result<(Bed, Option<std::net::SocketAddr>), String> {
+    let dut_dir = dir.join(dut);
+    let _ = std::fs::remove_dir_all(&dut_dir);
+    std::fs::create_dir_all(&dut_dir).map_err(|e| format!("{}: {e}", dut_dir.display()))?;
+    let mut bed = Bed::new(dut, &dut_dir, generator)?;
+    let of_addr = start_dut(dut, &mut bed)?;
+    if let Some(addr) = of_addr {
+        OfClient::connect(addr)
+            .and_then(|mut c| c.install(&forward_rules()))
+            .map_err(|e| format!("forwarding rules: {e}"))?;
+    }
+    Ok((bed, of_addr))
+}
+
 pub(crate) struct Trial {
     pub(crate) offered_pps: f64,
     pub(crate) sent: u64,
