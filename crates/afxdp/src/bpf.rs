@@ -13,7 +13,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-const BPF_MAP_CREATE: libc::c_long = 0;
+pub(crate) const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_LINK_CREATE: libc::c_long = 28;
@@ -81,6 +82,32 @@ pub(crate) fn bpf(cmd: libc::c_long, attr: &mut Attr, what: &str) -> io::Result<
         return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
     }
     Ok(r)
+}
+
+/// Writes `value` under `key` in map `map`.
+pub(crate) fn map_update<K, V>(map: RawFd, key: &K, value: &V, what: &str) -> io::Result<()> {
+    bpf(
+        BPF_MAP_UPDATE_ELEM,
+        Attr::new()
+            .u32(0, map as u32)
+            .u64(8, key as *const K as u64)
+            .u64(16, value as *const V as u64),
+        what,
+    )
+    .map(drop)
+}
+
+/// Reads the value under `key` in map `map` into `value`.
+pub(crate) fn map_lookup<K, V>(map: RawFd, key: &K, value: &mut V, what: &str) -> io::Result<()> {
+    bpf(
+        BPF_MAP_LOOKUP_ELEM,
+        Attr::new()
+            .u32(0, map as u32)
+            .u64(8, key as *const K as u64)
+            .u64(16, value as *mut V as u64),
+        what,
+    )
+    .map(drop)
 }
 
 /// A bpf(2) command whose result is a new descriptor.
@@ -209,17 +236,12 @@ impl XdpRedirect {
 
     /// Steers receive queue `queue` to the AF_XDP socket `xsk`.
     pub fn add_socket(&self, queue: u32, xsk: RawFd) -> io::Result<()> {
-        let key = queue;
-        let value = xsk as u32;
-        bpf(
-            BPF_MAP_UPDATE_ELEM,
-            Attr::new()
-                .u32(0, self.map.as_raw_fd() as u32)
-                .u64(8, &key as *const u32 as u64)
-                .u64(16, &value as *const u32 as u64),
+        map_update(
+            self.map.as_raw_fd(),
+            &queue,
+            &(xsk as u32),
             "adding the socket to the XSKMAP",
         )
-        .map(drop)
     }
 
     pub fn mode(&self) -> XdpMode {

@@ -13,16 +13,13 @@
 //! (`enable_gro`). The frame layout is the `traffic` crate's: sequence at
 //! byte 46 (48 bits), time at 52 (64 bits), UDP source port at 34.
 
-use crate::bpf::{bpf, bpf_fd, insn, load_xdp, Attr, Insn};
+use crate::bpf::{bpf, bpf_fd, insn, load_xdp, map_lookup, map_update, Attr, Insn, BPF_MAP_CREATE};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const BPF_MAP_CREATE: libc::c_long = 0;
-const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
-const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_PROG_TEST_RUN: libc::c_long = 10;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
@@ -193,28 +190,16 @@ impl LiveGenerator {
     }
 
     fn set(&self, value: [u64; 6]) -> io::Result<()> {
-        let key = 0u32;
-        bpf(
-            BPF_MAP_UPDATE_ELEM,
-            Attr::new()
-                .u32(0, self.map.as_raw_fd() as u32)
-                .u64(8, &key as *const u32 as u64)
-                .u64(16, value.as_ptr() as u64),
-            "setting the generator's sequence",
-        )
-        .map(drop)
+        map_update(self.map.as_raw_fd(), &0u32, &value, "setting the generator's sequence")
     }
 
     /// The next sequence number (= frames stamped so far, from the first).
     pub fn next_seq(&self) -> io::Result<u64> {
-        let key = 0u32;
         let mut value = [0u64; 6];
-        bpf(
-            BPF_MAP_LOOKUP_ELEM,
-            Attr::new()
-                .u32(0, self.map.as_raw_fd() as u32)
-                .u64(8, &key as *const u32 as u64)
-                .u64(16, value.as_mut_ptr() as u64),
+        map_lookup(
+            self.map.as_raw_fd(),
+            &0u32,
+            &mut value,
             "reading the generator's sequence",
         )?;
         Ok(value[0])
