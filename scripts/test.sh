@@ -33,11 +33,6 @@ smoke_sw=$(mktemp -d /tmp/sdnlab-switch-smoke.XXXXXX)
 scripts/bench-switch.sh --quick --dut sdnlab,sdnlab-afxdp,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
 test -s "$smoke_sw/run/summary.md" && grep -q '"test":"max"' "$smoke_sw/run/samples.jsonl"
 rm -rf "$smoke_sw"
-step "bench smoke: dp (RFC 2544 throughput and latency; sdnlab, quick)"
-smoke_dp=$(mktemp -d /tmp/sdnlab-dp-smoke.XXXXXX)
-target/release/sdnlab bench dp --quick --dut sdnlab --tests throughput,latency --out "$smoke_dp/run"
-test -s "$smoke_dp/run/summary.md" && grep -q '"test":"throughput_confirm"' "$smoke_dp/run/samples.jsonl"
-rm -rf "$smoke_dp"
 step "main command (3 trials, with its report)"
 smoke=$(mktemp -d /tmp/sdnlab-main-smoke.XXXXXX); trap 'rm -rf "$smoke"' EXIT
 scripts/main.sh --trials 3 --loops 1 --loop-ms 500 --out "$smoke/run"

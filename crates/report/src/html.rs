@@ -5,7 +5,7 @@
 //! trial), the metric against the network size where trials record one
 //! (`switches`), and the round-trip CDFs.
 
-use crate::{fmt_num, Run, Summary};
+use crate::{fmt_num, Run, Sample, Summary};
 use std::fmt::Write;
 
 fn esc(s: &str) -> String {
@@ -159,7 +159,7 @@ fn cdf_plot(runs: &[Run]) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{}" y="{}" text-anchor="middle">round trip (us, log scale)</text>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">latency or round trip (us, log scale)</text>"#,
         w / 2.0,
         h - 8.0
     );
@@ -180,38 +180,80 @@ fn cdf_plot(runs: &[Run]) -> String {
     s
 }
 
+#[cfg(test)]
 /// Each run's trials as (label, switches, value) for `metric`, where the trials record a network size.
 pub(crate) fn by_size(runs: &[Run], metric: &str) -> Vec<(String, Vec<(f64, f64)>)> {
-    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    by_x(runs, metric).1
+}
+
+/// The x axis of a trial: its network size ("switches": a line per run),
+/// or its frame size ("frame_bytes": a line per run and scenario, the
+/// scenario's last word, the size, left out).
+fn x_of(s: &Sample) -> Option<(&'static str, f64)> {
+    if let Some(&n) = s.values.get("switches") {
+        return Some(("switches", n));
+    }
+    s.values.get("frame_bytes").map(|&b| ("frame size (bytes)", b))
+}
+
+/// Means of `metric` per x value, a line per run (or per run and scenario
+/// for frame sizes); the x axis' name.
+/// A labelled line of (x, y) points.
+type Line = (String, Vec<(f64, f64)>);
+
+fn by_x(runs: &[Run], metric: &str) -> (&'static str, Vec<Line>) {
+    let many = runs.len() > 1;
+    let mut axis = "switches";
+    // Per line: (x, sum, count).
+    type Sums = Vec<(f64, f64, u32)>;
+    let mut sums: Vec<(String, Sums)> = Vec::new();
     for r in runs {
-        // Means per size, over the trials of the run (and its scenarios of that size).
-        let mut sums: Vec<(f64, f64, u32)> = Vec::new();
         for smp in r.samples.iter().filter(|s| s.kind == "trial") {
-            let (Some(&n), Some(&v)) = (smp.values.get("switches"), smp.values.get(metric)) else {
+            let (Some((name, x)), Some(&v)) = (x_of(smp), smp.values.get(metric)) else {
                 continue;
             };
-            match sums.iter_mut().find(|(size, _, _)| *size == n) {
+            axis = name;
+            let label = if name == "switches" {
+                r.meta.run_id.clone()
+            } else {
+                let group = smp.scenario.rsplit_once(' ').map_or(smp.scenario.as_str(), |g| g.0);
+                if many {
+                    format!("{} / {group}", r.meta.run_id)
+                } else {
+                    group.to_string()
+                }
+            };
+            let line = match sums.iter_mut().position(|(l, _)| *l == label) {
+                Some(i) => &mut sums[i].1,
+                None => {
+                    sums.push((label, Vec::new()));
+                    &mut sums.last_mut().expect("just pushed").1
+                }
+            };
+            match line.iter_mut().find(|(size, _, _)| *size == x) {
                 Some(e) => {
                     e.1 += v;
                     e.2 += 1;
                 }
-                None => sums.push((n, v, 1)),
+                None => line.push((x, v, 1)),
             }
         }
-        if sums.len() >= 2 {
-            sums.sort_by(|a, b| a.0.total_cmp(&b.0));
-            lines.push((
-                r.meta.run_id.clone(),
-                sums.iter().map(|(n, v, k)| (*n, v / *k as f64)).collect(),
-            ));
-        }
     }
-    lines
+    let lines = sums
+        .into_iter()
+        .filter(|(_, pts)| pts.len() >= 2)
+        .map(|(label, mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (label, pts.iter().map(|(n, v, k)| (*n, v / *k as f64)).collect())
+        })
+        .collect();
+    (axis, lines)
 }
 
-/// A line per run: the mean of `metric` against the number of switches.
+/// The mean of `metric` against the number of switches (a line per run)
+/// or the frame size (a line per switch under test).
 fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
-    let lines = by_size(runs, metric);
+    let (axis, lines) = by_x(runs, metric);
     if lines.is_empty() {
         return String::new();
     }
@@ -250,7 +292,7 @@ fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{}" y="{}" text-anchor="middle">switches (mean {} per size, {})</text>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">{axis} (mean {} per size, {})</text>"#,
         w / 2.0,
         h - 8.0,
         esc(metric),

@@ -572,6 +572,46 @@ mod tests {
         assert!(!without.contains("switches (mean"), "no size, no size plot");
     }
 
+    /// RFC 2544's figures against the frame size: a line per switch (the
+    /// scenario without its size).
+    #[test]
+    fn frame_sizes_give_a_line_per_switch() {
+        let mut samples = Vec::new();
+        for (t, (dut, frame, fps)) in [
+            ("a", 64.0, 10.0),
+            ("a", 1518.0, 2.0),
+            ("b", 64.0, 30.0),
+            ("b", 1518.0, 4.0),
+            ("b", 64.0, 50.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut s = sample("trial", &format!("{dut} {frame}B"), t as u32, fps);
+            s.values.insert("frame_bytes".into(), frame);
+            samples.push(s);
+        }
+        let run = Run {
+            dir: PathBuf::new(),
+            meta: Meta {
+                run_id: "dp".into(),
+                metrics: vec![Metric::new("rate", "frames/s", stats::Better::Higher)],
+                ..Default::default()
+            },
+            samples,
+        };
+        let lines = html::by_size(std::slice::from_ref(&run), "rate");
+        assert_eq!(
+            lines,
+            vec![
+                ("a".to_string(), vec![(64.0, 10.0), (1518.0, 2.0)]),
+                ("b".to_string(), vec![(64.0, 40.0), (1518.0, 4.0)])
+            ]
+        );
+        let page = html::render(std::slice::from_ref(&run), &summarise(std::slice::from_ref(&run)));
+        assert!(page.contains("frame size (bytes) (mean rate per size"));
+    }
+
     #[test]
     fn numbers_read_well() {
         assert_eq!(fmt_num(12157045.3), "12,157,045");

@@ -212,6 +212,8 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
                     GenMethod::AfPacket
                 },
                 core: Some(0),
+                burst: None,
+                then: None,
             };
             let started = Instant::now();
             let gen = std::thread::spawn(move || traffic::run::generate(&spec));

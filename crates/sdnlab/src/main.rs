@@ -7,6 +7,7 @@ mod bench_gen;
 mod bench_suite;
 mod bench_switch;
 mod bench_topology;
+mod dp_scenarios;
 mod net_cmd;
 mod ofp_decode;
 mod peers;

@@ -244,41 +244,169 @@ impl OfClient {
 }
 
 impl OfClient {
-    /// The switch's port statistics.
-    pub(crate) fn port_stats(&mut self) -> Result<Vec<ofwire::v13::PortStats>, String> {
+    /// One multipart request; the reply bodies (several when the switch
+    /// splits its answer).
+    pub(crate) fn multipart(
+        &mut self,
+        body: ofwire::v13::MultipartRequestBody,
+    ) -> Result<Vec<ofwire::v13::MultipartReplyBody>, String> {
+        let xid = 0x7fff_ff00;
         let req = ofwire::Message::v13(
-            0x7fff_ff00,
-            ofwire::v13::Body::MultipartRequest(ofwire::v13::MultipartRequest {
-                flags: 0,
-                body: ofwire::v13::MultipartRequestBody::PortStats {
-                    port_no: ofwire::v13::port::ANY,
-                },
-            }),
+            xid,
+            ofwire::v13::Body::MultipartRequest(ofwire::v13::MultipartRequest { flags: 0, body }),
         );
         self.s
             .write_all(&req.to_bytes().map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
+        self.s
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let mut parts = Vec::new();
         let mut rd = vec![0u8; 65536];
         loop {
             while let Ok(Some(m)) = self.framer.next_message() {
-                if let Ok(ofwire::Message {
-                    body:
-                        ofwire::Body::V13(ofwire::v13::Body::MultipartReply(ofwire::v13::MultipartReply {
-                            body: ofwire::v13::MultipartReplyBody::PortStats(ps),
-                            ..
-                        })),
-                    ..
-                }) = ofwire::decode(m)
-                {
-                    return Ok(ps);
+                match ofwire::decode(m) {
+                    Ok(ofwire::Message {
+                        xid: x,
+                        body: ofwire::Body::V13(ofwire::v13::Body::MultipartReply(r)),
+                        ..
+                    }) if x == xid => {
+                        parts.push(r.body);
+                        if r.flags & 1 == 0 {
+                            return Ok(parts);
+                        }
+                    }
+                    Ok(ofwire::Message {
+                        xid: x,
+                        body: ofwire::Body::V13(ofwire::v13::Body::Error(e)),
+                        ..
+                    }) if x == xid => return Err(format!("the switch refused the request: {e:?}")),
+                    _ => {}
                 }
             }
             let n = self.s.read(&mut rd).map_err(|e| e.to_string())?;
             if n == 0 {
-                return Err("closed".into());
+                return Err("the switch closed the connection".into());
             }
             self.framer.push(&rd[..n]);
         }
+    }
+
+    /// The switch's port statistics.
+    pub(crate) fn port_stats(&mut self) -> Result<Vec<ofwire::v13::PortStats>, String> {
+        let parts = self.multipart(ofwire::v13::MultipartRequestBody::PortStats {
+            port_no: ofwire::v13::port::ANY,
+        })?;
+        Ok(parts
+            .into_iter()
+            .flat_map(|b| match b {
+                ofwire::v13::MultipartReplyBody::PortStats(v) => v,
+                _ => Vec::new(),
+            })
+            .collect())
+    }
+
+    /// Rules in the switch's tables, by its table statistics.
+    pub(crate) fn active_rules(&mut self) -> Result<u64, String> {
+        let parts = self.multipart(ofwire::v13::MultipartRequestBody::Table)?;
+        Ok(parts
+            .iter()
+            .map(|b| match b {
+                ofwire::v13::MultipartReplyBody::Table(v) => v.iter().map(|t| t.active_count as u64).sum(),
+                _ => 0,
+            })
+            .sum::<u64>())
+    }
+}
+
+/// A FLOW_MOD removing every rule of every table.
+pub(crate) fn delete_all() -> ofwire::v13::FlowMod {
+    ofwire::v13::FlowMod {
+        command: ofwire::v13::FlowModCommand::Delete,
+        table_id: ofwire::v13::TABLE_ALL,
+        ..ofwire::v13::FlowMod::add(0)
+    }
+}
+
+/// The time a core spent, by kind, from /proc/stat (in clock ticks).
+#[derive(Clone, Copy, Default)]
+struct CoreTicks([u64; 8]);
+
+impl CoreTicks {
+    fn read(core: usize) -> Option<CoreTicks> {
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        let line = text.lines().find(|l| l.starts_with(&format!("cpu{core} ")))?;
+        let mut t = [0u64; 8];
+        for (slot, v) in t.iter_mut().zip(line.split_whitespace().skip(1)) {
+            *slot = v.parse().ok()?;
+        }
+        Some(CoreTicks(t))
+    }
+
+    /// Shares (%) of user, nice, system, irq, softirq, idle (+ iowait, steal) since `before`.
+    fn shares_since(&self, before: &CoreTicks) -> serde_json::Value {
+        let d: Vec<f64> = self
+            .0
+            .iter()
+            .zip(before.0.iter())
+            .map(|(a, b)| a.saturating_sub(*b) as f64)
+            .collect();
+        let total = d.iter().sum::<f64>().max(1.0);
+        let pct = |i: usize| (1000.0 * d[i] / total).round() / 10.0;
+        // /proc/stat order: user nice system idle iowait irq softirq steal.
+        serde_json::json!({"user": pct(0), "nice": pct(1), "system": pct(2), "irq": pct(5),
+            "softirq": pct(6), "idle": pct(3) + pct(4), "steal": pct(7)})
+    }
+}
+
+/// Samples the switch core's time (user, nice, system, irq, softirq)
+/// every second while a trial runs.
+pub(crate) struct CpuSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<serde_json::Value>>,
+    first: Option<CoreTicks>,
+    core: usize,
+}
+
+impl CpuSampler {
+    pub(crate) fn start(core: usize) -> CpuSampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let first = CoreTicks::read(core);
+        let thread = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let mut last = CoreTicks::read(core);
+            let mut next = Instant::now() + Duration::from_secs(1);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20));
+                if Instant::now() >= next {
+                    let now = CoreTicks::read(core);
+                    if let (Some(a), Some(b)) = (now, last) {
+                        out.push(a.shares_since(&b));
+                    }
+                    last = now;
+                    next += Duration::from_secs(1);
+                }
+            }
+            out
+        });
+        CpuSampler {
+            stop,
+            thread,
+            first,
+            core,
+        }
+    }
+
+    /// {"core", "each_second": [...], "trial": shares over the whole trial}.
+    pub(crate) fn finish(self) -> serde_json::Value {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let each = self.thread.join().unwrap_or_default();
+        let whole = match (CoreTicks::read(self.core), self.first) {
+            (Some(a), Some(b)) => a.shares_since(&b),
+            _ => serde_json::Value::Null,
+        };
+        serde_json::json!({"core": self.core, "each_second": each, "trial": whole})
     }
 }
 
@@ -325,6 +453,23 @@ pub(crate) fn remove_filler() -> ofwire::v13::FlowMod {
         cookie: FILLER_COOKIE,
         cookie_mask: u64::MAX,
         ..ofwire::v13::FlowMod::add(0)
+    }
+}
+
+/// The version of a switch under test, as its own tools say.
+pub(crate) fn dut_version(dut: &str) -> String {
+    let kernel = || {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    match dut {
+        "sdnlab" | "sdnlab-afxdp" => env!("CARGO_PKG_VERSION").to_string(),
+        "ovs" | "ovs-afxdp" => sh(&["ovs-vswitchd", "--version"])
+            .map(|v| v.lines().next().unwrap_or_default().to_string())
+            .unwrap_or_default(),
+        _ => format!("Linux {}", kernel()),
     }
 }
 
@@ -458,22 +603,38 @@ pub(crate) struct Trial {
     pub(crate) reordered: u64,
     pub(crate) duplicates: u64,
     pub(crate) receiver_drops: u64,
+    pub(crate) gen: traffic::run::GenReport,
+    pub(crate) rx: traffic::run::RecvReport,
 }
 
-pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
-    let rx = Receiver::start_on(Some(&bed.rcv_ns()), &bed.rcv_if(), bed.cores.map(|(gen, _)| gen))
-        .map_err(|e| e.to_string())?;
-    let spec = GenSpec {
-        netns: Some(bed.gen_ns()),
-        ifname: bed.gen_if(),
-        template: Template::udp(frame - 4, GEN_MAC, SINK_MAC, [10, 66, 0, 1], [10, 66, 0, 99], 0),
-        rate_pps: rate,
-        duration: Duration::from_secs_f64(seconds),
+/// The test frames of a trial on `bed`: `frame` bytes (FCS included)
+/// from the generating host to a MAC nobody owns, 16 streams (UDP source
+/// ports), `seconds` at `rate` (None: flat out).
+pub(crate) fn load(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> GenSpec {
+    GenSpec {
         streams: 16,
         method: bed.generator,
         core: bed.cores.map(|(gen, _)| gen),
-    };
-    let g = generate(&spec).map_err(|e| e.to_string())?;
+        ..GenSpec::new(
+            Some(bed.gen_ns()),
+            bed.gen_if(),
+            Template::udp(frame - 4, GEN_MAC, SINK_MAC, [10, 66, 0, 1], [10, 66, 0, 99], 0),
+            rate,
+            Duration::from_secs_f64(seconds),
+        )
+    }
+}
+
+pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+    run_trial(bed, &load(bed, frame, rate, seconds))
+}
+
+/// Sends `spec`'s frames and counts what arrives at the receiving host,
+/// after the traffic has stopped and drained.
+pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
+    let rx = Receiver::start_on(Some(&bed.rcv_ns()), &bed.rcv_if(), bed.cores.map(|(gen, _)| gen))
+        .map_err(|e| e.to_string())?;
+    let g = generate(spec).map_err(|e| e.to_string())?;
     let r = rx.finish(Duration::from_millis(300));
     Ok(Trial {
         offered_pps: g.achieved_pps,
@@ -489,6 +650,8 @@ pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) ->
         reordered: r.reordered,
         duplicates: r.duplicates,
         receiver_drops: r.receiver_drops,
+        gen: g,
+        rx: r,
     })
 }
 

@@ -470,6 +470,12 @@ fn bad_command_lines_get_one_line() {
     let (code, err) = run(&["bench", "dp", "--tests", "throughput,jitter"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown test 'jitter'"), "{err}");
+    let (code, err) = run(&["bench", "dp", "--scenario-frame", "40"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--scenario-frame 40 is outside 64..=1518"), "{err}");
+    let (code, err) = run(&["bench", "dp", "--limit-mbit", "0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--limit-mbit 0 is outside"), "{err}");
     let (code, err) = run(&["bench", "dp", "--dut", "cisco"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown switch 'cisco'"), "{err}");

@@ -69,7 +69,14 @@ impl Template {
 /// The signature of a received frame: (stream, sequence, send time in ns).
 #[inline]
 pub fn signature(f: &[u8]) -> Option<(u32, u64, u64)> {
-    let s = f.get(SIG_AT..SIG_AT + 18)?;
+    // A switch may have pushed an 802.1Q tag (a receiver that gets it in
+    // the frame rather than apart).
+    let at = if f.get(12..14) == Some(&[0x81, 0x00]) {
+        SIG_AT + 4
+    } else {
+        SIG_AT
+    };
+    let s = f.get(at..at + 18)?;
     if u16::from_be_bytes([s[0], s[1]]) != MAGIC {
         return None;
     }

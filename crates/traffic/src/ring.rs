@@ -14,6 +14,7 @@ const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
 const TPACKET_V3: libc::c_int = 2;
 const TP_STATUS_USER: u32 = 1;
+const TP_STATUS_VLAN_VALID: u32 = 0x10;
 
 #[repr(C)]
 struct TpacketReq3 {
@@ -27,6 +28,10 @@ struct TpacketReq3 {
 }
 
 const BLOCK: usize = 1 << 18;
+
+/// What `poll` hands each frame to: (data, kernel receive time in ns,
+/// the 802.1Q tag taken off).
+pub type OnFrame<'a> = dyn FnMut(&[u8], u64, Option<u16>) + 'a;
 
 pub struct RxRingV3 {
     fd: RawFd,
@@ -113,9 +118,10 @@ impl RxRingV3 {
     }
 
     /// Hands every frame of the blocks ready now to `f` (data, kernel
-    /// receive time in ns since the epoch); waits up to `timeout_ms` when
-    /// none is. The number of frames.
-    pub fn poll(&mut self, timeout_ms: i32, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+    /// receive time in ns since the epoch, the 802.1Q tag the kernel took
+    /// off the frame if it had one); waits up to `timeout_ms` when none is.
+    /// The number of frames.
+    pub fn poll(&mut self, timeout_ms: i32, f: &mut OnFrame) -> usize {
         let mut n = 0;
         for round in 0..2 {
             loop {
@@ -139,20 +145,23 @@ impl RxRingV3 {
                         break;
                     }
                     // SAFETY: tpacket3_hdr fields at their offsets, inside the block.
-                    let (next, sec, nsec, snaplen, mac) = unsafe {
+                    let (next, sec, nsec, snaplen, status, mac, tci) = unsafe {
                         let p = block.add(off);
                         (
                             *(p as *const u32) as usize,
                             *(p.add(4) as *const u32) as u64,
                             *(p.add(8) as *const u32) as u64,
                             *(p.add(12) as *const u32) as usize,
+                            *(p.add(20) as *const u32),
                             *(p.add(24) as *const u16) as usize,
+                            *(p.add(32) as *const u32) as u16,
                         )
                     };
+                    let vlan = (status & TP_STATUS_VLAN_VALID != 0).then_some(tci);
                     if off + mac + snaplen <= BLOCK {
                         // SAFETY: the frame lies inside the block.
                         let data = unsafe { std::slice::from_raw_parts(block.add(off + mac), snaplen) };
-                        f(data, sec * 1_000_000_000 + nsec);
+                        f(data, sec * 1_000_000_000 + nsec, vlan);
                         n += 1;
                     }
                     if next == 0 {

@@ -76,6 +76,37 @@ pub struct GenSpec {
     pub method: GenMethod,
     /// The core the generator runs on (None: wherever the scheduler likes).
     pub core: Option<usize>,
+    /// Sends exactly this many frames back to back, as fast as it can
+    /// (RFC 2544's back-to-back burst); `rate_pps` and `duration` are
+    /// then ignored.
+    pub burst: Option<u64>,
+    /// A second phase after `duration`: (its length, its rate), the
+    /// sequence numbers running on (RFC 2544's system recovery).
+    pub then: Option<(Duration, f64)>,
+}
+
+impl GenSpec {
+    /// `duration` at `rate_pps` (None: flat out) from `ifname` in `netns`.
+    pub fn new(
+        netns: Option<String>,
+        ifname: String,
+        template: Template,
+        rate_pps: Option<f64>,
+        duration: Duration,
+    ) -> GenSpec {
+        GenSpec {
+            netns,
+            ifname,
+            template,
+            rate_pps,
+            duration,
+            streams: 1,
+            method: GenMethod::Xdp,
+            core: None,
+            burst: None,
+            then: None,
+        }
+    }
 }
 
 /// How the generator puts frames on the wire.
@@ -108,6 +139,9 @@ pub struct GenReport {
     pub refused: u64,
     pub elapsed_s: f64,
     pub achieved_pps: f64,
+    /// With a second phase: when it began (CLOCK_REALTIME ns) and the
+    /// first sequence number it sent.
+    pub second_phase: Option<(u64, u64)>,
 }
 
 /// Sends test frames as `spec` says; blocks until done.
@@ -181,9 +215,24 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
         let gen = afxdp::live::LiveGenerator::new(ifindex, &spec.template.bytes, spec.streams.max(1), 0)?;
         let tx0 = tx_packets(&spec.ifname)?;
         let t0 = Instant::now();
-        // Small kernel batches: a frame waits for the rest of its batch
-        // before it leaves, and that wait would count as latency.
-        gen.run_for(spec.duration, spec.rate_pps, XDP_BATCH)?;
+        let mut second_phase = None;
+        if let Some(n) = spec.burst {
+            // One kernel call per chunk: the burst leaves back to back.
+            let mut left = n;
+            while left > 0 {
+                let chunk = left.min(u32::MAX as u64) as u32;
+                gen.send(chunk, 64)?;
+                left -= chunk as u64;
+            }
+        } else {
+            // Small kernel batches: a frame waits for the rest of its batch
+            // before it leaves, and that wait would count as latency.
+            gen.run_for(spec.duration, spec.rate_pps, XDP_BATCH)?;
+            if let Some((length, rate)) = spec.then {
+                second_phase = Some((now_ns(), gen.next_seq()?));
+                gen.run_for(length, Some(rate), XDP_BATCH)?;
+            }
+        }
         let elapsed_s = t0.elapsed().as_secs_f64();
         let stamped = gen.next_seq()?;
         // The interface's own count says what left: a veth whose peer
@@ -200,6 +249,7 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
             refused: stamped - sent,
             elapsed_s,
             achieved_pps: sent as f64 / elapsed_s,
+            second_phase,
         })
     })
     .join()
@@ -212,33 +262,55 @@ fn generate_afpacket(spec: &GenSpec) -> io::Result<GenReport> {
     let streams = spec.streams.max(1);
     let mut frames: Vec<Template> = (0..BATCH).map(|_| spec.template.clone()).collect();
     let t0 = Instant::now();
-    let end = t0 + spec.duration;
     let (mut sent, mut refused, mut seq) = (0u64, 0u64, 0u64);
-    let per_batch = spec
-        .rate_pps
-        .map(|r| Duration::from_secs_f64(BATCH as f64 / r.max(1.0)));
-    let mut next = t0;
     // Sleep rather than spin while pacing (the machine's other cores are
     // busy with the switch and the receiver); a 1 ns timer slack keeps the
     // sleeps close to what is asked.
     // SAFETY: prctl with plain integer arguments.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64) };
-    while Instant::now() < end {
-        if let Some(step) = per_batch {
-            wait_until(next);
-            next += step;
+    let mut phases = vec![(spec.duration, spec.rate_pps)];
+    if let Some((length, rate)) = spec.then {
+        phases.push((length, Some(rate)));
+    }
+    let mut second_phase = None;
+    for (i, (length, rate)) in phases.into_iter().enumerate() {
+        if i == 1 {
+            second_phase = Some((now_ns(), seq));
         }
-        let ts = now_ns();
-        for f in frames.iter_mut() {
-            f.stamp(seq, ts);
-            let stream = (seq % streams as u64) as u16;
-            f.bytes[34..36].copy_from_slice(&(10000 + stream).to_be_bytes());
-            seq += 1;
+        let start = Instant::now();
+        let end = start + length;
+        let per_batch = rate.map(|r| Duration::from_secs_f64(BATCH as f64 / r.max(1.0)));
+        let mut next = start;
+        loop {
+            let want = match spec.burst {
+                Some(n) if seq >= n => break,
+                Some(n) => (n - seq).min(BATCH as u64) as usize,
+                None if Instant::now() >= end => break,
+                None => BATCH,
+            };
+            if let (Some(step), None) = (per_batch, spec.burst) {
+                wait_until(next);
+                next += step;
+            }
+            let ts = now_ns();
+            for f in frames.iter_mut().take(want) {
+                f.stamp(seq, ts);
+                let stream = (seq % streams as u64) as u16;
+                f.bytes[34..36].copy_from_slice(&(10000 + stream).to_be_bytes());
+                seq += 1;
+            }
+            let batch: Vec<(&[u8], VnetHdr)> = frames
+                .iter()
+                .take(want)
+                .map(|f| (&f.bytes[..], VnetHdr::default()))
+                .collect();
+            let n = port.send(&batch) as u64;
+            sent += n;
+            refused += want as u64 - n;
         }
-        let batch: Vec<(&[u8], VnetHdr)> = frames.iter().map(|f| (&f.bytes[..], VnetHdr::default())).collect();
-        let n = port.send(&batch) as u64;
-        sent += n;
-        refused += BATCH as u64 - n;
+        if spec.burst.is_some() {
+            break;
+        }
     }
     let elapsed_s = t0.elapsed().as_secs_f64();
     Ok(GenReport {
@@ -246,6 +318,7 @@ fn generate_afpacket(spec: &GenSpec) -> io::Result<GenReport> {
         refused,
         elapsed_s,
         achieved_pps: sent as f64 / elapsed_s,
+        second_phase,
     })
 }
 
@@ -267,6 +340,76 @@ pub struct RecvReport {
     pub latency_us_min: f64,
     pub latency_us_mean: f64,
     pub latency_us_max: f64,
+    /// Kernel receive times of the first and the last test frame
+    /// (CLOCK_REALTIME ns; 0 when none came).
+    pub first_rx_ns: u64,
+    pub last_rx_ns: u64,
+    /// The earliest and the latest send time among the frames received.
+    pub first_sent_ns: u64,
+    pub last_sent_ns: u64,
+    /// The first test frame received, its 802.1Q tag (which the kernel
+    /// hands over apart) put back: what the switch really sent.
+    pub sample: Option<Vec<u8>>,
+    /// The latency distribution as (µs, cumulative fraction) at fixed quantiles.
+    pub latency_cdf: Vec<(f64, f64)>,
+    /// One bit per sequence number received.
+    #[serde(skip)]
+    seen: Vec<u64>,
+    /// Per block of `SEQ_BLOCK` sequence numbers, the send time of the
+    /// first frame of it received (0: none), to date the frames lost.
+    #[serde(skip)]
+    block_sent_ns: Vec<u64>,
+}
+
+/// Sequence numbers per entry of the send-time index (at 1 Mpps, 0.26 ms).
+const SEQ_BLOCK: u64 = 256;
+
+impl RecvReport {
+    /// Whether the frame numbered `seq` arrived.
+    pub fn got(&self, seq: u64) -> bool {
+        self.seen
+            .get((seq / 64) as usize)
+            .is_some_and(|w| w & (1 << (seq % 64)) != 0)
+    }
+
+    /// The highest sequence number below `end` that never arrived.
+    pub fn last_missing_before(&self, end: u64) -> Option<u64> {
+        if end == 0 {
+            return None;
+        }
+        let mut w = ((end - 1) / 64) as usize;
+        loop {
+            let word = self.seen.get(w).copied().unwrap_or(0);
+            let first = w as u64 * 64;
+            let valid = if end - first >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << (end - first)) - 1
+            };
+            let missing = !word & valid;
+            if missing != 0 {
+                return Some(first + 63 - missing.leading_zeros() as u64);
+            }
+            if w == 0 {
+                return None;
+            }
+            w -= 1;
+        }
+    }
+
+    /// When the frame numbered `seq` was sent, from the nearest block of
+    /// frames that arrived (to within `SEQ_BLOCK` frames).
+    pub fn sent_ns_near(&self, seq: u64) -> Option<u64> {
+        let b = (seq / SEQ_BLOCK) as usize;
+        let after = self.block_sent_ns.iter().skip(b).find(|&&t| t != 0);
+        let before = || {
+            self.block_sent_ns[..b.min(self.block_sent_ns.len())]
+                .iter()
+                .rev()
+                .find(|&&t| t != 0)
+        };
+        after.or_else(before).copied()
+    }
 }
 
 /// A receiver running on its own thread until `stop`.
@@ -305,9 +448,28 @@ impl Receiver {
             let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
             loop {
                 let stopping = flag.load(Relaxed);
-                let n = ring.poll(10, &mut |f, rx_ns| match signature(f) {
+                let n = ring.poll(10, &mut |f, rx_ns, vlan| match signature(f) {
                     Some((_, seq, sent)) => {
                         r.received += 1;
+                        if r.first_rx_ns == 0 {
+                            r.first_rx_ns = rx_ns;
+                            r.first_sent_ns = sent;
+                            let mut frame = f.to_vec();
+                            if let Some(tci) = vlan {
+                                frame.splice(12..12, [0x81, 0x00, (tci >> 8) as u8, tci as u8]);
+                            }
+                            r.sample = Some(frame);
+                        }
+                        r.last_rx_ns = rx_ns;
+                        r.first_sent_ns = r.first_sent_ns.min(sent);
+                        r.last_sent_ns = r.last_sent_ns.max(sent);
+                        let blk = (seq / SEQ_BLOCK) as usize;
+                        if blk >= r.block_sent_ns.len() {
+                            r.block_sent_ns.resize(blk + 1, 0);
+                        }
+                        if r.block_sent_ns[blk] == 0 {
+                            r.block_sent_ns[blk] = sent;
+                        }
                         let (w, b) = ((seq / 64) as usize, seq % 64);
                         if w >= seen.len() {
                             seen.resize(w + 1, 0);
@@ -330,6 +492,7 @@ impl Receiver {
                 }
             }
             r.receiver_drops = ring.take_drops();
+            r.seen = seen;
             if !hist.is_empty() {
                 r.latency_us_p50 = hist.value_at_quantile(0.5) as f64;
                 r.latency_us_p99 = hist.value_at_quantile(0.99) as f64;
@@ -337,6 +500,12 @@ impl Receiver {
                 r.latency_us_p999 = hist.value_at_quantile(0.999) as f64;
                 r.latency_us_min = hist.min() as f64;
                 r.latency_us_mean = hist.mean();
+                r.latency_cdf = [
+                    0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0,
+                ]
+                .iter()
+                .map(|&q| (hist.value_at_quantile(q) as f64, q))
+                .collect();
             }
             r
         });

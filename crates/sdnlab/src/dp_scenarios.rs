@@ -1,0 +1,548 @@
+//! The OpenFlow data-plane scenarios of `sdnlab bench dp` (the papers'
+//! slides): each installs its rules through OpenFlow 1.3 first (every
+//! other rule removed), then offers a steady load and records each
+//! frame's latency, repetition by repetition (CDFs and confidence
+//! intervals come from the report engine):
+//!
+//! - `match`: the same forwarding by in_port only, + MACs, + IPv4
+//!   addresses, + UDP ports, and on every field of the frame;
+//! - `table`: one rule alone, then behind a table of non-matching rules;
+//! - `rewrite`: MAC, IPv4 address, VLAN priority (tag pushed), DSCP, UDP
+//!   port rewritten, each checked in the frames that arrive;
+//! - `legacy`: OpenFlow forwarding against the switch's L2 `NORMAL`
+//!   action (Open vSwitch) or the Linux bridge, as a speedup;
+//! - `capacity`: rules added until the switch refuses them or its table
+//!   statistics stop growing, then a sample of them checked to forward;
+//! - `insertion`: FLOW_MODs per second to the barrier, and the time from a
+//!   FLOW_MOD to the first frame it forwards, against when the BARRIER
+//!   reply came (a reply before the rule forwards is a switch that lies).
+
+use crate::bench_dp::{Plan, Runner};
+use crate::testbed::{delete_all, filler_rules, forward_rules, load, OfClient, Trial, GEN_MAC, SINK_MAC};
+use ofwire::oxm::{Match, Oxm};
+use ofwire::types::MacAddr;
+use ofwire::v13::{Action, FlowMod, Instruction};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+use traffic::frame::Template;
+use traffic::run::{now_ns, GenSpec};
+
+pub(crate) const SCENARIOS: [&str; 6] = ["match", "table", "rewrite", "legacy", "capacity", "insertion"];
+
+/// A frame rewritten to this MAC still belongs to nobody on the receiving host.
+const OTHER_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 0x98];
+const GEN_IP: Ipv4Addr = Ipv4Addr::new(10, 66, 0, 1);
+const SINK_IP: Ipv4Addr = Ipv4Addr::new(10, 66, 0, 99);
+const OTHER_IP: Ipv4Addr = Ipv4Addr::new(10, 66, 0, 98);
+/// The UDP ports of the scenarios' single stream.
+const UDP_SRC: u16 = 10000;
+const UDP_DST: u16 = 5001;
+const PORT_NORMAL: u32 = 0xffff_fffa;
+
+/// The rows of the scenario tables, and the legacy comparison across switches.
+#[derive(Default)]
+pub(crate) struct Tables {
+    rows: Vec<String>,
+    /// (switch, OpenFlow mean latency µs, OpenFlow max rate, legacy name, legacy latency, legacy max rate).
+    legacy: Vec<(String, f64, f64, String, f64, f64)>,
+    bridge: Option<(f64, f64)>,
+}
+
+impl Tables {
+    fn row(&mut self, dut: &str, scenario: &str, variant: &str, result: String, check: String) {
+        self.rows
+            .push(format!("| {dut} | {scenario} | {variant} | {result} | {check} |"));
+    }
+
+    pub(crate) fn render(&self) -> String {
+        if self.rows.is_empty() {
+            return String::new();
+        }
+        let mut s = String::from("| switch | scenario | variant | result | check |\n|---|---|---|---|---|\n");
+        for r in &self.rows {
+            s.push_str(r);
+            s.push('\n');
+        }
+        let mut speedups = Vec::new();
+        for (dut, of_lat, of_max, name, lat, max) in &self.legacy {
+            speedups.push((dut.clone(), *of_lat, *of_max, name.clone(), *lat, *max));
+        }
+        if let Some((lat, max)) = self.bridge {
+            for (dut, of_lat, of_max, ..) in self.legacy.iter().filter(|l| l.3.is_empty()) {
+                speedups.push((dut.clone(), *of_lat, *of_max, "Linux bridge".into(), lat, max));
+            }
+        }
+        speedups.retain(|l| !l.3.is_empty());
+        if !speedups.is_empty() {
+            s.push_str("\n| switch | legacy mode | OpenFlow mean latency (µs) | legacy mean latency (µs) | legacy speedup, latency | OpenFlow max rate (frames/s) | legacy max rate | legacy speedup, rate |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+            for (dut, of_lat, of_max, name, lat, max) in speedups {
+                s.push_str(&format!(
+                    "| {dut} | {name} | {of_lat:.1} | {lat:.1} | {:.2}x | {of_max:.0} | {max:.0} | {:.2}x |\n",
+                    of_lat / lat,
+                    max / of_max
+                ));
+            }
+        }
+        s
+    }
+}
+
+fn output(port: u32) -> Vec<Instruction> {
+    vec![Instruction::ApplyActions(vec![Action::Output { port, max_len: 0 }])]
+}
+
+fn rule(fields: Vec<Oxm>, actions: Vec<Action>) -> FlowMod {
+    FlowMod {
+        match_: Match::new(fields),
+        instructions: vec![Instruction::ApplyActions(actions)],
+        ..FlowMod::add(10)
+    }
+}
+
+fn out2() -> Action {
+    Action::Output { port: 2, max_len: 0 }
+}
+
+/// Every other rule removed, then `rules`; (seconds to the barrier, errors).
+fn replace_rules(addr: std::net::SocketAddr, rules: &[FlowMod]) -> Result<(f64, u64), String> {
+    let mut c = OfClient::connect(addr)?;
+    c.install(&[delete_all()])?;
+    c.install(rules)
+}
+
+/// The scenarios' frames: one stream, to `dst_ip`.
+fn scenario_load(r: &Runner, p: &Plan, dst_ip: Ipv4Addr, rate: f64, seconds: f64) -> GenSpec {
+    GenSpec {
+        streams: 1,
+        template: Template::udp(
+            p.scenario_frame - 4,
+            GEN_MAC,
+            SINK_MAC,
+            GEN_IP.octets(),
+            dst_ip.octets(),
+            0,
+        ),
+        ..load(r.bed, p.scenario_frame, Some(rate), seconds)
+    }
+}
+
+/// The scenario's latency trials, each a figure of `<dut> <scenario> <variant>`.
+fn latency_trials(r: &mut Runner, p: &Plan, scenario: &str, variant: &str) -> Result<Vec<Trial>, String> {
+    let spec = scenario_load(r, p, SINK_IP, p.scenario_rate, p.scenario_s);
+    let mut out = Vec::new();
+    for i in 0..p.scenario_repetitions {
+        let t = r.run_spec(&format!("{scenario}:{variant}"), p.scenario_frame, &spec)?;
+        let name = format!("{} {scenario} {variant}", r.dut);
+        if t.received > 0 {
+            r.figure(
+                name,
+                i as u32,
+                &[
+                    ("latency_mean_us", t.latency_us_mean),
+                    ("latency_p50_us", t.latency_us_p50),
+                    ("latency_p999_us", t.latency_us_p999),
+                    ("pdv_us", t.latency_us_p999 - t.latency_us_min),
+                ],
+                t.rx.latency_cdf.clone(),
+            );
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// "mean [95 % CI] / p99.9 µs, loss" over the repetitions.
+fn latency_cell(ts: &[Trial]) -> String {
+    let means: Vec<f64> = ts
+        .iter()
+        .filter(|t| t.received > 0)
+        .map(|t| t.latency_us_mean)
+        .collect();
+    if means.is_empty() {
+        return "nothing forwarded".into();
+    }
+    let (lo, hi) = if means.len() >= 2 {
+        stats::ci_t(&means, 0.95)
+    } else {
+        (f64::NAN, f64::NAN)
+    };
+    let p999 = stats::mean(&ts.iter().map(|t| t.latency_us_p999).collect::<Vec<_>>());
+    let (sent, got) = ts.iter().fold((0, 0), |(s, g), t| (s + t.sent, g + t.received));
+    format!(
+        "latency mean {:.1} µs [{lo:.1}, {hi:.1}], p99.9 {p999:.0} µs; {} of {sent} frames lost",
+        stats::mean(&means),
+        sent.saturating_sub(got)
+    )
+}
+
+fn forwarded_check(ts: &[Trial]) -> String {
+    if ts.iter().all(|t| t.received > 0) {
+        "forwarded".into()
+    } else {
+        "FAILED: frames not forwarded".into()
+    }
+}
+
+fn ip_header_ok(f: &[u8], at: usize) -> bool {
+    let Some(h) = f.get(at..at + 20) else { return false };
+    let mut s = 0u32;
+    for w in h.chunks(2) {
+        s += u16::from_be_bytes([w[0], w[1]]) as u32;
+    }
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s == 0xffff
+}
+
+/// Whether a received frame carries the rewrite named `variant`.
+pub(crate) fn rewrite_seen(variant: &str, f: &[u8]) -> bool {
+    let tagged = f.get(12..14) == Some(&[0x81, 0x00]);
+    let l3 = if tagged { 18 } else { 14 };
+    match variant {
+        "mac" => f.get(0..6) == Some(&OTHER_MAC),
+        "ipv4" => f.get(l3 + 16..l3 + 20) == Some(&OTHER_IP.octets()) && ip_header_ok(f, l3),
+        "vlan-pcp" => {
+            tagged
+                && f.get(14).is_some_and(|b| b >> 5 == 5)
+                && f.get(14..16)
+                    .is_some_and(|t| u16::from_be_bytes([t[0], t[1]]) & 0xfff == 10)
+        }
+        "dscp" => f.get(l3 + 1).is_some_and(|tos| tos >> 2 == 46) && ip_header_ok(f, l3),
+        "udp-port" => f.get(l3 + 22..l3 + 24) == Some(&6000u16.to_be_bytes()),
+        _ => true,
+    }
+}
+
+/// in_port, and what OpenFlow requires before a field may be set (its
+/// prerequisites: IPv4 for addresses and DSCP, UDP for its ports).
+fn rewrite_match(variant: &str) -> Vec<Oxm> {
+    let mut m = vec![Oxm::InPort(1)];
+    if matches!(variant, "ipv4" | "dscp" | "udp-port") {
+        m.push(Oxm::EthType(0x0800));
+    }
+    if variant == "udp-port" {
+        m.push(Oxm::IpProto(17));
+    }
+    m
+}
+
+fn rewrite_actions(variant: &str) -> Vec<Action> {
+    let mut a = match variant {
+        "mac" => vec![Action::SetField(Oxm::EthDst(MacAddr(OTHER_MAC), None))],
+        "ipv4" => vec![Action::SetField(Oxm::Ipv4Dst(OTHER_IP, None))],
+        "vlan-pcp" => vec![
+            Action::PushVlan(0x8100),
+            Action::SetField(Oxm::VlanVid(0x1000 | 10, None)),
+            Action::SetField(Oxm::VlanPcp(5)),
+        ],
+        "dscp" => vec![Action::SetField(Oxm::IpDscp(46))],
+        "udp-port" => vec![Action::SetField(Oxm::UdpDst(6000))],
+        _ => Vec::new(),
+    };
+    a.push(out2());
+    a
+}
+
+fn match_fields(variant: &str) -> Vec<Oxm> {
+    let mut m = vec![Oxm::InPort(1)];
+    let level = ["in_port", "macs", "ips", "udp", "exact"]
+        .iter()
+        .position(|v| *v == variant)
+        .unwrap_or(0);
+    if level >= 1 {
+        m.extend([
+            Oxm::EthDst(MacAddr(SINK_MAC), None),
+            Oxm::EthSrc(MacAddr(GEN_MAC), None),
+        ]);
+    }
+    if level >= 2 {
+        m.extend([
+            Oxm::EthType(0x0800),
+            Oxm::Ipv4Src(GEN_IP, None),
+            Oxm::Ipv4Dst(SINK_IP, None),
+        ]);
+    }
+    if level >= 3 {
+        m.extend([Oxm::IpProto(17), Oxm::UdpSrc(UDP_SRC), Oxm::UdpDst(UDP_DST)]);
+    }
+    if level >= 4 {
+        m.extend([Oxm::VlanVid(0, None), Oxm::IpDscp(0), Oxm::IpEcn(0)]);
+    }
+    m
+}
+
+/// Runs the `wanted` scenarios on the runner's switch, then puts its
+/// forwarding rules back.
+pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[&str], tables: &mut Tables) -> Result<(), String> {
+    let dut = r.dut.to_string();
+    let Some(addr) = r.of_addr else {
+        // No OpenFlow: the Linux bridge is the legacy mode the others are compared with.
+        if r.dut == "bridge" && wanted.contains(&"legacy") {
+            let ts = latency_trials(r, p, "legacy", "bridge")?;
+            let max = r.run("legacy_max", p.scenario_frame, None, p.scenario_s)?;
+            tables.row(&dut, "legacy", "Linux bridge", latency_cell(&ts), forwarded_check(&ts));
+            tables.bridge = Some((mean_latency(&ts), max.rx_pps));
+        }
+        return Ok(());
+    };
+    let result = scenarios(r, p, wanted, tables, addr);
+    let restore = replace_rules(addr, &forward_rules());
+    result.and(restore.map(drop))
+}
+
+fn mean_latency(ts: &[Trial]) -> f64 {
+    stats::mean(
+        &ts.iter()
+            .filter(|t| t.received > 0)
+            .map(|t| t.latency_us_mean)
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn scenarios(
+    r: &mut Runner,
+    p: &Plan,
+    wanted: &[&str],
+    tables: &mut Tables,
+    addr: std::net::SocketAddr,
+) -> Result<(), String> {
+    let dut = r.dut.to_string();
+    if wanted.contains(&"match") {
+        for variant in ["in_port", "macs", "ips", "udp", "exact"] {
+            let (_, errors) = replace_rules(addr, &[rule(match_fields(variant), vec![out2()])])?;
+            if errors > 0 {
+                tables.row(&dut, "match", variant, "rule refused".into(), "-".into());
+                continue;
+            }
+            let ts = latency_trials(r, p, "match", variant)?;
+            tables.row(&dut, "match", variant, latency_cell(&ts), forwarded_check(&ts));
+        }
+    }
+    if wanted.contains(&"table") {
+        for (variant, fill) in [("1 rule", 0), ("full", p.table_rules)] {
+            let mut rules = vec![rule(vec![Oxm::InPort(1)], vec![out2()])];
+            rules.extend(filler_rules(fill, 0));
+            let (_, errors) = replace_rules(addr, &rules)?;
+            let ts = latency_trials(r, p, "table", variant)?;
+            let variant = format!("{variant} ({} rules)", rules.len());
+            let check = if errors > 0 {
+                format!("{errors} rules refused; {}", forwarded_check(&ts))
+            } else {
+                forwarded_check(&ts)
+            };
+            tables.row(&dut, "table", &variant, latency_cell(&ts), check);
+        }
+    }
+    if wanted.contains(&"rewrite") {
+        for variant in ["none", "mac", "ipv4", "vlan-pcp", "dscp", "udp-port"] {
+            let (_, errors) = replace_rules(addr, &[rule(rewrite_match(variant), rewrite_actions(variant))])?;
+            if errors > 0 {
+                tables.row(&dut, "rewrite", variant, "rule refused".into(), "-".into());
+                continue;
+            }
+            let ts = latency_trials(r, p, "rewrite", variant)?;
+            let seen = ts
+                .iter()
+                .filter_map(|t| t.rx.sample.as_deref())
+                .all(|f| rewrite_seen(variant, f))
+                && ts.iter().any(|t| t.rx.sample.is_some());
+            let check = match (variant, seen) {
+                ("none", _) => forwarded_check(&ts),
+                (_, true) => "rewrite seen in received frames".into(),
+                (_, false) => "FAILED: rewrite not in received frames".into(),
+            };
+            tables.row(&dut, "rewrite", variant, latency_cell(&ts), check);
+        }
+    }
+    if wanted.contains(&"legacy") {
+        replace_rules(addr, &[rule(vec![Oxm::InPort(1)], vec![out2()])])?;
+        let of = latency_trials(r, p, "legacy", "openflow")?;
+        let of_max = r.run("legacy_max", p.scenario_frame, None, p.scenario_s)?.rx_pps;
+        tables.row(
+            &dut,
+            "legacy",
+            "openflow (in_port rule)",
+            latency_cell(&of),
+            forwarded_check(&of),
+        );
+        let mut legacy = (String::new(), f64::NAN, f64::NAN);
+        if r.dut.starts_with("ovs") {
+            replace_rules(
+                addr,
+                &[FlowMod {
+                    instructions: output(PORT_NORMAL),
+                    ..FlowMod::add(10)
+                }],
+            )?;
+            let ts = latency_trials(r, p, "legacy", "normal")?;
+            let max = r.run("legacy_max", p.scenario_frame, None, p.scenario_s)?.rx_pps;
+            tables.row(
+                &dut,
+                "legacy",
+                "NORMAL (L2 learning)",
+                latency_cell(&ts),
+                forwarded_check(&ts),
+            );
+            legacy = ("NORMAL action".into(), mean_latency(&ts), max);
+        }
+        tables
+            .legacy
+            .push((dut.clone(), mean_latency(&of), of_max, legacy.0, legacy.1, legacy.2));
+    }
+    if wanted.contains(&"capacity") {
+        capacity(r, p, tables, addr)?;
+    }
+    if wanted.contains(&"insertion") {
+        insertion(r, p, tables, addr)?;
+    }
+    Ok(())
+}
+
+/// Exact IPv4 destination rules, from 12.0.0.0 up.
+fn capacity_rule(i: u32) -> FlowMod {
+    rule(
+        vec![
+            Oxm::EthType(0x0800),
+            Oxm::Ipv4Dst(Ipv4Addr::from(0x0c00_0000 + i), None),
+        ],
+        vec![out2()],
+    )
+}
+
+fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), String> {
+    let dut = r.dut.to_string();
+    replace_rules(addr, &[])?;
+    let chunk = (p.capacity_max / 20).clamp(1000.min(p.capacity_max), 50_000);
+    let mut c = OfClient::connect(addr)?;
+    let (mut added, mut active, mut refused) = (0usize, 0u64, 0u64);
+    let mut stop = "the most asked for";
+    while added < p.capacity_max {
+        let n = chunk.min(p.capacity_max - added);
+        let mods: Vec<FlowMod> = (added..added + n).map(|i| capacity_rule(i as u32)).collect();
+        let (_, errors) = c.install(&mods)?;
+        added += n;
+        let now = c.active_rules()?;
+        refused += errors;
+        let grew = now > active;
+        active = now;
+        if errors > 0 {
+            stop = "the switch refused rules";
+            break;
+        }
+        if !grew {
+            stop = "its table statistics stopped growing";
+            break;
+        }
+    }
+    // A sample of the rules, spread over those installed, checked in the
+    // data plane: with no other rule, only the rule itself can forward.
+    let samples = 8.min(active as usize).max(1);
+    let mut verified = 0;
+    let mut highest = 0;
+    for k in 0..samples {
+        let i = (active as usize - 1) * k / (samples - 1).max(1);
+        let dst = Ipv4Addr::from(0x0c00_0000 + i as u32);
+        let spec = scenario_load(r, p, dst, 10_000.0, 0.3);
+        let t = r.run_spec("capacity_verify", p.scenario_frame, &spec)?;
+        if t.received > 0 {
+            verified += 1;
+            highest = highest.max(i + 1);
+        }
+    }
+    r.figure(format!("{dut} capacity"), 0, &[("rules", active as f64)], Vec::new());
+    tables.row(
+        &dut,
+        "capacity",
+        &format!("up to {}", p.capacity_max),
+        format!("{active} rules in the tables ({added} sent, {refused} refused; stopped: {stop})"),
+        format!("{verified} of {samples} sampled rules forward (the highest verified: rule {highest})"),
+    );
+    Ok(())
+}
+
+fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), String> {
+    let dut = r.dut.to_string();
+    replace_rules(addr, &[])?;
+    let mods = filler_rules(p.table_rules, 0);
+    let (secs, errors) = OfClient::connect(addr)?.install(&mods)?;
+    let per_s = mods.len() as f64 / secs;
+    r.figure(format!("{dut} insertion"), 0, &[("flow_mods_per_s", per_s)], Vec::new());
+    tables.row(
+        &dut,
+        "insertion",
+        &format!("{} rules, one batch, to the barrier", mods.len()),
+        format!("{per_s:.0} FLOW_MODs/s"),
+        format!("{errors} refused"),
+    );
+    let seconds = p.scenario_s.max(1.0);
+    let interval_us = 1e6 / p.scenario_rate;
+    let (mut delays, mut gaps, mut lies) = (Vec::new(), Vec::new(), 0);
+    for i in 0..p.scenario_repetitions {
+        replace_rules(addr, &[])?;
+        let spec = scenario_load(r, p, SINK_IP, p.scenario_rate, seconds);
+        let mut times = (0u64, 0u64);
+        // Once only: a repeat would find the rule in place.
+        let (t, _) = r.run_once("insertion_delay", p.scenario_frame, &spec, |a| {
+            let Some(a) = a else { return Ok(()) };
+            let mut c = OfClient::connect(a)?;
+            std::thread::sleep(Duration::from_secs_f64(seconds * 0.3));
+            let sent = now_ns();
+            c.install(&[rule(vec![Oxm::InPort(1)], vec![out2()])])?;
+            times = (sent, now_ns());
+            Ok(())
+        })?;
+        let (sent, reply) = times;
+        if t.received == 0 || sent == 0 {
+            continue;
+        }
+        // From the FLOW_MOD to the first frame out of the switch.
+        let delay_ms = t.rx.first_rx_ns.saturating_sub(sent) as f64 / 1e6;
+        // Frames sent after the BARRIER reply that were still dropped: the
+        // first frame through was sent this long after the reply.
+        let gap_us = (t.rx.first_sent_ns as f64 - reply as f64) / 1e3;
+        if gap_us > 2.0 * interval_us + 50.0 {
+            lies += 1;
+        }
+        r.figure(
+            format!("{dut} insertion"),
+            i as u32,
+            &[("first_packet_ms", delay_ms)],
+            Vec::new(),
+        );
+        delays.push(delay_ms);
+        gaps.push(gap_us);
+    }
+    let check = if delays.is_empty() {
+        "FAILED: the new rule forwarded nothing".to_string()
+    } else if lies == 0 {
+        format!(
+            "BARRIER_REPLY honest in {} of {}: no frame sent after it was dropped (worst: first frame through sent {:.0} µs after the reply; frames every {interval_us:.0} µs)",
+            delays.len(),
+            delays.len(),
+            gaps.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+        )
+    } else {
+        format!(
+            "BARRIER_REPLY before the rule forwarded in {lies} of {}: frames sent up to {:.0} µs after the reply were dropped",
+            delays.len(),
+            gaps.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+        )
+    };
+    tables.row(
+        &dut,
+        "insertion",
+        "FLOW_MOD to first frame forwarded",
+        if delays.is_empty() {
+            "-".into()
+        } else {
+            format!(
+                "{:.2} ms mean, {:.2} ms max",
+                stats::mean(&delays),
+                delays.iter().cloned().fold(0.0, f64::max)
+            )
+        },
+        check,
+    );
+    Ok(())
+}

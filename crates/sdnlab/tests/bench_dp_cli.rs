@@ -1,0 +1,185 @@
+//! `sdnlab bench dp --quick` end to end, as root, on its own test beds
+//! (namespaces and veths prefixed `sbsw` + the bench's pid, removed by the
+//! bench): the RFC 2544 tests on the direct veth pair and on a Linux
+//! bridge limited to a known rate, and every OpenFlow scenario against
+//! sdnlab, Open vSwitch and the bridge. Sanity, not speed: a direct pair
+//! loses nothing at low rates, a known bottleneck is found, rewrites are
+//! seen in the frames that arrive, capacity covers what was verified.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// One bench at a time: they pin the same cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn bench(args: &[&str], out: &Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "dp", "--quick", "--out"])
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "bench dp {args:?}: {text}");
+    std::fs::read_to_string(out.join("summary.md")).unwrap()
+}
+
+fn trials(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sdnlab-dp-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// The number in column `col` of the summary row that starts with `prefix`.
+fn cell(summary: &str, prefix: &str, col: usize) -> f64 {
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no row {prefix}: {summary}"));
+    row.split('|').nth(col).unwrap().trim().parse().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn rfc2544_tests_find_no_loss_on_a_direct_pair_and_the_limit_of_a_shaped_bridge() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("veth");
+    let summary = bench(
+        &[
+            "--dut",
+            "veth",
+            "--frames",
+            "64",
+            "--tests",
+            "throughput,latency,loss,b2b,recovery",
+        ],
+        &out,
+    );
+    let tput = cell(&summary, "| veth | 64 |", 3);
+    assert!(tput > 20_000.0, "a veth pair forwards far more: {summary}");
+    let all = trials(&out);
+    let loss: Vec<&serde_json::Value> = all.iter().filter(|t| t["test"] == "loss").collect();
+    assert!(loss.len() >= 2, "a loss curve: {loss:?}");
+    for t in &loss[loss.len() - 2..] {
+        assert_eq!(t["lost"], 0, "the curve ends with two loss-free trials: {t}");
+    }
+    for test in ["throughput_confirm", "latency", "b2b", "recovery"] {
+        assert!(all.iter().any(|t| t["test"] == test), "no {test} trial");
+    }
+    // Every trial records the switch core's time shares (none here: no switch process,
+    // but the core is still sampled) and what the generator did.
+    assert!(all.iter().all(|t| t["generator"]["sent"].as_u64().is_some()));
+    let confirm = all.iter().find(|t| t["test"] == "throughput_confirm").unwrap();
+    assert_eq!(confirm["lost"], 0, "the confirmed rate lost nothing: {confirm}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("throughput_fps") && report.contains("b2b_frames"));
+    let _ = std::fs::remove_dir_all(&out);
+
+    // 5 Mbit/s through a tbf qdisc: 60-byte frames at most ~10,400/s.
+    let out = out_dir("shaped");
+    let summary = bench(
+        &[
+            "--dut",
+            "bridge",
+            "--frames",
+            "64",
+            "--tests",
+            "throughput,loss",
+            "--limit-mbit",
+            "5",
+        ],
+        &out,
+    );
+    let tput = cell(&summary, "| bridge | 64 |", 3);
+    assert!(
+        tput < 15_000.0,
+        "the shaped bridge forwards at most the limit: {summary}"
+    );
+    let first_loss = trials(&out)
+        .into_iter()
+        .find(|t| t["test"] == "loss")
+        .expect("a loss trial");
+    let (sent, lost) = (
+        first_loss["sent"].as_f64().unwrap(),
+        first_loss["lost"].as_f64().unwrap(),
+    );
+    assert!(
+        lost / sent > 0.5,
+        "flat out, most frames are lost at the limit: {first_loss}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn openflow_scenarios_run_against_sdnlab_ovs_and_the_bridge() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("scenarios");
+    let summary = bench(
+        &[
+            "--dut",
+            "sdnlab,ovs,bridge",
+            "--tests",
+            "match,table,rewrite,legacy,capacity,insertion",
+        ],
+        &out,
+    );
+    assert!(!summary.contains("FAILED"), "{summary}");
+    for dut in ["sdnlab", "ovs"] {
+        let rows = |scenario: &str| {
+            summary
+                .lines()
+                .filter(|l| l.starts_with(&format!("| {dut} | {scenario} |")))
+                .collect::<Vec<_>>()
+        };
+        let matches = rows("match");
+        assert_eq!(matches.len(), 5, "{summary}");
+        assert!(matches.iter().all(|r| r.ends_with("| forwarded |")), "{summary}");
+        let rewrites = rows("rewrite");
+        assert_eq!(
+            rewrites
+                .iter()
+                .filter(|r| r.contains("rewrite seen in received frames"))
+                .count(),
+            5,
+            "MAC, IPv4, VLAN priority, DSCP and UDP port rewrites all seen: {summary}"
+        );
+        assert_eq!(rows("table").len(), 2, "{summary}");
+        let capacity = rows("capacity");
+        let row = capacity.first().unwrap_or_else(|| panic!("{summary}"));
+        let rules: u64 = row
+            .split("| ")
+            .nth(4)
+            .and_then(|c| c.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(row.contains("8 of 8 sampled rules forward"), "{row}");
+        assert!(rules >= 5000, "capacity covers the rules verified: {row}");
+        let insertion = rows("insertion");
+        assert!(
+            insertion.iter().any(|r| r.contains("FLOW_MODs/s"))
+                && insertion.iter().any(|r| r.contains("BARRIER_REPLY")),
+            "{summary}"
+        );
+    }
+    assert!(summary.contains("| bridge | legacy | Linux bridge |"), "{summary}");
+    assert!(summary.contains("| ovs | NORMAL action |"), "{summary}");
+    assert!(summary.contains("| sdnlab | Linux bridge |"), "{summary}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        report.contains("sdnlab rewrite vlan-pcp"),
+        "latency figures per variant in the report"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
