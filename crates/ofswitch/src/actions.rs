@@ -111,11 +111,33 @@ fn settable(f: u8) -> bool {
 }
 
 /// Checks one action list and compiles it. `valid_port` says whether a
-/// port number is one of the switch's ports.
-pub fn compile(actions: &[Action], valid_port: &dyn Fn(u32) -> bool) -> Result<Vec<Act>, ErrorCode> {
+/// port number is one of the switch's ports. With `known` (what the
+/// flow's match says about the packet), every set_field must find its
+/// field's prerequisites there or in an earlier action (a pushed VLAN
+/// tag), as OpenFlow 1.3 section 7.2.5 asks: MATCH_INCONSISTENT if not.
+/// Group buckets and packet-outs have no match and are not checked.
+pub fn compile(
+    actions: &[Action],
+    valid_port: &dyn Fn(u32) -> bool,
+    known: Option<ofwire::oxm::Known>,
+) -> Result<Vec<Act>, ErrorCode> {
     use ofwire::v13::port;
     let mut out = Vec::with_capacity(actions.len());
+    let mut known = known;
     for a in actions {
+        if let Some(k) = known.as_mut() {
+            match a {
+                Action::SetField(o)
+                    if o.class() == ofwire::oxm::OFPXMC_OPENFLOW_BASIC && k.allows(o.field()).is_err() =>
+                {
+                    return Err(bad(BadActionCode::MatchInconsistent));
+                }
+                Action::PushVlan(_) => k.vlan_tagged = true,
+                Action::PopVlan => k.vlan_tagged = false,
+                a @ Action::Experimenter { .. } if vlan_or_push_vid(a).is_some() => k.vlan_tagged = true,
+                _ => {}
+            }
+        }
         out.push(match a {
             Action::Output { port: p, max_len } => {
                 let ok = match *p {

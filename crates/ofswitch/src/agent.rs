@@ -328,7 +328,7 @@ impl Agent {
                     Ok(f) => f,
                     Err(code) => return fail(fx, code),
                 };
-                let result = self.write().flow_mod(&fm, now);
+                let result = self.write().flow_mod_v10(&fm, now);
                 match result {
                     Ok(removed) => {
                         self.flow_removed(&removed, fx);
@@ -528,7 +528,7 @@ impl Agent {
         }
         let acts = {
             let p = self.read();
-            actions::compile(&po.actions, &|q| p.ports.contains_key(&q))?
+            actions::compile(&po.actions, &|q| p.ports.contains_key(&q), None)?
         };
         let (in_port, data) = if po.buffer_id != v13::NO_BUFFER {
             let (_, data) = self.buffers.take(po.buffer_id)?;

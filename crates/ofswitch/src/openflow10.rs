@@ -405,7 +405,7 @@ mod tests {
             flags: 0,
             actions: vec![v10::Action::SetVlanVid(42), v10::Action::Output { port: 2, max_len: 0 }],
         };
-        p.flow_mod(&flow_mod_in(&fm).unwrap(), std::time::Instant::now())
+        p.flow_mod_v10(&flow_mod_in(&fm).unwrap(), std::time::Instant::now())
             .unwrap();
         let mut untagged = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x06];
         untagged.resize(60, 0);

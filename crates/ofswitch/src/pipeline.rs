@@ -220,8 +220,8 @@ impl Pipeline {
         self.ports.contains_key(&p)
     }
 
-    fn compile_actions(&self, list: &[v13::Action]) -> Result<Vec<Act>, ErrorCode> {
-        let acts = actions::compile(list, &|p| self.valid_port(p))?;
+    fn compile_actions(&self, list: &[v13::Action], known: Option<ofwire::oxm::Known>) -> Result<Vec<Act>, ErrorCode> {
+        let acts = actions::compile(list, &|p| self.valid_port(p), known)?;
         for a in &acts {
             if let Act::Group(g) = a {
                 if !self.groups.contains_key(g) {
@@ -232,7 +232,13 @@ impl Pipeline {
         Ok(acts)
     }
 
-    fn compile_program(&self, table_id: u8, insts: &[Instruction]) -> Result<Program, ErrorCode> {
+    /// `known`: what the rule's match says about the packet (set_field prerequisites).
+    fn compile_program(
+        &self,
+        table_id: u8,
+        insts: &[Instruction],
+        known: Option<ofwire::oxm::Known>,
+    ) -> Result<Program, ErrorCode> {
         let mut p = Program::default();
         for i in insts {
             match i {
@@ -243,9 +249,9 @@ impl Pipeline {
                     p.goto = Some(*t);
                 }
                 Instruction::WriteMetadata { metadata, mask } => p.metadata = Some((*metadata, *mask)),
-                Instruction::ApplyActions(a) => p.apply = self.compile_actions(a)?,
+                Instruction::ApplyActions(a) => p.apply = self.compile_actions(a, known)?,
                 Instruction::WriteActions(a) => {
-                    let acts = self.compile_actions(a)?;
+                    let acts = self.compile_actions(a, known)?;
                     if acts.iter().any(|a| matches!(a, Act::Output { port: port::TABLE, .. })) {
                         return Err(ErrorCode::BadAction(ofwire::error::BadActionCode::BadOutPort));
                     }
@@ -275,6 +281,21 @@ impl Pipeline {
     /// Applies a FLOW_MOD. Returns the rules it removed (DELETE), for
     /// FLOW_REMOVED messages.
     pub fn flow_mod(&mut self, fm: &FlowMod, now: Instant) -> Result<Removed, ErrorCode> {
+        self.flow_mod_with(fm, now, Some(ofwire::oxm::Known::of_match(&fm.match_.fields)))
+    }
+
+    /// A FLOW_MOD that came as OpenFlow 1.0: its set actions have no
+    /// prerequisites (on a packet without the header they do nothing).
+    pub fn flow_mod_v10(&mut self, fm: &FlowMod, now: Instant) -> Result<Removed, ErrorCode> {
+        self.flow_mod_with(fm, now, None)
+    }
+
+    fn flow_mod_with(
+        &mut self,
+        fm: &FlowMod,
+        now: Instant,
+        known: Option<ofwire::oxm::Known>,
+    ) -> Result<Removed, ErrorCode> {
         let (value, mask) = matching::keys_of(&fm.match_)?;
         let all_tables = fm.table_id == v13::TABLE_ALL;
         match fm.command {
@@ -292,12 +313,12 @@ impl Pipeline {
         }
         let out = match fm.command {
             FlowModCommand::Add => {
-                let program = self.compile_program(fm.table_id, &fm.instructions)?;
+                let program = self.compile_program(fm.table_id, &fm.instructions, known)?;
                 self.add(fm, value, mask, program, now)?;
                 Vec::new()
             }
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
-                let program = self.compile_program(fm.table_id, &fm.instructions)?;
+                let program = self.compile_program(fm.table_id, &fm.instructions, known)?;
                 let strict = fm.command == FlowModCommand::ModifyStrict;
                 let table = &self.tables[fm.table_id as usize].rules;
                 let targets: Vec<Arc<Rule>> = if strict {
@@ -524,7 +545,7 @@ impl Pipeline {
                     return Err(gerr(GroupModFailedCode::BadWatch));
                 }
             }
-            let acts = actions::compile(&b.actions, &|p| self.valid_port(p))?;
+            let acts = actions::compile(&b.actions, &|p| self.valid_port(p), None)?;
             for a in &acts {
                 if let Act::Group(g) = a {
                     if *g == gm.group_id {

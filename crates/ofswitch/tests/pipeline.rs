@@ -306,6 +306,69 @@ fn every_ipv4_rewrite_lands_with_correct_checksums() {
     assert!(matches!(ic.icmp_type(), Icmpv4Type::EchoReply(_)));
 }
 
+/// OpenFlow 1.3 section 7.2.5: a set_field whose field's header the
+/// match (or an earlier push) does not promise is MATCH_INCONSISTENT, as
+/// Open vSwitch answers too; OpenFlow 1.0's set actions have no such rule.
+#[test]
+fn set_field_needs_its_prerequisites_in_the_match_or_an_earlier_push() {
+    use ofwire::error::BadActionCode;
+    let mut p = pipeline(2);
+    let inconsistent = Err(ErrorCode::BadAction(BadActionCode::MatchInconsistent));
+    for (fields, actions) in [
+        (
+            vec![Oxm::InPort(1)],
+            vec![set(Oxm::Ipv4Dst([10, 0, 0, 9].into(), None))],
+        ),
+        (vec![Oxm::EthType(0x0800)], vec![set(Oxm::UdpDst(53))]),
+        (
+            vec![Oxm::EthType(0x86dd), Oxm::IpProto(17)],
+            vec![set(Oxm::Ipv4Src([10, 0, 0, 9].into(), None))],
+        ),
+        (vec![Oxm::InPort(1)], vec![set(Oxm::VlanPcp(5))]),
+        (vec![Oxm::InPort(1)], vec![set(Oxm::IpDscp(46))]),
+        (
+            vec![Oxm::InPort(1)],
+            vec![Action::PushVlan(0x8100), Action::PopVlan, set(Oxm::VlanPcp(5))],
+        ),
+    ] {
+        let fm = flow(5, fields.clone(), vec![apply(actions.clone())]);
+        assert_eq!(
+            p.flow_mod(&fm, Instant::now()).map(|_| ()),
+            inconsistent,
+            "{fields:?} {actions:?}"
+        );
+    }
+    for (fields, actions) in [
+        (
+            vec![Oxm::EthType(0x0800)],
+            vec![set(Oxm::Ipv4Dst([10, 0, 0, 9].into(), None))],
+        ),
+        (
+            vec![Oxm::EthType(0x0800), Oxm::IpProto(17)],
+            vec![set(Oxm::UdpDst(53)), set(Oxm::IpDscp(46))],
+        ),
+        (
+            vec![Oxm::InPort(1)],
+            vec![Action::PushVlan(0x8100), set(Oxm::VlanPcp(5))],
+        ),
+        (vec![Oxm::VlanVid(0x1000 | 7, None)], vec![set(Oxm::VlanPcp(5))]),
+        (
+            vec![Oxm::InPort(1)],
+            vec![set(Oxm::EthDst(MacAddr([2, 0, 0, 0, 0, 9]), None))],
+        ),
+    ] {
+        let fm = flow(5, fields.clone(), vec![apply(actions.clone())]);
+        assert!(p.flow_mod(&fm, Instant::now()).is_ok(), "{fields:?} {actions:?}");
+    }
+    // The same rewrite as OpenFlow 1.0 would send it (set_nw_dst on any packet).
+    let fm = flow(
+        5,
+        vec![Oxm::InPort(1)],
+        vec![apply(vec![set(Oxm::Ipv4Dst([10, 0, 0, 9].into(), None))])],
+    );
+    assert!(p.flow_mod_v10(&fm, Instant::now()).is_ok());
+}
+
 #[test]
 fn ipv6_rewrites_keep_the_udp_checksum() {
     let mut p = pipeline(2);
@@ -313,7 +376,7 @@ fn ipv6_rewrites_keep_the_udp_checksum() {
         &mut p,
         flow(
             5,
-            vec![Oxm::EthType(0x86dd)],
+            vec![Oxm::EthType(0x86dd), Oxm::IpProto(17)],
             vec![apply(vec![
                 set(Oxm::Ipv6Src("fd00::99".parse().unwrap(), None)),
                 set(Oxm::Ipv6Dst("fd00::100".parse().unwrap(), None)),

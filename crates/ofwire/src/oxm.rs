@@ -665,30 +665,55 @@ fn check_fields(r: &Reader, fields: &[Oxm]) -> Result<(), DecodeError> {
         }
         seen |= bit;
     }
-    let find = |n: u8| {
-        fields
-            .iter()
-            .find(|f| f.class() == OFPXMC_OPENFLOW_BASIC && f.field() == n)
-    };
-    let eth_type = match find(ETH_TYPE) {
-        Some(Oxm::EthType(t)) => Some(*t),
-        _ => None,
-    };
-    let ip_proto = match find(IP_PROTO) {
-        Some(Oxm::IpProto(p)) => Some(*p),
-        _ => None,
-    };
-    let icmpv6_type = match find(ICMPV6_TYPE) {
-        Some(Oxm::Icmpv6Type(t)) => Some(*t),
-        _ => None,
-    };
-    let vlan_tagged = matches!(find(VLAN_VID), Some(Oxm::VlanVid(v, _)) if v & OFPVID_PRESENT != 0);
-    let is_eth = |types: &[u16]| eth_type.is_some_and(|t| types.contains(&t));
-    let is_proto = |p: u8| ip_proto == Some(p);
+    let known = Known::of_match(fields);
     for f in fields.iter().filter(|f| f.class() == OFPXMC_OPENFLOW_BASIC) {
-        let (ok, need) = match f.field() {
-            IN_PHY_PORT => (find(IN_PORT).is_some(), "IN_PORT"),
-            VLAN_PCP => (vlan_tagged, "VLAN_VID with OFPVID_PRESENT"),
+        if let Err(need) = known.allows(f.field()) {
+            return Err(r.error(
+                bad_match(BadMatchCode::BadPrereq),
+                format_args!("{} needs {need} in the same match", NAMES[f.field() as usize]),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a match (and the actions applied so far) says about a packet,
+/// as far as field prerequisites go (OpenFlow 1.3 section 7.2.3.6): a
+/// match field, or a set_field action, needs the header it lives in.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Known {
+    pub eth_type: Option<u16>,
+    pub ip_proto: Option<u8>,
+    pub icmpv6_type: Option<u8>,
+    pub vlan_tagged: bool,
+    pub in_port: bool,
+}
+
+impl Known {
+    pub fn of_match(fields: &[Oxm]) -> Known {
+        let mut k = Known::default();
+        for f in fields {
+            match f {
+                Oxm::EthType(t) => k.eth_type = Some(*t),
+                Oxm::IpProto(p) => k.ip_proto = Some(*p),
+                Oxm::Icmpv6Type(t) => k.icmpv6_type = Some(*t),
+                Oxm::VlanVid(v, _) if v & OFPVID_PRESENT != 0 => k.vlan_tagged = true,
+                Oxm::InPort(_) => k.in_port = true,
+                _ => {}
+            }
+        }
+        k
+    }
+
+    /// Whether OpenFlow-basic field `field` may be matched or set; if
+    /// not, what it needs.
+    pub fn allows(&self, field: u8) -> Result<(), &'static str> {
+        use field::*;
+        let is_eth = |types: &[u16]| self.eth_type.is_some_and(|t| types.contains(&t));
+        let is_proto = |p: u8| self.ip_proto == Some(p);
+        let (ok, need) = match field {
+            IN_PHY_PORT => (self.in_port, "IN_PORT"),
+            VLAN_PCP => (self.vlan_tagged, "VLAN_VID with OFPVID_PRESENT"),
             IP_DSCP | IP_ECN | IP_PROTO => (is_eth(&[0x0800, 0x86dd]), "ETH_TYPE=0x0800 or 0x86dd"),
             IPV4_SRC | IPV4_DST => (is_eth(&[0x0800]), "ETH_TYPE=0x0800"),
             TCP_SRC | TCP_DST => (is_proto(6), "IP_PROTO=6"),
@@ -698,21 +723,19 @@ fn check_fields(r: &Reader, fields: &[Oxm]) -> Result<(), DecodeError> {
             ARP_OP | ARP_SPA | ARP_TPA | ARP_SHA | ARP_THA => (is_eth(&[0x0806]), "ETH_TYPE=0x0806"),
             IPV6_SRC | IPV6_DST | IPV6_FLABEL | IPV6_EXTHDR => (is_eth(&[0x86dd]), "ETH_TYPE=0x86dd"),
             ICMPV6_TYPE | ICMPV6_CODE => (is_proto(58) && is_eth(&[0x86dd]), "ETH_TYPE=0x86dd and IP_PROTO=58"),
-            IPV6_ND_TARGET => (matches!(icmpv6_type, Some(135 | 136)), "ICMPV6_TYPE=135 or 136"),
-            IPV6_ND_SLL => (icmpv6_type == Some(135), "ICMPV6_TYPE=135"),
-            IPV6_ND_TLL => (icmpv6_type == Some(136), "ICMPV6_TYPE=136"),
+            IPV6_ND_TARGET => (matches!(self.icmpv6_type, Some(135 | 136)), "ICMPV6_TYPE=135 or 136"),
+            IPV6_ND_SLL => (self.icmpv6_type == Some(135), "ICMPV6_TYPE=135"),
+            IPV6_ND_TLL => (self.icmpv6_type == Some(136), "ICMPV6_TYPE=136"),
             MPLS_LABEL | MPLS_TC | MPLS_BOS => (is_eth(&[0x8847, 0x8848]), "ETH_TYPE=0x8847 or 0x8848"),
             PBB_ISID => (is_eth(&[0x88e7]), "ETH_TYPE=0x88e7"),
             _ => (true, ""),
         };
-        if !ok {
-            return Err(r.error(
-                bad_match(BadMatchCode::BadPrereq),
-                format_args!("{} needs {need} in the same match", NAMES[f.field() as usize]),
-            ));
+        if ok {
+            Ok(())
+        } else {
+            Err(need)
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@
 //! `summary.csv`, `report.html`).
 
 use crate::net_cmd::fail;
-use crate::testbed::{load, open_bed, run_trial, Bed, CpuSampler, OfClient, Trial, DUTS};
+use crate::testbed::{load, open_bed, open_chain, run_trial, Bed, CpuSampler, OfClient, Trial, DUTS};
 use clap::Args;
 use report::{Meta, Metric, RunWriter, Sample, Target};
 use serde_json::json;
@@ -41,19 +41,36 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use traffic::run::GenSpec;
+use traffic::run::{GenMethod, GenSpec};
 
 #[derive(Args)]
 pub struct DpBenchArgs {
-    /// Switches under test, comma-separated: sdnlab, sdnlab-afxdp, ovs, ovs-afxdp, bridge, veth.
+    /// Switches under test, comma-separated: sdnlab, sdnlab-afxdp, ovs,
+    /// ovs-afxdp, bridge, veth, external (see --external-ports).
     #[arg(long, value_delimiter = ',', default_value = "sdnlab,ovs,bridge")]
     pub dut: Vec<String>,
+    /// The `external` switch: the two interfaces of this machine that lead
+    /// to it (frames leave by the first and come back by the second). They
+    /// are moved into the bench's host namespaces for the run, and back.
+    #[arg(long, value_delimiter = ',')]
+    pub external_ports: Vec<String>,
+    /// The external switch's OpenFlow listener (HOST:PORT), to install the
+    /// rules and read its counters; without it, only the RFC 2544 and
+    /// iperf tests run, on whatever the switch does.
+    #[arg(long)]
+    pub external_openflow: Option<std::net::SocketAddr>,
+    /// The OpenFlow numbers of the external switch's ports behind
+    /// --external-ports.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub external_of_ports: Vec<u32>,
     /// Frame sizes in bytes, FCS included (64..=1518); default RFC 2544's
     /// 64,128,256,512,1024,1280,1518 (with --quick: 64,512,1518).
     #[arg(long, value_delimiter = ',')]
     pub frames: Option<Vec<usize>>,
     /// Tests, comma-separated: RFC 2544's throughput, latency, loss, b2b
-    /// (back-to-back), recovery; the OpenFlow scenarios match, table,
+    /// (back-to-back), recovery; iperf3's tcp and udp (raised step by
+    /// step); paths (one switch against a chain of --long-path), parallel
+    /// (--parallel bridges loaded at once); the OpenFlow scenarios match, table,
     /// rewrite, legacy, capacity, insertion. Default: all.
     #[arg(
         long,
@@ -106,6 +123,17 @@ pub struct DpBenchArgs {
     /// The `capacity` scenario stops adding rules at this many.
     #[arg(long, default_value_t = 1_000_000)]
     pub capacity_max: usize,
+    /// iperf3 tests (`tcp`, `udp`): seconds per run, and the UDP loads raised step by step (Mbit/s).
+    #[arg(long, default_value_t = 10.0)]
+    pub iperf_seconds: f64,
+    #[arg(long, value_delimiter = ',', default_value = "100,200,400,600,800,1000,1500,2000")]
+    pub udp_mbit: Vec<f64>,
+    /// Switches in the long path of the `paths` test.
+    #[arg(long, default_value_t = 3)]
+    pub long_path: usize,
+    /// Bridges (two ports each) loaded at once in the `parallel` test.
+    #[arg(long, default_value_t = 3)]
+    pub parallel: usize,
     /// How test frames are sent (see `bench switch --generator`).
     #[arg(long, default_value = "xdp")]
     pub generator: traffic::run::GenMethod,
@@ -126,6 +154,8 @@ pub struct DpBenchArgs {
 }
 
 const RFC_TESTS: [&str; 5] = ["throughput", "latency", "loss", "b2b", "recovery"];
+const IPERF_TESTS: [&str; 2] = ["tcp", "udp"];
+const TOPOLOGY_TESTS: [&str; 2] = ["paths", "parallel"];
 
 pub(crate) struct Plan {
     pub(crate) frames: Vec<usize>,
@@ -145,20 +175,41 @@ pub(crate) struct Plan {
     pub(crate) scenario_frame: usize,
     pub(crate) table_rules: usize,
     pub(crate) capacity_max: usize,
+    pub(crate) iperf_s: f64,
+    pub(crate) udp_mbit: Vec<f64>,
+    pub(crate) long_path: usize,
+    pub(crate) parallel: usize,
 }
 
 fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
     for d in &args.dut {
-        if !DUTS.contains(&d.as_str()) {
-            return Err(format!("unknown switch '{d}': choose from {}", DUTS.join(", ")));
+        if !DUTS.contains(&d.as_str()) && d != "external" {
+            return Err(format!(
+                "unknown switch '{d}': choose from {}, external",
+                DUTS.join(", ")
+            ));
         }
     }
+    let has_external = args.dut.iter().any(|d| d == "external");
+    if has_external && args.external_ports.len() != 2 {
+        return Err("--dut external needs --external-ports IF1,IF2 (the interfaces that lead to it)".into());
+    }
+    if !has_external && (!args.external_ports.is_empty() || args.external_openflow.is_some()) {
+        return Err("--external-ports and --external-openflow go with --dut external".into());
+    }
+    if args.external_of_ports.len() != 2 || args.external_of_ports.iter().any(|p| *p == 0 || *p > 0xffff_ff00) {
+        return Err("--external-of-ports takes two OpenFlow port numbers, e.g. 1,2".into());
+    }
     for t in &args.tests {
-        if !RFC_TESTS.contains(&t.as_str()) && !crate::dp_scenarios::SCENARIOS.contains(&t.as_str()) {
+        let known = RFC_TESTS
+            .iter()
+            .chain(&IPERF_TESTS)
+            .chain(&TOPOLOGY_TESTS)
+            .chain(&crate::dp_scenarios::SCENARIOS);
+        if !known.clone().any(|k| k == t) {
             return Err(format!(
-                "unknown test '{t}': choose from {}, {}",
-                RFC_TESTS.join(", "),
-                crate::dp_scenarios::SCENARIOS.join(", ")
+                "unknown test '{t}': choose from {}",
+                known.copied().collect::<Vec<_>>().join(", ")
             ));
         }
     }
@@ -199,6 +250,21 @@ fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
     if min_s < 0.2 {
         return Err(format!("trials of {min_s} s are too short; give 0.2 s or more"));
     }
+    if let Some(m) = args.udp_mbit.iter().find(|m| !(0.1..=100_000.0).contains(*m)) {
+        return Err(format!("--udp-mbit {m} is outside 0.1..=100000"));
+    }
+    if !(2..=8).contains(&args.long_path) {
+        return Err(format!("--long-path {} is outside 2..=8", args.long_path));
+    }
+    if !(2..=8).contains(&args.parallel) {
+        return Err(format!("--parallel {} is outside 2..=8", args.parallel));
+    }
+    if args.iperf_seconds < 1.0 {
+        return Err(format!(
+            "--iperf-seconds {} is too short; give 1 or more",
+            args.iperf_seconds
+        ));
+    }
     if !(0.001..=10.0).contains(&args.b2b_seconds) {
         return Err(format!("--b2b-seconds {} is outside 0.001..=10", args.b2b_seconds));
     }
@@ -230,6 +296,10 @@ fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
             scenario_frame: args.scenario_frame,
             table_rules: 1000,
             capacity_max: 5000,
+            iperf_s: 1.0,
+            udp_mbit: vec![100.0, 400.0],
+            long_path: args.long_path,
+            parallel: args.parallel,
         }
     } else {
         Plan {
@@ -250,6 +320,10 @@ fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
             scenario_frame: args.scenario_frame,
             table_rules: args.table_rules,
             capacity_max: args.capacity_max.max(1),
+            iperf_s: args.iperf_seconds,
+            udp_mbit: args.udp_mbit.clone(),
+            long_path: args.long_path,
+            parallel: args.parallel,
         }
     })
 }
@@ -261,6 +335,8 @@ pub(crate) struct Runner<'a> {
     pub(crate) of_addr: Option<std::net::SocketAddr>,
     pub(crate) trials: &'a mut std::fs::File,
     pub(crate) run: &'a mut RunWriter,
+    /// The OpenFlow ports towards the generating and the receiving host.
+    pub(crate) ports: crate::dp_scenarios::Ports,
 }
 
 /// Each port's (received, sent) packets, by the switch's OpenFlow statistics.
@@ -385,8 +461,10 @@ fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<(f64, Trial), St
             lo = rate;
         }
     }
+    // A loss at full duration steps down by the resolution, then twice
+    // as far each time (a noisy switch may need more than one step).
     let mut rate = lo;
-    for _ in 0..5 {
+    for step in 0..8 {
         if rate <= 0.0 {
             break;
         }
@@ -394,7 +472,7 @@ fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<(f64, Trial), St
         if !lost(&t) {
             return Ok((t.offered_pps, t));
         }
-        rate *= 1.0 - p.resolution;
+        rate *= 1.0 - (p.resolution * f64::from(1u32 << step)).min(0.5);
     }
     Err(format!("{frame}-byte frames: no rate confirmed without loss"))
 }
@@ -507,6 +585,169 @@ fn recovery(r: &mut Runner, frame: usize, p: &Plan, tput: f64, max_rate: f64) ->
     Ok((recovery_s, overloaded))
 }
 
+/// iperf3 TCP (repeated) and UDP raised step by step, with the switch
+/// core's CPU over each run; a summary row.
+fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Result<String, String> {
+    let mut tcp_cell = "-".to_string();
+    if tcp {
+        let mut rates = Vec::new();
+        for i in 0..p.scenario_repetitions.min(5) {
+            let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
+            let gbps = crate::testbed::iperf(r.bed, p.iperf_s)?;
+            let cpu = cpu.map(CpuSampler::finish);
+            let _ = writeln!(
+                r.trials,
+                "{}",
+                json!({"dut": r.dut, "test": "tcp", "seconds": p.iperf_s, "gbit_s": gbps, "cpu": cpu})
+            );
+            r.figure(format!("{} tcp", r.dut), i as u32, &[("tcp_gbit_s", gbps)], Vec::new());
+            rates.push(gbps);
+        }
+        tcp_cell = format!("{:.2} (mean of {})", stats::mean(&rates), rates.len());
+    }
+    let mut steps = Vec::new();
+    if udp {
+        for &mbit in &p.udp_mbit {
+            let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
+            let (got, lost, jitter) = crate::testbed::iperf_udp(r.bed, p.iperf_s, mbit)?;
+            let cpu = cpu.map(CpuSampler::finish);
+            let _ = writeln!(
+                r.trials,
+                "{}",
+                json!({"dut": r.dut, "test": "udp", "seconds": p.iperf_s, "offered_mbit_s": mbit,
+                    "received_mbit_s": got, "lost_percent": lost, "jitter_ms": jitter, "cpu": cpu})
+            );
+            steps.push(format!("{mbit:.0}→{got:.0} ({lost:.1} %)"));
+        }
+    }
+    let _ = r.trials.flush();
+    Ok(format!(
+        "| {} | {tcp_cell} | {} |\n",
+        r.dut,
+        if steps.is_empty() {
+            "-".to_string()
+        } else {
+            steps.join(", ")
+        }
+    ))
+}
+
+/// Throughput (RFC 2544, 64-byte frames), latency at the scenario rate
+/// and iperf3 TCP across the runner's bed.
+fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<(f64, f64, f64), String> {
+    let (rate, _) = throughput(r, 64, p)?;
+    let mut lat = Vec::new();
+    for _ in 0..p.scenario_repetitions {
+        let t = r.run("path_latency", 64, Some(p.scenario_rate), p.scenario_s)?;
+        lat.push(t.latency_us_mean);
+    }
+    let gbps = crate::testbed::iperf(r.bed, p.iperf_s)?;
+    let lat = stats::mean(&lat);
+    r.figure(
+        format!("{} path {label}", r.dut),
+        0,
+        &[("throughput_fps", rate), ("latency_mean_us", lat), ("tcp_gbit_s", gbps)],
+        Vec::new(),
+    );
+    Ok((rate, lat, gbps))
+}
+
+/// The open-platform paper's short and long paths: one switch, then a
+/// chain of `long_path` switches (for Open vSwitch, bridges of the same
+/// daemon joined by veths). A summary row.
+fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
+    let (rate1, lat1, tcp1) = path_figures(r, p, "1 switch")?;
+    let chain_dir = dir.join(format!("{}-chain", r.dut));
+    let (chain, addrs) = open_chain(r.dut, &chain_dir, generator, "c", p.long_path, r.bed.ovs.as_ref())?;
+    std::thread::sleep(Duration::from_millis(300));
+    let long = {
+        let mut cr = Runner {
+            bed: &chain,
+            dut: r.dut,
+            of_addr: addrs.first().copied(),
+            trials: &mut *r.trials,
+            run: &mut *r.run,
+            ports: r.ports,
+        };
+        path_figures(&mut cr, p, &format!("{} switches", p.long_path))
+    };
+    if let Some(ovs) = r.bed.ovs.as_ref() {
+        for i in 0..chain.ports.len() {
+            let _ = ovs.vsctl(&["--if-exists", "del-br", &chain.bridge_name(i)]);
+        }
+    }
+    drop(chain);
+    let (rate_n, lat_n, tcp_n) = long?;
+    Ok(format!(
+        "| {} | {rate1:.0} / {rate_n:.0} | {lat1:.1} / {lat_n:.1} | {tcp1:.2} / {tcp_n:.2} |\n",
+        r.dut
+    ))
+}
+
+/// The whitebox paper's several bridges loaded at once: `parallel`
+/// bridges of two ports, each between its own pair of hosts, flat out
+/// one alone then all together, and the latency of each at the scenario
+/// rate while all carry it. A summary row.
+fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
+    let mut extra = Vec::new();
+    for i in 1..p.parallel {
+        let d = dir.join(format!("{}-bridge{}", r.dut, i + 1));
+        extra.push(open_chain(r.dut, &d, generator, &format!("p{i}"), 1, r.bed.ovs.as_ref())?.0);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let beds: Vec<&Bed> = std::iter::once(r.bed).chain(extra.iter()).collect();
+    let bridges = beds.len();
+    let at_once = |rate: Option<f64>, seconds: f64| -> Result<Vec<Trial>, String> {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = beds
+                .iter()
+                .map(|b| s.spawn(move || run_trial(b, &load(b, 64, rate, seconds))))
+                .collect();
+            runs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("trial thread panicked".into())))
+                .collect()
+        })
+    };
+    let alone = run_trial(r.bed, &load(r.bed, 64, None, p.search_s))?;
+    let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
+    let all = at_once(None, p.search_s);
+    let cpu = cpu.map(CpuSampler::finish);
+    let all = all?;
+    let loaded = at_once(Some(p.scenario_rate), p.scenario_s)?;
+    if let Some(ovs) = r.bed.ovs.as_ref() {
+        for b in &extra {
+            let _ = ovs.vsctl(&["--if-exists", "del-br", &b.bridge_name(0)]);
+        }
+    }
+    drop(beds);
+    drop(extra);
+    let aggregate: f64 = all.iter().map(|t| t.rx_pps).sum();
+    let per: Vec<String> = all.iter().map(|t| format!("{:.0}", t.rx_pps)).collect();
+    let lat: Vec<String> = loaded.iter().map(|t| format!("{:.1}", t.latency_us_mean)).collect();
+    let lost: u64 = loaded.iter().map(|t| t.sent.saturating_sub(t.received)).sum();
+    let _ = writeln!(
+        r.trials,
+        "{}",
+        json!({"dut": r.dut, "test": "parallel", "bridges": bridges, "alone_rx_pps": alone.rx_pps,
+            "all_rx_pps": all.iter().map(|t| t.rx_pps).collect::<Vec<_>>(), "all_offered_pps": all.iter().map(|t| t.offered_pps).collect::<Vec<_>>(),
+            "loaded_rate_pps": p.scenario_rate, "loaded_latency_us_mean": loaded.iter().map(|t| t.latency_us_mean).collect::<Vec<_>>(),
+            "loaded_lost": lost, "cpu": cpu})
+    );
+    r.figure(
+        format!("{} parallel {bridges} bridges", r.dut),
+        0,
+        &[("throughput_fps", aggregate)],
+        Vec::new(),
+    );
+    Ok(format!(
+        "| {} | {bridges} | {:.0} | {aggregate:.0} ({}) | {} ({lost} lost) |\n",
+        r.dut,
+        alone.rx_pps,
+        per.join(" + "),
+        lat.join(" / ")
+    ))
+}
+
 fn metrics() -> Vec<Metric> {
     vec![
         Metric::new("throughput_fps", "frames/s", Better::Higher),
@@ -519,6 +760,7 @@ fn metrics() -> Vec<Metric> {
         Metric::new("rules", "rules", Better::Higher),
         Metric::new("flow_mods_per_s", "1/s", Better::Higher),
         Metric::new("first_packet_ms", "ms", Better::Lower),
+        Metric::new("tcp_gbit_s", "Gbit/s", Better::Higher),
     ]
 }
 
@@ -550,7 +792,20 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             .iter()
             .map(|d| Target {
                 name: d.clone(),
-                version: crate::testbed::dut_version(d),
+                version: match (d.as_str(), args.external_openflow) {
+                    ("external", Some(a)) => OfClient::connect(a)
+                        .and_then(|mut c| c.describe())
+                        .unwrap_or_else(|e| format!("(OpenFlow description unavailable: {e})")),
+                    _ => crate::testbed::dut_version(d),
+                },
+                address: match d.as_str() {
+                    "external" => format!(
+                        "{} via {}",
+                        args.external_openflow.map(|a| a.to_string()).unwrap_or_default(),
+                        args.external_ports.join(", ")
+                    ),
+                    _ => String::new(),
+                },
                 ..Target::default()
             })
             .collect(),
@@ -562,7 +817,10 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             "recovery_repetitions": p.recovery_repetitions, "scenario_rate": p.scenario_rate,
             "scenario_seconds": p.scenario_s, "scenario_repetitions": p.scenario_repetitions,
             "scenario_frame": p.scenario_frame, "table_rules": p.table_rules, "capacity_max": p.capacity_max,
+            "iperf_seconds": p.iperf_s, "udp_mbit": p.udp_mbit, "long_path": p.long_path, "parallel": p.parallel,
             "generator": args.generator, "tests": args.tests, "limit_mbit": args.limit_mbit,
+            "external_ports": args.external_ports, "external_openflow": args.external_openflow,
+            "external_of_ports": args.external_of_ports,
             "ports": "two veth pairs: generator namespace - switch - receiver namespace",
             "cores": "generator and receiver on core 0, the switch on the last core",
             "methodology": "RFC 2544 section 26.1-26.5 with RFC 9004 (back-to-back, buffer time); throughput confirmed at full duration; latency of every frame (kernel receive time minus send time); delay variation = p99.9 - min",
@@ -584,12 +842,33 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
         "| switch | frame (B) | throughput (frames/s) | throughput (Mbit/s, L2) | latency mean / p50 / p99.9 (µs) | delay variation (µs) | loss at 100 % / 90 % / 80 % of max (%) | back-to-back (frames; implied / corrected buffer, ms) | recovery (ms) |\n|---|---:|---:|---:|---|---:|---|---|---:|\n",
     );
     let mut scenario_tables = crate::dp_scenarios::Tables::default();
+    let mut paths_table = String::from(
+        "| switch | throughput, 64 B, 1 switch / long path (frames/s) | latency mean at the scenario rate (µs) | iperf3 TCP (Gbit/s) |\n|---|---|---|---|\n",
+    );
+    let mut parallel_table = String::from(
+        "| switch | bridges | one alone, flat out (frames/s) | all at once, flat out: total (each) | latency mean at the scenario rate, all loaded (µs) |\n|---|---:|---:|---|---|\n",
+    );
+    let mut iperf_table = String::from(
+        "| switch | iperf3 TCP (Gbit/s) | iperf3 UDP, offered → received Mbit/s (loss) |\n|---|---:|---|\n",
+    );
     for dut in &args.dut {
-        let (bed, of_addr) = match open_bed(dut, &dir, args.generator) {
+        let external = (dut == "external").then(|| crate::testbed::External {
+            ifaces: (args.external_ports[0].clone(), args.external_ports[1].clone()),
+            openflow: args.external_openflow,
+            of_ports: (args.external_of_ports[0], args.external_of_ports[1]),
+        });
+        let ports = match &external {
+            Some(e) => crate::dp_scenarios::Ports {
+                inp: e.of_ports.0,
+                out: e.of_ports.1,
+            },
+            None => crate::dp_scenarios::Ports { inp: 1, out: 2 },
+        };
+        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, external.as_ref()) {
             Ok(b) => b,
             Err(e) => return fail(format!("{dut}: {e}")),
         };
-        if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, &bed.ports) {
+        if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {
             let rate = format!("{}kbit", (mbit * 1000.0) as u64);
             if let Err(e) = crate::testbed::sh(&[
                 "tc",
@@ -616,6 +895,7 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             of_addr,
             trials: &mut trials,
             run: &mut run,
+            ports,
         };
         for &frame in &p.frames {
             if !RFC_TESTS.iter().any(|t| wants(t)) {
@@ -759,6 +1039,33 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
                     .unwrap_or_else(|| "-".into()),
             ));
         }
+        if wants("tcp") || wants("udp") {
+            match iperf_tests(&mut runner, &p, wants("tcp"), wants("udp")) {
+                Ok(row) => iperf_table.push_str(&row),
+                Err(e) => {
+                    meta.events.push(format!("{dut}: {e}"));
+                    eprintln!("{dut}: {e}");
+                }
+            }
+        }
+        if wants("paths") && !["veth", "external"].contains(&dut.as_str()) {
+            match paths(&mut runner, &p, &dir, args.generator) {
+                Ok(row) => paths_table.push_str(&row),
+                Err(e) => {
+                    meta.events.push(format!("{dut}: paths: {e}"));
+                    eprintln!("{dut}: paths: {e}");
+                }
+            }
+        }
+        if wants("parallel") && !["veth", "external"].contains(&dut.as_str()) {
+            match parallel(&mut runner, &p, &dir, args.generator) {
+                Ok(row) => parallel_table.push_str(&row),
+                Err(e) => {
+                    meta.events.push(format!("{dut}: parallel: {e}"));
+                    eprintln!("{dut}: parallel: {e}");
+                }
+            }
+        }
         let wanted: Vec<&str> = crate::dp_scenarios::SCENARIOS
             .iter()
             .copied()
@@ -778,7 +1085,21 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
     } else {
         String::new()
     };
-    let summary = format!("{rfc_table}\n{}", scenario_tables.render());
+    let iperf_table = if IPERF_TESTS.iter().any(|t| wants(t)) {
+        iperf_table
+    } else {
+        String::new()
+    };
+    let paths_table = if wants("paths") { paths_table } else { String::new() };
+    let parallel_table = if wants("parallel") {
+        parallel_table
+    } else {
+        String::new()
+    };
+    let summary = format!(
+        "{rfc_table}\n{iperf_table}\n{paths_table}\n{parallel_table}\n{}",
+        scenario_tables.render()
+    );
     let _ = std::fs::write(dir.join("summary.md"), &summary);
     if let Err(e) = run.finish(&meta) {
         return fail(format!("writing the report: {e}"));

@@ -119,7 +119,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     for dut in &args.dut {
         let openflow = matches!(dut.as_str(), "sdnlab" | "sdnlab-afxdp" | "ovs" | "ovs-afxdp");
         let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
-        let (bed, of_addr) = match open_bed(dut, &dir, args.generator) {
+        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, None) {
             Ok(b) => b,
             Err(e) => return fail(format!("{dut}: {e}")),
         };
@@ -130,7 +130,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                 Err(e) => return fail(format!("{dut}: {e}")),
             };
             // Insertion rate: flow_mods distinct rules, then removed again.
-            let mods = filler_rules(flow_mods, 0x0080_0000);
+            let mods = filler_rules(flow_mods, 0x0080_0000, 2);
             match c.install(&mods) {
                 Ok((s, errors)) => {
                     insert_rate = Some(flow_mods as f64 / s);
@@ -171,7 +171,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                 if let Some(addr) = of_addr {
                     let t = Instant::now();
                     let filled = OfClient::connect(addr)
-                        .and_then(|mut c| c.install(&filler_rules(extra - installed, installed as u32)));
+                        .and_then(|mut c| c.install(&filler_rules(extra - installed, installed as u32, 2)));
                     if let Err(e) = filled {
                         return fail(format!("{dut}: filling the table: {e}"));
                     }

@@ -99,8 +99,24 @@ fn rule(fields: Vec<Oxm>, actions: Vec<Action>) -> FlowMod {
     }
 }
 
-fn out2() -> Action {
-    Action::Output { port: 2, max_len: 0 }
+/// The OpenFlow numbers of the switch's ports towards the generating and
+/// the receiving host.
+#[derive(Clone, Copy)]
+pub(crate) struct Ports {
+    pub(crate) inp: u32,
+    pub(crate) out: u32,
+}
+
+impl Ports {
+    fn in_port(&self) -> Oxm {
+        Oxm::InPort(self.inp)
+    }
+    fn output(&self) -> Action {
+        Action::Output {
+            port: self.out,
+            max_len: 0,
+        }
+    }
 }
 
 /// Every other rule removed, then `rules`; (seconds to the barrier, errors).
@@ -216,8 +232,8 @@ pub(crate) fn rewrite_seen(variant: &str, f: &[u8]) -> bool {
 
 /// in_port, and what OpenFlow requires before a field may be set (its
 /// prerequisites: IPv4 for addresses and DSCP, UDP for its ports).
-fn rewrite_match(variant: &str) -> Vec<Oxm> {
-    let mut m = vec![Oxm::InPort(1)];
+fn rewrite_match(variant: &str, pp: Ports) -> Vec<Oxm> {
+    let mut m = vec![pp.in_port()];
     if matches!(variant, "ipv4" | "dscp" | "udp-port") {
         m.push(Oxm::EthType(0x0800));
     }
@@ -227,7 +243,7 @@ fn rewrite_match(variant: &str) -> Vec<Oxm> {
     m
 }
 
-fn rewrite_actions(variant: &str) -> Vec<Action> {
+fn rewrite_actions(variant: &str, pp: Ports) -> Vec<Action> {
     let mut a = match variant {
         "mac" => vec![Action::SetField(Oxm::EthDst(MacAddr(OTHER_MAC), None))],
         "ipv4" => vec![Action::SetField(Oxm::Ipv4Dst(OTHER_IP, None))],
@@ -240,12 +256,12 @@ fn rewrite_actions(variant: &str) -> Vec<Action> {
         "udp-port" => vec![Action::SetField(Oxm::UdpDst(6000))],
         _ => Vec::new(),
     };
-    a.push(out2());
+    a.push(pp.output());
     a
 }
 
-fn match_fields(variant: &str) -> Vec<Oxm> {
-    let mut m = vec![Oxm::InPort(1)];
+fn match_fields(variant: &str, pp: Ports) -> Vec<Oxm> {
+    let mut m = vec![pp.in_port()];
     let level = ["in_port", "macs", "ips", "udp", "exact"]
         .iter()
         .position(|v| *v == variant)
@@ -287,7 +303,7 @@ pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[&str], tables: &mut Ta
         return Ok(());
     };
     let result = scenarios(r, p, wanted, tables, addr);
-    let restore = replace_rules(addr, &forward_rules());
+    let restore = replace_rules(addr, &forward_rules(r.ports.inp, r.ports.out));
     result.and(restore.map(drop))
 }
 
@@ -308,9 +324,10 @@ fn scenarios(
     addr: std::net::SocketAddr,
 ) -> Result<(), String> {
     let dut = r.dut.to_string();
+    let pp = r.ports;
     if wanted.contains(&"match") {
         for variant in ["in_port", "macs", "ips", "udp", "exact"] {
-            let (_, errors) = replace_rules(addr, &[rule(match_fields(variant), vec![out2()])])?;
+            let (_, errors) = replace_rules(addr, &[rule(match_fields(variant, pp), vec![pp.output()])])?;
             if errors > 0 {
                 tables.row(&dut, "match", variant, "rule refused".into(), "-".into());
                 continue;
@@ -321,8 +338,8 @@ fn scenarios(
     }
     if wanted.contains(&"table") {
         for (variant, fill) in [("1 rule", 0), ("full", p.table_rules)] {
-            let mut rules = vec![rule(vec![Oxm::InPort(1)], vec![out2()])];
-            rules.extend(filler_rules(fill, 0));
+            let mut rules = vec![rule(vec![pp.in_port()], vec![pp.output()])];
+            rules.extend(filler_rules(fill, 0, pp.out));
             let (_, errors) = replace_rules(addr, &rules)?;
             let ts = latency_trials(r, p, "table", variant)?;
             let variant = format!("{variant} ({} rules)", rules.len());
@@ -336,7 +353,7 @@ fn scenarios(
     }
     if wanted.contains(&"rewrite") {
         for variant in ["none", "mac", "ipv4", "vlan-pcp", "dscp", "udp-port"] {
-            let (_, errors) = replace_rules(addr, &[rule(rewrite_match(variant), rewrite_actions(variant))])?;
+            let (_, errors) = replace_rules(addr, &[rule(rewrite_match(variant, pp), rewrite_actions(variant, pp))])?;
             if errors > 0 {
                 tables.row(&dut, "rewrite", variant, "rule refused".into(), "-".into());
                 continue;
@@ -356,7 +373,7 @@ fn scenarios(
         }
     }
     if wanted.contains(&"legacy") {
-        replace_rules(addr, &[rule(vec![Oxm::InPort(1)], vec![out2()])])?;
+        replace_rules(addr, &[rule(vec![pp.in_port()], vec![pp.output()])])?;
         let of = latency_trials(r, p, "legacy", "openflow")?;
         let of_max = r.run("legacy_max", p.scenario_frame, None, p.scenario_s)?.rx_pps;
         tables.row(
@@ -400,18 +417,19 @@ fn scenarios(
 }
 
 /// Exact IPv4 destination rules, from 12.0.0.0 up.
-fn capacity_rule(i: u32) -> FlowMod {
+fn capacity_rule(i: u32, pp: Ports) -> FlowMod {
     rule(
         vec![
             Oxm::EthType(0x0800),
             Oxm::Ipv4Dst(Ipv4Addr::from(0x0c00_0000 + i), None),
         ],
-        vec![out2()],
+        vec![pp.output()],
     )
 }
 
 fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), String> {
     let dut = r.dut.to_string();
+    let pp = r.ports;
     replace_rules(addr, &[])?;
     let chunk = (p.capacity_max / 20).clamp(1000.min(p.capacity_max), 50_000);
     let mut c = OfClient::connect(addr)?;
@@ -419,7 +437,7 @@ fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Socke
     let mut stop = "the most asked for";
     while added < p.capacity_max {
         let n = chunk.min(p.capacity_max - added);
-        let mods: Vec<FlowMod> = (added..added + n).map(|i| capacity_rule(i as u32)).collect();
+        let mods: Vec<FlowMod> = (added..added + n).map(|i| capacity_rule(i as u32, pp)).collect();
         let (_, errors) = c.install(&mods)?;
         added += n;
         let now = c.active_rules()?;
@@ -463,8 +481,9 @@ fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Socke
 
 fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), String> {
     let dut = r.dut.to_string();
+    let pp = r.ports;
     replace_rules(addr, &[])?;
-    let mods = filler_rules(p.table_rules, 0);
+    let mods = filler_rules(p.table_rules, 0, pp.out);
     let (secs, errors) = OfClient::connect(addr)?.install(&mods)?;
     let per_s = mods.len() as f64 / secs;
     r.figure(format!("{dut} insertion"), 0, &[("flow_mods_per_s", per_s)], Vec::new());
@@ -488,7 +507,7 @@ fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Sock
             let mut c = OfClient::connect(a)?;
             std::thread::sleep(Duration::from_secs_f64(seconds * 0.3));
             let sent = now_ns();
-            c.install(&[rule(vec![Oxm::InPort(1)], vec![out2()])])?;
+            c.install(&[rule(vec![pp.in_port()], vec![pp.output()])])?;
             times = (sent, now_ns());
             Ok(())
         })?;

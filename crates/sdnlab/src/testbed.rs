@@ -33,17 +33,32 @@ pub(crate) fn sh(args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The two hosts and the switch's two ports.
+/// The two hosts and the switches between them: one, or several in a
+/// chain (host - switch 1 - switch 2 - ... - host), each with two ports.
 pub(crate) struct Bed {
     pub(crate) tag: String,
     pub(crate) generator: GenMethod,
     /// (generator and receiver, switch) cores, with two or more.
     pub(crate) cores: Option<(usize, usize)>,
-    /// Root-side port names (absent for the direct veth pair).
-    pub(crate) ports: Option<(String, String)>,
+    /// Each switch's two root-side ports, in path order (none for the
+    /// direct veth pair).
+    pub(crate) ports: Vec<(String, String)>,
     pub(crate) children: Vec<std::process::Child>,
     pub(crate) ovs: Option<netlab::ovs::Ovs>,
     pub(crate) dir: PathBuf,
+    /// An external switch's two interfaces (generator side, receiver
+    /// side), lent to the hosts' namespaces for the run.
+    pub(crate) external: Option<(String, String)>,
+}
+
+/// A switch sdnlab does not start (real hardware): the interfaces that
+/// lead to it, and optionally its OpenFlow listener and the OpenFlow
+/// numbers of the ports behind those interfaces.
+#[derive(Clone, Debug)]
+pub(crate) struct External {
+    pub(crate) ifaces: (String, String),
+    pub(crate) openflow: Option<std::net::SocketAddr>,
+    pub(crate) of_ports: (u32, u32),
 }
 
 impl Bed {
@@ -54,47 +69,85 @@ impl Bed {
         format!("{}r", self.tag)
     }
     pub(crate) fn gen_if(&self) -> String {
-        format!("{}g", self.tag)
+        match &self.external {
+            Some((g, _)) => g.clone(),
+            None => format!("{}g", self.tag),
+        }
     }
     pub(crate) fn rcv_if(&self) -> String {
-        format!("{}r", self.tag)
+        match &self.external {
+            Some((_, r)) => r.clone(),
+            None => format!("{}r", self.tag),
+        }
+    }
+    /// The name of switch `i`'s bridge (Open vSwitch or Linux).
+    pub(crate) fn bridge_name(&self, i: usize) -> String {
+        if self.ports.len() == 1 {
+            format!("{}br", self.tag)
+        } else {
+            format!("{}br{}", self.tag, i + 1)
+        }
     }
 
-    pub(crate) fn new(dut: &str, dir: &Path, generator: GenMethod) -> Result<Bed, String> {
-        let tag = format!("sbsw{:04x}", std::process::id() & 0xffff);
+    /// A bed of `hops` switches in a chain (0 for `veth`), its names
+    /// marked with `suffix` so that several beds can live side by side.
+    /// With `external`, no switch of ours: the two named interfaces are
+    /// moved into the hosts' namespaces (and back at the end).
+    pub(crate) fn chain(
+        dut: &str,
+        dir: &Path,
+        generator: GenMethod,
+        suffix: &str,
+        hops: usize,
+        external: Option<&External>,
+    ) -> Result<Bed, String> {
+        let tag = format!("sbsw{:04x}{suffix}", std::process::id() & 0xffff);
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let hops = if dut == "veth" || external.is_some() {
+            0
+        } else {
+            hops.max(1)
+        };
+        let ports = (1..=hops)
+            .map(|i| {
+                let n = if hops == 1 { String::new() } else { i.to_string() };
+                (format!("{tag}{n}a"), format!("{tag}{n}b"))
+            })
+            .collect();
         let mut bed = Bed {
             tag,
             generator,
             cores: (cpus >= 2).then_some((0, cpus - 1)),
-            ports: None,
+            ports,
             children: Vec::new(),
             ovs: None,
             dir: dir.to_path_buf(),
+            external: None,
         };
         bed.teardown();
         let (g, r) = (bed.gen_ns(), bed.rcv_ns());
         sh(&["ip", "netns", "add", &g])?;
         sh(&["ip", "netns", "add", &r])?;
-        if dut == "veth" {
-            sh(&[
-                "ip",
-                "link",
-                "add",
-                &bed.gen_if(),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &bed.rcv_if(),
-            ])?;
+        if let Some(ext) = external {
+            for i in [&ext.ifaces.0, &ext.ifaces.1] {
+                sh(&["ip", "link", "show", i]).map_err(|_| format!("--external-ports: no interface {i} here"))?;
+            }
+            bed.external = Some(ext.ifaces.clone());
         } else {
-            let (a, b) = (format!("{}a", bed.tag), format!("{}b", bed.tag));
-            sh(&["ip", "link", "add", &a, "type", "veth", "peer", "name", &bed.gen_if()])?;
-            sh(&["ip", "link", "add", &b, "type", "veth", "peer", "name", &bed.rcv_if()])?;
-            sh(&["ip", "link", "set", &a, "up"])?;
-            sh(&["ip", "link", "set", &b, "up"])?;
-            bed.ports = Some((a, b));
+            // The path's links: host, each switch's ports in turn, host.
+            let mut ends = vec![bed.gen_if()];
+            for (a, b) in &bed.ports {
+                ends.push(a.clone());
+                ends.push(b.clone());
+            }
+            ends.push(bed.rcv_if());
+            for link in ends.chunks(2) {
+                sh(&["ip", "link", "add", &link[0], "type", "veth", "peer", "name", &link[1]])?;
+            }
+        }
+        for (a, b) in &bed.ports {
+            sh(&["ip", "link", "set", a, "up"])?;
+            sh(&["ip", "link", "set", b, "up"])?;
         }
         for (ifname, ns, mac, ip) in [
             (bed.gen_if(), &g, GEN_MAC, "10.66.0.1/24"),
@@ -102,16 +155,19 @@ impl Bed {
         ] {
             let mac = mac.map(|b| format!("{b:02x}")).join(":");
             sh(&["ip", "link", "set", &ifname, "netns", ns])?;
-            sh(&["ip", "-n", ns, "link", "set", &ifname, "address", &mac])?;
+            if bed.external.is_none() {
+                // (An external switch's interfaces keep their own MAC.)
+                sh(&["ip", "-n", ns, "link", "set", &ifname, "address", &mac])?;
+            }
             sh(&["ip", "-n", ns, "addr", "add", ip, "dev", &ifname])?;
             sh(&["ip", "-n", ns, "link", "set", &ifname, "up"])?;
             sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
         }
         bed.generator = generator;
-        if generator == GenMethod::Xdp {
+        if generator == GenMethod::Xdp && bed.external.is_none() {
             // The veth the generator's frames arrive at needs NAPI to take
             // XDP frames: GRO on (the same for every switch).
-            let (ns, ifname) = match &bed.ports {
+            let (ns, ifname) = match bed.ports.first() {
                 Some((a, _)) => (None, a.clone()),
                 None => (Some(bed.rcv_ns()), bed.rcv_if()),
             };
@@ -139,8 +195,18 @@ impl Bed {
             let _ = c.wait();
         }
         drop(self.ovs.take());
-        for suffix in ["a", "b", "br"] {
-            let _ = sh(&["ip", "link", "del", &format!("{}{suffix}", self.tag)]);
+        for (i, (a, b)) in self.ports.iter().enumerate() {
+            let _ = sh(&["ip", "link", "del", a]);
+            let _ = sh(&["ip", "link", "del", b]);
+            let _ = sh(&["ip", "link", "del", &self.bridge_name(i)]);
+        }
+        if let Some((g, r)) = &self.external {
+            // Back to where they came from (a namespace's end would
+            // destroy a veth and strand nothing else, but be explicit).
+            let _ = sh(&["ip", "-n", &self.gen_ns(), "addr", "flush", "dev", g]);
+            let _ = sh(&["ip", "-n", &self.rcv_ns(), "addr", "flush", "dev", r]);
+            let _ = sh(&["ip", "-n", &self.gen_ns(), "link", "set", g, "netns", "1"]);
+            let _ = sh(&["ip", "-n", &self.rcv_ns(), "link", "set", r, "netns", "1"]);
         }
         let _ = sh(&["ip", "netns", "del", &self.gen_ns()]);
         let _ = sh(&["ip", "netns", "del", &self.rcv_ns()]);
@@ -306,6 +372,16 @@ impl OfClient {
             .collect())
     }
 
+    /// The switch's own description (maker, hardware, software).
+    pub(crate) fn describe(&mut self) -> Result<String, String> {
+        for part in self.multipart(ofwire::v13::MultipartRequestBody::Desc)? {
+            if let ofwire::v13::MultipartReplyBody::Desc(d) = part {
+                return Ok(format!("{} / {} / {}", d.mfr_desc, d.hw_desc, d.sw_desc));
+            }
+        }
+        Err("no description in the reply".into())
+    }
+
     /// Rules in the switch's tables, by its table statistics.
     pub(crate) fn active_rules(&mut self) -> Result<u64, String> {
         let parts = self.multipart(ofwire::v13::MultipartRequestBody::Table)?;
@@ -410,10 +486,11 @@ impl CpuSampler {
     }
 }
 
-pub(crate) fn forward_rules() -> Vec<ofwire::v13::FlowMod> {
+/// in_port forwarding both ways between OpenFlow ports `a` and `b`.
+pub(crate) fn forward_rules(a: u32, b: u32) -> Vec<ofwire::v13::FlowMod> {
     use ofwire::oxm::{Match, Oxm};
     use ofwire::v13::{Action, FlowMod, Instruction};
-    [(1u32, 2u32), (2, 1)]
+    [(a, b), (b, a)]
         .into_iter()
         .map(|(i, o)| FlowMod {
             match_: Match::new(vec![Oxm::InPort(i)]),
@@ -429,7 +506,7 @@ pub(crate) fn forward_rules() -> Vec<ofwire::v13::FlowMod> {
 /// The cookie of the extra rules, so they can be removed at once.
 pub(crate) const FILLER_COOKIE: u64 = 0x5d1a_f111;
 
-pub(crate) fn filler_rules(n: usize, base: u32) -> Vec<ofwire::v13::FlowMod> {
+pub(crate) fn filler_rules(n: usize, base: u32, out: u32) -> Vec<ofwire::v13::FlowMod> {
     use ofwire::oxm::{Match, Oxm};
     use ofwire::v13::{Action, FlowMod, Instruction};
     (0..n as u32)
@@ -438,7 +515,10 @@ pub(crate) fn filler_rules(n: usize, base: u32) -> Vec<ofwire::v13::FlowMod> {
                 Oxm::EthType(0x0800),
                 Oxm::Ipv4Dst(std::net::Ipv4Addr::from(0x0b00_0000 + base + i), None),
             ]),
-            instructions: vec![Instruction::ApplyActions(vec![Action::Output { port: 2, max_len: 0 }])],
+            instructions: vec![Instruction::ApplyActions(vec![Action::Output {
+                port: out,
+                max_len: 0,
+            }])],
             cookie: FILLER_COOKIE,
             ..FlowMod::add(100)
         })
@@ -466,6 +546,7 @@ pub(crate) fn dut_version(dut: &str) -> String {
     };
     match dut {
         "sdnlab" | "sdnlab-afxdp" => env!("CARGO_PKG_VERSION").to_string(),
+        "external" => "not started by sdnlab".to_string(),
         "ovs" | "ovs-afxdp" => sh(&["ovs-vswitchd", "--version"])
             .map(|v| v.lines().next().unwrap_or_default().to_string())
             .unwrap_or_default(),
@@ -473,99 +554,133 @@ pub(crate) fn dut_version(dut: &str) -> String {
     }
 }
 
-/// Brings the switch under test up on the bed; its OpenFlow address if any.
-pub(crate) fn start_dut(dut: &str, bed: &mut Bed) -> Result<Option<std::net::SocketAddr>, String> {
-    let Some((a, b)) = bed.ports.clone() else {
-        return Ok(None);
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| e.to_string())?
-        .port();
-    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
-    match dut {
-        "sdnlab" | "sdnlab-afxdp" => {
-            let (a, b) = if dut == "sdnlab-afxdp" {
-                (format!("afxdp:{a}"), format!("afxdp:{b}"))
-            } else {
-                (a, b)
-            };
-            let me = std::env::current_exe().map_err(|e| e.to_string())?;
-            let log = std::fs::File::create(bed.dir.join("sdnlab-switch.log")).map_err(|e| e.to_string())?;
-            let child = Command::new(me)
-                .args([
-                    "switch",
-                    "--port",
-                    &a,
-                    "--port",
-                    &b,
-                    "--listen",
-                    &format!("ptcp:{port}"),
-                ])
-                .args(["--ring", "4096", "--threads", "1"])
-                .args(bed.cores.map(|(_, sw)| format!("--cores={sw}")))
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| e.to_string())?;
-            bed.children.push(child);
-            Ok(Some(addr))
-        }
-        "ovs" | "ovs-afxdp" => {
-            let ovs = netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(|e| e.to_string())?;
-            let br = format!("{}br", bed.tag);
-            let mut args: Vec<String> = [
-                "--",
-                "add-br",
-                &br,
-                "--",
-                "set",
-                "bridge",
-                &br,
-                "datapath_type=netdev",
-                "fail-mode=secure",
-                "protocols=OpenFlow13",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            if let Some((_, sw)) = bed.cores {
-                // Its packet-processing thread on the switch's core.
-                args.extend(["--", "set", "Open_vSwitch", "."].map(String::from));
-                args.push(format!("other_config:pmd-cpu-mask={:#x}", 1u64 << sw));
-            }
-            for (n, p) in [(1, &a), (2, &b)] {
-                args.extend(["--", "add-port", &br, p, "--", "set", "interface", p].map(String::from));
-                args.push(format!("ofport_request={n}"));
-                if dut == "ovs-afxdp" {
-                    args.push("type=afxdp".into());
-                }
-            }
-            args.extend([
-                "--".to_string(),
-                "set-controller".to_string(),
-                br.clone(),
-                format!("ptcp:{port}:127.0.0.1"),
-            ]);
-            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-            ovs.vsctl(&refs).map_err(|e| e.to_string())?;
-            if let Some((_, sw)) = bed.cores {
-                // Every other thread too (the main thread polls `system` ports).
-                traffic::run::pin_process(ovs.state.vswitchd_pid, sw).map_err(|e| e.to_string())?;
-            }
-            bed.ovs = Some(ovs);
-            Ok(Some(addr))
-        }
-        "bridge" => {
-            let br = format!("{}br", bed.tag);
-            sh(&["ip", "link", "add", &br, "type", "bridge"])?;
-            sh(&["ip", "link", "set", &a, "master", &br])?;
-            sh(&["ip", "link", "set", &b, "master", &br])?;
-            sh(&["ip", "link", "set", &br, "up"])?;
-            Ok(None)
-        }
-        other => Err(format!("unknown switch '{other}': choose from {}", DUTS.join(", "))),
+/// Brings the switches under test up on the bed (for Open vSwitch, as
+/// bridges of `shared_ovs` when given, else of a daemon of the bed's own);
+/// their OpenFlow addresses, in path order.
+pub(crate) fn start_dut(
+    dut: &str,
+    bed: &mut Bed,
+    shared_ovs: Option<&netlab::ovs::Ovs>,
+) -> Result<Vec<std::net::SocketAddr>, String> {
+    let mut addrs = Vec::new();
+    if dut.starts_with("ovs") && shared_ovs.is_none() && !bed.ports.is_empty() {
+        bed.ovs = Some(netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(|e| e.to_string())?);
     }
+    for (i, (a, b)) in bed.ports.clone().into_iter().enumerate() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
+        let br = bed.bridge_name(i);
+        match dut {
+            "sdnlab" | "sdnlab-afxdp" => {
+                let (a, b) = if dut == "sdnlab-afxdp" {
+                    (format!("afxdp:{a}"), format!("afxdp:{b}"))
+                } else {
+                    (a, b)
+                };
+                let me = std::env::current_exe().map_err(|e| e.to_string())?;
+                let log_name = if bed.ports.len() == 1 {
+                    "sdnlab-switch.log".to_string()
+                } else {
+                    format!("sdnlab-switch{}.log", i + 1)
+                };
+                let log = std::fs::File::create(bed.dir.join(log_name)).map_err(|e| e.to_string())?;
+                let child = Command::new(me)
+                    .args([
+                        "switch",
+                        "--port",
+                        &a,
+                        "--port",
+                        &b,
+                        "--listen",
+                        &format!("ptcp:{port}"),
+                    ])
+                    .args(["--ring", "4096", "--threads", "1"])
+                    .args(bed.cores.map(|(_, sw)| format!("--cores={sw}")))
+                    .stdout(Stdio::null())
+                    .stderr(log)
+                    .spawn()
+                    .map_err(|e| e.to_string())?;
+                bed.children.push(child);
+                addrs.push(addr);
+            }
+            "ovs" | "ovs-afxdp" => {
+                let ovs = shared_ovs.or(bed.ovs.as_ref()).expect("started above");
+                let mut args: Vec<String> = [
+                    "--",
+                    "add-br",
+                    &br,
+                    "--",
+                    "set",
+                    "bridge",
+                    &br,
+                    "datapath_type=netdev",
+                    "fail-mode=secure",
+                    "protocols=OpenFlow13",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                if let Some((_, sw)) = bed.cores {
+                    // Its packet-processing thread on the switch's core.
+                    args.extend(["--", "set", "Open_vSwitch", "."].map(String::from));
+                    args.push(format!("other_config:pmd-cpu-mask={:#x}", 1u64 << sw));
+                }
+                for (n, p) in [(1, &a), (2, &b)] {
+                    args.extend(["--", "add-port", &br, p, "--", "set", "interface", p].map(String::from));
+                    args.push(format!("ofport_request={n}"));
+                    if dut == "ovs-afxdp" {
+                        args.push("type=afxdp".into());
+                    }
+                }
+                args.extend([
+                    "--".to_string(),
+                    "set-controller".to_string(),
+                    br.clone(),
+                    format!("ptcp:{port}:127.0.0.1"),
+                ]);
+                let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+                ovs.vsctl(&refs).map_err(|e| e.to_string())?;
+                if let Some((_, sw)) = bed.cores {
+                    // Every other thread too (the main thread polls `system` ports).
+                    traffic::run::pin_process(ovs.state.vswitchd_pid, sw).map_err(|e| e.to_string())?;
+                }
+                addrs.push(addr);
+            }
+            "bridge" => {
+                sh(&["ip", "link", "add", &br, "type", "bridge"])?;
+                sh(&["ip", "link", "set", &a, "master", &br])?;
+                sh(&["ip", "link", "set", &b, "master", &br])?;
+                sh(&["ip", "link", "set", &br, "up"])?;
+            }
+            other => return Err(format!("unknown switch '{other}': choose from {}", DUTS.join(", "))),
+        }
+    }
+    Ok(addrs)
+}
+
+/// A bed of `hops` switches in a chain (names marked with `suffix`) in
+/// `dir`, the switches started and their in_port forwarding rules
+/// installed; their OpenFlow addresses.
+pub(crate) fn open_chain(
+    dut: &str,
+    dir: &Path,
+    generator: GenMethod,
+    suffix: &str,
+    hops: usize,
+    shared_ovs: Option<&netlab::ovs::Ovs>,
+) -> Result<(Bed, Vec<std::net::SocketAddr>), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut bed = Bed::chain(dut, dir, generator, suffix, hops, None)?;
+    let addrs = start_dut(dut, &mut bed, shared_ovs)?;
+    for addr in &addrs {
+        OfClient::connect(*addr)
+            .and_then(|mut c| c.install(&forward_rules(1, 2)))
+            .map_err(|e| format!("forwarding rules: {e}"))?;
+    }
+    Ok((bed, addrs))
 }
 
 /// A fresh run directory for `dut` under `dir`, its test bed, the switch
@@ -575,17 +690,22 @@ pub(crate) fn open_bed(
     dut: &str,
     dir: &Path,
     generator: GenMethod,
+    external: Option<&External>,
 ) -> Result<(Bed, Option<std::net::SocketAddr>), String> {
     let dut_dir = dir.join(dut);
     let _ = std::fs::remove_dir_all(&dut_dir);
     std::fs::create_dir_all(&dut_dir).map_err(|e| format!("{}: {e}", dut_dir.display()))?;
-    let mut bed = Bed::new(dut, &dut_dir, generator)?;
-    let of_addr = start_dut(dut, &mut bed)?;
-    if let Some(addr) = of_addr {
-        OfClient::connect(addr)
-            .and_then(|mut c| c.install(&forward_rules()))
-            .map_err(|e| format!("forwarding rules: {e}"))?;
+    if let Some(ext) = external {
+        let bed = Bed::chain(dut, &dut_dir, generator, "", 0, Some(ext))?;
+        if let Some(addr) = ext.openflow {
+            OfClient::connect(addr)
+                .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
+                .map_err(|e| format!("forwarding rules on the external switch: {e}"))?;
+        }
+        return Ok((bed, ext.openflow));
     }
+    let (bed, addrs) = open_chain(dut, &dut_dir, generator, "", 1, None)?;
+    let of_addr = addrs.first().copied();
     Ok((bed, of_addr))
 }
 
@@ -655,7 +775,9 @@ pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
     })
 }
 
-pub(crate) fn iperf(bed: &Bed, seconds: f64) -> Result<f64, String> {
+/// iperf3 from the generating host to the receiving one for `seconds`:
+/// TCP, or UDP at `udp_mbit`; its JSON report.
+pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<serde_json::Value, String> {
     let mut server = Command::new("ip")
         .args(["netns", "exec", &bed.rcv_ns(), "iperf3", "-s", "-1", "-p", "5411"])
         .stdout(Stdio::null())
@@ -664,27 +786,65 @@ pub(crate) fn iperf(bed: &Bed, seconds: f64) -> Result<f64, String> {
         .map_err(|e| format!("iperf3: {e}"))?;
     std::thread::sleep(Duration::from_millis(300));
     let secs = format!("{}", seconds.ceil().max(1.0) as u64);
+    let mut args: Vec<String> = [
+        "netns",
+        "exec",
+        &bed.gen_ns(),
+        "iperf3",
+        "-c",
+        "10.66.0.2",
+        "-p",
+        "5411",
+        "-J",
+        "-t",
+        &secs,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(mbit) = udp_mbit {
+        args.extend([
+            "-u".to_string(),
+            "-b".to_string(),
+            format!("{}K", (mbit * 1000.0) as u64),
+        ]);
+    }
     let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &bed.gen_ns(),
-            "iperf3",
-            "-c",
-            "10.66.0.2",
-            "-p",
-            "5411",
-            "-J",
-            "-t",
-            &secs,
-        ])
+        .args(&args)
         .output()
-        .map_err(|e| format!("iperf3: {e}"))?;
+        .map_err(|e| format!("iperf3: {e}"));
     let _ = server.kill();
     let _ = server.wait();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("iperf3 output: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out?.stdout).map_err(|e| format!("iperf3 output: {e}"))?;
+    if v["error"].is_string() {
+        return Err(format!("iperf3: {}", v["error"]));
+    }
+    Ok(v)
+}
+
+/// TCP throughput in Gbit/s, as iperf3's receiver counts it.
+pub(crate) fn iperf(bed: &Bed, seconds: f64) -> Result<f64, String> {
+    let v = iperf3(bed, seconds, None)?;
     v["end"]["sum_received"]["bits_per_second"]
         .as_f64()
         .map(|b| b / 1e9)
-        .ok_or_else(|| format!("iperf3: {}", v["error"]))
+        .ok_or_else(|| "iperf3 reported no received rate".to_string())
+}
+
+/// UDP at `mbit`: (Mbit/s received, % lost, jitter in ms), as iperf3's server reports them.
+pub(crate) fn iperf_udp(bed: &Bed, seconds: f64, mbit: f64) -> Result<(f64, f64, f64), String> {
+    let v = iperf3(bed, seconds, Some(mbit))?;
+    let sum = &v["end"]["sum"];
+    let received = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .or_else(|| {
+            let sent = sum["bits_per_second"].as_f64()?;
+            Some(sent * (1.0 - sum["lost_percent"].as_f64()? / 100.0))
+        })
+        .ok_or_else(|| "iperf3 reported no UDP rate".to_string())?;
+    Ok((
+        received / 1e6,
+        sum["lost_percent"].as_f64().unwrap_or(f64::NAN),
+        sum["jitter_ms"].as_f64().unwrap_or(f64::NAN),
+    ))
 }

@@ -49,7 +49,14 @@ fn cell(summary: &str, prefix: &str, col: usize) -> f64 {
         .lines()
         .find(|l| l.starts_with(prefix))
         .unwrap_or_else(|| panic!("no row {prefix}: {summary}"));
-    row.split('|').nth(col).unwrap().trim().parse().unwrap_or(f64::NAN)
+    // The column's first word ("3.77 (mean of 2)" reads 3.77).
+    row.split('|')
+        .nth(col)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 #[test]
@@ -123,6 +130,44 @@ fn rfc2544_tests_find_no_loss_on_a_direct_pair_and_the_limit_of_a_shaped_bridge(
 }
 
 #[test]
+fn iperf_paths_and_parallel_bridges_run_against_sdnlab_and_the_bridge() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("topologies");
+    let summary = bench(&["--dut", "sdnlab,bridge", "--tests", "tcp,udp,paths,parallel"], &out);
+    for dut in ["sdnlab", "bridge"] {
+        let rows: Vec<&str> = summary
+            .lines()
+            .filter(|l| l.starts_with(&format!("| {dut} |")))
+            .collect();
+        assert_eq!(rows.len(), 3, "iperf, paths and parallel rows: {summary}");
+        let tcp = cell(rows[0], &format!("| {dut} |"), 2);
+        assert!(tcp > 0.05, "TCP crosses: {summary}");
+        assert!(
+            rows[0].contains("100→") && rows[0].contains("400→"),
+            "two UDP steps: {summary}"
+        );
+        // Paths: "1 switch / 3 switches" throughputs, both forwarding.
+        let through: Vec<f64> = rows[1]
+            .split('|')
+            .nth(2)
+            .unwrap()
+            .split('/')
+            .map(|v| v.trim().parse().unwrap())
+            .collect();
+        assert!(through.iter().all(|r| *r > 0.0), "{summary}");
+        assert_eq!(cell(rows[2], &format!("| {dut} |"), 2), 3.0, "three bridges: {summary}");
+        assert!(cell(rows[2], &format!("| {dut} |"), 3) > 0.0, "{summary}");
+    }
+    let all = trials(&out);
+    let udp: Vec<_> = all.iter().filter(|t| t["test"] == "udp").collect();
+    assert_eq!(udp.len(), 4, "two steps per switch");
+    assert!(udp
+        .iter()
+        .all(|t| t["lost_percent"].as_f64().is_some() && t["cpu"]["trial"]["user"].as_f64().is_some()));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
 fn openflow_scenarios_run_against_sdnlab_ovs_and_the_bridge() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = out_dir("scenarios");
@@ -181,5 +226,119 @@ fn openflow_scenarios_run_against_sdnlab_ovs_and_the_bridge() {
         report.contains("sdnlab rewrite vlan-pcp"),
         "latency figures per variant in the report"
     );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Removes the test's veths even when an assertion fails.
+struct Links(Vec<String>);
+
+impl Drop for Links {
+    fn drop(&mut self) {
+        for l in &self.0 {
+            let _ = Command::new("ip").args(["link", "del", l]).output();
+        }
+    }
+}
+
+/// A switch the bench does not start, reached through two interfaces
+/// named on the command line: here an sdnlab switch on veths of this
+/// test's own (prefix `xt`), listening for OpenFlow.
+#[test]
+fn an_external_switch_is_measured_through_the_interfaces_named() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tag = format!("xt{}", std::process::id() % 10000);
+    let (g, a, b, r) = (
+        format!("{tag}g"),
+        format!("{tag}a"),
+        format!("{tag}b"),
+        format!("{tag}r"),
+    );
+    let _links = Links(vec![a.clone(), b.clone()]);
+    for (x, y) in [(&g, &a), (&b, &r)] {
+        let ok = Command::new("ip")
+            .args(["link", "add", x, "type", "veth", "peer", "name", y])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    for i in [&g, &a, &b, &r] {
+        assert!(Command::new("ip")
+            .args(["link", "set", i, "up"])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut switch = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "switch",
+            "--port",
+            &a,
+            "--port",
+            &b,
+            "--listen",
+            &format!("ptcp:{port}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _switch = Kill(&mut switch);
+    let out = out_dir("external");
+    let summary = bench(
+        &[
+            "--dut",
+            "external",
+            "--external-ports",
+            &format!("{g},{r}"),
+            "--external-openflow",
+            &format!("127.0.0.1:{port}"),
+            "--generator",
+            "afpacket",
+            "--frames",
+            "64",
+            "--tests",
+            "throughput,match,rewrite",
+        ],
+        &out,
+    );
+    assert!(cell(&summary, "| external | 64 |", 3) > 0.0, "{summary}");
+    assert_eq!(summary.matches("| external | match |").count(), 5, "{summary}");
+    assert_eq!(
+        summary.matches("rewrite seen in received frames").count(),
+        5,
+        "{summary}"
+    );
+    assert!(!summary.contains("FAILED"), "{summary}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let version = meta["targets"][0]["version"].as_str().unwrap();
+    assert!(
+        version.starts_with("sdnlab / "),
+        "the switch's own OpenFlow description: {version}"
+    );
+    // The interfaces are back where they were.
+    for i in [&g, &r] {
+        assert!(
+            Command::new("ip")
+                .args(["link", "show", i])
+                .output()
+                .unwrap()
+                .status
+                .success(),
+            "{i} is back in the root namespace"
+        );
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
