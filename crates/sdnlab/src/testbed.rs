@@ -33,6 +33,18 @@ pub(crate) fn sh(args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The MTU of every link of the beds opened from now on (0: the default,
+/// 1500). Set once by a bench that sends jumbo frames.
+static LINK_MTU: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+pub(crate) fn set_link_mtu(mtu: u32) {
+    LINK_MTU.store(mtu, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn link_mtu() -> Option<u32> {
+    Some(LINK_MTU.load(std::sync::atomic::Ordering::Relaxed)).filter(|m| *m > 0)
+}
+
 /// The two hosts and the switches between them: one, or several in a
 /// chain (host - switch 1 - switch 2 - ... - host), each with two ports.
 pub(crate) struct Bed {
@@ -146,6 +158,10 @@ impl Bed {
             }
         }
         for (a, b) in &bed.ports {
+            if let Some(mtu) = link_mtu() {
+                sh(&["ip", "link", "set", a, "mtu", &mtu.to_string()])?;
+                sh(&["ip", "link", "set", b, "mtu", &mtu.to_string()])?;
+            }
             sh(&["ip", "link", "set", a, "up"])?;
             sh(&["ip", "link", "set", b, "up"])?;
         }
@@ -158,6 +174,10 @@ impl Bed {
             if bed.external.is_none() {
                 // (An external switch's interfaces keep their own MAC.)
                 sh(&["ip", "-n", ns, "link", "set", &ifname, "address", &mac])?;
+            }
+            if let Some(mtu) = link_mtu() {
+                sh(&["ip", "-n", ns, "link", "set", &ifname, "mtu", &mtu.to_string()])
+                    .map_err(|e| format!("jumbo frames need MTU {mtu} on {ifname}: {e}"))?;
             }
             sh(&["ip", "-n", ns, "addr", "add", ip, "dev", &ifname])?;
             sh(&["ip", "-n", ns, "link", "set", &ifname, "up"])?;
@@ -631,6 +651,9 @@ pub(crate) fn start_dut(
                 for (n, p) in [(1, &a), (2, &b)] {
                     args.extend(["--", "add-port", &br, p, "--", "set", "interface", p].map(String::from));
                     args.push(format!("ofport_request={n}"));
+                    if let Some(mtu) = link_mtu() {
+                        args.push(format!("mtu_request={mtu}"));
+                    }
                     if dut == "ovs-afxdp" {
                         args.push("type=afxdp".into());
                     }
@@ -651,6 +674,9 @@ pub(crate) fn start_dut(
             }
             "bridge" => {
                 sh(&["ip", "link", "add", &br, "type", "bridge"])?;
+                if let Some(mtu) = link_mtu() {
+                    sh(&["ip", "link", "set", &br, "mtu", &mtu.to_string()])?;
+                }
                 sh(&["ip", "link", "set", &a, "master", &br])?;
                 sh(&["ip", "link", "set", &b, "master", &br])?;
                 sh(&["ip", "link", "set", &br, "up"])?;
@@ -778,30 +804,30 @@ pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
 /// iperf3 from the generating host to the receiving one for `seconds`:
 /// TCP, or UDP at `udp_mbit`; its JSON report.
 pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<serde_json::Value, String> {
+    // Both ends on the measuring side's core, as the generator and the
+    // receiver are: on the switch's core they would fight a polling
+    // switch for it and their own losses would count as the switch's.
+    let pin: Vec<String> = bed
+        .cores
+        .map(|(gen, _)| vec!["taskset".to_string(), "-c".to_string(), gen.to_string()])
+        .unwrap_or_default();
     let mut server = Command::new("ip")
-        .args(["netns", "exec", &bed.rcv_ns(), "iperf3", "-s", "-1", "-p", "5411"])
+        .args(["netns", "exec", &bed.rcv_ns()])
+        .args(&pin)
+        .args(["iperf3", "-s", "-1", "-p", "5411"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("iperf3: {e}"))?;
     std::thread::sleep(Duration::from_millis(300));
     let secs = format!("{}", seconds.ceil().max(1.0) as u64);
-    let mut args: Vec<String> = [
-        "netns",
-        "exec",
-        &bed.gen_ns(),
-        "iperf3",
-        "-c",
-        "10.66.0.2",
-        "-p",
-        "5411",
-        "-J",
-        "-t",
-        &secs,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args: Vec<String> = vec!["netns".into(), "exec".into(), bed.gen_ns()];
+    args.extend(pin);
+    args.extend(
+        ["iperf3", "-c", "10.66.0.2", "-p", "5411", "-J", "-t", &secs]
+            .iter()
+            .map(|s| s.to_string()),
+    );
     if let Some(mbit) = udp_mbit {
         args.extend([
             "-u".to_string(),

@@ -68,7 +68,7 @@ fn rfc2544_tests_find_no_loss_on_a_direct_pair_and_the_limit_of_a_shaped_bridge(
             "--dut",
             "veth",
             "--frames",
-            "64",
+            "64,9000",
             "--tests",
             "throughput,latency,loss,b2b,recovery",
         ],
@@ -76,8 +76,11 @@ fn rfc2544_tests_find_no_loss_on_a_direct_pair_and_the_limit_of_a_shaped_bridge(
     );
     let tput = cell(&summary, "| veth | 64 |", 3);
     assert!(tput > 20_000.0, "a veth pair forwards far more: {summary}");
+    // Jumbo frames: the links' MTU raised, sent by AF_PACKET, measured whole.
+    let jumbo = cell(&summary, "| veth | 9000 |", 3);
+    assert!(jumbo > 1000.0, "9000-byte frames cross: {summary}");
     let all = trials(&out);
-    let loss: Vec<&serde_json::Value> = all.iter().filter(|t| t["test"] == "loss").collect();
+    let loss: Vec<&serde_json::Value> = all.iter().filter(|t| t["test"] == "loss" && t["frame"] == 64).collect();
     assert!(loss.len() >= 2, "a loss curve: {loss:?}");
     for t in &loss[loss.len() - 2..] {
         assert_eq!(t["lost"], 0, "the curve ends with two loss-free trials: {t}");
@@ -88,8 +91,15 @@ fn rfc2544_tests_find_no_loss_on_a_direct_pair_and_the_limit_of_a_shaped_bridge(
     // Every trial records the switch core's time shares (none here: no switch process,
     // but the core is still sampled) and what the generator did.
     assert!(all.iter().all(|t| t["generator"]["sent"].as_u64().is_some()));
-    let confirm = all.iter().find(|t| t["test"] == "throughput_confirm").unwrap();
-    assert_eq!(confirm["lost"], 0, "the confirmed rate lost nothing: {confirm}");
+    // The last confirmation of each size is the one that held.
+    for frame in [64, 9000] {
+        let confirm = all
+            .iter()
+            .rev()
+            .find(|t| t["test"] == "throughput_confirm" && t["frame"] == frame)
+            .expect("a confirmed rate");
+        assert_eq!(confirm["lost"], 0, "the confirmed rate lost nothing: {confirm}");
+    }
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("throughput_fps") && report.contains("b2b_frames"));
     let _ = std::fs::remove_dir_all(&out);
@@ -129,62 +139,91 @@ fn rfc2544_tests_find_no_loss_on_a_direct_pair_and_the_limit_of_a_shaped_bridge(
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// The rows of the summary table whose header starts with `header`.
+fn section<'a>(summary: &'a str, header: &str) -> Vec<&'a str> {
+    summary
+        .split("\n\n")
+        .find(|t| t.trim_start().starts_with(header))
+        .map(|t| t.trim().lines().skip(2).collect())
+        .unwrap_or_default()
+}
+
+fn row<'a>(rows: &[&'a str], dut: &str) -> &'a str {
+    rows.iter()
+        .find(|r| r.starts_with(&format!("| {dut} |")))
+        .copied()
+        .unwrap_or_else(|| panic!("no row for {dut} in {rows:?}"))
+}
+
+/// Every test and scenario, one frame size, against the three switches
+/// the issue names.
 #[test]
-fn iperf_paths_and_parallel_bridges_run_against_sdnlab_and_the_bridge() {
+fn every_test_and_scenario_runs_against_sdnlab_ovs_and_the_bridge() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = out_dir("topologies");
-    let summary = bench(&["--dut", "sdnlab,bridge", "--tests", "tcp,udp,paths,parallel"], &out);
-    for dut in ["sdnlab", "bridge"] {
-        let rows: Vec<&str> = summary
-            .lines()
-            .filter(|l| l.starts_with(&format!("| {dut} |")))
-            .collect();
-        assert_eq!(rows.len(), 3, "iperf, paths and parallel rows: {summary}");
-        let tcp = cell(rows[0], &format!("| {dut} |"), 2);
-        assert!(tcp > 0.05, "TCP crosses: {summary}");
-        assert!(
-            rows[0].contains("100→") && rows[0].contains("400→"),
-            "two UDP steps: {summary}"
-        );
-        // Paths: "1 switch / 3 switches" throughputs, both forwarding.
-        let through: Vec<f64> = rows[1]
+    let out = out_dir("all");
+    let summary = bench(&["--dut", "sdnlab,ovs,bridge", "--frames", "64"], &out);
+    assert!(!summary.contains("FAILED"), "{summary}");
+    let all = trials(&out);
+    let rfc = section(&summary, "| switch | frame (B) |");
+    let iperf = section(&summary, "| switch | iperf3 TCP");
+    let paths = section(&summary, "| switch | throughput, 64 B, 1 switch");
+    let parallel = section(&summary, "| switch | bridges |");
+    for dut in ["sdnlab", "ovs", "bridge"] {
+        let r = row(&rfc, dut);
+        assert!(cell(r, &format!("| {dut} |"), 3) > 0.0, "a throughput: {summary}");
+        for test in [
+            "throughput_confirm",
+            "latency",
+            "loss",
+            "b2b",
+            "recovery",
+            "tcp",
+            "udp",
+            "parallel",
+        ] {
+            assert!(
+                all.iter().any(|t| t["dut"] == dut && t["test"] == test),
+                "{dut}: no {test} trial"
+            );
+        }
+        let i = row(&iperf, dut);
+        assert!(cell(i, &format!("| {dut} |"), 2) > 0.05, "TCP crosses: {summary}");
+        assert!(i.contains("100→") && i.contains("400→"), "two UDP steps: {summary}");
+        // "1 switch / 3 switches" flat-out forwarding rates, both forwarding
+        // (a zero-loss rate may not exist: Open vSwitch drops sporadically).
+        let through: Vec<f64> = row(&paths, dut)
             .split('|')
-            .nth(2)
+            .nth(3)
             .unwrap()
             .split('/')
             .map(|v| v.trim().parse().unwrap())
             .collect();
-        assert!(through.iter().all(|r| *r > 0.0), "{summary}");
-        assert_eq!(cell(rows[2], &format!("| {dut} |"), 2), 3.0, "three bridges: {summary}");
-        assert!(cell(rows[2], &format!("| {dut} |"), 3) > 0.0, "{summary}");
+        assert!(through.len() == 2 && through.iter().all(|r| *r > 0.0), "{summary}");
+        let p = row(&parallel, dut);
+        assert_eq!(cell(p, &format!("| {dut} |"), 2), 3.0, "three bridges: {summary}");
+        assert!(cell(p, &format!("| {dut} |"), 4) > 0.0, "{summary}");
     }
-    let all = trials(&out);
     let udp: Vec<_> = all.iter().filter(|t| t["test"] == "udp").collect();
-    assert_eq!(udp.len(), 4, "two steps per switch");
+    assert_eq!(udp.len(), 6, "two steps per switch");
     assert!(udp
         .iter()
         .all(|t| t["lost_percent"].as_f64().is_some() && t["cpu"]["trial"]["user"].as_f64().is_some()));
-    let _ = std::fs::remove_dir_all(&out);
-}
-
-#[test]
-fn openflow_scenarios_run_against_sdnlab_ovs_and_the_bridge() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = out_dir("scenarios");
-    let summary = bench(
-        &[
-            "--dut",
-            "sdnlab,ovs,bridge",
-            "--tests",
-            "match,table,rewrite,legacy,capacity,insertion",
-        ],
-        &out,
+    // The switch's own port counters, read over each trial, agree with
+    // the generator: every frame the receiver counted, the switch sent.
+    let confirm = all
+        .iter()
+        .find(|t| t["dut"] == "sdnlab" && t["test"] == "throughput_confirm")
+        .unwrap();
+    assert!(
+        confirm["switch_ports"]["2"]["tx"].as_u64().unwrap() >= confirm["received"].as_u64().unwrap(),
+        "{confirm}"
     );
-    assert!(!summary.contains("FAILED"), "{summary}");
+
+    let scenarios = section(&summary, "| switch | scenario |");
     for dut in ["sdnlab", "ovs"] {
         let rows = |scenario: &str| {
-            summary
-                .lines()
+            scenarios
+                .iter()
                 .filter(|l| l.starts_with(&format!("| {dut} | {scenario} |")))
                 .collect::<Vec<_>>()
         };

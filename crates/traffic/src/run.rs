@@ -4,7 +4,7 @@
 
 use crate::frame::{signature, Template};
 use ofswitch::actions::VnetHdr;
-use ofswitch::port::{AfPacketPort, PortIo, MTU_SLOT};
+use ofswitch::port::{AfPacketPort, PortIo, GSO_SLOT, MTU_SLOT};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -50,14 +50,21 @@ pub fn enter_netns(name: &str) -> io::Result<()> {
         .map_err(|e| io::Error::other(format!("setns {name}: {e}")))
 }
 
-/// Opens `ifname`, in namespace `netns` if given, with a ring for small frames.
-fn open_in(netns: Option<&str>, ifname: &str, slots: usize) -> io::Result<AfPacketPort> {
+/// Opens `ifname`, in namespace `netns` if given, with a ring of `slots`
+/// slots that hold frames of `frame_len` bytes.
+fn open_in(netns: Option<&str>, ifname: &str, slots: usize, frame_len: usize) -> io::Result<AfPacketPort> {
+    // (Ring slots hold a frame with its headers; jumbo frames need the large slots.)
+    let slot = if frame_len + 128 <= MTU_SLOT {
+        MTU_SLOT
+    } else {
+        GSO_SLOT
+    };
     let (netns, ifname) = (netns.map(str::to_string), ifname.to_string());
     std::thread::spawn(move || {
         if let Some(ns) = &netns {
             enter_netns(ns)?;
         }
-        AfPacketPort::open_with(&ifname, slots, MTU_SLOT)
+        AfPacketPort::open_with(&ifname, slots, slot)
     })
     .join()
     .map_err(|_| io::Error::other("socket thread panicked"))?
@@ -144,9 +151,18 @@ pub struct GenReport {
     pub second_phase: Option<(u64, u64)>,
 }
 
+/// The longest frame the XDP generator sends: live XDP frames live in one
+/// page with the kernel's headroom and tail; longer ones go by AF_PACKET.
+pub const XDP_MAX_FRAME: usize = 3000;
+
 /// Sends test frames as `spec` says; blocks until done.
 pub fn generate(spec: &GenSpec) -> io::Result<GenReport> {
-    match (spec.method, spec.core) {
+    let method = if spec.template.bytes.len() > XDP_MAX_FRAME {
+        GenMethod::AfPacket
+    } else {
+        spec.method
+    };
+    match (method, spec.core) {
         (GenMethod::Xdp, _) => generate_xdp(spec),
         (GenMethod::AfPacket, None) => generate_afpacket(spec),
         (GenMethod::AfPacket, Some(core)) => {
@@ -257,7 +273,7 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
 }
 
 fn generate_afpacket(spec: &GenSpec) -> io::Result<GenReport> {
-    let port = open_in(spec.netns.as_deref(), &spec.ifname, 64)?;
+    let port = open_in(spec.netns.as_deref(), &spec.ifname, 64, spec.template.bytes.len())?;
     const BATCH: usize = 32;
     let streams = spec.streams.max(1);
     let mut frames: Vec<Template> = (0..BATCH).map(|_| spec.template.clone()).collect();
