@@ -779,6 +779,18 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMetho
     ))
 }
 
+/// A test's summary row into its table, or its failure into the run's
+/// events (the other tests go on).
+fn add_row(table: &mut String, events: &mut Vec<String>, what: &str, row: Result<String, String>) {
+    match row {
+        Ok(row) => table.push_str(&row),
+        Err(e) => {
+            eprintln!("{what}: {e}");
+            events.push(format!("{what}: {e}"));
+        }
+    }
+}
+
 fn metrics() -> Vec<Metric> {
     vec![
         Metric::new("throughput_fps", "frames/s", Better::Higher),
@@ -1075,31 +1087,16 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             ));
         }
         if wants("tcp") || wants("udp") {
-            match iperf_tests(&mut runner, &p, wants("tcp"), wants("udp")) {
-                Ok(row) => iperf_table.push_str(&row),
-                Err(e) => {
-                    meta.events.push(format!("{dut}: {e}"));
-                    eprintln!("{dut}: {e}");
-                }
-            }
+            let row = iperf_tests(&mut runner, &p, wants("tcp"), wants("udp"));
+            add_row(&mut iperf_table, &mut meta.events, dut, row);
         }
         if wants("paths") && !["veth", "external"].contains(&dut.as_str()) {
-            match paths(&mut runner, &p, &dir, args.generator) {
-                Ok(row) => paths_table.push_str(&row),
-                Err(e) => {
-                    meta.events.push(format!("{dut}: paths: {e}"));
-                    eprintln!("{dut}: paths: {e}");
-                }
-            }
+            let row = paths(&mut runner, &p, &dir, args.generator);
+            add_row(&mut paths_table, &mut meta.events, &format!("{dut}: paths"), row);
         }
         if wants("parallel") && !["veth", "external"].contains(&dut.as_str()) {
-            match parallel(&mut runner, &p, &dir, args.generator) {
-                Ok(row) => parallel_table.push_str(&row),
-                Err(e) => {
-                    meta.events.push(format!("{dut}: parallel: {e}"));
-                    eprintln!("{dut}: parallel: {e}");
-                }
-            }
+            let row = parallel(&mut runner, &p, &dir, args.generator);
+            add_row(&mut parallel_table, &mut meta.events, &format!("{dut}: parallel"), row);
         }
         let wanted: Vec<&str> = crate::dp_scenarios::SCENARIOS
             .iter()

@@ -63,10 +63,7 @@ impl Tables {
             s.push_str(r);
             s.push('\n');
         }
-        let mut speedups = Vec::new();
-        for (dut, of_lat, of_max, name, lat, max) in &self.legacy {
-            speedups.push((dut.clone(), *of_lat, *of_max, name.clone(), *lat, *max));
-        }
+        let mut speedups = self.legacy.clone();
         if let Some((lat, max)) = self.bridge {
             for (dut, of_lat, of_max, ..) in self.legacy.iter().filter(|l| l.3.is_empty()) {
                 speedups.push((dut.clone(), *of_lat, *of_max, "Linux bridge".into(), lat, max));
