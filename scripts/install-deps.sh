@@ -17,6 +17,7 @@ debs=(
   nftables            # bench ctl --test dos: drops SYN-ACKs to the SYN flood's fake source (loopback)
   netsniff-ng tcpreplay  # trafgen and tcpreplay: the generators `sdnlab bench gen` compares ours with
   python3 python3-venv   # os-ken peer venv (scripts/install-osken.sh)
+  nginx httperf          # bench lb: the replica servers and the paper's HTTP client
   ca-certificates curl build-essential pkg-config
 )
 missing=()
@@ -27,6 +28,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts nginx's own service on install; the lab runs its replicas'
+  # nginx inside namespaces and needs no server in the root namespace.
+  if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null 2>&1; then
+    as_root systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

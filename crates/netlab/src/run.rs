@@ -345,6 +345,9 @@ impl Net {
             let group = device_group(&self.state.id);
             let br = format!("{LINK_PREFIX}{}mg", self.state.id);
             root.bridge(&br, group).await.map_err(err)?;
+            if let Some(ip) = m.root_ip {
+                root.add_addr(&br, ip, m.prefix_len).await.map_err(err)?;
+            }
             for (i, (h, hs)) in self.topo.hosts.iter().zip(&self.state.hosts).enumerate() {
                 let Some(ip) = h.mgmt_ip else { continue };
                 let end = format!("{LINK_PREFIX}{}m{}", self.state.id, i + 1);

@@ -46,6 +46,9 @@ pub struct Link {
 pub struct Mgmt {
     pub subnet: Ipv4Addr,
     pub prefix_len: u8,
+    /// The root namespace's own address on the segment, so a controller
+    /// there reaches agents on the hosts (none by default).
+    pub root_ip: Option<Ipv4Addr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Default)]
@@ -112,12 +115,23 @@ impl Topology {
                 ));
             }
             if let (Some(m), Some(mgmt)) = (h.mgmt_ip, &self.mgmt) {
+                if Some(m) == mgmt.root_ip {
+                    p.push(format!(
+                        "host '{}': management address {m} is the root namespace's (mgmt.root_ip)",
+                        h.name
+                    ));
+                }
                 if !same_subnet(m, mgmt.subnet, mgmt.prefix_len) {
                     p.push(format!(
                         "host '{}': management address {m} is outside {}/{}",
                         h.name, mgmt.subnet, mgmt.prefix_len
                     ));
                 }
+            }
+        }
+        if let Some(m) = &self.mgmt {
+            if let Some(r) = m.root_ip.filter(|r| !same_subnet(*r, m.subnet, m.prefix_len)) {
+                p.push(format!("mgmt.root_ip {r} is outside {}/{}", m.subnet, m.prefix_len));
             }
         }
         let mut dpids: HashMap<u64, &str> = HashMap::new();
@@ -387,6 +401,7 @@ struct FileLink {
 #[serde(deny_unknown_fields)]
 struct FileMgmt {
     subnet: String,
+    root_ip: Option<String>,
 }
 
 fn parse_cidr(s: &str, what: &str) -> Result<(Ipv4Addr, u8), String> {
@@ -409,7 +424,20 @@ pub fn from_toml(text: &str) -> Result<Topology, Vec<String>> {
     let mut t = Topology::default();
     if let Some(m) = &f.mgmt {
         match parse_cidr(&m.subnet, "mgmt.subnet") {
-            Ok((subnet, prefix_len)) => t.mgmt = Some(Mgmt { subnet, prefix_len }),
+            Ok((subnet, prefix_len)) => {
+                let root_ip = m.root_ip.as_deref().and_then(|r| match r.parse::<Ipv4Addr>() {
+                    Ok(ip) => Some(ip),
+                    Err(_) => {
+                        problems.push(format!("mgmt.root_ip '{r}' is not an IPv4 address"));
+                        None
+                    }
+                });
+                t.mgmt = Some(Mgmt {
+                    subnet,
+                    prefix_len,
+                    root_ip,
+                })
+            }
             Err(e) => problems.push(e),
         }
     }
@@ -614,5 +642,31 @@ mod tests {
         assert_eq!(syntax.len(), 1);
         let unknown = from_toml("[[host]]\nname = \"a\"\nip = \"10.0.0.1\"\ncolour = \"red\"").unwrap_err();
         assert!(unknown[0].contains("colour"), "{unknown:?}");
+    }
+
+    #[test]
+    fn the_root_namespace_may_join_the_management_network() {
+        let base =
+            "[[host]]\nname = \"h1\"\nip = \"10.0.0.1\"\n[[switch]]\nname = \"s1\"\n[[link]]\na = \"h1\"\nb = \"s1\"\n";
+        let t = from_toml(&format!(
+            "[mgmt]\nsubnet = \"10.77.0.0/24\"\nroot_ip = \"10.77.0.254\"\n{base}"
+        ))
+        .unwrap();
+        let m = t.mgmt.as_ref().unwrap();
+        assert_eq!(m.root_ip, Some(Ipv4Addr::new(10, 77, 0, 254)));
+        assert_eq!(t.hosts[0].mgmt_ip, Some(Ipv4Addr::new(10, 77, 0, 1)));
+        let outside = from_toml(&format!(
+            "[mgmt]\nsubnet = \"10.77.0.0/24\"\nroot_ip = \"10.78.0.1\"\n{base}"
+        ))
+        .unwrap_err();
+        assert!(
+            outside.iter().any(|p| p.contains("root_ip 10.78.0.1 is outside")),
+            "{outside:?}"
+        );
+        let taken = from_toml(&format!(
+            "[mgmt]\nsubnet = \"10.77.0.0/24\"\nroot_ip = \"10.77.0.1\"\n{base}"
+        ))
+        .unwrap_err();
+        assert!(taken.iter().any(|p| p.contains("is the root namespace's")), "{taken:?}");
     }
 }

@@ -47,6 +47,9 @@ enum Command {
     Controller(ControllerArgs),
     /// Run the sdnlab userspace OpenFlow 1.3 switch on Linux interfaces until Ctrl-C.
     Switch(Box<switch_cmd::SwitchArgs>),
+    /// Answer the lb app's questions about this replica (NIC bytes, CPU of its service, open
+    /// connections) over UDP on the management network; run it in the replica's namespace.
+    Agent(AgentArgs),
     /// Emulated networks in Linux network namespaces.
     Net {
         #[command(subcommand)]
@@ -84,9 +87,13 @@ struct ControllerArgs {
     /// Address to listen on (repeatable). Default: [::]:6653 and [::]:6633 (IPv4 too).
     #[arg(long = "listen", value_name = "ADDR:PORT")]
     listen: Vec<std::net::SocketAddr>,
-    /// Application to run (repeatable, in order): l2-learning, hub, topology, paths, paths-proactive, null.
+    /// Application to run (repeatable, in order): l2-learning, hub, topology, paths, paths-proactive,
+    /// null, lb (needs --lb-config; l2-learning is added after it when not named).
     #[arg(long = "app", value_name = "APP")]
     apps: Vec<String>,
+    /// The lb app's configuration (TOML: [vip], [[replica]], policy; see the README).
+    #[arg(long, value_name = "FILE")]
+    lb_config: Option<std::path::PathBuf>,
     /// Address of the REST API (JSON over HTTP).
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
     rest: std::net::SocketAddr,
@@ -230,6 +237,7 @@ fn main() -> ExitCode {
         } => ofp_decode_cmd(args),
         Command::Controller(args) => controller_cmd(args),
         Command::Switch(args) => switch_cmd::run(*args),
+        Command::Agent(args) => agent_cmd(args),
         Command::Bench {
             command: BenchCommand::Ctl(args),
         } => bench_cmd::run(*args),
@@ -306,13 +314,82 @@ fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> E
     }
 }
 
-fn controller_cmd(args: ControllerArgs) -> ExitCode {
-    let names = if args.apps.is_empty() {
+#[derive(Args)]
+struct AgentArgs {
+    /// The replica's data interface, whose transmitted bytes are reported.
+    #[arg(long, default_value = "eth0")]
+    interface: String,
+    /// The service's TCP port: established connections on it are counted.
+    #[arg(long, default_value_t = 80)]
+    service_port: u16,
+    /// UDP address to answer on.
+    #[arg(long, default_value = "0.0.0.0:9109")]
+    listen: std::net::SocketAddr,
+    /// How often the service's CPU use is sampled, milliseconds.
+    #[arg(long, default_value_t = 100)]
+    cpu_period_ms: u64,
+    /// Write the agent's pid here.
+    #[arg(long, value_name = "FILE")]
+    pidfile: Option<std::path::PathBuf>,
+}
+
+fn agent_cmd(args: AgentArgs) -> ExitCode {
+    let probe = match lb::agent::Probe::new(&args.interface, args.service_port) {
+        Ok(p) => p,
+        Err(e) => return net_cmd::fail(e),
+    };
+    let sock = match std::net::UdpSocket::bind(args.listen) {
+        Ok(s) => s,
+        Err(e) => return net_cmd::fail(format!("{}: {e} (choose another with --listen)", args.listen)),
+    };
+    if let Some(p) = &args.pidfile {
+        if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
+            return net_cmd::fail(format!("--pidfile {}: {e}", p.display()));
+        }
+    }
+    probe.start_cpu_sampler(std::time::Duration::from_millis(args.cpu_period_ms.clamp(10, 60_000)));
+    eprintln!(
+        "sdnlab agent: answering on udp {} for {} (service port {})",
+        args.listen, args.interface, args.service_port
+    );
+    match lb::agent::serve(&sock, &probe) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => net_cmd::fail(e),
+    }
+}
+
+/// The controller's apps: the named ones, with `lb` built from its
+/// configuration (and `l2-learning` after it for everything else).
+fn controller_apps(
+    apps: &[String],
+    lb_config: Option<&std::path::Path>,
+) -> Result<(controller::app::AppSet, Option<std::sync::Arc<lb::Lb>>), String> {
+    let mut names = if apps.is_empty() {
         vec!["l2-learning".to_string()]
     } else {
-        args.apps.clone()
+        apps.to_vec()
     };
-    let set = match controller::app::build(&names) {
+    let Some(at) = names.iter().position(|n| n == "lb") else {
+        if lb_config.is_some() {
+            return Err("--lb-config is given but not --app lb".into());
+        }
+        return Ok((controller::app::build(&names)?, None));
+    };
+    let path = lb_config.ok_or("--app lb needs --lb-config FILE (the VIP, the replicas and the policy)")?;
+    let lb = lb::Lb::new(lb::Config::load(path)?);
+    names.remove(at);
+    if !names.iter().any(|n| n == "l2-learning") {
+        names.insert(at, "l2-learning".into());
+    }
+    let mut set = controller::app::build(&names)?;
+    set.names.insert(at, "lb".into());
+    set.factories.insert(at, lb.factory());
+    lb.start_tcp_health();
+    Ok((set, Some(lb)))
+}
+
+fn controller_cmd(args: ControllerArgs) -> ExitCode {
+    let (set, lb) = match controller_apps(&args.apps, args.lb_config.as_deref()) {
         Ok(s) => s,
         Err(e) => return net_cmd::fail(e),
     };
@@ -401,6 +478,12 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         s.errors_sent.load(Relaxed),
         s.refused.load(Relaxed)
     );
+    if let Some(lb) = lb {
+        eprintln!(
+            "sdnlab lb: {}",
+            serde_json::to_string(&lb.snapshot()).unwrap_or_default()
+        );
+    }
     ExitCode::SUCCESS
 }
 
