@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 
 step "dependencies"; scripts/install-deps.sh
 step "format";       cargo fmt --all --check

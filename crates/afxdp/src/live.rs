@@ -45,7 +45,10 @@ const W_NEXT: i16 = 16;
 const W_INTERVAL: i16 = 24;
 const W_END: i16 = 32;
 const W_SLACK: i16 = 40;
-const VALUE_LEN: u32 = 48;
+/// How long a paced run lasts; its clock starts at its first frame, so the
+/// tens of milliseconds the kernel call takes to set up are not lost slots.
+const W_DURATION: i16 = 48;
+const VALUE_LEN: u32 = 56;
 
 fn stamp_program(map_fd: RawFd, streams: u32) -> Vec<Insn> {
     const LDX_W: u8 = 0x61;
@@ -65,10 +68,11 @@ fn stamp_program(map_fd: RawFd, streams: u32) -> Vec<Insn> {
     const JLT_X: u8 = 0xad;
     const JLE_X: u8 = 0xbd;
     const JEQ_K: u8 = 0x15;
+    const JNE_K: u8 = 0x55;
     const LD_IMM64: u8 = 0x18;
     const CALL: u8 = 0x85;
     const EXIT: u8 = 0x95;
-    const DROP: i16 = 46;
+    const DROP: i16 = 52;
     let mut p = vec![
         insn(LDX_W, 2, 1, 0, 0),                       // 0: r2 = data
         insn(LDX_W, 3, 1, 4, 0),                       // 1: r3 = data_end
@@ -86,40 +90,46 @@ fn stamp_program(map_fd: RawFd, streams: u32) -> Vec<Insn> {
         insn(MOV_X, 7, 0, 0, 0),                       // 13: r7 = value
         insn(CALL, 0, 0, 0, BPF_FUNC_KTIME_GET_NS),    // 14: r0 = now (monotonic)
         insn(MOV_X, 9, 0, 0, 0),                       // 15: r9 = now
-        insn(LDX_DW, 1, 7, W_END, 0),                  // 16: past the end: drop
-        insn(JGE_X, 9, 1, 0, 0),                       // 17
-        insn(LDX_DW, 1, 7, W_INTERVAL, 0),             // 18: unpaced: send
-        insn(JEQ_K, 1, 0, 0, 0),                       // 19 (to 28)
-        insn(LDX_DW, 2, 7, W_NEXT, 0),                 // 20: before its time: drop
-        insn(JLT_X, 9, 2, 0, 0),                       // 21
-        insn(LDX_DW, 3, 7, W_SLACK, 0),                // 22: far behind (the thread was
-        insn(ADD_X, 3, 2, 0, 0),                       // 23:   preempted): the missed slots
-        insn(JLE_X, 9, 3, 1, 0),                       // 24:   are skipped, not sent in a burst
-        insn(MOV_X, 2, 9, 0, 0),                       // 25: next = now
-        insn(ADD_X, 2, 1, 0, 0),                       // 26: next += interval
-        insn(STX_DW, 7, 2, W_NEXT, 0),                 // 27
-        insn(LDX_DW, 8, 7, W_SEQ, 0),                  // 28: r8 = seq
-        insn(MOV_X, 1, 8, 0, 0),                       // 29
-        insn(ADD_K, 1, 0, 0, 1),                       // 30
-        insn(STX_DW, 7, 1, W_SEQ, 0),                  // 31: seq + 1 back to the map
-        insn(MOV_X, 1, 8, 0, 0),                       // 32: seq, 48 bits big-endian
-        insn(LSH_K, 1, 0, 0, 16),                      // 33
-        insn(TO_BE, 1, 0, 0, 64),                      // 34
-        insn(STX_DW, 6, 1, SEQ_AT, 0),                 // 35: (its low 2 bytes are overwritten by the time)
-        insn(MOD_K, 8, 0, 0, streams.max(1) as i32),   // 36: source port = base + seq % streams
-        insn(ADD_K, 8, 0, 0, SPORT_BASE),              // 37
-        insn(TO_BE, 8, 0, 0, 16),                      // 38
-        insn(STX_H, 6, 8, SPORT_AT, 0),                // 39
-        insn(LDX_DW, 1, 7, W_OFFSET, 0),               // 40: send time on CLOCK_REALTIME
-        insn(ADD_X, 9, 1, 0, 0),                       // 41
-        insn(TO_BE, 9, 0, 0, 64),                      // 42
-        insn(STX_DW, 6, 9, TIME_AT, 0),                // 43
-        insn(MOV_K, 0, 0, 0, XDP_TX),                  // 44
-        insn(EXIT, 0, 0, 0, 0),                        // 45
-        insn(MOV_K, 0, 0, 0, XDP_DROP),                // 46: drop
-        insn(EXIT, 0, 0, 0, 0),                        // 47
+        insn(LDX_DW, 1, 7, W_END, 0),                  // 16: not started (end 0): the run
+        insn(JNE_K, 1, 0, 0, 0),                       // 17:   starts now (to 22)
+        insn(LDX_DW, 1, 7, W_DURATION, 0),             // 18: end = now + duration
+        insn(ADD_X, 1, 9, 0, 0),                       // 19
+        insn(STX_DW, 7, 1, W_END, 0),                  // 20
+        insn(STX_DW, 7, 9, W_NEXT, 0),                 // 21: next = now
+        insn(LDX_DW, 1, 7, W_END, 0),                  // 22: past the end: drop
+        insn(JGE_X, 9, 1, 0, 0),                       // 23
+        insn(LDX_DW, 1, 7, W_INTERVAL, 0),             // 24: unpaced: send
+        insn(JEQ_K, 1, 0, 0, 0),                       // 25 (to 34)
+        insn(LDX_DW, 2, 7, W_NEXT, 0),                 // 26: before its time: drop
+        insn(JLT_X, 9, 2, 0, 0),                       // 27
+        insn(LDX_DW, 3, 7, W_SLACK, 0),                // 28: far behind (the thread was
+        insn(ADD_X, 3, 2, 0, 0),                       // 29:   preempted): the missed slots
+        insn(JLE_X, 9, 3, 1, 0),                       // 30:   are skipped, not sent in a burst
+        insn(MOV_X, 2, 9, 0, 0),                       // 31: next = now
+        insn(ADD_X, 2, 1, 0, 0),                       // 32: next += interval
+        insn(STX_DW, 7, 2, W_NEXT, 0),                 // 33
+        insn(LDX_DW, 8, 7, W_SEQ, 0),                  // 34: r8 = seq
+        insn(MOV_X, 1, 8, 0, 0),                       // 35
+        insn(ADD_K, 1, 0, 0, 1),                       // 36
+        insn(STX_DW, 7, 1, W_SEQ, 0),                  // 37: seq + 1 back to the map
+        insn(MOV_X, 1, 8, 0, 0),                       // 38: seq, 48 bits big-endian
+        insn(LSH_K, 1, 0, 0, 16),                      // 39
+        insn(TO_BE, 1, 0, 0, 64),                      // 40
+        insn(STX_DW, 6, 1, SEQ_AT, 0),                 // 41: (its low 2 bytes are overwritten by the time)
+        insn(MOD_K, 8, 0, 0, streams.max(1) as i32),   // 42: source port = base + seq % streams
+        insn(ADD_K, 8, 0, 0, SPORT_BASE),              // 43
+        insn(TO_BE, 8, 0, 0, 16),                      // 44
+        insn(STX_H, 6, 8, SPORT_AT, 0),                // 45
+        insn(LDX_DW, 1, 7, W_OFFSET, 0),               // 46: send time on CLOCK_REALTIME
+        insn(ADD_X, 9, 1, 0, 0),                       // 47
+        insn(TO_BE, 9, 0, 0, 64),                      // 48
+        insn(STX_DW, 6, 9, TIME_AT, 0),                // 49
+        insn(MOV_K, 0, 0, 0, XDP_TX),                  // 50
+        insn(EXIT, 0, 0, 0, 0),                        // 51
+        insn(MOV_K, 0, 0, 0, XDP_DROP),                // 52: drop
+        insn(EXIT, 0, 0, 0, 0),                        // 53
     ];
-    for (at, to) in [(4usize, DROP), (12, DROP), (17, DROP), (19, 28), (21, DROP)] {
+    for (at, to) in [(4usize, DROP), (12, DROP), (17, 22), (23, DROP), (25, 34), (27, DROP)] {
         p[at].off = to - at as i16 - 1;
     }
     p
@@ -185,24 +195,23 @@ impl LiveGenerator {
             frame: frame.to_vec(),
             ifindex,
         };
-        g.set([first_seq, realtime_offset(), 0, 0, u64::MAX, 0])?;
+        g.set([first_seq, realtime_offset(), 0, 0, u64::MAX, 0, 0])?;
         Ok(g)
     }
 
-    fn set(&self, value: [u64; 6]) -> io::Result<()> {
+    fn set(&self, value: [u64; 7]) -> io::Result<()> {
         map_update(self.map.as_raw_fd(), &0u32, &value, "setting the generator's sequence")
     }
 
     /// The next sequence number (= frames stamped so far, from the first).
     pub fn next_seq(&self) -> io::Result<u64> {
-        let mut value = [0u64; 6];
-        map_lookup(
-            self.map.as_raw_fd(),
-            &0u32,
-            &mut value,
-            "reading the generator's sequence",
-        )?;
-        Ok(value[0])
+        Ok(self.read()?[0])
+    }
+
+    fn read(&self) -> io::Result<[u64; 7]> {
+        let mut value = [0u64; 7];
+        map_lookup(self.map.as_raw_fd(), &0u32, &mut value, "reading the generator's state")?;
+        Ok(value)
     }
 
     /// Sends `count` frames as fast as it can, `batch` (1..=256) at a
@@ -240,32 +249,36 @@ impl LiveGenerator {
     /// caught up in a burst), and a signal ends the call when the time is up. Frames leave
     /// in kernel batches of `batch`; a frame waits at most for the rest of
     /// its batch, so keep it small where latency is measured.
-    pub fn run_for(&self, duration: Duration, rate_pps: Option<f64>, batch: u32) -> io::Result<()> {
+    pub fn run_for(&self, duration: Duration, rate_pps: Option<f64>, batch: u32) -> io::Result<Duration> {
         install_wakeup_handler();
         let seq = self.next_seq()?;
-        let now = monotonic_ns();
         let interval = rate_pps
             .map_or(0, |r| (1e9 / r.max(1e-3)) as u64)
             .max(rate_pps.map_or(0, |_| 1));
         // Late by more than this, the missed frames are skipped (the
         // achieved rate says so) rather than sent back to back.
         let slack = (interval * 8).max(20_000);
-        self.set([
-            seq,
-            realtime_offset(),
-            now,
-            interval,
-            now + duration.as_nanos() as u64,
-            slack,
-        ])?;
+        let duration_ns = duration.as_nanos() as u64;
+        // End 0: the program starts the run's clock at its first frame.
+        self.set([seq, realtime_offset(), 0, interval, 0, slack, duration_ns])?;
         // SAFETY: the id of the calling thread, which outlives the timer
         // (joined below).
         let me = unsafe { libc::pthread_self() };
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
-        let deadline = Instant::now() + duration;
+        let map = self.map.as_raw_fd();
         let timer = std::thread::spawn(move || {
-            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            // Wait for the first frame to fix the end, then for the end.
+            let give_up = Instant::now() + duration + Duration::from_secs(2);
+            while !flag.load(Ordering::Acquire) && Instant::now() < give_up {
+                let mut v = [0u64; 7];
+                let end = map_lookup(map, &0u32, &mut v, "").map(|_| v[4]).unwrap_or(0);
+                if end != 0 {
+                    std::thread::sleep(Duration::from_nanos(end.saturating_sub(monotonic_ns())));
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
             // Again until the call has returned: a signal that lands just
             // before the call starts would otherwise be lost.
             while !flag.load(Ordering::Acquire) {
@@ -275,11 +288,21 @@ impl LiveGenerator {
             }
         });
         let r = self.test_run(u32::MAX, batch);
+        let returned = monotonic_ns();
         done.store(true, Ordering::Release);
         let _ = timer.join();
+        let end = self.read()?[4];
+        // What was really spent sending: from the first frame to the end,
+        // or to the call's return if it came first.
+        let sending = if end == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(returned.min(end).saturating_sub(end - duration_ns))
+        };
         match r {
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) || e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            other => other,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) || e.kind() == io::ErrorKind::Interrupted => Ok(sending),
+            Err(e) => Err(e),
+            Ok(()) => Ok(sending),
         }
     }
 }

@@ -224,8 +224,14 @@ fn the_live_generator_keeps_its_rate_and_numbers_and_stamps_every_frame() {
     let gen = afxdp::live::LiveGenerator::new(afxdp::ifindex(&veth.a).unwrap(), &template, 4, 0).unwrap();
     let (rate, secs) = (20_000.0, 0.5);
     let before = realtime_ns();
-    gen.run_for(Duration::from_secs_f64(secs), Some(rate), 8).unwrap();
+    let sending = gen.run_for(Duration::from_secs_f64(secs), Some(rate), 8).unwrap();
     let after = realtime_ns();
+    // The run's clock starts at its first frame, after the kernel call's
+    // set-up, and the call ends with it.
+    assert!(
+        (sending.as_secs_f64() - secs).abs() < 0.005,
+        "sent for {sending:?}, asked {secs} s"
+    );
     let sent = gen.next_seq().unwrap();
     // Slots missed while the thread was preempted (tests run side by side)
     // are skipped, so a few percent may be missing, never extra.

@@ -274,18 +274,18 @@ fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
     Ok(if args.quick {
         Plan {
             frames,
-            trial_s: 1.0,
-            search_s: 0.5,
+            trial_s: 0.5,
+            search_s: 0.3,
             resolution: 0.05,
-            latency_s: 1.0,
+            latency_s: 0.5,
             repetitions: 1,
-            b2b_repetitions: 2,
+            b2b_repetitions: 1,
             b2b_s: 0.05,
-            overload_s: 1.0,
-            recovery_s: 1.0,
+            overload_s: 0.5,
+            recovery_s: 0.5,
             recovery_repetitions: 1,
             scenario_rate: 20_000.0,
-            scenario_s: 0.5,
+            scenario_s: 0.3,
             scenario_repetitions: 2,
             scenario_frame: args.scenario_frame,
             table_rules: 1000,
@@ -413,6 +413,7 @@ impl Runner<'_> {
                 "p99": t.latency_us_p99, "p999": t.latency_us_p999, "max": t.latency_us_max},
             "receiver_drops": t.receiver_drops, "generator_short": short, "valid": valid,
             "switch_ports": switch_ports, "loss_split": loss_split, "cpu": cpu, "generator": t.gen,
+            "ended_unix_s": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
         });
         let _ = writeln!(self.trials, "{v}");
         let _ = self.trials.flush();

@@ -781,7 +781,10 @@ pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
     let rx = Receiver::start_on(Some(&bed.rcv_ns()), &bed.rcv_if(), bed.cores.map(|(gen, _)| gen))
         .map_err(|e| e.to_string())?;
     let g = generate(spec).map_err(|e| e.to_string())?;
-    let r = rx.finish(Duration::from_millis(300));
+    // RFC 2544 section 23 waits 2 s for residual frames; a switch that has
+    // delivered everything is done long before, so stop after 100 ms of
+    // silence and wait the 2 s only for one still delivering.
+    let r = rx.finish_when_quiet(Duration::from_millis(100), Duration::from_secs(2));
     Ok(Trial {
         offered_pps: g.achieved_pps,
         sent: g.sent,

@@ -6,7 +6,7 @@ use crate::frame::{signature, Template};
 use ofswitch::actions::VnetHdr;
 use ofswitch::port::{AfPacketPort, PortIo, GSO_SLOT, MTU_SLOT};
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -232,7 +232,7 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
         let tx0 = tx_packets(&spec.ifname)?;
         let t0 = Instant::now();
         let mut second_phase = None;
-        if let Some(n) = spec.burst {
+        let elapsed_s = if let Some(n) = spec.burst {
             // One kernel call per chunk: the burst leaves back to back.
             let mut left = n;
             while left > 0 {
@@ -240,16 +240,19 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
                 gen.send(chunk, 64)?;
                 left -= chunk as u64;
             }
+            t0.elapsed().as_secs_f64()
         } else {
             // Small kernel batches: a frame waits for the rest of its batch
-            // before it leaves, and that wait would count as latency.
-            gen.run_for(spec.duration, spec.rate_pps, XDP_BATCH)?;
+            // before it leaves, and that wait would count as latency. The
+            // rate is over the time spent sending, not the kernel call's
+            // set-up before the first frame.
+            let mut sending = gen.run_for(spec.duration, spec.rate_pps, XDP_BATCH)?;
             if let Some((length, rate)) = spec.then {
                 second_phase = Some((now_ns(), gen.next_seq()?));
-                gen.run_for(length, Some(rate), XDP_BATCH)?;
+                sending += gen.run_for(length, Some(rate), XDP_BATCH)?;
             }
-        }
-        let elapsed_s = t0.elapsed().as_secs_f64();
+            sending.as_secs_f64().max(1e-9)
+        };
         let stamped = gen.next_seq()?;
         // The interface's own count says what left: a veth whose peer
         // cannot take XDP frames drops them without an error.
@@ -431,6 +434,8 @@ impl RecvReport {
 /// A receiver running on its own thread until `stop`.
 pub struct Receiver {
     stop: Arc<AtomicBool>,
+    /// Test frames counted so far (updated after each batch).
+    counted: Arc<AtomicU64>,
     thread: std::thread::JoinHandle<RecvReport>,
 }
 
@@ -454,6 +459,8 @@ impl Receiver {
         let _ = ring.take_drops();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let counted = Arc::new(AtomicU64::new(0));
+        let counter = counted.clone();
         let thread = std::thread::spawn(move || {
             if let Some(c) = core {
                 let _ = pin_thread(c);
@@ -503,6 +510,9 @@ impl Receiver {
                     }
                     None => r.other += 1,
                 });
+                if n > 0 {
+                    counter.store(r.received, Relaxed);
+                }
                 if n == 0 && stopping {
                     break;
                 }
@@ -525,12 +535,30 @@ impl Receiver {
             }
             r
         });
-        Ok(Receiver { stop, thread })
+        Ok(Receiver { stop, counted, thread })
     }
 
     /// Stops after what is in flight has drained; the counts.
     pub fn finish(self, drain: Duration) -> RecvReport {
         std::thread::sleep(drain);
+        self.stop.store(true, Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+
+    /// Stops once no test frame has arrived for `quiet` (what was in
+    /// flight has drained), or after `at_most` if frames keep coming.
+    pub fn finish_when_quiet(self, quiet: Duration, at_most: Duration) -> RecvReport {
+        let start = std::time::Instant::now();
+        let mut last = (self.counted.load(Relaxed), start);
+        while start.elapsed() < at_most {
+            std::thread::sleep(Duration::from_millis(5));
+            let now = self.counted.load(Relaxed);
+            if now != last.0 {
+                last = (now, std::time::Instant::now());
+            } else if last.1.elapsed() >= quiet {
+                break;
+            }
+        }
         self.stop.store(true, Relaxed);
         self.thread.join().unwrap_or_default()
     }
