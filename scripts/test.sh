@@ -33,6 +33,14 @@ smoke_sw=$(mktemp -d /tmp/sdnlab-switch-smoke.XXXXXX)
 scripts/bench-switch.sh --quick --dut sdnlab,sdnlab-afxdp,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
 test -s "$smoke_sw/run/summary.md" && grep -q '"test":"max"' "$smoke_sw/run/samples.jsonl"
 rm -rf "$smoke_sw"
+step "bench smoke: load balancing (lb app, four nginx replicas, open-loop client and httperf)"
+smoke_lb=$(mktemp -d /tmp/sdnlab-lb-smoke.XXXXXX)
+target/release/sdnlab bench lb --quick --out "$smoke_lb/run"
+test -s "$smoke_lb/run/report.html" && test -s "$smoke_lb/run/summary.md"
+# Every point answered: no row without a response time, no errors.
+! grep -q "no answer" "$smoke_lb/run/summary.md"
+test "$(grep -c '^| ' "$smoke_lb/run/summary.md")" = 34
+rm -rf "$smoke_lb"
 step "main command (3 trials, with its report)"
 smoke=$(mktemp -d /tmp/sdnlab-main-smoke.XXXXXX); trap 'rm -rf "$smoke"' EXIT
 scripts/main.sh --trials 3 --loops 1 --loop-ms 500 --out "$smoke/run"

@@ -842,3 +842,102 @@ impl SwitchApp for LbSwitch {
         Some(next)
     }
 }
+
+/// An `Lb` that can be replaced while the switch stays connected: a
+/// benchmark runs policy after policy on one switch. The next event after
+/// `set` starts the new app as if the switch had just connected (its flow
+/// table and groups cleared, its own rules re-made) and puts the table-miss
+/// rule back for the apps after it.
+pub struct LbSlot {
+    current: Mutex<Arc<Lb>>,
+}
+
+impl LbSlot {
+    pub fn new(lb: Arc<Lb>) -> Arc<LbSlot> {
+        Arc::new(LbSlot {
+            current: Mutex::new(lb),
+        })
+    }
+
+    pub fn set(&self, lb: Arc<Lb>) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = lb;
+    }
+
+    pub fn get(&self) -> Arc<Lb> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn factory(self: &Arc<Self>) -> controller::app::AppFactory {
+        let slot = self.clone();
+        Arc::new(move |_: &controller::app::Context| {
+            Box::new(SlotSwitch {
+                slot: slot.clone(),
+                running: None,
+                info: None,
+            }) as Box<dyn SwitchApp>
+        })
+    }
+}
+
+struct SlotSwitch {
+    slot: Arc<LbSlot>,
+    running: Option<(Arc<Lb>, LbSwitch)>,
+    info: Option<SwitchInfo>,
+}
+
+impl SlotSwitch {
+    /// The app for the slot's current `Lb`, restarted if it changed.
+    fn app(&mut self, sw: &mut Session) -> Option<&mut LbSwitch> {
+        let lb = self.slot.get();
+        let stale = self.running.as_ref().is_none_or(|(l, _)| !Arc::ptr_eq(l, &lb));
+        if stale {
+            let info = self.info.as_ref()?;
+            let mut app = lb.app();
+            app.switch_up(sw, info);
+            if info.version == ofwire::OFP13_VERSION {
+                let mut fm = v13::FlowMod::add(0);
+                fm.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output {
+                    port: v13::port::CONTROLLER,
+                    max_len: v13::CONTROLLER_MAX_LEN_NO_BUFFER,
+                }])];
+                sw.send13(v13::Body::FlowMod(fm));
+            }
+            self.running = Some((lb, app));
+        }
+        self.running.as_mut().map(|(_, a)| a)
+    }
+}
+
+impl SwitchApp for SlotSwitch {
+    fn name(&self) -> &'static str {
+        "lb"
+    }
+
+    fn switch_up(&mut self, sw: &mut Session, info: &SwitchInfo) {
+        self.info = Some(info.clone());
+        let lb = self.slot.get();
+        let mut app = lb.app();
+        app.switch_up(sw, info);
+        self.running = Some((lb, app));
+    }
+
+    fn packet_in(&mut self, sw: &mut Session, pi: &PacketInView) -> Verdict {
+        match self.app(sw) {
+            Some(a) => a.packet_in(sw, pi),
+            None => Verdict::Continue,
+        }
+    }
+
+    fn message(&mut self, sw: &mut Session, msg: &Message) {
+        if let Some(a) = self.app(sw) {
+            a.message(sw, msg);
+        }
+    }
+
+    fn on_timer(&mut self, sw: &mut Session, now: Instant) -> Option<Instant> {
+        let next = self.app(sw).and_then(|a| a.on_timer(sw, now));
+        // Look at the slot often enough to follow a change soon.
+        let soon = now + Duration::from_millis(50);
+        Some(next.map_or(soon, |n| n.min(soon)))
+    }
+}

@@ -7,7 +7,6 @@
 //! scripted.
 
 use controller::app::SwitchApp;
-use lb::app::LbSwitch;
 use lb::{Config, Lb};
 use ofconn::{Event, Session};
 use ofwire::hot::PacketInView;
@@ -58,7 +57,7 @@ struct Rule {
 
 struct FakeSwitch {
     session: Session,
-    app: LbSwitch,
+    app: Box<dyn SwitchApp>,
     rules: Vec<Rule>,
     groups: Vec<v13::GroupMod>,
     /// Frames that left the switch: (port, frame).
@@ -87,6 +86,10 @@ fn drain(s: &mut Session) -> Vec<Message> {
 impl FakeSwitch {
     /// The OpenFlow 1.3 handshake, then the app's `switch_up`.
     fn connect(lb: &Arc<Lb>) -> FakeSwitch {
+        FakeSwitch::connect_app(Box::new(lb.app()))
+    }
+
+    fn connect_app(app: Box<dyn SwitchApp>) -> FakeSwitch {
         let now = Instant::now();
         let mut s = Session::new(ofconn::Config::default(), now);
         drain(&mut s);
@@ -119,7 +122,7 @@ impl FakeSwitch {
         s.resume(now, &mut |_, _| {});
         let mut sw = FakeSwitch {
             session: s,
-            app: lb.app(),
+            app,
             rules: Vec::new(),
             groups: Vec::new(),
             out: Vec::new(),
@@ -197,7 +200,12 @@ impl FakeSwitch {
             .iter()
             .filter(|r| r.fields.iter().all(|f| matches(f, port, &frame)))
             .max_by_key(|r| r.priority);
-        if let Some(r) = best {
+        let to_controller = |r: &Rule| {
+            r.actions
+                .iter()
+                .any(|a| matches!(a, v13::Action::Output { port, .. } if *port == v13::port::CONTROLLER))
+        };
+        if let Some(r) = best.filter(|r| !to_controller(r)) {
             let actions = r.actions.clone();
             self.run_actions(&actions, frame);
             return;
@@ -573,4 +581,33 @@ fn proactive_mode_is_a_select_group_and_per_client_return_rules() {
     assert_eq!(back[0].0, 2);
     assert_eq!(field_ip(&back[0].1, 26), VIP);
     assert_eq!(sw.packet_ins, 1, "only the ARP reached the controller");
+}
+
+#[test]
+fn a_new_app_in_the_slot_takes_over_the_connected_switch_from_a_clean_table() {
+    let first = Lb::new(config("policy = \"round-robin\"\nhealth = { kind = \"off\" }"));
+    let slot = lb::app::LbSlot::new(first.clone());
+    let factory = slot.factory();
+    let ctx = controller::app::Context {
+        registry: Default::default(),
+    };
+    let mut sw = FakeSwitch::connect_app(factory(&ctx));
+    assert_eq!(sw.new_flow(1, 1), 11);
+    assert_eq!(sw.new_flow(1, 2), 12);
+    let second = Lb::new(config("policy = \"weighted\"\nhealth = { kind = \"off\" }"));
+    slot.set(second.clone());
+    sw.log.clear();
+    sw.advance(Duration::from_millis(60));
+    assert!(matches!(&sw.log[0], v13::Body::FlowMod(fm) if fm.command == v13::FlowModCommand::Delete));
+    assert!(
+        sw.log
+            .iter()
+            .any(|b| matches!(b, v13::Body::FlowMod(fm) if fm.priority == 0 && fm.match_.fields.is_empty())),
+        "the table-miss rule is back: {:?}",
+        sw.log
+    );
+    assert!(sw.rules.iter().all(|r| r.priority == 0), "the old flows are gone");
+    // Equal weights: weighted starts from the lowest address again, its own metrics.
+    assert_eq!(sw.new_flow(1, 1), 11);
+    assert_eq!((first.snapshot().new_flows, second.snapshot().new_flows), (2, 1));
 }

@@ -296,6 +296,26 @@ struct Covers {
 }
 
 impl Packet {
+    /// The frame as a receiver would see it: a transport checksum the
+    /// sender left to offload ("partial") is completed. The controller gets
+    /// the bytes without the vnet header's hints, and a frame it sends back
+    /// out in a PACKET_OUT would otherwise carry a checksum nobody finishes.
+    pub fn data_with_checksum(&self) -> Vec<u8> {
+        let mut d = self.data.clone();
+        if self.vnet.checksum_partial() {
+            let start = self.vnet.csum_start as usize;
+            let at = start + self.vnet.csum_offset as usize;
+            if at + 2 <= d.len() {
+                let mut c = !fold(sum16(&d[start..]));
+                if c == 0 && self.vnet.csum_offset == 6 {
+                    c = 0xffff; // UDP sends a zero sum as all ones
+                }
+                d[at..at + 2].copy_from_slice(&c.to_be_bytes());
+            }
+        }
+        d
+    }
+
     /// Offset of the transport checksum field, if the frame has one that
     /// is in use (UDP over IPv4 may leave it zero).
     fn l4_check_offset(&self) -> Option<usize> {
@@ -647,6 +667,40 @@ mod tests {
         let inc = csum_replace(c, &old, &hdr[12..16]);
         hdr[10..12].fill(0);
         assert_eq!(inc, full(&hdr));
+    }
+
+    #[test]
+    fn a_partial_checksum_is_completed_for_the_controller() {
+        use etherparse::{PacketBuilder, TcpHeader};
+        let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 100], 64)
+            .tcp(40000, 80, 7, 64240);
+        let payload = b"GET / HTTP/1.1\r\n\r\n";
+        let mut frame = Vec::new();
+        b.write(&mut frame, payload).unwrap();
+        let l4 = 14 + 20;
+        let want = u16::from_be_bytes([frame[l4 + 16], frame[l4 + 17]]);
+        // What a sender offloading the checksum hands over: the pseudo-header sum only.
+        let ip = etherparse::Ipv4HeaderSlice::from_slice(&frame[14..])
+            .unwrap()
+            .to_header();
+        let tcp = TcpHeader::from_slice(&frame[l4..]).unwrap().0;
+        assert_eq!(tcp.calc_checksum_ipv4(&ip, payload).unwrap(), want);
+        let len = (frame.len() - l4) as u32;
+        let pseudo = fold(sum16(&frame[26..34]) + 6 + len);
+        frame[l4 + 16..l4 + 18].copy_from_slice(&pseudo.to_be_bytes());
+        let vnet = VnetHdr {
+            flags: VnetHdr::NEEDS_CSUM,
+            csum_start: l4 as u16,
+            csum_offset: 16,
+            ..Default::default()
+        };
+        let p = Packet::with_vnet(frame.clone(), 1, vnet);
+        let done = p.data_with_checksum();
+        assert_eq!(u16::from_be_bytes([done[l4 + 16], done[l4 + 17]]), want);
+        assert_eq!(done[..l4 + 16], frame[..l4 + 16], "nothing else changes");
+        // A frame with its checksum already done is left alone.
+        assert_eq!(Packet::new(frame.clone(), 1).data_with_checksum(), frame);
     }
 
     #[test]

@@ -989,7 +989,7 @@ impl Pipeline {
                     reason: *reason,
                     table_id: *table_id,
                     cookie: *cookie,
-                    data: pkt.data.clone(),
+                    data: pkt.data_with_checksum(),
                 }),
                 Step::Fork(sub) => {
                     let mut copy = pkt.clone();

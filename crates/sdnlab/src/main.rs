@@ -4,10 +4,12 @@
 mod bench_cmd;
 mod bench_dp;
 mod bench_gen;
+mod bench_lb;
 mod bench_suite;
 mod bench_switch;
 mod bench_topology;
 mod dp_scenarios;
+mod lb_load;
 mod net_cmd;
 mod ofp_decode;
 mod peers;
@@ -80,6 +82,9 @@ enum BenchCommand {
     /// Switches by RFC 2544 / RFC 9004, frame size by frame size: throughput (confirmed at full
     /// duration), latency of every frame at that rate, frame loss rate.
     Dp(Box<bench_dp::DpBenchArgs>),
+    /// Load balancing for a virtual IP: the lb app's policies compared under HTTP load
+    /// (four nginx replicas, httperf and an open-loop client), as in MISSION.md section B.
+    Lb(Box<bench_lb::LbBenchArgs>),
 }
 
 #[derive(Args)]
@@ -247,6 +252,9 @@ fn main() -> ExitCode {
         Command::Bench {
             command: BenchCommand::Gen(args),
         } => bench_gen::run(*args),
+        Command::Bench {
+            command: BenchCommand::Lb(args),
+        } => bench_lb::run(*args),
         Command::Bench {
             command: BenchCommand::Dp(args),
         } => bench_dp::run(*args),
