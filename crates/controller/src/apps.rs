@@ -21,7 +21,7 @@ fn flood_port(version: u8) -> u32 {
 }
 
 /// In 1.3 a table miss is dropped unless a flow says otherwise: send misses to us.
-fn install_table_miss(sw: &mut Session, info: &SwitchInfo) {
+pub fn install_table_miss(sw: &mut Session, info: &SwitchInfo) {
     if info.version == ofwire::OFP13_VERSION {
         let mut fm = v13::FlowMod::add(0);
         fm.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output {

@@ -894,14 +894,7 @@ impl SlotSwitch {
             let info = self.info.as_ref()?;
             let mut app = lb.app();
             app.switch_up(sw, info);
-            if info.version == ofwire::OFP13_VERSION {
-                let mut fm = v13::FlowMod::add(0);
-                fm.instructions = vec![v13::Instruction::ApplyActions(vec![v13::Action::Output {
-                    port: v13::port::CONTROLLER,
-                    max_len: v13::CONTROLLER_MAX_LEN_NO_BUFFER,
-                }])];
-                sw.send13(v13::Body::FlowMod(fm));
-            }
+            controller::apps::install_table_miss(sw, info);
             self.running = Some((lb, app));
         }
         self.running.as_mut().map(|(_, a)| a)

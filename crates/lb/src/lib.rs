@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod app;
 pub mod config;
+pub mod offline;
 pub mod packet;
 pub mod policy;
 pub mod replica;

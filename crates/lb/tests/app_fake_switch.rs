@@ -8,10 +8,9 @@
 
 use controller::app::SwitchApp;
 use lb::{Config, Lb};
-use ofconn::{Event, Session};
-use ofwire::hot::PacketInView;
+use ofconn::Session;
 use ofwire::oxm::Oxm;
-use ofwire::{v13, Body, Framer, Hello, MacAddr, Message};
+use ofwire::{v13, Body, MacAddr, Message};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,19 +67,8 @@ struct FakeSwitch {
     now: Instant,
 }
 
-fn feed(s: &mut Session, m: &Message, now: Instant) {
-    s.on_bytes(&m.to_bytes().unwrap(), now, &mut |_, _| panic!("no PACKET_IN here"));
-}
-
 fn drain(s: &mut Session) -> Vec<Message> {
-    let mut f = Framer::default();
-    f.push(s.transmit());
-    s.transmit().clear();
-    let mut v = Vec::new();
-    while let Some(m) = f.next_message().unwrap() {
-        v.push(ofwire::decode(m).unwrap());
-    }
-    v
+    lb::offline::drain(s)
 }
 
 impl FakeSwitch {
@@ -90,36 +78,8 @@ impl FakeSwitch {
     }
 
     fn connect_app(app: Box<dyn SwitchApp>) -> FakeSwitch {
+        let (s, info) = lb::offline::ready_session();
         let now = Instant::now();
-        let mut s = Session::new(ofconn::Config::default(), now);
-        drain(&mut s);
-        feed(
-            &mut s,
-            &Message::new(4, 1, Body::Hello(Hello::with_versions(&[4]))),
-            now,
-        );
-        let xid = drain(&mut s)[0].xid;
-        let fr = v13::FeaturesReply {
-            datapath_id: 0x1b,
-            n_buffers: 0,
-            n_tables: 254,
-            auxiliary_id: 0,
-            capabilities: 0,
-            reserved: 0,
-        };
-        feed(&mut s, &Message::v13(xid, v13::Body::FeaturesReply(fr)), now);
-        let xid = drain(&mut s)[0].xid;
-        let r = v13::MultipartReply {
-            flags: 0,
-            body: v13::MultipartReplyBody::PortDesc(vec![]),
-        };
-        feed(&mut s, &Message::v13(xid, v13::Body::MultipartReply(r)), now);
-        drain(&mut s);
-        let info = match std::iter::from_fn(|| s.poll_event()).next() {
-            Some(Event::Up(info)) => info,
-            other => panic!("{other:?}"),
-        };
-        s.resume(now, &mut |_, _| {});
         let mut sw = FakeSwitch {
             session: s,
             app,
@@ -211,19 +171,7 @@ impl FakeSwitch {
             return;
         }
         self.packet_ins += 1;
-        let view = PacketInView {
-            version: 4,
-            xid: 0,
-            buffer_id: v13::NO_BUFFER,
-            total_len: frame.len() as u16,
-            reason: 0,
-            table_id: 0,
-            cookie: 0,
-            in_port: port,
-            match_fields: &[],
-            data: &frame,
-        };
-        let _ = self.app.packet_in(&mut self.session, &view);
+        let _ = lb::offline::packet_in(self.app.as_mut(), &mut self.session, port, &frame);
         self.apply_messages();
     }
 

@@ -187,11 +187,14 @@ pub(crate) fn by_size(runs: &[Run], metric: &str) -> Vec<(String, Vec<(f64, f64)
 }
 
 /// The x axis of a trial: its network size ("switches": a line per run),
-/// or its frame size ("frame_bytes": a line per run and scenario, the
-/// scenario's last word, the size, left out).
+/// its load ("concurrency") or its frame size ("frame_bytes"): a line per
+/// run and scenario, the scenario's last word (the x value) left out.
 fn x_of(s: &Sample) -> Option<(&'static str, f64)> {
     if let Some(&n) = s.values.get("switches") {
         return Some(("switches", n));
+    }
+    if let Some(&c) = s.values.get("concurrency") {
+        return Some(("concurrency (new connections/s)", c));
     }
     s.values.get("frame_bytes").map(|&b| ("frame size (bytes)", b))
 }

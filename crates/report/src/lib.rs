@@ -612,6 +612,51 @@ mod tests {
         assert!(page.contains("frame size (bytes) (mean rate per size"));
     }
 
+    /// The load balancer's figures against the offered load: a line per
+    /// policy, load and client.
+    #[test]
+    fn concurrency_gives_a_line_per_policy() {
+        let mut samples = Vec::new();
+        for (t, (scenario, level, ms)) in [
+            ("load homogeneous open-loop", 20.0, 21.0),
+            ("load homogeneous open-loop", 200.0, 90.0),
+            ("txbytes homogeneous open-loop", 20.0, 20.0),
+            ("txbytes homogeneous open-loop", 200.0, 40.0),
+            ("txbytes homogeneous open-loop", 200.0, 60.0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut s = sample("trial", &format!("{scenario} {level}"), t as u32, ms);
+            s.values.insert("concurrency".into(), level);
+            samples.push(s);
+        }
+        let run = Run {
+            dir: PathBuf::new(),
+            meta: Meta {
+                run_id: "lb".into(),
+                metrics: vec![Metric::new("rate", "ms", stats::Better::Lower)],
+                ..Default::default()
+            },
+            samples,
+        };
+        assert_eq!(
+            html::by_size(std::slice::from_ref(&run), "rate"),
+            vec![
+                (
+                    "load homogeneous open-loop".to_string(),
+                    vec![(20.0, 21.0), (200.0, 90.0)]
+                ),
+                (
+                    "txbytes homogeneous open-loop".to_string(),
+                    vec![(20.0, 20.0), (200.0, 50.0)]
+                )
+            ]
+        );
+        let page = html::render(std::slice::from_ref(&run), &summarise(std::slice::from_ref(&run)));
+        assert!(page.contains("concurrency (new connections/s)"));
+    }
+
     #[test]
     fn numbers_read_well() {
         assert_eq!(fmt_num(12157045.3), "12,157,045");

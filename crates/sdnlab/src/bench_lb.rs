@@ -662,6 +662,47 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return crate::bench_cmd::fail(e),
     };
+    // Each policy's decision alone: new flows fed to a fresh app as fast
+    // as it takes them, no switch and no other load (the agents do answer).
+    let mut decisions = String::from(
+        "| policy | new flows | decision p50 (µs) | p99 (µs) | max (µs) | agent questions unanswered |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for v in &p.variants {
+        let cfg = match lb_config(v, &a, &lab.mgmt) {
+            Ok(c) => c,
+            Err(e) => return crate::bench_cmd::fail(e),
+        };
+        let flows = if lb::policy::Kind::from_name(&v.policy).is_some_and(|k| k.asks_servers()) {
+            if a.quick {
+                200
+            } else {
+                2_000
+            }
+        } else if a.quick {
+            5_000
+        } else {
+            100_000
+        };
+        let m = lb::offline::time_decisions(&Lb::new(cfg), flows);
+        decisions += &format!(
+            "| {} | {} | {:.2} | {:.2} | {:.1} | {} |\n",
+            v.name, m.decisions, m.decision_us_p50, m.decision_us_p99, m.decision_us_max, m.agent_unanswered
+        );
+        let mut values = BTreeMap::new();
+        values.insert("decision_us_p50".to_string(), m.decision_us_p50);
+        values.insert("decision_us_p99".to_string(), m.decision_us_p99);
+        let _ = run.append(&Sample {
+            kind: "trial".into(),
+            scenario: format!("{} decision-alone", v.name),
+            trial: 0,
+            index: 0,
+            unix: report::now_unix(),
+            values,
+            rtt_cdf: Vec::new(),
+            note: None,
+        });
+    }
+    eprintln!("sdnlab bench lb: decision time alone:\n{decisions}");
     let mut rows: Vec<(String, BTreeMap<String, Vec<f64>>)> = Vec::new();
     for v in &p.variants {
         let cfg = match lb_config(v, &a, &lab.mgmt) {
@@ -729,7 +770,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         }
     }
     drop(lab);
-    let summary = summary_md(&rows);
+    let summary = format!("{}\n{decisions}", summary_md(&rows));
     let _ = std::fs::write(dir.join("summary.md"), &summary);
     meta.finished_unix = Some(report::now_unix());
     if let Err(e) = run.finish(&meta) {
