@@ -5,16 +5,23 @@
 //! connections on the service port. One datagram each way, so a question
 //! costs one round trip.
 //!
-//! Wire format (big-endian): the question is `SDLB` + u32 sequence; the
-//! answer is `SDLB` + the same sequence + u64 tx_bytes + u64 rx_bytes +
-//! u32 CPU in thousandths of a core + u32 connections (32 bytes).
+//! Wire format (big-endian): the question is `SDLB` + u32 sequence + u32
+//! flags (bit 0: count the connections, which costs the agent a walk of
+//! the kernel's socket table, a millisecond or more on a busy machine);
+//! the answer is `SDLB` + the same sequence + u64 tx_bytes + u64 rx_bytes
+//! and u32 CPU in thousandths of a core + u32 connections (all ones when
+//! not asked): 32 bytes.
 
 use crate::policy::ServerReport;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 const MAGIC: &[u8; 4] = b"SDLB";
-pub const QUESTION_LEN: usize = 8;
+pub const QUESTION_LEN: usize = 12;
+/// Question flag: count the established connections on the service port.
+pub const WANT_CONNECTIONS: u32 = 1;
+/// `connections` of an answer to a question that did not ask for them.
+pub const NOT_COUNTED: u32 = u32::MAX;
 pub const ANSWER_LEN: usize = 32;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,15 +69,22 @@ impl Answer {
     }
 }
 
-pub fn question(seq: u32) -> [u8; QUESTION_LEN] {
+pub fn question(seq: u32, flags: u32) -> [u8; QUESTION_LEN] {
     let mut b = [0u8; QUESTION_LEN];
     b[0..4].copy_from_slice(MAGIC);
     b[4..8].copy_from_slice(&seq.to_be_bytes());
+    b[8..12].copy_from_slice(&flags.to_be_bytes());
     b
 }
 
-fn question_seq(b: &[u8]) -> Option<u32> {
-    (b.len() == QUESTION_LEN && &b[0..4] == MAGIC).then(|| u32::from_be_bytes(b[4..8].try_into().expect("4 bytes")))
+/// A question's sequence and flags.
+fn read_question(b: &[u8]) -> Option<(u32, u32)> {
+    (b.len() == QUESTION_LEN && &b[0..4] == MAGIC).then(|| {
+        (
+            u32::from_be_bytes(b[4..8].try_into().expect("4 bytes")),
+            u32::from_be_bytes(b[8..12].try_into().expect("4 bytes")),
+        )
+    })
 }
 
 /// Asks several agents at once and waits for their answers.
@@ -90,10 +104,10 @@ impl Client {
     /// One question to each agent given; their answers in the same order
     /// (None for no agent, or no answer within `timeout`). Late answers to
     /// earlier questions are recognised by their sequence and skipped.
-    pub fn ask(&mut self, agents: &[Option<SocketAddr>], timeout: Duration) -> Vec<Option<Answer>> {
+    pub fn ask(&mut self, agents: &[Option<SocketAddr>], timeout: Duration, connections: bool) -> Vec<Option<Answer>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        let q = question(seq);
+        let q = question(seq, if connections { WANT_CONNECTIONS } else { 0 });
         let mut out = vec![None; agents.len()];
         let mut waiting = 0;
         for a in agents.iter().flatten() {
@@ -159,22 +173,36 @@ impl Probe {
             .unwrap_or(0)
     }
 
-    /// Established TCP connections whose local port is the service port.
+    /// Established TCP connections whose local port is the service port:
+    /// asked of the kernel over sock_diag (reading /proc/net/tcp costs
+    /// milliseconds once the machine holds many sockets, since the kernel
+    /// walks its whole table again for every chunk read), falling back to
+    /// /proc when netlink is refused.
     pub fn connections(&self) -> u32 {
-        ["/proc/self/net/tcp", "/proc/self/net/tcp6"]
-            .iter()
-            .filter_map(|p| std::fs::read_to_string(p).ok())
-            .map(|t| count_established(&t, self.service_port))
-            .sum()
+        match (
+            diag_established(libc::AF_INET as u8, self.service_port),
+            diag_established(libc::AF_INET6 as u8, self.service_port),
+        ) {
+            (Ok(a), Ok(b)) => a + b,
+            _ => ["/proc/self/net/tcp", "/proc/self/net/tcp6"]
+                .iter()
+                .filter_map(|p| std::fs::read_to_string(p).ok())
+                .map(|t| count_established(&t, self.service_port))
+                .sum(),
+        }
     }
 
-    pub fn answer(&self, seq: u32) -> Answer {
+    pub fn answer(&self, seq: u32, flags: u32) -> Answer {
         Answer {
             seq,
             tx_bytes: self.counter("tx_bytes"),
             rx_bytes: self.counter("rx_bytes"),
             cpu_milli: self.cpu_milli.load(std::sync::atomic::Ordering::Relaxed),
-            connections: self.connections(),
+            connections: if flags & WANT_CONNECTIONS != 0 {
+                self.connections()
+            } else {
+                NOT_COUNTED
+            },
         }
     }
 
@@ -188,13 +216,34 @@ impl Probe {
         let me = std::process::id();
         let tick = clock_ticks();
         std::thread::spawn(move || {
-            let mut last = (Instant::now(), namespace_cpu_ticks(netns.as_deref(), me));
+            // The namespace's processes are looked for once a second; in
+            // between only their own stat files are read. A process that
+            // appears counts from its first sample on.
+            let mut pids = namespace_pids(netns.as_deref(), me);
+            let mut last: std::collections::HashMap<u32, u64> = pids.iter().map(|&p| (p, pid_cpu_ticks(p))).collect();
+            let mut at = Instant::now();
+            let mut rounds = 0u32;
             loop {
                 std::thread::sleep(period);
-                let now = (Instant::now(), namespace_cpu_ticks(netns.as_deref(), me));
-                let cores = now.1.saturating_sub(last.1) as f64 / tick / (now.0 - last.0).as_secs_f64();
+                rounds += 1;
+                if Duration::from_secs(1) <= period * rounds {
+                    pids = namespace_pids(netns.as_deref(), me);
+                    rounds = 0;
+                }
+                let now = Instant::now();
+                let mut used = 0u64;
+                let mut next = std::collections::HashMap::with_capacity(pids.len());
+                for &p in &pids {
+                    let t = pid_cpu_ticks(p);
+                    if let Some(before) = last.get(&p) {
+                        used += t.saturating_sub(*before);
+                    }
+                    next.insert(p, t);
+                }
+                let cores = used as f64 / tick / (now - at).as_secs_f64();
                 out.store((cores * 1000.0).round() as u32, std::sync::atomic::Ordering::Relaxed);
-                last = now;
+                last = next;
+                at = now;
             }
         });
     }
@@ -210,30 +259,24 @@ fn clock_ticks() -> f64 {
     }
 }
 
-/// utime + stime of the processes in the namespace `netns` (all of them
-/// when None), the agent excepted.
-fn namespace_cpu_ticks(netns: Option<&std::path::Path>, me: u32) -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
-    let mut total = 0;
-    for e in dir.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        if let Some(ns) = netns {
-            match std::fs::read_link(format!("/proc/{pid}/ns/net")) {
-                Ok(l) if l == ns => {}
-                _ => continue,
-            }
-        }
-        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            total += stat_cpu_ticks(&stat);
-        }
-    }
-    total
+/// The processes in the network namespace `netns` (all when None), the
+/// agent excepted.
+fn namespace_pids(netns: Option<&std::path::Path>, me: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|&pid| pid != me)
+        .filter(|pid| match netns {
+            Some(ns) => std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok_and(|l| l == ns),
+            None => true,
+        })
+        .collect()
+}
+
+fn pid_cpu_ticks(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(0, |s| stat_cpu_ticks(&s))
 }
 
 /// utime + stime from a `/proc/PID/stat` line (fields 14 and 15, counted
@@ -244,6 +287,73 @@ fn stat_cpu_ticks(stat: &str) -> u64 {
     // fields[0] is the state (field 3); utime is field 14.
     let get = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
     get(11) + get(12)
+}
+
+/// Established TCP sockets of `family` in this network namespace whose
+/// local port is `port`, by a sock_diag dump (NETLINK_SOCK_DIAG,
+/// SOCK_DIAG_BY_FAMILY with inet_diag_req_v2, states = ESTABLISHED).
+fn diag_established(family: u8, port: u16) -> std::io::Result<u32> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    const SOCK_DIAG_BY_FAMILY: u16 = 20;
+    const NLMSG_DONE: u16 = 3;
+    const NLMSG_ERROR: u16 = 2;
+    const TCP_ESTABLISHED: u32 = 1;
+    // SAFETY: plain syscall, checked.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor we just opened and own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // nlmsghdr (16) + inet_diag_req_v2 (56).
+    let mut req = [0u8; 72];
+    req[0..4].copy_from_slice(&72u32.to_ne_bytes());
+    req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req[6..8].copy_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes());
+    req[16] = family;
+    req[17] = libc::IPPROTO_TCP as u8;
+    req[20..24].copy_from_slice(&(1u32 << TCP_ESTABLISHED).to_ne_bytes());
+    // SAFETY: sends the buffer above, of its length.
+    if unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut count = 0;
+    loop {
+        // SAFETY: receives into the buffer, of its length.
+        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut at = 0usize;
+        let n = n as usize;
+        while at + 16 <= n {
+            let len = u32::from_ne_bytes(buf[at..at + 4].try_into().expect("4 bytes")) as usize;
+            let ty = u16::from_ne_bytes(buf[at + 4..at + 6].try_into().expect("2 bytes"));
+            match ty {
+                NLMSG_DONE => return Ok(count),
+                NLMSG_ERROR => return Err(std::io::Error::other("sock_diag refused the dump")),
+                _ => {
+                    // inet_diag_msg: family, state, timer, retrans, then the
+                    // socket id whose first field is the source port (big-endian).
+                    let msg = &buf[at + 16..(at + len).min(n)];
+                    if msg.len() >= 6 && u16::from_be_bytes([msg[4], msg[5]]) == port {
+                        count += 1;
+                    }
+                }
+            }
+            if len < 16 {
+                return Err(std::io::Error::other("a malformed sock_diag message"));
+            }
+            at += (len + 3) & !3;
+        }
+    }
 }
 
 /// Lines of `/proc/net/tcp{,6}` in state 01 (ESTABLISHED) whose local port
@@ -267,8 +377,8 @@ pub fn serve(sock: &UdpSocket, probe: &Probe) -> std::io::Result<()> {
     let mut buf = [0u8; 64];
     loop {
         let (n, from) = sock.recv_from(&mut buf)?;
-        if let Some(seq) = question_seq(&buf[..n]) {
-            let _ = sock.send_to(&probe.answer(seq).encode(), from);
+        if let Some((seq, flags)) = read_question(&buf[..n]) {
+            let _ = sock.send_to(&probe.answer(seq, flags).encode(), from);
         }
     }
 }
@@ -292,8 +402,8 @@ mod tests {
         let mut bad = a.encode();
         bad[0] = b'X';
         assert_eq!(Answer::decode(&bad), None);
-        assert_eq!(question_seq(&question(9)), Some(9));
-        assert_eq!(question_seq(b"SDLB\0\0\0"), None);
+        assert_eq!(read_question(&question(9, WANT_CONNECTIONS)), Some((9, 1)));
+        assert_eq!(read_question(b"SDLB\0\0\0\0\0\0\0"), None);
     }
 
     #[test]
@@ -309,6 +419,36 @@ mod tests {
             2,
             "the listener, TIME_WAIT and outgoing ones are not"
         );
+    }
+
+    #[test]
+    fn sock_diag_counts_what_proc_net_tcp_lists() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let clients: Vec<_> = (0..3)
+            .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        let served: Vec<_> = (0..3).map(|_| l.accept().unwrap().0).collect();
+        let by_diag = diag_established(libc::AF_INET as u8, port).unwrap();
+        let by_proc = count_established(&std::fs::read_to_string("/proc/self/net/tcp").unwrap(), port);
+        assert_eq!(by_diag, 3, "the three accepted ends, not the clients' nor the listener");
+        assert_eq!(by_diag, by_proc);
+        drop((clients, served));
+    }
+
+    #[test]
+    fn the_cpu_of_the_namespaces_processes_is_sampled() {
+        let mut busy = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let probe = Probe::new("lo", 80).unwrap();
+        probe.start_cpu_sampler(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(500));
+        let seen = probe.answer(1, 0).cpu_milli;
+        let _ = busy.kill();
+        let _ = busy.wait();
+        assert!(seen >= 500, "a busy process shows as at least half a core: {seen}");
     }
 
     #[test]
@@ -334,12 +474,16 @@ mod tests {
         let got = c.ask(
             &[Some(addr), None, Some(silent.local_addr().unwrap())],
             Duration::from_millis(100),
+            false,
         );
         assert!(t.elapsed() >= Duration::from_millis(100) && t.elapsed() < Duration::from_secs(2));
         let a = got[0].expect("the live agent answered");
         // The question itself crossed lo before the counters were read.
         assert!(a.tx_bytes > 0 && a.rx_bytes > 0, "{a:?}");
         assert_eq!((got[1], got[2]), (None, None));
+        assert_eq!(a.connections, NOT_COUNTED, "not asked, not counted");
+        let counted = c.ask(&[Some(addr)], Duration::from_secs(1), true)[0].unwrap();
+        assert_ne!(counted.connections, NOT_COUNTED);
         assert!(Probe::new("no-such-if0", 80).unwrap_err().contains("--interface"));
     }
 }

@@ -475,7 +475,8 @@ impl LbSwitch {
         let Some(c) = self.agents.as_mut() else {
             return vec![None; agents.len()];
         };
-        c.ask(agents, self.lb.cfg.agent_timeout)
+        // Only cpuq-load looks at the connections, the costly part to count.
+        c.ask(agents, self.lb.cfg.agent_timeout, self.lb.kind == Kind::CpuqLoad)
             .into_iter()
             .map(|a| a.map(|a| a.report()))
             .collect()

@@ -211,6 +211,30 @@ fn lb_config(v: &Variant, a: &LbBenchArgs, mgmt: &str) -> Result<Config, String>
     Config::parse(&t)
 }
 
+/// Set by SIGINT or SIGTERM: the run stops after the point it is in and
+/// tears the testbed down, instead of leaving it behind.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: installs a handler that only stores to an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn stopping() -> bool {
+    STOP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Processes started in the hosts, stopped with SIGTERM when dropped.
 struct Children(Vec<Child>);
 
@@ -394,7 +418,7 @@ impl Lab {
                     .ok()
             })
             .collect();
-        self.agents.ask(&addrs, Duration::from_millis(200))
+        self.agents.ask(&addrs, Duration::from_millis(200), false)
     }
 }
 
@@ -654,6 +678,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         Err(e) => return crate::bench_cmd::fail(format!("{}: {e}", csv_path.display())),
     };
     let _ = writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error");
+    catch_stop_signals();
     eprintln!(
         "sdnlab bench lb: building the testbed ({} switch, 4 nginx replicas)",
         a.switch
@@ -715,6 +740,9 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
                     let scenario = format!("{} {load} {client} {level}", v.name);
                     let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
                     for rep in 0..p.repetitions {
+                        if stopping() {
+                            break;
+                        }
                         // A fresh app per repetition: its metrics are this run's.
                         let lb = Lb::new(cfg.clone());
                         lb.start_tcp_health();
@@ -770,6 +798,10 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         }
     }
     drop(lab);
+    if stopping() {
+        meta.events.push("stopped by a signal before the end".into());
+        eprintln!("sdnlab bench lb: stopped by a signal; the testbed is removed, the report covers what ran");
+    }
     let summary = format!("{}\n{decisions}", summary_md(&rows));
     let _ = std::fs::write(dir.join("summary.md"), &summary);
     meta.finished_unix = Some(report::now_unix());

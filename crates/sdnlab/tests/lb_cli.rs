@@ -224,7 +224,7 @@ fn round_robin_reaches_every_replica_and_a_flow_keeps_its_replica() {
     // An agent answers the controller's question over the management network.
     let mut client = lb::agent::Client::new().unwrap();
     let agent: std::net::SocketAddr = format!("10.79.{m}.11:9109").parse().unwrap();
-    let answers = client.ask(&[Some(agent)], Duration::from_secs(1));
+    let answers = client.ask(&[Some(agent)], Duration::from_secs(1), true);
     assert!(answers[0].is_some_and(|a| a.tx_bytes > 0), "agent r1: {answers:?}");
 
     let mut seen = std::collections::BTreeMap::new();
