@@ -336,6 +336,20 @@ const ETHTOOL_SGRO: u32 = 0x2c;
 /// receives through NAPI, which is what lets its peer transmit XDP frames
 /// into it.
 pub fn enable_gro(ifname: &str) -> io::Result<()> {
+    ethtool_set(ifname, ETHTOOL_SGRO, true, "turning GRO on")
+}
+
+const ETHTOOL_STXCSUM: u32 = 0x17;
+
+/// Turns transmit checksum offload on or off for `ifname` (in this
+/// thread's namespace). Off, the stack finishes every checksum itself, so a
+/// frame handed to an OpenFlow controller and sent back out is valid.
+pub fn set_tx_checksum(ifname: &str, on: bool) -> io::Result<()> {
+    ethtool_set(ifname, ETHTOOL_STXCSUM, on, "setting transmit checksum offload")
+}
+
+/// One ethtool "set value" command, as `ethtool -K` sends it.
+fn ethtool_set(ifname: &str, cmd: u32, on: bool, what: &str) -> io::Result<()> {
     #[repr(C)]
     struct EthtoolValue {
         cmd: u32,
@@ -347,10 +361,7 @@ pub fn enable_gro(ifname: &str) -> io::Result<()> {
         data: *mut EthtoolValue,
         _pad: [u8; 16],
     }
-    let mut value = EthtoolValue {
-        cmd: ETHTOOL_SGRO,
-        data: 1,
-    };
+    let mut value = EthtoolValue { cmd, data: on as u32 };
     let mut req = Ifreq {
         name: [0; 16],
         data: &mut value,
@@ -369,7 +380,7 @@ pub fn enable_gro(ifname: &str) -> io::Result<()> {
         let e = io::Error::last_os_error();
         libc::close(fd);
         if r < 0 {
-            return Err(io::Error::new(e.kind(), format!("{ifname}: turning GRO on: {e}")));
+            return Err(io::Error::new(e.kind(), format!("{ifname}: {what}: {e}")));
         }
     }
     Ok(())

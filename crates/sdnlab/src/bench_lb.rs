@@ -323,6 +323,20 @@ fn up(a: &LbBenchArgs, first: &Variant, videos: &Videos) -> Result<Lab, String> 
             ssl: None,
         },
     ))?;
+    // Hosts finish their own checksums: a first segment the controller
+    // sends back out (PACKET_OUT) must be valid, and Open vSwitch's
+    // userspace datapath hands the controller the checksum a veth left
+    // unfinished (sdnlab's switch finishes it). The same for every switch.
+    for h in &net.state.hosts {
+        let ns = h.netns.clone();
+        std::thread::spawn(move || -> std::io::Result<()> {
+            traffic::run::enter_netns(&ns)?;
+            afxdp::live::set_tx_checksum("eth0", false)
+        })
+        .join()
+        .map_err(|_| "setting checksum offload panicked".to_string())?
+        .map_err(|e| format!("{}: {e}", h.name))?;
+    }
     let mut children = Children(Vec::new());
     let chunks = videos.chunk_bytes.clone();
     for r in 0..REPLICAS {
