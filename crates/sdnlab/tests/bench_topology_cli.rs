@@ -249,7 +249,19 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
     let out = tmp("suite");
     let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
         .args([
-            "bench", "ctl", "--suite", "rfc8456", "--quick", "--trials", "1", "--out",
+            "bench",
+            "ctl",
+            "--suite",
+            "rfc8456",
+            "--quick",
+            "--trials",
+            "1",
+            // The suite's plumbing, not a DoS measurement: a flood a debug
+            // build on 2 shared cores serves (the default 20,000/s left some
+            // of leaf-spine 2,6,1's paths unprovisioned within Td in CI).
+            "--flood-pps",
+            "5000",
+            "--out",
         ])
         .arg(&out)
         .output()
@@ -272,7 +284,7 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
         "Network Re-Provisioning Time",
         "Controller Failover Time",
         "Exception Handling: Network Topology Discovery Time, 2 % malformed",
-        "Denial of Service Handling: Reactive Path Provisioning Time and Rate under a 20000 PACKET_IN/s flood",
+        "Denial of Service Handling: Reactive Path Provisioning Time and Rate under a 5000 PACKET_IN/s flood",
     ] {
         assert!(md.contains(&format!("| {test} |")), "{test} missing from:\n{md}");
     }
