@@ -327,8 +327,16 @@ impl LbSwitch {
         ]
     }
 
-    /// The rule pair of one flow, then the first packet itself.
-    fn install_flow(&self, sw: &mut Session, pi: &PacketInView, t: &Tcp, replica: usize, client_port: u32) {
+    /// The rule pair of flow `key` placed on `replica`, the client behind
+    /// `client_port`: client->VIP rewritten to the replica, and back.
+    /// Returns both directions' actions.
+    fn install_pair(
+        &self,
+        sw: &mut Session,
+        key: &FlowKey,
+        replica: usize,
+        client_port: u32,
+    ) -> ([v13::Action; 3], [v13::Action; 3]) {
         let cfg = &self.lb.cfg;
         let r = &cfg.replicas[replica];
         let tcp = [Oxm::EthType(packet::ETH_IPV4), Oxm::IpProto(packet::IPPROTO_TCP)];
@@ -336,36 +344,37 @@ impl LbSwitch {
             tcp[0].clone(),
             tcp[1].clone(),
             Oxm::Ipv4Src(r.ip, None),
-            Oxm::Ipv4Dst(t.src, None),
-            Oxm::TcpSrc(t.dport),
-            Oxm::TcpDst(t.sport),
+            Oxm::Ipv4Dst(key.client, None),
+            Oxm::TcpSrc(key.vip_port),
+            Oxm::TcpDst(key.client_port),
         ];
+        let back = self.reverse_actions(client_port);
         self.send_flow(
             sw,
             cookie(replica, true),
             cfg.idle_timeout,
             FLOW_PRIORITY,
             &reverse,
-            &self.reverse_actions(client_port),
+            &back,
         );
         let forward = [
             tcp[0].clone(),
             tcp[1].clone(),
-            Oxm::Ipv4Src(t.src, None),
+            Oxm::Ipv4Src(key.client, None),
             Oxm::Ipv4Dst(cfg.vip, None),
-            Oxm::TcpSrc(t.sport),
-            Oxm::TcpDst(t.dport),
+            Oxm::TcpSrc(key.client_port),
+            Oxm::TcpDst(key.vip_port),
         ];
-        let actions = self.forward_actions(replica);
+        let to_replica = self.forward_actions(replica);
         self.send_flow(
             sw,
             cookie(replica, false),
             cfg.idle_timeout,
             FLOW_PRIORITY,
             &forward,
-            &actions,
+            &to_replica,
         );
-        self.packet_out(sw, pi, &actions);
+        (to_replica, back)
     }
 
     fn packet_out(&self, sw: &mut Session, pi: &PacketInView, actions: &[v13::Action]) {
@@ -459,7 +468,9 @@ impl LbSwitch {
         }
         let stats_age = st.last_stats.map(|s| start.saturating_duration_since(s));
         drop(st);
-        self.install_flow(sw, pi, t, replica, pi.in_port);
+        let (to_replica, _) = self.install_pair(sw, &key, replica, pi.in_port);
+        // The first segment itself, rewritten as its rule would.
+        self.packet_out(sw, pi, &to_replica);
         let took = start.elapsed().as_nanos() as u64;
         let mut st = lb.lock();
         let _ = st.metrics.decision_ns.record(took.max(1));
@@ -501,50 +512,8 @@ impl LbSwitch {
         st.metrics.returning += 1;
         st.flows.insert(key, Placed { rules_live: true, ..p });
         drop(st);
-        let forward_pkt = Tcp {
-            src: t.dst,
-            dst: self.lb.cfg.vip,
-            sport: t.dport,
-            dport: t.sport,
-            src_mac: t.dst_mac,
-            dst_mac: self.lb.cfg.vip_mac,
-        };
         // Rules for both directions, but this packet goes back to the client.
-        let cfg = &self.lb.cfg;
-        let r = &cfg.replicas[replica];
-        let reverse = [
-            Oxm::EthType(packet::ETH_IPV4),
-            Oxm::IpProto(packet::IPPROTO_TCP),
-            Oxm::Ipv4Src(r.ip, None),
-            Oxm::Ipv4Dst(forward_pkt.src, None),
-            Oxm::TcpSrc(forward_pkt.dport),
-            Oxm::TcpDst(forward_pkt.sport),
-        ];
-        let back = self.reverse_actions(p.client_port);
-        self.send_flow(
-            sw,
-            cookie(replica, true),
-            cfg.idle_timeout,
-            FLOW_PRIORITY,
-            &reverse,
-            &back,
-        );
-        let forward = [
-            Oxm::EthType(packet::ETH_IPV4),
-            Oxm::IpProto(packet::IPPROTO_TCP),
-            Oxm::Ipv4Src(forward_pkt.src, None),
-            Oxm::Ipv4Dst(cfg.vip, None),
-            Oxm::TcpSrc(forward_pkt.sport),
-            Oxm::TcpDst(forward_pkt.dport),
-        ];
-        self.send_flow(
-            sw,
-            cookie(replica, false),
-            cfg.idle_timeout,
-            FLOW_PRIORITY,
-            &forward,
-            &self.forward_actions(replica),
-        );
+        let (_, back) = self.install_pair(sw, &key, replica, p.client_port);
         self.packet_out(sw, pi, &back);
         Verdict::Done
     }
