@@ -538,13 +538,6 @@ impl Receiver {
         Ok(Receiver { stop, counted, thread })
     }
 
-    /// Stops after what is in flight has drained; the counts.
-    pub fn finish(self, drain: Duration) -> RecvReport {
-        std::thread::sleep(drain);
-        self.stop.store(true, Relaxed);
-        self.thread.join().unwrap_or_default()
-    }
-
     /// Stops once no test frame has arrived for `quiet` (what was in
     /// flight has drained), or after `at_most` if frames keep coming.
     pub fn finish_when_quiet(self, quiet: Duration, at_most: Duration) -> RecvReport {
