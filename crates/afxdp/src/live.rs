@@ -167,6 +167,19 @@ pub struct LiveGenerator {
     ifindex: u32,
 }
 
+/// Reads a running generator's next sequence number from elsewhere: every
+/// frame numbered below it has been stamped, none above.
+#[derive(Debug)]
+pub struct SeqReader(OwnedFd);
+
+impl SeqReader {
+    pub fn next_seq(&self) -> io::Result<u64> {
+        let mut value = [0u64; 7];
+        map_lookup(self.0.as_raw_fd(), &0u32, &mut value, "reading the generator's state")?;
+        Ok(value[0])
+    }
+}
+
 impl LiveGenerator {
     /// A generator of `frame` (at least `MIN_FRAME` bytes, the `traffic`
     /// layout) out of interface `ifindex`, rotating over `streams` UDP
@@ -206,6 +219,12 @@ impl LiveGenerator {
     /// The next sequence number (= frames stamped so far, from the first).
     pub fn next_seq(&self) -> io::Result<u64> {
         Ok(self.read()?[0])
+    }
+
+    /// A reader of the sequence number for another thread, while this
+    /// generator runs (its own handle on the program's map).
+    pub fn seq_reader(&self) -> io::Result<SeqReader> {
+        Ok(SeqReader(self.map.try_clone()?))
     }
 
     fn read(&self) -> io::Result<[u64; 7]> {

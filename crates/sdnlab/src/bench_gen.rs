@@ -214,6 +214,7 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
                 core: Some(0),
                 burst: None,
                 then: None,
+                seq_probe: None,
             };
             let started = Instant::now();
             let gen = std::thread::spawn(move || traffic::run::generate(&spec));

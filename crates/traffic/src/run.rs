@@ -90,6 +90,30 @@ pub struct GenSpec {
     /// A second phase after `duration`: (its length, its rate), the
     /// sequence numbers running on (RFC 2544's system recovery).
     pub then: Option<(Duration, f64)>,
+    /// Where the generator tells its progress while it runs (see `SeqProbe`).
+    pub seq_probe: Option<Arc<SeqProbe>>,
+}
+
+/// A running generator's progress, read from another thread: the next
+/// sequence number it will send. A frame numbered at or above what a
+/// reading returns left after the reading, which is how a test knows which
+/// frames were sent after an event (a BARRIER_REPLY, say).
+#[derive(Debug, Default)]
+pub struct SeqProbe {
+    xdp: std::sync::Mutex<Option<afxdp::live::SeqReader>>,
+    /// The AF_PACKET generator's count of frames handed to the kernel.
+    handed: AtomicU64,
+}
+
+impl SeqProbe {
+    /// The next sequence number the generator sends (0 before it starts).
+    pub fn next_seq(&self) -> u64 {
+        let xdp = self.xdp.lock().unwrap_or_else(|e| e.into_inner());
+        match xdp.as_ref() {
+            Some(reader) => reader.next_seq().unwrap_or(0),
+            None => self.handed.load(Relaxed),
+        }
+    }
 }
 
 impl GenSpec {
@@ -112,6 +136,7 @@ impl GenSpec {
             core: None,
             burst: None,
             then: None,
+            seq_probe: None,
         }
     }
 }
@@ -229,6 +254,9 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
         }
         let ifindex = afxdp::ifindex(&spec.ifname)?;
         let gen = afxdp::live::LiveGenerator::new(ifindex, &spec.template.bytes, spec.streams.max(1), 0)?;
+        if let Some(probe) = &spec.seq_probe {
+            *probe.xdp.lock().unwrap_or_else(|e| e.into_inner()) = Some(gen.seq_reader()?);
+        }
         let tx0 = tx_packets(&spec.ifname)?;
         let t0 = Instant::now();
         let mut second_phase = None;
@@ -324,6 +352,9 @@ fn generate_afpacket(spec: &GenSpec) -> io::Result<GenReport> {
                 .map(|f| (&f.bytes[..], VnetHdr::default()))
                 .collect();
             let n = port.send(&batch) as u64;
+            if let Some(probe) = &spec.seq_probe {
+                probe.handed.store(seq, Relaxed);
+            }
             sent += n;
             refused += want as u64 - n;
         }
