@@ -206,6 +206,18 @@ impl XdpRedirect {
     /// Loads the program for `queues` receive queues and attaches it to
     /// interface `ifindex` in `mode`.
     pub fn attach(ifindex: u32, queues: u32, max_len: u32, mode: XdpMode) -> io::Result<XdpRedirect> {
+        XdpRedirect::attach_with(ifindex, queues, max_len, mode, None)
+    }
+
+    /// As `attach`, with `fast` = (the switch's fast path, this port's
+    /// number): frames of a flow in the fast path leave in the kernel.
+    pub fn attach_with(
+        ifindex: u32,
+        queues: u32,
+        max_len: u32,
+        mode: XdpMode,
+        fast: Option<(&crate::fastpath::FastPath, u32)>,
+    ) -> io::Result<XdpRedirect> {
         let map = bpf_fd(
             BPF_MAP_CREATE,
             Attr::new()
@@ -215,7 +227,10 @@ impl XdpRedirect {
                 .u32(12, queues.max(1)),
             "creating the XSKMAP (needs root or CAP_BPF)",
         )?;
-        let prog = redirect_program(map.as_raw_fd(), max_len);
+        let prog = match fast {
+            Some((fp, in_port)) => fp.program(map.as_raw_fd(), in_port, max_len),
+            None => redirect_program(map.as_raw_fd(), max_len),
+        };
         let prog_fd = load_xdp(&prog, b"sdnlab_xsk")?;
         let link = bpf_fd(
             BPF_LINK_CREATE,

@@ -5,6 +5,7 @@
 //! generator. Needs root (or CAP_NET_RAW, CAP_BPF and CAP_NET_ADMIN).
 
 pub mod bpf;
+pub mod fastpath;
 pub mod live;
 pub mod xsk;
 
@@ -55,13 +56,25 @@ impl XdpInterface {
     /// the driver takes it, else generic) and opens a socket per receive
     /// queue, at most `max_queues`.
     pub fn open(ifname: &str, mode: Option<XdpMode>, config: XskConfig, max_queues: u32) -> io::Result<XdpInterface> {
+        XdpInterface::open_with(ifname, mode, config, max_queues, None)
+    }
+
+    /// As `open`, with the switch's fast path in front of the sockets for
+    /// frames arriving on this interface as port `fast.1`.
+    pub fn open_with(
+        ifname: &str,
+        mode: Option<XdpMode>,
+        config: XskConfig,
+        max_queues: u32,
+        fast: Option<(&fastpath::FastPath, u32)>,
+    ) -> io::Result<XdpInterface> {
         let ifindex = ifindex(ifname)?;
         let queues = rx_queues(ifname).min(max_queues.max(1));
         let max_len = config.max_frame();
         let redirect = match mode {
-            Some(m) => XdpRedirect::attach(ifindex, queues, max_len, m),
-            None => XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Native)
-                .or_else(|_| XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Generic)),
+            Some(m) => XdpRedirect::attach_with(ifindex, queues, max_len, m, fast),
+            None => XdpRedirect::attach_with(ifindex, queues, max_len, XdpMode::Native, fast)
+                .or_else(|_| XdpRedirect::attach_with(ifindex, queues, max_len, XdpMode::Generic, fast)),
         }
         .map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {e}")))?;
         let mut sockets = Vec::new();

@@ -1,0 +1,446 @@
+//! An in-kernel fast path for a switch's AF_XDP ports: flows whose plan is
+//! "out of port P, unchanged" are forwarded by the XDP program itself
+//! (`bpf_redirect_map` into a DEVMAP), so their frames never cross into
+//! user space: no copy into the UMEM, no skb built to send them again.
+//!
+//! The switch decides what goes here; this module only keeps the kernel's
+//! side of it:
+//! - `flows`, a hash map from a `FlowKey` to the output port's DEVMAP slot
+//!   with packet and byte counters the program adds to atomically, so
+//!   the switch can fold them into its rule, table and port counters;
+//! - `ports`, the DEVMAP: slot (the switch's port number) to ifindex;
+//! - `generation`, one number: an entry installed under another generation
+//!   is ignored (its frames take the slow path again), so one write
+//!   invalidates every entry at once; the switch bumps it whenever its
+//!   tables change, before it answers a BARRIER.
+//!
+//! A `FlowKey` holds every header field an OpenFlow 1.3 match can see in
+//! an untagged IPv4 frame without options or fragmentation: in_port,
+//! Ethernet addresses and type, ToS (DSCP and ECN), IP protocol and
+//! addresses, and TCP/UDP/SCTP ports or ICMP type and code. Any other
+//! frame (VLAN-tagged, IPv6, ARP, IPv4 with options, fragments) always
+//! takes the slow path. `FlowKey::of` builds the same bytes in user space
+//! as the program does in the kernel.
+//!
+//! A redirect into a veth needs its peer to take XDP frames (an XDP
+//! program or GRO on there); otherwise the kernel drops them and counts
+//! them in the veth's tx_dropped. Real NICs with native XDP take them.
+
+use crate::bpf::{bpf, bpf_fd, insn, map_lookup, map_update, Attr, Insn, BPF_MAP_CREATE};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
+const BPF_MAP_TYPE_HASH: u32 = 1;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_MAP_TYPE_DEVMAP: u32 = 14;
+const BPF_PSEUDO_MAP_FD: u8 = 1;
+const BPF_PSEUDO_MAP_VALUE: u8 = 2;
+const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
+const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+const BPF_FUNC_XDP_GET_BUFF_LEN: i32 = 188;
+const XDP_PASS: i32 = 2;
+
+/// Bytes of a flow key and of a flow entry.
+pub const KEY_LEN: usize = 32;
+const VALUE_LEN: usize = 32;
+/// The shortest frame the program looks at: up to the end of the ports.
+const MIN_FRAME: usize = 38;
+
+/// The fields of one flow, laid out as the XDP program builds them on its
+/// stack (every field at its natural alignment, as the verifier asks):
+/// in_port (4, native order), Ethernet destination, source and type (14),
+/// ToS, protocol, IPv4 source and destination (10), L4 word (4).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[repr(C, align(8))]
+pub struct FlowKey(pub [u8; KEY_LEN]);
+
+impl FlowKey {
+    /// The key of `frame` arriving on port `in_port`, or None if the
+    /// program never looks such a frame up (it always takes the slow path).
+    pub fn of(in_port: u32, frame: &[u8]) -> Option<FlowKey> {
+        if frame.len() < MIN_FRAME
+            || frame[12..14] != [0x08, 0x00]
+            || frame[14] != 0x45
+            || (frame[20] & 0x3f) != 0
+            || frame[21] != 0
+        {
+            return None;
+        }
+        let mut k = [0u8; KEY_LEN];
+        k[0..4].copy_from_slice(&in_port.to_ne_bytes());
+        k[4..18].copy_from_slice(&frame[0..14]);
+        k[18] = frame[15];
+        k[19] = frame[23];
+        k[20..28].copy_from_slice(&frame[26..34]);
+        match frame[23] {
+            6 | 17 | 132 => k[28..32].copy_from_slice(&frame[34..38]),
+            1 => k[28..30].copy_from_slice(&frame[34..36]),
+            _ => {}
+        }
+        Some(FlowKey(k))
+    }
+}
+
+/// One entry: where the flow goes, under which generation, and what the
+/// program has counted for it.
+#[derive(Clone, Copy, Default, Debug)]
+#[repr(C)]
+struct Entry {
+    out_slot: u32,
+    generation: u32,
+    packets: u64,
+    bytes: u64,
+    reserved: u64,
+}
+
+/// The maps one switch's ports share.
+pub struct FastPath {
+    flows: OwnedFd,
+    ports: OwnedFd,
+    generation: OwnedFd,
+    current: std::sync::atomic::AtomicU32,
+}
+
+impl FastPath {
+    /// Maps for up to `capacity` flows and ports numbered below `slots`.
+    pub fn new(capacity: u32, slots: u32) -> io::Result<FastPath> {
+        let create = |kind: u32, key: u32, value: u32, entries: u32, what: &str| {
+            bpf_fd(
+                BPF_MAP_CREATE,
+                Attr::new().u32(0, kind).u32(4, key).u32(8, value).u32(12, entries),
+                what,
+            )
+        };
+        let flows = create(
+            BPF_MAP_TYPE_HASH,
+            KEY_LEN as u32,
+            VALUE_LEN as u32,
+            capacity.max(1),
+            "creating the fast path's flow map (needs root or CAP_BPF)",
+        )?;
+        let ports = create(
+            BPF_MAP_TYPE_DEVMAP,
+            4,
+            4,
+            slots.max(1),
+            "creating the fast path's DEVMAP",
+        )?;
+        let generation = create(BPF_MAP_TYPE_ARRAY, 4, 8, 1, "creating the fast path's generation")?;
+        let fp = FastPath {
+            flows,
+            ports,
+            generation,
+            current: std::sync::atomic::AtomicU32::new(1),
+        };
+        fp.write_generation(1)?;
+        Ok(fp)
+    }
+
+    fn write_generation(&self, g: u32) -> io::Result<()> {
+        map_update(
+            self.generation.as_raw_fd(),
+            &0u32,
+            &(g as u64),
+            "setting the fast path's generation",
+        )
+    }
+
+    /// Lets the program send frames out of interface `ifindex` as port `slot`.
+    pub fn set_port(&self, slot: u32, ifindex: u32) -> io::Result<()> {
+        map_update(self.ports.as_raw_fd(), &slot, &ifindex, "adding a port to the DEVMAP")
+    }
+
+    /// Forwards `key`'s frames out of port `out_slot` from now on, until
+    /// the next `invalidate` (replaces an entry for the same key, counters
+    /// reset).
+    pub fn insert(&self, key: &FlowKey, out_slot: u32) -> io::Result<()> {
+        let e = Entry {
+            out_slot,
+            generation: self.current.load(std::sync::atomic::Ordering::Acquire),
+            ..Entry::default()
+        };
+        map_update(self.flows.as_raw_fd(), &key.0, &e, "adding a flow to the fast path")
+    }
+
+    /// The packets and bytes the program has forwarded for `key` since it
+    /// was inserted (None: no such entry).
+    pub fn counts(&self, key: &FlowKey) -> io::Result<Option<(u64, u64)>> {
+        let mut e = Entry::default();
+        match map_lookup(self.flows.as_raw_fd(), &key.0, &mut e, "reading a fast-path flow") {
+            Ok(()) => Ok(Some((e.packets, e.bytes))),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Removes `key`'s entry (no error if there is none).
+    pub fn remove(&self, key: &FlowKey) -> io::Result<()> {
+        match bpf(
+            BPF_MAP_DELETE_ELEM,
+            Attr::new()
+                .u32(0, self.flows.as_raw_fd() as u32)
+                .u64(8, key.0.as_ptr() as u64),
+            "removing a fast-path flow",
+        ) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    /// Makes every entry installed so far inert at once: their frames take
+    /// the slow path from the moment this returns. Entries stay (with
+    /// their counters) until removed.
+    pub fn invalidate(&self) -> io::Result<()> {
+        let next = self
+            .current
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            .wrapping_add(1);
+        self.write_generation(next)
+    }
+
+    /// The program for the port numbered `in_port`: fast path first, else
+    /// the AF_XDP socket of the frame's receive queue in `xskmap`; frames
+    /// longer than `max_len` go to the stack.
+    pub(crate) fn program(&self, xskmap: RawFd, in_port: u32, max_len: u32) -> Vec<Insn> {
+        program(
+            xskmap,
+            self.flows.as_raw_fd(),
+            self.ports.as_raw_fd(),
+            self.generation.as_raw_fd(),
+            in_port,
+            max_len,
+        )
+    }
+}
+
+/// An instruction, a jump to a label, or a label.
+enum Item {
+    I(Insn),
+    Jump(Insn, &'static str),
+    Label(&'static str),
+}
+
+/// Resolves jump labels into offsets.
+fn assemble(items: Vec<Item>) -> Vec<Insn> {
+    let mut at = std::collections::HashMap::new();
+    let mut n = 0i32;
+    for it in &items {
+        match it {
+            Item::Label(l) => {
+                at.insert(*l, n);
+            }
+            _ => n += 1,
+        }
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for it in items {
+        match it {
+            Item::I(i) => out.push(i),
+            Item::Jump(mut i, l) => {
+                i.off = (at[l] - out.len() as i32 - 1) as i16;
+                out.push(i);
+            }
+            Item::Label(_) => {}
+        }
+    }
+    out
+}
+
+fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port: u32, max_len: u32) -> Vec<Insn> {
+    use Item::{Jump as J, Label as L, I};
+    const LDX_B: u8 = 0x71;
+    const LDX_H: u8 = 0x69;
+    const LDX_W: u8 = 0x61;
+    const LDX_DW: u8 = 0x79;
+    const STX_B: u8 = 0x73;
+    const STX_H: u8 = 0x6b;
+    const STX_W: u8 = 0x63;
+    const STX_DW: u8 = 0x7b;
+    const ST_W: u8 = 0x62;
+    const ATOMIC_ADD_DW: u8 = 0xdb;
+    const ADD_K: u8 = 0x07;
+    const MOV_K: u8 = 0xb7;
+    const MOV_X: u8 = 0xbf;
+    const JA: u8 = 0x05;
+    const JEQ_K: u8 = 0x15;
+    const JNE_K: u8 = 0x55;
+    const JNE_X: u8 = 0x5d;
+    const JGT_X: u8 = 0x2d;
+    const JLE_X: u8 = 0xbd;
+    const JSET_K: u8 = 0x45;
+    const LD_IMM64: u8 = 0x18;
+    const CALL: u8 = 0x85;
+    const EXIT: u8 = 0x95;
+    let map = |reg: u8, kind: u8, fd: RawFd| [I(insn(LD_IMM64, reg, kind, 0, fd)), I(insn(0, 0, 0, 0, 0))];
+    // Key on the stack at fp-32 (offsets below are from fp).
+    let k = -32i16;
+    let mut p = vec![
+        I(insn(MOV_X, 6, 1, 0, 0)), // r6 = ctx
+        I(insn(LDX_W, 2, 6, 0, 0)), // r2 = data
+        I(insn(LDX_W, 3, 6, 4, 0)), // r3 = data_end
+        I(insn(MOV_X, 4, 2, 0, 0)), // r4 = data
+        I(insn(ADD_K, 4, 0, 0, max_len as i32 + 1)),
+        J(insn(JLE_X, 4, 3, 0, 0), "stack"), // longer than max_len: the stack
+        I(insn(MOV_X, 4, 2, 0, 0)),
+        I(insn(ADD_K, 4, 0, 0, MIN_FRAME as i32)),
+        J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
+        I(insn(LDX_H, 5, 2, 12, 0)),
+        J(insn(JNE_K, 5, 0, 0, 0x0008), "slow"), // not IPv4 (0x0800, read little-endian)
+        I(insn(LDX_B, 5, 2, 14, 0)),
+        J(insn(JNE_K, 5, 0, 0, 0x45), "slow"), // options, or not version 4
+        I(insn(LDX_H, 5, 2, 20, 0)),
+        J(insn(JSET_K, 5, 0, 0, 0xff3f), "slow"), // a fragment (MF or an offset)
+        I(insn(ST_W, 10, 0, k, in_port as i32)),
+        I(insn(LDX_W, 5, 2, 0, 0)),
+        I(insn(STX_W, 10, 5, k + 4, 0)),
+        I(insn(LDX_DW, 5, 2, 4, 0)),
+        I(insn(STX_DW, 10, 5, k + 8, 0)),
+        I(insn(LDX_H, 5, 2, 12, 0)),
+        I(insn(STX_H, 10, 5, k + 16, 0)),
+        I(insn(LDX_B, 5, 2, 15, 0)),
+        I(insn(STX_B, 10, 5, k + 18, 0)),
+        I(insn(LDX_B, 7, 2, 23, 0)), // r7 = protocol
+        I(insn(STX_B, 10, 7, k + 19, 0)),
+        I(insn(LDX_W, 5, 2, 26, 0)),
+        I(insn(STX_W, 10, 5, k + 20, 0)),
+        I(insn(LDX_W, 5, 2, 30, 0)),
+        I(insn(STX_W, 10, 5, k + 24, 0)),
+        I(insn(ST_W, 10, 0, k + 28, 0)),
+        J(insn(JEQ_K, 7, 0, 0, 6), "ports"),
+        J(insn(JEQ_K, 7, 0, 0, 17), "ports"),
+        J(insn(JEQ_K, 7, 0, 0, 132), "ports"),
+        J(insn(JNE_K, 7, 0, 0, 1), "lookup"),
+        I(insn(LDX_H, 5, 2, 34, 0)), // ICMP type and code
+        I(insn(STX_H, 10, 5, k + 28, 0)),
+        J(insn(JA, 0, 0, 0, 0), "lookup"),
+        L("ports"),
+        I(insn(LDX_W, 5, 2, 34, 0)),
+        I(insn(STX_W, 10, 5, k + 28, 0)),
+        L("lookup"),
+        I(insn(MOV_X, 1, 6, 0, 0)),
+        I(insn(CALL, 0, 0, 0, BPF_FUNC_XDP_GET_BUFF_LEN)),
+        I(insn(MOV_X, 8, 0, 0, 0)), // r8 = frame length
+    ];
+    p.extend(map(1, BPF_PSEUDO_MAP_FD, flows));
+    p.extend([
+        I(insn(MOV_X, 2, 10, 0, 0)),
+        I(insn(ADD_K, 2, 0, 0, k as i32)),
+        I(insn(CALL, 0, 0, 0, BPF_FUNC_MAP_LOOKUP_ELEM)),
+        J(insn(JEQ_K, 0, 0, 0, 0), "slow"), // no entry
+        I(insn(LDX_W, 5, 0, 4, 0)),         // the entry's generation
+    ]);
+    p.extend(map(1, BPF_PSEUDO_MAP_VALUE, generation));
+    p.extend([
+        I(insn(LDX_W, 4, 1, 0, 0)),
+        J(insn(JNE_X, 5, 4, 0, 0), "slow"), // installed under older tables
+        I(insn(MOV_K, 4, 0, 0, 1)),
+        I(insn(ATOMIC_ADD_DW, 0, 4, 8, 0)),  // packets += 1
+        I(insn(ATOMIC_ADD_DW, 0, 8, 16, 0)), // bytes += length
+        I(insn(LDX_W, 2, 0, 0, 0)),          // r2 = output slot
+    ]);
+    p.extend(map(1, BPF_PSEUDO_MAP_FD, ports));
+    p.extend([
+        // A slot with no port: the stack, where the switch's AF_PACKET
+        // socket still sees the frame.
+        I(insn(MOV_K, 3, 0, 0, XDP_PASS)),
+        I(insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP)),
+        I(insn(EXIT, 0, 0, 0, 0)),
+        L("slow"),
+        I(insn(LDX_W, 2, 6, 16, 0)), // r2 = rx_queue_index
+    ]);
+    p.extend(map(1, BPF_PSEUDO_MAP_FD, xskmap));
+    p.extend([
+        I(insn(MOV_K, 3, 0, 0, XDP_PASS)),
+        I(insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP)),
+        I(insn(EXIT, 0, 0, 0, 0)),
+        L("stack"),
+        I(insn(MOV_K, 0, 0, 0, XDP_PASS)),
+        I(insn(EXIT, 0, 0, 0, 0)),
+    ]);
+    assemble(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn udp_frame() -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+        f.extend([
+            0x45, 0xb8, 0, 46, 0x12, 0x34, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ]);
+        f.extend([0x27, 0x10, 0x13, 0x89, 0, 26, 0, 0]);
+        f.resize(60, 0xab);
+        f
+    }
+
+    #[test]
+    fn the_key_holds_the_match_fields_and_nothing_that_changes_per_packet() {
+        let f = udp_frame();
+        let k = FlowKey::of(3, &f).unwrap();
+        assert_eq!(k.0[0..4], 3u32.to_ne_bytes());
+        assert_eq!(k.0[4..18], f[0..14]);
+        assert_eq!((k.0[18], k.0[19]), (0xb8, 17));
+        assert_eq!(k.0[20..28], [10, 0, 0, 1, 10, 0, 0, 2]);
+        assert_eq!(k.0[28..32], [0x27, 0x10, 0x13, 0x89]);
+        // IP id, TTL, checksums, lengths and the payload are not in it.
+        let mut g = f.clone();
+        g[18] = 0x99;
+        g[22] = 3;
+        g[40] = 0x55;
+        g[50] = 0;
+        assert_eq!(FlowKey::of(3, &g), Some(k));
+        // Every field that is in it tells flows apart.
+        for at in [0, 6, 15, 23, 26, 30, 34, 36] {
+            let mut h = f.clone();
+            h[at] ^= 1;
+            assert_ne!(FlowKey::of(3, &h), Some(k), "byte {at}");
+        }
+        assert_ne!(FlowKey::of(4, &f), Some(k));
+    }
+
+    #[test]
+    fn frames_the_program_never_looks_up_have_no_key() {
+        let f = udp_frame();
+        let mut options = f.clone();
+        options[14] = 0x46;
+        let mut fragment = f.clone();
+        fragment[20] = 0x20; // more fragments
+        let mut offset = f.clone();
+        offset[21] = 1;
+        let mut arp = f.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        for g in [options, fragment, offset, arp, f[..37].to_vec()] {
+            assert_eq!(FlowKey::of(1, &g), None);
+        }
+        // Don't-fragment alone is no fragment.
+        let mut df = f.clone();
+        df[20] = 0x40;
+        assert!(FlowKey::of(1, &df).is_some());
+    }
+
+    #[test]
+    fn icmp_keys_take_type_and_code_but_not_the_checksum() {
+        let mut f = udp_frame();
+        f[23] = 1;
+        f[34..38].copy_from_slice(&[8, 0, 0xaa, 0xbb]);
+        let k = FlowKey::of(1, &f).unwrap();
+        assert_eq!(k.0[28..32], [8, 0, 0, 0]);
+        f[36] = 0x11;
+        assert_eq!(FlowKey::of(1, &f), Some(k));
+    }
+
+    #[test]
+    fn jumps_land_on_their_labels() {
+        let p = assemble(vec![
+            Item::Jump(insn(0x05, 0, 0, 0, 0), "end"),
+            Item::I(insn(0xb7, 0, 0, 0, 1)),
+            Item::I(insn(0xb7, 0, 0, 0, 2)),
+            Item::Label("end"),
+            Item::I(insn(0x95, 0, 0, 0, 0)),
+        ]);
+        assert_eq!(p.len(), 4);
+        assert_eq!(p[0].off, 2);
+    }
+}
