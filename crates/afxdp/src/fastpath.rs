@@ -188,6 +188,11 @@ impl FastPath {
         }
     }
 
+    /// The generation entries are inserted under now.
+    pub fn generation(&self) -> u32 {
+        self.current.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Makes every entry installed so far inert at once: their frames take
     /// the slow path from the moment this returns. Entries stay (with
     /// their counters) until removed.

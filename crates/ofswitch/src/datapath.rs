@@ -8,6 +8,7 @@
 use crate::actions::{Packet, VnetHdr};
 use crate::pipeline::{Emitted, Pipeline, Step, ToController};
 use crate::port::PortIo;
+use afxdp::fastpath::{FastPath, FlowKey};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
@@ -29,9 +30,38 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// PACKET_INs dropped because the control thread was behind.
     pub packet_ins_dropped: std::sync::atomic::AtomicU64,
+    /// The AF_XDP ports' in-kernel fast path (see `afxdp::fastpath`), and
+    /// which ports it covers (index = port_no - 1).
+    pub fast_path: Option<Arc<FastPath>>,
+    pub fast_ports: Vec<bool>,
+    /// The pipeline generation the fast path was last invalidated for.
+    pub fast_generation: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
+    /// Invalidates the fast path's flows if the tables changed since the
+    /// last call; the control thread calls it before sending anything.
+    pub fn sync_fast_path(&self) {
+        if let Some(fp) = &self.fast_path {
+            let g = self.pipeline.read().unwrap_or_else(|e| e.into_inner()).generation;
+            if self.fast_generation.swap(g, std::sync::atomic::Ordering::AcqRel) != g {
+                if let Err(e) = fp.invalidate() {
+                    // Try again at the next call rather than leave stale flows.
+                    self.fast_generation
+                        .store(u64::MAX, std::sync::atomic::Ordering::Release);
+                    eprintln!("sdnlab switch: cannot invalidate the fast path: {e}");
+                }
+            }
+        }
+    }
+
+    fn is_fast(&self, port_no: u32) -> bool {
+        self.fast_ports
+            .get((port_no as usize).wrapping_sub(1))
+            .copied()
+            .unwrap_or(false)
+    }
+
     pub fn port(&self, port_no: u32) -> Option<&Arc<dyn PortIo>> {
         if port_no == ofwire::v13::port::LOCAL {
             return self.local.as_ref();
@@ -93,6 +123,120 @@ impl Shared {
     }
 }
 
+/// How often a datapath thread folds the fast path's counters into the
+/// rules, tables and ports (and so how stale their statistics and idle
+/// times may be for flows forwarded in the kernel).
+const FOLD_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+/// A fast-path flow that forwarded nothing for this long is removed.
+const FAST_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A flow this thread put in the fast path.
+struct Offloaded {
+    plan: Arc<Vec<Step>>,
+    in_port: u32,
+    out_port: u32,
+    /// The fast path's generation when it was inserted.
+    generation: u32,
+    /// Packets and bytes of it already counted.
+    counted: (u64, u64),
+    last_active: Instant,
+}
+
+/// The flows one datapath thread put in the fast path: their counters are
+/// folded into the pipeline's by this thread, as if it had forwarded them.
+#[derive(Default)]
+struct FastFlows {
+    flows: FxHashMap<FlowKey, Offloaded>,
+    last_fold: Option<Instant>,
+}
+
+impl FastFlows {
+    /// Puts `key`'s flow in the fast path unless it is there under the
+    /// current generation.
+    #[allow(clippy::too_many_arguments)]
+    fn offer(
+        &mut self,
+        fp: &FastPath,
+        pipeline: &Pipeline,
+        key: FlowKey,
+        plan: &Arc<Vec<Step>>,
+        in_port: u32,
+        out_port: u32,
+        now: Instant,
+        now_ms: u64,
+    ) {
+        let generation = fp.generation();
+        if self.flows.get(&key).is_some_and(|o| o.generation == generation) {
+            return;
+        }
+        // Invalidated while the tables stayed: count what it forwarded
+        // before its entry (and counters) are replaced.
+        if let Some(o) = self.flows.remove(&key) {
+            if let Ok(Some(c)) = fp.counts(&key) {
+                o.count(pipeline, c, now_ms);
+            }
+        }
+        // A full map keeps the flow on the slow path.
+        if fp.insert(&key, out_port).is_ok() {
+            self.flows.insert(
+                key,
+                Offloaded {
+                    plan: plan.clone(),
+                    in_port,
+                    out_port,
+                    generation,
+                    counted: (0, 0),
+                    last_active: now,
+                },
+            );
+        }
+    }
+
+    /// Adds what the kernel forwarded since the last fold to the rules',
+    /// tables' and ports' counters; removes flows idle for `FAST_IDLE`, or
+    /// every flow if `all` (the tables changed: their plans are stale).
+    fn fold(&mut self, fp: &FastPath, pipeline: &Pipeline, now: Instant, now_ms: u64, all: bool) {
+        self.last_fold = Some(now);
+        self.flows.retain(|key, o| {
+            let counts = fp.counts(key).ok().flatten();
+            if let Some(c) = counts {
+                if c.0 > o.counted.0 {
+                    o.last_active = now;
+                }
+                o.count(pipeline, c, now_ms);
+                o.counted = c;
+            }
+            let keep = counts.is_some() && !all && now.duration_since(o.last_active) < FAST_IDLE;
+            if !keep {
+                let _ = fp.remove(key);
+            }
+            keep
+        });
+    }
+
+    fn fold_due(&self, now: Instant) -> bool {
+        !self.flows.is_empty() && self.last_fold.is_none_or(|t| now.duration_since(t) >= FOLD_EVERY)
+    }
+}
+
+impl Offloaded {
+    /// Counts the packets and bytes in `total` beyond those already counted.
+    fn count(&self, pipeline: &Pipeline, total: (u64, u64), now_ms: u64) {
+        let packets = total.0.saturating_sub(self.counted.0);
+        let bytes = total.1.saturating_sub(self.counted.1);
+        if packets == 0 {
+            return;
+        }
+        pipeline.count_bulk(&self.plan, packets, bytes, now_ms);
+        if let Some(ps) = pipeline.ports.get(&self.in_port) {
+            ps.counters.rx.add_many(packets, bytes);
+        }
+        if let Some(ps) = pipeline.ports.get(&self.out_port) {
+            ps.counters.tx.add_many(packets, bytes);
+        }
+    }
+}
+
 /// Packets and bytes per plan within one batch, for `count_bulk`.
 #[derive(Default)]
 struct Tally {
@@ -118,12 +262,17 @@ impl Tally {
     }
 }
 
+/// A key's plan, whether it counts in bulk, and the port the fast path can
+/// send it out of in the kernel.
+type Cached = (Arc<Vec<Step>>, bool, Option<u32>);
+
 /// Runs one datapath thread over `my_ports` (port numbers) until `stop`.
 pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
     if let Some(c) = core {
         pin_to_core(c);
     }
-    let mut cache: FxHashMap<crate::key::Key, (Arc<Vec<Step>>, bool)> = FxHashMap::default();
+    let mut cache: FxHashMap<crate::key::Key, Cached> = FxHashMap::default();
+    let mut fast = FastFlows::default();
     let mut tally = Tally::default();
     let mut cache_generation = u64::MAX;
     let mut batch: Vec<Packet> = Vec::with_capacity(BATCH);
@@ -141,6 +290,15 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
         .collect();
     let mut idle_rounds = 0u32;
     while !shared.stop.load(Relaxed) {
+        if let Some(fp) = &shared.fast_path {
+            if !fast.flows.is_empty() {
+                let now = Instant::now();
+                if fast.fold_due(now) {
+                    let pipeline = shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
+                    fast.fold(fp, &pipeline, now, pipeline.now_ms(now), false);
+                }
+            }
+        }
         let mut got = 0;
         for &port_no in &my_ports {
             let Some(io) = shared.port(port_no) else { continue };
@@ -157,11 +315,14 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
             let now = Instant::now();
             {
                 let pipeline = shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
+                let now_ms = pipeline.now_ms(now);
                 if pipeline.generation != cache_generation || cache.len() > CACHE_MAX {
+                    if let (Some(fp), true) = (&shared.fast_path, pipeline.generation != cache_generation) {
+                        fast.fold(fp, &pipeline, now, now_ms, true);
+                    }
                     cache.clear();
                     cache_generation = pipeline.generation;
                 }
-                let now_ms = pipeline.now_ms(now);
                 if let Some(ps) = pipeline.ports.get(&port_no) {
                     let bytes: usize = batch.iter().map(|p| p.data.len()).sum();
                     ps.counters.rx.add_many(batch.len() as u64, bytes as u64);
@@ -169,14 +330,26 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
                 // Counters are shared atomics: a batch adds to each once
                 // per plan, not once per packet.
                 for mut pkt in batch.drain(..) {
-                    let (plan, bulk) = cache
+                    let (plan, bulk, fast_out) = cache
                         .entry(pkt.key)
                         .or_insert_with(|| {
                             let plan = pipeline.plan(&pkt.key);
                             let bulk = Pipeline::counts_in_bulk(&plan);
-                            (Arc::new(plan), bulk)
+                            let fast_out = Pipeline::sole_output(&plan, port_no)
+                                .filter(|&o| shared.is_fast(port_no) && shared.is_fast(o));
+                            (Arc::new(plan), bulk, fast_out)
                         })
                         .clone();
+                    // A frame from a stack that left its checksum to
+                    // offload must be finished on the way out, which the
+                    // kernel's redirect would not do: such flows stay here.
+                    if let (Some(out), Some(fp)) = (fast_out, &shared.fast_path) {
+                        if pkt.vnet == VnetHdr::default() {
+                            if let Some(k) = FlowKey::of(port_no, &pkt.data) {
+                                fast.offer(fp, &pipeline, k, &plan, port_no, out, now, now_ms);
+                            }
+                        }
+                    }
                     let bytes = pkt.data.len() as u64;
                     if bulk {
                         Pipeline::execute_counting(&plan, &mut pkt, now_ms, now, &mut emitted, false);

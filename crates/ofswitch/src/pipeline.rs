@@ -900,6 +900,23 @@ impl Pipeline {
         })
     }
 
+    /// The one port a plan sends a packet from `in_port` out of, unchanged,
+    /// with nothing else done to it (no rewrite, meter, group, copy to the
+    /// controller): what the AF_XDP fast path can do in the kernel.
+    pub fn sole_output(steps: &[Step], in_port: u32) -> Option<u32> {
+        let mut out = None;
+        for s in steps {
+            match s {
+                Step::Lookup { .. } | Step::Hit(_) => {}
+                Step::Output(p) if out.is_none() && *p != in_port && (1..=ofwire::v13::port::MAX).contains(p) => {
+                    out = Some(*p)
+                }
+                _ => return None,
+            }
+        }
+        out
+    }
+
     /// Adds `packets` packets of `bytes` bytes in all to a bulk-countable
     /// plan's table and rule counters.
     pub fn count_bulk(&self, steps: &[Step], packets: u64, bytes: u64, now_ms: u64) {

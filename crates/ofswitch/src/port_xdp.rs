@@ -43,12 +43,23 @@ impl XdpPort {
     /// for receiving, half for sending); `mode` None: native XDP if the
     /// driver has it, else generic.
     pub fn open(ifname: &str, mode: Option<XdpMode>, frames: u32) -> io::Result<XdpPort> {
+        XdpPort::open_with(ifname, mode, frames, None)
+    }
+
+    /// As `open`, with the switch's in-kernel fast path in front of the
+    /// sockets for frames arriving as port `fast.1`.
+    pub fn open_with(
+        ifname: &str,
+        mode: Option<XdpMode>,
+        frames: u32,
+        fast: Option<(&afxdp::fastpath::FastPath, u32)>,
+    ) -> io::Result<XdpPort> {
         let stack = AfPacketPort::open(ifname, STACK_RING_SLOTS)?;
         let config = XskConfig {
             frames: frames.next_power_of_two().max(64),
             frame_size: 2048,
         };
-        let xdp = XdpInterface::open(ifname, mode, config, 16)?;
+        let xdp = XdpInterface::open_with(ifname, mode, config, 16, fast)?;
         Ok(XdpPort {
             max_frame: config.max_frame() as usize,
             xdp,
@@ -59,6 +70,10 @@ impl XdpPort {
 
     pub fn mode(&self) -> XdpMode {
         self.xdp.mode()
+    }
+
+    pub fn ifindex(&self) -> u32 {
+        self.xdp.ifindex
     }
 
     pub fn queues(&self) -> usize {

@@ -36,6 +36,10 @@ pub struct Config {
     /// Start with a table-miss rule that floods (a hub until a controller
     /// replaces it).
     pub flood_on_miss: bool,
+    /// The AF_XDP ports' in-kernel fast path, and the ports (numbers) whose
+    /// programs and DEVMAP slots it has.
+    pub fast_path: Option<Arc<afxdp::fastpath::FastPath>>,
+    pub fast_ports: Vec<u32>,
 }
 
 impl Default for Config {
@@ -52,6 +56,8 @@ impl Default for Config {
             cores: Vec::new(),
             verbose: false,
             flood_on_miss: false,
+            fast_path: None,
+            fast_ports: Vec::new(),
         }
     }
 }
@@ -104,6 +110,10 @@ struct Ctx {
 
 impl Ctx {
     fn dispatch(&self, mut fx: Effects) {
+        // Before any reply goes out (a BARRIER_REPLY above all): if the
+        // tables changed, the fast path's flows, planned under the old
+        // ones, stop at once.
+        self.shared.sync_fast_path();
         if !fx.messages.is_empty() {
             let writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
             let mut per_conn: HashMap<usize, Vec<u8>> = HashMap::new();
@@ -169,6 +179,11 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         to_controller: pi_tx,
         stop: false.into(),
         packet_ins_dropped: 0.into(),
+        fast_ports: (1..=cfg.ports.len() as u32)
+            .map(|p| cfg.fast_path.is_some() && cfg.fast_ports.contains(&p))
+            .collect(),
+        fast_path: cfg.fast_path.clone(),
+        fast_generation: u64::MAX.into(),
     });
     let agent = Arc::new(Mutex::new(Agent::new(
         pipeline,

@@ -45,8 +45,9 @@ use traffic::run::{GenMethod, GenSpec};
 
 #[derive(Args)]
 pub struct DpBenchArgs {
-    /// Switches under test, comma-separated: sdnlab, sdnlab-afxdp, ovs,
-    /// ovs-afxdp, bridge, veth, external (see --external-ports).
+    /// Switches under test, comma-separated: sdnlab, sdnlab-afxdp,
+    /// sdnlab-fastpath, ovs, ovs-afxdp, bridge, veth, external (see
+    /// --external-ports).
     #[arg(long, value_delimiter = ',', default_value = "sdnlab,ovs,bridge")]
     pub dut: Vec<String>,
     /// The `external` switch: the two interfaces of this machine that lead

@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct SwitchBenchArgs {
     /// Switches under test, comma-separated: sdnlab (AF_PACKET ports), sdnlab-afxdp (AF_XDP
-    /// ports), ovs (system ports), ovs-afxdp, bridge, veth.
+    /// ports), sdnlab-fastpath (AF_XDP ports with the in-kernel fast path), ovs (system
+    /// ports), ovs-afxdp, bridge, veth.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "sdnlab,sdnlab-afxdp,ovs,ovs-afxdp,bridge,veth"
+        default_value = "sdnlab,sdnlab-afxdp,sdnlab-fastpath,ovs,ovs-afxdp,bridge,veth"
     )]
     pub dut: Vec<String>,
     /// Frame size in bytes, FCS included (64 is RFC 2544's smallest).
@@ -117,7 +118,10 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     };
     let mut rows: Vec<serde_json::Value> = Vec::new();
     for dut in &args.dut {
-        let openflow = matches!(dut.as_str(), "sdnlab" | "sdnlab-afxdp" | "ovs" | "ovs-afxdp");
+        let openflow = matches!(
+            dut.as_str(),
+            "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" | "ovs" | "ovs-afxdp"
+        );
         let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
         let (bed, of_addr) = match open_bed(dut, &dir, args.generator, None) {
             Ok(b) => b,

@@ -16,6 +16,13 @@ pub struct SwitchArgs {
     /// interface), or auto (native if the driver has it).
     #[arg(long, default_value = "auto", value_parser = ["auto", "native", "generic"])]
     pub xdp_mode: String,
+    /// Forward in the kernel, between AF_XDP ports, the flows whose rules only send them out
+    /// of another AF_XDP port unchanged (untagged IPv4): the XDP program redirects them and
+    /// they never reach user space; counters are folded in every 100 ms. Every other frame
+    /// takes the usual path. The interface at the far end of each AF_XDP port must take XDP
+    /// frames (a real NIC with native XDP; for a veth, GRO on or an XDP program at its peer).
+    #[arg(long)]
+    pub xdp_fast_path: bool,
     /// Create a tap interface of this name as the switch's OFPP_LOCAL port (the host's own
     /// way into the network it switches; give it an address with `ip`).
     #[arg(long, value_name = "NAME")]
@@ -62,7 +69,7 @@ pub struct SwitchArgs {
     pub verbose: bool,
     /// Run the bridges a TOML file describes (`[[bridge]]` tables with name, ports,
     /// controllers, listen, dpid, threads, cores, tables, max_rules, ring, fail_mode,
-    /// xdp_mode, local) in one process, instead of one bridge from the options above.
+    /// xdp_mode, xdp_fast_path, local) in one process, instead of one bridge from the options above.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["ports", "controllers", "listen", "dpid", "local"])]
     pub config: Option<std::path::PathBuf>,
 }
@@ -130,6 +137,8 @@ pub struct BridgeSpec {
     #[serde(default = "default_xdp_mode")]
     pub xdp_mode: String,
     #[serde(default)]
+    pub xdp_fast_path: bool,
+    #[serde(default)]
     pub local: Option<String>,
 }
 
@@ -174,6 +183,7 @@ impl BridgeSpec {
             ring: a.ring,
             fail_mode: a.fail_mode.clone(),
             xdp_mode: a.xdp_mode.clone(),
+            xdp_fast_path: a.xdp_fast_path,
             local: a.local.clone(),
         }
     }
@@ -228,6 +238,10 @@ pub fn load_config(path: &std::path::Path) -> Result<Vec<BridgeSpec>, String> {
     Ok(cfg.bridge)
 }
 
+/// Flows the fast path holds at most, per bridge (a flow beyond it stays
+/// on the user-space path).
+const FAST_PATH_FLOWS: u32 = 65_536;
+
 /// A running bridge and what to say about it.
 struct Running {
     handle: ofswitch::switch::Handle,
@@ -256,19 +270,39 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
         "generic" => Some(afxdp::XdpMode::Generic),
         _ => None,
     };
+    let fast_path = if spec.xdp_fast_path {
+        if !spec.ports.iter().any(|p| p.starts_with("afxdp:")) {
+            return Err("--xdp-fast-path works between AF_XDP ports; give them as --port afxdp:IF".into());
+        }
+        Some(Arc::new(
+            afxdp::fastpath::FastPath::new(FAST_PATH_FLOWS, spec.ports.len() as u32 + 1).map_err(|e| e.to_string())?,
+        ))
+    } else {
+        None
+    };
+    let mut fast_ports = Vec::new();
     let mut ports: Vec<Arc<dyn ofswitch::port::PortIo>> = Vec::new();
     for port in &spec.ports {
         let (kind, name) = port.split_once(':').unwrap_or(("afpacket", port));
+        let port_no = ports.len() as u32 + 1;
         let opened: std::io::Result<Arc<dyn ofswitch::port::PortIo>> = match kind {
             _ if name.is_empty() => return Err(format!("--port {port}: the interface name is missing")),
-            "afxdp" => ofswitch::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32).map(|p| {
-                eprintln!(
-                    "sdnlab switch: {name}: AF_XDP, {} XDP, {} queue(s)",
-                    p.mode(),
-                    p.queues()
-                );
-                Arc::new(p) as Arc<dyn ofswitch::port::PortIo>
-            }),
+            "afxdp" => {
+                let fast = fast_path.as_deref().map(|fp| (fp, port_no));
+                ofswitch::port_xdp::XdpPort::open_with(name, xdp_mode, spec.ring.max(64) as u32, fast).and_then(|p| {
+                    if let Some(fp) = &fast_path {
+                        fp.set_port(port_no, p.ifindex())?;
+                        fast_ports.push(port_no);
+                    }
+                    eprintln!(
+                        "sdnlab switch: {name}: AF_XDP, {} XDP, {} queue(s){}",
+                        p.mode(),
+                        p.queues(),
+                        if fast_path.is_some() { ", fast path" } else { "" }
+                    );
+                    Ok(Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
+                })
+            }
             "afpacket" => ofswitch::port::AfPacketPort::open(name, spec.ring.max(8))
                 .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>),
             _ => {
@@ -305,6 +339,8 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
         cores: spec.cores.clone(),
         verbose,
         flood_on_miss: spec.fail_mode == "standalone",
+        fast_path,
+        fast_ports,
     };
     let handle = ofswitch::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;
     Ok(Running {

@@ -10,7 +10,15 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use traffic::frame::Template;
 use traffic::run::{generate, GenMethod, GenSpec, Receiver};
-pub(crate) const DUTS: [&str; 6] = ["sdnlab", "sdnlab-afxdp", "ovs", "ovs-afxdp", "bridge", "veth"];
+pub(crate) const DUTS: [&str; 7] = [
+    "sdnlab",
+    "sdnlab-afxdp",
+    "sdnlab-fastpath",
+    "ovs",
+    "ovs-afxdp",
+    "bridge",
+    "veth",
+];
 pub(crate) const GEN_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 1];
 pub(crate) const RCV_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 2];
 /// Test frames go to a MAC the receiving host does not own: its stack drops
@@ -184,13 +192,20 @@ impl Bed {
             sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
         }
         bed.generator = generator;
+        // A veth takes XDP frames only with NAPI on: GRO on at the veth
+        // the generator's frames arrive at, and at the receiving host's
+        // (where sdnlab's fast path redirects frames in the kernel). The
+        // same for every switch; a bare veth pair's receiving end is both.
+        let mut gro = Vec::new();
         if generator == GenMethod::Xdp && bed.external.is_none() {
-            // The veth the generator's frames arrive at needs NAPI to take
-            // XDP frames: GRO on (the same for every switch).
-            let (ns, ifname) = match bed.ports.first() {
-                Some((a, _)) => (None, a.clone()),
-                None => (Some(bed.rcv_ns()), bed.rcv_if()),
-            };
+            if let Some((a, _)) = bed.ports.first() {
+                gro.push((None, a.clone()));
+            }
+        }
+        if bed.external.is_none() && (generator == GenMethod::Xdp || !bed.ports.is_empty()) {
+            gro.push((Some(bed.rcv_ns()), bed.rcv_if()));
+        }
+        for (ns, ifname) in gro {
             std::thread::spawn(move || -> std::io::Result<()> {
                 if let Some(ns) = &ns {
                     traffic::run::enter_netns(ns)?;
@@ -565,7 +580,7 @@ pub(crate) fn dut_version(dut: &str) -> String {
             .to_string()
     };
     match dut {
-        "sdnlab" | "sdnlab-afxdp" => env!("CARGO_PKG_VERSION").to_string(),
+        "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" => env!("CARGO_PKG_VERSION").to_string(),
         "external" => "not started by sdnlab".to_string(),
         "ovs" | "ovs-afxdp" => sh(&["ovs-vswitchd", "--version"])
             .map(|v| v.lines().next().unwrap_or_default().to_string())
@@ -594,11 +609,11 @@ pub(crate) fn start_dut(
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
         let br = bed.bridge_name(i);
         match dut {
-            "sdnlab" | "sdnlab-afxdp" => {
-                let (a, b) = if dut == "sdnlab-afxdp" {
-                    (format!("afxdp:{a}"), format!("afxdp:{b}"))
-                } else {
+            "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" => {
+                let (a, b) = if dut == "sdnlab" {
                     (a, b)
+                } else {
+                    (format!("afxdp:{a}"), format!("afxdp:{b}"))
                 };
                 let me = std::env::current_exe().map_err(|e| e.to_string())?;
                 let log_name = if bed.ports.len() == 1 {
@@ -618,6 +633,7 @@ pub(crate) fn start_dut(
                         &format!("ptcp:{port}"),
                     ])
                     .args(["--ring", "4096", "--threads", "1"])
+                    .args((dut == "sdnlab-fastpath").then_some("--xdp-fast-path"))
                     .args(bed.cores.map(|(_, sw)| format!("--cores={sw}")))
                     .stdout(Stdio::null())
                     .stderr(log)

@@ -1,0 +1,256 @@
+//! The whole switch with AF_XDP ports and the in-kernel fast path, on real
+//! veth pairs (root namespace, names prefixed `oft` and the test's pid;
+//! removed even when the test fails), driven over OpenFlow: a flow whose
+//! rule only outputs it is forwarded by the kernel, and still counted in
+//! the rule's and the ports' statistics; a rule deleted before a
+//! BARRIER_REPLY forwards nothing after it, also for a flow the kernel
+//! held; a flow the rule rewrites stays in user space.
+
+mod common;
+
+use afxdp::fastpath::{FastPath, FlowKey};
+use common::Client;
+use ofswitch::port::PortIo;
+use ofswitch::port_xdp::XdpPort;
+use ofwire::oxm::{Match, Oxm};
+use ofwire::v13::{self, Action, Body as B, FlowMod, Instruction, MultipartReplyBody as R, MultipartRequestBody as Q};
+use ofwire::Body;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Two veth pairs: host end and switch end each.
+struct Links(Vec<(String, String)>);
+
+impl Links {
+    fn new() -> Links {
+        let tag = format!("oft{}", std::process::id() % 100_000);
+        let links = Links((1..=2).map(|i| (format!("{tag}h{i}"), format!("{tag}s{i}"))).collect());
+        for (h, s) in &links.0 {
+            let _ = Command::new("ip")
+                .args(["link", "del", h])
+                .stderr(std::process::Stdio::null())
+                .status();
+            let st = Command::new("ip")
+                .args(["link", "add", h, "type", "veth", "peer", "name", s])
+                .status()
+                .unwrap();
+            assert!(st.success());
+            for n in [h, s] {
+                let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{n}/disable_ipv6"), "1");
+                assert!(Command::new("ip")
+                    .args(["link", "set", n, "up"])
+                    .status()
+                    .unwrap()
+                    .success());
+            }
+            // The host end takes the frames the fast path redirects to it.
+            afxdp::live::enable_gro(h).unwrap();
+        }
+        links
+    }
+}
+
+impl Drop for Links {
+    fn drop(&mut self) {
+        for (h, _) in &self.0 {
+            let _ = Command::new("ip").args(["link", "del", h]).status();
+        }
+    }
+}
+
+/// A raw socket on a host end, for IPv4 frames.
+struct Host(i32);
+
+impl Host {
+    fn open(ifname: &str) -> Host {
+        let proto = 0x0800u16.to_be();
+        // SAFETY: plain syscalls, results checked.
+        unsafe {
+            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, proto as i32);
+            assert!(fd >= 0);
+            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+            sll.sll_family = libc::AF_PACKET as u16;
+            sll.sll_protocol = proto;
+            sll.sll_ifindex = afxdp::ifindex(ifname).unwrap() as i32;
+            let r = libc::bind(
+                fd,
+                &sll as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            );
+            assert_eq!(r, 0);
+            Host(fd)
+        }
+    }
+
+    fn send(&self, f: &[u8]) {
+        // SAFETY: sends from a live buffer.
+        let r = unsafe { libc::send(self.0, f.as_ptr() as *const libc::c_void, f.len(), 0) };
+        assert_eq!(r as usize, f.len());
+    }
+
+    /// Frames received within `within` (stops early at `want`).
+    fn recv(&self, want: usize, within: Duration) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        let end = Instant::now() + within;
+        while got.len() < want && Instant::now() < end {
+            // SAFETY: receives into a live buffer of its length.
+            let r = unsafe { libc::recv(self.0, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+            if r > 0 {
+                got.push(buf[..r as usize].to_vec());
+            } else {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        got
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        // SAFETY: closes our own descriptor once.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// UDP from 10.0.0.1:`sport` to 10.0.0.2:5001, 100 bytes.
+fn udp(sport: u16) -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 0xbb, 0x02, 0, 0, 0, 0, 0xaa, 0x08, 0x00];
+    f.extend([0x45, 0, 0, 86, 0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f.extend(sport.to_be_bytes());
+    f.extend([0x13, 0x89, 0, 66, 0, 0]);
+    f.resize(100, 0x5a);
+    f
+}
+
+fn rule(instructions: Vec<Instruction>) -> FlowMod {
+    FlowMod {
+        match_: Match::new(vec![Oxm::InPort(1)]),
+        instructions,
+        ..FlowMod::add(10)
+    }
+}
+
+fn output(port: u32) -> Vec<Instruction> {
+    vec![Instruction::ApplyActions(vec![Action::Output { port, max_len: 0 }])]
+}
+
+fn flow_packets(c: &mut Client, xid: u32) -> u64 {
+    let req = v13::MultipartRequest {
+        flags: 0,
+        body: Q::Flow(v13::FlowStatsRequest {
+            table_id: 0xff,
+            out_port: v13::port::ANY,
+            out_group: 0xffff_ffff,
+            cookie: 0,
+            cookie_mask: 0,
+            match_: Match::new(vec![]),
+        }),
+    };
+    c.send(xid, B::MultipartRequest(req));
+    c.wait(|m| match &m.body {
+        Body::V13(B::MultipartReply(r)) if m.xid == xid => match &r.body {
+            R::Flow(flows) => Some(flows.iter().map(|f| f.packet_count).sum()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+fn port_counts(c: &mut Client, xid: u32, port_no: u32) -> (u64, u64) {
+    let req = v13::MultipartRequest {
+        flags: 0,
+        body: Q::PortStats { port_no },
+    };
+    c.send(xid, B::MultipartRequest(req));
+    c.wait(|m| match &m.body {
+        Body::V13(B::MultipartReply(r)) if m.xid == xid => match &r.body {
+            R::PortStats(p) => p.first().map(|p| (p.counters.rx_packets, p.counters.tx_packets)),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+#[test]
+fn flows_forwarded_in_the_kernel_are_counted_and_stop_at_a_barrier() {
+    let links = Links::new();
+    let fp = Arc::new(FastPath::new(1024, 8).unwrap());
+    let mut ports: Vec<Arc<dyn PortIo>> = Vec::new();
+    for (i, (_, s)) in links.0.iter().enumerate() {
+        let port_no = i as u32 + 1;
+        let p = XdpPort::open_with(s, Some(afxdp::XdpMode::Native), 1024, Some((&fp, port_no)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        fp.set_port(port_no, p.ifindex()).unwrap();
+        ports.push(Arc::new(p));
+    }
+    let h = ofswitch::switch::start(ofswitch::switch::Config {
+        ports,
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        fast_path: Some(fp.clone()),
+        fast_ports: vec![1, 2],
+        ..Default::default()
+    })
+    .unwrap();
+    let h1 = Host::open(&links.0[0].0);
+    let h2 = Host::open(&links.0[1].0);
+    let mut c = Client::connect(h.listening[0]);
+    c.send(2, B::FlowMod(rule(output(2))));
+    c.barrier(3);
+
+    let f = udp(1000);
+    let key = FlowKey::of(1, &f).unwrap();
+    for i in 0..50 {
+        h1.send(&f);
+        if i == 0 {
+            // The first goes through user space, which hands the flow over.
+            assert_eq!(h2.recv(1, Duration::from_secs(3)).len(), 1);
+        }
+    }
+    assert_eq!(h2.recv(49, Duration::from_secs(3)).len(), 49, "every frame forwarded");
+    let (in_kernel, _) = fp.counts(&key).unwrap().expect("the flow is in the fast path");
+    assert!(in_kernel >= 40, "the kernel forwarded only {in_kernel} of 50");
+    // Folded into the rule's and the ports' counters within 100 ms.
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(flow_packets(&mut c, 4), 50);
+    assert_eq!(port_counts(&mut c, 5, 1).0, 50);
+    assert_eq!(port_counts(&mut c, 6, 2).1, 50);
+
+    // The rule goes: after the BARRIER_REPLY nothing more comes out, the
+    // kernel's copy of the flow included.
+    let delete = FlowMod {
+        table_id: v13::TABLE_ALL,
+        command: v13::FlowModCommand::Delete,
+        ..FlowMod::add(0)
+    };
+    c.send(7, B::FlowMod(delete));
+    c.barrier(8);
+    for _ in 0..20 {
+        h1.send(&f);
+    }
+    assert!(
+        h2.recv(1, Duration::from_millis(500)).is_empty(),
+        "forwarded after the rule was deleted"
+    );
+
+    // A rule that rewrites: the flow stays in user space (still forwarded).
+    let rewrite = vec![Instruction::ApplyActions(vec![
+        Action::SetField(Oxm::EthDst(ofwire::MacAddr([2, 0, 0, 0, 0, 0xcc]), None)),
+        Action::Output { port: 2, max_len: 0 },
+    ])];
+    c.send(9, B::FlowMod(rule(rewrite)));
+    c.barrier(10);
+    for _ in 0..20 {
+        h1.send(&f);
+    }
+    let got = h2.recv(20, Duration::from_secs(3));
+    assert_eq!(got.len(), 20);
+    assert!(got.iter().all(|g| g[..6] == [2, 0, 0, 0, 0, 0xcc]));
+    assert_eq!(
+        fp.counts(&key).unwrap(),
+        None,
+        "a rewriting flow is not in the fast path"
+    );
+    h.stop();
+}
