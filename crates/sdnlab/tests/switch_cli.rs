@@ -445,6 +445,10 @@ fn bad_command_lines_get_one_line() {
     let (code, err) = run(&["switch", "--port", "afxdp:swcnonesuch0"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("swcnonesuch0: no such network interface"), "{err}");
+    let (code, err) = run(&["switch", "--port", "lo", "--xdp-fast-path"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--xdp-fast-path works between AF_XDP ports"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
     let (code, err) = run(&["switch", "--port", "lo", "--controller", "not-an-address"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("not a controller address"), "{err}");
