@@ -23,8 +23,9 @@
 //! as the program does in the kernel.
 //!
 //! A redirect into a veth needs its peer to take XDP frames (an XDP
-//! program or GRO on there); otherwise the kernel drops them and counts
-//! them in the veth's tx_dropped. Real NICs with native XDP take them.
+//! program or GRO on there); otherwise the kernel drops them (kernel 6.18
+//! counts them as receive drops of the veth they came in by). Real NICs
+//! with native XDP take them.
 
 use crate::bpf::{bpf, bpf_fd, insn, map_lookup, map_update, Attr, Insn, BPF_MAP_CREATE};
 use std::io;
