@@ -11,10 +11,7 @@ step() { printf '\n== %s (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 step "dependencies"; scripts/install-deps.sh
 step "format";       cargo fmt --all --check
 step "lint";         cargo clippy --all-targets --quiet -- -D warnings
-# Release-built tests: the smokes below need the release build anyway, so
-# the workspace is compiled once, not twice (debug for the tests, release
-# for the smokes), and the tests' switches and controllers run at speed.
-step "tests";        cargo test --workspace --release --quiet
+step "tests";        cargo test --workspace --quiet
 step "fuzz (60 s)";  scripts/fuzz.sh 60
 step "bench smoke: codec vs os-ken"; scripts/bench-codec.sh --quick
 step "bench smoke: net up/down";    scripts/bench-net.sh 1
