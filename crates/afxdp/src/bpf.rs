@@ -204,14 +204,10 @@ pub struct XdpRedirect {
 
 impl XdpRedirect {
     /// Loads the program for `queues` receive queues and attaches it to
-    /// interface `ifindex` in `mode`.
-    pub fn attach(ifindex: u32, queues: u32, max_len: u32, mode: XdpMode) -> io::Result<XdpRedirect> {
-        XdpRedirect::attach_with(ifindex, queues, max_len, mode, None)
-    }
-
-    /// As `attach`, with `fast` = (the switch's fast path, this port's
-    /// number): frames of a flow in the fast path leave in the kernel.
-    pub fn attach_with(
+    /// interface `ifindex` in `mode`; with `fast` = (the switch's fast
+    /// path, this port's number), frames of a flow in the fast path leave
+    /// in the kernel.
+    pub fn attach(
         ifindex: u32,
         queues: u32,
         max_len: u32,

@@ -72,9 +72,9 @@ impl XdpInterface {
         let queues = rx_queues(ifname).min(max_queues.max(1));
         let max_len = config.max_frame();
         let redirect = match mode {
-            Some(m) => XdpRedirect::attach_with(ifindex, queues, max_len, m, fast),
-            None => XdpRedirect::attach_with(ifindex, queues, max_len, XdpMode::Native, fast)
-                .or_else(|_| XdpRedirect::attach_with(ifindex, queues, max_len, XdpMode::Generic, fast)),
+            Some(m) => XdpRedirect::attach(ifindex, queues, max_len, m, fast),
+            None => XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Native, fast)
+                .or_else(|_| XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Generic, fast)),
         }
         .map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {e}")))?;
         let mut sockets = Vec::new();

@@ -174,10 +174,15 @@ pub struct SeqReader(OwnedFd);
 
 impl SeqReader {
     pub fn next_seq(&self) -> io::Result<u64> {
-        let mut value = [0u64; 7];
-        map_lookup(self.0.as_raw_fd(), &0u32, &mut value, "reading the generator's state")?;
-        Ok(value[0])
+        Ok(read_state(self.0.as_raw_fd())?[0])
     }
+}
+
+/// The generator's map value.
+fn read_state(map: RawFd) -> io::Result<[u64; 7]> {
+    let mut value = [0u64; 7];
+    map_lookup(map, &0u32, &mut value, "reading the generator's state")?;
+    Ok(value)
 }
 
 impl LiveGenerator {
@@ -228,9 +233,7 @@ impl LiveGenerator {
     }
 
     fn read(&self) -> io::Result<[u64; 7]> {
-        let mut value = [0u64; 7];
-        map_lookup(self.map.as_raw_fd(), &0u32, &mut value, "reading the generator's state")?;
-        Ok(value)
+        read_state(self.map.as_raw_fd())
     }
 
     /// Sends `count` frames as fast as it can, `batch` (1..=256) at a

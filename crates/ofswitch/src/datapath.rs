@@ -215,7 +215,7 @@ impl FastFlows {
     }
 
     fn fold_due(&self, now: Instant) -> bool {
-        !self.flows.is_empty() && self.last_fold.is_none_or(|t| now.duration_since(t) >= FOLD_EVERY)
+        self.last_fold.is_none_or(|t| now.duration_since(t) >= FOLD_EVERY)
     }
 }
 
@@ -290,13 +290,11 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
         .collect();
     let mut idle_rounds = 0u32;
     while !shared.stop.load(Relaxed) {
-        if let Some(fp) = &shared.fast_path {
-            if !fast.flows.is_empty() {
-                let now = Instant::now();
-                if fast.fold_due(now) {
-                    let pipeline = shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
-                    fast.fold(fp, &pipeline, now, pipeline.now_ms(now), false);
-                }
+        if let Some(fp) = shared.fast_path.as_ref().filter(|_| !fast.flows.is_empty()) {
+            let now = Instant::now();
+            if fast.fold_due(now) {
+                let pipeline = shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
+                fast.fold(fp, &pipeline, now, pipeline.now_ms(now), false);
             }
         }
         let mut got = 0;
@@ -316,10 +314,11 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
             {
                 let pipeline = shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
                 let now_ms = pipeline.now_ms(now);
-                if pipeline.generation != cache_generation || cache.len() > CACHE_MAX {
-                    if let (Some(fp), true) = (&shared.fast_path, pipeline.generation != cache_generation) {
-                        fast.fold(fp, &pipeline, now, now_ms, true);
-                    }
+                let tables_changed = pipeline.generation != cache_generation;
+                if let Some(fp) = shared.fast_path.as_ref().filter(|_| tables_changed) {
+                    fast.fold(fp, &pipeline, now, now_ms, true);
+                }
+                if tables_changed || cache.len() > CACHE_MAX {
                     cache.clear();
                     cache_generation = pipeline.generation;
                 }

@@ -41,14 +41,10 @@ const STACK_RING_SLOTS: usize = 512;
 impl XdpPort {
     /// Opens `ifname` with `frames` UMEM chunks per receive queue (half
     /// for receiving, half for sending); `mode` None: native XDP if the
-    /// driver has it, else generic.
-    pub fn open(ifname: &str, mode: Option<XdpMode>, frames: u32) -> io::Result<XdpPort> {
-        XdpPort::open_with(ifname, mode, frames, None)
-    }
-
-    /// As `open`, with the switch's in-kernel fast path in front of the
-    /// sockets for frames arriving as port `fast.1`.
-    pub fn open_with(
+    /// driver has it, else generic; with `fast`, the switch's in-kernel
+    /// fast path in front of the sockets for frames arriving as port
+    /// `fast.1`.
+    pub fn open(
         ifname: &str,
         mode: Option<XdpMode>,
         frames: u32,

@@ -180,7 +180,7 @@ fn flows_forwarded_in_the_kernel_are_counted_and_stop_at_a_barrier() {
     let mut ports: Vec<Arc<dyn PortIo>> = Vec::new();
     for (i, (_, s)) in links.0.iter().enumerate() {
         let port_no = i as u32 + 1;
-        let p = XdpPort::open_with(s, Some(afxdp::XdpMode::Native), 1024, Some((&fp, port_no)))
+        let p = XdpPort::open(s, Some(afxdp::XdpMode::Native), 1024, Some((&fp, port_no)))
             .unwrap_or_else(|e| panic!("{e}"));
         fp.set_port(port_no, p.ifindex()).unwrap();
         ports.push(Arc::new(p));

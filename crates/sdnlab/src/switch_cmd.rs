@@ -289,7 +289,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
             _ if name.is_empty() => return Err(format!("--port {port}: the interface name is missing")),
             "afxdp" => {
                 let fast = fast_path.as_deref().map(|fp| (fp, port_no));
-                ofswitch::port_xdp::XdpPort::open_with(name, xdp_mode, spec.ring.max(64) as u32, fast).and_then(|p| {
+                ofswitch::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32, fast).and_then(|p| {
                     if let Some(fp) = &fast_path {
                         fp.set_port(port_no, p.ifindex())?;
                         fast_ports.push(port_no);
