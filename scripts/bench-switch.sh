@@ -4,7 +4,7 @@
 # Linux bridge and a direct veth pair (`sdnlab bench switch`, arguments
 # passed on), then the datapath micro-benchmarks (cargo bench: key
 # extraction, lookup with 1 and with 1,000,000 rules, a cached plan,
-# FLOW_MOD insertion). Samples go to the run directory first; tables are
+# FLOW_MOD insertion, the fast path's counters read for 10,000 flows). Samples go to the run directory first; tables are
 # printed after. Needs root.
 # Usage: scripts/bench-switch.sh [--quick] [sdnlab bench switch options]
 set -euo pipefail
@@ -16,6 +16,6 @@ cargo build -q --release -p sdnlab
 target/release/sdnlab bench switch "$@"
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 cargo bench -q -p ofswitch --bench datapath -- "${crit_args[@]}" > "$log" 2>&1
-echo "| datapath step | time per packet or rule |"
+echo "| datapath step | time per packet, rule or read of every flow |"
 echo "|---|---:|"
 awk '/^datapath\//{name=substr($1,10)} /time:/ && name != "" {gsub(/\[/,""); for (i=1;i<=NF;i++) if ($i=="time:") print "| " name " | " $(i+3) " " $(i+4) " |"; name=""}' "$log"

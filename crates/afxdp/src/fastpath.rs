@@ -32,6 +32,8 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
+const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
+const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
 const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_MAP_TYPE_DEVMAP: u32 = 14;
@@ -173,6 +175,65 @@ impl FastPath {
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(err) => Err(err),
         }
+    }
+
+    /// Every entry's packets and bytes, read with a few BPF_MAP_LOOKUP_BATCH
+    /// calls rather than one lookup per flow (for many flows: a lookup
+    /// costs a system call, a batch walks the whole table at once).
+    pub fn counts_all(&self, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
+        const CHUNK: usize = 4096;
+        out.clear();
+        let mut keys = vec![FlowKey([0; KEY_LEN]); CHUNK];
+        let mut values = vec![Entry::default(); CHUNK];
+        let mut token = 0u32;
+        let mut first = true;
+        loop {
+            let mut attr = Attr::new();
+            attr.u64(0, if first { 0 } else { &token as *const u32 as u64 })
+                .u64(8, &mut token as *mut u32 as u64)
+                .u64(16, keys.as_mut_ptr() as u64)
+                .u64(24, values.as_mut_ptr() as u64)
+                .u32(32, CHUNK as u32)
+                .u32(36, self.flows.as_raw_fd() as u32);
+            let r = bpf(BPF_MAP_LOOKUP_BATCH, &mut attr, "reading the fast path's flows");
+            // The kernel says how many it filled, also on its last call,
+            // which ends with ENOENT.
+            let last = match r {
+                Ok(_) => false,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+                Err(e) => return Err(e),
+            };
+            let n = u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize;
+            out.extend(
+                keys[..n.min(CHUNK)]
+                    .iter()
+                    .zip(&values)
+                    .map(|(k, e)| (*k, (e.packets, e.bytes))),
+            );
+            if last {
+                return Ok(());
+            }
+            first = false;
+        }
+    }
+
+    /// Removes the entries of `keys`, which must all be there, with one
+    /// BPF_MAP_DELETE_BATCH (one at a time if the batch fails).
+    pub fn remove_many(&self, keys: &[FlowKey]) -> io::Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut attr = Attr::new();
+        attr.u64(16, keys.as_ptr() as u64)
+            .u32(32, keys.len() as u32)
+            .u32(36, self.flows.as_raw_fd() as u32);
+        if bpf(BPF_MAP_DELETE_BATCH, &mut attr, "removing fast-path flows").is_ok() {
+            return Ok(());
+        }
+        // The batch stops at the first key it cannot delete: the rest one
+        // by one.
+        let done = u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize;
+        keys[done.min(keys.len())..].iter().try_for_each(|k| self.remove(k))
     }
 
     /// Removes `key`'s entry (no error if there is none).

@@ -354,3 +354,32 @@ fn the_fast_path_forwards_a_flow_in_the_kernel_until_invalidated() {
     assert_eq!(fp.counts(&key).unwrap(), None);
     fp.remove(&key).unwrap();
 }
+
+#[test]
+fn the_fast_path_reads_and_removes_many_flows_in_batches() {
+    let fp = FastPath::new(65_536, 16).unwrap();
+    let keys: Vec<FlowKey> = (0..10_000u32)
+        .map(|i| FlowKey::of(1 + i % 3, &udp(i as u16, 64)).unwrap())
+        .collect();
+    for (i, k) in keys.iter().enumerate() {
+        fp.insert(k, 2 + (i as u32 % 5)).unwrap();
+    }
+    let mut all = Vec::new();
+    fp.counts_all(&mut all).unwrap();
+    // Every key once (more than one 4,096-entry batch), nothing counted yet.
+    assert_eq!(all.len(), keys.len());
+    let got: std::collections::HashSet<FlowKey> = all.iter().map(|(k, _)| *k).collect();
+    assert_eq!(got, keys.iter().copied().collect());
+    assert!(all.iter().all(|(_, c)| *c == (0, 0)));
+
+    fp.remove_many(&keys[..7_000]).unwrap();
+    fp.counts_all(&mut all).unwrap();
+    assert_eq!(all.len(), 3_000);
+    assert_eq!(fp.counts(&keys[0]).unwrap(), None);
+    assert_eq!(fp.counts(&keys[7_000]).unwrap(), Some((0, 0)));
+    // A batch with a key no longer there still removes the rest.
+    fp.remove_many(&keys[6_999..]).unwrap();
+    fp.counts_all(&mut all).unwrap();
+    assert!(all.is_empty(), "{}", all.len());
+    fp.remove_many(&[]).unwrap();
+}

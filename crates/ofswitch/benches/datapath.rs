@@ -1,7 +1,9 @@
 //! Micro-benchmarks of the switch's per-packet and per-rule costs: key
 //! extraction, classifier lookup with 1 rule and with 1,000,000 rules (the
 //! same frame, matched past a million non-matching rules), a cached plan
-//! executed on a frame, and FLOW_MOD insertion into the pipeline.
+//! executed on a frame, FLOW_MOD insertion into the pipeline, and reading
+//! the in-kernel fast path's counters for 10,000 flows, one lookup per
+//! flow and in batches (needs root or CAP_BPF; skipped otherwise).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use ofswitch::actions::Packet;
@@ -98,7 +100,41 @@ fn bench(c: &mut Criterion) {
             p.flow_mod(&fm, now).unwrap();
         })
     });
+    fast_path_reads(&mut g);
     g.finish();
+}
+
+/// A fold's read of the fast path's counters, per flow and batched.
+fn fast_path_reads(g: &mut criterion::BenchmarkGroup<criterion::measurement::WallTime>) {
+    const FLOWS: u32 = 10_000;
+    let fp = match afxdp::fastpath::FastPath::new(65_536, 16) {
+        Ok(fp) => fp,
+        Err(e) => {
+            eprintln!("fast path reads skipped: {e}");
+            return;
+        }
+    };
+    let keys: Vec<afxdp::fastpath::FlowKey> = (0..FLOWS)
+        .map(|i| {
+            let mut f = frame();
+            f[26..30].copy_from_slice(&i.to_be_bytes());
+            afxdp::fastpath::FlowKey::of(1, &f).expect("an IPv4 frame")
+        })
+        .collect();
+    for k in &keys {
+        fp.insert(k, 2).expect("room for every flow");
+    }
+    g.throughput(Throughput::Elements(FLOWS as u64));
+    g.bench_function("fast_path_read_10k_flows_one_by_one", |b| {
+        b.iter(|| keys.iter().filter(|k| fp.counts(k).ok().flatten().is_some()).count())
+    });
+    let mut out = Vec::new();
+    g.bench_function("fast_path_read_10k_flows_batched", |b| {
+        b.iter(|| {
+            fp.counts_all(&mut out).expect("a batch read");
+            out.len()
+        })
+    });
 }
 
 criterion_group!(benches, bench);
