@@ -211,30 +211,6 @@ fn lb_config(v: &Variant, a: &LbBenchArgs, mgmt: &str) -> Result<Config, String>
     Config::parse(&t)
 }
 
-/// Set by SIGINT or SIGTERM: the run stops after the point it is in and
-/// tears the testbed down, instead of leaving it behind.
-static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-fn catch_stop_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: installs a handler that only stores to an atomic.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-fn stopping() -> bool {
-    STOP.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Processes started in the hosts, stopped with SIGTERM when dropped.
 struct Children(Vec<Child>);
 
@@ -692,7 +668,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         Err(e) => return crate::bench_cmd::fail(format!("{}: {e}", csv_path.display())),
     };
     let _ = writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error");
-    catch_stop_signals();
+    crate::stop::catch_stop_signals();
     eprintln!(
         "sdnlab bench lb: building the testbed ({} switch, 4 nginx replicas)",
         a.switch
@@ -754,7 +730,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
                     let scenario = format!("{} {load} {client} {level}", v.name);
                     let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
                     for rep in 0..p.repetitions {
-                        if stopping() {
+                        if crate::stop::stopping() {
                             break;
                         }
                         // A fresh app per repetition: its metrics are this run's.
@@ -812,7 +788,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         }
     }
     drop(lab);
-    if stopping() {
+    if crate::stop::stopping() {
         meta.events.push("stopped by a signal before the end".into());
         eprintln!("sdnlab bench lb: stopped by a signal; the testbed is removed, the report covers what ran");
     }

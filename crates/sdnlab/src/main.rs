@@ -13,6 +13,7 @@ mod lb_load;
 mod net_cmd;
 mod ofp_decode;
 mod peers;
+mod stop;
 mod switch_cmd;
 mod testbed;
 

@@ -121,6 +121,9 @@ impl Bed {
         hops: usize,
         external: Option<&External>,
     ) -> Result<Bed, String> {
+        // From here on a SIGINT or SIGTERM ends the run at its next trial,
+        // with the testbed removed.
+        crate::stop::catch_stop_signals();
         let tag = format!("sbsw{:04x}{suffix}", std::process::id() & 0xffff);
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let hops = if dut == "veth" || external.is_some() {
@@ -794,6 +797,7 @@ pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) ->
 /// Sends `spec`'s frames and counts what arrives at the receiving host,
 /// after the traffic has stopped and drained.
 pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
+    crate::stop::check()?;
     let rx = Receiver::start_on(Some(&bed.rcv_ns()), &bed.rcv_if(), bed.cores.map(|(gen, _)| gen))
         .map_err(|e| e.to_string())?;
     let g = generate(spec).map_err(|e| e.to_string())?;
@@ -823,6 +827,7 @@ pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
 /// iperf3 from the generating host to the receiving one for `seconds`:
 /// TCP, or UDP at `udp_mbit`; its JSON report.
 pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<serde_json::Value, String> {
+    crate::stop::check()?;
     // Both ends on the measuring side's core, as the generator and the
     // receiver are: on the switch's core they would fight a polling
     // switch for it and their own losses would count as the switch's.

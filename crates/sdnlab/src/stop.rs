@@ -1,0 +1,39 @@
+//! SIGINT and SIGTERM for the benchmarks that build a testbed: instead of
+//! dying with namespaces, veths and a switch process left behind, the run
+//! notices at its next trial, unwinds (dropping the testbed tears it down)
+//! and says what it measured so far.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Relaxed);
+}
+
+/// Installs the handlers (again is harmless).
+pub(crate) fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: installs a handler that only stores to an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// A stop signal has come.
+pub(crate) fn stopping() -> bool {
+    STOP.load(Relaxed)
+}
+
+/// The error a trial returns once a stop signal has come.
+pub(crate) fn check() -> Result<(), String> {
+    if stopping() {
+        Err("stopped by a signal; the testbed is removed, the samples so far are on disk".into())
+    } else {
+        Ok(())
+    }
+}

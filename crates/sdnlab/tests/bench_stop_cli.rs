@@ -1,0 +1,69 @@
+//! A benchmark stopped by SIGINT in the middle of its trials removes its
+//! test bed (namespaces and veths prefixed `sbsw` + the bench's pid) and
+//! says so in one line; the samples measured so far stay on disk.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn leftovers(tag: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for args in [&["netns", "list"][..], &["-o", "link", "show"][..]] {
+        let o = Command::new("ip").args(args).output().unwrap();
+        found.extend(
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.contains(tag))
+                .map(str::to_string),
+        );
+    }
+    found
+}
+
+#[test]
+fn a_bench_interrupted_mid_run_removes_its_test_bed() {
+    let out = std::env::temp_dir().join(format!("sdnlab-bench-stop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "bench", "switch", "--quick", "--dut", "veth", "--no-tcp", "--rounds", "5", "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tag = format!("sbsw{:04x}", child.id() & 0xffff);
+    // Interrupted once the first trials are on disk, with more to come.
+    let samples = out.join("samples.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(&samples).map_or(0, |s| s.lines().count()) < 2 {
+        assert!(Instant::now() < deadline, "no trial within 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the bench ended before it was interrupted"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!leftovers(&tag).is_empty(), "the test bed {tag} is not up");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "still running 60 s after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("stopped by a signal"), "{err}");
+    assert_eq!(leftovers(&tag), Vec::<String>::new(), "left behind after SIGINT");
+    assert!(std::fs::read_to_string(&samples).unwrap().lines().count() >= 2);
+    let _ = std::fs::remove_dir_all(&out);
+}
