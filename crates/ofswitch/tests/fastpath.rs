@@ -257,6 +257,8 @@ fn send_until_held(h1: &Host, h2: &Host, fp: &FastPath, flows: &[Vec<u8>]) -> u6
 
 /// The switch on two fresh links (`test` tells their names apart) with a
 /// rule from port 1 to port 2, its hosts, and a controller connection.
+/// Dropped field by field in this order: the links last, after everything
+/// on their interfaces.
 struct Setup {
     h: ofswitch::switch::Handle,
     fp: Arc<FastPath>,
@@ -288,21 +290,13 @@ impl Setup {
 
 #[test]
 fn flows_forwarded_in_the_kernel_are_counted_and_stop_at_a_barrier() {
-    // `_links` first: dropped last, after everything on its interfaces.
-    let Setup {
-        _links,
-        h,
-        fp,
-        h1,
-        h2,
-        mut c,
-    } = Setup::new("a");
+    let mut s = Setup::new("a");
 
     let f = udp(1000);
     let key = FlowKey::of(1, &f).unwrap();
-    let sent = send_until_held(&h1, &h2, &fp, std::slice::from_ref(&f));
+    let sent = send_until_held(&s.h1, &s.h2, &s.fp, std::slice::from_ref(&f));
     // Folded into the rule's and the ports' counters every 100 ms.
-    assert_counted(&mut c, sent);
+    assert_counted(&mut s.c, sent);
 
     // The rule goes: after the BARRIER_REPLY nothing more comes out, the
     // kernel's copy of the flow included.
@@ -311,13 +305,13 @@ fn flows_forwarded_in_the_kernel_are_counted_and_stop_at_a_barrier() {
         command: v13::FlowModCommand::Delete,
         ..FlowMod::add(0)
     };
-    c.send(7, B::FlowMod(delete));
-    c.barrier(8);
+    s.c.send(7, B::FlowMod(delete));
+    s.c.barrier(8);
     for _ in 0..20 {
-        h1.send(&f);
+        s.h1.send(&f);
     }
     assert!(
-        h2.recv(1, Duration::from_millis(500)).is_empty(),
+        s.h2.recv(1, Duration::from_millis(500)).is_empty(),
         "forwarded after the rule was deleted"
     );
 
@@ -326,42 +320,34 @@ fn flows_forwarded_in_the_kernel_are_counted_and_stop_at_a_barrier() {
         Action::SetField(Oxm::EthDst(ofwire::MacAddr([2, 0, 0, 0, 0, 0xcc]), None)),
         Action::Output { port: 2, max_len: 0 },
     ])];
-    c.send(9, B::FlowMod(rule(rewrite)));
-    c.barrier(10);
+    s.c.send(9, B::FlowMod(rule(rewrite)));
+    s.c.barrier(10);
     for _ in 0..20 {
-        h1.send(&f);
+        s.h1.send(&f);
     }
-    let got = h2.recv(20, Duration::from_secs(3));
+    let got = s.h2.recv(20, Duration::from_secs(3));
     assert_eq!(got.len(), 20);
     assert!(got.iter().all(|g| g[..6] == [2, 0, 0, 0, 0, 0xcc]));
     assert_eq!(
-        fp.counts(&key).unwrap(),
+        s.fp.counts(&key).unwrap(),
         None,
         "a rewriting flow is not in the fast path"
     );
-    h.stop();
+    s.h.stop();
 }
 
 #[test]
 fn many_flows_are_folded_from_batches_and_retired_when_the_tables_change() {
-    // `_links` first: dropped last, after everything on its interfaces.
-    let Setup {
-        _links,
-        h,
-        fp,
-        h1,
-        h2,
-        mut c,
-    } = Setup::new("b");
+    let mut s = Setup::new("b");
 
     // More flows than a fold reads one by one: their counters come from
     // batch reads of the whole map.
     let flows: Vec<Vec<u8>> = (0..300).map(|i| udp(2000 + i)).collect();
-    let sent = send_until_held(&h1, &h2, &fp, &flows);
+    let sent = send_until_held(&s.h1, &s.h2, &s.fp, &flows);
     let mut held = Vec::new();
-    fp.counts_all(&mut held).unwrap();
+    s.fp.counts_all(&mut held).unwrap();
     assert_eq!(held.len(), 300, "every flow in the fast path");
-    assert_counted(&mut c, sent);
+    assert_counted(&mut s.c, sent);
 
     // The tables change (a rule for the other port): every held flow is
     // retired, counted and removed, except one that comes back at once.
@@ -370,13 +356,13 @@ fn many_flows_are_folded_from_batches_and_retired_when_the_tables_change() {
         instructions: output(1),
         ..FlowMod::add(10)
     };
-    c.send(7, B::FlowMod(other));
-    c.barrier(8);
-    h1.send(&flows[0]);
-    assert_eq!(h2.recv(1, Duration::from_secs(3)).len(), 1);
+    s.c.send(7, B::FlowMod(other));
+    s.c.barrier(8);
+    s.h1.send(&flows[0]);
+    assert_eq!(s.h2.recv(1, Duration::from_secs(3)).len(), 1);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        fp.counts_all(&mut held).unwrap();
+        s.fp.counts_all(&mut held).unwrap();
         if held.len() <= 1 || Instant::now() > deadline {
             break;
         }
@@ -385,6 +371,6 @@ fn many_flows_are_folded_from_batches_and_retired_when_the_tables_change() {
     let keys: Vec<FlowKey> = held.iter().map(|(k, _)| *k).collect();
     assert_eq!(keys.len(), 1, "{} flows left in the fast path", keys.len());
     assert_eq!(keys[0], FlowKey::of(1, &flows[0]).unwrap());
-    assert_counted(&mut c, sent + 1);
-    h.stop();
+    assert_counted(&mut s.c, sent + 1);
+    s.h.stop();
 }
