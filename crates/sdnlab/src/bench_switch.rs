@@ -102,6 +102,11 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     } else {
         args.flow_mods
     };
+    // After a big table change a switch may still be digesting it when the
+    // next trial starts: Open vSwitch revalidates its datapath flows in
+    // threads that share the switch's core with its packet thread. Every
+    // switch gets the same pause before it is measured.
+    let settle = Duration::from_secs_f64(if args.quick { 0.3 } else { 3.0 });
     let dir = args
         .out
         .clone()
@@ -154,8 +159,13 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                 return fail(format!("{dut}: removing the timed rules: {e}"));
             }
         }
-        // Let ARP and IPv6 chatter settle before counting.
-        std::thread::sleep(Duration::from_millis(300));
+        // Let ARP and IPv6 chatter (and the timed FLOW_MODs' removal)
+        // settle before counting.
+        std::thread::sleep(if of_addr.is_some() {
+            settle
+        } else {
+            Duration::from_millis(300)
+        });
         let mut installed = 0usize;
         let plan: Vec<(usize, usize)> = (0..args.rounds.max(1))
             .flat_map(|round| rule_counts.iter().map(move |&extra| (round, extra)))
@@ -167,6 +177,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                         return fail(format!("{dut}: emptying the table: {e}"));
                     }
                     installed = 0;
+                    std::thread::sleep(settle);
                 }
             }
             if extra > installed {
@@ -184,6 +195,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                         t.elapsed().as_secs_f64()
                     );
                     installed = extra;
+                    std::thread::sleep(settle);
                 }
             }
             let max = match trial(&bed, args.frame, None, seconds) {
@@ -309,6 +321,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "frame": args.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods, "rounds": args.rounds,
         "generator": args.generator,
+        "settle_s_after_table_changes": settle.as_secs_f64(),
         "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, veth) where the kernel runs them",
         "kernel": sh(&["uname", "-r"]).unwrap_or_default().trim(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
