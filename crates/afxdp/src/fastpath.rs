@@ -25,7 +25,10 @@
 //! A redirect into a veth needs its peer to take XDP frames (an XDP
 //! program or GRO on there); otherwise the kernel drops them (kernel 6.18
 //! counts them as receive drops of the veth they came in by). Real NICs
-//! with native XDP take them.
+//! with native XDP take them. `netdev::NetdevQuery` tells which do now;
+//! the switch keeps a port that does not out of the DEVMAP
+//! (`clear_port`), and the program sends a held flow's frames for an
+//! empty slot to the slow path instead.
 
 use crate::bpf::{bpf, bpf_fd, insn, map_lookup, map_update, Attr, Insn, BPF_MAP_CREATE};
 use std::io;
@@ -43,6 +46,7 @@ const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_FUNC_XDP_GET_BUFF_LEN: i32 = 188;
 const XDP_PASS: i32 = 2;
+const XDP_REDIRECT: i32 = 4;
 
 /// Bytes of a flow key and of a flow entry.
 pub const KEY_LEN: usize = 32;
@@ -152,6 +156,22 @@ impl FastPath {
     /// Lets the program send frames out of interface `ifindex` as port `slot`.
     pub fn set_port(&self, slot: u32, ifindex: u32) -> io::Result<()> {
         map_update(self.ports.as_raw_fd(), &slot, &ifindex, "adding a port to the DEVMAP")
+    }
+
+    /// Stops the program sending frames out of port `slot`: the frames of
+    /// flows held for it take the slow path (uncounted here) until
+    /// `set_port` puts it back. No error if it was not there.
+    pub fn clear_port(&self, slot: u32) -> io::Result<()> {
+        match bpf(
+            BPF_MAP_DELETE_ELEM,
+            Attr::new()
+                .u32(0, self.ports.as_raw_fd() as u32)
+                .u64(8, &slot as *const u32 as u64),
+            "taking a port out of the DEVMAP",
+        ) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r.map(drop),
+        }
     }
 
     /// Forwards `key`'s frames out of port `out_slot` from now on, until
@@ -401,17 +421,19 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
     p.extend([
         I(insn(LDX_W, 4, 1, 0, 0)),
         J(insn(JNE_X, 5, 4, 0, 0), "slow"), // installed under older tables
-        I(insn(MOV_K, 4, 0, 0, 1)),
-        I(insn(ATOMIC_ADD_DW, 0, 4, 8, 0)),  // packets += 1
-        I(insn(ATOMIC_ADD_DW, 0, 8, 16, 0)), // bytes += length
-        I(insn(LDX_W, 2, 0, 0, 0)),          // r2 = output slot
+        I(insn(MOV_X, 7, 0, 0, 0)),         // r7 = the entry
+        I(insn(LDX_W, 2, 0, 0, 0)),         // r2 = output slot
     ]);
     p.extend(map(1, BPF_PSEUDO_MAP_FD, ports));
     p.extend([
-        // A slot with no port: the stack, where the switch's AF_PACKET
-        // socket still sees the frame.
-        I(insn(MOV_K, 3, 0, 0, XDP_PASS)),
+        // A slot with no port (the switch took it out because the port
+        // cannot take redirected frames now): the slow path, uncounted.
+        I(insn(MOV_K, 3, 0, 0, 0)),
         I(insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP)),
+        J(insn(JNE_K, 0, 0, 0, XDP_REDIRECT), "slow"),
+        I(insn(MOV_K, 4, 0, 0, 1)),
+        I(insn(ATOMIC_ADD_DW, 7, 4, 8, 0)),  // packets += 1
+        I(insn(ATOMIC_ADD_DW, 7, 8, 16, 0)), // bytes += length
         I(insn(EXIT, 0, 0, 0, 0)),
         L("slow"),
         I(insn(LDX_W, 2, 6, 16, 0)), // r2 = rx_queue_index

@@ -7,6 +7,7 @@
 pub mod bpf;
 pub mod fastpath;
 pub mod live;
+pub mod netdev;
 pub mod xsk;
 
 pub use bpf::{XdpMode, XdpRedirect};

@@ -358,7 +358,17 @@ const ETHTOOL_SGRO: u32 = 0x2c;
 /// receives through NAPI, which is what lets its peer transmit XDP frames
 /// into it.
 pub fn enable_gro(ifname: &str) -> io::Result<()> {
-    ethtool_set(ifname, ETHTOOL_SGRO, true, "turning GRO on")
+    set_gro(ifname, true)
+}
+
+/// Turns GRO on or off for `ifname` (in this thread's namespace).
+pub fn set_gro(ifname: &str, on: bool) -> io::Result<()> {
+    ethtool_set(
+        ifname,
+        ETHTOOL_SGRO,
+        on,
+        if on { "turning GRO on" } else { "turning GRO off" },
+    )
 }
 
 const ETHTOOL_STXCSUM: u32 = 0x17;

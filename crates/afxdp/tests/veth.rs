@@ -5,7 +5,9 @@
 //! live-frame generator keeps its rate, numbers its frames without a gap
 //! and stamps them with the time they left. The fast path forwards a flow
 //! it holds in the kernel, counts it, and lets it go back to the socket
-//! when invalidated.
+//! when invalidated or when its output port leaves the DEVMAP. The
+//! kernel's netdev family says a veth takes redirected frames exactly
+//! while its peer has GRO on.
 
 use afxdp::fastpath::{FastPath, FlowKey};
 use afxdp::{XdpInterface, XdpMode, XskConfig};
@@ -382,4 +384,60 @@ fn the_fast_path_reads_and_removes_many_flows_in_batches() {
     fp.counts_all(&mut all).unwrap();
     assert!(all.is_empty(), "{}", all.len());
     fp.remove_many(&[]).unwrap();
+}
+
+#[test]
+fn a_veth_takes_redirected_frames_only_while_its_peer_has_gro_and_the_kernel_says_so() {
+    use afxdp::netdev::{NetdevQuery, XDP_ACT_NDO_XMIT};
+    let v = Veth::new("nd", 1500);
+    let mut q = NetdevQuery::open().unwrap_or_else(|e| panic!("{e}"));
+    let ifindex = afxdp::ifindex(&v.a).unwrap();
+    afxdp::live::set_gro(&v.b, false).unwrap();
+    assert_eq!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
+    afxdp::live::set_gro(&v.b, true).unwrap();
+    assert_ne!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
+    afxdp::live::set_gro(&v.b, false).unwrap();
+    assert_eq!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
+    // An interface that does not exist is an error, not "no features".
+    assert!(q.xdp_features(u32::MAX - 1).is_err());
+}
+
+#[test]
+fn a_held_flow_for_a_port_out_of_the_devmap_takes_the_slow_path_uncounted() {
+    let a = Veth::new("ca", 1500);
+    let b = Veth::new("cb", 1500);
+    afxdp::live::enable_gro(&b.b).unwrap();
+    let fp = FastPath::new(1024, 16).unwrap();
+    let cfg = XskConfig::default();
+    let p1 =
+        XdpInterface::open_with(&a.a, Some(XdpMode::Native), cfg, 8, Some((&fp, 1))).unwrap_or_else(|e| panic!("{e}"));
+    let p2 =
+        XdpInterface::open_with(&b.a, Some(XdpMode::Native), cfg, 8, Some((&fp, 2))).unwrap_or_else(|e| panic!("{e}"));
+    let host_a = Raw::open_proto(&a.b, 0x0800);
+    let host_b = Raw::open_proto(&b.b, 0x0800);
+    let quiet = Duration::from_millis(300);
+    let f = udp(2000, 100);
+    let key = FlowKey::of(1, &f).unwrap();
+    fp.insert(&key, 2).unwrap();
+
+    // Held, but port 2 never put in the DEVMAP: the socket gets it.
+    host_a.send(&f);
+    assert_eq!(receive_type(&p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
+    assert!(host_b.recv_all(1, quiet).is_empty());
+    assert_eq!(fp.counts(&key).unwrap(), Some((0, 0)));
+
+    fp.set_port(2, p2.ifindex).unwrap();
+    for _ in 0..3 {
+        host_a.send(&f);
+    }
+    assert_eq!(host_b.recv_all(3, Duration::from_secs(5)), vec![f.clone(); 3]);
+    assert_eq!(fp.counts(&key).unwrap(), Some((3, 3 * f.len() as u64)));
+
+    // Taken out again: the slow path at once, counts kept.
+    fp.clear_port(2).unwrap();
+    fp.clear_port(2).unwrap();
+    host_a.send(&f);
+    assert_eq!(receive_type(&p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
+    assert!(host_b.recv_all(1, quiet).is_empty());
+    assert_eq!(fp.counts(&key).unwrap(), Some((3, 3 * f.len() as u64)));
 }

@@ -16,6 +16,7 @@ pub mod actions;
 pub mod agent;
 pub mod classifier;
 pub mod datapath;
+pub mod fast_egress;
 pub mod flow;
 pub mod key;
 pub mod matching;

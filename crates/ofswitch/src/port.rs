@@ -42,6 +42,10 @@ pub trait PortIo: Send + Sync {
     fn take_rx_drops(&self) -> u64 {
         0
     }
+    /// The kernel interface behind the port, if there is one.
+    fn ifindex(&self) -> Option<u32> {
+        None
+    }
 }
 
 fn eventfd() -> io::Result<RawFd> {

@@ -78,6 +78,10 @@ impl XdpPort {
 }
 
 impl PortIo for XdpPort {
+    fn ifindex(&self) -> Option<u32> {
+        Some(self.xdp.ifindex)
+    }
+
     fn name(&self) -> &str {
         self.stack.name()
     }

@@ -6,6 +6,7 @@
 
 use crate::agent::{Agent, Effects, Identity};
 use crate::datapath::{self, Shared};
+use crate::fast_egress::FastEgress;
 use crate::pipeline::{Pipeline, PortCounters, PortState};
 use crate::port::PortIo;
 use ofwire::header::{negotiate_version, Framer, Header};
@@ -37,7 +38,8 @@ pub struct Config {
     /// replaces it).
     pub flood_on_miss: bool,
     /// The AF_XDP ports' in-kernel fast path, and the ports (numbers) whose
-    /// programs and DEVMAP slots it has.
+    /// programs it has. The switch puts each in the DEVMAP while it can
+    /// take redirected frames (`fast_egress`).
     pub fast_path: Option<Arc<afxdp::fastpath::FastPath>>,
     pub fast_ports: Vec<u32>,
 }
@@ -199,6 +201,22 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         },
     )));
 
+    // Before any frame is forwarded: only ports that can take redirected
+    // frames go in the fast path's DEVMAP.
+    let fast_egress = cfg.fast_path.as_ref().map(|fp| {
+        let mut e = FastEgress::new(
+            cfg.fast_ports
+                .iter()
+                .filter_map(|&p| {
+                    let io = cfg.ports.get((p as usize).checked_sub(1)?)?;
+                    Some((p, io.ifindex()?, io.name().to_string()))
+                })
+                .collect(),
+        );
+        e.refresh(fp);
+        e
+    });
+
     let mut threads = Vec::new();
     let n = cfg.datapath_threads.clamp(1, cfg.ports.len().max(1));
     for t in 0..n {
@@ -240,7 +258,7 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
             .enable_all()
             .build()
             .expect("tokio runtime");
-        rt.block_on(control(ctx, std_listeners, controllers, pi_rx, stop_rx));
+        rt.block_on(control(ctx, std_listeners, controllers, fast_egress, pi_rx, stop_rx));
     })?);
     Ok(Handle {
         shared,
@@ -255,6 +273,7 @@ async fn control(
     ctx: Ctx,
     listeners: Vec<std::net::TcpListener>,
     controllers: Vec<SocketAddr>,
+    mut fast_egress: Option<FastEgress>,
     mut packet_ins: mpsc::Receiver<crate::pipeline::ToController>,
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) {
@@ -313,6 +332,9 @@ async fn control(
                 ctx.dispatch(fx);
             }
             _ = tick.tick() => {
+                if let (Some(e), Some(fp)) = (&mut fast_egress, &ctx.shared.fast_path) {
+                    e.refresh(fp);
+                }
                 let mut fx = Effects::default();
                 {
                     let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());

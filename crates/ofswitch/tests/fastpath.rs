@@ -5,7 +5,9 @@
 //! the rule's and the ports' statistics; a rule deleted before a
 //! BARRIER_REPLY forwards nothing after it, also for a flow the kernel
 //! held; a flow the rule rewrites stays in user space; many flows are
-//! counted from batch reads and leave the kernel when the tables change.
+//! counted from batch reads and leave the kernel when the tables change;
+//! a port whose peer cannot take redirected frames (GRO off) gets its
+//! flows from user space, and the kernel's again once GRO is back.
 
 mod common;
 
@@ -191,7 +193,6 @@ fn switch_on(links: &Links) -> (ofswitch::switch::Handle, Arc<FastPath>) {
         let port_no = i as u32 + 1;
         let p = XdpPort::open(s, Some(afxdp::XdpMode::Native), 1024, Some((&fp, port_no)))
             .unwrap_or_else(|e| panic!("{e}"));
-        fp.set_port(port_no, p.ifindex()).unwrap();
         ports.push(Arc::new(p));
     }
     let h = ofswitch::switch::start(ofswitch::switch::Config {
@@ -373,4 +374,34 @@ fn many_flows_are_folded_from_batches_and_retired_when_the_tables_change() {
     assert_eq!(keys[0], FlowKey::of(1, &flows[0]).unwrap());
     assert_counted(&mut s.c, sent + 1);
     s.h.stop();
+}
+
+#[test]
+fn a_port_that_cannot_take_redirected_frames_is_left_to_user_space_until_it_can() {
+    let mut s = Setup::new("g");
+    let host2 = s._links.0[1].0.clone();
+    let f = udp(3000);
+
+    // Host 2's end without GRO (and no XDP program): a frame redirected to
+    // it would be dropped. The switch sees it within a tick (100 ms) and
+    // forwards the flow in user space instead: every frame arrives, none
+    // counted by the kernel.
+    afxdp::live::set_gro(&host2, false).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    for i in 0..50 {
+        s.h1.send(&f);
+        assert_eq!(s.h2.recv(1, Duration::from_secs(3)).len(), 1, "frame {i} lost");
+    }
+    let mut held = Vec::new();
+    s.fp.counts_all(&mut held).unwrap();
+    assert!(
+        held.iter().all(|(_, c)| c.0 == 0),
+        "the kernel forwarded some: {held:?}"
+    );
+    assert_counted(&mut s.c, 50);
+
+    // GRO back on: the port returns to the fast path.
+    afxdp::live::set_gro(&host2, true).unwrap();
+    let sent = send_until_held(&s.h1, &s.h2, &s.fp, std::slice::from_ref(&f));
+    assert_counted(&mut s.c, 50 + sent);
 }

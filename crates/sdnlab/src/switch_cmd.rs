@@ -289,9 +289,8 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
             _ if name.is_empty() => return Err(format!("--port {port}: the interface name is missing")),
             "afxdp" => {
                 let fast = fast_path.as_deref().map(|fp| (fp, port_no));
-                ofswitch::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32, fast).and_then(|p| {
-                    if let Some(fp) = &fast_path {
-                        fp.set_port(port_no, p.ifindex())?;
+                ofswitch::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32, fast).map(|p| {
+                    if fast_path.is_some() {
                         fast_ports.push(port_no);
                     }
                     eprintln!(
@@ -300,7 +299,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
                         p.queues(),
                         if fast_path.is_some() { ", fast path" } else { "" }
                     );
-                    Ok(Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
+                    Arc::new(p) as Arc<dyn ofswitch::port::PortIo>
                 })
             }
             "afpacket" => ofswitch::port::AfPacketPort::open(name, spec.ring.max(8))
