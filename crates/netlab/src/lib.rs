@@ -4,6 +4,7 @@
 //! own switch) in the root namespace; everything created carries the run's
 //! prefix and is removed on teardown.
 
+pub mod beds;
 pub mod kernel;
 pub mod ovs;
 pub mod run;

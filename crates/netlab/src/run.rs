@@ -649,6 +649,7 @@ pub async fn clean() -> Result<Vec<String>, String> {
             removed.push(format!("namespace {ns}"));
         }
     }
+    removed.extend(crate::beds::clean_orphans().await.map_err(err)?);
     let root = Nl::here().map_err(err)?;
     for name in root.names_with_prefix(LINK_PREFIX).await.map_err(err)? {
         let ours = name.len() > 6

@@ -148,6 +148,10 @@ impl Bed {
             external: None,
         };
         bed.teardown();
+        // On record until torn down: if this process is killed outright,
+        // `sdnlab net clean` removes what it leaves.
+        netlab::beds::register(&bed.tag, dir)
+            .map_err(|e| format!("{}: {e} (benchmarks need root)", netlab::beds::BEDS_ROOT))?;
         let (g, r) = (bed.gen_ns(), bed.rcv_ns());
         sh(&["ip", "netns", "add", &g])?;
         sh(&["ip", "netns", "add", &r])?;
@@ -248,6 +252,7 @@ impl Bed {
         }
         let _ = sh(&["ip", "netns", "del", &self.gen_ns()]);
         let _ = sh(&["ip", "netns", "del", &self.rcv_ns()]);
+        netlab::beds::unregister(&self.tag);
     }
 }
 

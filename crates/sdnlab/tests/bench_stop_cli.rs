@@ -67,3 +67,69 @@ fn a_bench_interrupted_mid_run_removes_its_test_bed() {
     assert!(std::fs::read_to_string(&samples).unwrap().lines().count() >= 2);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Processes whose command line names one of `tag`'s interfaces.
+fn processes_naming(tag: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(tag))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Killed outright (SIGKILL: no handler runs), a bench leaves its bed and
+/// the switch it started; `sdnlab net clean` finds them by the bed's
+/// record and removes all of it.
+#[test]
+fn what_a_killed_bench_leaves_is_removed_by_net_clean() {
+    let out = std::env::temp_dir().join(format!("sdnlab-bench-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "bench", "switch", "--quick", "--dut", "sdnlab", "--no-tcp", "--rounds", "5", "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tag = format!("sbsw{:04x}", child.id() & 0xffff);
+    let samples = out.join("samples.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(&samples).map_or(0, |s| s.lines().count()) < 1 {
+        assert!(Instant::now() < deadline, "no trial within 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the bench ended before it was killed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!leftovers(&tag).is_empty(), "nothing of {tag} left to clean");
+    assert!(
+        !processes_naming(&tag).is_empty(),
+        "the bench's switch did not outlive it"
+    );
+    assert!(std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
+
+    let clean = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "clean"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&clean.stdout);
+    assert!(clean.status.success(), "{said}");
+    assert!(said.contains(&format!("bench bed {tag}")), "{said}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_naming(&tag).is_empty() {
+        assert!(Instant::now() < deadline, "the switch still runs after clean");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(leftovers(&tag), Vec::<String>::new(), "left behind after clean");
+    assert!(!std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
+    let _ = std::fs::remove_dir_all(&out);
+}
