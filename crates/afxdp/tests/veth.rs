@@ -299,23 +299,59 @@ fn udp(sport: u16, len: usize) -> Vec<u8> {
     f
 }
 
+/// Two AF_XDP ports with the fast path's program, each with a host at
+/// the other end of its veth: port 1 is a.a (host A behind a.b), port 2
+/// is b.a (host B behind b.b). Port 2 is not in the DEVMAP yet. Dropped in
+/// field order: the veths last.
+struct FastBed {
+    fp: FastPath,
+    p1: XdpInterface,
+    p2: XdpInterface,
+    host_a: Raw,
+    host_b: Raw,
+    _a: Veth,
+    _b: Veth,
+}
+
+impl FastBed {
+    fn new(tag: &str) -> FastBed {
+        let a = Veth::new(&format!("{tag}a"), 1500);
+        let b = Veth::new(&format!("{tag}b"), 1500);
+        // A frame redirected out of b.a lands in b.b's queue, which takes
+        // XDP frames only with NAPI on.
+        afxdp::live::enable_gro(&b.b).unwrap();
+        let fp = FastPath::new(1024, 16).unwrap();
+        let cfg = XskConfig::default();
+        let open = |ifname: &str, port: u32| {
+            XdpInterface::open_with(ifname, Some(XdpMode::Native), cfg, 8, Some((&fp, port)))
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (p1, p2) = (open(&a.a, 1), open(&b.a, 2));
+        FastBed {
+            host_a: Raw::open_proto(&a.b, 0x0800),
+            host_b: Raw::open_proto(&b.b, 0x0800),
+            fp,
+            p1,
+            p2,
+            _a: a,
+            _b: b,
+        }
+    }
+}
+
 #[test]
 fn the_fast_path_forwards_a_flow_in_the_kernel_until_invalidated() {
-    let a = Veth::new("fa", 1500);
-    let b = Veth::new("fb", 1500);
-    // Port 1 is a.a (host A behind a.b), port 2 is b.a (host B behind
-    // b.b). A frame redirected out of b.a lands in b.b's queue, which
-    // takes XDP frames only with NAPI on.
-    afxdp::live::enable_gro(&b.b).unwrap();
-    let fp = FastPath::new(1024, 16).unwrap();
-    let cfg = XskConfig::default();
-    let p1 =
-        XdpInterface::open_with(&a.a, Some(XdpMode::Native), cfg, 8, Some((&fp, 1))).unwrap_or_else(|e| panic!("{e}"));
-    let p2 =
-        XdpInterface::open_with(&b.a, Some(XdpMode::Native), cfg, 8, Some((&fp, 2))).unwrap_or_else(|e| panic!("{e}"));
+    // (Bound veths first: locals drop in reverse, so they go last.)
+    let FastBed {
+        _a,
+        _b,
+        fp,
+        p1,
+        p2,
+        host_a,
+        host_b,
+    } = FastBed::new("f");
     fp.set_port(2, p2.ifindex).unwrap();
-    let host_a = Raw::open_proto(&a.b, 0x0800);
-    let host_b = Raw::open_proto(&b.b, 0x0800);
     let quiet = Duration::from_millis(300);
     let f = udp(1000, 100);
     let key = FlowKey::of(1, &f).unwrap();
@@ -404,17 +440,16 @@ fn a_veth_takes_redirected_frames_only_while_its_peer_has_gro_and_the_kernel_say
 
 #[test]
 fn a_held_flow_for_a_port_out_of_the_devmap_takes_the_slow_path_uncounted() {
-    let a = Veth::new("ca", 1500);
-    let b = Veth::new("cb", 1500);
-    afxdp::live::enable_gro(&b.b).unwrap();
-    let fp = FastPath::new(1024, 16).unwrap();
-    let cfg = XskConfig::default();
-    let p1 =
-        XdpInterface::open_with(&a.a, Some(XdpMode::Native), cfg, 8, Some((&fp, 1))).unwrap_or_else(|e| panic!("{e}"));
-    let p2 =
-        XdpInterface::open_with(&b.a, Some(XdpMode::Native), cfg, 8, Some((&fp, 2))).unwrap_or_else(|e| panic!("{e}"));
-    let host_a = Raw::open_proto(&a.b, 0x0800);
-    let host_b = Raw::open_proto(&b.b, 0x0800);
+    // (Bound veths first: locals drop in reverse, so they go last.)
+    let FastBed {
+        _a,
+        _b,
+        fp,
+        p1,
+        p2,
+        host_a,
+        host_b,
+    } = FastBed::new("c");
     let quiet = Duration::from_millis(300);
     let f = udp(2000, 100);
     let key = FlowKey::of(1, &f).unwrap();

@@ -20,31 +20,44 @@ fn leftovers(tag: &str) -> Vec<String> {
     found
 }
 
-#[test]
-fn a_bench_interrupted_mid_run_removes_its_test_bed() {
-    let out = std::env::temp_dir().join(format!("sdnlab-bench-stop-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+/// `bench switch --quick` on `dut`, 5 rounds into `out` (its stderr
+/// piped), and the tag of its test bed.
+fn start_bench(dut: &str, out: &std::path::Path) -> (std::process::Child, String) {
+    let _ = std::fs::remove_dir_all(out);
+    let child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
         .args([
-            "bench", "switch", "--quick", "--dut", "veth", "--no-tcp", "--rounds", "5", "--out",
+            "bench", "switch", "--quick", "--dut", dut, "--no-tcp", "--rounds", "5", "--out",
         ])
-        .arg(&out)
+        .arg(out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let tag = format!("sbsw{:04x}", child.id() & 0xffff);
-    // Interrupted once the first trials are on disk, with more to come.
-    let samples = out.join("samples.jsonl");
+    (child, tag)
+}
+
+/// Waits (120 s at most) until `n` samples are in `samples`, the bench
+/// still running.
+fn wait_for_samples(child: &mut std::process::Child, samples: &std::path::Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while std::fs::read_to_string(&samples).map_or(0, |s| s.lines().count()) < 2 {
+    while std::fs::read_to_string(samples).map_or(0, |s| s.lines().count()) < n {
         assert!(Instant::now() < deadline, "no trial within 120 s");
         assert!(
             child.try_wait().unwrap().is_none(),
-            "the bench ended before it was interrupted"
+            "the bench ended before it was stopped"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn a_bench_interrupted_mid_run_removes_its_test_bed() {
+    let out = std::env::temp_dir().join(format!("sdnlab-bench-stop-{}", std::process::id()));
+    let (mut child, tag) = start_bench("veth", &out);
+    // Interrupted once the first trials are on disk, with more to come.
+    let samples = out.join("samples.jsonl");
+    wait_for_samples(&mut child, &samples, 2);
     assert!(!leftovers(&tag).is_empty(), "the test bed {tag} is not up");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -87,27 +100,8 @@ fn processes_naming(tag: &str) -> Vec<u32> {
 #[test]
 fn what_a_killed_bench_leaves_is_removed_by_net_clean() {
     let out = std::env::temp_dir().join(format!("sdnlab-bench-kill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args([
-            "bench", "switch", "--quick", "--dut", "sdnlab", "--no-tcp", "--rounds", "5", "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let tag = format!("sbsw{:04x}", child.id() & 0xffff);
-    let samples = out.join("samples.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while std::fs::read_to_string(&samples).map_or(0, |s| s.lines().count()) < 1 {
-        assert!(Instant::now() < deadline, "no trial within 120 s");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the bench ended before it was killed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut child, tag) = start_bench("sdnlab", &out);
+    wait_for_samples(&mut child, &out.join("samples.jsonl"), 1);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!leftovers(&tag).is_empty(), "nothing of {tag} left to clean");
