@@ -162,16 +162,11 @@ impl FastPath {
     /// flows held for it take the slow path (uncounted here) until
     /// `set_port` puts it back. No error if it was not there.
     pub fn clear_port(&self, slot: u32) -> io::Result<()> {
-        match bpf(
-            BPF_MAP_DELETE_ELEM,
-            Attr::new()
-                .u32(0, self.ports.as_raw_fd() as u32)
-                .u64(8, &slot as *const u32 as u64),
+        delete_elem(
+            self.ports.as_raw_fd(),
+            &slot as *const u32 as u64,
             "taking a port out of the DEVMAP",
-        ) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            r => r.map(drop),
-        }
+        )
     }
 
     /// Forwards `key`'s frames out of port `out_slot` from now on, until
@@ -258,16 +253,11 @@ impl FastPath {
 
     /// Removes `key`'s entry (no error if there is none).
     pub fn remove(&self, key: &FlowKey) -> io::Result<()> {
-        match bpf(
-            BPF_MAP_DELETE_ELEM,
-            Attr::new()
-                .u32(0, self.flows.as_raw_fd() as u32)
-                .u64(8, key.0.as_ptr() as u64),
+        delete_elem(
+            self.flows.as_raw_fd(),
+            key.0.as_ptr() as u64,
             "removing a fast-path flow",
-        ) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            r => r.map(drop),
-        }
+        )
     }
 
     /// The generation entries are inserted under now.
@@ -298,6 +288,15 @@ impl FastPath {
             in_port,
             max_len,
         )
+    }
+}
+
+/// Deletes the element at `key` (a pointer to the key's bytes) from map
+/// `map`; no error if there is none.
+fn delete_elem(map: RawFd, key: u64, what: &str) -> io::Result<()> {
+    match bpf(BPF_MAP_DELETE_ELEM, Attr::new().u32(0, map as u32).u64(8, key), what) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r.map(drop),
     }
 }
 

@@ -20,8 +20,6 @@ const NETDEV_A_DEV_XDP_FEATURES: u16 = 3;
 const NLM_F_REQUEST: u16 = 1;
 const NLMSG_ERROR: u16 = 2;
 
-/// The driver runs XDP programs.
-pub const XDP_ACT_BASIC: u64 = 1;
 /// The driver takes frames redirected into it (`ndo_xdp_xmit`).
 pub const XDP_ACT_NDO_XMIT: u64 = 4;
 

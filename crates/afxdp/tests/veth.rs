@@ -341,16 +341,8 @@ impl FastBed {
 
 #[test]
 fn the_fast_path_forwards_a_flow_in_the_kernel_until_invalidated() {
-    // (Bound veths first: locals drop in reverse, so they go last.)
-    let FastBed {
-        _a,
-        _b,
-        fp,
-        p1,
-        p2,
-        host_a,
-        host_b,
-    } = FastBed::new("f");
+    let bed = FastBed::new("f");
+    let (fp, p1, p2, host_a, host_b) = (&bed.fp, &bed.p1, &bed.p2, &bed.host_a, &bed.host_b);
     fp.set_port(2, p2.ifindex).unwrap();
     let quiet = Duration::from_millis(300);
     let f = udp(1000, 100);
@@ -358,7 +350,7 @@ fn the_fast_path_forwards_a_flow_in_the_kernel_until_invalidated() {
 
     // No entry: the slow path, port 1's socket.
     host_a.send(&f);
-    assert_eq!(receive_type(&p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
     assert!(host_b.recv_all(1, quiet).is_empty());
 
     // In the fast path: out of port 2 inside the kernel, counted, and
@@ -368,18 +360,18 @@ fn the_fast_path_forwards_a_flow_in_the_kernel_until_invalidated() {
         host_a.send(&f);
     }
     assert_eq!(host_b.recv_all(10, Duration::from_secs(5)), vec![f.clone(); 10]);
-    assert!(receive_type(&p1, 1, quiet, 0x0800).is_empty());
+    assert!(receive_type(p1, 1, quiet, 0x0800).is_empty());
     assert_eq!(fp.counts(&key).unwrap(), Some((10, 10 * f.len() as u64)));
 
     // Another flow (another source port) is not held: slow path.
     let g = udp(1001, 100);
     host_a.send(&g);
-    assert_eq!(receive_type(&p1, 1, Duration::from_secs(5), 0x0800), vec![g]);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![g]);
 
     // Invalidated: the slow path again at once; the entry keeps its counts.
     fp.invalidate().unwrap();
     host_a.send(&f);
-    assert_eq!(receive_type(&p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
     assert!(host_b.recv_all(1, quiet).is_empty());
     assert_eq!(fp.counts(&key).unwrap(), Some((10, 10 * f.len() as u64)));
 
@@ -440,16 +432,8 @@ fn a_veth_takes_redirected_frames_only_while_its_peer_has_gro_and_the_kernel_say
 
 #[test]
 fn a_held_flow_for_a_port_out_of_the_devmap_takes_the_slow_path_uncounted() {
-    // (Bound veths first: locals drop in reverse, so they go last.)
-    let FastBed {
-        _a,
-        _b,
-        fp,
-        p1,
-        p2,
-        host_a,
-        host_b,
-    } = FastBed::new("c");
+    let bed = FastBed::new("c");
+    let (fp, p1, p2, host_a, host_b) = (&bed.fp, &bed.p1, &bed.p2, &bed.host_a, &bed.host_b);
     let quiet = Duration::from_millis(300);
     let f = udp(2000, 100);
     let key = FlowKey::of(1, &f).unwrap();
@@ -457,7 +441,7 @@ fn a_held_flow_for_a_port_out_of_the_devmap_takes_the_slow_path_uncounted() {
 
     // Held, but port 2 never put in the DEVMAP: the socket gets it.
     host_a.send(&f);
-    assert_eq!(receive_type(&p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
     assert!(host_b.recv_all(1, quiet).is_empty());
     assert_eq!(fp.counts(&key).unwrap(), Some((0, 0)));
 
@@ -472,7 +456,7 @@ fn a_held_flow_for_a_port_out_of_the_devmap_takes_the_slow_path_uncounted() {
     fp.clear_port(2).unwrap();
     fp.clear_port(2).unwrap();
     host_a.send(&f);
-    assert_eq!(receive_type(&p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
     assert!(host_b.recv_all(1, quiet).is_empty());
     assert_eq!(fp.counts(&key).unwrap(), Some((3, 3 * f.len() as u64)));
 }

@@ -61,23 +61,10 @@ pub fn owner_alive(bed: &Bed) -> bool {
 /// Processes whose command line names `tag` followed by more of a name
 /// (the switches a bed started on its interfaces).
 fn processes_naming(tag: &str) -> Vec<u32> {
-    let me = std::process::id();
-    std::fs::read_dir("/proc")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|&pid| pid != me)
-                .filter(|pid| {
-                    std::fs::read(format!("/proc/{pid}/cmdline"))
-                        .map(|c| {
-                            String::from_utf8_lossy(&c)
-                                .split(['\0', ':', '=', ','])
-                                .any(|arg| arg.starts_with(tag) && arg.len() > tag.len())
-                        })
-                        .unwrap_or(false)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::run::processes_whose_command_line(|c| {
+        c.split(['\0', ':', '=', ','])
+            .any(|arg| arg.starts_with(tag) && arg.len() > tag.len())
+    })
 }
 
 /// Removes the objects of every bed whose owner is gone; what it removed.

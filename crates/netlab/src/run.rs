@@ -669,19 +669,7 @@ pub async fn clean() -> Result<Vec<String>, String> {
 /// path, never by program name.
 pub fn stop_processes_under(dir: &Path) -> Vec<u32> {
     let needle = format!("{}/", dir.display());
-    let me = std::process::id();
-    let pids: Vec<u32> = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|&pid| pid != me)
-                .filter(|pid| {
-                    std::fs::read(format!("/proc/{pid}/cmdline"))
-                        .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(&needle))
-                        .unwrap_or(false)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let pids = processes_whose_command_line(|c| c.replace('\0', " ").contains(&needle));
     for &pid in &pids {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid as i32),
@@ -699,6 +687,24 @@ pub fn stop_processes_under(dir: &Path) -> Vec<u32> {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     pids
+}
+
+/// Every process but this one whose command line (arguments separated by
+/// NUL bytes) satisfies `matches`.
+pub(crate) fn processes_whose_command_line(matches: impl Fn(&str) -> bool) -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|&pid| pid != me)
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .map(|c| matches(&String::from_utf8_lossy(&c)))
+                        .unwrap_or(false)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Alive and not a zombie.

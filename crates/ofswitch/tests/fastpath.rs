@@ -266,7 +266,7 @@ struct Setup {
     h1: Host,
     h2: Host,
     c: Client,
-    _links: Links,
+    links: Links,
 }
 
 impl Setup {
@@ -284,7 +284,7 @@ impl Setup {
             h1,
             h2,
             c,
-            _links: links,
+            links,
         }
     }
 }
@@ -379,7 +379,7 @@ fn many_flows_are_folded_from_batches_and_retired_when_the_tables_change() {
 #[test]
 fn a_port_that_cannot_take_redirected_frames_is_left_to_user_space_until_it_can() {
     let mut s = Setup::new("g");
-    let host2 = s._links.0[1].0.clone();
+    let host2 = s.links.0[1].0.clone();
     let f = udp(3000);
 
     // Host 2's end without GRO (and no XDP program): a frame redirected to
