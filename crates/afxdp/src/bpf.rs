@@ -16,13 +16,15 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 pub(crate) const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
-const BPF_PROG_LOAD: libc::c_long = 5;
-const BPF_LINK_CREATE: libc::c_long = 28;
+pub(crate) const BPF_PROG_LOAD: libc::c_long = 5;
+pub(crate) const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
+const BPF_PSEUDO_KFUNC_CALL: u8 = 2;
+const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
 const XDP_PASS: i32 = 2;
 const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
 const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
@@ -163,8 +165,49 @@ fn redirect_program(map_fd: RawFd, max_len: u32) -> Vec<Insn> {
     ]
 }
 
-/// Loads an XDP program; a verifier refusal comes with the verifier's log.
-pub(crate) fn load_xdp(prog: &[Insn], name: &[u8]) -> io::Result<OwnedFd> {
+/// The BTF id of the kfunc that tells an XDP program the VLAN tag held
+/// beside its frame (Linux 6.8), looked up once.
+fn vlan_tag_kfunc() -> Option<u32> {
+    static ID: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *ID.get_or_init(|| {
+        crate::btf::vmlinux_func_id("bpf_xdp_metadata_rx_vlan_tag")
+            .ok()
+            .flatten()
+    })
+}
+
+/// Instructions to put before a program: a frame whose driver holds a VLAN
+/// tag for it outside its bytes goes to the stack (XDP_PASS); every other
+/// frame goes on to the program with r1 = ctx as on entry. The tag and its
+/// TPID land at fp-40 and fp-38, below any key the program keeps on its
+/// stack.
+fn vlan_outside_frame_to_stack(kfunc: u32) -> Vec<Insn> {
+    const MOV_X: u8 = 0xbf;
+    const MOV_K: u8 = 0xb7;
+    const ADD_K: u8 = 0x07;
+    const ST_DW: u8 = 0x7a;
+    const JNE_K: u8 = 0x55;
+    const CALL: u8 = 0x85;
+    const EXIT: u8 = 0x95;
+    vec![
+        insn(MOV_X, 6, 1, 0, 0),    // r6 = ctx
+        insn(ST_DW, 10, 0, -40, 0), // the kfunc's outputs start zeroed
+        insn(MOV_X, 2, 10, 0, 0),
+        insn(ADD_K, 2, 0, 0, -40), // r2 = &tpid
+        insn(MOV_X, 3, 10, 0, 0),
+        insn(ADD_K, 3, 0, 0, -38), // r3 = &tci
+        insn(CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, kfunc as i32),
+        insn(JNE_K, 0, 0, 2, 0), // no tag beside the frame: on
+        insn(MOV_K, 0, 0, 0, XDP_PASS),
+        insn(EXIT, 0, 0, 0, 0),
+        insn(MOV_X, 1, 6, 0, 0), // r1 = ctx again
+    ]
+}
+
+/// Loads an XDP program (bound to interface `bound_to` when it calls a
+/// kfunc of that device's driver); a verifier refusal comes with the
+/// verifier's log.
+pub(crate) fn load_xdp(prog: &[Insn], name: &[u8], bound_to: Option<u32>) -> io::Result<OwnedFd> {
     let license = b"Dual MIT/GPL\0";
     let mut log = vec![0u8; 65536];
     let load = |log: Option<&mut Vec<u8>>| {
@@ -174,6 +217,9 @@ pub(crate) fn load_xdp(prog: &[Insn], name: &[u8]) -> io::Result<OwnedFd> {
             .u64(8, prog.as_ptr() as u64)
             .u64(16, license.as_ptr() as u64)
             .u32(68, BPF_XDP);
+        if let Some(ifindex) = bound_to {
+            attr.u32(44, BPF_F_XDP_DEV_BOUND_ONLY).u32(64, ifindex);
+        }
         if let Some(log) = log {
             attr.u32(24, 1)
                 .u32(28, log.len() as u32)
@@ -200,6 +246,7 @@ pub struct XdpRedirect {
     _prog: OwnedFd,
     _link: OwnedFd,
     mode: XdpMode,
+    vlan_outside_frame: Result<(), String>,
 }
 
 impl XdpRedirect {
@@ -227,7 +274,24 @@ impl XdpRedirect {
             Some((fp, in_port)) => fp.program(map.as_raw_fd(), in_port, max_len),
             None => redirect_program(map.as_raw_fd(), max_len),
         };
-        let prog_fd = load_xdp(&prog, b"sdnlab_xsk")?;
+        // In the driver, a frame whose VLAN tag is held beside it (a veth
+        // whose host sent it through a VLAN device; a NIC that strips
+        // tags) would reach the socket or the fast path untagged: the
+        // program first sends such frames to the stack, where the port's
+        // AF_PACKET socket gets the tag with them. Generic XDP cannot ask.
+        let checked = match (mode, vlan_tag_kfunc()) {
+            (XdpMode::Native, Some(kfunc)) => {
+                let mut with_check = vlan_outside_frame_to_stack(kfunc);
+                with_check.extend_from_slice(&prog);
+                load_xdp(&with_check, b"sdnlab_xsk", Some(ifindex)).map_err(|e| e.to_string())
+            }
+            (XdpMode::Native, None) => Err("this kernel has no bpf_xdp_metadata_rx_vlan_tag (Linux 6.8)".into()),
+            (XdpMode::Generic, _) => Err("generic XDP cannot see them".into()),
+        };
+        let (prog_fd, vlan_outside_frame) = match checked {
+            Ok(fd) => (fd, Ok(())),
+            Err(why) => (load_xdp(&prog, b"sdnlab_xsk", None)?, Err(why)),
+        };
         let link = bpf_fd(
             BPF_LINK_CREATE,
             Attr::new()
@@ -242,6 +306,7 @@ impl XdpRedirect {
             _prog: prog_fd,
             _link: link,
             mode,
+            vlan_outside_frame,
         })
     }
 
@@ -257,5 +322,12 @@ impl XdpRedirect {
 
     pub fn mode(&self) -> XdpMode {
         self.mode
+    }
+
+    /// Ok if frames whose VLAN tag is held outside them are sent to the
+    /// stack with it (native XDP on Linux 6.8 or later); if not, why: such
+    /// frames then reach the socket without their tag.
+    pub fn vlan_outside_frame(&self) -> Result<(), &str> {
+        self.vlan_outside_frame.as_ref().map(|_| ()).map_err(String::as_str)
     }
 }

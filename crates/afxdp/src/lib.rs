@@ -5,9 +5,11 @@
 //! generator. Needs root (or CAP_NET_RAW, CAP_BPF and CAP_NET_ADMIN).
 
 pub mod bpf;
+pub mod btf;
 pub mod fastpath;
 pub mod live;
 pub mod netdev;
+pub mod tc;
 pub mod xsk;
 
 pub use bpf::{XdpMode, XdpRedirect};
@@ -96,5 +98,10 @@ impl XdpInterface {
 
     pub fn mode(&self) -> XdpMode {
         self.redirect.mode()
+    }
+
+    /// See `XdpRedirect::vlan_outside_frame`.
+    pub fn vlan_outside_frame(&self) -> Result<(), &str> {
+        self.redirect.vlan_outside_frame()
     }
 }

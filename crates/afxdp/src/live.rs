@@ -206,7 +206,7 @@ impl LiveGenerator {
                 .u32(12, 1),
             "creating the generator's map (needs root or CAP_BPF)",
         )?;
-        let prog = load_xdp(&stamp_program(map.as_raw_fd(), streams), b"sdnlab_gen")?;
+        let prog = load_xdp(&stamp_program(map.as_raw_fd(), streams), b"sdnlab_gen", None)?;
         let g = LiveGenerator {
             map,
             prog,

@@ -68,12 +68,14 @@ impl XdpPort {
         self.xdp.mode()
     }
 
-    pub fn ifindex(&self) -> u32 {
-        self.xdp.ifindex
-    }
-
     pub fn queues(&self) -> usize {
         self.xdp.sockets.len()
+    }
+
+    /// Ok if a frame whose VLAN tag the kernel holds beside it (not in its
+    /// bytes) reaches the switch with its tag; else why not.
+    pub fn vlan_outside_frame(&self) -> Result<(), &str> {
+        self.xdp.vlan_outside_frame()
     }
 }
 

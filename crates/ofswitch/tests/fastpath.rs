@@ -7,7 +7,8 @@
 //! held; a flow the rule rewrites stays in user space; many flows are
 //! counted from batch reads and leave the kernel when the tables change;
 //! a port whose peer cannot take redirected frames (GRO off) gets its
-//! flows from user space, and the kernel's again once GRO is back.
+//! flows from user space, and the kernel's again once GRO is back; a
+//! frame whose VLAN tag the kernel holds outside it keeps the tag.
 
 mod common;
 
@@ -62,12 +63,19 @@ impl Drop for Links {
     }
 }
 
-/// A raw socket on a host end, for IPv4 frames.
+/// A raw socket on a host end, for IPv4 frames (or every frame).
 struct Host(i32);
 
 impl Host {
     fn open(ifname: &str) -> Host {
-        let proto = 0x0800u16.to_be();
+        Host::open_for(ifname, libc::ETH_P_IP as u16)
+    }
+
+    /// A socket for frames of EtherType `ethertype` (ETH_P_ALL: every
+    /// frame, seen before the kernel drops a VLAN tag no VLAN device
+    /// claims).
+    fn open_for(ifname: &str, ethertype: u16) -> Host {
+        let proto = ethertype.to_be();
         // SAFETY: plain syscalls, results checked.
         unsafe {
             let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, proto as i32);
@@ -114,6 +122,76 @@ impl Host {
             } else {
                 std::thread::sleep(Duration::from_millis(1));
             }
+        }
+        got
+    }
+}
+
+impl Host {
+    /// Frames received within `within` (stops early at `want`), each with
+    /// the VLAN id the kernel took off it on receive (PACKET_AUXDATA).
+    fn recv_with_vlan(&self, want: usize, within: Duration) -> Vec<(Vec<u8>, Option<u16>)> {
+        const SOL_PACKET: i32 = 263;
+        const PACKET_AUXDATA: i32 = 8;
+        const TP_STATUS_VLAN_VALID: u32 = 0x10;
+        #[repr(C)]
+        #[derive(Default)]
+        struct Aux {
+            status: u32,
+            len: u32,
+            snaplen: u32,
+            mac: u16,
+            net: u16,
+            vlan_tci: u16,
+            vlan_tpid: u16,
+        }
+        let on: libc::c_int = 1;
+        // SAFETY: sets an option from a live int.
+        unsafe {
+            libc::setsockopt(
+                self.0,
+                SOL_PACKET,
+                PACKET_AUXDATA,
+                &on as *const _ as *const libc::c_void,
+                4,
+            )
+        };
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        let mut control = [0u64; 16];
+        let end = Instant::now() + within;
+        while got.len() < want && Instant::now() < end {
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+                iov_len: buf.len(),
+            };
+            // SAFETY: a zeroed msghdr pointing at live buffers of their lengths.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+            msg.msg_controllen = std::mem::size_of_val(&control);
+            // SAFETY: receives into the buffers msg points at.
+            let r = unsafe { libc::recvmsg(self.0, &mut msg, 0) };
+            if r <= 0 {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            let mut vlan = None;
+            // SAFETY: walks the control messages the kernel wrote into `control`.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                while !c.is_null() {
+                    if (*c).cmsg_level == SOL_PACKET && (*c).cmsg_type == PACKET_AUXDATA {
+                        let aux = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const Aux);
+                        if aux.status & TP_STATUS_VLAN_VALID != 0 {
+                            vlan = Some(aux.vlan_tci & 0x0fff);
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+            }
+            got.push((buf[..r as usize].to_vec(), vlan));
         }
         got
     }
@@ -404,4 +482,61 @@ fn a_port_that_cannot_take_redirected_frames_is_left_to_user_space_until_it_can(
     afxdp::live::set_gro(&host2, true).unwrap();
     let sent = send_until_held(&s.h1, &s.h2, &s.fp, std::slice::from_ref(&f));
     assert_counted(&mut s.c, 50 + sent);
+}
+
+#[test]
+fn a_vlan_tag_the_kernel_holds_outside_the_frame_is_kept() {
+    let mut s = Setup::new("v");
+    // Host 1 tags what it sends the way a VLAN device on a veth does: the
+    // tag rides beside the frame, and an XDP program sees an untagged
+    // frame. The ports' programs send such frames to the stack, where the
+    // AF_PACKET socket gets the tag with them.
+    let host1 = afxdp::ifindex(&s.links.0[0].0).unwrap();
+    let _tagging = afxdp::tc::VlanTagOutOfBand::attach(host1, 10).unwrap();
+    let tagged = FlowMod {
+        match_: Match::new(vec![
+            Oxm::InPort(1),
+            Oxm::VlanVid(ofwire::oxm::OFPVID_PRESENT | 10, None),
+        ]),
+        instructions: output(2),
+        ..FlowMod::add(20)
+    };
+    s.c.send(4, B::FlowMod(tagged));
+    s.c.barrier(5);
+
+    let all_at_h2 = Host::open_for(&s.links.0[1].0, libc::ETH_P_ALL as u16);
+    let f = udp(4000);
+    for i in 0..20 {
+        s.h1.send(&f);
+        let got = all_at_h2.recv_with_vlan(1, Duration::from_secs(3));
+        assert_eq!(got.len(), 1, "frame {i} lost");
+        assert_eq!(got[0].1, Some(10), "frame {i} arrived without its tag");
+        assert_eq!(got[0].0, f, "frame {i} changed");
+    }
+    // Matched as tagged (the untagged rule counts nothing), and never
+    // handed to the kernel's fast path, which would drop the tag.
+    let mut held = Vec::new();
+    s.fp.counts_all(&mut held).unwrap();
+    assert!(held.is_empty(), "the fast path took a tagged flow: {held:?}");
+    let req = v13::MultipartRequest {
+        flags: 0,
+        body: Q::Flow(v13::FlowStatsRequest {
+            table_id: 0xff,
+            out_port: v13::port::ANY,
+            out_group: 0xffff_ffff,
+            cookie: 0,
+            cookie_mask: 0,
+            match_: Match::new(vec![]),
+        }),
+    };
+    s.c.send(6, B::MultipartRequest(req));
+    let counts: Vec<(u16, u64)> = s.c.wait(|m| match &m.body {
+        Body::V13(B::MultipartReply(r)) if m.xid == 6 => match &r.body {
+            R::Flow(flows) => Some(flows.iter().map(|f| (f.priority, f.packet_count)).collect()),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert!(counts.contains(&(20, 20)) && counts.contains(&(10, 0)), "{counts:?}");
+    s.h.stop();
 }

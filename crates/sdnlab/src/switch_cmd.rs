@@ -299,6 +299,13 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
                         p.queues(),
                         if fast_path.is_some() { ", fast path" } else { "" }
                     );
+                    if let Err(why) = p.vlan_outside_frame() {
+                        eprintln!(
+                            "sdnlab switch: {name}: warning: frames whose VLAN tag the kernel holds outside them \
+                             (a NIC's VLAN stripping, a VLAN device on a veth's far end) lose the tag here: {why}; \
+                             use an AF_PACKET port for VLAN traffic"
+                        );
+                    }
                     Arc::new(p) as Arc<dyn ofswitch::port::PortIo>
                 })
             }
