@@ -63,7 +63,10 @@ impl Raw {
         let proto = ethertype.to_be();
         // SAFETY: plain syscalls, results checked.
         unsafe {
-            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, proto as i32);
+            // Protocol 0 until bound: a socket made with a protocol takes
+            // matching frames from every interface until bind narrows it,
+            // and other tests' frames would wait in its queue.
+            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0);
             assert!(fd >= 0);
             let mut sll: libc::sockaddr_ll = std::mem::zeroed();
             sll.sll_family = libc::AF_PACKET as u16;
