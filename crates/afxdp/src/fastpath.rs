@@ -158,6 +158,17 @@ impl FastPath {
         map_update(self.ports.as_raw_fd(), &slot, &ifindex, "adding a port to the DEVMAP")
     }
 
+    /// The interface port `slot` sends out of now (None: not in the
+    /// DEVMAP).
+    pub fn port(&self, slot: u32) -> io::Result<Option<u32>> {
+        let mut ifindex = 0u32;
+        match map_lookup(self.ports.as_raw_fd(), &slot, &mut ifindex, "reading the DEVMAP") {
+            Ok(()) => Ok(Some(ifindex)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Stops the program sending frames out of port `slot`: the frames of
     /// flows held for it take the slow path (uncounted here) until
     /// `set_port` puts it back. No error if it was not there.

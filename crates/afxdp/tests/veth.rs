@@ -418,16 +418,26 @@ fn the_fast_path_reads_and_removes_many_flows_in_batches() {
 }
 
 #[test]
-fn a_veth_takes_redirected_frames_only_while_its_peer_has_gro_and_the_kernel_says_so() {
+fn a_veth_takes_redirected_frames_only_while_its_peer_has_gro_and_the_kernel_says_so_at_once() {
     use afxdp::netdev::{NetdevQuery, XDP_ACT_NDO_XMIT};
     let v = Veth::new("nd", 1500);
     let mut q = NetdevQuery::open().unwrap_or_else(|e| panic!("{e}"));
+    let mut watch = q.watch().unwrap_or_else(|e| panic!("{e}"));
     let ifindex = afxdp::ifindex(&v.a).unwrap();
     afxdp::live::set_gro(&v.b, false).unwrap();
     assert_eq!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
+    // Each change is announced by the time the call that made it returns.
+    // (Other tests' interfaces may add notifications, never remove ours.)
+    watch.drain().unwrap();
     afxdp::live::set_gro(&v.b, true).unwrap();
+    let heard = watch.drain().unwrap();
+    assert!(heard.ifindexes.contains(&ifindex), "GRO on: {heard:?}");
     assert_ne!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
+    // Nothing changed: nothing about it.
+    assert!(!watch.drain().unwrap().ifindexes.contains(&ifindex));
     afxdp::live::set_gro(&v.b, false).unwrap();
+    let heard = watch.drain().unwrap();
+    assert!(heard.ifindexes.contains(&ifindex), "GRO off: {heard:?}");
     assert_eq!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
     // An interface that does not exist is an error, not "no features".
     assert!(q.xdp_features(u32::MAX - 1).is_err());

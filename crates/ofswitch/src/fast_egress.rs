@@ -3,12 +3,14 @@
 //! on or an XDP program, which the peer's owner may change at any time;
 //! a redirect into one that cannot is dropped by the kernel without a
 //! trace the switch could tell apart from overload. So the control thread
-//! asks the kernel (`afxdp::netdev`) on every tick and takes a port that
-//! cannot out of the DEVMAP: the program then hands its held flows'
-//! frames to user space, which forwards them through the port's socket.
+//! asks the kernel (`afxdp::netdev`) whenever the kernel announces a
+//! change to one of the ports, and again now and then in case an
+//! announcement was missed, and takes a port that cannot out of the
+//! DEVMAP: the program then hands its held flows' frames to user space,
+//! which forwards them through the port's socket.
 
 use afxdp::fastpath::FastPath;
-use afxdp::netdev::{NetdevQuery, XDP_ACT_NDO_XMIT};
+use afxdp::netdev::{Heard, NetdevQuery, NetdevWatch, XDP_ACT_NDO_XMIT};
 
 struct Egress {
     port_no: u32,
@@ -22,6 +24,8 @@ pub struct FastEgress {
     /// None: the kernel cannot tell (before 6.3); every port is taken to
     /// be able, as the switch did before it could ask.
     query: Option<NetdevQuery>,
+    /// The kernel's change announcements, until the control loop takes it.
+    watch: Option<NetdevWatch>,
     ports: Vec<Egress>,
 }
 
@@ -39,8 +43,19 @@ impl FastEgress {
                 None
             }
         };
+        let watch = query.as_ref().and_then(|q| match q.watch() {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!(
+                    "sdnlab switch: cannot hear the kernel's interface announcements ({e}); the fast \
+                     path's ports are checked on every recheck only"
+                );
+                None
+            }
+        });
         FastEgress {
             query,
+            watch,
             ports: ports
                 .into_iter()
                 .map(|(port_no, ifindex, name)| Egress {
@@ -50,6 +65,19 @@ impl FastEgress {
                     in_devmap: None,
                 })
                 .collect(),
+        }
+    }
+
+    /// The socket the kernel announces interface changes on, for the
+    /// caller to wait on (then `heard`).
+    pub fn take_watch(&mut self) -> Option<NetdevWatch> {
+        self.watch.take()
+    }
+
+    /// The watch heard `heard`: refreshes if it concerns a port.
+    pub fn heard(&mut self, fp: &FastPath, heard: &Heard) {
+        if heard.lost || self.ports.iter().any(|p| heard.ifindexes.contains(&p.ifindex)) {
+            self.refresh(fp);
         }
     }
 

@@ -42,6 +42,9 @@ pub struct Config {
     /// take redirected frames (`fast_egress`).
     pub fast_path: Option<Arc<afxdp::fastpath::FastPath>>,
     pub fast_ports: Vec<u32>,
+    /// How often the fast path's ports are checked again besides when the
+    /// kernel announces a change (in case an announcement was missed).
+    pub fast_egress_recheck: Duration,
 }
 
 impl Default for Config {
@@ -60,6 +63,7 @@ impl Default for Config {
             flood_on_miss: false,
             fast_path: None,
             fast_ports: Vec::new(),
+            fast_egress_recheck: Duration::from_secs(1),
         }
     }
 }
@@ -253,12 +257,13 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let controllers = cfg.controllers.clone();
+    let egress = fast_egress.map(|e| (e, cfg.fast_egress_recheck));
     threads.push(std::thread::Builder::new().name("sdnlab-ctl".into()).spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("tokio runtime");
-        rt.block_on(control(ctx, std_listeners, controllers, fast_egress, pi_rx, stop_rx));
+        rt.block_on(control(ctx, std_listeners, controllers, egress, pi_rx, stop_rx));
     })?);
     Ok(Handle {
         shared,
@@ -273,10 +278,25 @@ async fn control(
     ctx: Ctx,
     listeners: Vec<std::net::TcpListener>,
     controllers: Vec<SocketAddr>,
-    mut fast_egress: Option<FastEgress>,
+    egress: Option<(FastEgress, Duration)>,
     mut packet_ins: mpsc::Receiver<crate::pipeline::ToController>,
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) {
+    let (mut fast_egress, recheck) = match egress {
+        Some((e, r)) => (Some(e), r),
+        None => (None, Duration::MAX),
+    };
+    // Heard in this loop, so a port that cannot take redirected frames
+    // leaves the DEVMAP as soon as the kernel says so.
+    let mut egress_watch = fast_egress
+        .as_mut()
+        .and_then(FastEgress::take_watch)
+        // SAFETY: the watch owns its socket (an OwnedFd closed only when
+        // the watch is dropped) and always returns that descriptor.
+        .and_then(|w| {
+            unsafe { tokio::io::unix::AsyncFd::register_with_interest(w, tokio::io::Interest::READABLE) }.ok()
+        });
+    let mut last_recheck = Instant::now();
     for l in listeners {
         let ctx = ctx.clone();
         tokio::spawn(async move {
@@ -331,9 +351,35 @@ async fn control(
                 }
                 ctx.dispatch(fx);
             }
+            ready = async {
+                match egress_watch.as_mut() {
+                    Some(w) => w.readable_mut().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let heard = match ready {
+                    Ok(mut guard) => {
+                        let heard = guard.get_inner_mut().drain();
+                        guard.clear_ready();
+                        heard
+                    }
+                    Err(e) => Err(e),
+                };
+                match (heard, &mut fast_egress, &ctx.shared.fast_path) {
+                    (Ok(h), Some(e), Some(fp)) => e.heard(fp, &h),
+                    (Err(e), _, _) => {
+                        eprintln!("sdnlab switch: the kernel's interface announcements: {e}; checking every {recheck:?} only");
+                        egress_watch = None;
+                    }
+                    _ => {}
+                }
+            }
             _ = tick.tick() => {
                 if let (Some(e), Some(fp)) = (&mut fast_egress, &ctx.shared.fast_path) {
-                    e.refresh(fp);
+                    if last_recheck.elapsed() >= recheck {
+                        last_recheck = Instant::now();
+                        e.refresh(fp);
+                    }
                 }
                 let mut fx = Effects::default();
                 {

@@ -7,7 +7,9 @@
 //! held; a flow the rule rewrites stays in user space; many flows are
 //! counted from batch reads and leave the kernel when the tables change;
 //! a port whose peer cannot take redirected frames (GRO off) gets its
-//! flows from user space, and the kernel's again once GRO is back; a
+//! flows from user space, and the kernel's again once GRO is back; such a
+//! port leaves the DEVMAP when the kernel announces the change, not at
+//! the next recheck; a
 //! frame whose VLAN tag the kernel holds outside it keeps the tag.
 
 mod common;
@@ -267,7 +269,7 @@ fn port_counts(c: &mut Client, xid: u32, port_no: u32) -> (u64, u64) {
 }
 
 /// The switch on `links`' switch ends, both AF_XDP ports in the fast path.
-fn switch_on(links: &Links) -> (ofswitch::switch::Handle, Arc<FastPath>) {
+fn switch_on(links: &Links, fast_egress_recheck: Duration) -> (ofswitch::switch::Handle, Arc<FastPath>) {
     let fp = Arc::new(FastPath::new(1024, 8).unwrap());
     let mut ports: Vec<Arc<dyn PortIo>> = Vec::new();
     for (i, (_, s)) in links.0.iter().enumerate() {
@@ -281,6 +283,7 @@ fn switch_on(links: &Links) -> (ofswitch::switch::Handle, Arc<FastPath>) {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         fast_path: Some(fp.clone()),
         fast_ports: vec![1, 2],
+        fast_egress_recheck,
         ..Default::default()
     })
     .unwrap();
@@ -352,8 +355,14 @@ struct Setup {
 
 impl Setup {
     fn new(test: &str) -> Setup {
+        Setup::with_recheck(test, ofswitch::switch::Config::default().fast_egress_recheck)
+    }
+
+    /// With the fast path's ports checked every `recheck` besides when the
+    /// kernel announces a change.
+    fn with_recheck(test: &str, recheck: Duration) -> Setup {
         let links = Links::new(test);
-        let (h, fp) = switch_on(&links);
+        let (h, fp) = switch_on(&links, recheck);
         let h1 = Host::open(&links.0[0].0);
         let h2 = Host::open(&links.0[1].0);
         let mut c = Client::connect(h.listening[0]);
@@ -542,4 +551,28 @@ fn a_vlan_tag_the_kernel_holds_outside_the_frame_is_kept() {
     });
     assert!(counts.contains(&(20, 20)) && counts.contains(&(10, 0)), "{counts:?}");
     s.h.stop();
+}
+
+#[test]
+fn a_port_leaves_and_rejoins_the_devmap_when_the_kernel_announces_it() {
+    // Rechecked only every minute: within the test, only the kernel's
+    // announcement can move the port.
+    let s = Setup::with_recheck("n", Duration::from_secs(60));
+    let host2 = s.links.0[1].0.clone();
+    let port2 = afxdp::ifindex(&s.links.0[1].1).unwrap();
+    assert_eq!(s.fp.port(2).unwrap(), Some(port2));
+    let within = |want: Option<u32>, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while s.fp.port(2).unwrap() != want {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    afxdp::live::set_gro(&host2, false).unwrap();
+    within(None, "port 2 still in the DEVMAP 2 s after its peer's GRO went off");
+    afxdp::live::set_gro(&host2, true).unwrap();
+    within(
+        Some(port2),
+        "port 2 not back in the DEVMAP 2 s after its peer's GRO came on",
+    );
 }

@@ -347,6 +347,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
         flood_on_miss: spec.fail_mode == "standalone",
         fast_path,
         fast_ports,
+        ..Default::default()
     };
     let handle = ofswitch::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;
     Ok(Running {
