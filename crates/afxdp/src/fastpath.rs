@@ -15,12 +15,13 @@
 //!   tables change, before it answers a BARRIER.
 //!
 //! A `FlowKey` holds every header field an OpenFlow 1.3 match can see in
-//! an untagged IPv4 frame without options or fragmentation: in_port,
-//! Ethernet addresses and type, ToS (DSCP and ECN), IP protocol and
-//! addresses, and TCP/UDP/SCTP ports or ICMP type and code. Any other
-//! frame (VLAN-tagged, IPv6, ARP, IPv4 with options, fragments) always
-//! takes the slow path. `FlowKey::of` builds the same bytes in user space
-//! as the program does in the kernel.
+//! an IPv4 frame without options or fragmentation, untagged or with one
+//! 802.1Q tag (TPID 0x8100): in_port, the VLAN id and priority, Ethernet
+//! addresses and type, ToS (DSCP and ECN), IP protocol and addresses, and
+//! TCP/UDP/SCTP ports or ICMP type and code. Any other frame (two tags,
+//! TPID 0x88a8, IPv6, ARP, IPv4 with options, fragments) always takes the
+//! slow path. `FlowKey::of` builds the same bytes in user space as the
+//! program does in the kernel.
 //!
 //! A redirect into a veth needs its peer to take XDP frames (an XDP
 //! program or GRO on there); otherwise the kernel drops them (kernel 6.18
@@ -54,9 +55,20 @@ const VALUE_LEN: usize = 32;
 /// The shortest frame the program looks at: up to the end of the ports.
 const MIN_FRAME: usize = 38;
 
+/// Where a tagged frame's tag control information goes in the key: the
+/// half of in_port that is zero (port numbers of tagged flows are below
+/// 65,536), with the DEI bit set to say "tagged" (OpenFlow cannot match
+/// DEI, and the frame leaves with its own), as Open vSwitch marks it.
+const TAG_AT: usize = if cfg!(target_endian = "little") { 2 } else { 0 };
+/// The DEI bit of the tag control information as the program's 16-bit
+/// load of the tag's bytes holds it.
+const DEI_IN_REGISTER: i32 = u16::from_ne_bytes([0x10, 0]) as i32;
+
 /// The fields of one flow, laid out as the XDP program builds them on its
 /// stack (every field at its natural alignment, as the verifier asks):
-/// in_port (4, native order), Ethernet destination, source and type (14),
+/// in_port (4, native order; for a tagged frame half of it holds the tag
+/// control information with DEI set, see `TAG_AT`), Ethernet destination
+/// and source (12), Ethernet type (2; the inner one of a tagged frame),
 /// ToS, protocol, IPv4 source and destination (10), L4 word (4).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(C, align(8))]
@@ -66,23 +78,34 @@ impl FlowKey {
     /// The key of `frame` arriving on port `in_port`, or None if the
     /// program never looks such a frame up (it always takes the slow path).
     pub fn of(in_port: u32, frame: &[u8]) -> Option<FlowKey> {
-        if frame.len() < MIN_FRAME
-            || frame[12..14] != [0x08, 0x00]
-            || frame[14] != 0x45
-            || (frame[20] & 0x3f) != 0
-            || frame[21] != 0
+        let tagged = frame.get(12..14) == Some(&[0x81, 0x00][..]);
+        if tagged && in_port > 0xffff {
+            return None;
+        }
+        // The IPv4 frame after the tag, if any.
+        let s = if tagged { 4 } else { 0 };
+        if frame.len() < MIN_FRAME + s
+            || frame[s + 12..s + 14] != [0x08, 0x00]
+            || frame[s + 14] != 0x45
+            || (frame[s + 20] & 0x3f) != 0
+            || frame[s + 21] != 0
         {
             return None;
         }
         let mut k = [0u8; KEY_LEN];
         k[0..4].copy_from_slice(&in_port.to_ne_bytes());
-        k[4..18].copy_from_slice(&frame[0..14]);
-        k[18] = frame[15];
-        k[19] = frame[23];
-        k[20..28].copy_from_slice(&frame[26..34]);
-        match frame[23] {
-            6 | 17 | 132 => k[28..32].copy_from_slice(&frame[34..38]),
-            1 => k[28..30].copy_from_slice(&frame[34..36]),
+        if tagged {
+            k[TAG_AT] = frame[14] | 0x10;
+            k[TAG_AT + 1] = frame[15];
+        }
+        k[4..16].copy_from_slice(&frame[0..12]);
+        k[16..18].copy_from_slice(&frame[s + 12..s + 14]);
+        k[18] = frame[s + 15];
+        k[19] = frame[s + 23];
+        k[20..28].copy_from_slice(&frame[s + 26..s + 34]);
+        match frame[s + 23] {
+            6 | 17 | 132 => k[28..32].copy_from_slice(&frame[s + 34..s + 38]),
+            1 => k[28..30].copy_from_slice(&frame[s + 34..s + 36]),
             _ => {}
         }
         Some(FlowKey(k))
@@ -357,6 +380,7 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
     const ST_W: u8 = 0x62;
     const ATOMIC_ADD_DW: u8 = 0xdb;
     const ADD_K: u8 = 0x07;
+    const OR_K: u8 = 0x47;
     const MOV_K: u8 = 0xb7;
     const MOV_X: u8 = 0xbf;
     const JA: u8 = 0x05;
@@ -382,17 +406,38 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         I(insn(MOV_X, 4, 2, 0, 0)),
         I(insn(ADD_K, 4, 0, 0, MIN_FRAME as i32)),
         J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
+        I(insn(ST_W, 10, 0, k, in_port as i32)),
+        I(insn(LDX_W, 5, 2, 0, 0)), // the Ethernet addresses
+        I(insn(STX_W, 10, 5, k + 4, 0)),
+        I(insn(LDX_DW, 5, 2, 4, 0)),
+        I(insn(STX_DW, 10, 5, k + 8, 0)),
+    ];
+    if in_port <= 0xffff {
+        // One 802.1Q tag: its control information (DEI set: "tagged") in
+        // the key, then the rest read as an untagged frame 4 bytes on.
+        p.extend([
+            I(insn(LDX_H, 5, 2, 12, 0)),
+            J(
+                insn(JNE_K, 5, 0, 0, i32::from(u16::from_ne_bytes([0x81, 0x00]))),
+                "untagged",
+            ),
+            I(insn(LDX_H, 5, 2, 14, 0)),
+            I(insn(OR_K, 5, 0, 0, DEI_IN_REGISTER)),
+            I(insn(STX_H, 10, 5, k + TAG_AT as i16, 0)),
+            I(insn(ADD_K, 2, 0, 0, 4)),
+            I(insn(MOV_X, 4, 2, 0, 0)),
+            I(insn(ADD_K, 4, 0, 0, MIN_FRAME as i32)),
+            J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
+            L("untagged"),
+        ]);
+    }
+    p.extend([
         I(insn(LDX_H, 5, 2, 12, 0)),
         J(insn(JNE_K, 5, 0, 0, 0x0008), "slow"), // not IPv4 (0x0800, read little-endian)
         I(insn(LDX_B, 5, 2, 14, 0)),
         J(insn(JNE_K, 5, 0, 0, 0x45), "slow"), // options, or not version 4
         I(insn(LDX_H, 5, 2, 20, 0)),
         J(insn(JSET_K, 5, 0, 0, 0xff3f), "slow"), // a fragment (MF or an offset)
-        I(insn(ST_W, 10, 0, k, in_port as i32)),
-        I(insn(LDX_W, 5, 2, 0, 0)),
-        I(insn(STX_W, 10, 5, k + 4, 0)),
-        I(insn(LDX_DW, 5, 2, 4, 0)),
-        I(insn(STX_DW, 10, 5, k + 8, 0)),
         I(insn(LDX_H, 5, 2, 12, 0)),
         I(insn(STX_H, 10, 5, k + 16, 0)),
         I(insn(LDX_B, 5, 2, 15, 0)),
@@ -418,7 +463,7 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         I(insn(MOV_X, 1, 6, 0, 0)),
         I(insn(CALL, 0, 0, 0, BPF_FUNC_XDP_GET_BUFF_LEN)),
         I(insn(MOV_X, 8, 0, 0, 0)), // r8 = frame length
-    ];
+    ]);
     p.extend(map(1, BPF_PSEUDO_MAP_FD, flows));
     p.extend([
         I(insn(MOV_X, 2, 10, 0, 0)),
@@ -517,6 +562,59 @@ mod tests {
         let mut df = f.clone();
         df[20] = 0x40;
         assert!(FlowKey::of(1, &df).is_some());
+    }
+
+    /// `f` with an 802.1Q tag (TPID `tpid`, control information `tci`).
+    fn tagged(f: &[u8], tpid: u16, tci: u16) -> Vec<u8> {
+        let mut g = f[..12].to_vec();
+        g.extend(tpid.to_be_bytes());
+        g.extend(tci.to_be_bytes());
+        g.extend(&f[12..]);
+        g
+    }
+
+    #[test]
+    fn a_tagged_frame_keys_on_its_vlan_id_and_priority_and_the_fields_after_the_tag() {
+        let f = udp_frame();
+        let untagged = FlowKey::of(3, &f).unwrap();
+        // VLAN 100, priority 5.
+        let t = tagged(&f, 0x8100, (5 << 13) | 100);
+        let k = FlowKey::of(3, &t).unwrap();
+        assert_ne!(k, untagged, "a tagged frame is not its untagged twin");
+        // Everything but in_port's high half (the tag, DEI set) as untagged.
+        assert_eq!(k.0[4..], untagged.0[4..]);
+        let mut tag = 3u32.to_ne_bytes();
+        tag[TAG_AT..TAG_AT + 2].copy_from_slice(&(((5 << 13) | 0x1000 | 100) as u16).to_be_bytes());
+        assert_eq!(k.0[0..4], tag);
+        // VLAN id and priority tell flows apart; DEI does not (no match
+        // field sees it).
+        assert_ne!(FlowKey::of(3, &tagged(&f, 0x8100, (5 << 13) | 101)), Some(k));
+        assert_ne!(FlowKey::of(3, &tagged(&f, 0x8100, (4 << 13) | 100)), Some(k));
+        assert_eq!(FlowKey::of(3, &tagged(&f, 0x8100, (5 << 13) | 0x1000 | 100)), Some(k));
+        // VLAN 0 with priority 0 is still tagged.
+        assert_ne!(FlowKey::of(3, &tagged(&f, 0x8100, 0)), Some(untagged));
+        // The fields after the tag are read 4 bytes on.
+        for at in [15, 23, 26, 30, 34, 36] {
+            let mut h = t.clone();
+            h[at + 4] ^= 1;
+            assert_ne!(FlowKey::of(3, &h), Some(k), "byte {at} after the tag");
+        }
+    }
+
+    #[test]
+    fn frames_with_other_tags_have_no_key() {
+        let f = udp_frame();
+        let t = tagged(&f, 0x8100, 100);
+        for g in [
+            tagged(&f, 0x88a8, 100), // a service tag
+            tagged(&t, 0x8100, 200), // two tags
+            t[..41].to_vec(),        // too short after the tag
+        ] {
+            assert_eq!(FlowKey::of(1, &g), None);
+        }
+        // A port number that needs in_port's high half cannot hold a tag.
+        assert_eq!(FlowKey::of(0x1_0000, &t), None);
+        assert!(FlowKey::of(0x1_0000, &f).is_some());
     }
 
     #[test]

@@ -388,6 +388,46 @@ fn the_fast_path_forwards_a_flow_in_the_kernel_until_invalidated() {
     fp.remove(&key).unwrap();
 }
 
+/// `f` with an 802.1Q tag for VLAN `vid`.
+fn tagged(f: &[u8], vid: u16) -> Vec<u8> {
+    let mut g = f[..12].to_vec();
+    g.extend([0x81, 0x00]);
+    g.extend(vid.to_be_bytes());
+    g.extend(&f[12..]);
+    g
+}
+
+#[test]
+fn the_fast_path_holds_a_tagged_flow_apart_from_its_other_vlans() {
+    let bed = FastBed::new("t");
+    let (fp, p1, p2, host_a, host_b) = (&bed.fp, &bed.p1, &bed.p2, &bed.host_a, &bed.host_b);
+    fp.set_port(2, p2.ifindex).unwrap();
+    let quiet = Duration::from_millis(300);
+    let plain = udp(1000, 100);
+    let f = tagged(&plain, 100);
+    let key = FlowKey::of(1, &f).unwrap();
+    fp.insert(&key, 2).unwrap();
+
+    // The program builds the key FlowKey::of builds: forwarded in the
+    // kernel (host b's kernel takes the tag off on receive), counted
+    // with the tag's bytes, nothing for the socket.
+    for _ in 0..10 {
+        host_a.send(&f);
+    }
+    assert_eq!(host_b.recv_all(10, Duration::from_secs(5)), vec![plain.clone(); 10]);
+    assert!(receive_type(p1, 1, quiet, 0x8100).is_empty());
+    assert_eq!(fp.counts(&key).unwrap(), Some((10, 10 * f.len() as u64)));
+
+    // The same frame in another VLAN, and untagged: the slow path.
+    let other = tagged(&plain, 101);
+    host_a.send(&other);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x8100), vec![other]);
+    host_a.send(&plain);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![plain]);
+    assert!(host_b.recv_all(1, quiet).is_empty());
+    assert_eq!(fp.counts(&key).unwrap(), Some((10, 10 * f.len() as u64)));
+}
+
 #[test]
 fn the_fast_path_reads_and_removes_many_flows_in_batches() {
     let fp = FastPath::new(65_536, 16).unwrap();

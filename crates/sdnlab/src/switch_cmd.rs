@@ -17,10 +17,10 @@ pub struct SwitchArgs {
     #[arg(long, default_value = "auto", value_parser = ["auto", "native", "generic"])]
     pub xdp_mode: String,
     /// Forward in the kernel, between AF_XDP ports, the flows whose rules only send them out
-    /// of another AF_XDP port unchanged (untagged IPv4): the XDP program redirects them and
+    /// of another AF_XDP port unchanged (IPv4, untagged or with one VLAN tag): the XDP program redirects them and
     /// they never reach user space; counters are folded in every 100 ms. Every other frame
-    /// takes the usual path. The interface at the far end of each AF_XDP port must take XDP
-    /// frames (a real NIC with native XDP; for a veth, GRO on or an XDP program at its peer).
+    /// takes the usual path. A port that cannot take redirected frames (a veth whose peer has
+    /// neither GRO nor an XDP program) is served from user space until it can.
     #[arg(long)]
     pub xdp_fast_path: bool,
     /// Create a tap interface of this name as the switch's OFPP_LOCAL port (the host's own
