@@ -232,7 +232,8 @@ fn output(port: u32) -> Vec<Instruction> {
     vec![Instruction::ApplyActions(vec![Action::Output { port, max_len: 0 }])]
 }
 
-fn flow_packets(c: &mut Client, xid: u32) -> u64 {
+/// Each rule's (priority, packet count).
+fn flow_counts(c: &mut Client, xid: u32) -> Vec<(u16, u64)> {
     let req = v13::MultipartRequest {
         flags: 0,
         body: Q::Flow(v13::FlowStatsRequest {
@@ -247,11 +248,27 @@ fn flow_packets(c: &mut Client, xid: u32) -> u64 {
     c.send(xid, B::MultipartRequest(req));
     c.wait(|m| match &m.body {
         Body::V13(B::MultipartReply(r)) if m.xid == xid => match &r.body {
-            R::Flow(flows) => Some(flows.iter().map(|f| f.packet_count).sum()),
+            R::Flow(flows) => Some(flows.iter().map(|f| (f.priority, f.packet_count)).collect()),
             _ => None,
         },
         _ => None,
     })
+}
+
+fn flow_packets(c: &mut Client, xid: u32) -> u64 {
+    flow_counts(c, xid).iter().map(|f| f.1).sum()
+}
+
+/// From port 1, VLAN `vid`, to port 2, above the untagged rule.
+fn vlan_rule(vid: u16) -> FlowMod {
+    FlowMod {
+        match_: Match::new(vec![
+            Oxm::InPort(1),
+            Oxm::VlanVid(ofwire::oxm::OFPVID_PRESENT | vid, None),
+        ]),
+        instructions: output(2),
+        ..FlowMod::add(20)
+    }
 }
 
 fn port_counts(c: &mut Client, xid: u32, port_no: u32) -> (u64, u64) {
@@ -506,15 +523,7 @@ fn a_vlan_tag_the_kernel_holds_outside_the_frame_is_kept() {
     // AF_PACKET socket gets the tag with them.
     let host1 = afxdp::ifindex(&s.links.0[0].0).unwrap();
     let _tagging = afxdp::tc::VlanTagOutOfBand::attach(host1, 10).unwrap();
-    let tagged = FlowMod {
-        match_: Match::new(vec![
-            Oxm::InPort(1),
-            Oxm::VlanVid(ofwire::oxm::OFPVID_PRESENT | 10, None),
-        ]),
-        instructions: output(2),
-        ..FlowMod::add(20)
-    };
-    s.c.send(4, B::FlowMod(tagged));
+    s.c.send(4, B::FlowMod(vlan_rule(10)));
     s.c.barrier(5);
 
     let all_at_h2 = Host::open_for(&s.links.0[1].0, libc::ETH_P_ALL as u16);
@@ -536,25 +545,7 @@ fn a_vlan_tag_the_kernel_holds_outside_the_frame_is_kept() {
         held.iter().all(|(k, c)| c.0 == 0 && k.0[16..18] == [0x08, 0x00]),
         "the kernel forwarded some: {held:?}"
     );
-    let req = v13::MultipartRequest {
-        flags: 0,
-        body: Q::Flow(v13::FlowStatsRequest {
-            table_id: 0xff,
-            out_port: v13::port::ANY,
-            out_group: 0xffff_ffff,
-            cookie: 0,
-            cookie_mask: 0,
-            match_: Match::new(vec![]),
-        }),
-    };
-    s.c.send(6, B::MultipartRequest(req));
-    let counts: Vec<(u16, u64)> = s.c.wait(|m| match &m.body {
-        Body::V13(B::MultipartReply(r)) if m.xid == 6 => match &r.body {
-            R::Flow(flows) => Some(flows.iter().map(|f| (f.priority, f.packet_count)).collect()),
-            _ => None,
-        },
-        _ => None,
-    });
+    let counts = flow_counts(&mut s.c, 6);
     assert!(counts.contains(&(20, 20)) && counts.contains(&(10, 0)), "{counts:?}");
     s.h.stop();
 }
@@ -586,15 +577,7 @@ fn a_port_leaves_and_rejoins_the_devmap_when_the_kernel_announces_it() {
 #[test]
 fn a_tagged_flow_is_held_in_the_kernel_under_its_vlan_rule_and_keeps_its_tag() {
     let mut s = Setup::new("t");
-    let vlan10 = FlowMod {
-        match_: Match::new(vec![
-            Oxm::InPort(1),
-            Oxm::VlanVid(ofwire::oxm::OFPVID_PRESENT | 10, None),
-        ]),
-        instructions: output(2),
-        ..FlowMod::add(20)
-    };
-    s.c.send(4, B::FlowMod(vlan10));
+    s.c.send(4, B::FlowMod(vlan_rule(10)));
     s.c.barrier(5);
     let all_at_h2 = Host::open_for(&s.links.0[1].0, libc::ETH_P_ALL as u16);
     let plain = udp(5000);
