@@ -15,13 +15,17 @@
 //!   tables change, before it answers a BARRIER.
 //!
 //! A `FlowKey` holds every header field an OpenFlow 1.3 match can see in
-//! an IPv4 frame without options or fragmentation, untagged or with one
-//! 802.1Q tag (TPID 0x8100): in_port, the VLAN id and priority, Ethernet
-//! addresses and type, ToS (DSCP and ECN), IP protocol and addresses, and
-//! TCP/UDP/SCTP ports or ICMP type and code. Any other frame (two tags,
-//! TPID 0x88a8, IPv6, ARP, IPv4 with options, fragments) always takes the
-//! slow path. `FlowKey::of` builds the same bytes in user space as the
-//! program does in the kernel.
+//! an IPv4 frame without options or fragmentation, or an IPv6 frame whose
+//! next header is TCP, UDP, SCTP or ICMPv6 (no extension headers), either
+//! untagged or with one 802.1Q tag (TPID 0x8100): in_port, the VLAN id
+//! and priority, Ethernet addresses and type, ToS or traffic class (DSCP
+//! and ECN), the IPv6 flow label, IP protocol and addresses, and
+//! TCP/UDP/SCTP ports or ICMP type and code. TCP, UDP and SCTP frames need
+//! their whole transport header (as the switch's own parser does before it
+//! reads ports). Any other frame (two tags, TPID 0x88a8, ARP, IPv4 with
+//! options, fragments, IPv6 extension headers, neighbour discovery,
+//! truncated transport headers) always takes the slow path. `FlowKey::of`
+//! builds the same bytes in user space as the program does in the kernel.
 //!
 //! A redirect into a veth needs its peer to take XDP frames (an XDP
 //! program or GRO on there); otherwise the kernel drops them (kernel 6.18
@@ -50,10 +54,20 @@ const XDP_PASS: i32 = 2;
 const XDP_REDIRECT: i32 = 4;
 
 /// Bytes of a flow key and of a flow entry.
-pub const KEY_LEN: usize = 32;
+pub const KEY_LEN: usize = 64;
 const VALUE_LEN: usize = 32;
-/// The shortest frame the program looks at: up to the end of the ports.
+/// The shortest frame the program looks at (after any tag): an IPv4
+/// header and 4 bytes of transport header; the same for IPv6.
 const MIN_FRAME: usize = 38;
+const MIN_FRAME6: usize = 58;
+/// Where the transport header starts (after any tag).
+const L4_AT: usize = 34;
+const L4_AT6: usize = 54;
+/// Where the transport word (ports, or ICMP type and code) goes in the key.
+const KEY_L4: usize = 28;
+const KEY_L4_6: usize = 60;
+const PROTO_ICMP: u8 = 1;
+const PROTO_ICMPV6: u8 = 58;
 
 /// Where a tagged frame's tag control information goes in the key: the
 /// half of in_port that is zero (port numbers of tagged flows are below
@@ -65,11 +79,15 @@ const TAG_AT: usize = if cfg!(target_endian = "little") { 2 } else { 0 };
 const DEI_IN_REGISTER: i32 = u16::from_ne_bytes([0x10, 0]) as i32;
 
 /// The fields of one flow, laid out as the XDP program builds them on its
-/// stack (every field at its natural alignment, as the verifier asks):
-/// in_port (4, native order; for a tagged frame half of it holds the tag
-/// control information with DEI set, see `TAG_AT`), Ethernet destination
-/// and source (12), Ethernet type (2; the inner one of a tagged frame),
-/// ToS, protocol, IPv4 source and destination (10), L4 word (4).
+/// stack (every field at its natural alignment, as the verifier asks),
+/// zero where a field does not apply: in_port (4, native order; for a
+/// tagged frame half of it holds the tag control information with DEI
+/// set, see `TAG_AT`), Ethernet destination and source (12), Ethernet type
+/// (2; the inner one of a tagged frame), then
+/// - IPv4: ToS, protocol, source and destination (10), transport word (4);
+/// - IPv6: 2 zero bytes, the header's first word (version, traffic class,
+///   flow label; 4), source and destination (32), next header (1), 3 zero
+///   bytes, transport word (4).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(C, align(8))]
 pub struct FlowKey(pub [u8; KEY_LEN]);
@@ -82,34 +100,70 @@ impl FlowKey {
         if tagged && in_port > 0xffff {
             return None;
         }
-        // The IPv4 frame after the tag, if any.
+        // The frame after the tag, if any.
         let s = if tagged { 4 } else { 0 };
-        if frame.len() < MIN_FRAME + s
-            || frame[s + 12..s + 14] != [0x08, 0x00]
-            || frame[s + 14] != 0x45
-            || (frame[s + 20] & 0x3f) != 0
-            || frame[s + 21] != 0
-        {
-            return None;
-        }
         let mut k = [0u8; KEY_LEN];
         k[0..4].copy_from_slice(&in_port.to_ne_bytes());
         if tagged {
             k[TAG_AT] = frame[14] | 0x10;
             k[TAG_AT + 1] = frame[15];
         }
+        match frame.get(s + 12..s + 14)? {
+            [0x08, 0x00] => {
+                if frame.len() < MIN_FRAME + s
+                    || frame[s + 14] != 0x45
+                    || (frame[s + 20] & 0x3f) != 0
+                    || frame[s + 21] != 0
+                {
+                    return None;
+                }
+                k[18] = frame[s + 15];
+                k[19] = frame[s + 23];
+                k[20..28].copy_from_slice(&frame[s + 26..s + 34]);
+                let l4 = transport_word(frame, s + L4_AT, frame[s + 23], PROTO_ICMP)?;
+                k[KEY_L4..KEY_L4 + 4].copy_from_slice(&l4);
+            }
+            [0x86, 0xdd] => {
+                if frame.len() < MIN_FRAME6 + s || frame[s + 14] >> 4 != 6 {
+                    return None;
+                }
+                k[20..24].copy_from_slice(&frame[s + 14..s + 18]);
+                k[24..56].copy_from_slice(&frame[s + 22..s + 54]);
+                // Anything else may be an extension header, which the
+                // switch's parser looks behind and the program does not.
+                if !matches!(frame[s + 20], 6 | 17 | 132 | PROTO_ICMPV6) {
+                    return None;
+                }
+                k[56] = frame[s + 20];
+                let l4 = transport_word(frame, s + L4_AT6, frame[s + 20], PROTO_ICMPV6)?;
+                k[KEY_L4_6..KEY_L4_6 + 4].copy_from_slice(&l4);
+            }
+            _ => return None,
+        }
         k[4..16].copy_from_slice(&frame[0..12]);
         k[16..18].copy_from_slice(&frame[s + 12..s + 14]);
-        k[18] = frame[s + 15];
-        k[19] = frame[s + 23];
-        k[20..28].copy_from_slice(&frame[s + 26..s + 34]);
-        match frame[s + 23] {
-            6 | 17 | 132 => k[28..32].copy_from_slice(&frame[s + 34..s + 38]),
-            1 => k[28..30].copy_from_slice(&frame[s + 34..s + 36]),
-            _ => {}
-        }
         Some(FlowKey(k))
     }
+}
+
+/// The transport word of a key for protocol `proto` whose header starts
+/// at `at`: TCP/UDP/SCTP ports (None unless the whole header is there),
+/// ICMP type and code (`icmp`: 1 or 58; None for neighbour discovery and
+/// router messages, whose match fields the key has no room for), or zero.
+fn transport_word(frame: &[u8], at: usize, proto: u8, icmp: u8) -> Option<[u8; 4]> {
+    let whole = match proto {
+        6 => 20,
+        17 => 8,
+        132 => 12,
+        p if p == icmp => {
+            if icmp == PROTO_ICMPV6 && (133..=137).contains(&frame[at]) {
+                return None;
+            }
+            return Some([frame[at], frame[at + 1], 0, 0]);
+        }
+        _ => return Some([0; 4]),
+    };
+    (frame.len() >= at + whole).then(|| frame[at..at + 4].try_into().expect("4 bytes"))
 }
 
 /// One entry: where the flow goes, under which generation, and what the
@@ -381,6 +435,10 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
     const ATOMIC_ADD_DW: u8 = 0xdb;
     const ADD_K: u8 = 0x07;
     const OR_K: u8 = 0x47;
+    const AND_K: u8 = 0x57;
+    const ST_DW: u8 = 0x7a;
+    const JLT_K: u8 = 0xa5;
+    const JLE_K: u8 = 0xb5;
     const MOV_K: u8 = 0xb7;
     const MOV_X: u8 = 0xbf;
     const JA: u8 = 0x05;
@@ -394,8 +452,8 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
     const CALL: u8 = 0x85;
     const EXIT: u8 = 0x95;
     let map = |reg: u8, kind: u8, fd: RawFd| [I(insn(LD_IMM64, reg, kind, 0, fd)), I(insn(0, 0, 0, 0, 0))];
-    // Key on the stack at fp-32 (offsets below are from fp).
-    let k = -32i16;
+    // Key on the stack at fp-64 (offsets below are from fp).
+    let k = -(KEY_LEN as i16);
     let mut p = vec![
         I(insn(MOV_X, 6, 1, 0, 0)), // r6 = ctx
         I(insn(LDX_W, 2, 6, 0, 0)), // r2 = data
@@ -406,12 +464,16 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         I(insn(MOV_X, 4, 2, 0, 0)),
         I(insn(ADD_K, 4, 0, 0, MIN_FRAME as i32)),
         J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
+    ];
+    // Fields that do not apply stay zero.
+    p.extend((0..KEY_LEN as i16 / 8).map(|i| I(insn(ST_DW, 10, 0, k + 8 * i, 0))));
+    p.extend([
         I(insn(ST_W, 10, 0, k, in_port as i32)),
         I(insn(LDX_W, 5, 2, 0, 0)), // the Ethernet addresses
         I(insn(STX_W, 10, 5, k + 4, 0)),
         I(insn(LDX_DW, 5, 2, 4, 0)),
         I(insn(STX_DW, 10, 5, k + 8, 0)),
-    ];
+    ]);
     if in_port <= 0xffff {
         // One 802.1Q tag: its control information (DEI set: "tagged") in
         // the key, then the rest read as an untagged frame 4 bytes on.
@@ -431,15 +493,68 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
             L("untagged"),
         ]);
     }
+    // The transport word of a frame whose protocol is in r7 and whose
+    // transport header starts at `at`, into the key at `key_at`; then the
+    // lookup (`other`: where any other protocol goes). TCP, UDP and SCTP
+    // need their whole header; ICMPv6 neighbour discovery and router
+    // messages go to the slow path.
+    let transport = |at: i16, key_at: i16, icmp: u8, other: &'static str, names: [&'static str; 5]| {
+        let [tcp, udp, sctp, whole, icmp_label] = names;
+        let mut t = vec![
+            J(insn(JEQ_K, 7, 0, 0, 6), tcp),
+            J(insn(JEQ_K, 7, 0, 0, 17), udp),
+            J(insn(JEQ_K, 7, 0, 0, 132), sctp),
+            J(insn(JEQ_K, 7, 0, 0, i32::from(icmp)), icmp_label),
+            J(insn(JA, 0, 0, 0, 0), other),
+        ];
+        for (label, len, next) in [(tcp, 20, Some(whole)), (udp, 8, Some(whole)), (sctp, 12, None)] {
+            t.extend([
+                L(label),
+                I(insn(MOV_X, 4, 2, 0, 0)),
+                I(insn(ADD_K, 4, 0, 0, i32::from(at) + len)),
+            ]);
+            if let Some(next) = next {
+                t.push(J(insn(JA, 0, 0, 0, 0), next));
+            }
+        }
+        t.extend([
+            L(whole),
+            J(insn(JGT_X, 4, 3, 0, 0), "slow"), // the header is cut short
+            I(insn(LDX_W, 5, 2, at, 0)),
+            I(insn(STX_W, 10, 5, k + key_at, 0)),
+            J(insn(JA, 0, 0, 0, 0), "lookup"),
+            L(icmp_label),
+            I(insn(LDX_B, 5, 2, at, 0)),
+        ]);
+        if icmp == PROTO_ICMPV6 {
+            t.extend([
+                J(insn(JLT_K, 5, 0, 0, 133), "icmp6_ok"),
+                J(insn(JLE_K, 5, 0, 0, 137), "slow"),
+                L("icmp6_ok"),
+            ]);
+        }
+        t.extend([
+            I(insn(LDX_H, 5, 2, at, 0)), // type and code
+            I(insn(STX_H, 10, 5, k + key_at, 0)),
+            J(insn(JA, 0, 0, 0, 0), "lookup"),
+        ]);
+        t
+    };
     p.extend([
         I(insn(LDX_H, 5, 2, 12, 0)),
-        J(insn(JNE_K, 5, 0, 0, 0x0008), "slow"), // not IPv4 (0x0800, read little-endian)
+        I(insn(STX_H, 10, 5, k + 16, 0)), // the Ethernet type
+        J(
+            insn(JEQ_K, 5, 0, 0, i32::from(u16::from_ne_bytes([0x86, 0xdd]))),
+            "ipv6",
+        ),
+        J(
+            insn(JNE_K, 5, 0, 0, i32::from(u16::from_ne_bytes([0x08, 0x00]))),
+            "slow",
+        ),
         I(insn(LDX_B, 5, 2, 14, 0)),
         J(insn(JNE_K, 5, 0, 0, 0x45), "slow"), // options, or not version 4
         I(insn(LDX_H, 5, 2, 20, 0)),
         J(insn(JSET_K, 5, 0, 0, 0xff3f), "slow"), // a fragment (MF or an offset)
-        I(insn(LDX_H, 5, 2, 12, 0)),
-        I(insn(STX_H, 10, 5, k + 16, 0)),
         I(insn(LDX_B, 5, 2, 15, 0)),
         I(insn(STX_B, 10, 5, k + 18, 0)),
         I(insn(LDX_B, 7, 2, 23, 0)), // r7 = protocol
@@ -448,17 +563,45 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         I(insn(STX_W, 10, 5, k + 20, 0)),
         I(insn(LDX_W, 5, 2, 30, 0)),
         I(insn(STX_W, 10, 5, k + 24, 0)),
-        I(insn(ST_W, 10, 0, k + 28, 0)),
-        J(insn(JEQ_K, 7, 0, 0, 6), "ports"),
-        J(insn(JEQ_K, 7, 0, 0, 17), "ports"),
-        J(insn(JEQ_K, 7, 0, 0, 132), "ports"),
-        J(insn(JNE_K, 7, 0, 0, 1), "lookup"),
-        I(insn(LDX_H, 5, 2, 34, 0)), // ICMP type and code
-        I(insn(STX_H, 10, 5, k + 28, 0)),
-        J(insn(JA, 0, 0, 0, 0), "lookup"),
-        L("ports"),
-        I(insn(LDX_W, 5, 2, 34, 0)),
-        I(insn(STX_W, 10, 5, k + 28, 0)),
+    ]);
+    p.extend(transport(
+        L4_AT as i16,
+        KEY_L4 as i16,
+        PROTO_ICMP,
+        "lookup",
+        ["tcp4", "udp4", "sctp4", "whole4", "icmp4"],
+    ));
+    p.extend([
+        L("ipv6"),
+        I(insn(MOV_X, 4, 2, 0, 0)),
+        I(insn(ADD_K, 4, 0, 0, MIN_FRAME6 as i32)),
+        J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
+        I(insn(LDX_B, 5, 2, 14, 0)),
+        I(insn(AND_K, 5, 0, 0, 0xf0)),
+        J(insn(JNE_K, 5, 0, 0, 0x60), "slow"), // not version 6
+        I(insn(LDX_W, 5, 2, 14, 0)),           // version, traffic class, flow label
+        I(insn(STX_W, 10, 5, k + 20, 0)),
+    ]);
+    for at in [0i16, 8, 16, 24] {
+        p.extend([
+            I(insn(LDX_DW, 5, 2, 22 + at, 0)), // source and destination
+            I(insn(STX_DW, 10, 5, k + 24 + at, 0)),
+        ]);
+    }
+    p.extend([
+        I(insn(LDX_B, 7, 2, 20, 0)), // r7 = next header
+        I(insn(STX_B, 10, 7, k + 56, 0)),
+    ]);
+    // Any other next header may be an extension header, which the
+    // switch's parser looks behind: the slow path.
+    p.extend(transport(
+        L4_AT6 as i16,
+        KEY_L4_6 as i16,
+        PROTO_ICMPV6,
+        "slow",
+        ["tcp6", "udp6", "sctp6", "whole6", "icmp6"],
+    ));
+    p.extend([
         L("lookup"),
         I(insn(MOV_X, 1, 6, 0, 0)),
         I(insn(CALL, 0, 0, 0, BPF_FUNC_XDP_GET_BUFF_LEN)),
@@ -617,6 +760,89 @@ mod tests {
         assert!(FlowKey::of(0x1_0000, &f).is_some());
     }
 
+    /// UDP over IPv6, flow label 0x12345, traffic class 0xb8, 80 bytes.
+    fn udp6_frame() -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x86, 0xdd];
+        f.extend([0x6b, 0x81, 0x23, 0x45, 0, 26, 17, 64]);
+        f.extend([0x20, 0x01, 0x0d, 0xb8].iter().chain(&[0; 11]).chain(&[1]));
+        f.extend([0x20, 0x01, 0x0d, 0xb8].iter().chain(&[0; 11]).chain(&[2]));
+        f.extend([0x27, 0x10, 0x13, 0x89, 0, 26, 0, 0]);
+        f.resize(80, 0xab);
+        f
+    }
+
+    #[test]
+    fn an_ipv6_key_holds_the_match_fields_and_nothing_that_changes_per_packet() {
+        let f = udp6_frame();
+        let k = FlowKey::of(3, &f).unwrap();
+        assert_eq!(k.0[0..4], 3u32.to_ne_bytes());
+        assert_eq!(k.0[4..18], f[0..14]);
+        assert_eq!(k.0[20..24], [0x6b, 0x81, 0x23, 0x45]);
+        assert_eq!(k.0[24..56], f[22..54]);
+        assert_eq!(k.0[56], 17);
+        assert_eq!(k.0[60..64], [0x27, 0x10, 0x13, 0x89]);
+        // Payload length, hop limit, checksum and payload are not in it.
+        let mut g = f.clone();
+        g[19] = 99;
+        g[21] = 1;
+        g[60] = 0x55;
+        g[70] = 0;
+        assert_eq!(FlowKey::of(3, &g), Some(k));
+        // Traffic class, flow label, addresses, next header, ports are.
+        for at in [14, 15, 17, 22, 37, 38, 53, 54, 57] {
+            let mut h = f.clone();
+            h[at] ^= 1;
+            assert_ne!(FlowKey::of(3, &h), Some(k), "byte {at}");
+        }
+        // Tagged, the same fields 4 bytes on.
+        let t = tagged(&f, 0x8100, 7);
+        assert_eq!(FlowKey::of(3, &t).unwrap().0[4..], k.0[4..]);
+    }
+
+    #[test]
+    fn ipv6_frames_the_switch_parses_further_than_the_program_have_no_key() {
+        let f = udp6_frame();
+        // Hop-by-hop options, a fragment header, no next header.
+        for nh in [0, 44, 59] {
+            let mut g = f.clone();
+            g[20] = nh;
+            assert_eq!(FlowKey::of(1, &g), None, "next header {nh}");
+        }
+        // Neighbour discovery and router messages; an echo request is fine.
+        let mut icmp = f.clone();
+        icmp[20] = 58;
+        icmp[55] = 0; // code
+        for t in 133..=137 {
+            icmp[54] = t;
+            assert_eq!(FlowKey::of(1, &icmp), None, "ICMPv6 type {t}");
+        }
+        icmp[54] = 128;
+        assert_eq!(FlowKey::of(1, &icmp).unwrap().0[60..64], [128, 0, 0, 0]);
+        let mut v4 = f.clone();
+        v4[14] = 0x4b;
+        assert_eq!(FlowKey::of(1, &v4), None, "version 4 in an IPv6 frame");
+        assert_eq!(FlowKey::of(1, &f[..57]), None);
+    }
+
+    #[test]
+    fn a_transport_header_cut_short_has_no_key() {
+        // The switch's parser reads no ports from a TCP header under 20
+        // bytes (UDP 8, SCTP 12); the key must not hold them either.
+        let f = udp_frame();
+        for (proto, whole) in [(6u8, 20usize), (17, 8), (132, 12)] {
+            let mut g = f.clone();
+            g[23] = proto;
+            g.resize(34 + whole, 0);
+            assert!(FlowKey::of(1, &g).is_some(), "protocol {proto}, whole header");
+            g.truncate(34 + whole - 1);
+            assert_eq!(FlowKey::of(1, &g), None, "protocol {proto}, one byte short");
+        }
+        let mut g = udp6_frame();
+        g[20] = 6;
+        g.truncate(54 + 19);
+        assert_eq!(FlowKey::of(1, &g), None);
+    }
+
     #[test]
     fn icmp_keys_take_type_and_code_but_not_the_checksum() {
         let mut f = udp_frame();
@@ -624,6 +850,7 @@ mod tests {
         f[34..38].copy_from_slice(&[8, 0, 0xaa, 0xbb]);
         let k = FlowKey::of(1, &f).unwrap();
         assert_eq!(k.0[28..32], [8, 0, 0, 0]);
+        assert_eq!(k.0[32..], [0; 32]);
         f[36] = 0x11;
         assert_eq!(FlowKey::of(1, &f), Some(k));
     }

@@ -312,8 +312,8 @@ struct FastBed {
     p2: XdpInterface,
     host_a: Raw,
     host_b: Raw,
-    _a: Veth,
-    _b: Veth,
+    _link_a: Veth,
+    link_b: Veth,
 }
 
 impl FastBed {
@@ -336,8 +336,8 @@ impl FastBed {
             fp,
             p1,
             p2,
-            _a: a,
-            _b: b,
+            _link_a: a,
+            link_b: b,
         }
     }
 }
@@ -426,6 +426,56 @@ fn the_fast_path_holds_a_tagged_flow_apart_from_its_other_vlans() {
     assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![plain]);
     assert!(host_b.recv_all(1, quiet).is_empty());
     assert_eq!(fp.counts(&key).unwrap(), Some((10, 10 * f.len() as u64)));
+}
+
+/// UDP (or `proto`) over IPv6 from 2001:db8::1:`sport` to 2001:db8::2:5001.
+fn ipv6(proto: u8, sport: u16, len: usize) -> Vec<u8> {
+    let mut f = vec![0x02, 0, 0, 0, 0, 0xbb, 0x02, 0, 0, 0, 0, 0xaa, 0x86, 0xdd];
+    let payload = (len - 54) as u16;
+    f.extend([0x60, 0, 0, 0]);
+    f.extend(payload.to_be_bytes());
+    f.extend([proto, 64]);
+    for host in [1, 2] {
+        f.extend([0x20, 0x01, 0x0d, 0xb8]);
+        f.extend([0; 11]);
+        f.push(host);
+    }
+    f.extend(sport.to_be_bytes());
+    f.extend(5001u16.to_be_bytes());
+    f.resize(len, 0x5a);
+    f
+}
+
+#[test]
+fn the_fast_path_holds_ipv6_flows_with_whole_transport_headers_only() {
+    let bed = FastBed::new("6");
+    let (fp, p1, p2, host_a) = (&bed.fp, &bed.p1, &bed.p2, &bed.host_a);
+    let host_b6 = Raw::open_proto(&bed.link_b.b, 0x86dd);
+    fp.set_port(2, p2.ifindex).unwrap();
+    let quiet = Duration::from_millis(300);
+    let f = ipv6(17, 1000, 100);
+    let key = FlowKey::of(1, &f).unwrap();
+    fp.insert(&key, 2).unwrap();
+    for _ in 0..10 {
+        host_a.send(&f);
+    }
+    assert_eq!(host_b6.recv_all(10, Duration::from_secs(5)), vec![f.clone(); 10]);
+    assert!(receive_type(p1, 1, quiet, 0x86dd).is_empty());
+    assert_eq!(fp.counts(&key).unwrap(), Some((10, 10 * f.len() as u64)));
+
+    // A TCP flow held, then a frame of it whose TCP header is cut short:
+    // the program takes the first to the kernel's path, the second to
+    // the socket, as the switch's parser reads no ports from it.
+    let t = ipv6(6, 1001, 100);
+    let tkey = FlowKey::of(1, &t).unwrap();
+    fp.insert(&tkey, 2).unwrap();
+    host_a.send(&t);
+    assert_eq!(host_b6.recv_all(1, Duration::from_secs(5)), vec![t.clone()]);
+    let short = t[..54 + 19].to_vec();
+    host_a.send(&short);
+    assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x86dd), vec![short]);
+    assert!(host_b6.recv_all(1, quiet).is_empty());
+    assert_eq!(fp.counts(&tkey).unwrap(), Some((1, t.len() as u64)));
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! flows from user space, and the kernel's again once GRO is back; such a
 //! port leaves the DEVMAP when the kernel announces the change, not at
 //! the next recheck; a flow with an 802.1Q tag is held under its VLAN
-//! rule and leaves with its tag; a
+//! rule and leaves with its tag; so is an IPv6 flow; a
 //! frame whose VLAN tag the kernel holds outside it keeps the tag.
 
 mod common;
@@ -596,6 +596,27 @@ fn a_tagged_flow_is_held_in_the_kernel_under_its_vlan_rule_and_keeps_its_tag() {
         "a frame lost its tag or changed"
     );
     // The kernel's flow is the tagged one.
+    let mut held = Vec::new();
+    s.fp.counts_all(&mut held).unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].0, FlowKey::of(1, &f).unwrap());
+    s.h.stop();
+}
+
+#[test]
+fn an_ipv6_flow_is_held_in_the_kernel_and_counted() {
+    let mut s = Setup::new("6");
+    let h2_v6 = Host::open_for(&s.links.0[1].0, 0x86dd);
+    // UDP over IPv6, 2001:db8::1 to 2001:db8::2.
+    let mut f = vec![0x02, 0, 0, 0, 0, 0xbb, 0x02, 0, 0, 0, 0, 0xaa, 0x86, 0xdd];
+    f.extend([0x60, 0, 0, 0, 0, 46, 17, 64]);
+    for host in [1, 2] {
+        f.extend([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, host]);
+    }
+    f.extend([0x17, 0x70, 0x13, 0x89, 0, 46, 0, 0]);
+    f.resize(100, 0x5a);
+    let sent = send_until_held(&s.h1, &h2_v6, &s.fp, std::slice::from_ref(&f));
+    assert_counted(&mut s.c, sent);
     let mut held = Vec::new();
     s.fp.counts_all(&mut held).unwrap();
     assert_eq!(held.len(), 1);

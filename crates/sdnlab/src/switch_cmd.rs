@@ -17,7 +17,7 @@ pub struct SwitchArgs {
     #[arg(long, default_value = "auto", value_parser = ["auto", "native", "generic"])]
     pub xdp_mode: String,
     /// Forward in the kernel, between AF_XDP ports, the flows whose rules only send them out
-    /// of another AF_XDP port unchanged (IPv4, untagged or with one VLAN tag): the XDP program redirects them and
+    /// of another AF_XDP port unchanged (IPv4 or IPv6, untagged or with one VLAN tag): the XDP program redirects them and
     /// they never reach user space; counters are folded in every 100 ms. Every other frame
     /// takes the usual path. A port that cannot take redirected frames (a veth whose peer has
     /// neither GRO nor an XDP program) is served from user space until it can.
