@@ -5,7 +5,9 @@
 //!
 //! The switch decides what goes here; this module only keeps the kernel's
 //! side of it:
-//! - `flows`, a hash map from a `FlowKey` to the output port's DEVMAP slot
+//! - `flows4` and `flows6`, hash maps from a `FlowKey` (its first 32
+//!   bytes for IPv4, all 64 for IPv6, so an IPv4 lookup hashes no more
+//!   than it needs) to the output port's DEVMAP slot
 //!   with packet and byte counters the program adds to atomically, so
 //!   the switch can fold them into its rule, table and port counters;
 //! - `ports`, the DEVMAP: slot (the switch's port number) to ifindex;
@@ -53,8 +55,10 @@ const BPF_FUNC_XDP_GET_BUFF_LEN: i32 = 188;
 const XDP_PASS: i32 = 2;
 const XDP_REDIRECT: i32 = 4;
 
-/// Bytes of a flow key and of a flow entry.
+/// Bytes of a flow key (an IPv4 key uses the first 32, the rest zero) and
+/// of a flow entry.
 pub const KEY_LEN: usize = 64;
+const KEY_LEN4: usize = 32;
 const VALUE_LEN: usize = 32;
 /// The shortest frame the program looks at (after any tag): an IPv4
 /// header and 4 bytes of transport header; the same for IPv6.
@@ -144,6 +148,10 @@ impl FlowKey {
         k[16..18].copy_from_slice(&frame[s + 12..s + 14]);
         Some(FlowKey(k))
     }
+
+    fn is_ipv6(&self) -> bool {
+        self.0[16..18] == [0x86, 0xdd]
+    }
 }
 
 /// The transport word of a key for protocol `proto` whose header starts
@@ -180,7 +188,8 @@ struct Entry {
 
 /// The maps one switch's ports share.
 pub struct FastPath {
-    flows: OwnedFd,
+    flows4: OwnedFd,
+    flows6: OwnedFd,
     ports: OwnedFd,
     generation: OwnedFd,
     current: std::sync::atomic::AtomicU32,
@@ -196,12 +205,19 @@ impl FastPath {
                 what,
             )
         };
-        let flows = create(
+        let flows4 = create(
+            BPF_MAP_TYPE_HASH,
+            KEY_LEN4 as u32,
+            VALUE_LEN as u32,
+            capacity.max(1),
+            "creating the fast path's IPv4 flow map (needs root or CAP_BPF)",
+        )?;
+        let flows6 = create(
             BPF_MAP_TYPE_HASH,
             KEY_LEN as u32,
             VALUE_LEN as u32,
             capacity.max(1),
-            "creating the fast path's flow map (needs root or CAP_BPF)",
+            "creating the fast path's IPv6 flow map",
         )?;
         let ports = create(
             BPF_MAP_TYPE_DEVMAP,
@@ -212,7 +228,8 @@ impl FastPath {
         )?;
         let generation = create(BPF_MAP_TYPE_ARRAY, 4, 8, 1, "creating the fast path's generation")?;
         let fp = FastPath {
-            flows,
+            flows4,
+            flows6,
             ports,
             generation,
             current: std::sync::atomic::AtomicU32::new(1),
@@ -266,17 +283,27 @@ impl FastPath {
             generation: self.current.load(std::sync::atomic::Ordering::Acquire),
             ..Entry::default()
         };
-        map_update(self.flows.as_raw_fd(), &key.0, &e, "adding a flow to the fast path")
+        // A map reads as many bytes of the key as its keys have.
+        map_update(self.map_of(key), &key.0, &e, "adding a flow to the fast path")
     }
 
     /// The packets and bytes the program has forwarded for `key` since it
     /// was inserted (None: no such entry).
     pub fn counts(&self, key: &FlowKey) -> io::Result<Option<(u64, u64)>> {
         let mut e = Entry::default();
-        match map_lookup(self.flows.as_raw_fd(), &key.0, &mut e, "reading a fast-path flow") {
+        match map_lookup(self.map_of(key), &key.0, &mut e, "reading a fast-path flow") {
             Ok(()) => Ok(Some((e.packets, e.bytes))),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(err) => Err(err),
+        }
+    }
+
+    /// The map `key`'s flow lives in.
+    fn map_of(&self, key: &FlowKey) -> RawFd {
+        if key.is_ipv6() {
+            self.flows6.as_raw_fd()
+        } else {
+            self.flows4.as_raw_fd()
         }
     }
 
@@ -284,68 +311,39 @@ impl FastPath {
     /// calls rather than one lookup per flow (for many flows: a lookup
     /// costs a system call, a batch walks the whole table at once).
     pub fn counts_all(&self, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
-        const CHUNK: usize = 4096;
         out.clear();
-        let mut keys = vec![FlowKey([0; KEY_LEN]); CHUNK];
-        let mut values = vec![Entry::default(); CHUNK];
-        let mut token = 0u32;
-        let mut first = true;
-        loop {
-            let mut attr = Attr::new();
-            attr.u64(0, if first { 0 } else { &token as *const u32 as u64 })
-                .u64(8, &mut token as *mut u32 as u64)
-                .u64(16, keys.as_mut_ptr() as u64)
-                .u64(24, values.as_mut_ptr() as u64)
-                .u32(32, CHUNK as u32)
-                .u32(36, self.flows.as_raw_fd() as u32);
-            let r = bpf(BPF_MAP_LOOKUP_BATCH, &mut attr, "reading the fast path's flows");
-            // The kernel says how many it filled, also on its last call,
-            // which ends with ENOENT.
-            let last = match r {
-                Ok(_) => false,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => true,
-                Err(e) => return Err(e),
-            };
-            let n = u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize;
-            out.extend(
-                keys[..n.min(CHUNK)]
-                    .iter()
-                    .zip(&values)
-                    .map(|(k, e)| (*k, (e.packets, e.bytes))),
-            );
-            if last {
-                return Ok(());
-            }
-            first = false;
-        }
+        counts_of_map(self.flows4.as_raw_fd(), KEY_LEN4, out)?;
+        counts_of_map(self.flows6.as_raw_fd(), KEY_LEN, out)
     }
 
-    /// Removes the entries of `keys`, which must all be there, with one
-    /// BPF_MAP_DELETE_BATCH (one at a time if the batch fails).
+    /// Removes the entries of `keys`, which must all be there, with a
+    /// BPF_MAP_DELETE_BATCH per map (one at a time if a batch fails).
     pub fn remove_many(&self, keys: &[FlowKey]) -> io::Result<()> {
-        if keys.is_empty() {
-            return Ok(());
+        let (v6, v4): (Vec<&FlowKey>, Vec<&FlowKey>) = keys.iter().partition(|k| k.is_ipv6());
+        for (map, len, group) in [(&self.flows4, KEY_LEN4, v4), (&self.flows6, KEY_LEN, v6)] {
+            if group.is_empty() {
+                continue;
+            }
+            // The batch takes the keys packed at the map's key size.
+            let packed: Vec<u8> = group.iter().flat_map(|k| k.0[..len].iter().copied()).collect();
+            let mut attr = Attr::new();
+            attr.u64(16, packed.as_ptr() as u64)
+                .u32(32, group.len() as u32)
+                .u32(36, map.as_raw_fd() as u32);
+            if bpf(BPF_MAP_DELETE_BATCH, &mut attr, "removing fast-path flows").is_ok() {
+                continue;
+            }
+            // The batch stops at the first key it cannot delete: the rest
+            // one by one.
+            let done = u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize;
+            group[done.min(group.len())..].iter().try_for_each(|k| self.remove(k))?;
         }
-        let mut attr = Attr::new();
-        attr.u64(16, keys.as_ptr() as u64)
-            .u32(32, keys.len() as u32)
-            .u32(36, self.flows.as_raw_fd() as u32);
-        if bpf(BPF_MAP_DELETE_BATCH, &mut attr, "removing fast-path flows").is_ok() {
-            return Ok(());
-        }
-        // The batch stops at the first key it cannot delete: the rest one
-        // by one.
-        let done = u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize;
-        keys[done.min(keys.len())..].iter().try_for_each(|k| self.remove(k))
+        Ok(())
     }
 
     /// Removes `key`'s entry (no error if there is none).
     pub fn remove(&self, key: &FlowKey) -> io::Result<()> {
-        delete_elem(
-            self.flows.as_raw_fd(),
-            key.0.as_ptr() as u64,
-            "removing a fast-path flow",
-        )
+        delete_elem(self.map_of(key), key.0.as_ptr() as u64, "removing a fast-path flow")
     }
 
     /// The generation entries are inserted under now.
@@ -370,7 +368,7 @@ impl FastPath {
     pub(crate) fn program(&self, xskmap: RawFd, in_port: u32, max_len: u32) -> Vec<Insn> {
         program(
             xskmap,
-            self.flows.as_raw_fd(),
+            [self.flows4.as_raw_fd(), self.flows6.as_raw_fd()],
             self.ports.as_raw_fd(),
             self.generation.as_raw_fd(),
             in_port,
@@ -421,7 +419,44 @@ fn assemble(items: Vec<Item>) -> Vec<Insn> {
     out
 }
 
-fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port: u32, max_len: u32) -> Vec<Insn> {
+/// Every entry of hash map `map` (keys of `key_len` bytes) with its
+/// packets and bytes, added to `out`.
+fn counts_of_map(map: RawFd, key_len: usize, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
+    const CHUNK: usize = 4096;
+    let mut keys = vec![0u8; CHUNK * key_len];
+    let mut values = vec![Entry::default(); CHUNK];
+    let mut token = 0u32;
+    let mut first = true;
+    loop {
+        let mut attr = Attr::new();
+        attr.u64(0, if first { 0 } else { &token as *const u32 as u64 })
+            .u64(8, &mut token as *mut u32 as u64)
+            .u64(16, keys.as_mut_ptr() as u64)
+            .u64(24, values.as_mut_ptr() as u64)
+            .u32(32, CHUNK as u32)
+            .u32(36, map as u32);
+        let r = bpf(BPF_MAP_LOOKUP_BATCH, &mut attr, "reading the fast path's flows");
+        // The kernel says how many it filled, also on its last call,
+        // which ends with ENOENT.
+        let last = match r {
+            Ok(_) => false,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+            Err(e) => return Err(e),
+        };
+        let n = (u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize).min(CHUNK);
+        out.extend(keys.chunks_exact(key_len).take(n).zip(&values).map(|(k, e)| {
+            let mut key = FlowKey([0; KEY_LEN]);
+            key.0[..key_len].copy_from_slice(k);
+            (key, (e.packets, e.bytes))
+        }));
+        if last {
+            return Ok(());
+        }
+        first = false;
+    }
+}
+
+fn program(xskmap: RawFd, flows: [RawFd; 2], ports: RawFd, generation: RawFd, in_port: u32, max_len: u32) -> Vec<Insn> {
     use Item::{Jump as J, Label as L, I};
     const LDX_B: u8 = 0x71;
     const LDX_H: u8 = 0x69;
@@ -465,8 +500,9 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         I(insn(ADD_K, 4, 0, 0, MIN_FRAME as i32)),
         J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
     ];
-    // Fields that do not apply stay zero.
-    p.extend((0..KEY_LEN as i16 / 8).map(|i| I(insn(ST_DW, 10, 0, k + 8 * i, 0))));
+    // Fields that do not apply stay zero (an IPv6 key zeroes its second
+    // half itself).
+    p.extend((0..KEY_LEN4 as i16 / 8).map(|i| I(insn(ST_DW, 10, 0, k + 8 * i, 0))));
     p.extend([
         I(insn(ST_W, 10, 0, k, in_port as i32)),
         I(insn(LDX_W, 5, 2, 0, 0)), // the Ethernet addresses
@@ -494,52 +530,53 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         ]);
     }
     // The transport word of a frame whose protocol is in r7 and whose
-    // transport header starts at `at`, into the key at `key_at`; then the
-    // lookup (`other`: where any other protocol goes). TCP, UDP and SCTP
+    // transport header starts at `at`, into the key at `key_at`; then to
+    // `lookup` (`other`: where any other protocol goes). TCP, UDP and SCTP
     // need their whole header; ICMPv6 neighbour discovery and router
     // messages go to the slow path.
-    let transport = |at: i16, key_at: i16, icmp: u8, other: &'static str, names: [&'static str; 5]| {
-        let [tcp, udp, sctp, whole, icmp_label] = names;
-        let mut t = vec![
-            J(insn(JEQ_K, 7, 0, 0, 6), tcp),
-            J(insn(JEQ_K, 7, 0, 0, 17), udp),
-            J(insn(JEQ_K, 7, 0, 0, 132), sctp),
-            J(insn(JEQ_K, 7, 0, 0, i32::from(icmp)), icmp_label),
-            J(insn(JA, 0, 0, 0, 0), other),
-        ];
-        for (label, len, next) in [(tcp, 20, Some(whole)), (udp, 8, Some(whole)), (sctp, 12, None)] {
-            t.extend([
-                L(label),
-                I(insn(MOV_X, 4, 2, 0, 0)),
-                I(insn(ADD_K, 4, 0, 0, i32::from(at) + len)),
-            ]);
-            if let Some(next) = next {
-                t.push(J(insn(JA, 0, 0, 0, 0), next));
+    let transport =
+        |at: i16, key_at: i16, icmp: u8, lookup: &'static str, other: &'static str, names: [&'static str; 5]| {
+            let [tcp, udp, sctp, whole, icmp_label] = names;
+            let mut t = vec![
+                J(insn(JEQ_K, 7, 0, 0, 6), tcp),
+                J(insn(JEQ_K, 7, 0, 0, 17), udp),
+                J(insn(JEQ_K, 7, 0, 0, 132), sctp),
+                J(insn(JEQ_K, 7, 0, 0, i32::from(icmp)), icmp_label),
+                J(insn(JA, 0, 0, 0, 0), other),
+            ];
+            for (label, len, next) in [(tcp, 20, Some(whole)), (udp, 8, Some(whole)), (sctp, 12, None)] {
+                t.extend([
+                    L(label),
+                    I(insn(MOV_X, 4, 2, 0, 0)),
+                    I(insn(ADD_K, 4, 0, 0, i32::from(at) + len)),
+                ]);
+                if let Some(next) = next {
+                    t.push(J(insn(JA, 0, 0, 0, 0), next));
+                }
             }
-        }
-        t.extend([
-            L(whole),
-            J(insn(JGT_X, 4, 3, 0, 0), "slow"), // the header is cut short
-            I(insn(LDX_W, 5, 2, at, 0)),
-            I(insn(STX_W, 10, 5, k + key_at, 0)),
-            J(insn(JA, 0, 0, 0, 0), "lookup"),
-            L(icmp_label),
-            I(insn(LDX_B, 5, 2, at, 0)),
-        ]);
-        if icmp == PROTO_ICMPV6 {
             t.extend([
-                J(insn(JLT_K, 5, 0, 0, 133), "icmp6_ok"),
-                J(insn(JLE_K, 5, 0, 0, 137), "slow"),
-                L("icmp6_ok"),
+                L(whole),
+                J(insn(JGT_X, 4, 3, 0, 0), "slow"), // the header is cut short
+                I(insn(LDX_W, 5, 2, at, 0)),
+                I(insn(STX_W, 10, 5, k + key_at, 0)),
+                J(insn(JA, 0, 0, 0, 0), lookup),
+                L(icmp_label),
+                I(insn(LDX_B, 5, 2, at, 0)),
             ]);
-        }
-        t.extend([
-            I(insn(LDX_H, 5, 2, at, 0)), // type and code
-            I(insn(STX_H, 10, 5, k + key_at, 0)),
-            J(insn(JA, 0, 0, 0, 0), "lookup"),
-        ]);
-        t
-    };
+            if icmp == PROTO_ICMPV6 {
+                t.extend([
+                    J(insn(JLT_K, 5, 0, 0, 133), "icmp6_ok"),
+                    J(insn(JLE_K, 5, 0, 0, 137), "slow"),
+                    L("icmp6_ok"),
+                ]);
+            }
+            t.extend([
+                I(insn(LDX_H, 5, 2, at, 0)), // type and code
+                I(insn(STX_H, 10, 5, k + key_at, 0)),
+                J(insn(JA, 0, 0, 0, 0), lookup),
+            ]);
+            t
+        };
     p.extend([
         I(insn(LDX_H, 5, 2, 12, 0)),
         I(insn(STX_H, 10, 5, k + 16, 0)), // the Ethernet type
@@ -568,7 +605,8 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         L4_AT as i16,
         KEY_L4 as i16,
         PROTO_ICMP,
-        "lookup",
+        "lookup4",
+        "lookup4",
         ["tcp4", "udp4", "sctp4", "whole4", "icmp4"],
     ));
     p.extend([
@@ -589,6 +627,7 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         ]);
     }
     p.extend([
+        I(insn(ST_DW, 10, 0, k + 56, 0)),
         I(insn(LDX_B, 7, 2, 20, 0)), // r7 = next header
         I(insn(STX_B, 10, 7, k + 56, 0)),
     ]);
@@ -598,17 +637,22 @@ fn program(xskmap: RawFd, flows: RawFd, ports: RawFd, generation: RawFd, in_port
         L4_AT6 as i16,
         KEY_L4_6 as i16,
         PROTO_ICMPV6,
+        "lookup6",
         "slow",
         ["tcp6", "udp6", "sctp6", "whole6", "icmp6"],
     ));
+    // r9 = the family's flow map.
+    p.push(L("lookup4"));
+    p.extend(map(9, BPF_PSEUDO_MAP_FD, flows[0]));
+    p.push(J(insn(JA, 0, 0, 0, 0), "lookup"));
+    p.push(L("lookup6"));
+    p.extend(map(9, BPF_PSEUDO_MAP_FD, flows[1]));
     p.extend([
         L("lookup"),
         I(insn(MOV_X, 1, 6, 0, 0)),
         I(insn(CALL, 0, 0, 0, BPF_FUNC_XDP_GET_BUFF_LEN)),
         I(insn(MOV_X, 8, 0, 0, 0)), // r8 = frame length
-    ]);
-    p.extend(map(1, BPF_PSEUDO_MAP_FD, flows));
-    p.extend([
+        I(insn(MOV_X, 1, 9, 0, 0)),
         I(insn(MOV_X, 2, 10, 0, 0)),
         I(insn(ADD_K, 2, 0, 0, k as i32)),
         I(insn(CALL, 0, 0, 0, BPF_FUNC_MAP_LOOKUP_ELEM)),

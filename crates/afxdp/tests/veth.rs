@@ -481,8 +481,16 @@ fn the_fast_path_holds_ipv6_flows_with_whole_transport_headers_only() {
 #[test]
 fn the_fast_path_reads_and_removes_many_flows_in_batches() {
     let fp = FastPath::new(65_536, 16).unwrap();
+    // IPv4 and IPv6 flows mixed (they live in two maps).
     let keys: Vec<FlowKey> = (0..10_000u32)
-        .map(|i| FlowKey::of(1 + i % 3, &udp(i as u16, 64)).unwrap())
+        .map(|i| {
+            let f = if i % 4 == 0 {
+                ipv6(17, i as u16, 80)
+            } else {
+                udp(i as u16, 64)
+            };
+            FlowKey::of(1 + i % 3, &f).unwrap()
+        })
         .collect();
     for (i, k) in keys.iter().enumerate() {
         fp.insert(k, 2 + (i as u32 % 5)).unwrap();
