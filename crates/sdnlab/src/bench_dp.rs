@@ -23,8 +23,9 @@
 //! Defaults follow the RFCs (60 s trials, latency 120 s repeated 20
 //! times, back-to-back 50 times, its seven Ethernet frame sizes);
 //! `--quick` is a smoke run. A trial in which the receiver's own ring
-//! dropped frames, or the generator fell more than 1 % short of the asked
-//! rate, is marked invalid and repeated once. Every trial goes to
+//! dropped frames, or the generator fell more than 10 % short of the asked
+//! rate, is marked invalid and repeated once (more than 1 % short is
+//! flagged; the trial stands at the rate really offered). Every trial goes to
 //! `trials.jsonl` as it ends, with the switch core's CPU shares each
 //! second and the switch's own OpenFlow port counters over the trial;
 //! the figures go through the report engine (`samples.jsonl`,
@@ -404,7 +405,8 @@ impl Runner<'_> {
             _ => serde_json::Value::Null,
         };
         let short = rate.is_some_and(|r| t.offered_pps < 0.99 * r);
-        let valid = t.receiver_drops == 0 && !short;
+        let far_short = rate.is_some_and(|r| t.offered_pps < FAR_SHORT * r);
+        let valid = t.receiver_drops == 0 && !far_short;
         let v = json!({
             "dut": self.dut, "test": test, "frame": frame, "seconds": spec.duration.as_secs_f64(),
             "asked_pps": rate, "burst": spec.burst, "offered_pps": t.offered_pps,
@@ -447,6 +449,16 @@ impl Runner<'_> {
 fn lost(t: &Trial) -> bool {
     t.received < t.sent
 }
+
+/// A paced trial whose generator offered less than this share of the asked
+/// rate is repeated once. The generator shares its core with the receiver
+/// and, on a veth, with the switch's receive softirq; on two cores it
+/// falls 2-8 % short in every paced trial (it skips the frames it was
+/// preempted past rather than send them back to back). Such a trial
+/// stands, flagged, at the rate it really offered (the figure reported);
+/// only a bigger gap (a hiccup, not the machine's steady state) is worth
+/// a repeat. The searches move by the asked rate, the control variable.
+const FAR_SHORT: f64 = 0.9;
 
 /// RFC 2544 26.1 with a confirmation at full duration (RFC 9004's loss
 /// verification): the rate and its confirming trial.
