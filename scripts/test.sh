@@ -32,6 +32,8 @@ step "bench smoke: switch (sdnlab AF_PACKET, AF_XDP and its fast path vs veth pa
 smoke_sw=$(mktemp -d /tmp/sdnlab-switch-smoke.XXXXXX)
 scripts/bench-switch.sh --quick --dut sdnlab,sdnlab-afxdp,sdnlab-fastpath,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
 test -s "$smoke_sw/run/summary.md" && grep -q '"test":"max"' "$smoke_sw/run/samples.jsonl"
+# The default receiver took the frames through XDP, not the AF_PACKET fallback.
+grep -q '"received_via":"xdp"' "$smoke_sw/run/samples.jsonl"
 grep -q '^| sdnlab-fastpath |' "$smoke_sw/run/summary.md"
 rm -rf "$smoke_sw"
 step "bench smoke: load balancing (lb app, four nginx replicas, open-loop client and httperf)"

@@ -22,6 +22,8 @@ const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_XDP: u32 = 37;
 const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+const BPF_FUNC_KTIME_GET_NS: i32 = 5;
+const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const BPF_PSEUDO_KFUNC_CALL: u8 = 2;
 const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
@@ -204,6 +206,39 @@ fn vlan_outside_frame_to_stack(kfunc: u32) -> Vec<Insn> {
     ]
 }
 
+/// Instructions to put before a program: the frame's receive time
+/// (CLOCK_MONOTONIC ns) goes in 8 bytes of metadata just before it, which
+/// an AF_XDP socket receives with the frame (`RECEIVE_TIME_META`); then
+/// on to the program with r1 = ctx as on entry. A frame with no room for
+/// metadata goes on unstamped.
+fn receive_time_in_meta() -> Vec<Insn> {
+    const MOV_X: u8 = 0xbf;
+    const MOV_K: u8 = 0xb7;
+    const ADD_K: u8 = 0x07;
+    const LDX_W: u8 = 0x61;
+    const STX_DW: u8 = 0x7b;
+    const JNE_K: u8 = 0x55;
+    const JGT_X: u8 = 0x2d;
+    const CALL: u8 = 0x85;
+    vec![
+        insn(MOV_X, 6, 1, 0, 0), // r6 = ctx
+        insn(MOV_K, 2, 0, 0, -(RECEIVE_TIME_META as i32)),
+        insn(CALL, 0, 0, 0, BPF_FUNC_XDP_ADJUST_META), // room before the frame
+        insn(JNE_K, 0, 0, 7, 0),                       // none: on, unstamped
+        insn(CALL, 0, 0, 0, BPF_FUNC_KTIME_GET_NS),    // r0 = now
+        insn(LDX_W, 2, 6, 8, 0),                       // r2 = ctx->data_meta
+        insn(LDX_W, 3, 6, 0, 0),                       // r3 = ctx->data
+        insn(MOV_X, 4, 2, 0, 0),
+        insn(ADD_K, 4, 0, 0, RECEIVE_TIME_META as i32),
+        insn(JGT_X, 4, 3, 1, 0),  // (the verifier's bounds check)
+        insn(STX_DW, 2, 0, 0, 0), // *data_meta = now
+        insn(MOV_X, 1, 6, 0, 0),  // r1 = ctx again
+    ]
+}
+
+/// Bytes of metadata `receive_time_in_meta` puts before a frame.
+pub const RECEIVE_TIME_META: usize = 8;
+
 /// Loads an XDP program (bound to interface `bound_to` when it calls a
 /// kfunc of that device's driver); a verifier refusal comes with the
 /// verifier's log.
@@ -260,6 +295,7 @@ impl XdpRedirect {
         max_len: u32,
         mode: XdpMode,
         fast: Option<(&crate::fastpath::FastPath, u32)>,
+        stamp: bool,
     ) -> io::Result<XdpRedirect> {
         let map = bpf_fd(
             BPF_MAP_CREATE,
@@ -270,10 +306,11 @@ impl XdpRedirect {
                 .u32(12, queues.max(1)),
             "creating the XSKMAP (needs root or CAP_BPF)",
         )?;
-        let prog = match fast {
+        let mut prog = if stamp { receive_time_in_meta() } else { Vec::new() };
+        prog.extend(match fast {
             Some((fp, in_port)) => fp.program(map.as_raw_fd(), in_port, max_len),
             None => redirect_program(map.as_raw_fd(), max_len),
-        };
+        });
         // In the driver, a frame whose VLAN tag is held beside it (a veth
         // whose host sent it through a VLAN device; a NIC that strips
         // tags) would reach the socket or the fast path untagged: the

@@ -28,16 +28,55 @@ pub struct XdpInterface {
     redirect: XdpRedirect,
 }
 
-/// How many receive queues `ifname` has (sysfs; 1 if unreadable).
+/// How many receive queues `ifname` has: the driver's answer to
+/// ETHTOOL_GCHANNELS, asked in the calling thread's namespace (sysfs shows
+/// the namespace it was mounted in, which for an interface inside another
+/// namespace is the wrong one); sysfs if the driver does not answer, else 1.
 pub fn rx_queues(ifname: &str) -> u32 {
-    std::fs::read_dir(format!("/sys/class/net/{ifname}/queues"))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
-                .count() as u32
-        })
-        .unwrap_or(1)
-        .max(1)
+    channels(ifname).unwrap_or_else(|| {
+        std::fs::read_dir(format!("/sys/class/net/{ifname}/queues"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                    .count() as u32
+            })
+            .unwrap_or(1)
+            .max(1)
+    })
+}
+
+/// Receive (or combined) channels in use, from SIOCETHTOOL.
+fn channels(ifname: &str) -> Option<u32> {
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    const ETHTOOL_GCHANNELS: u32 = 0x3c;
+    // struct ethtool_channels: cmd, then the max and current counts of
+    // rx, tx, other and combined channels.
+    let mut ch = [0u32; 9];
+    ch[0] = ETHTOOL_GCHANNELS;
+    let name = ifname.as_bytes();
+    if name.len() >= libc::IFNAMSIZ {
+        return None;
+    }
+    // SAFETY: a zeroed ifreq is valid; the name fits with its NUL; the
+    // ioctl writes only into `ch`, which outlives the call.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return None;
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (d, s) in req.ifr_name.iter_mut().zip(name) {
+            *d = *s as libc::c_char;
+        }
+        req.ifr_ifru.ifru_data = ch.as_mut_ptr().cast();
+        let r = libc::ioctl(fd, SIOCETHTOOL as _, &mut req);
+        libc::close(fd);
+        if r < 0 {
+            return None;
+        }
+    }
+    let (rx, combined) = (ch[5], ch[8]);
+    Some(rx.max(combined)).filter(|&n| n > 0)
 }
 
 pub fn ifindex(ifname: &str) -> io::Result<u32> {
@@ -59,7 +98,13 @@ impl XdpInterface {
     /// the driver takes it, else generic) and opens a socket per receive
     /// queue, at most `max_queues`.
     pub fn open(ifname: &str, mode: Option<XdpMode>, config: XskConfig, max_queues: u32) -> io::Result<XdpInterface> {
-        XdpInterface::open_with(ifname, mode, config, max_queues, None)
+        XdpInterface::open_with(ifname, mode, config, max_queues, None, false)
+    }
+
+    /// As `open`, each frame stamped with its receive time in the kernel
+    /// (read it with `Xsk::recv_stamped`).
+    pub fn open_stamped(ifname: &str, mode: XdpMode, config: XskConfig, max_queues: u32) -> io::Result<XdpInterface> {
+        XdpInterface::open_with(ifname, Some(mode), config, max_queues, None, true)
     }
 
     /// As `open`, with the switch's fast path in front of the sockets for
@@ -70,14 +115,15 @@ impl XdpInterface {
         config: XskConfig,
         max_queues: u32,
         fast: Option<(&fastpath::FastPath, u32)>,
+        stamp: bool,
     ) -> io::Result<XdpInterface> {
         let ifindex = ifindex(ifname)?;
         let queues = rx_queues(ifname).min(max_queues.max(1));
         let max_len = config.max_frame();
         let redirect = match mode {
-            Some(m) => XdpRedirect::attach(ifindex, queues, max_len, m, fast),
-            None => XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Native, fast)
-                .or_else(|_| XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Generic, fast)),
+            Some(m) => XdpRedirect::attach(ifindex, queues, max_len, m, fast, stamp),
+            None => XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Native, fast, stamp)
+                .or_else(|_| XdpRedirect::attach(ifindex, queues, max_len, XdpMode::Generic, fast, stamp)),
         }
         .map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {e}")))?;
         let mut sockets = Vec::new();

@@ -143,7 +143,7 @@ fn monotonic_ns() -> u64 {
 }
 
 /// Nanoseconds to add to CLOCK_MONOTONIC to get CLOCK_REALTIME.
-fn realtime_offset() -> u64 {
+pub fn realtime_offset() -> u64 {
     let read = |clock| {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: writes into a valid timespec.

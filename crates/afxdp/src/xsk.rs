@@ -417,6 +417,17 @@ impl Xsk {
     /// Hands up to `max` received frames to `f` (which may rewrite them in
     /// place), then gives their chunks back to the kernel; the count.
     pub fn recv(&self, max: u32, f: &mut dyn FnMut(&mut [u8])) -> u32 {
+        self.recv_with(max, &mut |frame, _| f(frame))
+    }
+
+    /// As `recv`, with the 8 bytes of metadata before each frame as a
+    /// native-endian u64 (what a program with the receive-time prologue
+    /// put there: see `XdpInterface::open_stamped`).
+    pub fn recv_stamped(&self, max: u32, f: &mut dyn FnMut(&mut [u8], u64)) -> u32 {
+        self.recv_with(max, f)
+    }
+
+    fn recv_with(&self, max: u32, f: &mut dyn FnMut(&mut [u8], u64)) -> u32 {
         let mut side = self.rx.lock().unwrap_or_else(|e| e.into_inner());
         let RxSide { rx, fill } = &mut *side;
         let n = rx.ready().min(max);
@@ -432,11 +443,19 @@ impl Xsk {
         for i in 0..n {
             let d = rx.peek(i);
             let (addr, len) = (d.addr as usize, d.len as usize);
-            if addr + len <= self.umem_len {
-                // SAFETY: the chunk lies inside the UMEM and is ours until
-                // it goes back on the fill ring below.
-                let frame = unsafe { std::slice::from_raw_parts_mut(self.umem.add(addr), len) };
-                f(frame);
+            let chunk = (d.addr & mask) as usize;
+            if addr + len <= self.umem_len && addr >= chunk + crate::bpf::RECEIVE_TIME_META {
+                // SAFETY: the frame and the metadata before it lie inside
+                // the chunk, which is ours until it goes back on the fill
+                // ring below.
+                let (frame, meta) = unsafe {
+                    let at = self.umem.add(addr);
+                    (
+                        std::slice::from_raw_parts_mut(at, len),
+                        std::ptr::read_unaligned(at.sub(crate::bpf::RECEIVE_TIME_META) as *const u64),
+                    )
+                };
+                f(frame, meta);
             }
             fill.push(d.addr & mask);
         }

@@ -326,7 +326,7 @@ impl FastBed {
         let fp = FastPath::new(1024, 16).unwrap();
         let cfg = XskConfig::default();
         let open = |ifname: &str, port: u32| {
-            XdpInterface::open_with(ifname, Some(XdpMode::Native), cfg, 8, Some((&fp, port)))
+            XdpInterface::open_with(ifname, Some(XdpMode::Native), cfg, 8, Some((&fp, port)), false)
                 .unwrap_or_else(|e| panic!("{e}"))
         };
         let (p1, p2) = (open(&a.a, 1), open(&b.a, 2));
@@ -570,4 +570,50 @@ fn a_held_flow_for_a_port_out_of_the_devmap_takes_the_slow_path_uncounted() {
     assert_eq!(receive_type(p1, 1, Duration::from_secs(5), 0x0800), vec![f.clone()]);
     assert!(host_b.recv_all(1, quiet).is_empty());
     assert_eq!(fp.counts(&key).unwrap(), Some((3, 3 * f.len() as u64)));
+}
+
+#[test]
+fn receive_queues_are_counted_in_the_interfaces_own_namespace() {
+    // Inside another namespace, sysfs (mounted for this one) cannot see
+    // the interface; the driver's own count must still come back.
+    let tag = format!("axq{:04x}", std::process::id() & 0xffff);
+    let (ns, a, b) = (format!("{tag}n"), format!("{tag}a"), format!("{tag}b"));
+    struct Gone(String, String);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["link", "del", &self.0]).status();
+            let _ = Command::new("ip").args(["netns", "del", &self.1]).status();
+        }
+    }
+    let _gone = Gone(a.clone(), ns.clone());
+    ip(&["netns", "add", &ns]);
+    ip(&[
+        "link",
+        "add",
+        &a,
+        "numrxqueues",
+        "3",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &b,
+        "numrxqueues",
+        "3",
+        "netns",
+        &ns,
+    ]);
+    assert_eq!(afxdp::rx_queues(&a), 3, "here");
+    let inside = std::thread::spawn(move || {
+        let f = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+        // SAFETY: joins a namespace from a file we hold; this thread only.
+        assert_eq!(
+            unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) },
+            0
+        );
+        afxdp::rx_queues(&b)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(inside, 3, "inside the other namespace");
 }

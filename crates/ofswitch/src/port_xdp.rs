@@ -55,7 +55,7 @@ impl XdpPort {
             frames: frames.next_power_of_two().max(64),
             frame_size: 2048,
         };
-        let xdp = XdpInterface::open_with(ifname, mode, config, 16, fast)?;
+        let xdp = XdpInterface::open_with(ifname, mode, config, 16, fast, false)?;
         Ok(XdpPort {
             max_frame: config.max_frame() as usize,
             xdp,

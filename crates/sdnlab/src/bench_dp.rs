@@ -141,6 +141,11 @@ pub struct DpBenchArgs {
     /// How test frames are sent (see `bench switch --generator`).
     #[arg(long, default_value = "xdp")]
     pub generator: traffic::run::GenMethod,
+    /// How the receiving host takes test frames (see `bench switch --receiver`). AF_PACKET
+    /// here by default: these tests go up to 9018-byte frames, longer than an AF_XDP chunk
+    /// holds, and one receive path serves every size.
+    #[arg(long, default_value = "afpacket")]
+    pub receiver: traffic::run::RecvMethod,
     /// Limits the switch's port towards the receiver to this many Mbit/s
     /// (a tbf qdisc): a known bottleneck, to check that the bench finds
     /// it. Only switches that send through the port's qdisc feel it (the
@@ -414,7 +419,7 @@ impl Runner<'_> {
             "reordered": t.reordered, "duplicates": t.duplicates,
             "latency_us": {"min": t.latency_us_min, "mean": t.latency_us_mean, "p50": t.latency_us_p50,
                 "p99": t.latency_us_p99, "p999": t.latency_us_p999, "max": t.latency_us_max},
-            "receiver_drops": t.receiver_drops, "generator_short": short, "valid": valid,
+            "receiver_drops": t.receiver_drops, "received_via": t.rx.via, "generator_short": short, "valid": valid,
             "switch_ports": switch_ports, "loss_split": loss_split, "cpu": cpu, "generator": t.gen,
             "ended_unix_s": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
         });
@@ -694,7 +699,8 @@ struct PathFigures {
 fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
     let one = path_figures(r, p, "1 switch")?;
     let chain_dir = dir.join(format!("{}-chain", r.dut));
-    let (chain, addrs) = open_chain(r.dut, &chain_dir, generator, "c", p.long_path, r.bed.ovs.as_ref())?;
+    let (mut chain, addrs) = open_chain(r.dut, &chain_dir, generator, "c", p.long_path, r.bed.ovs.as_ref())?;
+    chain.receiver = r.bed.receiver;
     std::thread::sleep(Duration::from_millis(300));
     let long = {
         let mut cr = Runner {
@@ -737,7 +743,9 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMetho
     let mut extra = Vec::new();
     for i in 1..p.parallel {
         let d = dir.join(format!("{}-bridge{}", r.dut, i + 1));
-        extra.push(open_chain(r.dut, &d, generator, &format!("p{i}"), 1, r.bed.ovs.as_ref())?.0);
+        let mut bed = open_chain(r.dut, &d, generator, &format!("p{i}"), 1, r.bed.ovs.as_ref())?.0;
+        bed.receiver = r.bed.receiver;
+        extra.push(bed);
     }
     std::thread::sleep(Duration::from_millis(300));
     let beds: Vec<&Bed> = std::iter::once(r.bed).chain(extra.iter()).collect();
@@ -876,7 +884,7 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             "scenario_seconds": p.scenario_s, "scenario_repetitions": p.scenario_repetitions,
             "scenario_frame": p.scenario_frame, "table_rules": p.table_rules, "capacity_max": p.capacity_max,
             "iperf_seconds": p.iperf_s, "udp_mbit": p.udp_mbit, "long_path": p.long_path, "parallel": p.parallel,
-            "generator": args.generator, "tests": args.tests, "limit_mbit": args.limit_mbit,
+            "generator": args.generator, "receiver": args.receiver, "tests": args.tests, "limit_mbit": args.limit_mbit,
             "external_ports": args.external_ports, "external_openflow": args.external_openflow,
             "external_of_ports": args.external_of_ports,
             "ports": "two veth pairs: generator namespace - switch - receiver namespace",
@@ -926,7 +934,10 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             None => crate::dp_scenarios::Ports { inp: 1, out: 2 },
         };
         let (bed, of_addr) = match open_bed(dut, &dir, args.generator, external.as_ref()) {
-            Ok(b) => b,
+            Ok(mut b) => {
+                b.0.receiver = args.receiver;
+                b
+            }
             Err(e) => return fail(format!("{dut}: {e}")),
         };
         if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {

@@ -58,6 +58,11 @@ pub struct SwitchBenchArgs {
     /// alike) or afpacket (an AF_PACKET socket, sendmmsg).
     #[arg(long, default_value = "xdp")]
     pub generator: traffic::run::GenMethod,
+    /// How the receiving host takes test frames: xdp (an XDP program hands them to an
+    /// AF_XDP socket, no socket buffer; frames it cannot take reach an AF_PACKET ring) or
+    /// afpacket (an AF_PACKET ring only, every frame through the stack).
+    #[arg(long, default_value = "xdp")]
+    pub receiver: traffic::run::RecvMethod,
     /// A smoke run: short trials, a coarse search, 10,000 extra rules.
     #[arg(long)]
     pub quick: bool,
@@ -129,7 +134,10 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         );
         let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
         let (bed, of_addr) = match open_bed(dut, &dir, args.generator, None) {
-            Ok(b) => b,
+            Ok(mut b) => {
+                b.0.receiver = args.receiver;
+                b
+            }
             Err(e) => return fail(format!("{dut}: {e}")),
         };
         let mut insert_rate = None;
@@ -219,7 +227,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
                 let v = json!({"switch_ports": stats(of_addr),"dut": dut, "rules": extra, "round": round, "test": kind, "frame": args.frame, "seconds": seconds,
                     "offered_pps": t.offered_pps, "sent": t.sent, "received": t.received, "rx_pps": t.rx_pps,
                     "latency_us_p50": t.latency_us_p50, "latency_us_p99": t.latency_us_p99,
-                    "receiver_drops": t.receiver_drops});
+                    "receiver_drops": t.receiver_drops, "received_via": t.rx.via});
                 let _ = writeln!(samples, "{v}");
                 let _ = samples.flush();
             };
@@ -321,6 +329,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "frame": args.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods, "rounds": args.rounds,
         "generator": args.generator,
+        "receiver": args.receiver,
         "settle_s_after_table_changes": settle.as_secs_f64(),
         "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, veth) where the kernel runs them",
         "kernel": sh(&["uname", "-r"]).unwrap_or_default().trim(),

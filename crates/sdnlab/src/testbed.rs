@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use traffic::frame::Template;
-use traffic::run::{generate, GenMethod, GenSpec, Receiver};
+use traffic::run::{generate, GenMethod, GenSpec, Receiver, RecvMethod};
 pub(crate) const DUTS: [&str; 7] = [
     "sdnlab",
     "sdnlab-afxdp",
@@ -58,6 +58,9 @@ fn link_mtu() -> Option<u32> {
 pub(crate) struct Bed {
     pub(crate) tag: String,
     pub(crate) generator: GenMethod,
+    /// How the receiving host takes test frames off its interface (set by
+    /// the benchmark after the bed is made; AF_PACKET unless told).
+    pub(crate) receiver: RecvMethod,
     /// (generator and receiver, switch) cores, with two or more.
     pub(crate) cores: Option<(usize, usize)>,
     /// Each switch's two root-side ports, in path order (none for the
@@ -140,6 +143,7 @@ impl Bed {
         let mut bed = Bed {
             tag,
             generator,
+            receiver: RecvMethod::AfPacket,
             cores: (cpus >= 2).then_some((0, cpus - 1)),
             ports,
             children: Vec::new(),
@@ -803,8 +807,13 @@ pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) ->
 /// after the traffic has stopped and drained.
 pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
     crate::stop::check()?;
-    let rx = Receiver::start_on(Some(&bed.rcv_ns()), &bed.rcv_if(), bed.cores.map(|(gen, _)| gen))
-        .map_err(|e| e.to_string())?;
+    let rx = Receiver::start_on(
+        Some(&bed.rcv_ns()),
+        &bed.rcv_if(),
+        bed.cores.map(|(gen, _)| gen),
+        bed.receiver,
+    )
+    .map_err(|e| e.to_string())?;
     let g = generate(spec).map_err(|e| e.to_string())?;
     // RFC 2544 section 23 waits 2 s for residual frames; a switch that has
     // delivered everything is done long before, so stop after 100 ms of

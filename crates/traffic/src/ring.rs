@@ -188,6 +188,11 @@ impl RxRingV3 {
         n
     }
 
+    /// The socket, to wait on together with others.
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
     /// Frames the ring lost since the last call.
     pub fn take_drops(&self) -> u64 {
         ofswitch::port::ring_drops(self.fd)

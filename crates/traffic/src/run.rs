@@ -402,6 +402,9 @@ pub struct RecvReport {
     pub sample: Option<Vec<u8>>,
     /// The latency distribution as (µs, cumulative fraction) at fixed quantiles.
     pub latency_cdf: Vec<(f64, f64)>,
+    /// How frames were taken off the interface ("xdp", "afpacket", or
+    /// "afpacket" with why XDP was not used).
+    pub via: String,
     /// One bit per sequence number received.
     #[serde(skip)]
     seen: Vec<u64>,
@@ -470,20 +473,148 @@ pub struct Receiver {
     thread: std::thread::JoinHandle<RecvReport>,
 }
 
-impl Receiver {
-    /// Starts counting test frames arriving on `ifname` (in `netns`).
-    pub fn start(netns: Option<&str>, ifname: &str) -> io::Result<Receiver> {
-        Receiver::start_on(netns, ifname, None)
+/// How the receiver takes frames off its interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecvMethod {
+    /// An XDP program (native mode) hands each frame to an AF_XDP socket:
+    /// no socket buffer, no stack. Frames whose 802.1Q tag the driver
+    /// holds beside them, or too long for a UMEM chunk, go on to the
+    /// stack, where an AF_PACKET ring on the same interface counts them.
+    Xdp,
+    /// An AF_PACKET ring (TPACKET_V3) only: every frame is built into a
+    /// socket buffer and passes the stack's receive path.
+    AfPacket,
+}
+
+impl std::str::FromStr for RecvMethod {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RecvMethod, String> {
+        match s {
+            "xdp" => Ok(RecvMethod::Xdp),
+            "afpacket" => Ok(RecvMethod::AfPacket),
+            _ => Err(format!("unknown receiver {s:?}; give xdp or afpacket")),
+        }
+    }
+}
+
+/// The receiver's sockets on one interface.
+struct RxSockets {
+    ring: crate::ring::RxRingV3,
+    xdp: Option<afxdp::XdpInterface>,
+    via: String,
+    /// CLOCK_REALTIME minus CLOCK_MONOTONIC, the clock XDP stamps with.
+    realtime_offset: u64,
+}
+
+impl RxSockets {
+    /// Opens them in the calling thread's namespace. XDP that the driver
+    /// refuses in native mode, or that would lose 802.1Q tags, is not
+    /// used: the ring alone counts, and `via` says why.
+    fn open(ifname: &str, method: RecvMethod) -> io::Result<RxSockets> {
+        let ring = crate::ring::RxRingV3::open(ifname, 128, 2)?;
+        let (xdp, via) = match method {
+            RecvMethod::AfPacket => (None, "afpacket".to_string()),
+            RecvMethod::Xdp => {
+                let config = afxdp::XskConfig {
+                    frames: 8192,
+                    frame_size: 2048,
+                };
+                match afxdp::XdpInterface::open_stamped(ifname, afxdp::XdpMode::Native, config, 64) {
+                    Ok(x) => match x.vlan_outside_frame() {
+                        Ok(()) => (Some(x), "xdp".to_string()),
+                        Err(why) => (None, format!("afpacket (xdp would lose 802.1Q tags: {why})")),
+                    },
+                    Err(e) => (None, format!("afpacket (native xdp refused: {e})")),
+                }
+            }
+        };
+        Ok(RxSockets {
+            ring,
+            xdp,
+            via,
+            realtime_offset: afxdp::live::realtime_offset(),
+        })
     }
 
-    /// As `start`, with the receiving thread pinned to `core`.
-    pub fn start_on(netns: Option<&str>, ifname: &str, core: Option<usize>) -> io::Result<Receiver> {
+    /// Hands what has arrived to `f`, waiting up to `timeout_ms` if
+    /// nothing has; the number of frames.
+    fn poll(&mut self, timeout_ms: i32, f: &mut crate::ring::OnFrame) -> usize {
+        let Some(xdp) = &self.xdp else {
+            return self.ring.poll(timeout_ms, f);
+        };
+        let offset = self.realtime_offset;
+        for wait in [false, true] {
+            let mut n = 0;
+            for s in &xdp.sockets {
+                // The XDP program stamped each frame on arrival, in the
+                // kernel, as AF_PACKET does.
+                n += s.recv_stamped(1024, &mut |frame, mono_ns| f(frame, mono_ns.wrapping_add(offset), None)) as usize;
+            }
+            n += self.ring.poll(0, f);
+            if n > 0 && n < 1024 {
+                // Let a batch gather (the socket's ring holds 4096): waking
+                // for every few frames would take the shared core from the
+                // generator.
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            if n > 0 || wait || timeout_ms == 0 {
+                return n;
+            }
+            let mut fds: Vec<libc::pollfd> = xdp
+                .sockets
+                .iter()
+                .map(|s| s.fd())
+                .chain([self.ring.fd()])
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            // SAFETY: a valid array of pollfds of the given length.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        }
+        0
+    }
+
+    /// Frames lost on the measuring side: the ring's since the last call,
+    /// and the AF_XDP sockets' (full receive ring, no free chunk).
+    fn take_drops(&self) -> u64 {
+        let xdp: u64 = self
+            .xdp
+            .iter()
+            .flat_map(|x| &x.sockets)
+            .map(|s| {
+                let st = s.stats();
+                st.rx_dropped + st.rx_ring_full
+            })
+            .sum();
+        self.ring.take_drops() + xdp
+    }
+}
+
+impl Receiver {
+    /// Starts counting test frames arriving on `ifname` (in `netns`),
+    /// through an AF_PACKET ring.
+    pub fn start(netns: Option<&str>, ifname: &str) -> io::Result<Receiver> {
+        Receiver::start_on(netns, ifname, None, RecvMethod::AfPacket)
+    }
+
+    /// As `start`, the receiving thread pinned to `core`, taking frames
+    /// as `method` says.
+    pub fn start_on(
+        netns: Option<&str>,
+        ifname: &str,
+        core: Option<usize>,
+        method: RecvMethod,
+    ) -> io::Result<Receiver> {
         let (ns, name) = (netns.map(str::to_string), ifname.to_string());
         let mut ring = std::thread::spawn(move || {
             if let Some(ns) = &ns {
                 enter_netns(ns)?;
             }
-            crate::ring::RxRingV3::open(&name, 128, 2)
+            RxSockets::open(&name, method)
         })
         .join()
         .map_err(|_| io::Error::other("socket thread panicked"))??;
@@ -549,6 +680,7 @@ impl Receiver {
                 }
             }
             r.receiver_drops = ring.take_drops();
+            r.via = std::mem::take(&mut ring.via);
             r.seen = seen;
             if !hist.is_empty() {
                 r.latency_us_p50 = hist.value_at_quantile(0.5) as f64;
