@@ -31,6 +31,20 @@ const XDP_PASS: i32 = 2;
 const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
 const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 
+// The instruction codes the programs here use (class | operation | source).
+const LDX_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
+const ST_DW: u8 = 0x7a; // BPF_ST | BPF_MEM | BPF_DW
+const STX_DW: u8 = 0x7b; // BPF_STX | BPF_MEM | BPF_DW
+const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
+const ADD_K: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
+const MOV_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
+const MOV_X: u8 = 0xbf; // BPF_ALU64 | BPF_MOV | BPF_X
+const JNE_K: u8 = 0x55; // BPF_JMP | BPF_JNE | BPF_K
+const JGT_X: u8 = 0x2d; // BPF_JMP | BPF_JGT | BPF_X
+const JLE_X: u8 = 0xbd; // BPF_JMP | BPF_JLE | BPF_X
+const CALL: u8 = 0x85;
+const EXIT: u8 = 0x95;
+
 /// Where the kernel runs the program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XdpMode {
@@ -144,13 +158,6 @@ pub(crate) fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
 /// XSKMAP entry of their receive queue (falling back to the stack when that
 /// queue has no socket), longer frames go to the stack.
 fn redirect_program(map_fd: RawFd, max_len: u32) -> Vec<Insn> {
-    const LDX_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
-    const ADD_K: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
-    const JLE_X: u8 = 0xbd; // BPF_JMP | BPF_JLE | BPF_X
-    const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
-    const MOV_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
-    const CALL: u8 = 0x85;
-    const EXIT: u8 = 0x95;
     vec![
         insn(LDX_W, 2, 1, 0, 0),                         // r2 = ctx->data
         insn(LDX_W, 3, 1, 4, 0),                         // r3 = ctx->data_end
@@ -184,13 +191,6 @@ fn vlan_tag_kfunc() -> Option<u32> {
 /// TPID land at fp-40 and fp-38, below any key the program keeps on its
 /// stack.
 fn vlan_outside_frame_to_stack(kfunc: u32) -> Vec<Insn> {
-    const MOV_X: u8 = 0xbf;
-    const MOV_K: u8 = 0xb7;
-    const ADD_K: u8 = 0x07;
-    const ST_DW: u8 = 0x7a;
-    const JNE_K: u8 = 0x55;
-    const CALL: u8 = 0x85;
-    const EXIT: u8 = 0x95;
     vec![
         insn(MOV_X, 6, 1, 0, 0),    // r6 = ctx
         insn(ST_DW, 10, 0, -40, 0), // the kfunc's outputs start zeroed
@@ -212,14 +212,6 @@ fn vlan_outside_frame_to_stack(kfunc: u32) -> Vec<Insn> {
 /// on to the program with r1 = ctx as on entry. A frame with no room for
 /// metadata goes on unstamped.
 fn receive_time_in_meta() -> Vec<Insn> {
-    const MOV_X: u8 = 0xbf;
-    const MOV_K: u8 = 0xb7;
-    const ADD_K: u8 = 0x07;
-    const LDX_W: u8 = 0x61;
-    const STX_DW: u8 = 0x7b;
-    const JNE_K: u8 = 0x55;
-    const JGT_X: u8 = 0x2d;
-    const CALL: u8 = 0x85;
     vec![
         insn(MOV_X, 6, 1, 0, 0), // r6 = ctx
         insn(MOV_K, 2, 0, 0, -(RECEIVE_TIME_META as i32)),
