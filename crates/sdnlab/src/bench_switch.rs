@@ -260,15 +260,20 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
             let tcp = if args.no_tcp {
                 None
             } else {
-                iperf(&bed, seconds.max(2.0)).ok()
+                // A failed TCP trial (Open vSwitch's AF_XDP ports drop
+                // checksum-offloaded segments) is a result too: on record
+                // with its reason, "-" in the summary.
+                let outcome = iperf(&bed, seconds.max(2.0));
+                let v = match &outcome {
+                    Ok(g) => json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "gbit_s": g}),
+                    Err(e) => {
+                        eprintln!("{dut}: the TCP trial failed: {e}");
+                        json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "error": e})
+                    }
+                };
+                let _ = writeln!(samples, "{v}");
+                outcome.ok()
             };
-            if let Some(g) = tcp {
-                let _ = writeln!(
-                    samples,
-                    "{}",
-                    json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "gbit_s": g})
-                );
-            }
             let row = json!({
                 "dut": dut, "rules": extra, "round": round,
                 "max_rx_pps": max.rx_pps, "generator_pps": max.offered_pps,
