@@ -47,36 +47,51 @@ pub fn rx_queues(ifname: &str) -> u32 {
 
 /// Receive (or combined) channels in use, from SIOCETHTOOL.
 fn channels(ifname: &str) -> Option<u32> {
-    const SIOCETHTOOL: libc::c_ulong = 0x8946;
     const ETHTOOL_GCHANNELS: u32 = 0x3c;
+    if ifname.len() >= libc::IFNAMSIZ {
+        return None;
+    }
     // struct ethtool_channels: cmd, then the max and current counts of
     // rx, tx, other and combined channels.
     let mut ch = [0u32; 9];
     ch[0] = ETHTOOL_GCHANNELS;
-    let name = ifname.as_bytes();
-    if name.len() >= libc::IFNAMSIZ {
-        return None;
+    ethtool_ioctl(ifname, &mut ch, "reading channels").ok()?;
+    let (rx, combined) = (ch[5], ch[8]);
+    Some(rx.max(combined)).filter(|&n| n > 0)
+}
+
+/// One SIOCETHTOOL request on `ifname` (in this thread's namespace):
+/// `request` is the ethtool command structure, starting with its command.
+pub(crate) fn ethtool_ioctl<T>(ifname: &str, request: &mut T, what: &str) -> io::Result<()> {
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    #[repr(C)]
+    struct Ifreq<T> {
+        name: [u8; 16],
+        data: *mut T,
+        _pad: [u8; 16],
     }
-    // SAFETY: a zeroed ifreq is valid; the name fits with its NUL; the
-    // ioctl writes only into `ch`, which outlives the call.
+    let mut req = Ifreq {
+        name: [0; 16],
+        data: request,
+        _pad: [0; 16],
+    };
+    let n = ifname.len().min(15);
+    req.name[..n].copy_from_slice(&ifname.as_bytes()[..n]);
+    // SAFETY: a datagram socket for the ioctl, closed below; the request
+    // points at a live value the kernel reads and writes within its size.
     unsafe {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
         if fd < 0 {
-            return None;
+            return Err(io::Error::last_os_error());
         }
-        let mut req: libc::ifreq = std::mem::zeroed();
-        for (d, s) in req.ifr_name.iter_mut().zip(name) {
-            *d = *s as libc::c_char;
-        }
-        req.ifr_ifru.ifru_data = ch.as_mut_ptr().cast();
-        let r = libc::ioctl(fd, SIOCETHTOOL as _, &mut req);
+        let r = libc::ioctl(fd, SIOCETHTOOL, &mut req);
+        let e = io::Error::last_os_error();
         libc::close(fd);
         if r < 0 {
-            return None;
+            return Err(io::Error::new(e.kind(), format!("{ifname}: {what}: {e}")));
         }
     }
-    let (rx, combined) = (ch[5], ch[8]);
-    Some(rx.max(combined)).filter(|&n| n > 0)
+    Ok(())
 }
 
 pub fn ifindex(ifname: &str) -> io::Result<u32> {

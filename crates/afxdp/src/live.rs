@@ -351,7 +351,6 @@ fn install_wakeup_handler() {
     });
 }
 
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
 const ETHTOOL_SGRO: u32 = 0x2c;
 
 /// Turns GRO on for `ifname` (in this thread's namespace): a veth then
@@ -382,38 +381,6 @@ pub fn set_tx_checksum(ifname: &str, on: bool) -> io::Result<()> {
 
 /// One ethtool "set value" command, as `ethtool -K` sends it.
 fn ethtool_set(ifname: &str, cmd: u32, on: bool, what: &str) -> io::Result<()> {
-    #[repr(C)]
-    struct EthtoolValue {
-        cmd: u32,
-        data: u32,
-    }
-    #[repr(C)]
-    struct Ifreq {
-        name: [u8; 16],
-        data: *mut EthtoolValue,
-        _pad: [u8; 16],
-    }
-    let mut value = EthtoolValue { cmd, data: on as u32 };
-    let mut req = Ifreq {
-        name: [0; 16],
-        data: &mut value,
-        _pad: [0; 16],
-    };
-    let n = ifname.len().min(15);
-    req.name[..n].copy_from_slice(&ifname.as_bytes()[..n]);
-    // SAFETY: a datagram socket for the ioctl, closed below; the request
-    // points at live values.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let r = libc::ioctl(fd, SIOCETHTOOL, &mut req);
-        let e = io::Error::last_os_error();
-        libc::close(fd);
-        if r < 0 {
-            return Err(io::Error::new(e.kind(), format!("{ifname}: {what}: {e}")));
-        }
-    }
-    Ok(())
+    let mut value = [cmd, on as u32];
+    crate::ethtool_ioctl(ifname, &mut value, what)
 }

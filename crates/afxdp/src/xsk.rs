@@ -457,7 +457,7 @@ impl Xsk {
                 };
                 f(frame, meta);
             }
-            fill.push(d.addr & mask);
+            fill.push(chunk as u64);
         }
         rx.release(n);
         fill.publish();

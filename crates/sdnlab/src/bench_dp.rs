@@ -699,8 +699,15 @@ struct PathFigures {
 fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
     let one = path_figures(r, p, "1 switch")?;
     let chain_dir = dir.join(format!("{}-chain", r.dut));
-    let (mut chain, addrs) = open_chain(r.dut, &chain_dir, generator, "c", p.long_path, r.bed.ovs.as_ref())?;
-    chain.receiver = r.bed.receiver;
+    let (chain, addrs) = open_chain(
+        r.dut,
+        &chain_dir,
+        generator,
+        r.bed.receiver,
+        "c",
+        p.long_path,
+        r.bed.ovs.as_ref(),
+    )?;
     std::thread::sleep(Duration::from_millis(300));
     let long = {
         let mut cr = Runner {
@@ -743,8 +750,16 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMetho
     let mut extra = Vec::new();
     for i in 1..p.parallel {
         let d = dir.join(format!("{}-bridge{}", r.dut, i + 1));
-        let mut bed = open_chain(r.dut, &d, generator, &format!("p{i}"), 1, r.bed.ovs.as_ref())?.0;
-        bed.receiver = r.bed.receiver;
+        let bed = open_chain(
+            r.dut,
+            &d,
+            generator,
+            r.bed.receiver,
+            &format!("p{i}"),
+            1,
+            r.bed.ovs.as_ref(),
+        )?
+        .0;
         extra.push(bed);
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -933,11 +948,8 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             },
             None => crate::dp_scenarios::Ports { inp: 1, out: 2 },
         };
-        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, external.as_ref()) {
-            Ok(mut b) => {
-                b.0.receiver = args.receiver;
-                b
-            }
+        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, args.receiver, external.as_ref()) {
+            Ok(b) => b,
             Err(e) => return fail(format!("{dut}: {e}")),
         };
         if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {

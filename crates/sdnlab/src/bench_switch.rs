@@ -133,11 +133,8 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
             "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" | "ovs" | "ovs-afxdp"
         );
         let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
-        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, None) {
-            Ok(mut b) => {
-                b.0.receiver = args.receiver;
-                b
-            }
+        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, args.receiver, None) {
+            Ok(b) => b,
             Err(e) => return fail(format!("{dut}: {e}")),
         };
         let mut insert_rate = None;

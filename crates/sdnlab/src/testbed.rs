@@ -58,8 +58,7 @@ fn link_mtu() -> Option<u32> {
 pub(crate) struct Bed {
     pub(crate) tag: String,
     pub(crate) generator: GenMethod,
-    /// How the receiving host takes test frames off its interface (set by
-    /// the benchmark after the bed is made; AF_PACKET unless told).
+    /// How the receiving host takes test frames off its interface.
     pub(crate) receiver: RecvMethod,
     /// (generator and receiver, switch) cores, with two or more.
     pub(crate) cores: Option<(usize, usize)>,
@@ -120,6 +119,7 @@ impl Bed {
         dut: &str,
         dir: &Path,
         generator: GenMethod,
+        receiver: RecvMethod,
         suffix: &str,
         hops: usize,
         external: Option<&External>,
@@ -143,7 +143,7 @@ impl Bed {
         let mut bed = Bed {
             tag,
             generator,
-            receiver: RecvMethod::AfPacket,
+            receiver,
             cores: (cpus >= 2).then_some((0, cpus - 1)),
             ports,
             children: Vec::new(),
@@ -722,12 +722,13 @@ pub(crate) fn open_chain(
     dut: &str,
     dir: &Path,
     generator: GenMethod,
+    receiver: RecvMethod,
     suffix: &str,
     hops: usize,
     shared_ovs: Option<&netlab::ovs::Ovs>,
 ) -> Result<(Bed, Vec<std::net::SocketAddr>), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut bed = Bed::chain(dut, dir, generator, suffix, hops, None)?;
+    let mut bed = Bed::chain(dut, dir, generator, receiver, suffix, hops, None)?;
     let addrs = start_dut(dut, &mut bed, shared_ovs)?;
     for addr in &addrs {
         OfClient::connect(*addr)
@@ -744,13 +745,14 @@ pub(crate) fn open_bed(
     dut: &str,
     dir: &Path,
     generator: GenMethod,
+    receiver: RecvMethod,
     external: Option<&External>,
 ) -> Result<(Bed, Option<std::net::SocketAddr>), String> {
     let dut_dir = dir.join(dut);
     let _ = std::fs::remove_dir_all(&dut_dir);
     std::fs::create_dir_all(&dut_dir).map_err(|e| format!("{}: {e}", dut_dir.display()))?;
     if let Some(ext) = external {
-        let bed = Bed::chain(dut, &dut_dir, generator, "", 0, Some(ext))?;
+        let bed = Bed::chain(dut, &dut_dir, generator, receiver, "", 0, Some(ext))?;
         if let Some(addr) = ext.openflow {
             OfClient::connect(addr)
                 .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
@@ -758,7 +760,7 @@ pub(crate) fn open_bed(
         }
         return Ok((bed, ext.openflow));
     }
-    let (bed, addrs) = open_chain(dut, &dut_dir, generator, "", 1, None)?;
+    let (bed, addrs) = open_chain(dut, &dut_dir, generator, receiver, "", 1, None)?;
     let of_addr = addrs.first().copied();
     Ok((bed, of_addr))
 }
