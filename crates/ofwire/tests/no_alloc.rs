@@ -6,21 +6,34 @@ use ofwire::hot::{write_flow_mod10, write_flow_mod13, write_packet_out10, write_
 use ofwire::oxm::Oxm;
 use ofwire::{v10, v13, MacAddr};
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct Counting;
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    // Only the measuring thread's allocations count: the test harness's
+    // own threads may allocate at any time (CI saw 4 in one run).
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note_allocation() {
+    if COUNTING.try_with(Cell::get).unwrap_or(false) {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        note_allocation();
         System.alloc(l)
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         System.dealloc(p, l)
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        note_allocation();
         System.realloc(p, l, n)
     }
 }
@@ -28,9 +41,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Allocations this thread made while running `f`.
 fn allocations_during(f: impl FnOnce()) -> usize {
     let before = ALLOCS.load(Ordering::SeqCst);
+    COUNTING.with(|c| c.set(true));
     f();
+    COUNTING.with(|c| c.set(false));
     ALLOCS.load(Ordering::SeqCst) - before
 }
 
