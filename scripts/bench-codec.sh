@@ -8,7 +8,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 crit_args=(--warm-up-time 2 --measurement-time 5)
 [ "${1:-}" = "--quick" ] && crit_args=(--quick)
 log=$(mktemp); peer=$(mktemp); trap 'rm -f "$log" "$peer"' EXIT
-cargo bench -q -p ofwire --bench hotpath -- "${crit_args[@]}" > "$log" 2>&1
+cargo bench -q -p ofwire --bench hotpath -- "${crit_args[@]}" > "$log" 2>&1 \
+  || { echo "cargo bench failed; its last lines:" >&2; tail -n 30 "$log" >&2; exit 1; }
 cargo build -q -p ofwire --example corpus
 hexof() { target/debug/examples/corpus | awk -v n="$1" '$1 == n {print $2}'; }
 pi10=$(hexof v10_packet_in); pi13=$(hexof v13_packet_in)

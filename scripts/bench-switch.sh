@@ -15,7 +15,8 @@ for a in "$@"; do [ "$a" = "--quick" ] && crit_args=(--quick); done
 cargo build -q --release -p sdnlab
 target/release/sdnlab bench switch "$@"
 log=$(mktemp); trap 'rm -f "$log"' EXIT
-cargo bench -q -p ofswitch --bench datapath -- "${crit_args[@]}" > "$log" 2>&1
+cargo bench -q -p ofswitch --bench datapath -- "${crit_args[@]}" > "$log" 2>&1 \
+  || { echo "cargo bench failed; its last lines:" >&2; tail -n 30 "$log" >&2; exit 1; }
 echo "| datapath step | time per packet, rule or read of every flow |"
 echo "|---|---:|"
 awk '/^datapath\//{name=substr($1,10)} /time:/ && name != "" {gsub(/\[/,""); for (i=1;i<=NF;i++) if ($i=="time:") print "| " name " | " $(i+3) " " $(i+4) " |"; name=""}' "$log"
