@@ -28,13 +28,16 @@ cargo build -q --release -p sdnlab
 target/release/sdnlab bench gen --seconds 1 --rounds 1 --out "$smoke_gen/run"
 test -s "$smoke_gen/run/summary.md" && test "$(wc -l < "$smoke_gen/run/samples.jsonl")" = 4
 rm -rf "$smoke_gen"
-step "bench smoke: switch (sdnlab AF_PACKET, AF_XDP and its fast path vs veth pair, 1,000 extra rules)"
+step "bench smoke: switch (sdnlab AF_PACKET, AF_XDP and its fast path vs XDP patch and veth pair, 1,000 extra rules)"
 smoke_sw=$(mktemp -d /tmp/sdnlab-switch-smoke.XXXXXX)
-scripts/bench-switch.sh --quick --dut sdnlab,sdnlab-afxdp,sdnlab-fastpath,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
+scripts/bench-switch.sh --quick --dut sdnlab,sdnlab-afxdp,sdnlab-fastpath,xdp-patch,veth --rules 0,1000 --flow-mods 2000 --out "$smoke_sw/run"
 test -s "$smoke_sw/run/summary.md" && grep -q '"test":"max"' "$smoke_sw/run/samples.jsonl"
 # The default receiver took the frames through XDP, not the AF_PACKET fallback.
 grep -q '"received_via":"xdp"' "$smoke_sw/run/samples.jsonl"
 grep -q '^| sdnlab-fastpath |' "$smoke_sw/run/summary.md"
+# Every zero-loss rate as a share of both references: numbers, not "-".
+grep -qE '^\| sdnlab-fastpath \| 0 \|( [^|]+ \|){4} [0-9.]+ \| [0-9.]+ \|' "$smoke_sw/run/summary.md"
+grep -q '^| xdp-patch | 0 |' "$smoke_sw/run/summary.md"
 rm -rf "$smoke_sw"
 step "bench smoke: load balancing (lb app, four nginx replicas, open-loop client and httperf)"
 smoke_lb=$(mktemp -d /tmp/sdnlab-lb-smoke.XXXXXX)

@@ -9,10 +9,12 @@ pub mod btf;
 pub mod fastpath;
 pub mod live;
 pub mod netdev;
+pub mod patch;
 pub mod tc;
 pub mod xsk;
 
 pub use bpf::{XdpMode, XdpRedirect};
+pub use patch::XdpPatch;
 pub use xsk::{Xsk, XskConfig, XskStats};
 
 use std::io;

@@ -617,3 +617,38 @@ fn receive_queues_are_counted_in_the_interfaces_own_namespace() {
     .unwrap();
     assert_eq!(inside, 3, "inside the other namespace");
 }
+
+#[test]
+fn the_patch_carries_every_frame_both_ways_in_the_kernel_until_dropped() {
+    // Host A behind a.b, host B behind b.b; a.a and b.a patched together.
+    let a = Veth::new("pa", 1500);
+    let b = Veth::new("pb", 1500);
+    // Frames redirected out of a.a and b.a land in a.b's and b.b's
+    // queues, which take XDP frames only with NAPI on.
+    afxdp::live::enable_gro(&a.b).unwrap();
+    afxdp::live::enable_gro(&b.b).unwrap();
+    let (host_a, host_b) = (Raw::open(&a.b), Raw::open(&b.b));
+    let (ia, ib) = (afxdp::ifindex(&a.a).unwrap(), afxdp::ifindex(&b.a).unwrap());
+    let patch = afxdp::XdpPatch::attach(ia, ib, XdpMode::Native).unwrap_or_else(|e| panic!("{e}"));
+    let quiet = Duration::from_millis(300);
+    let there: Vec<Vec<u8>> = (0..20).map(|i| frame(i, 60 + i as usize * 7)).collect();
+    for f in &there {
+        host_a.send(f);
+    }
+    assert_eq!(
+        host_b.recv_all(20, Duration::from_secs(5)),
+        there,
+        "A to B, in order and whole"
+    );
+    let back: Vec<Vec<u8>> = (100..110).map(|i| frame(i, 1500)).collect();
+    for f in &back {
+        host_b.send(f);
+    }
+    assert_eq!(host_a.recv_all(10, Duration::from_secs(5)), back, "B to A");
+    // Nothing came back on the side that sent it.
+    assert!(host_a.recv_all(1, quiet).is_empty());
+    // Unpatched: the frames stay at the port they came in by.
+    drop(patch);
+    host_a.send(&there[0]);
+    assert!(host_b.recv_all(1, quiet).is_empty());
+}

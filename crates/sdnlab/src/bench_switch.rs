@@ -1,8 +1,9 @@
 //! `sdnlab bench switch`: forwarding between two veths through each switch
 //! under test, side by side in one run with the same generator and
 //! receiver: sdnlab's switch, Open vSwitch's userspace datapath with
-//! `system` (AF_PACKET) and `afxdp` ports, the Linux bridge, and a direct
-//! veth pair with no switch (the machine's limit). Per switch: the most the
+//! `system` (AF_PACKET) and `afxdp` ports, the Linux bridge, an XDP patch
+//! between the two ports (no switch: the least a hop in the kernel costs)
+//! and a direct veth pair with no hop at all (the machine's limit). Per switch: the most the
 //! receiver gets with the generator flat out, the highest zero-loss rate
 //! (binary search), TCP throughput (iperf3, hosts' offloads left on),
 //! FLOW_MOD insertion rate, and all of it again with a million extra rules
@@ -23,7 +24,8 @@ use std::time::{Duration, Instant};
 pub struct SwitchBenchArgs {
     /// Switches under test, comma-separated: sdnlab (AF_PACKET ports), sdnlab-afxdp (AF_XDP
     /// ports), sdnlab-fastpath (AF_XDP ports with the in-kernel fast path), ovs (system
-    /// ports), ovs-afxdp, bridge, veth.
+    /// ports), ovs-afxdp, bridge, xdp-patch (not a switch: every frame redirected to the
+    /// other port by XDP, the floor of a hop in the kernel), veth (no hop).
     #[arg(
         long,
         value_delimiter = ',',
@@ -285,7 +287,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     }
     // One line per switch and rule count: the median of its rounds.
     let mut table = String::from(
-        "| switch | extra rules | rounds | generator pps | max received pps | zero-loss pps | p50 latency at zero loss (µs) | TCP Gbit/s | FLOW_MOD/s |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| switch | extra rules | rounds | generator pps | max received pps | zero-loss pps | zero-loss, % of veth pair | zero-loss, % of xdp-patch | p50 latency at zero loss (µs) | TCP Gbit/s | FLOW_MOD/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let median = |group: &[&serde_json::Value], key: &str| -> Option<f64> {
         let mut v: Vec<f64> = group.iter().filter_map(|r| r[key].as_f64()).collect();
@@ -311,17 +313,27 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
             keys.push(k);
         }
     }
+    let group_of = |dut: &str, extra: u64| -> Vec<&serde_json::Value> {
+        rows.iter()
+            .filter(|r| r["dut"] == dut && r["rules"].as_u64() == Some(extra))
+            .collect()
+    };
+    // The two references of this run, when they ran: the bare pair (no
+    // hop) and the XDP patch (the cheapest hop).
+    let reference = |dut: &str| median(&group_of(dut, 0), "zero_loss_pps").filter(|&r| r > 0.0);
+    let (veth_rate, patch_rate) = (reference("veth"), reference("xdp-patch"));
+    let share = |rate: Option<f64>, of: Option<f64>| num(rate.zip(of).map(|(r, of)| 100.0 * r / of), 1);
     for (dut, extra) in keys {
-        let group: Vec<&serde_json::Value> = rows
-            .iter()
-            .filter(|r| r["dut"] == dut.as_str() && r["rules"].as_u64() == Some(extra))
-            .collect();
+        let group = group_of(&dut, extra);
+        let zero_loss = median(&group, "zero_loss_pps");
         table.push_str(&format!(
-            "| {dut} | {extra} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {dut} | {extra} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             group.len(),
             num(median(&group, "generator_pps"), 0),
             num(median(&group, "max_rx_pps"), 0),
-            num(median(&group, "zero_loss_pps"), 0),
+            num(zero_loss, 0),
+            share(zero_loss, veth_rate),
+            share(zero_loss, patch_rate),
             num(median(&group, "latency_us_p50"), 0),
             num(median(&group, "tcp_gbit_s"), 2),
             num(median(&group, "flow_mods_per_s"), 0),
@@ -333,7 +345,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         "generator": args.generator,
         "receiver": args.receiver,
         "settle_s_after_table_changes": settle.as_secs_f64(),
-        "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, veth) where the kernel runs them",
+        "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, xdp-patch, veth) where the kernel runs them",
         "kernel": sh(&["uname", "-r"]).unwrap_or_default().trim(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
     });

@@ -10,13 +10,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use traffic::frame::Template;
 use traffic::run::{generate, GenMethod, GenSpec, Receiver, RecvMethod};
-pub(crate) const DUTS: [&str; 7] = [
+pub(crate) const DUTS: [&str; 8] = [
     "sdnlab",
     "sdnlab-afxdp",
     "sdnlab-fastpath",
     "ovs",
     "ovs-afxdp",
     "bridge",
+    "xdp-patch",
     "veth",
 ];
 pub(crate) const GEN_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 1];
@@ -67,6 +68,8 @@ pub(crate) struct Bed {
     pub(crate) ports: Vec<(String, String)>,
     pub(crate) children: Vec<std::process::Child>,
     pub(crate) ovs: Option<netlab::ovs::Ovs>,
+    /// `xdp-patch`'s programs, attached while these live.
+    pub(crate) patches: Vec<afxdp::XdpPatch>,
     pub(crate) dir: PathBuf,
     /// An external switch's two interfaces (generator side, receiver
     /// side), lent to the hosts' namespaces for the run.
@@ -148,6 +151,7 @@ impl Bed {
             ports,
             children: Vec::new(),
             ovs: None,
+            patches: Vec::new(),
             dir: dir.to_path_buf(),
             external: None,
         };
@@ -217,15 +221,7 @@ impl Bed {
             gro.push((Some(bed.rcv_ns()), bed.rcv_if()));
         }
         for (ns, ifname) in gro {
-            std::thread::spawn(move || -> std::io::Result<()> {
-                if let Some(ns) = &ns {
-                    traffic::run::enter_netns(ns)?;
-                }
-                afxdp::live::enable_gro(&ifname)
-            })
-            .join()
-            .map_err(|_| "GRO thread panicked".to_string())?
-            .map_err(|e| e.to_string())?;
+            enable_gro(ns, ifname)?;
         }
         Ok(bed)
     }
@@ -241,6 +237,7 @@ impl Bed {
             let _ = c.wait();
         }
         drop(self.ovs.take());
+        self.patches.clear();
         for (i, (a, b)) in self.ports.iter().enumerate() {
             let _ = sh(&["ip", "link", "del", a]);
             let _ = sh(&["ip", "link", "del", b]);
@@ -264,6 +261,20 @@ impl Drop for Bed {
     fn drop(&mut self) {
         self.teardown();
     }
+}
+
+/// Turns GRO on at interface `ifname` of namespace `ns` (None: this one),
+/// so that the veth takes frames redirected to it by XDP.
+fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), String> {
+    std::thread::spawn(move || -> std::io::Result<()> {
+        if let Some(ns) = &ns {
+            traffic::run::enter_netns(ns)?;
+        }
+        afxdp::live::enable_gro(&ifname)
+    })
+    .join()
+    .map_err(|_| "GRO thread panicked".to_string())?
+    .map_err(|e| e.to_string())
 }
 
 /// A minimal OpenFlow 1.3 client for installing rules: pipelined
@@ -708,6 +719,19 @@ pub(crate) fn start_dut(
                 sh(&["ip", "link", "set", &a, "master", &br])?;
                 sh(&["ip", "link", "set", &b, "master", &br])?;
                 sh(&["ip", "link", "set", &br, "up"])?;
+            }
+            "xdp-patch" => {
+                // Not a switch: the least a switch hop in the kernel costs
+                // (see afxdp::patch).
+                let index = |name: &str| afxdp::ifindex(name).map_err(|e| format!("{name}: {e}"));
+                let patch = afxdp::XdpPatch::attach(index(&a)?, index(&b)?, afxdp::XdpMode::Native)
+                    .map_err(|e| format!("xdp-patch: {e}"))?;
+                bed.patches.push(patch);
+                if i == 0 {
+                    // Replies redirected back out of the first port (TCP
+                    // trials) land in the generating host's veth.
+                    enable_gro(Some(bed.gen_ns()), bed.gen_if())?;
+                }
             }
             other => return Err(format!("unknown switch '{other}': choose from {}", DUTS.join(", "))),
         }
