@@ -20,11 +20,11 @@ pub(crate) const BPF_PROG_LOAD: libc::c_long = 5;
 pub(crate) const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
-const BPF_XDP: u32 = 37;
-const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+pub(crate) const BPF_XDP: u32 = 37;
+pub(crate) const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_FUNC_KTIME_GET_NS: i32 = 5;
 const BPF_FUNC_XDP_ADJUST_META: i32 = 54;
-const BPF_PSEUDO_MAP_FD: u8 = 1;
+pub(crate) const BPF_PSEUDO_MAP_FD: u8 = 1;
 const BPF_PSEUDO_KFUNC_CALL: u8 = 2;
 const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
 const XDP_PASS: i32 = 2;
@@ -35,15 +35,15 @@ const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 const LDX_W: u8 = 0x61; // BPF_LDX | BPF_MEM | BPF_W
 const ST_DW: u8 = 0x7a; // BPF_ST | BPF_MEM | BPF_DW
 const STX_DW: u8 = 0x7b; // BPF_STX | BPF_MEM | BPF_DW
-const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
+pub(crate) const LD_IMM64: u8 = 0x18; // BPF_LD | BPF_DW | BPF_IMM
 const ADD_K: u8 = 0x07; // BPF_ALU64 | BPF_ADD | BPF_K
-const MOV_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
+pub(crate) const MOV_K: u8 = 0xb7; // BPF_ALU64 | BPF_MOV | BPF_K
 const MOV_X: u8 = 0xbf; // BPF_ALU64 | BPF_MOV | BPF_X
 const JNE_K: u8 = 0x55; // BPF_JMP | BPF_JNE | BPF_K
 const JGT_X: u8 = 0x2d; // BPF_JMP | BPF_JGT | BPF_X
 const JLE_X: u8 = 0xbd; // BPF_JMP | BPF_JLE | BPF_X
-const CALL: u8 = 0x85;
-const EXIT: u8 = 0x95;
+pub(crate) const CALL: u8 = 0x85;
+pub(crate) const EXIT: u8 = 0x95;
 
 /// Where the kernel runs the program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub enum XdpMode {
 }
 
 impl XdpMode {
-    pub(crate) fn flags(self) -> u32 {
+    fn flags(self) -> u32 {
         match self {
             XdpMode::Native => XDP_FLAGS_DRV_MODE,
             XdpMode::Generic => XDP_FLAGS_SKB_MODE,
@@ -266,6 +266,21 @@ pub(crate) fn load_xdp(prog: &[Insn], name: &[u8], bound_to: Option<u32>) -> io:
     })
 }
 
+/// Attaches XDP program `prog` to interface `ifindex` in `mode` through a
+/// BPF link: the program stays attached while the link's descriptor is
+/// open (it holds the program from then on).
+pub(crate) fn attach_xdp(prog: &OwnedFd, ifindex: u32, mode: XdpMode) -> io::Result<OwnedFd> {
+    bpf_fd(
+        BPF_LINK_CREATE,
+        Attr::new()
+            .u32(0, prog.as_raw_fd() as u32)
+            .u32(4, ifindex)
+            .u32(8, BPF_XDP)
+            .u32(12, mode.flags()),
+        &format!("attaching the XDP program in {mode} mode"),
+    )
+}
+
 /// The program attached to one interface with its map; dropping it
 /// detaches the program.
 pub struct XdpRedirect {
@@ -321,15 +336,7 @@ impl XdpRedirect {
             Ok(fd) => (fd, Ok(())),
             Err(why) => (load_xdp(&prog, b"sdnlab_xsk", None)?, Err(why)),
         };
-        let link = bpf_fd(
-            BPF_LINK_CREATE,
-            Attr::new()
-                .u32(0, prog_fd.as_raw_fd() as u32)
-                .u32(4, ifindex)
-                .u32(8, BPF_XDP)
-                .u32(12, mode.flags()),
-            &format!("attaching the XDP program in {mode} mode"),
-        )?;
+        let link = attach_xdp(&prog_fd, ifindex, mode)?;
         Ok(XdpRedirect {
             map,
             _prog: prog_fd,

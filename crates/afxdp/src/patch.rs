@@ -10,20 +10,16 @@
 //! The programs are attached through BPF links: dropping the `XdpPatch`
 //! detaches them, and so does the process ending.
 
-use crate::bpf::{bpf_fd, insn, load_xdp, map_update, Attr, BPF_LINK_CREATE, BPF_MAP_CREATE};
+use crate::bpf::{
+    attach_xdp, bpf_fd, insn, load_xdp, map_update, Attr, BPF_FUNC_REDIRECT_MAP, BPF_MAP_CREATE, BPF_PSEUDO_MAP_FD,
+    CALL, EXIT, LD_IMM64, MOV_K,
+};
 use crate::XdpMode;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 const BPF_MAP_TYPE_DEVMAP: u32 = 14;
-const BPF_XDP: u32 = 37;
-const BPF_PSEUDO_MAP_FD: u8 = 1;
-const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const XDP_DROP: i32 = 1;
-const LD_IMM64: u8 = 0x18;
-const MOV_K: u8 = 0xb7;
-const CALL: u8 = 0x85;
-const EXIT: u8 = 0x95;
 
 /// Two interfaces patched to each other; dropping it unpatches them.
 pub struct XdpPatch {
@@ -55,17 +51,7 @@ impl XdpPatch {
                 insn(EXIT, 0, 0, 0, 0),
             ];
             let fd = load_xdp(&prog, b"sdnlab_patch", None)?;
-            let link = bpf_fd(
-                BPF_LINK_CREATE,
-                Attr::new()
-                    .u32(0, fd.as_raw_fd() as u32)
-                    .u32(4, ifindex)
-                    .u32(8, BPF_XDP)
-                    .u32(12, mode.flags()),
-                &format!("attaching the patch program in {mode} mode"),
-            )?;
-            // The link holds the program from here on.
-            Ok(link)
+            attach_xdp(&fd, ifindex, mode)
         };
         let links = [link(a, 0)?, link(b, 1)?];
         Ok(XdpPatch {
