@@ -19,6 +19,7 @@ const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 pub(crate) const BPF_PROG_LOAD: libc::c_long = 5;
 pub(crate) const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_MAP_TYPE_XSKMAP: u32 = 17;
+pub(crate) const BPF_MAP_TYPE_DEVMAP: u32 = 14;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 pub(crate) const BPF_XDP: u32 = 37;
 pub(crate) const BPF_FUNC_REDIRECT_MAP: i32 = 51;

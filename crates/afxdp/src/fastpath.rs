@@ -37,7 +37,10 @@
 //! (`clear_port`), and the program sends a held flow's frames for an
 //! empty slot to the slow path instead.
 
-use crate::bpf::{bpf, bpf_fd, insn, map_lookup, map_update, Attr, Insn, BPF_MAP_CREATE};
+use crate::bpf::{
+    bpf, bpf_fd, insn, map_lookup, map_update, Attr, Insn, BPF_FUNC_REDIRECT_MAP, BPF_MAP_CREATE, BPF_MAP_TYPE_DEVMAP,
+    BPF_PSEUDO_MAP_FD,
+};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
@@ -46,11 +49,8 @@ const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
 const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
 const BPF_MAP_TYPE_HASH: u32 = 1;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
-const BPF_MAP_TYPE_DEVMAP: u32 = 14;
-const BPF_PSEUDO_MAP_FD: u8 = 1;
 const BPF_PSEUDO_MAP_VALUE: u8 = 2;
 const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
-const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const BPF_FUNC_XDP_GET_BUFF_LEN: i32 = 188;
 const XDP_PASS: i32 = 2;
 const XDP_REDIRECT: i32 = 4;

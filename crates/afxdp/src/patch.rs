@@ -11,14 +11,13 @@
 //! detaches them, and so does the process ending.
 
 use crate::bpf::{
-    attach_xdp, bpf_fd, insn, load_xdp, map_update, Attr, BPF_FUNC_REDIRECT_MAP, BPF_MAP_CREATE, BPF_PSEUDO_MAP_FD,
-    CALL, EXIT, LD_IMM64, MOV_K,
+    attach_xdp, bpf_fd, insn, load_xdp, map_update, Attr, BPF_FUNC_REDIRECT_MAP, BPF_MAP_CREATE, BPF_MAP_TYPE_DEVMAP,
+    BPF_PSEUDO_MAP_FD, CALL, EXIT, LD_IMM64, MOV_K,
 };
 use crate::XdpMode;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-const BPF_MAP_TYPE_DEVMAP: u32 = 14;
 const XDP_DROP: i32 = 1;
 
 /// Two interfaces patched to each other; dropping it unpatches them.

@@ -329,7 +329,7 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
         .iter()
         .filter(|(dut, _)| dut.starts_with("ovs"))
         .filter_map(|(dut, extra)| median(&group_of(dut, *extra), "zero_loss_pps"))
-        .fold(None, |best: Option<f64>, r| Some(best.map_or(r, |b| b.max(r))))
+        .reduce(f64::max)
         .filter(|&r| r > 0.0);
     for (dut, extra) in keys {
         let group = group_of(&dut, extra);
