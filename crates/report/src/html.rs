@@ -382,7 +382,7 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
             h,
             "<h3>{}</h3><table><tr><td>CPU</td><td>{} ({} cores)</td></tr><tr><td>memory</td><td>{:.1} GiB</td></tr>\
 <tr><td>OS / kernel</td><td>{} / {}</td></tr><tr><td>host</td><td>{}</td></tr><tr><td>sdnlab</td><td>{}</td></tr>\
-<tr><td>command</td><td>{}</td></tr><tr><td>started / finished (unix s)</td><td>{:.0} / {}</td></tr>",
+<tr><td>command</td><td>{}</td></tr><tr><td>started / finished (UTC)</td><td>{} / {}</td></tr>",
             esc(&m.run_id),
             esc(&m.setup.cpu_model),
             m.setup.cores,
@@ -392,8 +392,8 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
             esc(&m.setup.hostname),
             esc(&m.sdnlab_version),
             esc(&m.command.join(" ")),
-            m.started_unix,
-            m.finished_unix.map(|f| format!("{f:.0}")).unwrap_or_else(|| "not finished".into())
+            crate::iso8601(m.started_unix),
+            m.finished_unix.map(crate::iso8601).unwrap_or_else(|| "not finished".into())
         );
         for t in &m.targets {
             let _ = write!(
@@ -436,12 +436,12 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
         );
         h.push_str(&boxplot(summary, &m.name, &m.unit));
         h.push_str(&size_plot(runs, &m.name, &m.unit));
-        h.push_str("<table><tr><th>scenario</th><th>n</th><th>mean</th><th>median</th><th>stdev</th><th>min</th><th>max</th><th>95% CI (t)</th><th>95% CI (bootstrap)</th></tr>");
+        h.push_str("<table><tr><th>scenario</th><th>n</th><th>mean</th><th>median</th><th>stdev</th><th>min</th><th>max</th><th>95% CI of the mean (bootstrap percentile)</th></tr>");
         for c in summary.cells.iter().filter(|c| c.metric == m.name) {
             let s = &c.summary;
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} .. {}</td><td>{} .. {}</td></tr>",
+                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} .. {}</td></tr>",
                 esc(&c.scenario),
                 s.n,
                 c.over,
@@ -450,8 +450,6 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
                 fmt_num(s.stdev),
                 fmt_num(s.min),
                 fmt_num(s.max),
-                fmt_num(s.ci95.0),
-                fmt_num(s.ci95.1),
                 fmt_num(c.ci95_bootstrap.0),
                 fmt_num(c.ci95_bootstrap.1)
             );

@@ -93,8 +93,15 @@ impl Metric {
     }
 }
 
+/// The version of the results model (docs/RESULTS.md) this crate writes;
+/// runs written before it was versioned read as 0.
+pub const SCHEMA_VERSION: u32 = 1;
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Meta {
+    /// The results model's version (`SCHEMA_VERSION` when written).
+    #[serde(default)]
+    pub schema: u32,
     pub run_id: String,
     /// What was run: "bench ctl", ...
     pub benchmark: String,
@@ -103,6 +110,11 @@ pub struct Meta {
     pub sdnlab_version: String,
     pub started_unix: f64,
     pub finished_unix: Option<f64>,
+    /// `started_unix` and `finished_unix` in ISO 8601 (UTC), written with the file.
+    #[serde(default)]
+    pub started: String,
+    #[serde(default)]
+    pub finished: Option<String>,
     pub setup: Setup,
     pub targets: Vec<Target>,
     pub parameters: serde_json::Value,
@@ -128,6 +140,38 @@ pub struct Sample {
     pub rtt_cdf: Vec<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// A Unix time in ISO 8601, UTC, to the second: 2026-11-25T13:22:54Z.
+pub fn iso8601(unix: f64) -> String {
+    let secs = if unix.is_finite() && unix > 0.0 { unix as u64 } else { 0 };
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// `meta` with its times also in ISO 8601, as written to meta.json.
+fn dated(meta: &Meta) -> Meta {
+    Meta {
+        schema: SCHEMA_VERSION,
+        started: iso8601(meta.started_unix),
+        finished: meta.finished_unix.map(iso8601),
+        ..meta.clone()
+    }
 }
 
 pub fn now_unix() -> f64 {
@@ -162,7 +206,7 @@ impl RunWriter {
             ));
         }
         std::fs::create_dir_all(dir).map_err(|e| ctx(dir, e))?;
-        write_json(&dir.join("meta.json"), meta)?;
+        write_json(&dir.join("meta.json"), &dated(meta))?;
         let path = dir.join("samples.jsonl");
         let samples = std::fs::File::create(&path).map_err(|e| ctx(&path, e))?;
         Ok(RunWriter {
@@ -181,7 +225,7 @@ impl RunWriter {
     /// Writes the final `meta.json`, then summaries and the HTML report from
     /// what is on disk.
     pub fn finish(self, meta: &Meta) -> io::Result<Summary> {
-        write_json(&self.dir.join("meta.json"), meta)?;
+        write_json(&self.dir.join("meta.json"), &dated(meta))?;
         let run = load(&self.dir)?;
         write_outputs(&self.dir, &[run])
     }
@@ -388,7 +432,7 @@ pub fn terminal_table(summary: &Summary, metrics: &[Metric]) -> String {
         "mean".into(),
         "median".into(),
         "stdev".into(),
-        "95% CI".into(),
+        "95% CI (bootstrap)".into(),
     ]];
     for c in &summary.cells {
         let s = &c.summary;
@@ -403,7 +447,7 @@ pub fn terminal_table(summary: &Summary, metrics: &[Metric]) -> String {
             fmt_num(s.mean),
             fmt_num(s.median),
             fmt_num(s.stdev),
-            format!("{} .. {}", fmt_num(s.ci95.0), fmt_num(s.ci95.1)),
+            format!("{} .. {}", fmt_num(c.ci95_bootstrap.0), fmt_num(c.ci95_bootstrap.1)),
         ]);
     }
     let widths: Vec<usize> = (0..7)
@@ -486,6 +530,47 @@ mod tests {
             rtt_cdf: vec![(10.0, 0.5), (20.0, 1.0)],
             note: None,
         }
+    }
+
+    /// Counts and times are never negative, and neither is the interval
+    /// shown for them: a t interval over these (0, 0, 0, 1, 5) goes below zero.
+    #[test]
+    fn times_are_written_in_iso_8601() {
+        assert_eq!(iso8601(0.0), "1970-01-01T00:00:00Z");
+        // date -u -d @1795699374 +%FT%TZ
+        assert_eq!(iso8601(1_795_699_374.6), "2026-11-26T13:22:54Z");
+        assert_eq!(iso8601(951_782_400.0), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn the_interval_shown_stays_in_the_metric_domain() {
+        let meta = Meta {
+            metrics: vec![Metric::new("rate", "frames", stats::Better::Lower)],
+            ..Default::default()
+        };
+        let samples: Vec<Sample> = [0.0, 0.0, 0.0, 1.0, 5.0]
+            .iter()
+            .enumerate()
+            .map(|(t, v)| sample("trial", "s", t as u32, *v))
+            .collect();
+        assert!(stats::summary(&[0.0, 0.0, 0.0, 1.0, 5.0]).ci95.0 < 0.0);
+        let runs = [Run {
+            dir: PathBuf::new(),
+            meta: meta.clone(),
+            samples,
+        }];
+        let summary = summarise(&runs);
+        let c = &summary.cells[0];
+        assert!(
+            c.ci95_bootstrap.0 >= 0.0 && c.ci95_bootstrap.1 <= 5.0,
+            "{:?}",
+            c.ci95_bootstrap
+        );
+        let table = terminal_table(&summary, &meta.metrics);
+        assert!(!table.lines().skip(2).any(|l| l.contains('-')), "{table}");
+        let html = html::render(&runs, &summary);
+        assert!(!html.contains(">-0"), "a negative bound in the page");
+        assert!(html.contains("bootstrap"));
     }
 
     #[test]

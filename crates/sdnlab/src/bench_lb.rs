@@ -604,10 +604,10 @@ fn metrics() -> Vec<Metric> {
 pub fn run(a: LbBenchArgs) -> ExitCode {
     let p = match plan(&a) {
         Ok(p) => p,
-        Err(e) => return crate::bench_cmd::fail(e),
+        Err(e) => return crate::net_cmd::fail(e),
     };
     if !nix::unistd::Uid::effective().is_root() {
-        return crate::bench_cmd::fail("bench lb builds namespaces and veths: run it as root");
+        return crate::net_cmd::fail("bench lb builds namespaces and veths: run it as root");
     }
     let dir = a
         .out
@@ -615,10 +615,10 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         .unwrap_or_else(|| PathBuf::from(format!("results/bench-lb-{}", crate::time_tag())));
     let dir = match std::path::absolute(&dir) {
         Ok(d) => d,
-        Err(e) => return crate::bench_cmd::fail(format!("{}: {e}", dir.display())),
+        Err(e) => return crate::net_cmd::fail(format!("{}: {e}", dir.display())),
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        return crate::bench_cmd::fail(format!("{}: {e}", dir.display()));
+        return crate::net_cmd::fail(format!("{}: {e}", dir.display()));
     }
     let videos = Videos::new(a.seed, 60_000, a.sessions);
     let wlog = dir.join("heterogeneous.wlog");
@@ -628,7 +628,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         .map(|&c| format!("/{}", lb::replica::chunk_name(c)))
         .collect();
     if let Err(e) = std::fs::write(&wlog, hetero_uris.join("\0") + "\0") {
-        return crate::bench_cmd::fail(format!("{}: {e}", wlog.display()));
+        return crate::net_cmd::fail(format!("{}: {e}", wlog.display()));
     }
     let homo_uris = vec![format!("/{}", lb::replica::HOMOGENEOUS_FILE)];
     let mut meta = Meta {
@@ -660,12 +660,12 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
     };
     let mut run = match RunWriter::create(&dir, &meta) {
         Ok(w) => w,
-        Err(e) => return crate::bench_cmd::fail(e.to_string()),
+        Err(e) => return crate::net_cmd::fail(e.to_string()),
     };
     let csv_path = dir.join("requests.csv");
     let mut csv = match std::fs::File::create(&csv_path) {
         Ok(f) => f,
-        Err(e) => return crate::bench_cmd::fail(format!("{}: {e}", csv_path.display())),
+        Err(e) => return crate::net_cmd::fail(format!("{}: {e}", csv_path.display())),
     };
     let _ = writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error");
     crate::stop::catch_stop_signals();
@@ -675,7 +675,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
     );
     let mut lab = match up(&a, &p.variants[0], &videos) {
         Ok(l) => l,
-        Err(e) => return crate::bench_cmd::fail(e),
+        Err(e) => return crate::net_cmd::fail(e),
     };
     // Each policy's decision alone: new flows fed to a fresh app as fast
     // as it takes them, no switch and no other load (the agents do answer).
@@ -685,7 +685,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
     for v in &p.variants {
         let cfg = match lb_config(v, &a, &lab.mgmt) {
             Ok(c) => c,
-            Err(e) => return crate::bench_cmd::fail(e),
+            Err(e) => return crate::net_cmd::fail(e),
         };
         let flows = if lb::policy::Kind::from_name(&v.policy).is_some_and(|k| k.asks_servers()) {
             if a.quick {
@@ -722,7 +722,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
     for v in &p.variants {
         let cfg = match lb_config(v, &a, &lab.mgmt) {
             Ok(c) => c,
-            Err(e) => return crate::bench_cmd::fail(e),
+            Err(e) => return crate::net_cmd::fail(e),
         };
         for load in &p.loads {
             for client in &p.clients {
@@ -796,7 +796,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
     let _ = std::fs::write(dir.join("summary.md"), &summary);
     meta.finished_unix = Some(report::now_unix());
     if let Err(e) = run.finish(&meta) {
-        return crate::bench_cmd::fail(format!("writing the report: {e}"));
+        return crate::net_cmd::fail(format!("writing the report: {e}"));
     }
     println!("{summary}");
     println!(

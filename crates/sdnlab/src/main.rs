@@ -1,18 +1,17 @@
 //! The `sdnlab` command line: parses arguments and dispatches to the
 //! library crates. Every user error is one line on stderr, never a backtrace.
 
-mod bench_cmd;
+mod bench_ctl;
 mod bench_dp;
 mod bench_gen;
 mod bench_lb;
-mod bench_suite;
 mod bench_switch;
-mod bench_topology;
 mod dp_scenarios;
 mod lb_load;
 mod net_cmd;
 mod ofp_decode;
-mod peers;
+mod progress;
+mod run_cmd;
 mod stop;
 mod switch_cmd;
 mod testbed;
@@ -58,6 +57,21 @@ enum Command {
         #[command(subcommand)]
         command: NetCommand,
     },
+    /// Run the experiment or suite an experiment file describes (`experiment = "ctl"`, ...;
+    /// every run directory keeps its own resolved experiment.toml, so this repeats a run).
+    Run {
+        /// The experiment file (TOML).
+        file: PathBuf,
+        /// Where the run's results go (default results/<kind>-<time>).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Print the summary as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Print the experiment, every parameter resolved, and exit.
+        #[arg(long)]
+        print_config: bool,
+    },
     /// Rebuild the report of one run, or compare several side by side.
     Report {
         /// Run directories (results/...).
@@ -73,7 +87,7 @@ enum Command {
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Controller benchmark (cbench modes, responses matched to requests, trials and sweeps, report).
-    Ctl(Box<bench_cmd::CtlArgs>),
+    Ctl(Box<bench_ctl::CtlArgs>),
     /// Switch forwarding side by side: sdnlab's switch, Open vSwitch (system and afxdp ports),
     /// the Linux bridge and a direct veth pair; zero-loss rate, TCP, a million rules, FLOW_MOD rate.
     Switch(Box<bench_switch::SwitchBenchArgs>),
@@ -236,7 +250,10 @@ fn main() -> ExitCode {
     unsafe {
         let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
     match cli.command {
         Command::Ofp {
             command: OfpCommand::Decode(args),
@@ -246,7 +263,7 @@ fn main() -> ExitCode {
         Command::Agent(args) => agent_cmd(args),
         Command::Bench {
             command: BenchCommand::Ctl(args),
-        } => bench_cmd::run(*args),
+        } => bench_ctl::run(*args),
         Command::Bench {
             command: BenchCommand::Switch(args),
         } => bench_switch::run(*args),
@@ -260,6 +277,20 @@ fn main() -> ExitCode {
             command: BenchCommand::Dp(args),
         } => bench_dp::run(*args),
         Command::Report { runs, out } => report_cmd(&runs, out),
+        Command::Run {
+            file,
+            out,
+            json,
+            print_config,
+        } => run_cmd::run_file(
+            &file,
+            out,
+            run_cmd::Show {
+                json,
+                print_config,
+                ..Default::default()
+            },
+        ),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(rt) => rt,
@@ -270,29 +301,30 @@ fn main() -> ExitCode {
     }
 }
 
-/// A UTC time tag for run names: 20261122T212046Z.
-pub fn time_tag() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86400, secs % 86400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+use lab::rundir::time_tag;
+
+/// A command line clap refused: its first line (what is wrong), and where
+/// to read how to fix it; help and version are printed as clap prints them.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let text = e.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad command line");
+    let mut first = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // "the following required arguments were not provided:" names them on the next line.
+    if first.ends_with(':') {
+        if let Some(next) = lines.next() {
+            first = format!("{first} {next}");
+        }
+    }
+    eprintln!("sdnlab: {first} (see --help)");
+    ExitCode::from(2)
 }
 
 fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> ExitCode {

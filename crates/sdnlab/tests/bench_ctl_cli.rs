@@ -181,12 +181,33 @@ fn bad_arguments_get_one_line() {
         (vec!["--sweep", "switches=1,x"], "'x' is not a whole number"),
         (vec!["--trials", "0"], "at least 1"),
         (vec!["--app", "nope"], "unknown app 'nope'"),
+        (vec!["--switches", "0"], "--switches 0: must be at least 1"),
+        (vec!["--macs", "0"], "--macs 0: must be at least 2"),
+        (vec!["--loop-ms", "0"], "--loop-ms 0: must be at least 10"),
+        (vec!["--loops", "0"], "--loops 0: must be at least 1"),
+        (vec!["--window", "0"], "--window 0: must be at least 1"),
+        (vec!["--malformed-percent", "150"], "at most 100"),
+        (
+            vec!["--connect-rate", "-3"],
+            "--connect-rate -3: must be a number at least 0",
+        ),
+        (vec!["--switches", "-1"], "invalid value '-1' for '--switches"),
+        (vec!["--td-s", "0"], "--td-s 0: must be at least 1"),
+        (vec!["--sweep", "macs=1,4"], "macs 1 is out of range"),
     ] {
         let r = sdnlab().args(["bench", "ctl"]).args(&args).output().unwrap();
         assert_eq!(r.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&r.stderr);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+        // --print-config checks the same way before printing anything.
+        let r = sdnlab()
+            .args(["bench", "ctl", "--print-config"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(r.status.code(), Some(2), "{args:?}");
+        assert!(r.stdout.is_empty());
     }
     let r = sdnlab().args(["report", "/nonexistent/run"]).output().unwrap();
     assert_eq!(r.status.code(), Some(2));
@@ -470,4 +491,73 @@ fn os_ken_answers_in_openflow_13() {
         .unwrap();
     assert!(trial["values"]["matched_per_s"].as_f64().unwrap() > 0.0, "{trial}");
     let _ = std::fs::remove_dir_all(out);
+}
+
+/// Every run keeps its resolved experiment.toml; `sdnlab run` on it repeats
+/// the run with the same configuration, and `--print-config` writes the
+/// same file the run would.
+#[test]
+fn a_run_repeats_from_its_own_experiment_file() {
+    let _serial = serial();
+    let (first, second) = (tmp("repeat-1"), tmp("repeat-2"));
+    let r = quick(&first)
+        .args(["--trials", "2", "--switches", "2"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let file = first.join("experiment.toml");
+    let resolved = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        resolved.contains("experiment = \"ctl\"") && resolved.contains("switches = 2"),
+        "{resolved}"
+    );
+    let printed = quick(Path::new("/unused"))
+        .args(["--trials", "2", "--switches", "2", "--print-config"])
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    assert_eq!(String::from_utf8_lossy(&printed.stdout), resolved);
+    assert!(!Path::new("/unused").exists(), "--print-config ran something");
+
+    let r = sdnlab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&second)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        std::fs::read_to_string(second.join("experiment.toml")).unwrap(),
+        resolved
+    );
+    let count = |d: &Path, kind: &str| {
+        std::fs::read_to_string(d.join("samples.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
+            .count()
+    };
+    assert_eq!(count(&first, "trial"), 2);
+    assert_eq!(count(&second, "trial"), 2);
+    assert_eq!(count(&first, "loop"), count(&second, "loop"));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(second.join("meta.json")).unwrap()).unwrap();
+    let started = meta["started"].as_str().unwrap();
+    assert!(
+        started.len() == 20 && started.ends_with('Z') && started.as_bytes()[10] == b'T',
+        "{started}"
+    );
+
+    // A bad file: one line, exit 2, nothing run.
+    std::fs::write(&file, "experiment = \"ctl\"\nswitches = 0\n").unwrap();
+    let r = sdnlab().arg("run").arg(&file).output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("experiment.toml: --switches 0") && err.lines().count() == 1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(first);
+    let _ = std::fs::remove_dir_all(second);
 }

@@ -8,7 +8,9 @@
 //! stops both. A figure that did not happen within Td is left out of the
 //! trial and said in its note; the run then exits 1.
 
-use crate::bench_cmd::{fail, finish_run, open_run, run_name, started, workers, CtlArgs};
+use super::{finish_run, say, workers, CtlConfig};
+use crate::rundir::{open_run, started, Place};
+use crate::{Experiment, LabError, Observer, Outcome};
 use ctlbench::fabric::{Fabric, Spec};
 use ctlbench::northbound::Northbound;
 use ctlbench::topology_tests as tt;
@@ -16,8 +18,6 @@ use report::{Meta, Metric, Sample, Target};
 use stats::Better;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 pub const TESTS: [&str; 9] = [
@@ -187,23 +187,23 @@ fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Contro
 
 /// Starts the controller for a trial: the OpenFlow addresses, how to read it, who it is.
 fn start_controller(
-    a: &CtlArgs,
+    a: &CtlConfig,
     app: &str,
     explicit_nb: &Option<Northbound>,
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
     if a.test == "failover" {
-        return start_pair(a.restart_peer.as_deref().unwrap_or("sdnlab"));
+        return start_pair(a.peer.as_deref().unwrap_or("sdnlab"));
     }
     let (addr, nb, target, ctl) = start_one(a, app, explicit_nb)?;
     Ok((vec![addr], nb, target, ctl))
 }
 
 fn start_one(
-    a: &CtlArgs,
+    a: &CtlConfig,
     app: &str,
     explicit_nb: &Option<Northbound>,
 ) -> Result<(SocketAddr, Northbound, Target, Controller), String> {
-    if let Some(name) = &a.restart_peer {
+    if let Some(name) = &a.peer {
         let role = crate::peers::Role::Paths {
             proactive: a.test == "proactive-paths" || a.test == "table-capacity-proactive",
         };
@@ -218,11 +218,11 @@ fn start_one(
         return Ok((p.addr, nb, target, Controller::Peer(p)));
     }
     if let (Some(t), Some(nb)) = (a.target, explicit_nb) {
-        let target = a.target_info.clone().unwrap_or(Target {
+        let target = Target {
             name: "controller".into(),
             address: t.to_string(),
             ..Default::default()
-        });
+        };
         return Ok((t, nb.clone(), target, Controller::External));
     }
     let (h, rest) = controller::runtime::start_local_with_rest(app, workers())?;
@@ -243,7 +243,7 @@ struct Scenario {
     failure: Option<tt::Failure>,
 }
 
-fn scenarios(a: &CtlArgs) -> Result<Vec<Scenario>, String> {
+fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, String> {
     let mut out = Vec::new();
     if a.test == "discovery-size" {
         let mut leaves = 2;
@@ -342,7 +342,7 @@ fn mean_of(seconds: &[Option<f64>]) -> Option<f64> {
 
 /// Runs one trial of `a.test` on a fresh fabric connected to `targets`.
 async fn trial(
-    a: &CtlArgs,
+    a: &CtlConfig,
     s: &Scenario,
     targets: Vec<SocketAddr>,
     version: u8,
@@ -531,33 +531,40 @@ fn start_flood(target: SocketAddr, attackers: usize, pps: f64, version: u8) -> R
     Ok((rt, rates))
 }
 
-pub fn run(a: CtlArgs) -> ExitCode {
-    if a.trials == 0 {
-        return fail("--trials must be at least 1");
-    }
-    let list = match scenarios(&a) {
-        Ok(l) => l,
-        Err(e) => return fail(e),
-    };
-    let explicit_nb = match a.northbound.as_deref().map(Northbound::parse).transpose() {
-        Ok(nb) => nb,
-        Err(e) => return fail(e),
-    };
-    if a.target.is_some() && explicit_nb.is_none() {
-        return fail(format!(
+/// Checks what only the topology tests need: the fabrics (with hosts
+/// where the test sends traffic), a northbound API for a `target`, and no
+/// `target` for failover.
+pub(crate) fn check(a: &CtlConfig) -> Result<(), LabError> {
+    scenarios(a).map_err(LabError::Config)?;
+    if a.target.is_some() && a.northbound.is_none() {
+        return Err(LabError::Config(format!(
             "--test {} with --target needs --northbound (sdnlab:HOST:PORT, osken:HOST:PORT or none)",
             a.test
-        ));
+        )));
     }
+    if a.test == "failover" && a.target.is_some() {
+        return Err(LabError::Config("--test failover kills the active controller, so sdnlab starts the pair: use the default or --peer sdnlab, not --target".into()));
+    }
+    Ok(())
+}
+
+/// Runs one topology test, trial by trial, scenario by scenario.
+pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    check(a)?;
+    let list = scenarios(a).map_err(LabError::Config)?;
+    let explicit_nb = a
+        .northbound
+        .as_deref()
+        .map(Northbound::parse)
+        .transpose()
+        .map_err(LabError::Config)?;
     let app = if a.app == "l2-learning" {
         default_app(&a.test).to_string()
     } else {
         a.app.clone()
     };
-    if a.target.is_none() && a.restart_peer.is_none() {
-        if let Err(e) = controller::app::build(&app.split(',').collect::<Vec<_>>()) {
-            return fail(e);
-        }
+    if a.embedded() {
+        controller::app::build(&app.split(',').collect::<Vec<_>>()).map_err(LabError::Config)?;
     }
     controller::runtime::raise_fd_limit();
     // Failover needs roles, which OpenFlow 1.0 does not have.
@@ -566,11 +573,8 @@ pub fn run(a: CtlArgs) -> ExitCode {
     } else {
         ofwire::OFP13_VERSION
     };
-    if a.test == "failover" && a.target.is_some() {
-        return fail("--test failover kills the active controller, so sdnlab starts the pair: use the default or --peer sdnlab, not --target");
-    }
-    let run_id = run_name(&a, &format!("ctl-{}", a.test));
-    let dir = a.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&run_id));
+    let run_id = place.name(&format!("ctl-{}", a.test));
+    let dir = place.dir(&run_id);
     let metrics = metrics(&a.test);
     let main_metric = metrics[0].name.clone();
     let mut meta = Meta {
@@ -580,35 +584,26 @@ pub fn run(a: CtlArgs) -> ExitCode {
             "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
             "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
             "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
-            "app": if a.target.is_none() && a.restart_peer.is_none() { Some(&app) } else { None }}),
+            "app": if a.embedded() { Some(&app) } else { None }}),
         metrics,
         ..started(&run_id)
     };
-    let (mut writer, rt) = match open_run(&dir, &meta) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
     let mut invalid = 0;
     let mut largest_discovered = None;
     for s in &list {
         let mut all_converged = true;
         for trial_no in 0..a.trials {
-            let (targets, nb, who, mut ctl) = match start_controller(&a, &app, &explicit_nb) {
-                Ok(x) => x,
-                Err(e) => return fail(e),
-            };
+            let (targets, nb, who, mut ctl) = start_controller(a, &app, &explicit_nb).map_err(LabError::Setup)?;
             if meta.targets.is_empty() {
                 meta.targets.push(who);
             }
             let flood = if a.flood_pps > 0.0 {
-                match start_flood(targets[0], a.attackers, a.flood_pps, version) {
-                    Ok(f) => Some(f),
-                    Err(e) => return fail(e),
-                }
+                Some(start_flood(targets[0], a.attackers, a.flood_pps, version).map_err(LabError::Setup)?)
             } else {
                 None
             };
-            let mut t = rt.block_on(trial(&a, s, targets, version, &nb, &mut ctl));
+            let mut t = rt.block_on(trial(a, s, targets, version, &nb, &mut ctl));
             if let Some((f, rates)) = flood {
                 f.shutdown_background();
                 let r = rates.lock().unwrap();
@@ -623,20 +618,23 @@ pub fn run(a: CtlArgs) -> ExitCode {
                 .iter()
                 .filter_map(|m| t.values.get(&m.name).map(|v| format!("{} {v:.4}", m.name)))
                 .collect();
-            eprintln!(
-                "  {} trial {trial_no} ({}): {}{}",
-                s.name,
-                nb.name(),
-                if shown.is_empty() {
-                    "no figure".to_string()
-                } else {
-                    shown.join(", ")
-                },
-                if t.note.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", t.note)
-                }
+            say(
+                obs,
+                format!(
+                    "  {} trial {trial_no} ({}): {}{}",
+                    s.name,
+                    nb.name(),
+                    if shown.is_empty() {
+                        "no figure".to_string()
+                    } else {
+                        shown.join(", ")
+                    },
+                    if t.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", t.note)
+                    }
+                ),
             );
             let note = main.is_none().then(|| {
                 invalid += 1;
@@ -655,9 +653,10 @@ pub fn run(a: CtlArgs) -> ExitCode {
                 rtt_cdf: Vec::new(),
                 note: note.or((!t.note.is_empty()).then_some(t.note)),
             };
-            if let Err(e) = writer.append(&sample) {
-                return fail(format!("writing samples: {e}"));
-            }
+            writer.append(&sample).map_err(|source| LabError::Io {
+                path: dir.clone(),
+                source,
+            })?;
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
         if a.test == "discovery-size" {
@@ -673,20 +672,24 @@ pub fn run(a: CtlArgs) -> ExitCode {
         }
     }
     if let Some(n) = largest_discovered {
-        eprintln!("sdnlab bench ctl: network discovery size: {n} switches converged in every trial");
+        say(
+            obs,
+            format!("sdnlab bench ctl: network discovery size: {n} switches converged in every trial"),
+        );
         if !meta.events.iter().any(|e| e.starts_with("network discovery size")) {
             meta.events.push(format!(
                 "network discovery size: at least {n} switches (the largest tried)"
             ));
         }
     }
-    if let Err(code) = finish_run(writer, &mut meta, &dir, a.json) {
-        return code;
-    }
+    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
     // Growing until discovery fails is discovery-size's purpose, not an invalid run.
     if invalid > 0 && a.test != "discovery-size" {
-        eprintln!("sdnlab bench ctl: {invalid} trial(s) did not complete (see the report)");
-        return ExitCode::from(1);
+        say(
+            obs,
+            format!("sdnlab bench ctl: {invalid} trial(s) did not complete (see the report)"),
+        );
+        outcome.incomplete = invalid;
     }
-    ExitCode::SUCCESS
+    Ok(outcome)
 }

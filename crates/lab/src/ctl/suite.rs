@@ -1,4 +1,5 @@
-//! `sdnlab bench ctl --suite rfc8456 [--quick] [--peer P...|--target T]`:
+//! The RFC 8456 suite (`sdnlab bench ctl --suite rfc8456 [--quick]
+//! [--peer P...|--target T]`, `suite = "rfc8456"`):
 //! every RFC 8456 test the target supports, one run each under
 //! `DIR/<test>/<target>`, then one report over all of them (`DIR/report.html`:
 //! the setup of every run, a row per trial, average and variation, plots of
@@ -10,10 +11,10 @@
 //! `--trials`) and grows the fabrics to hundreds of switches; `--quick`
 //! uses small fabrics and `--trials` capped at 3, for a smoke run.
 
-use crate::bench_cmd::{fail, CtlArgs};
+use super::{say, CtlConfig};
+use crate::rundir::{write_experiment, Place};
+use crate::{Experiment, LabError, Observer, Outcome};
 use report::Run;
-use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// One test of the suite: how it is named in the RFC, sdnlab's `--test`, and its settings.
 struct Step {
@@ -153,7 +154,7 @@ fn steps(flood_pps: f64) -> Vec<Step> {
 }
 
 /// Why `target` cannot run `step`, if it cannot.
-fn unsupported(step: &Step, target: &str, a: &CtlArgs) -> Option<String> {
+fn unsupported(step: &Step, target: &str, a: &CtlConfig) -> Option<String> {
     if step.test == "failover" && target != "sdnlab" {
         return Some("needs an active/standby pair sdnlab can start and kill (sdnlab only)".into());
     }
@@ -170,14 +171,13 @@ fn unsupported(step: &Step, target: &str, a: &CtlArgs) -> Option<String> {
     None
 }
 
-/// The suite's settings for one test against one target.
-fn args_for(step: &Step, target: &str, a: &CtlArgs, dir: &std::path::Path) -> CtlArgs {
+/// The suite's configuration of one test against one target.
+fn config_for(step: &Step, target: &str, a: &CtlConfig) -> CtlConfig {
     let mut one = a.clone();
     one.suite = None;
+    one.quick = false;
     one.peers.clear();
-    one.restart_peer = (target != "sdnlab-embedded" && target != "target").then(|| target.to_string());
-    one.run_name = Some(format!("{} {target}", step.test));
-    one.out = Some(dir.to_path_buf());
+    one.peer = (target != "sdnlab-embedded" && target != "target").then(|| target.to_string());
     one.test = step.test.to_string();
     one.mode = step.mode.to_string();
     one.malformed_percent = step.malformed_percent;
@@ -187,7 +187,6 @@ fn args_for(step: &Step, target: &str, a: &CtlArgs, dir: &std::path::Path) -> Ct
     } else {
         a.trials.max(10)
     };
-    one.json = false;
     if a.quick {
         one.loops = one.loops.min(2);
         one.loop_ms = one.loop_ms.min(300);
@@ -216,14 +215,16 @@ fn args_for(step: &Step, target: &str, a: &CtlArgs, dir: &std::path::Path) -> Ct
     one
 }
 
-pub fn run(a: CtlArgs) -> ExitCode {
-    let dir = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(format!("rfc8456-{}", crate::time_tag())));
+/// Runs every test of the suite against every target into `place`.
+pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let dir = place.dir(&place.name("rfc8456"));
     if dir.join("suite.md").exists() {
-        return fail(format!("{} already holds a suite: choose another --out", dir.display()));
+        return Err(LabError::Config(format!(
+            "{} already holds a suite: choose another --out",
+            dir.display()
+        )));
     }
+    write_experiment(&dir, &Experiment::Ctl(a.clone()))?;
     let targets: Vec<String> = if !a.peers.is_empty() {
         a.peers.clone()
     } else if a.target.is_some() {
@@ -233,7 +234,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
     };
     let mut runs: Vec<Run> = Vec::new();
     let mut lines = vec![
-        "| RFC 8456 test | sdnlab --test | target | metric | trials | mean | stdev | 95 % CI | note |".to_string(),
+        "| RFC 8456 test | sdnlab --test | target | metric | trials | mean | stdev | 95 % CI of the mean (bootstrap) | note |".to_string(),
         "|---|---|---|---|---|---|---|---|---|".to_string(),
     ];
     let mut failed = 0;
@@ -249,7 +250,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
             } else {
                 target.as_str()
             };
-            if let Some(why) = unsupported(step, shown, &a) {
+            if let Some(why) = unsupported(step, shown, a) {
                 lines.push(format!(
                     "| {} | {} | {shown} | | | | | | not run: {why} |",
                     step.rfc, step.test
@@ -258,12 +259,25 @@ pub fn run(a: CtlArgs) -> ExitCode {
             }
             let sub = dir.join(format!("{:02}-{}", i + 1, step.test)).join(shown);
             let step = &step;
-            eprintln!(
-                "sdnlab bench ctl --suite rfc8456: {} ({}) against {shown}",
-                step.rfc, step.test
+            say(
+                obs,
+                format!(
+                    "sdnlab bench ctl --suite rfc8456: {} ({}) against {shown}",
+                    step.rfc, step.test
+                ),
             );
-            let one = args_for(step, target, &a, &sub);
-            let code = crate::bench_cmd::run(one);
+            let one = config_for(step, target, a);
+            let place = Place {
+                dir: Some(sub.clone()),
+                name: Some(format!("{} {shown}", step.test)),
+            };
+            let complete = match super::run(&one, &place, obs) {
+                Ok(o) => o.incomplete == 0,
+                Err(e) => {
+                    say(obs, format!("sdnlab bench ctl --suite rfc8456: {}: {e}", step.test));
+                    false
+                }
+            };
             let run = match report::load(&sub) {
                 Ok(r) => r,
                 Err(e) => {
@@ -275,7 +289,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
                     continue;
                 }
             };
-            if code != ExitCode::SUCCESS {
+            if !complete {
                 failed += 1;
             }
             let summary = report::summarise(std::slice::from_ref(&run));
@@ -288,7 +302,7 @@ pub fn run(a: CtlArgs) -> ExitCode {
                     sub.display()
                 ));
             }
-            let note = if code == ExitCode::SUCCESS {
+            let note = if complete {
                 String::new()
             } else {
                 format!(
@@ -309,38 +323,44 @@ pub fn run(a: CtlArgs) -> ExitCode {
                         s.n,
                         report::fmt_num(s.mean),
                         report::fmt_num(s.stdev),
-                        report::fmt_num(s.ci95.0),
-                        report::fmt_num(s.ci95.1)
+                        report::fmt_num(c.ci95_bootstrap.0),
+                        report::fmt_num(c.ci95_bootstrap.1)
                     ));
                 }
             }
             runs.push(run);
         }
     }
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        return fail(format!("{}: {e}", dir.display()));
-    }
     let md = format!(
         "# RFC 8456 suite\n\nCommand: `{}`\n\n{}\n\nEvery run's setup, trials and plots: report.html; each test's own run: its directory.\n",
         std::env::args().collect::<Vec<_>>().join(" "),
         lines.join("\n")
     );
-    if let Err(e) = std::fs::write(dir.join("suite.md"), &md) {
-        return fail(format!("writing suite.md: {e}"));
-    }
-    if let Err(e) = report::write_outputs(&dir, &runs) {
-        return fail(format!("writing the suite's report: {e}"));
-    }
-    println!("{}", lines.join("\n"));
-    eprintln!(
-        "sdnlab bench ctl --suite rfc8456: {} runs; report in {}, table in {}",
-        runs.len(),
-        dir.join("report.html").display(),
-        dir.join("suite.md").display()
+    let io = |source| LabError::Io {
+        path: dir.clone(),
+        source,
+    };
+    std::fs::write(dir.join("suite.md"), &md).map_err(io)?;
+    let summary = report::write_outputs(&dir, &runs).map_err(io)?;
+    say(
+        obs,
+        format!(
+            "sdnlab bench ctl --suite rfc8456: {} runs; report in {}, table in {}",
+            runs.len(),
+            dir.join("report.html").display(),
+            dir.join("suite.md").display()
+        ),
     );
     if failed > 0 {
-        eprintln!("sdnlab bench ctl --suite rfc8456: {failed} test(s) did not complete every trial (see suite.md)");
-        return ExitCode::from(1);
+        say(
+            obs,
+            format!("sdnlab bench ctl --suite rfc8456: {failed} test(s) did not complete every trial (see suite.md)"),
+        );
     }
-    ExitCode::SUCCESS
+    Ok(Outcome {
+        json: serde_json::json!({ "run": dir, "summary": summary }),
+        dir,
+        table: lines.join("\n") + "\n",
+        incomplete: failed,
+    })
 }

@@ -1,0 +1,388 @@
+//! The controller benchmark's configuration: every parameter of `sdnlab
+//! bench ctl` (and of an `experiment = "ctl"` file), with its default, and
+//! the check that each is in its range. Names are the command line's, with
+//! `_` for `-`.
+
+use crate::LabError;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+
+/// The tests `test` names: cbench's modes, the RFC 8456 tests without a
+/// topology, and those on emulated fabrics (`topology::TESTS`).
+pub const TESTS: [&str; 14] = [
+    "cbench",
+    "security",
+    "sessions",
+    "rate",
+    "dos",
+    "discovery",
+    "discovery-size",
+    "reactive-paths",
+    "proactive-paths",
+    "change-detection",
+    "reprovisioning",
+    "table-capacity",
+    "table-capacity-proactive",
+    "failover",
+];
+
+/// The controller benchmark. The defaults are cbench's throughput mode
+/// against sdnlab's own controller: 16 switches, 1,000 MACs each, 5 loops
+/// of 1 s, 10 trials (RFC 8456's minimum).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CtlConfig {
+    /// What to run: one of [`TESTS`].
+    pub test: String,
+    /// A whole methodology instead of one test: `rfc8456`.
+    pub suite: Option<String>,
+    /// With `suite`: small fabrics and at most 3 trials (a smoke run).
+    pub quick: bool,
+    /// A controller to measure that sdnlab does not start (HOST:PORT).
+    pub target: Option<SocketAddr>,
+    /// Real controllers sdnlab installs, starts afresh for each trial and
+    /// compares, each its own run: sdnlab, ovs-testcontroller, os-ken, ryu.
+    pub peers: Vec<String>,
+    /// The app of the embedded controller (when neither `target` nor `peers`).
+    pub app: String,
+    /// OpenFlow version the emulated switches speak: "1.0" or "1.3".
+    pub ofp: String,
+    /// cbench mode: "throughput" (a window of PACKET_INs outstanding) or "latency" (one at a time).
+    pub mode: String,
+    /// Emulated switches.
+    pub switches: usize,
+    /// Host MAC addresses per switch.
+    pub macs: usize,
+    /// Measured loops per trial.
+    pub loops: usize,
+    /// Length of a loop, ms.
+    pub loop_ms: u64,
+    /// Unmeasured loops before the measured ones.
+    pub warmup: usize,
+    /// Pause between trials, ms.
+    pub cooldown_ms: u64,
+    /// Outstanding PACKET_INs per switch in throughput mode.
+    pub window: usize,
+    /// Ports each emulated switch reports.
+    pub ports: u32,
+    /// Datapath id of the first emulated switch (the others follow).
+    pub first_dpid: u64,
+    /// New switch connections per second (0: as fast as accepted).
+    pub connect_rate: f64,
+    /// Malformed messages mixed into the load, percent (RFC 8456 exception handling).
+    pub malformed_percent: f64,
+    /// Repetitions of each scenario (RFC 8456 asks for at least 10).
+    pub trials: u32,
+    /// Sweep one parameter: `switches`, `macs`, `window`, `loop-ms` or
+    /// `malformed` (percent), e.g. "switches=1,2,4,8".
+    pub sweep: Option<String>,
+    /// rate: two rounds agree when the answered rate is within this fraction of the offered one.
+    pub rate_tolerance: f64,
+    /// dos, and the flood of the topology tests: flooding switches.
+    pub attackers: usize,
+    /// Topology tests: PACKET_INs per second the attackers send throughout each trial (0: none).
+    pub flood_pps: f64,
+    /// dos: also measure under a TCP SYN flood of this many SYNs per second (0: off).
+    pub syn_flood_pps: u64,
+    /// Topology tests: emulated fabrics (leaf-spine,S,L,H, linear,N, tree,D,F or file:PATH).
+    pub fabrics: Vec<String>,
+    /// Topology tests: how the controller is read (sdnlab:HOST:PORT, osken:HOST:PORT, none).
+    pub northbound: Option<String>,
+    /// Topology tests: give up after this many seconds (the RFC's Td).
+    pub td_s: u64,
+    /// Path tests: addresses per emulated host.
+    pub host_macs: u16,
+    /// change-detection: what fails: "link", "switch" (empty: both).
+    pub failures: Vec<String>,
+    /// reprovisioning and failover: one frame each way every this many microseconds ...
+    pub reprov_interval_us: u64,
+    /// ... for this many milliseconds.
+    pub reprov_ms: u64,
+    /// table-capacity: destinations (or paths) added per step ...
+    pub table_step: u16,
+    /// ... and at most.
+    pub table_max: u16,
+    /// discovery-size: grow leaf-spine fabrics up to this many switches.
+    pub max_switches: u32,
+    /// sessions: stop at this many if the controller has not failed before.
+    pub max_sessions: usize,
+    /// security: how long to watch each case, ms.
+    pub case_wait_ms: u64,
+    /// security: how long to wait for the controller to drop a silent connection, s.
+    pub hello_wait_s: u64,
+    /// One peer started afresh for each trial (set for each of `peers`, and by suites).
+    pub peer: Option<String>,
+}
+
+impl Default for CtlConfig {
+    fn default() -> CtlConfig {
+        CtlConfig {
+            test: "cbench".into(),
+            suite: None,
+            quick: false,
+            target: None,
+            peers: Vec::new(),
+            app: "l2-learning".into(),
+            ofp: "1.0".into(),
+            mode: "throughput".into(),
+            switches: 16,
+            macs: 1000,
+            loops: 5,
+            loop_ms: 1000,
+            warmup: 1,
+            cooldown_ms: 500,
+            window: 256,
+            ports: 4,
+            first_dpid: 1,
+            connect_rate: 0.0,
+            malformed_percent: 0.0,
+            trials: 10,
+            sweep: None,
+            rate_tolerance: 0.01,
+            attackers: 4,
+            flood_pps: 0.0,
+            syn_flood_pps: 0,
+            fabrics: Vec::new(),
+            northbound: None,
+            td_s: 30,
+            host_macs: 8,
+            failures: Vec::new(),
+            reprov_interval_us: 1000,
+            reprov_ms: 3000,
+            table_step: 1000,
+            table_max: 20000,
+            max_switches: 1024,
+            max_sessions: 10_000,
+            case_wait_ms: 1500,
+            hello_wait_s: 12,
+            peer: None,
+        }
+    }
+}
+
+/// `--name VALUE: must be LO to HI` unless `LO <= v <= HI`.
+fn range<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<(), LabError> {
+    if v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(LabError::Config(format!(
+            "--{name} {v}: must be at least {lo} and at most {hi}"
+        )))
+    }
+}
+
+/// Like `range` for reals, which must also be finite.
+fn real(name: &str, v: f64, lo: f64, hi: f64) -> Result<(), LabError> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(LabError::Config(format!(
+            "--{name} {v}: must be a number at least {lo} and at most {hi}"
+        )))
+    }
+}
+
+fn one_of(name: &str, v: &str, allowed: &[&str]) -> Result<(), LabError> {
+    if allowed.contains(&v) {
+        Ok(())
+    } else {
+        Err(LabError::Config(format!(
+            "--{name} '{v}': choose one of {}",
+            allowed.join(", ")
+        )))
+    }
+}
+
+impl CtlConfig {
+    /// Checks every parameter; the error is one line naming the first one
+    /// out of range and what it accepts.
+    pub fn validate(&self) -> Result<(), LabError> {
+        one_of("test", &self.test, &TESTS)?;
+        if let Some(s) = &self.suite {
+            one_of("suite", s, &["rfc8456"])?;
+        } else if self.quick {
+            return Err(LabError::Config("--quick: only with --suite".into()));
+        }
+        for p in self.peers.iter().chain(self.peer.iter()) {
+            one_of("peer", p, &crate::peers::NAMES)?;
+        }
+        if self.target.is_some() && !self.peers.is_empty() {
+            return Err(LabError::Config(
+                "--target and --peer: choose one (a target is a controller sdnlab does not start)".into(),
+            ));
+        }
+        one_of("ofp", &self.ofp, &["1.0", "1.3"])?;
+        one_of("mode", &self.mode, &["throughput", "latency"])?;
+        range("switches", self.switches, 1, 100_000)?;
+        range("macs", self.macs, 2, 65_535)?;
+        range("loops", self.loops, 1, 1_000_000)?;
+        range("loop-ms", self.loop_ms, 10, 3_600_000)?;
+        range("warmup", self.warmup, 0, 1_000_000)?;
+        range("cooldown-ms", self.cooldown_ms, 0, 3_600_000)?;
+        range("window", self.window, 1, 1_000_000)?;
+        range("ports", self.ports, 1, 0xff00)?;
+        real("connect-rate", self.connect_rate, 0.0, 1e9)?;
+        real("malformed-percent", self.malformed_percent, 0.0, 100.0)?;
+        range("trials", self.trials, 1, 100_000)?;
+        real("rate-tolerance", self.rate_tolerance, 0.001, 0.5)?;
+        range("attackers", self.attackers, 1, 100_000)?;
+        real("flood-pps", self.flood_pps, 0.0, 1e9)?;
+        range("syn-flood-pps", self.syn_flood_pps, 0, 100_000_000)?;
+        range("td-s", self.td_s, 1, 86_400)?;
+        range("host-macs", self.host_macs, 1, u16::MAX)?;
+        for f in &self.failures {
+            one_of("failure", f, &["link", "switch"])?;
+        }
+        range("reprov-interval-us", self.reprov_interval_us, 100, 60_000_000)?;
+        range("reprov-ms", self.reprov_ms, 500, 3_600_000)?;
+        range("table-step", self.table_step, 1, u16::MAX)?;
+        range("table-max", self.table_max, 1, u16::MAX)?;
+        range("max-switches", self.max_switches, 4, 1_000_000)?;
+        range("max-sessions", self.max_sessions, 1, 10_000_000)?;
+        range("case-wait-ms", self.case_wait_ms, 100, 3_600_000)?;
+        range("hello-wait-s", self.hello_wait_s, 1, 3600)?;
+        for f in &self.fabrics {
+            super::topology::parse_fabric(f).map_err(LabError::Config)?;
+        }
+        if let Some(nb) = &self.northbound {
+            ctlbench::northbound::Northbound::parse(nb).map_err(LabError::Config)?;
+        }
+        super::scenarios(self)?;
+        if super::topology::TESTS.contains(&self.test.as_str()) {
+            super::topology::check(self)?;
+        }
+        if self.target.is_none() && self.peers.is_empty() && self.peer.is_none() {
+            controller::app::build(&self.app.split(',').collect::<Vec<_>>()).map_err(LabError::Config)?;
+        }
+        Ok(())
+    }
+
+    /// The OpenFlow version byte of `ofp`.
+    pub fn version(&self) -> u8 {
+        if self.ofp == "1.0" {
+            ofwire::OFP10_VERSION
+        } else {
+            ofwire::OFP13_VERSION
+        }
+    }
+
+    /// Whether sdnlab starts its own controller in this process for each trial.
+    pub fn embedded(&self) -> bool {
+        self.target.is_none() && self.peer.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Experiment;
+
+    #[test]
+    fn the_defaults_are_valid_and_survive_a_file() {
+        let c = CtlConfig::default();
+        c.validate().unwrap();
+        let e = Experiment::Ctl(c);
+        let text = e.to_toml();
+        assert_eq!(Experiment::parse(&text).unwrap(), e);
+        // Every parameter is written out, resolved.
+        for field in ["switches = 16", "macs = 1000", "trials = 10", "mode = \"throughput\""] {
+            assert!(text.contains(field), "{field} missing:\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_file_names_only_what_differs_and_gets_the_rest_by_default() {
+        let e = Experiment::parse("experiment = \"ctl\"\nswitches = 4\nsweep = \"macs=2,4\"\n").unwrap();
+        let Experiment::Ctl(c) = e;
+        assert_eq!(c.switches, 4);
+        assert_eq!(c.sweep.as_deref(), Some("macs=2,4"));
+        assert_eq!(c.trials, CtlConfig::default().trials);
+    }
+
+    #[test]
+    fn a_misspelt_parameter_or_experiment_is_refused_in_one_line() {
+        for (text, says) in [
+            ("experiment = \"ctl\"\nswitchs = 4\n", "switchs"),
+            ("experiment = \"ctrl\"\n", "ctrl"),
+            ("switches = 4\n", "experiment"),
+            ("experiment = \"ctl\"\nswitches = \"four\"\n", "line 2"),
+        ] {
+            let e = Experiment::parse(text).unwrap_err();
+            assert!(e.contains(says), "{text:?}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    /// Every numeric parameter refuses a value out of its range with one
+    /// line naming the flag and the range; none is silently clamped.
+    #[test]
+    fn every_numeric_parameter_out_of_range_is_named() {
+        type Set = fn(&mut CtlConfig);
+        let cases: Vec<(&str, Set)> = vec![
+            ("--switches 0", |c| c.switches = 0),
+            ("--macs 0", |c| c.macs = 0),
+            ("--macs 1", |c| c.macs = 1),
+            ("--macs 65536", |c| c.macs = 65536),
+            ("--loops 0", |c| c.loops = 0),
+            ("--loop-ms 0", |c| c.loop_ms = 0),
+            ("--window 0", |c| c.window = 0),
+            ("--ports 0", |c| c.ports = 0),
+            ("--connect-rate -1", |c| c.connect_rate = -1.0),
+            ("--connect-rate NaN", |c| c.connect_rate = f64::NAN),
+            ("--malformed-percent 101", |c| c.malformed_percent = 101.0),
+            ("--malformed-percent -1", |c| c.malformed_percent = -1.0),
+            ("--trials 0", |c| c.trials = 0),
+            ("--rate-tolerance 0", |c| c.rate_tolerance = 0.0),
+            ("--attackers 0", |c| c.attackers = 0),
+            ("--flood-pps -5", |c| c.flood_pps = -5.0),
+            ("--flood-pps inf", |c| c.flood_pps = f64::INFINITY),
+            ("--td-s 0", |c| c.td_s = 0),
+            ("--host-macs 0", |c| c.host_macs = 0),
+            ("--reprov-interval-us 0", |c| c.reprov_interval_us = 0),
+            ("--reprov-ms 0", |c| c.reprov_ms = 0),
+            ("--table-step 0", |c| c.table_step = 0),
+            ("--table-max 0", |c| c.table_max = 0),
+            ("--max-switches 0", |c| c.max_switches = 0),
+            ("--max-sessions 0", |c| c.max_sessions = 0),
+            ("--case-wait-ms 0", |c| c.case_wait_ms = 0),
+            ("--hello-wait-s 0", |c| c.hello_wait_s = 0),
+        ];
+        for (says, set) in cases {
+            let mut c = CtlConfig::default();
+            set(&mut c);
+            let e = c.validate().unwrap_err();
+            assert!(e.is_usage());
+            let text = e.to_string();
+            assert!(text.starts_with(says), "{says}: {text}");
+            assert!(text.contains("at least") && text.contains("at most"), "{text}");
+            assert_eq!(text.lines().count(), 1);
+        }
+    }
+
+    #[test]
+    fn sweeps_and_choices_are_checked_before_anything_runs() {
+        for (set, says) in [
+            (
+                (|c: &mut CtlConfig| c.sweep = Some("switches=1,0".into())) as fn(&mut CtlConfig),
+                "switches 0 is out of range",
+            ),
+            (|c| c.sweep = Some("colour=1".into()), "cannot sweep 'colour'"),
+            (|c| c.test = "speed".into(), "--test 'speed'"),
+            (|c| c.mode = "fast".into(), "--mode 'fast'"),
+            (|c| c.fabrics = vec!["ring,3".into()], "--fabric 'ring,3'"),
+            (|c| c.quick = true, "--quick"),
+            (
+                |c| {
+                    c.test = "discovery".into();
+                    c.target = Some(([127, 0, 0, 1], 6653).into());
+                },
+                "needs --northbound",
+            ),
+        ] {
+            let mut c = CtlConfig::default();
+            set(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(says), "{says}: {e}");
+        }
+    }
+}

@@ -1,0 +1,952 @@
+//! The controller benchmark (`sdnlab bench ctl`, `experiment = "ctl"`):
+//! the load driver (crate `ctlbench`) against a controller at `target`, a
+//! peer sdnlab starts afresh for each trial, or sdnlab's own controller
+//! started in this process for each trial (the embedded default). Each
+//! scenario (a point of `sweep`) is repeated `trials` times; every loop and
+//! every trial is appended to the run's `samples.jsonl` as it is measured;
+//! at the end the run directory gets its summaries and HTML report (crate
+//! `report`). The RFC 8456 tests without a topology live here too
+//! (security, sessions, rate, dos); those on emulated fabrics in
+//! `topology`, the whole suite in `suite`.
+
+mod config;
+pub mod suite;
+pub mod topology;
+
+pub use config::{CtlConfig, TESTS};
+
+use crate::rundir::{open_run, started, Place};
+use crate::{Event, Experiment, LabError, Observer, Outcome};
+use report::{Meta, Metric, RunWriter, Sample, Target};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// A line for the person watching.
+pub(crate) fn say(obs: &dyn Observer, s: String) {
+    obs.event(Event::Line(&s));
+}
+
+fn setup(e: impl std::fmt::Display) -> LabError {
+    LabError::Setup(e.to_string())
+}
+
+fn write_error(dir: &Path) -> impl Fn(std::io::Error) -> LabError + '_ {
+    move |source| LabError::Io {
+        path: dir.to_path_buf(),
+        source,
+    }
+}
+
+/// The scenarios of a sweep: a name and the driver's config for each point.
+pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>, LabError> {
+    let base = |target| ctlbench::Config {
+        target,
+        switches: a.switches,
+        macs: a.macs,
+        mode: if a.mode == "latency" {
+            ctlbench::Mode::Latency
+        } else {
+            ctlbench::Mode::Throughput
+        },
+        version: a.version(),
+        loops: a.loops,
+        loop_ms: a.loop_ms,
+        warmup: a.warmup,
+        window: a.window,
+        connect_rate: a.connect_rate,
+        first_dpid: a.first_dpid,
+        ports: a.ports,
+        malformed_per_mille: (a.malformed_percent * 10.0).round() as u32,
+        offered_rate: 0.0,
+    };
+    let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+    let Some(sweep) = &a.sweep else {
+        let c = base(placeholder);
+        return Ok(vec![(format!("switches={}", c.switches), c)]);
+    };
+    let bad = |m: String| LabError::Config(format!("--sweep '{sweep}': {m}"));
+    let (param, values) = sweep
+        .split_once('=')
+        .ok_or_else(|| bad("write PARAM=V1,V2,... (e.g. switches=1,2,4)".into()))?;
+    let mut out = Vec::new();
+    for v in values.split(',') {
+        let n: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("'{v}' is not a whole number")))?;
+        let within = |lo: u64, hi: u64| {
+            if (lo..=hi).contains(&n) {
+                Ok(())
+            } else {
+                Err(bad(format!("{param} {n} is out of range: {lo} to {hi}")))
+            }
+        };
+        let mut c = base(placeholder);
+        match param {
+            "switches" => {
+                within(1, 100_000)?;
+                c.switches = n as usize
+            }
+            "macs" => {
+                within(2, 65_535)?;
+                c.macs = n as usize
+            }
+            "window" => {
+                within(1, 1_000_000)?;
+                c.window = n as usize
+            }
+            "loop-ms" | "loop_ms" => {
+                within(10, 3_600_000)?;
+                c.loop_ms = n
+            }
+            "malformed" => {
+                within(0, 100)?;
+                c.malformed_per_mille = (n * 10) as u32
+            }
+            other => {
+                return Err(LabError::Config(format!(
+                    "--sweep: cannot sweep '{other}'; choose switches, macs, window, loop-ms or malformed (percent)"
+                )))
+            }
+        }
+        out.push((format!("{param}={n}"), c));
+    }
+    Ok(out)
+}
+
+/// Runs the controller benchmark `a` into `place`: one test, a suite, or
+/// the same test against each of several peers.
+pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    a.validate()?;
+    if a.suite.is_some() {
+        return suite::run(a, place, obs);
+    }
+    if !a.peers.is_empty() {
+        return run_peers(a, place, obs);
+    }
+    match a.test.as_str() {
+        "security" => run_security(a, place, obs),
+        "sessions" => run_sessions(a, place, obs),
+        "rate" => run_rate(a, place, obs),
+        "dos" => run_dos(a, place, obs),
+        "cbench" => run_cbench(a, place, obs),
+        _ => topology::run(a, place, obs),
+    }
+}
+
+/// cbench's throughput and latency modes, scenario by scenario, trial by trial.
+fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let list = scenarios(a)?;
+    // Thousands of emulated switches need thousands of descriptors.
+    controller::runtime::raise_fd_limit();
+    let run_id = place.name("ctl");
+    let dir = place.dir(&run_id);
+    let mut meta = Meta {
+        benchmark: "bench ctl".into(),
+        targets: Vec::new(),
+        parameters: serde_json::json!({
+            "mode": a.mode, "openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
+            "warmup": a.warmup, "cooldown_ms": a.cooldown_ms, "window": a.window, "switches": a.switches,
+            "macs": a.macs, "malformed_percent": a.malformed_percent, "connect_rate": a.connect_rate, "ports": a.ports, "first_dpid": a.first_dpid, "sweep": a.sweep,
+            "app": if a.embedded() { Some(&a.app) } else { None },
+        }),
+        metrics: vec![
+            Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher),
+            Metric::new("matched_per_s", "matched responses/s", stats::Better::Higher),
+            Metric::new("rtt_p50_us", "us", stats::Better::Lower),
+            Metric::new("rtt_p99_us", "us", stats::Better::Lower),
+        ],
+        ..started(&run_id)
+    };
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    say(
+        obs,
+        format!(
+            "sdnlab bench ctl: {} scenario(s) x {} trial(s), {} mode, OpenFlow {}, {} loops of {} ms; results in {}",
+            list.len(),
+            a.trials,
+            a.mode,
+            a.ofp,
+            a.loops,
+            a.loop_ms,
+            dir.display()
+        ),
+    );
+    obs.event(Event::Plan {
+        steps: list.len() as u64 * a.trials as u64,
+    });
+    let mut invalid = 0;
+    let mut reports = Vec::new();
+    for (name, cfg) in &list {
+        let mut cbench_rates = Vec::new();
+        for trial in 0..a.trials {
+            let (cfg, embedded) = match target_of(a) {
+                Ok((addr, target, running)) => {
+                    if meta.targets.is_empty() {
+                        meta.targets.push(target);
+                    }
+                    (
+                        ctlbench::Config {
+                            target: addr,
+                            ..cfg.clone()
+                        },
+                        running,
+                    )
+                }
+                Err(e) => {
+                    meta.events
+                        .push(format!("{name} trial {trial}: the controller did not start: {e}"));
+                    invalid += 1;
+                    obs.event(Event::Step {
+                        status: "the controller did not start",
+                    });
+                    continue;
+                }
+            };
+            let mut write_errors = Vec::new();
+            let report = rt.block_on(ctlbench::run(cfg.clone(), |l| {
+                let s = Sample {
+                    kind: "loop".into(),
+                    scenario: name.clone(),
+                    trial,
+                    index: l.loop_index as u32,
+                    unix: report::now_unix(),
+                    values: BTreeMap::from([
+                        ("responses_per_s".to_string(), l.responses_per_s),
+                        ("matched_per_s".to_string(), l.matched_per_s),
+                        ("unmatched".to_string(), l.unmatched as f64),
+                        ("malformed_sent".to_string(), l.malformed_sent as f64),
+                        ("malformed_acted".to_string(), l.malformed_acted as f64),
+                        ("errors".to_string(), l.errors as f64),
+                    ]),
+                    rtt_cdf: Vec::new(),
+                    note: None,
+                };
+                if let Err(e) = writer.append(&s) {
+                    write_errors.push(e);
+                }
+                obs.event(Event::CbenchLoop {
+                    switches: cfg.switches,
+                    responses_per_s: l.responses_per_s,
+                });
+            }));
+            if let Some(r) = embedded {
+                r.stop();
+            }
+            if let Some(e) = write_errors.pop() {
+                return Err(write_error(&dir)(e));
+            }
+            cbench_rates.extend(report.loops.iter().map(|l| l.responses_per_s));
+            let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| {
+                report.loops.iter().map(f).sum::<f64>() / report.loops.len().max(1) as f64
+            };
+            let matched = mean(&|l| l.matched_per_s);
+            let mut note = None;
+            if report.sessions_lost > 0 || matched == 0.0 {
+                invalid += 1;
+                let what = format!(
+                    "{name} trial {trial}: {} session(s) lost, {:.0} matched responses/s{}",
+                    report.sessions_lost,
+                    matched,
+                    if matched == 0.0 {
+                        " (no answer: is the controller there?)"
+                    } else {
+                        ""
+                    }
+                );
+                meta.events.push(what.clone());
+                note = Some(what);
+            }
+            let s = Sample {
+                kind: "trial".into(),
+                scenario: name.clone(),
+                trial,
+                index: 0,
+                unix: report::now_unix(),
+                values: BTreeMap::from([
+                    ("responses_per_s".to_string(), mean(&|l| l.responses_per_s)),
+                    ("matched_per_s".to_string(), matched),
+                    ("rtt_p50_us".to_string(), report.rtt_us_p50),
+                    ("rtt_p99_us".to_string(), report.rtt_us_p99),
+                    ("rtt_max_us".to_string(), report.rtt_us_max),
+                    ("sessions_lost".to_string(), report.sessions_lost as f64),
+                    (
+                        "unmatched".to_string(),
+                        report.loops.iter().map(|l| l.unmatched).sum::<u64>() as f64,
+                    ),
+                    (
+                        "malformed_sent".to_string(),
+                        report.loops.iter().map(|l| l.malformed_sent).sum::<u64>() as f64,
+                    ),
+                    (
+                        "malformed_acted".to_string(),
+                        report.loops.iter().map(|l| l.malformed_acted).sum::<u64>() as f64,
+                    ),
+                    (
+                        "errors".to_string(),
+                        report.loops.iter().map(|l| l.errors).sum::<u64>() as f64,
+                    ),
+                ]),
+                rtt_cdf: report.rtt_cdf.clone(),
+                note,
+            };
+            writer.append(&s).map_err(write_error(&dir))?;
+            obs.event(Event::Step {
+                status: &format!("{name}: {:.0} matched/s", matched),
+            });
+            reports.push((name.clone(), report));
+            if trial + 1 < a.trials {
+                std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+            }
+        }
+        if !cbench_rates.is_empty() {
+            obs.event(Event::CbenchScenario {
+                switches: cfg.switches,
+                rates: &cbench_rates,
+            });
+        }
+    }
+    obs.event(Event::PlanDone);
+    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    outcome.json["trials"] = reports
+        .iter()
+        .map(|(n, r)| serde_json::json!({"scenario": n, "report": r}))
+        .collect();
+    if invalid > 0 {
+        say(
+            obs,
+            format!("sdnlab bench ctl: {invalid} trial(s) not valid (see above and the report)"),
+        );
+    }
+    outcome.incomplete = invalid;
+    Ok(outcome)
+}
+
+pub(crate) fn workers() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// A controller sdnlab started for a trial; `stop` ends it.
+enum Running {
+    Embedded(controller::runtime::Handle),
+    Peer(crate::peers::Peer),
+}
+
+impl Running {
+    fn stop(self) {
+        match self {
+            Running::Embedded(h) => h.stop(),
+            Running::Peer(p) => drop(p),
+        }
+    }
+}
+
+/// The controller to measure: `--target`, a `--peer` started afresh, or
+/// sdnlab's own started in this process.
+fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
+    if let Some(name) = &a.peer {
+        let p = crate::peers::start(name)?;
+        let target = Target {
+            name: p.name.clone(),
+            version: p.version.clone(),
+            command: format!("{} (started afresh for each trial)", p.command),
+            address: p.addr.to_string(),
+        };
+        return Ok((p.addr, target, Some(Running::Peer(p))));
+    }
+    match a.target {
+        Some(t) => Ok((
+            t,
+            Target {
+                name: "controller".into(),
+                version: String::new(),
+                command: String::new(),
+                address: t.to_string(),
+            },
+            None,
+        )),
+        None => {
+            let h = controller::runtime::start_local(&a.app, workers())?;
+            let addr = h.local_addrs[0];
+            Ok((
+                addr,
+                Target {
+                    name: format!("sdnlab controller, app {} (embedded)", a.app),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    command: format!("in-process, {} workers, started afresh for each trial", workers()),
+                    address: "127.0.0.1 (ephemeral port)".into(),
+                },
+                Some(Running::Embedded(h)),
+            ))
+        }
+    }
+}
+
+/// `--test security`: every malformed case, with what the controller did.
+fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let (addr, target, embedded) = target_of(a).map_err(setup)?;
+    let run_id = place.name("ctl-security");
+    let dir = place.dir(&run_id);
+    let cfg = ctlbench::security::SuiteConfig {
+        target: addr,
+        version: a.version(),
+        wait: Duration::from_millis(a.case_wait_ms),
+        hello_wait: Duration::from_secs(a.hello_wait_s),
+    };
+    let mut meta = Meta {
+        benchmark: "bench ctl --test security".into(),
+        targets: vec![target],
+        parameters: serde_json::json!({"openflow": a.ofp, "case_wait_ms": a.case_wait_ms, "hello_wait_s": a.hello_wait_s}),
+        ..started(&run_id)
+    };
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    say(
+        obs,
+        format!(
+            "sdnlab bench ctl --test security: {} cases against {addr}, OpenFlow {}; results in {}",
+            11,
+            a.ofp,
+            dir.display()
+        ),
+    );
+    let mut failed_write = None;
+    let results = rt.block_on(ctlbench::security::run_suite(cfg, |r| {
+        let o = &r.observation;
+        let s = Sample {
+            kind: "case".into(),
+            scenario: r.case.into(),
+            trial: 0,
+            index: 0,
+            unix: report::now_unix(),
+            values: BTreeMap::from([
+                ("errors".to_string(), o.errors.len() as f64),
+                ("acted".to_string(), o.acted as f64),
+                ("closed".to_string(), f64::from(u8::from(o.closed))),
+                ("others_served".to_string(), f64::from(u8::from(r.others_served))),
+                ("controller_alive".to_string(), f64::from(u8::from(r.controller_alive))),
+            ]),
+            rtt_cdf: Vec::new(),
+            note: Some(format!(
+                "{}; other sessions {}",
+                r.outcome,
+                if r.others_served { "served" } else { "NOT served" }
+            )),
+        };
+        if let Err(e) = writer.append(&s) {
+            failed_write.get_or_insert(e);
+        }
+        say(obs, format!("  {:<36} {}", r.case, r.outcome));
+    }));
+    if let Some(r) = embedded {
+        r.stop();
+    }
+    if let Some(e) = failed_write {
+        return Err(write_error(&dir)(e));
+    }
+    if results.iter().any(|r| !r.controller_alive) {
+        meta.events
+            .push("the controller stopped accepting connections during the suite".into());
+    }
+    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    outcome.json = serde_json::json!({ "run": dir, "cases": results });
+    let w = results.iter().map(|r| r.case.len()).max().unwrap_or(10);
+    let mut table = format!("{:<w$}  {:<44}  {:<14}  expected\n", "case", "outcome", "others served");
+    for r in &results {
+        table += &format!(
+            "{:<w$}  {:<44}  {:<14}  {}\n",
+            r.case,
+            r.outcome,
+            if r.others_served { "yes" } else { "NO" },
+            r.expected
+        );
+    }
+    outcome.table = table;
+    Ok(outcome)
+}
+
+/// `--test sessions`: how many sessions the controller holds, and how it fails.
+fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let limit = controller::runtime::raise_fd_limit();
+    let run_id = place.name("ctl-sessions");
+    let dir = place.dir(&run_id);
+    let version = a.version();
+    let mut meta = Meta {
+        benchmark: "bench ctl --test sessions".into(),
+        targets: Vec::new(),
+        parameters: serde_json::json!({"openflow": a.ofp, "max_sessions": a.max_sessions, "trials": a.trials,
+            "our_open_file_limit": limit, "embedded": a.embedded()}),
+        metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher)],
+        ..started(&run_id)
+    };
+    if a.embedded() {
+        meta.events.push(format!(
+            "the embedded controller shares this process's open-file limit ({limit}): each session costs it two descriptors"
+        ));
+    }
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    say(
+        obs,
+        format!(
+            "sdnlab bench ctl --test sessions: up to {} sessions, {} trial(s); results in {}",
+            a.max_sessions,
+            a.trials,
+            dir.display()
+        ),
+    );
+    let mut results = Vec::new();
+    for trial in 0..a.trials {
+        // A fresh controller for each trial when sdnlab starts it.
+        let (addr, target, running) = target_of(a).map_err(setup)?;
+        if meta.targets.is_empty() {
+            meta.targets.push(target);
+        }
+        let cfg = ctlbench::capacity::CapacityConfig {
+            target: addr,
+            version,
+            max_sessions: a.max_sessions,
+            check_every: 500,
+            timeout: Duration::from_secs(5),
+        };
+        let r = rt.block_on(ctlbench::capacity::run(cfg, |n, secs| {
+            obs.event(Event::Status(&format!(
+                "trial {trial}: {n} sessions held after {secs:.1} s"
+            )));
+        }));
+        say(
+            obs,
+            format!(
+                "  trial {trial}: {} sessions held; ended by {} ({})",
+                r.held, r.ended_by, r.detail
+            ),
+        );
+        let s = Sample {
+            kind: "trial".into(),
+            scenario: "sessions".into(),
+            trial,
+            index: 0,
+            unix: report::now_unix(),
+            values: BTreeMap::from([
+                ("sessions_held".to_string(), r.held as f64),
+                ("seconds".to_string(), r.seconds),
+                ("sessions_per_s".to_string(), r.sessions_per_s),
+            ]),
+            rtt_cdf: Vec::new(),
+            note: Some(format!(
+                "{} sessions held; ended by {}: {}",
+                r.held, r.ended_by, r.detail
+            )),
+        };
+        writer.append(&s).map_err(write_error(&dir))?;
+        results.push(r);
+        if let Some(r) = running {
+            r.stop();
+        }
+        if trial + 1 < a.trials {
+            // Let the controller release the previous trial's sessions.
+            std::thread::sleep(Duration::from_millis(a.cooldown_ms.max(1000)));
+        }
+    }
+    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    outcome.json = serde_json::json!({ "run": dir, "trials": results });
+    let held: Vec<f64> = results.iter().map(|r| r.held as f64).collect();
+    let s = stats::summary(&held);
+    outcome.table = format!(
+        "sessions held: median {} (min {}, max {}) over {} trial(s); ended by: {}\n",
+        report::fmt_num(s.median),
+        report::fmt_num(s.min),
+        report::fmt_num(s.max),
+        results.len(),
+        results
+            .iter()
+            .map(|r| r.ended_by.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(outcome)
+}
+
+/// `--test rate`: the loss-free asynchronous message processing rate, per
+/// scenario and trial (the controller restarted per trial when embedded).
+fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let list = scenarios(a)?;
+    let run_id = place.name("ctl-rate");
+    let dir = place.dir(&run_id);
+    let mut meta = Meta {
+        benchmark: "bench ctl --test rate".into(),
+        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
+            "warmup": a.warmup, "window": a.window, "switches": a.switches, "macs": a.macs, "sweep": a.sweep,
+            "tolerance": a.rate_tolerance, "max_rounds": 10}),
+        metrics: vec![Metric::new(
+            "loss_free_per_s",
+            "PACKET_INs/s answered, loss-free",
+            stats::Better::Higher,
+        )],
+        ..started(&run_id)
+    };
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    say(
+        obs,
+        format!(
+            "sdnlab bench ctl --test rate: {} scenario(s) x {} trial(s); results in {}",
+            list.len(),
+            a.trials,
+            dir.display()
+        ),
+    );
+    let mut invalid = 0;
+    for (name, cfg) in &list {
+        for trial in 0..a.trials {
+            let (addr, target, embedded) = target_of(a).map_err(setup)?;
+            if meta.targets.is_empty() {
+                meta.targets.push(target);
+            }
+            let cfg = ctlbench::Config {
+                target: addr,
+                ..cfg.clone()
+            };
+            let mut rounds = Vec::new();
+            let r = rt.block_on(ctlbench::rate::search(cfg, 10, a.rate_tolerance, |round| {
+                say(
+                    obs,
+                    format!(
+                        "  {name} trial {trial}: offered {:>12} sent {:>12} answered {:>12} loss {:.2} %",
+                        if round.offered_per_s > 0.0 {
+                            report::fmt_num(round.offered_per_s)
+                        } else {
+                            "unpaced".into()
+                        },
+                        report::fmt_num(round.sent_per_s),
+                        report::fmt_num(round.answered_per_s),
+                        round.loss * 100.0
+                    ),
+                );
+                rounds.push(round.clone());
+            }));
+            if let Some(r) = embedded {
+                r.stop();
+            }
+            for (i, round) in rounds.iter().enumerate() {
+                let s = Sample {
+                    kind: "round".into(),
+                    scenario: name.clone(),
+                    trial,
+                    index: i as u32,
+                    unix: report::now_unix(),
+                    values: BTreeMap::from([
+                        ("offered_per_s".to_string(), round.offered_per_s),
+                        ("sent_per_s".to_string(), round.sent_per_s),
+                        ("answered_per_s".to_string(), round.answered_per_s),
+                        ("loss".to_string(), round.loss),
+                    ]),
+                    rtt_cdf: Vec::new(),
+                    note: None,
+                };
+                writer.append(&s).map_err(write_error(&dir))?;
+            }
+            let note = (!r.converged || r.sessions_lost > 0).then(|| {
+                invalid += 1;
+                let what = format!(
+                    "{name} trial {trial}: {} after {} rounds, {} session(s) lost",
+                    if r.converged { "converged" } else { "did not converge" },
+                    r.rounds.len(),
+                    r.sessions_lost
+                );
+                meta.events.push(what.clone());
+                what
+            });
+            let s = Sample {
+                kind: "trial".into(),
+                scenario: name.clone(),
+                trial,
+                index: 0,
+                unix: report::now_unix(),
+                values: BTreeMap::from([
+                    ("loss_free_per_s".to_string(), r.loss_free_per_s),
+                    ("rounds".to_string(), r.rounds.len() as f64),
+                ]),
+                rtt_cdf: Vec::new(),
+                note,
+            };
+            writer.append(&s).map_err(write_error(&dir))?;
+            std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+        }
+    }
+    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    if invalid > 0 {
+        say(
+            obs,
+            format!("sdnlab bench ctl: {invalid} trial(s) without a loss-free rate (see the report)"),
+        );
+    }
+    outcome.incomplete = invalid;
+    Ok(outcome)
+}
+
+/// `--test dos`: the well-behaved switches (latency mode) measured alone and
+/// then while `--attackers` switches flood the controller, trial by trial.
+fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let Some((_, base)) = scenarios(a)?.into_iter().next() else {
+        return Err(LabError::Config("--test dos: no scenario".into()));
+    };
+    let run_id = place.name("ctl-dos");
+    let dir = place.dir(&run_id);
+    let mut meta = Meta {
+        benchmark: "bench ctl --test dos".into(),
+        parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
+            "good_switches": a.switches, "attackers": a.attackers, "syn_flood_pps": a.syn_flood_pps, "attacker_window": 4096, "macs": a.macs}),
+        metrics: vec![
+            Metric::new(
+                "matched_per_s",
+                "well-behaved switches' answered PACKET_INs/s",
+                stats::Better::Higher,
+            ),
+            Metric::new("rtt_p50_us", "us", stats::Better::Lower),
+            Metric::new("rtt_p99_us", "us", stats::Better::Lower),
+        ],
+        ..started(&run_id)
+    };
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    say(obs, format!(
+        "sdnlab bench ctl --test dos: {} well-behaved switches (latency mode), {} attackers; {} trial(s); results in {}",
+        a.switches,
+        a.attackers,
+        a.trials,
+        dir.display()
+    ));
+    for trial in 0..a.trials {
+        let (addr, target, embedded) = target_of(a).map_err(setup)?;
+        if meta.targets.is_empty() {
+            meta.targets.push(target);
+        }
+        let good = ctlbench::Config {
+            target: addr,
+            mode: ctlbench::Mode::Latency,
+            ..base.clone()
+        };
+        let attack = ctlbench::Config {
+            target: addr,
+            mode: ctlbench::Mode::Throughput,
+            switches: a.attackers,
+            window: 4096,
+            first_dpid: a.first_dpid + 1_000_000,
+            // Running from before the measurement to after it.
+            warmup: 1,
+            loops: good.warmup + good.loops + 2,
+            ..base.clone()
+        };
+        let alone = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+        // The attackers run on a thread and runtime of their own, so the
+        // well-behaved switches' side of the driver is not queued behind them.
+        let flood = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()
+                .map(|rt| rt.block_on(ctlbench::run(attack, |_| {})))
+        });
+        // Let the flood build up first.
+        std::thread::sleep(Duration::from_millis(good.loop_ms));
+        let under = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+        let flood = flood.join().ok().flatten();
+        // Under a SYN flood (the well-behaved switches connect anew during it).
+        let mut syn = None;
+        if a.syn_flood_pps > 0 {
+            let std::net::SocketAddr::V4(v4) = addr else {
+                return Err(LabError::Config(
+                    "--syn-flood-pps: the SYN flood needs an IPv4 loopback target".into(),
+                ));
+            };
+            let guard = DropSynAcks::install(v4.port()).map_err(setup)?;
+            let flood = ctlbench::synflood::SynFlood::start(v4, a.syn_flood_pps).map_err(setup)?;
+            std::thread::sleep(Duration::from_millis(good.loop_ms));
+            let r = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+            let sent = flood.stop();
+            drop(guard);
+            syn = Some((r, sent));
+        }
+        if let Some(r) = embedded {
+            r.stop();
+        }
+        let flood_rate = flood
+            .as_ref()
+            .map(|f| f.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / f.loops.len().max(1) as f64)
+            .unwrap_or(0.0);
+        let mut phases = vec![("alone", &alone), ("under attack", &under)];
+        if let Some((r, _)) = &syn {
+            phases.push(("under SYN flood", r));
+        }
+        for (scenario, r) in phases {
+            let matched = r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / r.loops.len().max(1) as f64;
+            let note = (r.sessions_lost > 0).then(|| {
+                format!(
+                    "{scenario} trial {trial}: {} well-behaved session(s) lost",
+                    r.sessions_lost
+                )
+            });
+            if let Some(n) = &note {
+                meta.events.push(n.clone());
+            }
+            let mut values = BTreeMap::from([
+                ("matched_per_s".to_string(), matched),
+                ("rtt_p50_us".to_string(), r.rtt_us_p50),
+                ("rtt_p99_us".to_string(), r.rtt_us_p99),
+                ("sessions_lost".to_string(), r.sessions_lost as f64),
+            ]);
+            if scenario == "under attack" {
+                values.insert("attackers_answered_per_s".to_string(), flood_rate);
+            }
+            if let (true, Some((r, sent))) = (scenario == "under SYN flood", &syn) {
+                let secs = (good.warmup + good.loops) as f64 * good.loop_ms as f64 / 1000.0 + 1.0;
+                values.insert("syns_per_s".to_string(), *sent as f64 / secs);
+                values.insert("sessions_lost".to_string(), r.sessions_lost as f64);
+            }
+            let s = Sample {
+                kind: "trial".into(),
+                scenario: scenario.into(),
+                trial,
+                index: 0,
+                unix: report::now_unix(),
+                values,
+                rtt_cdf: r.rtt_cdf.clone(),
+                note,
+            };
+            writer.append(&s).map_err(write_error(&dir))?;
+        }
+        say(obs, format!(
+            "  trial {trial}: alone p50 {:.1} us, under attack p50 {:.1} us (p99 {:.1} -> {:.1}); attackers answered {}/s",
+            alone.rtt_us_p50,
+            under.rtt_us_p50,
+            alone.rtt_us_p99,
+            under.rtt_us_p99,
+            report::fmt_num(flood_rate)
+        ));
+        std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+    }
+    finish_run(writer, &mut meta, &dir, obs)
+}
+
+/// `peers`: the same test against each peer in turn (each its own run
+/// under the run directory), then one report comparing them.
+fn run_peers(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let dir = place.dir(&place.name("ctl-peers"));
+    crate::rundir::write_experiment(&dir, &Experiment::Ctl(a.clone()))?;
+    let mut runs = Vec::new();
+    let mut incomplete = 0;
+    let mut table = String::new();
+    let mut each = Vec::new();
+    for name in &a.peers {
+        say(
+            obs,
+            format!("sdnlab bench ctl: peer {name}, started afresh for each trial"),
+        );
+        let one = CtlConfig {
+            peers: Vec::new(),
+            peer: Some(name.clone()),
+            ..a.clone()
+        };
+        let sub = dir.join(name);
+        let place = Place {
+            dir: Some(sub.clone()),
+            name: Some(name.clone()),
+        };
+        match run(&one, &place, obs) {
+            Ok(o) => {
+                incomplete += o.incomplete;
+                table += &format!("== {name}\n{}", o.table);
+                each.push(o.json);
+            }
+            Err(e) => {
+                incomplete += 1;
+                say(obs, format!("sdnlab bench ctl: {name}: {e}"));
+            }
+        }
+        match report::load(&sub) {
+            Ok(r) => runs.push(r),
+            Err(e) => say(obs, format!("sdnlab bench ctl: {name}: {e}")),
+        }
+    }
+    let mut json = serde_json::json!({ "run": dir, "peers": each });
+    if runs.len() > 1 {
+        let summary = report::write_outputs(&dir, &runs).map_err(write_error(&dir))?;
+        table += "\n== all peers\n";
+        table += &report::terminal_table(&summary, &report::metrics(&runs));
+        say(
+            obs,
+            format!("sdnlab bench ctl: comparison in {}", dir.join("report.html").display()),
+        );
+        json["summary"] = serde_json::to_value(&summary).unwrap_or_default();
+    }
+    Ok(Outcome {
+        dir,
+        table,
+        json,
+        incomplete,
+    })
+}
+
+/// An nftables table that drops the controller's SYN-ACKs to the SYN
+/// flood's fake source (loopback only), so half-open connections stay
+/// half-open; removed on drop.
+struct DropSynAcks {
+    table: String,
+}
+
+impl DropSynAcks {
+    fn install(port: u16) -> Result<DropSynAcks, String> {
+        let table = format!("sdnlab_synflood_{}", std::process::id());
+        let rules = format!(
+            "table ip {table} {{\n chain out {{\n  type filter hook output priority 0; policy accept;\n  \
+             ip saddr 127.0.0.0/8 ip daddr {}/32 tcp sport {port} drop\n }}\n}}\n",
+            ctlbench::synflood::FAKE_SOURCE
+        );
+        let mut child = std::process::Command::new("nft")
+            .args(["-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("nft (apt-get install nftables) is needed for --syn-flood-pps: {e}"))?;
+        use std::io::Write as _;
+        if let Some(mut i) = child.stdin.take() {
+            let _ = i.write_all(rules.as_bytes());
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("nft: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        Ok(DropSynAcks { table })
+    }
+}
+
+impl Drop for DropSynAcks {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("nft")
+            .args(["delete", "table", "ip", &self.table])
+            .status();
+    }
+}
+
+/// Ends a run: final `meta.json`, summaries and report on disk; the
+/// events and where the report is go to the observer.
+pub(crate) fn finish_run(
+    writer: RunWriter,
+    meta: &mut Meta,
+    dir: &Path,
+    obs: &dyn Observer,
+) -> Result<Outcome, LabError> {
+    meta.finished_unix = Some(report::now_unix());
+    let summary = writer.finish(meta).map_err(write_error(dir))?;
+    for e in &meta.events {
+        say(obs, format!("sdnlab bench ctl: {e}"));
+    }
+    say(
+        obs,
+        format!("sdnlab bench ctl: report in {}", dir.join("report.html").display()),
+    );
+    Ok(Outcome {
+        dir: dir.to_path_buf(),
+        table: report::terminal_table(&summary, &meta.metrics),
+        json: serde_json::json!({ "run": dir, "summary": summary }),
+        incomplete: 0,
+    })
+}

@@ -1,0 +1,33 @@
+//! The errors an experiment returns: a configuration the method cannot run
+//! (the caller's mistake, one line naming what to change), a system or tool
+//! that could not be set up, or results that could not be written.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// A parameter out of its range or inconsistent with another; the text
+    /// names the parameter as the command line spells it and what it accepts.
+    #[error("{0}")]
+    Config(String),
+    /// The system under test, a peer or a tool could not be started or reached.
+    #[error("{0}")]
+    Setup(String),
+    /// The run directory or one of its files could not be written or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The experiment file is not one sdnlab can read.
+    #[error("{}: {message}", path.display())]
+    File { path: PathBuf, message: String },
+}
+
+impl LabError {
+    /// Whether the caller (command line or file) is at fault, rather than the machine.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, LabError::Config(_) | LabError::File { .. })
+    }
+}

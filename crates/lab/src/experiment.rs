@@ -1,0 +1,136 @@
+//! The content of an experiment file: which experiment, and its config.
+//!
+//! ```toml
+//! experiment = "ctl"
+//! test = "cbench"
+//! mode = "latency"
+//! switches = 16
+//! ```
+//!
+//! Every parameter left out takes its documented default; an unknown one is
+//! an error (a misspelt parameter must not silently run the default).
+//! `to_toml` writes every parameter, resolved, so a file written by a run
+//! repeats that run exactly.
+
+use crate::ctl::CtlConfig;
+use crate::{LabError, Observer, Outcome};
+use serde::Serialize;
+use std::path::Path;
+
+/// Any experiment sdnlab runs from a file.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "experiment", rename_all = "kebab-case")]
+pub enum Experiment {
+    /// The controller benchmark (`sdnlab bench ctl`): cbench modes, the
+    /// RFC 8456 tests and suite, against sdnlab's own controller, a
+    /// target or the peers.
+    Ctl(CtlConfig),
+}
+
+impl Experiment {
+    /// Reads and validates an experiment file.
+    pub fn load(path: &Path) -> Result<Experiment, LabError> {
+        let file = |message: String| LabError::File {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
+        let e = Experiment::parse(&text).map_err(file)?;
+        e.validate().map_err(|e| match e {
+            LabError::Config(m) => file(m),
+            other => other,
+        })?;
+        Ok(e)
+    }
+
+    /// Parses TOML text (not validated); the error is one line naming the
+    /// parameter and its line.
+    pub fn parse(text: &str) -> Result<Experiment, String> {
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+            // toml's message spans lines (the offending line, a caret); keep
+            // its first sentence and the place.
+            let place = e
+                .span()
+                .map(|s| format!("line {}: ", line_of(text, s.start)))
+                .unwrap_or_default();
+            format!("{place}{}", e.message().replace('\n', " "))
+        })?;
+        let kinds = "write experiment = \"ctl\"";
+        let kind = match table.remove("experiment") {
+            Some(toml::Value::String(k)) => k,
+            Some(other) => return Err(format!("experiment = {other}: {kinds}")),
+            None => return Err(format!("no experiment named: {kinds} at the top of the file")),
+        };
+        // The config is read from the table with the path of any bad value
+        // kept, so the message names the parameter (and its line).
+        fn config<T: serde::de::DeserializeOwned>(text: &str, table: toml::Table) -> Result<T, String> {
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let path = e.path().to_string();
+                let key = path.split('.').next().unwrap_or_default().to_string();
+                let inner = e.into_inner().to_string();
+                let inner = inner.lines().next().unwrap_or_default();
+                match text
+                    .lines()
+                    .position(|l| l.trim_start().starts_with(&key) && !key.is_empty())
+                {
+                    Some(i) if path != "." => format!("line {}: {path}: {inner}", i + 1),
+                    _ => inner.to_string(),
+                }
+            })
+        }
+        match kind.as_str() {
+            "ctl" => Ok(Experiment::Ctl(config(text, table)?)),
+            other => Err(format!("experiment = \"{other}\" is not one sdnlab runs: {kinds}")),
+        }
+    }
+
+    /// Every parameter, resolved, as an experiment file.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self).unwrap_or_else(|e| format!("# cannot write the experiment: {e}\n"));
+        format!(
+            "# sdnlab experiment, every parameter resolved: `sdnlab run THIS_FILE` repeats it.\n\
+             # Parameters: docs/EXPERIMENTS.md.\n{body}"
+        )
+    }
+
+    /// Checks every parameter; the error names the first one out of range.
+    pub fn validate(&self) -> Result<(), LabError> {
+        match self {
+            Experiment::Ctl(c) => c.validate(),
+        }
+    }
+
+    /// Runs the experiment into `place`.
+    pub fn run(&self, place: &crate::rundir::Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+        match self {
+            Experiment::Ctl(c) => crate::ctl::run(c, place, obs),
+        }
+    }
+}
+
+/// The 1-based line of byte `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The examples in the repository are experiments sdnlab accepts as written.
+    #[test]
+    fn every_example_file_is_a_valid_experiment() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/experiments");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let e = Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                // What a run writes reads back as the same experiment.
+                assert_eq!(Experiment::parse(&e.to_toml()).unwrap(), e, "{}", path.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 4, "{n} examples in {}", dir.display());
+    }
+}

@@ -1,0 +1,52 @@
+//! How an experiment tells its caller what is happening, and what it hands
+//! back. The runner emits [`Event`]s as it goes (the command line draws a
+//! progress bar or plain lines from them; a coordinator could forward
+//! them); every measurement is on disk before the event about it is sent.
+
+use std::path::PathBuf;
+
+/// Something the person (or program) watching a run may want to know.
+#[derive(Clone, Debug)]
+pub enum Event<'a> {
+    /// A message worth a line of its own: what starts, what failed, where results are.
+    Line(&'a str),
+    /// This many steps (trials, cases) are planned from now on.
+    Plan { steps: u64 },
+    /// One planned step is done; `status` says how it went.
+    Step { status: &'a str },
+    /// A transient status that replaces the previous one (a counter while a step runs).
+    Status(&'a str),
+    /// The planned steps are over.
+    PlanDone,
+    /// cbench's loop: one measured loop of `switches` emulated switches.
+    CbenchLoop { switches: usize, responses_per_s: f64 },
+    /// cbench's end of a scenario: every measured loop's responses/s.
+    CbenchScenario { switches: usize, rates: &'a [f64] },
+}
+
+/// Receives a run's events. Implementations must be cheap: they are called
+/// from the measuring thread between measurements.
+pub trait Observer: Sync {
+    fn event(&self, e: Event<'_>);
+}
+
+/// An observer that ignores everything (tests, nested runs).
+pub struct Quiet;
+
+impl Observer for Quiet {
+    fn event(&self, _: Event<'_>) {}
+}
+
+/// What a finished run hands back.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The run directory (results, report, experiment.toml).
+    pub dir: PathBuf,
+    /// The results as the terminal shows them.
+    pub table: String,
+    /// The results as one JSON value (for `--json`).
+    pub json: serde_json::Value,
+    /// Trials or tests that did not complete or were not valid; the run is
+    /// on disk either way, and a caller exits non-zero when this is not 0.
+    pub incomplete: usize,
+}

@@ -1,0 +1,59 @@
+//! `sdnlab run FILE.toml`, and what every experiment command ends with:
+//! validate the experiment (one line and exit 2 when a value is out of
+//! range), print it (`--print-config`) or run it with progress on stderr,
+//! then print its results on stdout (a table, or JSON).
+
+use lab::rundir::Place;
+use lab::{Experiment, LabError};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// How the results are shown.
+#[derive(Clone, Copy, Default)]
+pub struct Show {
+    pub json: bool,
+    pub cbench_output: bool,
+    pub print_config: bool,
+}
+
+fn fail(e: &LabError) -> ExitCode {
+    eprintln!("sdnlab: {e}");
+    ExitCode::from(if e.is_usage() { 2 } else { 1 })
+}
+
+/// Validates and runs (or prints) `e` into `out` (default under results/).
+pub fn run(e: &Experiment, out: Option<PathBuf>, how: Show) -> ExitCode {
+    if let Err(err) = e.validate() {
+        return fail(&err);
+    }
+    if how.print_config {
+        print!("{}", e.to_toml());
+        return ExitCode::SUCCESS;
+    }
+    let mut progress = crate::progress::Progress::new();
+    progress.cbench_output = how.cbench_output;
+    let place = Place { dir: out, name: None };
+    match e.run(&place, &progress) {
+        Ok(o) => {
+            if how.json {
+                println!("{}", o.json);
+            } else if !how.cbench_output {
+                print!("{}", o.table);
+            }
+            if o.incomplete > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(err) => fail(&err),
+    }
+}
+
+/// `sdnlab run FILE.toml`.
+pub fn run_file(file: &std::path::Path, out: Option<PathBuf>, how: Show) -> ExitCode {
+    match Experiment::load(file) {
+        Ok(e) => run(&e, out, how),
+        Err(err) => fail(&err),
+    }
+}
