@@ -18,6 +18,7 @@ debs=(
   netsniff-ng tcpreplay  # trafgen and tcpreplay: the generators `sdnlab bench gen` compares ours with
   python3 python3-venv   # os-ken peer venv (scripts/install-osken.sh)
   nginx httperf          # bench lb: the replica servers and the paper's HTTP client
+  chromium               # headless: the tests load reports as a reader would and check the page
   ca-certificates curl build-essential pkg-config
 )
 missing=()

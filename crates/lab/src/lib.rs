@@ -13,6 +13,7 @@
 pub mod ctl;
 mod error;
 pub mod experiment;
+pub mod method;
 pub mod observe;
 pub mod peers;
 pub mod rundir;

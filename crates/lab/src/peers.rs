@@ -348,12 +348,13 @@ fn launch(
     let command = format!("{cmd:?}").replace('"', "");
     let out = logfile()?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| format!("starting {name}: {e}"))?;
+    let mut child = match cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(format!("starting {name} ({command}): {e}"));
+        }
+    };
     if let Err(e) = wait_listening(&mut child, addr, &log, name) {
         let _ = child.kill();
         let _ = child.wait();

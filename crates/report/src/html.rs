@@ -8,7 +8,7 @@
 use crate::{fmt_num, Run, Sample, Summary};
 use std::fmt::Write;
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -40,7 +40,7 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     out
 }
 
-fn boxplot(summary: &Summary, metric: &str, unit: &str) -> String {
+pub(crate) fn boxplot(summary: &Summary, metric: &str, unit: &str) -> String {
     let cells: Vec<_> = summary.cells.iter().filter(|c| c.metric == metric).collect();
     if cells.is_empty() {
         return String::new();
@@ -255,7 +255,7 @@ fn by_x(runs: &[Run], metric: &str) -> (&'static str, Vec<Line>) {
 
 /// The mean of `metric` against the number of switches (a line per run)
 /// or the frame size (a line per switch under test).
-fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
+pub(crate) fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
     let (axis, lines) = by_x(runs, metric);
     if lines.is_empty() {
         return String::new();
@@ -327,7 +327,7 @@ fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
 }
 
 /// Every trial's value of `metric`: RFC 8456 reports a row per trial.
-fn trial_rows(runs: &[Run], metric: &str) -> String {
+pub(crate) fn trial_rows(runs: &[Run], metric: &str) -> String {
     let many = runs.len() > 1;
     let rows: Vec<String> = runs
         .iter()

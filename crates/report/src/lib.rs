@@ -14,6 +14,7 @@
 //! `load` reads a run back, so reports can be rebuilt and runs compared.
 
 pub mod html;
+pub mod suite;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,9 +79,15 @@ pub struct Target {
 /// How a metric reads.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Metric {
+    /// The identifier in samples and summaries (`discovery_s`).
     pub name: String,
+    /// The unit, or what the number counts.
     pub unit: String,
     pub better: stats::Better,
+    /// The metric in plain words for reports ("Topology discovery time");
+    /// empty in runs written before titles (the name is shown then).
+    #[serde(default)]
+    pub title: String,
 }
 
 impl Metric {
@@ -89,6 +96,22 @@ impl Metric {
             name: name.into(),
             unit: unit.into(),
             better,
+            title: String::new(),
+        }
+    }
+
+    /// The same metric with its name in plain words.
+    pub fn titled(mut self, title: &str) -> Metric {
+        self.title = title.into();
+        self
+    }
+
+    /// How a report names it: the title, or the identifier made readable.
+    pub fn display_name(&self) -> String {
+        if self.title.is_empty() {
+            self.name.replace('_', " ")
+        } else {
+            self.title.clone()
         }
     }
 }

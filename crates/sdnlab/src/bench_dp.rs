@@ -34,6 +34,7 @@
 use crate::net_cmd::fail;
 use crate::testbed::{load, open_bed, open_chain, run_trial, Bed, CpuSampler, OfClient, Trial, DUTS};
 use clap::Args;
+use lab::method::rfc2544;
 use report::{Meta, Metric, RunWriter, Sample, Target};
 use serde_json::json;
 use stats::Better;
@@ -465,63 +466,39 @@ fn lost(t: &Trial) -> bool {
 /// a repeat. The searches move by the asked rate, the control variable.
 const FAR_SHORT: f64 = 0.9;
 
-/// RFC 2544 26.1 with a confirmation at full duration (RFC 9004's loss
-/// verification): the rate and its confirming trial.
-fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<(f64, Trial), String> {
-    let max = r.run("throughput_max", frame, None, p.search_s)?;
-    let (mut lo, mut hi) = (0.0f64, max.offered_pps);
-    for probe in 0..20 {
-        if hi - lo <= p.resolution * hi {
-            break;
-        }
-        let rate = if probe == 0 {
-            max.rx_pps.min(hi) * (1.0 - p.resolution / 2.0)
-        } else {
-            (lo + hi) / 2.0
-        };
-        let t = r.run("throughput_search", frame, Some(rate), p.search_s)?;
-        if lost(&t) {
-            hi = rate;
-        } else {
-            lo = rate;
-        }
-    }
-    // A loss at full duration steps down by the resolution, then twice
-    // as far each time (a noisy switch may need more than one step).
-    let mut rate = lo;
-    for step in 0..8 {
-        if rate <= 0.0 {
-            break;
-        }
-        let t = r.run("throughput_confirm", frame, Some(rate), p.trial_s)?;
-        if !lost(&t) {
-            return Ok((t.offered_pps, t));
-        }
-        rate *= 1.0 - (p.resolution * f64::from(1u32 << step)).min(0.5);
-    }
-    Err(format!("{frame}-byte frames: no rate confirmed without loss"))
+/// The runner at one frame size, as the RFC 2544 methods see a device
+/// (`lab::method::rfc2544`): trials and bursts on this bed.
+struct AtFrame<'r, 'a> {
+    r: &'r mut Runner<'a>,
+    frame: usize,
 }
 
-/// One back-to-back result (RFC 2544 26.4, RFC 9004 section 3).
-pub(crate) struct BackToBack {
-    /// The longest burst that crossed without loss (mean over the searches).
-    frames: f64,
-    /// The rate the bursts were offered at (frames/s).
-    burst_rate: f64,
-    /// Whether even the longest burst tried crossed without loss.
-    unbounded: bool,
+impl rfc2544::Observed for Trial {
+    fn sent(&self) -> u64 {
+        self.sent
+    }
+    fn received(&self) -> u64 {
+        self.received
+    }
+    fn offered_pps(&self) -> f64 {
+        self.offered_pps
+    }
+    fn rx_pps(&self) -> f64 {
+        self.rx_pps
+    }
 }
 
-/// The longest loss-free burst, by binary search between 1 frame and
-/// `b2b_s` seconds at the generator's full rate; `repetitions` searches.
-fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result<BackToBack, String> {
-    let longest = ((p.b2b_s * max_rate) as u64).max(2);
-    let burst = |r: &mut Runner, n: u64| -> Result<(bool, f64), String> {
+impl rfc2544::Device for AtFrame<'_, '_> {
+    type Trial = Trial;
+    fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+        self.r.run(test, self.frame, rate, seconds)
+    }
+    fn burst(&mut self, n: u64) -> Result<(bool, f64), String> {
         let spec = GenSpec {
             burst: Some(n),
-            ..load(r.bed, frame, None, 1.0)
+            ..load(self.r.bed, self.frame, None, 1.0)
         };
-        let t = r.run_spec("b2b", frame, &spec)?;
+        let t = self.r.run_spec("b2b", self.frame, &spec)?;
         let span_s = (t.rx.last_sent_ns.saturating_sub(t.rx.first_sent_ns)) as f64 / 1e9;
         let rate = if span_s > 0.0 {
             (t.received.max(2) - 1) as f64 / span_s
@@ -529,60 +506,36 @@ fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result
             0.0
         };
         Ok((t.sent == n && !lost(&t), rate))
+    }
+}
+
+/// RFC 2544 26.1 with a confirmation at full duration (RFC 9004's loss
+/// verification): the rate and its confirming trial.
+fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<rfc2544::Throughput<Trial>, String> {
+    let search = rfc2544::Search {
+        resolution: p.resolution,
+        search_s: p.search_s,
+        trial_s: p.trial_s,
     };
-    let (mut sum, mut rates, mut unbounded) = (0.0, Vec::new(), true);
-    for rep in 0..p.b2b_repetitions {
-        let (ok, rate) = burst(r, longest)?;
-        if ok {
-            sum += longest as f64;
-            rates.push(rate);
-            r.figure(
-                format!("{} {frame}B", r.dut),
-                rep as u32,
-                &[("frame_bytes", frame as f64), ("b2b_frames", longest as f64)],
-                Vec::new(),
-            );
-            continue;
-        }
-        unbounded = false;
-        let (mut lo, mut hi) = (0u64, longest);
-        while hi - lo > (lo / 100).max(1) {
-            let mid = (lo + hi) / 2;
-            let (ok, rate) = burst(r, mid)?;
-            if ok {
-                lo = mid;
-                rates.push(rate);
-            } else {
-                hi = mid;
-            }
-        }
-        sum += lo as f64;
+    rfc2544::throughput(&mut AtFrame { r, frame }, search).map_err(|e| format!("{frame}-byte frames: {e}"))
+}
+
+/// The longest loss-free burst, by binary search between 1 frame and
+/// `b2b_s` seconds at the generator's full rate; `b2b_repetitions`
+/// searches, each recorded as a figure.
+fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result<rfc2544::BackToBack, String> {
+    let longest = (p.b2b_s * max_rate) as u64;
+    let b = rfc2544::back_to_back(&mut AtFrame { r, frame }, longest, p.b2b_repetitions, max_rate)
+        .map_err(|e| e.to_string())?;
+    for (rep, frames) in b.bursts.iter().enumerate() {
         r.figure(
             format!("{} {frame}B", r.dut),
             rep as u32,
-            &[("frame_bytes", frame as f64), ("b2b_frames", lo as f64)],
+            &[("frame_bytes", frame as f64), ("b2b_frames", *frames as f64)],
             Vec::new(),
         );
     }
-    rates.retain(|x| *x > 0.0);
-    Ok(BackToBack {
-        frames: sum / p.b2b_repetitions as f64,
-        burst_rate: if rates.is_empty() {
-            max_rate
-        } else {
-            stats::median(&rates)
-        },
-        unbounded,
-    })
-}
-
-/// RFC 9004 3.3: the buffer time the burst implies (frames / burst rate),
-/// and corrected for what the switch forwarded meanwhile at its
-/// throughput T: only B(1 - T/R) frames were held, so B/R (1 - T/R).
-fn buffer_times_ms(b: &BackToBack, throughput: f64) -> (f64, f64) {
-    let implied = b.frames / b.burst_rate;
-    let corrected = implied * (1.0 - (throughput / b.burst_rate).min(1.0));
-    (implied * 1e3, corrected * 1e3)
+    Ok(b)
 }
 
 /// RFC 2544 26.5: offered 110 % of the throughput rate (at most the
@@ -663,7 +616,7 @@ fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, St
     // Flat out first: a path that never forwards without some loss (a
     // zero-loss search finds nothing) still shows how much it carries.
     let max = r.run("path_max", 64, None, p.search_s)?.rx_pps;
-    let zero_loss = throughput(r, 64, p).ok().map(|(rate, _)| rate);
+    let zero_loss = throughput(r, 64, p).ok().map(|t| t.rate);
     let mut lat = Vec::new();
     for _ in 0..p.scenario_repetitions {
         let t = r.run("path_latency", 64, Some(p.scenario_rate), p.scenario_s)?;
@@ -989,8 +942,16 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
             let mut tput = None;
             if ["throughput", "latency", "b2b", "recovery"].iter().any(|t| wants(t)) {
                 match throughput(&mut runner, frame, &p) {
-                    Ok((rate, _)) => {
-                        eprintln!("{dut}: {frame} B: throughput {rate:.0} frames/s");
+                    Ok(t) => {
+                        let rate = t.rate;
+                        eprintln!(
+                            "{dut}: {frame} B: throughput {rate:.0} frames/s{}",
+                            if t.generator_bound {
+                                " (the generator's ceiling: nothing was lost at its full rate)"
+                            } else {
+                                ""
+                            }
+                        );
                         runner.figure(
                             scenario.clone(),
                             0,
@@ -1034,19 +995,9 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
                 }
             }
             if let (true, Some(max)) = (wants("loss"), max_rate) {
-                let mut clean_in_a_row = 0;
-                for step in 0..10 {
-                    let rate = max * (1.0 - 0.1 * step as f64);
-                    let t = match runner.run("loss", frame, Some(rate), p.trial_s) {
-                        Ok(t) => t,
-                        Err(e) => return fail(format!("{dut}: {e}")),
-                    };
-                    let pct = 100.0 * t.sent.saturating_sub(t.received) as f64 / t.sent.max(1) as f64;
-                    losses.push(pct);
-                    clean_in_a_row = if pct == 0.0 { clean_in_a_row + 1 } else { 0 };
-                    if clean_in_a_row == 2 {
-                        break;
-                    }
+                match rfc2544::frame_loss_rate(&mut AtFrame { r: &mut runner, frame }, max, p.trial_s) {
+                    Ok(curve) => losses = curve.iter().map(|(_, pct)| *pct).collect(),
+                    Err(e) => return fail(format!("{dut}: {e}")),
                 }
             }
             let mut b2b_cell = "-".to_string();
@@ -1056,7 +1007,8 @@ pub fn run(args: DpBenchArgs) -> ExitCode {
                         b2b_cell = format!("≥ {:.0} (no loss at the longest burst)", b.frames);
                     }
                     Ok(b) => {
-                        let (implied, corrected) = tput.map_or((f64::NAN, f64::NAN), |t| buffer_times_ms(&b, t));
+                        let (implied, corrected) =
+                            tput.map_or((f64::NAN, f64::NAN), |t| rfc2544::buffer_times_ms(&b, t));
                         b2b_cell = format!(
                             "{:.0} at {:.0}/s; {implied:.3} / {corrected:.3}",
                             b.frames, b.burst_rate

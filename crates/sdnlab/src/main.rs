@@ -328,6 +328,18 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> ExitCode {
+    // A suite's report is rebuilt in place from its suite.json and runs.
+    if let ([dir], None) = (dirs, &out) {
+        if report::suite::is_suite(dir) {
+            return match report::suite::rebuild(dir) {
+                Ok(_) => {
+                    eprintln!("sdnlab report: {}", dir.join("report.html").display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => net_cmd::fail(e),
+            };
+        }
+    }
     let mut runs = Vec::new();
     for d in dirs {
         match report::load(d) {

@@ -251,10 +251,13 @@ fn failover_kills_the_active_controller_and_the_standby_takes_over() {
     let _ = std::fs::remove_dir_all(out);
 }
 
-/// `--suite rfc8456 --quick`: every test once against sdnlab's own
-/// controller, the exception and DoS variants of the topology tests
-/// included, one table (suite.md) and one report with a row per trial and
-/// the discovery time plotted against the network size.
+/// `--suite rfc8456 --quick` against sdnlab and os-ken: every test once,
+/// the exception and DoS variants of the topology tests included, one
+/// table (suite.md) and one report organised by RFC 8456 section, loaded
+/// in headless Chromium as a reader would: every section of the RFC there,
+/// both controllers in each results table (but where a test cannot run
+/// against one, which the page says), no error in the console, and a
+/// screenshot.
 #[test]
 fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
     let _serial = serial();
@@ -268,6 +271,10 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
             "--quick",
             "--trials",
             "1",
+            "--peer",
+            "sdnlab",
+            "--peer",
+            "os-ken",
             // The suite's plumbing, not a DoS measurement: a flood a debug
             // build on 2 shared cores serves (the default 20,000/s left some
             // of leaf-spine 2,6,1's paths unprovisioned within Td in CI).
@@ -309,7 +316,118 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("every trial ("), "no per-trial rows");
     assert!(html.contains("switches (mean discovery_s per size"), "no size plot");
+
+    // The page as Chromium builds it.
+    let (dom, console) = chromium(&out.join("report.html"), &out.join("report.png"));
+    assert!(
+        !console.lines().any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
+        "script errors: {console}"
+    );
+    let png = std::fs::read(out.join("report.png")).unwrap();
+    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "no screenshot");
+    assert!(dom.contains("<h1>RFC 8456 controller benchmark</h1>"));
+    assert!(dom.contains("id=\"toc\"") && dom.contains("id=\"setup\""));
+    // Every RFC 8456 test is a section, numbered and named as in the RFC.
+    let sections: Vec<&str> = dom.split("<section class=\"test\"").skip(1).collect();
+    for (number, name) in [
+        ("5.1.1", "Network Topology Discovery Time"),
+        ("5.1.2", "Asynchronous Message Processing Time"),
+        ("5.1.3", "Asynchronous Message Processing Rate"),
+        ("5.1.4, 5.1.6", "Reactive Path Provisioning Time and Rate"),
+        ("5.1.5, 5.1.7", "Proactive Path Provisioning Time and Rate"),
+        ("5.1.8", "Network Topology Change Detection Time"),
+        ("5.2.1", "Control Session Capacity"),
+        ("5.2.2", "Network Discovery Size"),
+        ("5.2.3", "Forwarding Table Capacity"),
+        ("5.3.1", "Exception Handling"),
+        ("5.3.2", "Denial of Service Handling"),
+        ("5.4.1", "Controller Failover Time"),
+        ("5.4.2", "Network Re-Provisioning Time"),
+    ] {
+        let heading = format!("<h2>{number} {name}");
+        assert!(sections.iter().any(|s| s.contains(&heading)), "no section {heading}");
+        assert!(
+            dom.contains(&format!(
+                "href=\"#t-{}",
+                number.replace([',', ' ', '.'], "-").replace("--", "-")
+            )),
+            "{number} not in the contents"
+        );
+    }
+    // Every system in every results table, but where the section says it did not run.
+    let mut tables = 0;
+    for s in &sections {
+        let heading = &s[s.find("<h2>").unwrap()..s.find("</h2>").unwrap()];
+        for t in s.split("<table class=\"results\"").skip(1) {
+            let t = &t[..t.find("</table>").unwrap()];
+            tables += 1;
+            for target in ["sdnlab", "os-ken"] {
+                let not_run = s.contains(&format!("Not run against {target}:"));
+                let in_table =
+                    t.contains(&format!("data-target=\"{target}\"")) || t.contains(&format!("<th>{target}</th>"));
+                assert!(in_table || not_run, "{target} missing from a table of {heading}");
+            }
+        }
+        assert!(s.contains("class=\"procedure\""), "{heading}: no procedure");
+    }
+    assert!(tables >= 25, "{tables} results tables");
+    // Metrics in plain words, verdicts written out.
+    assert!(dom.contains("Topology discovery time") && dom.contains("Control sessions held"));
+    assert!(dom.contains("class=\"verdict\""));
+    assert!(dom.contains("Not run against os-ken: needs an active/standby pair"));
+    // Rebuilt from the directory alone, the same page.
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .arg("report")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(std::fs::read_to_string(out.join("report.html")).unwrap(), html);
     let _ = std::fs::remove_dir_all(out);
+}
+
+/// The page as headless Chromium (Debian's) builds it: the serialised DOM
+/// after load, what it logged (console messages included), and a
+/// screenshot at `png`.
+fn chromium(page: &Path, png: &Path) -> (String, String) {
+    let profile = page.with_file_name("chromium-profile");
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let dom = Command::new("chromium")
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--dump-dom", &url])
+        .output()
+        .expect("chromium (apt-get install chromium; scripts/install-deps.sh does)");
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let shot = Command::new("chromium")
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args([
+            "--window-size=1200,2600",
+            &format!("--screenshot={}", png.display()),
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
+    let _ = std::fs::remove_dir_all(profile);
+    (
+        String::from_utf8_lossy(&dom.stdout).into_owned(),
+        String::from_utf8_lossy(&dom.stderr).into_owned(),
+    )
 }
 
 /// A tree and a fabric read from a file are discovered like the built-in

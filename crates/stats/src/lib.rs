@@ -131,6 +131,25 @@ pub fn summary(xs: &[f64]) -> Summary {
     }
 }
 
+/// Holm's step-down correction of `p` for multiple comparisons (as
+/// statsmodels' `multipletests(method="holm")`): the adjusted p-values, in
+/// the order given, each at most 1 and never below an earlier-ranked one.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut out = vec![f64::NAN; m];
+    let mut running = 0.0f64;
+    for (rank, &i) in order.iter().enumerate() {
+        if p[i].is_nan() {
+            continue;
+        }
+        running = running.max(((m - rank) as f64 * p[i]).min(1.0));
+        out[i] = running;
+    }
+    out
+}
+
 /// Which difference a test looks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -481,6 +500,18 @@ mod tests {
         assert_eq!((r.best, r.chosen_by), (2, ChosenBy::Median));
         assert!(r.comparisons.iter().any(|c| c.a == 1 && c.b == 0 && c.a_better));
         assert!(best_scenario(&[], Better::Higher, TestKind::RankSum, 0.05).is_none());
+    }
+
+    #[test]
+    fn holm_adjusts_step_down_and_keeps_the_order() {
+        // statsmodels.stats.multipletests([0.01, 0.04, 0.03, 0.005], method="holm")[1]
+        let adj = holm(&[0.01, 0.04, 0.03, 0.005]);
+        let want = [0.03, 0.06, 0.06, 0.02];
+        for (a, w) in adj.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{adj:?}");
+        }
+        assert_eq!(holm(&[0.5, 0.9]), vec![1.0, 1.0]);
+        assert!(holm(&[]).is_empty());
     }
 
     #[test]

@@ -152,10 +152,12 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             "app": if a.embedded() { Some(&a.app) } else { None },
         }),
         metrics: vec![
-            Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher),
-            Metric::new("matched_per_s", "matched responses/s", stats::Better::Higher),
-            Metric::new("rtt_p50_us", "us", stats::Better::Lower),
-            Metric::new("rtt_p99_us", "us", stats::Better::Lower),
+            Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher)
+                .titled("Responses per second (cbench's figure)"),
+            Metric::new("matched_per_s", "matched responses/s", stats::Better::Higher)
+                .titled("Matched responses per second"),
+            Metric::new("rtt_p50_us", "us", stats::Better::Lower).titled("Round-trip time, median"),
+            Metric::new("rtt_p99_us", "us", stats::Better::Lower).titled("Round-trip time, 99th percentile"),
         ],
         ..started(&run_id)
     };
@@ -476,7 +478,7 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         targets: Vec::new(),
         parameters: serde_json::json!({"openflow": a.ofp, "max_sessions": a.max_sessions, "trials": a.trials,
             "our_open_file_limit": limit, "embedded": a.embedded()}),
-        metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher)],
+        metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher).titled("Control sessions held")],
         ..started(&run_id)
     };
     if a.embedded() {
@@ -581,7 +583,8 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
             "loss_free_per_s",
             "PACKET_INs/s answered, loss-free",
             stats::Better::Higher,
-        )],
+        )
+        .titled("Loss-free message processing rate")],
         ..started(&run_id)
     };
     let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
@@ -700,9 +703,10 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 "matched_per_s",
                 "well-behaved switches' answered PACKET_INs/s",
                 stats::Better::Higher,
-            ),
-            Metric::new("rtt_p50_us", "us", stats::Better::Lower),
-            Metric::new("rtt_p99_us", "us", stats::Better::Lower),
+            )
+            .titled("Well-behaved switches' answered PACKET_INs per second"),
+            Metric::new("rtt_p50_us", "us", stats::Better::Lower).titled("Round-trip time, median"),
+            Metric::new("rtt_p99_us", "us", stats::Better::Lower).titled("Round-trip time, 99th percentile"),
         ],
         ..started(&run_id)
     };

@@ -14,11 +14,16 @@
 use super::{say, CtlConfig};
 use crate::rundir::{write_experiment, Place};
 use crate::{Experiment, LabError, Observer, Outcome};
-use report::Run;
+use report::suite::{Index, NotRun, Section, SectionRun};
 
 /// One test of the suite: how it is named in the RFC, sdnlab's `--test`, and its settings.
 struct Step {
+    /// The line's name in suite.md.
     rfc: String,
+    /// RFC 8456 section number(s), name, and what this instance adds.
+    number: &'static str,
+    name: &'static str,
+    variant: String,
     test: &'static str,
     mode: &'static str,
     malformed_percent: f64,
@@ -27,14 +32,124 @@ struct Step {
     topology: bool,
 }
 
+/// RFC 8456's tests (section 5) as sdnlab runs them: (number, name, sdnlab
+/// --test, cbench mode, topology needed).
+const TESTS: [(&str, &str, &str, &str, bool); 15] = [
+    (
+        "5.1.1",
+        "Network Topology Discovery Time",
+        "discovery",
+        "throughput",
+        true,
+    ),
+    (
+        "5.1.2",
+        "Asynchronous Message Processing Time",
+        "cbench",
+        "latency",
+        false,
+    ),
+    (
+        "5.1.3",
+        "Asynchronous Message Processing Rate",
+        "rate",
+        "throughput",
+        false,
+    ),
+    (
+        "5.1.3",
+        "Asynchronous Message Processing Rate",
+        "cbench",
+        "throughput",
+        false,
+    ),
+    (
+        "5.1.4, 5.1.6",
+        "Reactive Path Provisioning Time and Rate",
+        "reactive-paths",
+        "throughput",
+        true,
+    ),
+    (
+        "5.1.5, 5.1.7",
+        "Proactive Path Provisioning Time and Rate",
+        "proactive-paths",
+        "throughput",
+        true,
+    ),
+    (
+        "5.1.8",
+        "Network Topology Change Detection Time",
+        "change-detection",
+        "throughput",
+        true,
+    ),
+    ("5.2.1", "Control Session Capacity", "sessions", "throughput", false),
+    ("5.2.2", "Network Discovery Size", "discovery-size", "throughput", true),
+    (
+        "5.2.3",
+        "Forwarding Table Capacity",
+        "table-capacity",
+        "throughput",
+        true,
+    ),
+    (
+        "5.2.3",
+        "Forwarding Table Capacity",
+        "table-capacity-proactive",
+        "throughput",
+        true,
+    ),
+    ("5.3.1", "Exception Handling", "security", "throughput", false),
+    ("5.3.2", "Denial of Service Handling", "dos", "latency", false),
+    ("5.4.1", "Controller Failover Time", "failover", "throughput", true),
+    (
+        "5.4.2",
+        "Network Re-Provisioning Time",
+        "reprovisioning",
+        "throughput",
+        true,
+    ),
+];
+
 fn step(rfc: &str, test: &'static str, mode: &'static str, malformed_percent: f64, topology: bool) -> Step {
+    let (number, name) = TESTS
+        .iter()
+        .find(|t| t.2 == test && t.3 == mode)
+        .map(|t| (t.0, t.1))
+        .unwrap_or(("", ""));
     Step {
         rfc: rfc.to_string(),
+        number,
+        name,
+        variant: String::new(),
         test,
         mode,
         malformed_percent,
         flood_pps: 0.0,
         topology,
+    }
+}
+
+/// The procedure of `test` in one sentence, as the report states it.
+fn procedure(test: &str, mode: &str) -> &'static str {
+    match (test, mode) {
+        ("cbench", "latency") => "Each emulated switch sends one PACKET_IN at a time and waits for the controller's answer; every round trip from request to matched response is timed.",
+        ("cbench", _) => "Each emulated switch keeps a window of PACKET_INs outstanding for the whole loop; the controller's answers per second are counted (cbench's throughput mode), each matched to its request.",
+        ("rate", _) => "The emulated switches offer PACKET_INs at a rate, then at the rate the controller answered, until two rounds agree: the highest rate answered without loss.",
+        ("sessions", _) => "OpenFlow sessions are opened one after another and all kept alive with echoes until the controller refuses, stalls, resets or drops one.",
+        ("security", _) => "Each known malformed message is sent on a session of its own while a witness switch checks that the controller keeps serving the others.",
+        ("dos", _) => "Well-behaved switches' round trips are measured alone, then while other switches flood the controller with PACKET_INs (and, if asked, SYNs).",
+        ("discovery", _) => "An emulated fabric connects to a fresh controller; the time until its northbound API shows every link is measured.",
+        ("discovery-size", _) => "Leaf-spine fabrics grow until the controller no longer discovers one within Td; the largest discovered in every trial is the result.",
+        ("reactive-paths", _) => "Once the fabric is discovered, hosts send their first frames to every destination at once; the time until each arrives and the rate of destinations reached are measured.",
+        ("proactive-paths", _) => "Once the fabric is discovered, paths are requested through the northbound API all at once; the time until traffic flows on them and the rate are measured.",
+        ("change-detection", _) => "A link or a switch of a discovered fabric fails; the time until the controller's view no longer shows it is measured.",
+        ("table-capacity", _) => "Hosts send to ever more destinations, step by step, until the number of flows the controller installs at the ingress switch stops growing.",
+        ("table-capacity-proactive", _) => "Ever more paths are requested through the northbound API, step by step, until the number of flows at the ingress switch stops growing.",
+        ("reprovisioning", _) => "Traffic flows both ways across the fabric; a link on its path fails; the longest gap and the frames lost until traffic goes around are measured.",
+        ("failover", _) => "An active and a standby controller share the fabric (OpenFlow 1.3 roles); the active one is killed; the gap in traffic and the time until the standby takes over are measured.",
+        _ => "",
     }
 }
 
@@ -46,38 +161,52 @@ const SUITE_FLOOD_PPS: f64 = 20_000.0;
 /// applied to the topology tests whose figures come from the controller's
 /// processing: 1 % and 2 % malformed messages, and a PACKET_IN flood.
 fn steps(flood_pps: f64) -> Vec<Step> {
+    let variant = |mut s: Step, v: &str| {
+        s.variant = v.to_string();
+        s
+    };
     let mut v = vec![
         step("Asynchronous Message Processing Time", "cbench", "latency", 0.0, false),
-        step("Asynchronous Message Processing Rate", "rate", "throughput", 0.0, false),
-        step(
-            "Asynchronous Message Processing Rate (cbench throughput)",
-            "cbench",
-            "throughput",
-            0.0,
-            false,
+        variant(
+            step("Asynchronous Message Processing Rate", "rate", "throughput", 0.0, false),
+            "loss-free rate search",
+        ),
+        variant(
+            step(
+                "Asynchronous Message Processing Rate (cbench throughput)",
+                "cbench",
+                "throughput",
+                0.0,
+                false,
+            ),
+            "cbench throughput mode",
         ),
         step("Control Session Capacity", "sessions", "throughput", 0.0, false),
-        step(
-            "Exception Handling (malformed messages, case by case)",
-            "security",
-            "throughput",
-            0.0,
-            false,
+        variant(
+            step(
+                "Exception Handling (malformed messages, case by case)",
+                "security",
+                "throughput",
+                0.0,
+                false,
+            ),
+            "malformed messages, case by case",
         ),
-        step(
-            "Exception Handling (1 % malformed in the load)",
+    ];
+    for pct in [1.0, 2.0] {
+        let mut s = step(
+            &format!("Exception Handling ({pct} % malformed in the load)"),
             "cbench",
             "throughput",
-            1.0,
+            pct,
             false,
-        ),
-        step(
-            "Exception Handling (2 % malformed in the load)",
-            "cbench",
-            "throughput",
-            2.0,
-            false,
-        ),
+        );
+        s.number = "5.3.1";
+        s.name = "Exception Handling";
+        s.variant = format!("{pct} % malformed messages in cbench's throughput load");
+        v.push(s);
+    }
+    v.extend([
         step("Denial of Service Handling", "dos", "latency", 0.0, false),
         step("Network Topology Discovery Time", "discovery", "throughput", 0.0, true),
         step("Network Discovery Size", "discovery-size", "throughput", 0.0, true),
@@ -102,19 +231,25 @@ fn steps(flood_pps: f64) -> Vec<Step> {
             0.0,
             true,
         ),
-        step(
-            "Forwarding Table Capacity (reactive)",
-            "table-capacity",
-            "throughput",
-            0.0,
-            true,
+        variant(
+            step(
+                "Forwarding Table Capacity (reactive)",
+                "table-capacity",
+                "throughput",
+                0.0,
+                true,
+            ),
+            "reactive",
         ),
-        step(
-            "Forwarding Table Capacity (proactive)",
-            "table-capacity-proactive",
-            "throughput",
-            0.0,
-            true,
+        variant(
+            step(
+                "Forwarding Table Capacity (proactive)",
+                "table-capacity-proactive",
+                "throughput",
+                0.0,
+                true,
+            ),
+            "proactive",
         ),
         step(
             "Network Re-Provisioning Time",
@@ -124,7 +259,7 @@ fn steps(flood_pps: f64) -> Vec<Step> {
             true,
         ),
         step("Controller Failover Time", "failover", "throughput", 0.0, true),
-    ];
+    ]);
     for (name, test) in [
         ("Network Topology Discovery Time", "discovery"),
         ("Reactive Path Provisioning Time and Rate", "reactive-paths"),
@@ -132,13 +267,17 @@ fn steps(flood_pps: f64) -> Vec<Step> {
         ("Network Re-Provisioning Time", "reprovisioning"),
     ] {
         for pct in [1.0, 2.0] {
-            v.push(step(
+            let mut s = step(
                 &format!("Exception Handling: {name}, {pct} % malformed"),
                 test,
                 "throughput",
                 pct,
                 true,
-            ));
+            );
+            s.variant = format!("{} under {pct} % malformed messages", s.name);
+            s.number = "5.3.1";
+            s.name = "Exception Handling";
+            v.push(s);
         }
         let mut dos = step(
             &format!("Denial of Service Handling: {name} under a {flood_pps} PACKET_IN/s flood"),
@@ -147,6 +286,9 @@ fn steps(flood_pps: f64) -> Vec<Step> {
             0.0,
             true,
         );
+        dos.variant = format!("{} under a {flood_pps} PACKET_IN/s flood", dos.name);
+        dos.number = "5.3.2";
+        dos.name = "Denial of Service Handling";
         dos.flood_pps = flood_pps;
         v.push(dos);
     }
@@ -212,6 +354,11 @@ fn config_for(step: &Step, target: &str, a: &CtlConfig) -> CtlConfig {
         // One fabric with redundant paths is the test; the size series is for the others.
         one.fabrics.truncate(1);
     }
+    if a.quick && (step.malformed_percent > 0.0 || step.flood_pps > 0.0) {
+        // A smoke run checks the exception and DoS variants work on the
+        // smallest fabric; the size series is the plain tests' business.
+        one.fabrics.truncate(1);
+    }
     one
 }
 
@@ -232,7 +379,13 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     } else {
         vec!["sdnlab-embedded".into()]
     };
-    let mut runs: Vec<Run> = Vec::new();
+    let mut index = Index {
+        schema: report::SCHEMA_VERSION,
+        title: "RFC 8456 controller benchmark".into(),
+        methodology: "RFC 8456".into(),
+        command: std::env::args().collect(),
+        sections: Vec::new(),
+    };
     let mut lines = vec![
         "| RFC 8456 test | sdnlab --test | target | metric | trials | mean | stdev | 95 % CI of the mean (bootstrap) | note |".to_string(),
         "|---|---|---|---|---|---|---|---|---|".to_string(),
@@ -244,6 +397,14 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         SUITE_FLOOD_PPS
     };
     for (i, step) in steps(flood_pps).iter().enumerate() {
+        let mut section = Section {
+            number: step.number.into(),
+            name: step.name.into(),
+            variant: step.variant.clone(),
+            test: step.test.into(),
+            procedure: procedure(step.test, step.mode).into(),
+            ..Default::default()
+        };
         for target in &targets {
             let shown = if target == "sdnlab-embedded" {
                 "sdnlab"
@@ -251,6 +412,10 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 target.as_str()
             };
             if let Some(why) = unsupported(step, shown, a) {
+                section.not_run.push(NotRun {
+                    target: shown.into(),
+                    why: why.clone(),
+                });
                 lines.push(format!(
                     "| {} | {} | {shown} | | | | | | not run: {why} |",
                     step.rfc, step.test
@@ -269,7 +434,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             let one = config_for(step, target, a);
             let place = Place {
                 dir: Some(sub.clone()),
-                name: Some(format!("{} {shown}", step.test)),
+                name: Some(shown.to_string()),
             };
             let complete = match super::run(&one, &place, obs) {
                 Ok(o) => o.incomplete == 0,
@@ -292,6 +457,11 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             if !complete {
                 failed += 1;
             }
+            section.runs.push(SectionRun {
+                target: shown.into(),
+                dir: format!("{:02}-{}/{shown}", i + 1, step.test),
+                complete,
+            });
             let summary = report::summarise(std::slice::from_ref(&run));
             if summary.cells.is_empty() {
                 lines.push(format!(
@@ -328,9 +498,11 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     ));
                 }
             }
-            runs.push(run);
         }
+        index.sections.push(section);
     }
+    // The report follows the methodology's order (the runs went cheapest first).
+    index.sections.sort_by(|a, b| a.number.cmp(&b.number));
     let md = format!(
         "# RFC 8456 suite\n\nCommand: `{}`\n\n{}\n\nEvery run's setup, trials and plots: report.html; each test's own run: its directory.\n",
         std::env::args().collect::<Vec<_>>().join(" "),
@@ -341,12 +513,12 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         source,
     };
     std::fs::write(dir.join("suite.md"), &md).map_err(io)?;
-    let summary = report::write_outputs(&dir, &runs).map_err(io)?;
+    let summary = report::suite::write(&dir, &index).map_err(io)?;
     say(
         obs,
         format!(
-            "sdnlab bench ctl --suite rfc8456: {} runs; report in {}, table in {}",
-            runs.len(),
+            "sdnlab bench ctl --suite rfc8456: {} tests; report in {}, table in {}",
+            index.sections.len(),
             dir.join("report.html").display(),
             dir.join("suite.md").display()
         ),

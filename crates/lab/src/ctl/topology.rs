@@ -58,8 +58,27 @@ pub fn parse_fabric(s: &str) -> Result<Spec, String> {
 }
 
 /// The metrics a test reports, its main one first (a trial without it did not complete).
+/// A metric of the topology tests in plain words.
+fn title(name: &str) -> &'static str {
+    match name {
+        "discovery_s" => "Topology discovery time",
+        "reactive_path_s" => "Reactive path provisioning time",
+        "reactive_rate_per_s" => "Reactive path provisioning rate",
+        "proactive_path_s" => "Proactive path provisioning time",
+        "proactive_rate_per_s" => "Proactive path provisioning rate",
+        "detect_view_s" => "Change detection time, as the controller's view shows it",
+        "detect_probe_s" => "Change detection time, to the controller's next probe",
+        "reprovision_s" => "Re-provisioning time (longest gap in traffic)",
+        "lost_frames" => "Frames lost",
+        "failover_s" => "Failover time (longest gap in traffic)",
+        "takeover_s" => "Takeover time (kill to the standby's first frame)",
+        "table_flows" => "Forwarding table capacity",
+        _ => "",
+    }
+}
+
 fn metrics(test: &str) -> Vec<Metric> {
-    let m = |name: &str, what: &str, better| Metric::new(name, what, better);
+    let m = |name: &str, what: &str, better| Metric::new(name, what, better).titled(title(name));
     match test {
         "discovery" | "discovery-size" => vec![m("discovery_s", "seconds to a complete view", Better::Lower)],
         "reactive-paths" => vec![
