@@ -10,6 +10,7 @@
 //! Nothing here parses a command line or draws on a terminal: that is the
 //! `sdnlab` binary's job.
 
+pub mod check;
 pub mod ctl;
 mod error;
 pub mod experiment;

@@ -46,6 +46,7 @@ use std::time::Duration;
 use traffic::run::{GenMethod, GenSpec};
 
 #[derive(Args)]
+#[command(allow_negative_numbers = true)]
 pub struct DpBenchArgs {
     /// Switches under test, comma-separated: sdnlab, sdnlab-afxdp,
     /// sdnlab-fastpath, ovs, ovs-afxdp, bridge, veth, external (see
@@ -273,6 +274,31 @@ fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
     if let Some(m) = args.limit_mbit.filter(|m| !(0.1..=100_000.0).contains(m)) {
         return Err(format!("--limit-mbit {m} is outside 0.1..=100000"));
     }
+    // Counts and durations the checks above leave open: one line each, no
+    // silent substitute (a 0 used to become 1, a NaN ran).
+    use lab::check::{range, real};
+    let counts = [
+        ("repetitions", args.repetitions),
+        ("b2b-repetitions", args.b2b_repetitions),
+        ("recovery-repetitions", args.recovery_repetitions),
+        ("scenario-repetitions", args.scenario_repetitions),
+    ];
+    for (name, v) in counts {
+        range(name, v, 1, 100_000).map_err(|e| e.to_string())?;
+    }
+    range("table-rules", args.table_rules, 0, 10_000_000).map_err(|e| e.to_string())?;
+    range("capacity-max", args.capacity_max, 1, 100_000_000).map_err(|e| e.to_string())?;
+    for (name, v) in [
+        ("trial-seconds", args.trial_seconds),
+        ("search-seconds", args.search_seconds),
+        ("latency-seconds", args.latency_seconds),
+        ("overload-seconds", args.overload_seconds),
+        ("recovery-seconds", args.recovery_seconds),
+        ("scenario-seconds", args.scenario_seconds),
+        ("iperf-seconds", args.iperf_seconds),
+    ] {
+        real(name, v, 0.2, 86_400.0).map_err(|e| e.to_string())?;
+    }
     if !(1.0..=10e6).contains(&args.scenario_rate) {
         return Err(format!(
             "--scenario-rate {} is outside 1..=10000000",
@@ -310,18 +336,18 @@ fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
             search_s: args.search_seconds,
             resolution: args.resolution,
             latency_s: args.latency_seconds,
-            repetitions: args.repetitions.max(1),
-            b2b_repetitions: args.b2b_repetitions.max(1),
+            repetitions: args.repetitions,
+            b2b_repetitions: args.b2b_repetitions,
             b2b_s: args.b2b_seconds,
             overload_s: args.overload_seconds,
             recovery_s: args.recovery_seconds,
-            recovery_repetitions: args.recovery_repetitions.max(1),
+            recovery_repetitions: args.recovery_repetitions,
             scenario_rate: args.scenario_rate,
             scenario_s: args.scenario_seconds,
-            scenario_repetitions: args.scenario_repetitions.max(1),
+            scenario_repetitions: args.scenario_repetitions,
             scenario_frame: args.scenario_frame,
             table_rules: args.table_rules,
-            capacity_max: args.capacity_max.max(1),
+            capacity_max: args.capacity_max,
             iperf_s: args.iperf_seconds,
             udp_mbit: args.udp_mbit.clone(),
             long_path: args.long_path,

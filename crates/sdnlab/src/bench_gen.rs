@@ -18,6 +18,7 @@ use traffic::frame::Template;
 use traffic::run::{GenMethod, GenSpec};
 
 #[derive(Args)]
+#[command(allow_negative_numbers = true)]
 pub struct GenBenchArgs {
     /// Generators, comma-separated: sdnlab-xdp, sdnlab-afpacket, trafgen, tcpreplay.
     #[arg(
@@ -293,6 +294,11 @@ pub fn run(args: GenBenchArgs) -> ExitCode {
     }
     if args.seconds < 1.0 {
         return fail(format!("--seconds {} is too short; give 1 or more", args.seconds));
+    }
+    if let Err(e) = lab::check::real("seconds", args.seconds, 1.0, 3600.0)
+        .and_then(|_| lab::check::range("rounds", args.rounds, 1, 1000))
+    {
+        return fail(e);
     }
     let dir = args
         .out

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
 pub struct LbBenchArgs {
     /// A smoke run: concurrency 20 and 60, one repetition of 1.5 s, the
     /// policies round-robin, txbytes, load and load-prev-delta (unless --policy).
@@ -130,6 +131,19 @@ fn plan(a: &LbBenchArgs) -> Result<Plan, String> {
     };
     if let Some(x) = alphas.iter().find(|x| !(**x > 0.0 && **x <= 1.0)) {
         return Err(format!("--alpha {x} is outside (0, 1]"));
+    }
+    {
+        use lab::check::{range, real};
+        let e = |r: Result<(), lab::LabError>| r.map_err(|e| e.to_string());
+        e(range("repetitions", a.repetitions, 1, 10_000))?;
+        e(real("seconds", a.seconds, 1.0, 86_400.0))?;
+        e(real("stats-period-ms", a.stats_period_ms, 1.0, 60_000.0))?;
+        e(real("delta", a.delta, 0.0, 1e12))?;
+        e(real("replica-mbit", a.replica_mbit, 0.1, 100_000.0))?;
+        e(range("sessions", a.sessions, 1, 1_000_000))?;
+        for c in &a.concurrency {
+            e(range("concurrency", *c, 1, 1_000_000))?;
+        }
     }
     let counters: Vec<&'static str> = match a.load_counter.as_deref() {
         Some("rx") => vec!["rx"],

@@ -21,6 +21,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SwitchBenchArgs {
     /// Switches under test, comma-separated: sdnlab (AF_PACKET ports), sdnlab-afxdp (AF_XDP
     /// ports), sdnlab-fastpath (AF_XDP ports with the in-kernel fast path), ovs (system
@@ -88,6 +89,21 @@ pub fn run(args: SwitchBenchArgs) -> ExitCode {
     }
     if args.frame < 64 || args.frame > 1518 {
         return fail(format!("--frame {} is outside 64..=1518", args.frame));
+    }
+    {
+        use lab::check::{range, real};
+        let checks = [
+            range("rounds", args.rounds, 1, 1000),
+            real("seconds", args.seconds, 0.1, 3600.0),
+            real("resolution", args.resolution, 0.001, 0.5),
+            range("flow-mods", args.flow_mods, 1, 10_000_000),
+        ];
+        if let Some(Err(e)) = checks.into_iter().find(|c| c.is_err()) {
+            return fail(e);
+        }
+        if let Some(r) = args.rules.iter().find(|r| **r > 10_000_000) {
+            return fail(format!("--rules {r}: must be at most 10000000 extra rules"));
+        }
     }
     let seconds = if args.quick {
         args.seconds.min(0.5)

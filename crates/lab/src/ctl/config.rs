@@ -3,6 +3,7 @@
 //! the check that each is in its range. Names are the command line's, with
 //! `_` for `-`.
 
+use crate::check::{one_of, range, real};
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -157,39 +158,6 @@ impl Default for CtlConfig {
             hello_wait_s: 12,
             peer: None,
         }
-    }
-}
-
-/// `--name VALUE: must be LO to HI` unless `LO <= v <= HI`.
-fn range<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<(), LabError> {
-    if v >= lo && v <= hi {
-        Ok(())
-    } else {
-        Err(LabError::Config(format!(
-            "--{name} {v}: must be at least {lo} and at most {hi}"
-        )))
-    }
-}
-
-/// Like `range` for reals, which must also be finite.
-fn real(name: &str, v: f64, lo: f64, hi: f64) -> Result<(), LabError> {
-    if v.is_finite() && v >= lo && v <= hi {
-        Ok(())
-    } else {
-        Err(LabError::Config(format!(
-            "--{name} {v}: must be a number at least {lo} and at most {hi}"
-        )))
-    }
-}
-
-fn one_of(name: &str, v: &str, allowed: &[&str]) -> Result<(), LabError> {
-    if allowed.contains(&v) {
-        Ok(())
-    } else {
-        Err(LabError::Config(format!(
-            "--{name} '{v}': choose one of {}",
-            allowed.join(", ")
-        )))
     }
 }
 

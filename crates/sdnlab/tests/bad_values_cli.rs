@@ -1,0 +1,95 @@
+//! Every experiment command refuses a numeric option out of its range
+//! before anything runs: one line on stderr naming the option and what it
+//! accepts, exit code 2. A command that does not refuse would start a
+//! benchmark; it is killed after a few seconds and the test fails.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn refused(args: &[&str], says: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(args)
+        .args(["--out", "/nonexistent/sdnlab-bad-values"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} was not refused: it started running");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+}
+
+#[test]
+fn bench_ctl_refuses_values_out_of_range() {
+    for (a, says) in [
+        (vec!["--switches", "0"], "--switches 0: must be at least 1"),
+        (vec!["--macs", "0"], "--macs 0"),
+        (vec!["--loop-ms", "0"], "--loop-ms 0"),
+        (vec!["--trials", "0"], "--trials 0"),
+        (vec!["--cooldown-ms", "-1"], "invalid value '-1'"),
+        (vec!["--rate-tolerance", "0"], "--rate-tolerance 0"),
+        (vec!["--flood-pps", "-10"], "--flood-pps -10"),
+        (vec!["--max-sessions", "0"], "--max-sessions 0"),
+    ] {
+        refused(&[&["bench", "ctl"], a.as_slice()].concat(), says);
+    }
+}
+
+#[test]
+fn bench_dp_refuses_values_out_of_range() {
+    for (a, says) in [
+        (vec!["--repetitions", "0"], "--repetitions 0: must be at least 1"),
+        (vec!["--recovery-repetitions", "0"], "--recovery-repetitions 0"),
+        (vec!["--scenario-repetitions", "0"], "--scenario-repetitions 0"),
+        (vec!["--capacity-max", "0"], "--capacity-max 0"),
+        (vec!["--trial-seconds", "0"], "too short"),
+        (vec!["--trial-seconds", "NaN"], "--trial-seconds NaN"),
+        (vec!["--scenario-rate", "-5"], "--scenario-rate -5"),
+        (vec!["--resolution", "0"], "--resolution 0"),
+    ] {
+        refused(&[&["bench", "dp", "--dut", "veth"], a.as_slice()].concat(), says);
+    }
+}
+
+#[test]
+fn bench_switch_gen_and_lb_refuse_values_out_of_range() {
+    for (a, says) in [
+        (vec!["bench", "switch", "--dut", "veth", "--rounds", "0"], "--rounds 0"),
+        (
+            vec!["bench", "switch", "--dut", "veth", "--seconds", "0"],
+            "--seconds 0",
+        ),
+        (
+            vec!["bench", "switch", "--dut", "veth", "--seconds", "-1"],
+            "--seconds -1",
+        ),
+        (
+            vec!["bench", "switch", "--dut", "veth", "--resolution", "0"],
+            "--resolution 0",
+        ),
+        (
+            vec!["bench", "switch", "--dut", "veth", "--flow-mods", "0"],
+            "--flow-mods 0",
+        ),
+        (vec!["bench", "gen", "--rounds", "0"], "--rounds 0"),
+        (vec!["bench", "gen", "--seconds", "-2"], "-2"),
+        (vec!["bench", "lb", "--repetitions", "0"], "--repetitions 0"),
+        (vec!["bench", "lb", "--seconds", "0"], "--seconds 0"),
+        (vec!["bench", "lb", "--replica-mbit", "0"], "--replica-mbit 0"),
+        (vec!["bench", "lb", "--concurrency", "0,20"], "--concurrency 0"),
+        (vec!["bench", "lb", "--sessions", "0"], "--sessions 0"),
+    ] {
+        refused(&a, says);
+    }
+}
