@@ -353,7 +353,7 @@ pub fn shape(spec: &str) -> Result<Topology, String> {
     Ok(t)
 }
 
-/// The TOML file format (see the README's `sdnlab net` section).
+/// The TOML file format (docs/manual/net.md).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileTopo {

@@ -111,7 +111,7 @@ struct ControllerArgs {
     /// null, lb (needs --lb-config; l2-learning is added after it when not named).
     #[arg(long = "app", value_name = "APP")]
     apps: Vec<String>,
-    /// The lb app's configuration (TOML: [vip], [[replica]], policy; see the README).
+    /// The lb app's configuration (TOML: [vip], [[replica]], policy; docs/manual/lb.md).
     #[arg(long, value_name = "FILE")]
     lb_config: Option<std::path::PathBuf>,
     /// Address of the REST API (JSON over HTTP).
