@@ -13,6 +13,7 @@
 //!
 //! `load` reads a run back, so reports can be rebuilt and runs compared.
 
+pub mod compare;
 pub mod html;
 pub mod suite;
 

@@ -822,10 +822,11 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
 }
 
 /// The comparison table: a row per policy, load, client and level, means
-/// over the repetitions with 95 % CIs where there are two or more.
+/// over the repetitions with 95 % bootstrap CIs (never below the smallest
+/// value) where there are two or more.
 fn summary_md(rows: &[(String, BTreeMap<String, Vec<f64>>)]) -> String {
     let mut s = String::from(
-        "| policy | load | client | concurrency | response mean (ms) [95 % CI] | p99 (ms) | throughput (req/s) | errors | lost conns | fairness (Jain) | requests r1/r2/r3/r4 | decision p99 (µs) | stats age (ms) | rules max |\n|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+        "| policy | load | client | concurrency | response mean (ms) [95 % CI, bootstrap] | p99 (ms) | throughput (req/s) | errors | lost conns | fairness (Jain) | requests r1/r2/r3/r4 | decision p99 (µs) | stats age (ms) | rules max |\n|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
     );
     for (scenario, acc) in rows {
         let mut words = scenario.split(' ');
@@ -844,7 +845,7 @@ fn summary_md(rows: &[(String, BTreeMap<String, Vec<f64>>)]) -> String {
         };
         let resp = match get("response_ms_mean") {
             Some(x) if x.len() >= 2 => {
-                let (lo, hi) = stats::ci_t(x, 0.95);
+                let (lo, hi) = stats::ci_bootstrap(x, 0.95, 10_000, 8456);
                 format!("{:.2} [{lo:.2}, {hi:.2}]", stats::mean(x))
             }
             Some(x) => format!("{:.2}", stats::mean(x)),

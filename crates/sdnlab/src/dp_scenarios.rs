@@ -176,7 +176,7 @@ fn latency_cell(ts: &[Trial]) -> String {
         return "nothing forwarded".into();
     }
     let (lo, hi) = if means.len() >= 2 {
-        stats::ci_t(&means, 0.95)
+        stats::ci_bootstrap(&means, 0.95, 10_000, 8456)
     } else {
         (f64::NAN, f64::NAN)
     };

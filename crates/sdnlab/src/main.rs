@@ -72,7 +72,9 @@ enum Command {
         #[arg(long)]
         print_config: bool,
     },
-    /// Rebuild the report of one run, or compare several side by side.
+    /// Rebuild the report of one run (or suite), show several side by side, or
+    /// `sdnlab report compare BASE OTHER...`: each run's change against the first per
+    /// metric, with its significance (Mann-Whitney U, Holm-corrected).
     Report {
         /// Run directories (results/...).
         #[arg(required = true)]
@@ -328,6 +330,10 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> ExitCode {
+    // `sdnlab report compare BASE OTHER...`: the change of each run against the first.
+    if dirs.first().is_some_and(|d| d.as_os_str() == "compare" && !d.exists()) {
+        return compare_cmd(&dirs[1..], out);
+    }
     // A suite's report is rebuilt in place from its suite.json and runs.
     if let ([dir], None) = (dirs, &out) {
         if report::suite::is_suite(dir) {
@@ -361,6 +367,33 @@ fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> E
         Ok(summary) => {
             print!("{}", report::terminal_table(&summary, &report::metrics(&runs)));
             eprintln!("sdnlab report: {}", out.join("report.html").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => net_cmd::fail(e),
+    }
+}
+
+fn compare_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> ExitCode {
+    if dirs.len() < 2 {
+        return net_cmd::fail(
+            "report compare takes a baseline run and at least one other: sdnlab report compare BASE OTHER...",
+        );
+    }
+    let mut runs = Vec::new();
+    for d in dirs {
+        match report::load(d) {
+            Ok(r) => runs.push(r),
+            Err(e) => return net_cmd::fail(format!("{e} (is it a run directory made by sdnlab bench?)")),
+        }
+    }
+    let out = out.unwrap_or_else(|| std::path::PathBuf::from("results").join(format!("compare-{}", time_tag())));
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        return net_cmd::fail(format!("{}: {e}", out.display()));
+    }
+    match report::compare::write(&out, &runs) {
+        Ok(changes) => {
+            print!("{}", report::compare::terminal(&changes));
+            eprintln!("sdnlab report compare: {}", out.join("report.html").display());
             ExitCode::SUCCESS
         }
         Err(e) => net_cmd::fail(e),

@@ -107,7 +107,43 @@ fn a_sweep_with_trials_leaves_samples_summary_and_report() {
         table.contains("/ switches=1") && table.contains("/ switches=16"),
         "{table}"
     );
-    for d in [out, out2, cmp] {
+    // A third run of the second's experiment against it: each metric's
+    // change and verdict in the scenario they share.
+    let out3 = tmp("third");
+    assert!(quick(&out3).args(["--trials", "2"]).output().unwrap().status.success());
+    let changes = tmp("changes");
+    let r = sdnlab()
+        .args([
+            "report",
+            "compare",
+            out2.to_str().unwrap(),
+            out3.to_str().unwrap(),
+            "--out",
+        ])
+        .arg(&changes)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = String::from_utf8_lossy(&r.stdout);
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("switches=16")).collect();
+    assert_eq!(rows.len(), 4, "one row per metric:\n{table}");
+    assert!(
+        rows.iter()
+            .all(|l| ["better", "worse", "no difference shown", "too few trials"]
+                .iter()
+                .any(|v| l.ends_with(v))),
+        "{table}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(changes.join("compare.json")).unwrap()).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 4);
+    assert!(changes.join("report.html").exists());
+    let r = sdnlab()
+        .args(["report", "compare", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    for d in [out, out2, out3, cmp, changes] {
         let _ = std::fs::remove_dir_all(d);
     }
 }
