@@ -126,6 +126,14 @@ fn p_text(p: f64) -> String {
     }
 }
 
+fn change_text(pct: f64) -> String {
+    if pct.is_nan() {
+        "-".into()
+    } else {
+        format!("{pct:+.1} %")
+    }
+}
+
 /// The changes as a terminal table.
 pub fn terminal(changes: &[Change]) -> String {
     let mut rows = vec![[
@@ -145,11 +153,7 @@ pub fn terminal(changes: &[Change]) -> String {
             c.other.clone(),
             fmt_num(c.median_base),
             fmt_num(c.median_other),
-            if c.change_pct.is_nan() {
-                "-".into()
-            } else {
-                format!("{:+.1} %", c.change_pct)
-            },
+            change_text(c.change_pct),
             p_text(c.p_holm),
             c.verdict.clone(),
         ]);
@@ -216,11 +220,7 @@ td:first-child,th:first-child{text-align:left}.better{background:#e6f4e6}.worse{
                 esc(&c.other),
                 fmt_num(c.median_base),
                 fmt_num(c.median_other),
-                if c.change_pct.is_nan() {
-                    "-".into()
-                } else {
-                    format!("{:+.1} %", c.change_pct)
-                },
+                change_text(c.change_pct),
                 p_text(c.p_holm),
                 esc(&c.verdict)
             );

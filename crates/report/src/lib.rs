@@ -359,7 +359,7 @@ pub fn scenarios(runs: &[Run]) -> Vec<String> {
 }
 
 /// Every metric of these runs, once each, in first-seen order.
-pub fn metrics(runs: &[Run]) -> Vec<Metric> {
+pub fn metrics<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<Metric> {
     let mut out: Vec<Metric> = Vec::new();
     for r in runs {
         for m in &r.meta.metrics {

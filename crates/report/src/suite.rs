@@ -150,15 +150,7 @@ fn load_runs(dir: &Path, index: &Index) -> Vec<Vec<(String, Run)>> {
 
 /// Every metric of these runs, once, in first-seen order.
 fn metrics_of(runs: &[(String, Run)]) -> Vec<Metric> {
-    let mut out: Vec<Metric> = Vec::new();
-    for (_, r) in runs {
-        for m in &r.meta.metrics {
-            if !out.iter().any(|o| o.name == m.name) {
-                out.push(m.clone());
-            }
-        }
-    }
-    out
+    crate::metrics(runs.iter().map(|(_, r)| r))
 }
 
 /// The figures and the verdicts (Holm-corrected over all of them).

@@ -13,7 +13,7 @@ mod config;
 pub mod suite;
 pub mod topology;
 
-pub use config::{CtlConfig, TESTS};
+pub use config::{all_tests, CtlConfig, TESTS};
 
 use crate::rundir::{open_run, started, Place};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
@@ -315,14 +315,12 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         .iter()
         .map(|(n, r)| serde_json::json!({"scenario": n, "report": r}))
         .collect();
-    if invalid > 0 {
-        say(
-            obs,
-            format!("sdnlab bench ctl: {invalid} trial(s) not valid (see above and the report)"),
-        );
-    }
-    outcome.incomplete = invalid;
-    Ok(outcome)
+    Ok(incomplete(
+        outcome,
+        invalid,
+        "not valid (see above and the report)",
+        obs,
+    ))
 }
 
 pub(crate) fn workers() -> usize {
@@ -675,15 +673,13 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
     }
-    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
-    if invalid > 0 {
-        say(
-            obs,
-            format!("sdnlab bench ctl: {invalid} trial(s) without a loss-free rate (see the report)"),
-        );
-    }
-    outcome.incomplete = invalid;
-    Ok(outcome)
+    let outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    Ok(incomplete(
+        outcome,
+        invalid,
+        "without a loss-free rate (see the report)",
+        obs,
+    ))
 }
 
 /// `--test dos`: the well-behaved switches (latency mode) measured alone and
@@ -928,6 +924,15 @@ impl Drop for DropSynAcks {
             .args(["delete", "table", "ip", &self.table])
             .status();
     }
+}
+
+/// `outcome` with `n` trials that did not complete, said as `what` when any.
+pub(crate) fn incomplete(mut outcome: Outcome, n: usize, what: &str, obs: &dyn Observer) -> Outcome {
+    if n > 0 {
+        say(obs, format!("sdnlab bench ctl: {n} trial(s) {what}"));
+    }
+    outcome.incomplete = n;
+    outcome
 }
 
 /// Ends a run: final `meta.json`, summaries and report on disk; the

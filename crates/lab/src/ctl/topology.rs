@@ -701,14 +701,13 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             ));
         }
     }
-    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    let outcome = finish_run(writer, &mut meta, &dir, obs)?;
     // Growing until discovery fails is discovery-size's purpose, not an invalid run.
-    if invalid > 0 && a.test != "discovery-size" {
-        say(
-            obs,
-            format!("sdnlab bench ctl: {invalid} trial(s) did not complete (see the report)"),
-        );
-        outcome.incomplete = invalid;
-    }
-    Ok(outcome)
+    let invalid = if a.test == "discovery-size" { 0 } else { invalid };
+    Ok(super::incomplete(
+        outcome,
+        invalid,
+        "did not complete (see the report)",
+        obs,
+    ))
 }
