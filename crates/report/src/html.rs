@@ -358,13 +358,29 @@ pub(crate) fn trial_rows(runs: &[Run], metric: &str) -> String {
     )
 }
 
+/// The machine's rows of a setup table: CPU, memory, OS and kernel, host, sdnlab.
+pub(crate) fn machine_rows(m: &crate::Meta) -> String {
+    format!(
+        "<tr><td>CPU</td><td class=\"l\">{} ({} cores)</td></tr><tr><td>memory</td><td class=\"l\">{:.1} GiB</td></tr>\
+<tr><td>OS / kernel</td><td class=\"l\">{} / {}</td></tr><tr><td>host</td><td class=\"l\">{}</td></tr>\
+<tr><td>sdnlab</td><td class=\"l\">{}</td></tr>",
+        esc(&m.setup.cpu_model),
+        m.setup.cores,
+        m.setup.memory_bytes as f64 / (1u64 << 30) as f64,
+        esc(&m.setup.os),
+        esc(&m.setup.kernel),
+        esc(&m.setup.hostname),
+        esc(&m.sdnlab_version)
+    )
+}
+
 /// The whole page.
 pub fn render(runs: &[Run], summary: &Summary) -> String {
     let mut h = String::from(
         r#"<!doctype html><html><head><meta charset="utf-8"><title>sdnlab report</title><style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5em;overflow-x:auto}
+td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;padding:0.5em;overflow-x:auto}
 .better{background:#e6f4e6}h2{border-bottom:1px solid #ccc}
 </style></head><body>"#,
     );
@@ -377,20 +393,11 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:0.5
     h.push_str("<h2>Setup</h2>");
     for r in runs {
         let m = &r.meta;
-        let _ =
-            write!(
+        let _ = write!(
             h,
-            "<h3>{}</h3><table><tr><td>CPU</td><td>{} ({} cores)</td></tr><tr><td>memory</td><td>{:.1} GiB</td></tr>\
-<tr><td>OS / kernel</td><td>{} / {}</td></tr><tr><td>host</td><td>{}</td></tr><tr><td>sdnlab</td><td>{}</td></tr>\
-<tr><td>command</td><td>{}</td></tr><tr><td>started / finished (UTC)</td><td>{} / {}</td></tr>",
+            "<h3>{}</h3><table>{}<tr><td>command</td><td class=\"l\">{}</td></tr><tr><td>started / finished (UTC)</td><td class=\"l\">{} / {}</td></tr>",
             esc(&m.run_id),
-            esc(&m.setup.cpu_model),
-            m.setup.cores,
-            m.setup.memory_bytes as f64 / (1u64 << 30) as f64,
-            esc(&m.setup.os),
-            esc(&m.setup.kernel),
-            esc(&m.setup.hostname),
-            esc(&m.sdnlab_version),
+            machine_rows(m),
             esc(&m.command.join(" ")),
             crate::iso8601(m.started_unix),
             m.finished_unix.map(crate::iso8601).unwrap_or_else(|| "not finished".into())

@@ -13,7 +13,7 @@
 //! page (and `summary.json`/`summary.csv`) can be rebuilt from the
 //! directory alone (`rebuild`).
 
-use crate::html::{boxplot, esc, size_plot, trial_rows};
+use crate::html::{boxplot, esc, machine_rows, size_plot, trial_rows};
 use crate::{fmt_num, load, Metric, Run};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -112,16 +112,14 @@ pub struct Verdict {
     pub better: Option<String>,
 }
 
-/// One system's figures on one metric and scenario.
+/// One system's figures on one metric and scenario: its section, the
+/// system, and the statistics a single run's summary has for them.
 #[derive(Clone, Debug, Serialize)]
 pub struct Figure {
     pub section: String,
     pub target: String,
-    pub scenario: String,
-    pub metric: String,
-    pub over: String,
-    pub summary: stats::Summary,
-    pub ci95_bootstrap: (f64, f64),
+    #[serde(flatten)]
+    pub cell: crate::Cell,
 }
 
 /// What `write` leaves in summary.json.
@@ -171,11 +169,7 @@ pub fn analyse(index: &Index, runs: &[Vec<(String, Run)>]) -> SuiteSummary {
                     figures.push(Figure {
                         section: section.id(),
                         target: target.clone(),
-                        scenario: sc.clone(),
-                        metric: m.name.clone(),
-                        over: over.into(),
-                        summary: stats::summary(&v),
-                        ci95_bootstrap: stats::ci_bootstrap(&v, 0.95, 10_000, 8456),
+                        cell: crate::Cell::of(&sc, &m.name, over, &v),
                     });
                     per.push((target.clone(), sc, v));
                 }
@@ -336,19 +330,10 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
     // One setup section: the machine once, each system under test once.
     h.push_str("<section id=\"setup\"><h2>Setup</h2>");
     if let Some(r) = all.first() {
-        let m = &r.meta;
         let _ = write!(
             h,
-            "<table><tr><td>CPU</td><td class=\"l\">{} ({} cores)</td></tr><tr><td>memory</td><td class=\"l\">{:.1} GiB</td></tr>\
-<tr><td>OS / kernel</td><td class=\"l\">{} / {}</td></tr><tr><td>host</td><td class=\"l\">{}</td></tr><tr><td>sdnlab</td><td class=\"l\">{}</td></tr>\
-<tr><td>command</td><td class=\"l\"><code>{}</code></td></tr></table>",
-            esc(&m.setup.cpu_model),
-            m.setup.cores,
-            m.setup.memory_bytes as f64 / (1u64 << 30) as f64,
-            esc(&m.setup.os),
-            esc(&m.setup.kernel),
-            esc(&m.setup.hostname),
-            esc(&m.sdnlab_version),
+            "<table>{}<tr><td>command</td><td class=\"l\"><code>{}</code></td></tr></table>",
+            machine_rows(&r.meta),
             esc(&index.command.join(" "))
         );
     }
@@ -439,21 +424,21 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
             for f in analysis
                 .figures
                 .iter()
-                .filter(|f| f.section == sid && f.metric == m.name)
+                .filter(|f| f.section == sid && f.cell.metric == m.name)
             {
-                let s = &f.summary;
+                let (s, c) = (&f.cell.summary, &f.cell);
                 let _ = write!(
                     h,
                     "<tr data-target=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{} .. {}</td></tr>",
                     esc(&f.target),
                     esc(&f.target),
-                    esc(&f.scenario),
+                    esc(&c.scenario),
                     s.n,
-                    f.over,
+                    c.over,
                     fmt_num(s.median),
                     fmt_num(s.mean),
-                    fmt_num(f.ci95_bootstrap.0),
-                    fmt_num(f.ci95_bootstrap.1)
+                    fmt_num(c.ci95_bootstrap.0),
+                    fmt_num(c.ci95_bootstrap.1)
                 );
             }
             h.push_str("</table>");
@@ -560,23 +545,23 @@ pub fn rebuild(dir: &Path) -> io::Result<SuiteSummary> {
     let mut csv =
         String::from("section,target,scenario,metric,over,n,mean,median,stdev,min,max,ci95_boot_low,ci95_boot_high\n");
     for f in &analysis.figures {
-        let s = &f.summary;
+        let (s, c) = (&f.cell.summary, &f.cell);
         let _ = writeln!(
             csv,
             "{},\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{}",
             f.section,
             f.target,
-            f.scenario,
-            f.metric,
-            f.over,
+            c.scenario,
+            c.metric,
+            c.over,
             s.n,
             s.mean,
             s.median,
             s.stdev,
             s.min,
             s.max,
-            f.ci95_bootstrap.0,
-            f.ci95_bootstrap.1
+            c.ci95_bootstrap.0,
+            c.ci95_bootstrap.1
         );
     }
     let path = dir.join("summary.csv");
