@@ -285,8 +285,30 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
         .arg(&out)
         .output()
         .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    // os-ken may fail a robustness variant (seen: no discovery within Td
+    // under 2 % malformed messages): that is a result, and the suite exits
+    // 1 for it. sdnlab must complete every test.
+    assert!(
+        matches!(r.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
     let md = std::fs::read_to_string(out.join("suite.md")).unwrap();
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap();
+    let incomplete: Vec<String> = index["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["runs"].as_array().unwrap().iter().map(move |r| (s, r)))
+        .filter(|(_, r)| r["complete"] == false)
+        .map(|(s, r)| format!("{} {} {}: {}", s["number"], s["name"], s["variant"], r["target"]))
+        .collect();
+    assert!(
+        incomplete.iter().all(|l| l.ends_with("\"os-ken\"")),
+        "sdnlab did not complete: {incomplete:?}"
+    );
+    assert_eq!(r.status.success(), incomplete.is_empty(), "{md}");
     for test in [
         "Asynchronous Message Processing Time",
         "Asynchronous Message Processing Rate",
@@ -362,7 +384,8 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
             let t = &t[..t.find("</table>").unwrap()];
             tables += 1;
             for target in ["sdnlab", "os-ken"] {
-                let not_run = s.contains(&format!("Not run against {target}:"));
+                let not_run = s.contains(&format!("Not run against {target}:"))
+                    || s.contains(&format!("{target}: some trials did not complete"));
                 let in_table =
                     t.contains(&format!("data-target=\"{target}\"")) || t.contains(&format!("<th>{target}</th>"));
                 assert!(in_table || not_run, "{target} missing from a table of {heading}");
