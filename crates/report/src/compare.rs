@@ -244,11 +244,11 @@ pub fn write(dir: &Path, runs: &[Run]) -> io::Result<Vec<Change>> {
     for c in &changes {
         let _ = writeln!(
             csv,
-            "{},\"{}\",\"{}\",\"{}\",{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             c.metric,
-            c.scenario,
-            c.base,
-            c.other,
+            crate::csv_quoted(&c.scenario),
+            crate::csv_quoted(&c.base),
+            crate::csv_quoted(&c.other),
             c.n_base,
             c.n_other,
             c.median_base,

@@ -420,6 +420,11 @@ pub fn summarise(runs: &[Run]) -> Summary {
     }
 }
 
+/// A CSV field in quotes, its own quotes doubled (RFC 4180).
+pub(crate) fn csv_quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
 /// Writes summary.json, summary.csv and report.html into `dir`.
 pub fn write_outputs(dir: &Path, runs: &[Run]) -> io::Result<Summary> {
     let summary = summarise(runs);
@@ -430,8 +435,8 @@ pub fn write_outputs(dir: &Path, runs: &[Run]) -> io::Result<Summary> {
     for c in &summary.cells {
         let s = &c.summary;
         csv.push_str(&format!(
-            "\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            c.scenario.replace('"', "\"\""),
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            csv_quoted(&c.scenario),
             c.metric,
             c.over,
             s.n,
@@ -567,6 +572,12 @@ mod tests {
 
     /// Counts and times are never negative, and neither is the interval
     /// shown for them: a t interval over these (0, 0, 0, 1, 5) goes below zero.
+    #[test]
+    fn csv_fields_keep_their_quotes() {
+        assert_eq!(csv_quoted("leaf-spine,2,2,1"), "\"leaf-spine,2,2,1\"");
+        assert_eq!(csv_quoted("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+
     #[test]
     fn times_are_written_in_iso_8601() {
         assert_eq!(iso8601(0.0), "1970-01-01T00:00:00Z");

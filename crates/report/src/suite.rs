@@ -548,10 +548,10 @@ pub fn rebuild(dir: &Path) -> io::Result<SuiteSummary> {
         let (s, c) = (&f.cell.summary, &f.cell);
         let _ = writeln!(
             csv,
-            "{},\"{}\",\"{}\",{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
             f.section,
-            f.target,
-            c.scenario,
+            crate::csv_quoted(&f.target),
+            crate::csv_quoted(&c.scenario),
             c.metric,
             c.over,
             s.n,
