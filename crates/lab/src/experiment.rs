@@ -25,6 +25,13 @@ pub enum Experiment {
     /// RFC 8456 tests and suite, against sdnlab's own controller, a
     /// target or the peers.
     Ctl(CtlConfig),
+    /// The switch forwarding benchmark (`sdnlab bench switch`).
+    Switch(crate::switch::SwitchConfig),
+    /// The data-plane benchmark (`sdnlab bench dp`): RFC 2544 / 9004 and
+    /// the OpenFlow scenarios.
+    Dp(crate::dp::DpConfig),
+    /// The traffic generators side by side (`sdnlab bench gen`).
+    Gen(crate::gen::GenConfig),
 }
 
 impl Experiment {
@@ -55,7 +62,7 @@ impl Experiment {
                 .unwrap_or_default();
             format!("{place}{}", e.message().replace('\n', " "))
         })?;
-        let kinds = "write experiment = \"ctl\"";
+        let kinds = "write experiment = \"ctl\", \"switch\", \"dp\", \"gen\" or \"lb\"";
         let kind = match table.remove("experiment") {
             Some(toml::Value::String(k)) => k,
             Some(other) => return Err(format!("experiment = {other}: {kinds}")),
@@ -80,6 +87,9 @@ impl Experiment {
         }
         match kind.as_str() {
             "ctl" => Ok(Experiment::Ctl(config(text, table)?)),
+            "switch" => Ok(Experiment::Switch(config(text, table)?)),
+            "dp" => Ok(Experiment::Dp(config(text, table)?)),
+            "gen" => Ok(Experiment::Gen(config(text, table)?)),
             other => Err(format!("experiment = \"{other}\" is not one sdnlab runs: {kinds}")),
         }
     }
@@ -97,6 +107,9 @@ impl Experiment {
     pub fn validate(&self) -> Result<(), LabError> {
         match self {
             Experiment::Ctl(c) => c.validate(),
+            Experiment::Switch(c) => c.validate(),
+            Experiment::Dp(c) => c.validate(),
+            Experiment::Gen(c) => c.validate(),
         }
     }
 
@@ -104,6 +117,9 @@ impl Experiment {
     pub fn run(&self, place: &crate::rundir::Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
         match self {
             Experiment::Ctl(c) => crate::ctl::run(c, place, obs),
+            Experiment::Switch(c) => crate::switch::run(c, place, obs),
+            Experiment::Dp(c) => crate::dp::run(c, place, obs),
+            Experiment::Gen(c) => crate::gen::run(c, place, obs),
         }
     }
 }

@@ -12,12 +12,16 @@
 
 pub mod check;
 pub mod ctl;
+pub mod dp;
 mod error;
 pub mod experiment;
+pub mod gen;
 pub mod method;
 pub mod observe;
 pub mod peers;
 pub mod rundir;
+pub mod stop;
+pub mod switch;
 
 pub use error::LabError;
 pub use experiment::Experiment;

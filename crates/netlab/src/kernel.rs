@@ -73,6 +73,36 @@ pub fn netns_list(prefix: &str) -> Vec<String> {
     v
 }
 
+/// A command that runs `program` inside namespace `ns` (like `ip netns
+/// exec`, without the `ip` process or its private /sys).
+pub fn command_in_netns(ns: &str, program: &str) -> io::Result<std::process::Command> {
+    use std::os::unix::process::CommandExt;
+    let fd = File::open(netns_path(ns)).map_err(|e| io_err(format!("namespace {ns}: {e}")))?;
+    let mut c = std::process::Command::new(program);
+    // SAFETY: setns(2) on an already open descriptor is async-signal-safe
+    // and touches nothing of the parent's between fork and exec.
+    unsafe {
+        c.pre_exec(move || setns(&fd, CloneFlags::CLONE_NEWNET).map_err(io::Error::from));
+    }
+    Ok(c)
+}
+
+/// Runs `f` with a netlink handle in namespace `ns` (None: this one), on a
+/// runtime of its own: kernel objects from plain sequential code.
+pub fn blocking<T, F>(ns: Option<&str>, f: impl FnOnce(Nl) -> F) -> io::Result<T>
+where
+    F: std::future::Future<Output = io::Result<T>>,
+{
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let nl = match ns {
+            Some(ns) => Nl::in_netns(ns)?,
+            None => Nl::here()?,
+        };
+        f(nl).await
+    })
+}
+
 /// A netlink handle bound to one network namespace.
 #[derive(Clone)]
 pub struct Nl {
@@ -246,6 +276,49 @@ impl Nl {
         req.execute()
             .await
             .map_err(|e| io_err(format!("set {name} {}: {e}", if up { "up" } else { "down" })))
+    }
+
+    pub async fn set_mtu(&self, name: &str, mtu: u32) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        self.handle
+            .link()
+            .set(idx)
+            .mtu(mtu)
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("set MTU {mtu} on {name}: {e}")))
+    }
+
+    /// Moves interface `name` into the namespace of process `pid` (1: the
+    /// machine's own), keeping its name.
+    pub async fn move_to_pid(&self, name: &str, pid: u32) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        self.handle
+            .link()
+            .set(idx)
+            .setns_by_pid(pid)
+            .execute()
+            .await
+            .map_err(|e| io_err(format!("move {name} to the namespace of process {pid}: {e}")))
+    }
+
+    /// Removes every address of interface `name`.
+    pub async fn flush_addrs(&self, name: &str) -> io::Result<()> {
+        let idx = self.index(name).await?;
+        let mut addrs = self.handle.address().get().set_link_index_filter(idx).execute();
+        let mut all = Vec::new();
+        while let Some(a) = addrs.try_next().await.map_err(io_err)? {
+            all.push(a);
+        }
+        for a in all {
+            self.handle
+                .address()
+                .del(a)
+                .execute()
+                .await
+                .map_err(|e| io_err(format!("remove an address of {name}: {e}")))?;
+        }
+        Ok(())
     }
 
     pub async fn set_mac(&self, name: &str, mac: [u8; 6]) -> io::Result<()> {

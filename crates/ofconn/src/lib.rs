@@ -14,6 +14,8 @@ use ofwire::{v10, v13, Body, DecodeError, ErrorCode, ErrorMsg, Framer, Header, H
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+pub mod blocking;
+
 /// Session settings.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -29,6 +31,9 @@ pub struct Config {
     pub miss_send_len: u16,
     /// Largest message accepted from the switch.
     pub max_message: usize,
+    /// Hand PACKET_INs over as decoded `Event::Message`s instead of to the
+    /// zero-copy callback (for clients that are not on the hot path).
+    pub packet_ins_as_events: bool,
 }
 
 impl Default for Config {
@@ -40,6 +45,7 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             miss_send_len: 0xffff,
             max_message: 65535,
+            packet_ins_as_events: false,
         }
     }
 }
@@ -297,7 +303,8 @@ impl Session {
             return self.on_hello(raw, h);
         }
         // Hot path first: PACKET_IN of the negotiated version.
-        if self.phase == Phase::Ready && h.version == self.version && h.msg_type == 10 {
+        if self.phase == Phase::Ready && h.version == self.version && h.msg_type == 10 && !self.cfg.packet_ins_as_events
+        {
             match PacketInView::parse(raw) {
                 Ok(pi) => return on_packet_in(self, &pi),
                 Err(e) => return self.reply_error(self.version, h.xid, &e, raw),

@@ -1,49 +1,10 @@
-//! `sdnlab bench dp`: switches benchmarked by RFC 2544 (section 26) with
-//! RFC 9004's updates, frame size by frame size, then the OpenFlow
-//! data-plane scenarios of the papers (`dp_scenarios`), on the test bed
-//! `bench switch` uses (two host namespaces, each switch under test in
-//! turn, the in-kernel generator and the kernel-timestamping receiver).
-//!
-//! - throughput: binary search for the highest rate with no frame lost
-//!   (short search trials), then a confirmation trial at that rate for the
-//!   full duration; a lost frame there steps the rate down and confirms
-//!   again;
-//! - latency at the throughput rate: every frame is timestamped, so each
-//!   repetition gives min, mean, median, 99th and 99.9th percentiles and
-//!   the delay variation (99.9th percentile minus minimum, RFC 5481's PDV);
-//! - frame loss rate: from the most the generator offers down in 10 %
-//!   steps until two trials in a row lose nothing;
-//! - back-to-back (RFC 9004): bursts at the generator's full rate, binary
-//!   search for the longest burst with no loss, repeated; reported with
-//!   the implied and the corrected buffer time (below);
-//! - system recovery: 110 % of the throughput rate (or the generator's
-//!   most, if lower), then 50 % of it; the time from the drop in rate to
-//!   the last frame lost.
-//!
-//! Defaults follow the RFCs (60 s trials, latency 120 s repeated 20
-//! times, back-to-back 50 times, its seven Ethernet frame sizes);
-//! `--quick` is a smoke run. A trial in which the receiver's own ring
-//! dropped frames, or the generator fell more than 10 % short of the asked
-//! rate, is marked invalid and repeated once (more than 1 % short is
-//! flagged; the trial stands at the rate really offered). Every trial goes to
-//! `trials.jsonl` as it ends, with the switch core's CPU shares each
-//! second and the switch's own OpenFlow port counters over the trial;
-//! the figures go through the report engine (`samples.jsonl`,
-//! `summary.csv`, `report.html`).
+//! `sdnlab bench dp`: the data-plane benchmark's command line (RFC 2544 /
+//! 9004 and the OpenFlow scenarios). It only parses: the flags map onto
+//! `lab::dp::DpConfig` (whose defaults they show), and `lab` runs it.
 
-use crate::net_cmd::fail;
-use crate::testbed::{load, open_bed, open_chain, run_trial, Bed, CpuSampler, OfClient, Trial, DUTS};
 use clap::Args;
-use lab::method::rfc2544;
-use report::{Meta, Metric, RunWriter, Sample, Target};
-use serde_json::json;
-use stats::Better;
-use std::collections::BTreeMap;
-use std::io::Write;
+use lab::dp::DpConfig;
 use std::path::PathBuf;
-use std::process::ExitCode;
-use std::time::Duration;
-use traffic::run::{GenMethod, GenSpec};
 
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
@@ -85,60 +46,60 @@ pub struct DpBenchArgs {
     )]
     pub tests: Vec<String>,
     /// Seconds of a throughput confirmation trial and of each frame loss trial.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = DpConfig::default().trial_seconds)]
     pub trial_seconds: f64,
     /// Seconds of each throughput search trial.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = DpConfig::default().search_seconds)]
     pub search_seconds: f64,
     /// The search stops when its bracket is this fraction of the rate.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = DpConfig::default().resolution)]
     pub resolution: f64,
     /// Seconds of each latency trial.
-    #[arg(long, default_value_t = 120.0)]
+    #[arg(long, default_value_t = DpConfig::default().latency_seconds)]
     pub latency_seconds: f64,
     /// Latency trials per frame size (RFC 2544: at least 20).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = DpConfig::default().repetitions)]
     pub repetitions: usize,
     /// Back-to-back searches per frame size (RFC 2544 / 9004: at least 50).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = DpConfig::default().b2b_repetitions)]
     pub b2b_repetitions: usize,
     /// The longest burst tried, in seconds at the generator's full rate (RFC 2544: at least 2).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = DpConfig::default().b2b_seconds)]
     pub b2b_seconds: f64,
     /// System recovery: seconds of overload (RFC 2544: at least 60), then of the reduced rate.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = DpConfig::default().overload_seconds)]
     pub overload_seconds: f64,
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = DpConfig::default().recovery_seconds)]
     pub recovery_seconds: f64,
     /// System recovery trials per frame size.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = DpConfig::default().recovery_repetitions)]
     pub recovery_repetitions: usize,
     /// OpenFlow scenarios: the offered rate (frames/s), seconds and repetitions of each latency trial.
-    #[arg(long, default_value_t = 100_000.0)]
+    #[arg(long, default_value_t = DpConfig::default().scenario_rate)]
     pub scenario_rate: f64,
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = DpConfig::default().scenario_seconds)]
     pub scenario_seconds: f64,
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = DpConfig::default().scenario_repetitions)]
     pub scenario_repetitions: usize,
     /// Frame size of the OpenFlow scenarios.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = DpConfig::default().scenario_frame)]
     pub scenario_frame: usize,
     /// Non-matching rules that fill the table in the `table` scenario.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = DpConfig::default().table_rules)]
     pub table_rules: usize,
     /// The `capacity` scenario stops adding rules at this many.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = DpConfig::default().capacity_max)]
     pub capacity_max: usize,
     /// iperf3 tests (`tcp`, `udp`): seconds per run, and the UDP loads raised step by step (Mbit/s).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = DpConfig::default().iperf_seconds)]
     pub iperf_seconds: f64,
     #[arg(long, value_delimiter = ',', default_value = "100,200,400,600,800,1000,1500,2000")]
     pub udp_mbit: Vec<f64>,
     /// Switches in the long path of the `paths` test.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = DpConfig::default().long_path)]
     pub long_path: usize,
     /// Bridges (two ports each) loaded at once in the `parallel` test.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = DpConfig::default().parallel)]
     pub parallel: usize,
     /// How test frames are sent (see `bench switch --generator`).
     #[arg(long, default_value = "xdp")]
@@ -162,1000 +123,52 @@ pub struct DpBenchArgs {
     /// Run directory (default results/bench-dp-<time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print the experiment file these flags describe, and run nothing.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
-const RFC_TESTS: [&str; 5] = ["throughput", "latency", "loss", "b2b", "recovery"];
-const IPERF_TESTS: [&str; 2] = ["tcp", "udp"];
-const TOPOLOGY_TESTS: [&str; 2] = ["paths", "parallel"];
-
-pub(crate) struct Plan {
-    pub(crate) frames: Vec<usize>,
-    pub(crate) trial_s: f64,
-    pub(crate) search_s: f64,
-    pub(crate) resolution: f64,
-    pub(crate) latency_s: f64,
-    pub(crate) repetitions: usize,
-    pub(crate) b2b_repetitions: usize,
-    pub(crate) b2b_s: f64,
-    pub(crate) overload_s: f64,
-    pub(crate) recovery_s: f64,
-    pub(crate) recovery_repetitions: usize,
-    pub(crate) scenario_rate: f64,
-    pub(crate) scenario_s: f64,
-    pub(crate) scenario_repetitions: usize,
-    pub(crate) scenario_frame: usize,
-    pub(crate) table_rules: usize,
-    pub(crate) capacity_max: usize,
-    pub(crate) iperf_s: f64,
-    pub(crate) udp_mbit: Vec<f64>,
-    pub(crate) long_path: usize,
-    pub(crate) parallel: usize,
-}
-
-fn plan(args: &DpBenchArgs) -> Result<Plan, String> {
-    for d in &args.dut {
-        if !DUTS.contains(&d.as_str()) && d != "external" {
-            return Err(format!(
-                "unknown switch '{d}': choose from {}, external",
-                DUTS.join(", ")
-            ));
-        }
-    }
-    let has_external = args.dut.iter().any(|d| d == "external");
-    if has_external && args.external_ports.len() != 2 {
-        return Err("--dut external needs --external-ports IF1,IF2 (the interfaces that lead to it)".into());
-    }
-    if !has_external && (!args.external_ports.is_empty() || args.external_openflow.is_some()) {
-        return Err("--external-ports and --external-openflow go with --dut external".into());
-    }
-    if args.external_of_ports.len() != 2 || args.external_of_ports.iter().any(|p| *p == 0 || *p > 0xffff_ff00) {
-        return Err("--external-of-ports takes two OpenFlow port numbers, e.g. 1,2".into());
-    }
-    for t in &args.tests {
-        let known = RFC_TESTS
-            .iter()
-            .chain(&IPERF_TESTS)
-            .chain(&TOPOLOGY_TESTS)
-            .chain(&crate::dp_scenarios::SCENARIOS);
-        if !known.clone().any(|k| k == t) {
-            return Err(format!(
-                "unknown test '{t}': choose from {}",
-                known.copied().collect::<Vec<_>>().join(", ")
-            ));
-        }
-    }
-    let frames = args.frames.clone().unwrap_or_else(|| {
-        if args.quick {
-            vec![64, 512, 1518]
-        } else {
-            vec![64, 128, 256, 512, 1024, 1280, 1518]
-        }
-    });
-    if let Some(f) = frames.iter().find(|f| !(64..=9000).contains(*f)) {
-        return Err(format!("--frames {f} is outside 64..=9000"));
-    }
-    if !(64..=1518).contains(&args.scenario_frame) {
-        return Err(format!("--scenario-frame {} is outside 64..=1518", args.scenario_frame));
-    }
-    if !(0.001..0.5).contains(&args.resolution) {
-        return Err(format!("--resolution {} is outside 0.001..0.5", args.resolution));
-    }
-    let min_s = [
-        args.trial_seconds,
-        args.search_seconds,
-        args.latency_seconds,
-        args.overload_seconds,
-        args.recovery_seconds,
-        args.scenario_seconds,
-    ]
-    .into_iter()
-    .fold(f64::INFINITY, f64::min);
-    if min_s < 0.2 {
-        return Err(format!("trials of {min_s} s are too short; give 0.2 s or more"));
-    }
-    if let Some(m) = args.udp_mbit.iter().find(|m| !(0.1..=100_000.0).contains(*m)) {
-        return Err(format!("--udp-mbit {m} is outside 0.1..=100000"));
-    }
-    if !(2..=8).contains(&args.long_path) {
-        return Err(format!("--long-path {} is outside 2..=8", args.long_path));
-    }
-    if !(2..=8).contains(&args.parallel) {
-        return Err(format!("--parallel {} is outside 2..=8", args.parallel));
-    }
-    if args.iperf_seconds < 1.0 {
-        return Err(format!(
-            "--iperf-seconds {} is too short; give 1 or more",
-            args.iperf_seconds
-        ));
-    }
-    if !(0.001..=10.0).contains(&args.b2b_seconds) {
-        return Err(format!("--b2b-seconds {} is outside 0.001..=10", args.b2b_seconds));
-    }
-    if let Some(m) = args.limit_mbit.filter(|m| !(0.1..=100_000.0).contains(m)) {
-        return Err(format!("--limit-mbit {m} is outside 0.1..=100000"));
-    }
-    // Counts and durations the checks above leave open: one line each, no
-    // silent substitute (a 0 used to become 1, a NaN ran).
-    use lab::check::{range, real};
-    let counts = [
-        ("repetitions", args.repetitions),
-        ("b2b-repetitions", args.b2b_repetitions),
-        ("recovery-repetitions", args.recovery_repetitions),
-        ("scenario-repetitions", args.scenario_repetitions),
-    ];
-    for (name, v) in counts {
-        range(name, v, 1, 100_000).map_err(|e| e.to_string())?;
-    }
-    range("table-rules", args.table_rules, 0, 10_000_000).map_err(|e| e.to_string())?;
-    range("capacity-max", args.capacity_max, 1, 100_000_000).map_err(|e| e.to_string())?;
-    for (name, v) in [
-        ("trial-seconds", args.trial_seconds),
-        ("search-seconds", args.search_seconds),
-        ("latency-seconds", args.latency_seconds),
-        ("overload-seconds", args.overload_seconds),
-        ("recovery-seconds", args.recovery_seconds),
-        ("scenario-seconds", args.scenario_seconds),
-        ("iperf-seconds", args.iperf_seconds),
-    ] {
-        real(name, v, 0.2, 86_400.0).map_err(|e| e.to_string())?;
-    }
-    if !(1.0..=10e6).contains(&args.scenario_rate) {
-        return Err(format!(
-            "--scenario-rate {} is outside 1..=10000000",
-            args.scenario_rate
-        ));
-    }
-    Ok(if args.quick {
-        Plan {
-            frames,
-            trial_s: 0.5,
-            search_s: 0.3,
-            resolution: 0.05,
-            latency_s: 0.5,
-            repetitions: 1,
-            b2b_repetitions: 1,
-            b2b_s: 0.05,
-            overload_s: 0.5,
-            recovery_s: 0.5,
-            recovery_repetitions: 1,
-            scenario_rate: 20_000.0,
-            scenario_s: 0.3,
-            scenario_repetitions: 2,
-            scenario_frame: args.scenario_frame,
-            table_rules: 1000,
-            capacity_max: 5000,
-            iperf_s: 1.0,
-            udp_mbit: vec![100.0, 400.0],
-            long_path: args.long_path,
-            parallel: args.parallel,
-        }
-    } else {
-        Plan {
-            frames,
-            trial_s: args.trial_seconds,
-            search_s: args.search_seconds,
-            resolution: args.resolution,
-            latency_s: args.latency_seconds,
-            repetitions: args.repetitions,
-            b2b_repetitions: args.b2b_repetitions,
-            b2b_s: args.b2b_seconds,
-            overload_s: args.overload_seconds,
-            recovery_s: args.recovery_seconds,
-            recovery_repetitions: args.recovery_repetitions,
-            scenario_rate: args.scenario_rate,
-            scenario_s: args.scenario_seconds,
-            scenario_repetitions: args.scenario_repetitions,
-            scenario_frame: args.scenario_frame,
-            table_rules: args.table_rules,
-            capacity_max: args.capacity_max,
-            iperf_s: args.iperf_seconds,
-            udp_mbit: args.udp_mbit.clone(),
-            long_path: args.long_path,
-            parallel: args.parallel,
-        }
-    })
-}
-
-/// Runs trials on one switch and writes each to `trials.jsonl` as it ends.
-pub(crate) struct Runner<'a> {
-    pub(crate) bed: &'a Bed,
-    pub(crate) dut: &'a str,
-    pub(crate) of_addr: Option<std::net::SocketAddr>,
-    pub(crate) trials: &'a mut std::fs::File,
-    pub(crate) run: &'a mut RunWriter,
-    /// The OpenFlow ports towards the generating and the receiving host.
-    pub(crate) ports: crate::dp_scenarios::Ports,
-}
-
-/// Each port's (received, sent) packets, by the switch's OpenFlow statistics.
-fn port_counts(addr: Option<std::net::SocketAddr>) -> Option<BTreeMap<u32, (u64, u64)>> {
-    let stats = OfClient::connect(addr?).ok()?.port_stats().ok()?;
-    Some(
-        stats
-            .iter()
-            .map(|p| (p.port_no, (p.counters.rx_packets, p.counters.tx_packets)))
-            .collect(),
-    )
-}
-
-impl Runner<'_> {
-    /// One trial of `spec`, repeated once if invalid; recorded either way.
-    pub(crate) fn run_spec(&mut self, test: &str, frame: usize, spec: &GenSpec) -> Result<Trial, String> {
-        let (t, valid) = self.run_once(test, frame, spec, |_| Ok(()))?;
-        if valid {
-            return Ok(t);
-        }
-        Ok(self.run_once(test, frame, spec, |_| Ok(()))?.0)
-    }
-
-    /// One trial of `spec` with `during` run while the frames flow (it gets
-    /// the switch's OpenFlow address); recorded; the trial and whether it
-    /// is valid (the receiver dropped nothing, the generator kept the rate).
-    pub(crate) fn run_once(
-        &mut self,
-        test: &str,
-        frame: usize,
-        spec: &GenSpec,
-        during: impl FnOnce(Option<std::net::SocketAddr>) -> Result<(), String>,
-    ) -> Result<(Trial, bool), String> {
-        let rate = spec.rate_pps.filter(|_| spec.burst.is_none());
-        let before = port_counts(self.of_addr);
-        let cpu = self.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
-        let (bed, of_addr) = (self.bed, self.of_addr);
-        let (t, r) = std::thread::scope(|s| {
-            let trial = s.spawn(|| run_trial(bed, spec));
-            let r = during(of_addr);
-            (trial.join().unwrap_or_else(|_| Err("trial thread panicked".into())), r)
-        });
-        let cpu = cpu.map(CpuSampler::finish);
-        let t = t?;
-        r?;
-        let after = port_counts(self.of_addr);
-        let switch_ports = match (before, after) {
-            (Some(b), Some(a)) => json!(a
-                .iter()
-                .map(|(port, (rx, tx))| {
-                    let (rx0, tx0) = b.get(port).copied().unwrap_or_default();
-                    (
-                        port.to_string(),
-                        json!({"rx": rx - rx0.min(*rx), "tx": tx - tx0.min(*tx)}),
-                    )
-                })
-                .collect::<serde_json::Map<_, _>>()),
-            _ => serde_json::Value::Null,
-        };
-        // Where the frames were lost, by the switch's own counters: before
-        // it counted them in (the ingress veth or its receive ring), or
-        // in it and after (its egress, the receiving veth).
-        let counted = |port: u32, dir: &str| switch_ports[port.to_string()][dir].as_u64();
-        let loss_split = match (counted(self.ports.inp, "rx"), counted(self.ports.out, "tx")) {
-            (Some(rx_in), Some(tx_out)) => json!({
-                "before_switch": t.sent as i64 - rx_in as i64,
-                "in_switch": rx_in as i64 - tx_out as i64,
-                "after_switch": tx_out as i64 - t.received as i64,
-            }),
-            _ => serde_json::Value::Null,
-        };
-        let short = rate.is_some_and(|r| t.offered_pps < 0.99 * r);
-        let far_short = rate.is_some_and(|r| t.offered_pps < FAR_SHORT * r);
-        let valid = t.receiver_drops == 0 && !far_short;
-        let v = json!({
-            "dut": self.dut, "test": test, "frame": frame, "seconds": spec.duration.as_secs_f64(),
-            "asked_pps": rate, "burst": spec.burst, "offered_pps": t.offered_pps,
-            "sent": t.sent, "received": t.received, "lost": t.sent.saturating_sub(t.received),
-            "reordered": t.reordered, "duplicates": t.duplicates,
-            "latency_us": {"min": t.latency_us_min, "mean": t.latency_us_mean, "p50": t.latency_us_p50,
-                "p99": t.latency_us_p99, "p999": t.latency_us_p999, "max": t.latency_us_max},
-            "receiver_drops": t.receiver_drops, "received_via": t.rx.via, "generator_short": short, "valid": valid,
-            "switch_ports": switch_ports, "loss_split": loss_split, "cpu": cpu, "generator": t.gen,
-            "ended_unix_s": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
-        });
-        let _ = writeln!(self.trials, "{v}");
-        let _ = self.trials.flush();
-        Ok((t, valid))
-    }
-
-    pub(crate) fn run(&mut self, test: &str, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
-        let spec = load(self.bed, frame, rate, seconds);
-        self.run_spec(test, frame, &spec)
-    }
-
-    /// A figure for the report (and its statistics).
-    pub(crate) fn figure(&mut self, scenario: String, trial: u32, values: &[(&str, f64)], cdf: Vec<(f64, f64)>) {
-        let s = Sample {
-            kind: "trial".into(),
-            scenario,
-            trial,
-            index: 0,
-            unix: report::now_unix(),
-            values: values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            rtt_cdf: cdf,
-            note: None,
-        };
-        if let Err(e) = self.run.append(&s) {
-            eprintln!("writing a sample: {e}");
-        }
-    }
-}
-
-fn lost(t: &Trial) -> bool {
-    t.received < t.sent
-}
-
-/// A paced trial whose generator offered less than this share of the asked
-/// rate is repeated once. The generator shares its core with the receiver
-/// and, on a veth, with the switch's receive softirq; on two cores it
-/// falls 2-8 % short in every paced trial (it skips the frames it was
-/// preempted past rather than send them back to back). Such a trial
-/// stands, flagged, at the rate it really offered (the figure reported);
-/// only a bigger gap (a hiccup, not the machine's steady state) is worth
-/// a repeat. The searches move by the asked rate, the control variable.
-const FAR_SHORT: f64 = 0.9;
-
-/// The runner at one frame size, as the RFC 2544 methods see a device
-/// (`lab::method::rfc2544`): trials and bursts on this bed.
-struct AtFrame<'r, 'a> {
-    r: &'r mut Runner<'a>,
-    frame: usize,
-}
-
-impl rfc2544::Observed for Trial {
-    fn sent(&self) -> u64 {
-        self.sent
-    }
-    fn received(&self) -> u64 {
-        self.received
-    }
-    fn offered_pps(&self) -> f64 {
-        self.offered_pps
-    }
-    fn rx_pps(&self) -> f64 {
-        self.rx_pps
-    }
-}
-
-impl rfc2544::Device for AtFrame<'_, '_> {
-    type Trial = Trial;
-    fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
-        self.r.run(test, self.frame, rate, seconds)
-    }
-    fn burst(&mut self, n: u64) -> Result<(bool, f64), String> {
-        let spec = GenSpec {
-            burst: Some(n),
-            ..load(self.r.bed, self.frame, None, 1.0)
-        };
-        let t = self.r.run_spec("b2b", self.frame, &spec)?;
-        let span_s = (t.rx.last_sent_ns.saturating_sub(t.rx.first_sent_ns)) as f64 / 1e9;
-        let rate = if span_s > 0.0 {
-            (t.received.max(2) - 1) as f64 / span_s
-        } else {
-            0.0
-        };
-        Ok((t.sent == n && !lost(&t), rate))
-    }
-}
-
-/// RFC 2544 26.1 with a confirmation at full duration (RFC 9004's loss
-/// verification): the rate and its confirming trial.
-fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<rfc2544::Throughput<Trial>, String> {
-    let search = rfc2544::Search {
-        resolution: p.resolution,
-        search_s: p.search_s,
-        trial_s: p.trial_s,
+/// `sdnlab bench dp`: the flags as an experiment, printed or run.
+pub fn run(a: DpBenchArgs) -> std::process::ExitCode {
+    let config = DpConfig {
+        duts: a.dut,
+        external_ports: a.external_ports,
+        external_openflow: a.external_openflow,
+        external_of_ports: a.external_of_ports,
+        frames: a.frames,
+        tests: a.tests,
+        trial_seconds: a.trial_seconds,
+        search_seconds: a.search_seconds,
+        resolution: a.resolution,
+        latency_seconds: a.latency_seconds,
+        repetitions: a.repetitions,
+        b2b_repetitions: a.b2b_repetitions,
+        b2b_seconds: a.b2b_seconds,
+        overload_seconds: a.overload_seconds,
+        recovery_seconds: a.recovery_seconds,
+        recovery_repetitions: a.recovery_repetitions,
+        scenario_rate: a.scenario_rate,
+        scenario_seconds: a.scenario_seconds,
+        scenario_repetitions: a.scenario_repetitions,
+        scenario_frame: a.scenario_frame,
+        table_rules: a.table_rules,
+        capacity_max: a.capacity_max,
+        iperf_seconds: a.iperf_seconds,
+        udp_mbit: a.udp_mbit,
+        long_path: a.long_path,
+        parallel: a.parallel,
+        generator: a.generator,
+        receiver: a.receiver,
+        limit_mbit: a.limit_mbit,
+        quick: a.quick,
     };
-    rfc2544::throughput(&mut AtFrame { r, frame }, search).map_err(|e| format!("{frame}-byte frames: {e}"))
-}
-
-/// The longest loss-free burst, by binary search between 1 frame and
-/// `b2b_s` seconds at the generator's full rate; `b2b_repetitions`
-/// searches, each recorded as a figure.
-fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result<rfc2544::BackToBack, String> {
-    let longest = (p.b2b_s * max_rate) as u64;
-    let b = rfc2544::back_to_back(&mut AtFrame { r, frame }, longest, p.b2b_repetitions, max_rate)
-        .map_err(|e| e.to_string())?;
-    for (rep, frames) in b.bursts.iter().enumerate() {
-        r.figure(
-            format!("{} {frame}B", r.dut),
-            rep as u32,
-            &[("frame_bytes", frame as f64), ("b2b_frames", *frames as f64)],
-            Vec::new(),
-        );
-    }
-    Ok(b)
-}
-
-/// RFC 2544 26.5: offered 110 % of the throughput rate (at most the
-/// generator's), then 50 % of that; the time from the reduction to the
-/// last frame lost (0 if none was lost after it). Seconds, and whether
-/// the overload lost anything at all.
-fn recovery(r: &mut Runner, frame: usize, p: &Plan, tput: f64, max_rate: f64) -> Result<(f64, bool), String> {
-    let over = (tput * 1.1).min(max_rate);
-    let spec = GenSpec {
-        then: Some((Duration::from_secs_f64(p.recovery_s), over * 0.5)),
-        ..load(r.bed, frame, Some(over), p.overload_s)
+    let how = crate::run_cmd::Show {
+        json: a.json,
+        print_config: a.print_config,
+        ..Default::default()
     };
-    let t = r.run_spec("recovery", frame, &spec)?;
-    let Some((change_ns, change_seq)) = t.gen.second_phase else {
-        return Err("the generator did not report its second phase".into());
-    };
-    let overloaded = t.rx.last_missing_before(change_seq).is_some();
-    let recovery_s = match t.rx.last_missing_before(t.sent) {
-        Some(seq) if seq >= change_seq => {
-            t.rx.sent_ns_near(seq)
-                .map_or(p.recovery_s, |at| at.saturating_sub(change_ns) as f64 / 1e9)
-        }
-        _ => 0.0,
-    };
-    Ok((recovery_s, overloaded))
-}
-
-/// iperf3 TCP (repeated) and UDP raised step by step, with the switch
-/// core's CPU over each run; a summary row.
-fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Result<String, String> {
-    let mut tcp_cell = "-".to_string();
-    if tcp {
-        let mut rates = Vec::new();
-        for i in 0..p.scenario_repetitions.min(5) {
-            let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
-            let gbps = crate::testbed::iperf(r.bed, p.iperf_s)?;
-            let cpu = cpu.map(CpuSampler::finish);
-            let _ = writeln!(
-                r.trials,
-                "{}",
-                json!({"dut": r.dut, "test": "tcp", "seconds": p.iperf_s, "gbit_s": gbps, "cpu": cpu})
-            );
-            r.figure(format!("{} tcp", r.dut), i as u32, &[("tcp_gbit_s", gbps)], Vec::new());
-            rates.push(gbps);
-        }
-        tcp_cell = format!("{:.2} (mean of {})", stats::mean(&rates), rates.len());
-    }
-    let mut steps = Vec::new();
-    if udp {
-        for &mbit in &p.udp_mbit {
-            let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
-            let (got, lost, jitter) = crate::testbed::iperf_udp(r.bed, p.iperf_s, mbit)?;
-            let cpu = cpu.map(CpuSampler::finish);
-            let _ = writeln!(
-                r.trials,
-                "{}",
-                json!({"dut": r.dut, "test": "udp", "seconds": p.iperf_s, "offered_mbit_s": mbit,
-                    "received_mbit_s": got, "lost_percent": lost, "jitter_ms": jitter, "cpu": cpu})
-            );
-            steps.push(format!("{mbit:.0}→{got:.0} ({lost:.1} %)"));
-        }
-    }
-    let _ = r.trials.flush();
-    Ok(format!(
-        "| {} | {tcp_cell} | {} |\n",
-        r.dut,
-        if steps.is_empty() {
-            "-".to_string()
-        } else {
-            steps.join(", ")
-        }
-    ))
-}
-
-/// Throughput (RFC 2544, 64-byte frames), latency at the scenario rate
-/// and iperf3 TCP across the runner's bed.
-fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, String> {
-    // Flat out first: a path that never forwards without some loss (a
-    // zero-loss search finds nothing) still shows how much it carries.
-    let max = r.run("path_max", 64, None, p.search_s)?.rx_pps;
-    let zero_loss = throughput(r, 64, p).ok().map(|t| t.rate);
-    let mut lat = Vec::new();
-    for _ in 0..p.scenario_repetitions {
-        let t = r.run("path_latency", 64, Some(p.scenario_rate), p.scenario_s)?;
-        lat.push(t.latency_us_mean);
-    }
-    let gbps = crate::testbed::iperf(r.bed, p.iperf_s)?;
-    let lat = stats::mean(&lat);
-    let mut values = vec![("forwarding_fps", max), ("latency_mean_us", lat), ("tcp_gbit_s", gbps)];
-    if let Some(rate) = zero_loss {
-        values.push(("throughput_fps", rate));
-    }
-    r.figure(format!("{} path {label}", r.dut), 0, &values, Vec::new());
-    Ok(PathFigures {
-        zero_loss,
-        max,
-        lat,
-        gbps,
-    })
-}
-
-/// One path's figures: zero-loss throughput (None: no rate held without
-/// loss), flat-out forwarding rate, mean latency, TCP.
-struct PathFigures {
-    zero_loss: Option<f64>,
-    max: f64,
-    lat: f64,
-    gbps: f64,
-}
-
-/// The open-platform paper's short and long paths: one switch, then a
-/// chain of `long_path` switches (for Open vSwitch, bridges of the same
-/// daemon joined by veths). A summary row.
-fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
-    let one = path_figures(r, p, "1 switch")?;
-    let chain_dir = dir.join(format!("{}-chain", r.dut));
-    let (chain, addrs) = open_chain(
-        r.dut,
-        &chain_dir,
-        generator,
-        r.bed.receiver,
-        "c",
-        p.long_path,
-        r.bed.ovs.as_ref(),
-    )?;
-    std::thread::sleep(Duration::from_millis(300));
-    let long = {
-        let mut cr = Runner {
-            bed: &chain,
-            dut: r.dut,
-            of_addr: addrs.first().copied(),
-            trials: &mut *r.trials,
-            run: &mut *r.run,
-            ports: r.ports,
-        };
-        path_figures(&mut cr, p, &format!("{} switches", p.long_path))
-    };
-    if let Some(ovs) = r.bed.ovs.as_ref() {
-        for i in 0..chain.ports.len() {
-            let _ = ovs.vsctl(&["--if-exists", "del-br", &chain.bridge_name(i)]);
-        }
-    }
-    drop(chain);
-    let long = long?;
-    let zl = |f: &PathFigures| f.zero_loss.map_or("none".to_string(), |r| format!("{r:.0}"));
-    Ok(format!(
-        "| {} | {} / {} | {:.0} / {:.0} | {:.1} / {:.1} | {:.2} / {:.2} |\n",
-        r.dut,
-        zl(&one),
-        zl(&long),
-        one.max,
-        long.max,
-        one.lat,
-        long.lat,
-        one.gbps,
-        long.gbps
-    ))
-}
-
-/// The whitebox paper's several bridges loaded at once: `parallel`
-/// bridges of two ports, each between its own pair of hosts, flat out
-/// one alone then all together, and the latency of each at the scenario
-/// rate while all carry it. A summary row.
-fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
-    let mut extra = Vec::new();
-    for i in 1..p.parallel {
-        let d = dir.join(format!("{}-bridge{}", r.dut, i + 1));
-        let bed = open_chain(
-            r.dut,
-            &d,
-            generator,
-            r.bed.receiver,
-            &format!("p{i}"),
-            1,
-            r.bed.ovs.as_ref(),
-        )?
-        .0;
-        extra.push(bed);
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    let beds: Vec<&Bed> = std::iter::once(r.bed).chain(extra.iter()).collect();
-    let bridges = beds.len();
-    let at_once = |rate: Option<f64>, seconds: f64| -> Result<Vec<Trial>, String> {
-        std::thread::scope(|s| {
-            let runs: Vec<_> = beds
-                .iter()
-                .map(|b| s.spawn(move || run_trial(b, &load(b, 64, rate, seconds))))
-                .collect();
-            runs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("trial thread panicked".into())))
-                .collect()
-        })
-    };
-    let alone = run_trial(r.bed, &load(r.bed, 64, None, p.search_s))?;
-    let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
-    let all = at_once(None, p.search_s);
-    let cpu = cpu.map(CpuSampler::finish);
-    let all = all?;
-    let loaded = at_once(Some(p.scenario_rate), p.scenario_s)?;
-    if let Some(ovs) = r.bed.ovs.as_ref() {
-        for b in &extra {
-            let _ = ovs.vsctl(&["--if-exists", "del-br", &b.bridge_name(0)]);
-        }
-    }
-    drop(beds);
-    drop(extra);
-    let aggregate: f64 = all.iter().map(|t| t.rx_pps).sum();
-    let per: Vec<String> = all.iter().map(|t| format!("{:.0}", t.rx_pps)).collect();
-    let lat: Vec<String> = loaded.iter().map(|t| format!("{:.1}", t.latency_us_mean)).collect();
-    let lost: u64 = loaded.iter().map(|t| t.sent.saturating_sub(t.received)).sum();
-    let _ = writeln!(
-        r.trials,
-        "{}",
-        json!({"dut": r.dut, "test": "parallel", "bridges": bridges, "alone_rx_pps": alone.rx_pps,
-            "all_rx_pps": all.iter().map(|t| t.rx_pps).collect::<Vec<_>>(), "all_offered_pps": all.iter().map(|t| t.offered_pps).collect::<Vec<_>>(),
-            "loaded_rate_pps": p.scenario_rate, "loaded_latency_us_mean": loaded.iter().map(|t| t.latency_us_mean).collect::<Vec<_>>(),
-            "loaded_lost": lost, "cpu": cpu})
-    );
-    r.figure(
-        format!("{} parallel {bridges} bridges", r.dut),
-        0,
-        &[("throughput_fps", aggregate)],
-        Vec::new(),
-    );
-    Ok(format!(
-        "| {} | {bridges} | {:.0} | {aggregate:.0} ({}) | {} ({lost} lost) |\n",
-        r.dut,
-        alone.rx_pps,
-        per.join(" + "),
-        lat.join(" / ")
-    ))
-}
-
-/// A test's summary row into its table, or its failure into the run's
-/// events (the other tests go on).
-fn add_row(table: &mut String, events: &mut Vec<String>, what: &str, row: Result<String, String>) {
-    match row {
-        Ok(row) => table.push_str(&row),
-        Err(e) => {
-            eprintln!("{what}: {e}");
-            events.push(format!("{what}: {e}"));
-        }
-    }
-}
-
-fn metrics() -> Vec<Metric> {
-    vec![
-        Metric::new("throughput_fps", "frames/s", Better::Higher),
-        Metric::new("latency_mean_us", "us", Better::Lower),
-        Metric::new("latency_p50_us", "us", Better::Lower),
-        Metric::new("latency_p999_us", "us", Better::Lower),
-        Metric::new("pdv_us", "us", Better::Lower),
-        Metric::new("b2b_frames", "frames", Better::Higher),
-        Metric::new("recovery_ms", "ms", Better::Lower),
-        Metric::new("rules", "rules", Better::Higher),
-        Metric::new("flow_mods_per_s", "1/s", Better::Higher),
-        Metric::new("first_packet_ms", "ms", Better::Lower),
-        Metric::new("tcp_gbit_s", "Gbit/s", Better::Higher),
-        Metric::new("forwarding_fps", "frames/s", Better::Higher),
-    ]
-}
-
-pub fn run(args: DpBenchArgs) -> ExitCode {
-    let p = match plan(&args) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("results/bench-dp-{}", crate::time_tag())));
-    let dir = match std::path::absolute(&dir) {
-        Ok(d) => d,
-        Err(e) => return fail(format!("{}: {e}", dir.display())),
-    };
-    let mut meta = Meta {
-        run_id: dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        benchmark: "bench dp".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        setup: report::Setup::detect(),
-        targets: args
-            .dut
-            .iter()
-            .map(|d| Target {
-                name: d.clone(),
-                version: match (d.as_str(), args.external_openflow) {
-                    ("external", Some(a)) => OfClient::connect(a)
-                        .and_then(|mut c| c.describe())
-                        .unwrap_or_else(|e| format!("(OpenFlow description unavailable: {e})")),
-                    _ => crate::testbed::dut_version(d),
-                },
-                address: match d.as_str() {
-                    "external" => format!(
-                        "{} via {}",
-                        args.external_openflow.map(|a| a.to_string()).unwrap_or_default(),
-                        args.external_ports.join(", ")
-                    ),
-                    _ => String::new(),
-                },
-                ..Target::default()
-            })
-            .collect(),
-        parameters: json!({
-            "frames": p.frames, "trial_seconds": p.trial_s, "search_seconds": p.search_s,
-            "resolution": p.resolution, "latency_seconds": p.latency_s, "repetitions": p.repetitions,
-            "b2b_repetitions": p.b2b_repetitions, "b2b_seconds": p.b2b_s,
-            "overload_seconds": p.overload_s, "recovery_seconds": p.recovery_s,
-            "recovery_repetitions": p.recovery_repetitions, "scenario_rate": p.scenario_rate,
-            "scenario_seconds": p.scenario_s, "scenario_repetitions": p.scenario_repetitions,
-            "scenario_frame": p.scenario_frame, "table_rules": p.table_rules, "capacity_max": p.capacity_max,
-            "iperf_seconds": p.iperf_s, "udp_mbit": p.udp_mbit, "long_path": p.long_path, "parallel": p.parallel,
-            "generator": args.generator, "receiver": args.receiver, "tests": args.tests, "limit_mbit": args.limit_mbit,
-            "external_ports": args.external_ports, "external_openflow": args.external_openflow,
-            "external_of_ports": args.external_of_ports,
-            "ports": "two veth pairs: generator namespace - switch - receiver namespace",
-            "cores": "generator and receiver on core 0, the switch on the last core",
-            "methodology": "RFC 2544 section 26.1-26.5 with RFC 9004 (back-to-back, buffer time); throughput confirmed at full duration; latency of every frame (kernel receive time minus send time); delay variation = p99.9 - min",
-        }),
-        metrics: metrics(),
-        ..Meta::default()
-    };
-    if p.frames.iter().any(|f| *f > 1518) {
-        crate::testbed::set_link_mtu(9000);
-    }
-    let mut run = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return fail(e.to_string()),
-    };
-    let trials_path = dir.join("trials.jsonl");
-    let mut trials = match std::fs::File::create(&trials_path) {
-        Ok(f) => f,
-        Err(e) => return fail(format!("{}: {e}", trials_path.display())),
-    };
-    let wants = |t: &str| args.tests.iter().any(|x| x == t);
-    let mut table = String::from(
-        "| switch | frame (B) | throughput (frames/s) | throughput (Mbit/s, L2) | latency mean / p50 / p99.9 (µs) | delay variation (µs) | loss at 100 % / 90 % / 80 % of max (%) | back-to-back (frames; implied / corrected buffer, ms) | recovery (ms) |\n|---|---:|---:|---:|---|---:|---|---|---:|\n",
-    );
-    let mut scenario_tables = crate::dp_scenarios::Tables::default();
-    let mut paths_table = String::from(
-        "| switch | throughput, 64 B, 1 switch / long path (frames/s) | flat-out forwarding, 64 B, 1 switch / long path (frames/s) | latency mean at the scenario rate (µs) | iperf3 TCP (Gbit/s) |\n|---|---|---|---|---|\n",
-    );
-    let mut parallel_table = String::from(
-        "| switch | bridges | one alone, flat out (frames/s) | all at once, flat out: total (each) | latency mean at the scenario rate, all loaded (µs) |\n|---|---:|---:|---|---|\n",
-    );
-    let mut iperf_table = String::from(
-        "| switch | iperf3 TCP (Gbit/s) | iperf3 UDP, offered → received Mbit/s (loss) |\n|---|---:|---|\n",
-    );
-    for dut in &args.dut {
-        let external = (dut == "external").then(|| crate::testbed::External {
-            ifaces: (args.external_ports[0].clone(), args.external_ports[1].clone()),
-            openflow: args.external_openflow,
-            of_ports: (args.external_of_ports[0], args.external_of_ports[1]),
-        });
-        let ports = match &external {
-            Some(e) => crate::dp_scenarios::Ports {
-                inp: e.of_ports.0,
-                out: e.of_ports.1,
-            },
-            None => crate::dp_scenarios::Ports { inp: 1, out: 2 },
-        };
-        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, args.receiver, external.as_ref()) {
-            Ok(b) => b,
-            Err(e) => return fail(format!("{dut}: {e}")),
-        };
-        if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {
-            let rate = format!("{}kbit", (mbit * 1000.0) as u64);
-            if let Err(e) = crate::testbed::sh(&[
-                "tc",
-                "qdisc",
-                "replace",
-                "dev",
-                towards_receiver,
-                "root",
-                "tbf",
-                "rate",
-                &rate,
-                "burst",
-                "16kb",
-                "latency",
-                "20ms",
-            ]) {
-                return fail(format!("--limit-mbit: {e}"));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        let mut runner = Runner {
-            bed: &bed,
-            dut,
-            of_addr,
-            trials: &mut trials,
-            run: &mut run,
-            ports,
-        };
-        for &frame in &p.frames {
-            if !RFC_TESTS.iter().any(|t| wants(t)) {
-                break;
-            }
-            let scenario = format!("{dut} {frame}B");
-            let mut tput = None;
-            if ["throughput", "latency", "b2b", "recovery"].iter().any(|t| wants(t)) {
-                match throughput(&mut runner, frame, &p) {
-                    Ok(t) => {
-                        let rate = t.rate;
-                        eprintln!(
-                            "{dut}: {frame} B: throughput {rate:.0} frames/s{}",
-                            if t.generator_bound {
-                                " (the generator's ceiling: nothing was lost at its full rate)"
-                            } else {
-                                ""
-                            }
-                        );
-                        runner.figure(
-                            scenario.clone(),
-                            0,
-                            &[("frame_bytes", frame as f64), ("throughput_fps", rate)],
-                            Vec::new(),
-                        );
-                        tput = Some(rate);
-                    }
-                    Err(e) => eprintln!("{dut}: {e}"),
-                }
-            }
-            let mut lat: Vec<Trial> = Vec::new();
-            if let (true, Some(rate)) = (wants("latency"), tput) {
-                for i in 0..p.repetitions {
-                    match runner.run("latency", frame, Some(rate), p.latency_s) {
-                        Ok(t) => {
-                            runner.figure(
-                                scenario.clone(),
-                                i as u32,
-                                &[
-                                    ("frame_bytes", frame as f64),
-                                    ("latency_mean_us", t.latency_us_mean),
-                                    ("latency_p50_us", t.latency_us_p50),
-                                    ("latency_p999_us", t.latency_us_p999),
-                                    ("pdv_us", t.latency_us_p999 - t.latency_us_min),
-                                ],
-                                t.rx.latency_cdf.clone(),
-                            );
-                            lat.push(t)
-                        }
-                        Err(e) => return fail(format!("{dut}: {e}")),
-                    }
-                }
-            }
-            let mut losses: Vec<f64> = Vec::new();
-            let mut max_rate = None;
-            if wants("loss") || wants("b2b") || wants("recovery") {
-                match runner.run("loss_max", frame, None, p.search_s) {
-                    Ok(t) => max_rate = Some(t.offered_pps),
-                    Err(e) => return fail(format!("{dut}: {e}")),
-                }
-            }
-            if let (true, Some(max)) = (wants("loss"), max_rate) {
-                match rfc2544::frame_loss_rate(&mut AtFrame { r: &mut runner, frame }, max, p.trial_s) {
-                    Ok(curve) => losses = curve.iter().map(|(_, pct)| *pct).collect(),
-                    Err(e) => return fail(format!("{dut}: {e}")),
-                }
-            }
-            let mut b2b_cell = "-".to_string();
-            if let (true, Some(max)) = (wants("b2b"), max_rate) {
-                match back_to_back(&mut runner, frame, &p, max) {
-                    Ok(b) if b.unbounded => {
-                        b2b_cell = format!("≥ {:.0} (no loss at the longest burst)", b.frames);
-                    }
-                    Ok(b) => {
-                        let (implied, corrected) =
-                            tput.map_or((f64::NAN, f64::NAN), |t| rfc2544::buffer_times_ms(&b, t));
-                        b2b_cell = format!(
-                            "{:.0} at {:.0}/s; {implied:.3} / {corrected:.3}",
-                            b.frames, b.burst_rate
-                        );
-                    }
-                    Err(e) => return fail(format!("{dut}: {e}")),
-                }
-            }
-            let mut recovery_cell = "-".to_string();
-            if let (true, Some(t), Some(max)) = (wants("recovery"), tput, max_rate) {
-                let mut times = Vec::new();
-                let mut overloaded = false;
-                for i in 0..p.recovery_repetitions {
-                    match recovery(&mut runner, frame, &p, t, max) {
-                        Ok((s, o)) => {
-                            overloaded |= o;
-                            runner.figure(
-                                scenario.clone(),
-                                i as u32,
-                                &[("frame_bytes", frame as f64), ("recovery_ms", s * 1e3)],
-                                Vec::new(),
-                            );
-                            times.push(s * 1e3);
-                        }
-                        Err(e) => return fail(format!("{dut}: {e}")),
-                    }
-                }
-                recovery_cell = format!(
-                    "{:.1}{}",
-                    stats::mean(&times),
-                    if overloaded { "" } else { " (overload lost nothing)" }
-                );
-            }
-            let mean = |f: fn(&Trial) -> f64| lat.iter().map(f).sum::<f64>() / lat.len().max(1) as f64;
-            let lat_cell = if lat.is_empty() {
-                "-".to_string()
-            } else {
-                format!(
-                    "{:.1} / {:.0} / {:.0}",
-                    mean(|t| t.latency_us_mean),
-                    mean(|t| t.latency_us_p50),
-                    mean(|t| t.latency_us_p999)
-                )
-            };
-            let pdv = if lat.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{:.0}", mean(|t| t.latency_us_p999 - t.latency_us_min))
-            };
-            let loss_cell = if losses.is_empty() {
-                "-".to_string()
-            } else {
-                losses
-                    .iter()
-                    .take(3)
-                    .map(|l| format!("{l:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            };
-            table.push_str(&format!(
-                "| {dut} | {frame} | {} | {} | {lat_cell} | {pdv} | {loss_cell} | {b2b_cell} | {recovery_cell} |\n",
-                tput.map(|r| format!("{r:.0}")).unwrap_or_else(|| "-".into()),
-                tput.map(|r| format!("{:.1}", r * frame as f64 * 8.0 / 1e6))
-                    .unwrap_or_else(|| "-".into()),
-            ));
-        }
-        if wants("tcp") || wants("udp") {
-            let row = iperf_tests(&mut runner, &p, wants("tcp"), wants("udp"));
-            add_row(&mut iperf_table, &mut meta.events, dut, row);
-        }
-        if wants("paths") && !["veth", "external"].contains(&dut.as_str()) {
-            let row = paths(&mut runner, &p, &dir, args.generator);
-            add_row(&mut paths_table, &mut meta.events, &format!("{dut}: paths"), row);
-        }
-        if wants("parallel") && !["veth", "external"].contains(&dut.as_str()) {
-            let row = parallel(&mut runner, &p, &dir, args.generator);
-            add_row(&mut parallel_table, &mut meta.events, &format!("{dut}: parallel"), row);
-        }
-        let wanted: Vec<&str> = crate::dp_scenarios::SCENARIOS
-            .iter()
-            .copied()
-            .filter(|s| wants(s))
-            .collect();
-        if !wanted.is_empty() {
-            if let Err(e) = crate::dp_scenarios::run_all(&mut runner, &p, &wanted, &mut scenario_tables) {
-                meta.events.push(format!("{dut}: {e}"));
-                eprintln!("{dut}: {e}");
-            }
-        }
-        drop(bed);
-    }
-    meta.finished_unix = Some(report::now_unix());
-    let rfc_table = if RFC_TESTS.iter().any(|t| wants(t)) {
-        table
-    } else {
-        String::new()
-    };
-    let iperf_table = if IPERF_TESTS.iter().any(|t| wants(t)) {
-        iperf_table
-    } else {
-        String::new()
-    };
-    let paths_table = if wants("paths") { paths_table } else { String::new() };
-    let parallel_table = if wants("parallel") {
-        parallel_table
-    } else {
-        String::new()
-    };
-    let summary = format!(
-        "{rfc_table}\n{iperf_table}\n{paths_table}\n{parallel_table}\n{}",
-        scenario_tables.render()
-    );
-    let _ = std::fs::write(dir.join("summary.md"), &summary);
-    if let Err(e) = run.finish(&meta) {
-        return fail(format!("writing the report: {e}"));
-    }
-    println!("{summary}");
-    println!(
-        "trials: {}\nreport: {}",
-        trials_path.display(),
-        dir.join("report.html").display()
-    );
-    ExitCode::SUCCESS
+    crate::run_cmd::run(&lab::Experiment::Dp(config), a.out, how)
 }

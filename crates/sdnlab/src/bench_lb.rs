@@ -682,7 +682,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         Err(e) => return crate::net_cmd::fail(format!("{}: {e}", csv_path.display())),
     };
     let _ = writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error");
-    crate::stop::catch_stop_signals();
+    lab::stop::catch_stop_signals();
     eprintln!(
         "sdnlab bench lb: building the testbed ({} switch, 4 nginx replicas)",
         a.switch
@@ -744,7 +744,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
                     let scenario = format!("{} {load} {client} {level}", v.name);
                     let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
                     for rep in 0..p.repetitions {
-                        if crate::stop::stopping() {
+                        if lab::stop::stopping() {
                             break;
                         }
                         // A fresh app per repetition: its metrics are this run's.
@@ -802,7 +802,7 @@ pub fn run(a: LbBenchArgs) -> ExitCode {
         }
     }
     drop(lab);
-    if crate::stop::stopping() {
+    if lab::stop::stopping() {
         meta.events.push("stopped by a signal before the end".into());
         eprintln!("sdnlab bench lb: stopped by a signal; the testbed is removed, the report covers what ran");
     }

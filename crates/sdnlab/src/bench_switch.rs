@@ -1,24 +1,10 @@
-//! `sdnlab bench switch`: forwarding between two veths through each switch
-//! under test, side by side in one run with the same generator and
-//! receiver: sdnlab's switch, Open vSwitch's userspace datapath with
-//! `system` (AF_PACKET) and `afxdp` ports, the Linux bridge, an XDP patch
-//! between the two ports (no switch: the least a hop in the kernel costs)
-//! and a direct veth pair with no hop at all (the machine's limit). Per switch: the most the
-//! receiver gets with the generator flat out, the highest zero-loss rate
-//! (binary search), TCP throughput (iperf3, hosts' offloads left on),
-//! FLOW_MOD insertion rate, and all of it again with a million extra rules
-//! in the table. Every trial is written to `samples.jsonl` as it ends.
-//!
-//! The two hosts are namespaces of this run (prefix `sbsw`); everything is
-//! removed at the end, on error too.
+//! `sdnlab bench switch`: the switch forwarding benchmark's command line.
+//! It only parses: the flags map onto `lab::switch::SwitchConfig` (whose
+//! defaults they show), and `lab` runs the experiment.
 
-use crate::testbed::{filler_rules, iperf, open_bed, remove_filler, sh, trial, OfClient, Trial, DUTS};
 use clap::Args;
-use serde_json::json;
-use std::io::Write;
+use lab::switch::SwitchConfig;
 use std::path::PathBuf;
-use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
@@ -34,24 +20,24 @@ pub struct SwitchBenchArgs {
     )]
     pub dut: Vec<String>,
     /// Frame size in bytes, FCS included (64 is RFC 2544's smallest).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = SwitchConfig::default().frame)]
     pub frame: usize,
     /// Seconds per trial.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = SwitchConfig::default().seconds)]
     pub seconds: f64,
     /// Extra non-matching rules installed before measuring, comma-separated (OpenFlow switches).
     #[arg(long, value_delimiter = ',', default_value = "0,1000000")]
     pub rules: Vec<usize>,
     /// FLOW_MODs sent to time insertion (OpenFlow switches).
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = SwitchConfig::default().flow_mods)]
     pub flow_mods: usize,
     /// Zero-loss search stops when the bracket is this fraction of the rate.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = SwitchConfig::default().resolution)]
     pub resolution: f64,
     /// Rounds: each round measures every extra-rules count in turn (the table filled and
     /// emptied again between them), so 0 and 1,000,000 rules are compared in alternation;
     /// the summary gives the median of the rounds.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = SwitchConfig::default().rounds)]
     pub rounds: usize,
     /// Skip the iperf3 TCP trial.
     #[arg(long)]
@@ -72,314 +58,33 @@ pub struct SwitchBenchArgs {
     /// Run directory (default results/bench-switch-<time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print the experiment file these flags describe, and run nothing.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn run(args: SwitchBenchArgs) -> ExitCode {
-    use crate::net_cmd::fail;
-    if !nix::unistd::Uid::effective().is_root() {
-        return fail("bench switch needs root (network namespaces, AF_PACKET)");
-    }
-    for d in &args.dut {
-        if !DUTS.contains(&d.as_str()) {
-            return fail(format!(
-                "unknown switch '{d}' in --dut: choose from {}",
-                DUTS.join(", ")
-            ));
-        }
-    }
-    if args.frame < 64 || args.frame > 1518 {
-        return fail(format!("--frame {} is outside 64..=1518", args.frame));
-    }
-    {
-        use lab::check::{range, real};
-        let checks = [
-            range("rounds", args.rounds, 1, 1000),
-            real("seconds", args.seconds, 0.1, 3600.0),
-            real("resolution", args.resolution, 0.001, 0.5),
-            range("flow-mods", args.flow_mods, 1, 10_000_000),
-        ];
-        if let Some(Err(e)) = checks.into_iter().find(|c| c.is_err()) {
-            return fail(e);
-        }
-        if let Some(r) = args.rules.iter().find(|r| **r > 10_000_000) {
-            return fail(format!("--rules {r}: must be at most 10000000 extra rules"));
-        }
-    }
-    let seconds = if args.quick {
-        args.seconds.min(0.5)
-    } else {
-        args.seconds
+/// `sdnlab bench switch`: the flags as an experiment, printed or run.
+pub fn run(a: SwitchBenchArgs) -> std::process::ExitCode {
+    let config = SwitchConfig {
+        duts: a.dut,
+        frame: a.frame,
+        seconds: a.seconds,
+        rules: a.rules,
+        flow_mods: a.flow_mods,
+        resolution: a.resolution,
+        rounds: a.rounds,
+        tcp: !a.no_tcp,
+        generator: a.generator,
+        receiver: a.receiver,
+        quick: a.quick,
     };
-    let resolution = if args.quick {
-        args.resolution.max(0.1)
-    } else {
-        args.resolution
+    let how = crate::run_cmd::Show {
+        json: a.json,
+        print_config: a.print_config,
+        ..Default::default()
     };
-    let rules: Vec<usize> = if args.quick {
-        args.rules.iter().map(|&r| r.min(10_000)).collect()
-    } else {
-        args.rules.clone()
-    };
-    let flow_mods = if args.quick {
-        args.flow_mods.min(10_000)
-    } else {
-        args.flow_mods
-    };
-    // After a big table change a switch may still be digesting it when the
-    // next trial starts: Open vSwitch revalidates its datapath flows in
-    // threads that share the switch's core with its packet thread. Every
-    // switch gets the same pause before it is measured.
-    let settle = Duration::from_secs_f64(if args.quick { 0.3 } else { 3.0 });
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("results/bench-switch-{}", crate::time_tag())));
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        return fail(format!("{}: {e}", dir.display()));
-    }
-    // Open vSwitch's sockets need an absolute path.
-    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    let samples_path = dir.join("samples.jsonl");
-    let mut samples = match std::fs::File::create(&samples_path) {
-        Ok(f) => f,
-        Err(e) => return fail(format!("{}: {e}", samples_path.display())),
-    };
-    let mut rows: Vec<serde_json::Value> = Vec::new();
-    for dut in &args.dut {
-        let openflow = matches!(
-            dut.as_str(),
-            "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" | "ovs" | "ovs-afxdp"
-        );
-        let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
-        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, args.receiver, None) {
-            Ok(b) => b,
-            Err(e) => return fail(format!("{dut}: {e}")),
-        };
-        let mut insert_rate = None;
-        if let Some(addr) = of_addr {
-            let mut c = match OfClient::connect(addr) {
-                Ok(c) => c,
-                Err(e) => return fail(format!("{dut}: {e}")),
-            };
-            // Insertion rate: flow_mods distinct rules, then removed again.
-            let mods = filler_rules(flow_mods, 0x0080_0000, 2);
-            match c.install(&mods) {
-                Ok((s, errors)) => {
-                    insert_rate = Some(flow_mods as f64 / s);
-                    let v = json!({"dut": dut, "test": "flow_mod_insertion", "flow_mods": flow_mods, "seconds": s, "errors": errors, "per_s": flow_mods as f64 / s});
-                    let _ = writeln!(samples, "{v}");
-                    eprintln!(
-                        "{dut}: {flow_mods} FLOW_MODs in {s:.2} s ({:.0}/s, {errors} errors)",
-                        flow_mods as f64 / s
-                    );
-                }
-                Err(e) => return fail(format!("{dut}: flow mods: {e}")),
-            }
-            let mut del = ofwire::v13::FlowMod::add(100);
-            del.command = ofwire::v13::FlowModCommand::Delete;
-            del.match_ = ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::EthType(0x0800)]);
-            if let Err(e) = c.install(&[del]) {
-                return fail(format!("{dut}: removing the timed rules: {e}"));
-            }
-        }
-        // Let ARP and IPv6 chatter (and the timed FLOW_MODs' removal)
-        // settle before counting.
-        std::thread::sleep(if of_addr.is_some() {
-            settle
-        } else {
-            Duration::from_millis(300)
-        });
-        let mut installed = 0usize;
-        let plan: Vec<(usize, usize)> = (0..args.rounds.max(1))
-            .flat_map(|round| rule_counts.iter().map(move |&extra| (round, extra)))
-            .collect();
-        for (round, extra) in plan {
-            if extra < installed {
-                if let Some(addr) = of_addr {
-                    if let Err(e) = OfClient::connect(addr).and_then(|mut c| c.install(&[remove_filler()])) {
-                        return fail(format!("{dut}: emptying the table: {e}"));
-                    }
-                    installed = 0;
-                    std::thread::sleep(settle);
-                }
-            }
-            if extra > installed {
-                // A fresh connection: one left idle through the trials may
-                // have been dropped for an unanswered echo.
-                if let Some(addr) = of_addr {
-                    let t = Instant::now();
-                    let filled = OfClient::connect(addr)
-                        .and_then(|mut c| c.install(&filler_rules(extra - installed, installed as u32, 2)));
-                    if let Err(e) = filled {
-                        return fail(format!("{dut}: filling the table: {e}"));
-                    }
-                    eprintln!(
-                        "{dut}: {extra} extra rules in the table ({:.1} s)",
-                        t.elapsed().as_secs_f64()
-                    );
-                    installed = extra;
-                    std::thread::sleep(settle);
-                }
-            }
-            let max = match trial(&bed, args.frame, None, seconds) {
-                Ok(t) => t,
-                Err(e) => return fail(format!("{dut}: {e}")),
-            };
-            let stats = |addr: Option<std::net::SocketAddr>| {
-                addr.and_then(|a| OfClient::connect(a).ok())
-                    .and_then(|mut c| c.port_stats().ok())
-                    .map(|v| {
-                        v.iter()
-                            .map(|p| {
-                                let c = &p.counters;
-                                json!({"port": p.port_no, "rx": c.rx_packets, "tx": c.tx_packets,
-                                    "rx_dropped": c.rx_dropped, "tx_dropped": c.tx_dropped})
-                            })
-                            .collect::<Vec<_>>()
-                    })
-            };
-            let mut record = |kind: &str, t: &Trial| {
-                let v = json!({"switch_ports": stats(of_addr),"dut": dut, "rules": extra, "round": round, "test": kind, "frame": args.frame, "seconds": seconds,
-                    "offered_pps": t.offered_pps, "sent": t.sent, "received": t.received, "rx_pps": t.rx_pps,
-                    "latency_us_p50": t.latency_us_p50, "latency_us_p99": t.latency_us_p99,
-                    "receiver_drops": t.receiver_drops, "received_via": t.rx.via});
-                let _ = writeln!(samples, "{v}");
-                let _ = samples.flush();
-            };
-            record("max", &max);
-            // Zero-loss search between nothing and what the generator can offer.
-            let (mut lo, mut hi) = (0.0f64, max.offered_pps);
-            let mut best: Option<Trial> = None;
-            for probe in 0..12 {
-                if hi - lo <= resolution * hi {
-                    break;
-                }
-                // First just under what got through flat out, then bisect.
-                let rate = if probe == 0 {
-                    max.rx_pps.min(hi) * 0.98
-                } else {
-                    (lo + hi) / 2.0
-                };
-                let t = match trial(&bed, args.frame, Some(rate), seconds) {
-                    Ok(t) => t,
-                    Err(e) => return fail(format!("{dut}: {e}")),
-                };
-                record("zero_loss_search", &t);
-                if t.received >= t.sent {
-                    lo = rate;
-                    best = Some(t);
-                } else {
-                    hi = rate;
-                }
-            }
-            let tcp = if args.no_tcp {
-                None
-            } else {
-                // A failed TCP trial (Open vSwitch's AF_XDP ports drop
-                // checksum-offloaded segments) is a result too: on record
-                // with its reason, "-" in the summary.
-                let outcome = iperf(&bed, seconds.max(2.0));
-                let v = match &outcome {
-                    Ok(g) => json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "gbit_s": g}),
-                    Err(e) => {
-                        eprintln!("{dut}: the TCP trial failed: {e}");
-                        json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "error": e})
-                    }
-                };
-                let _ = writeln!(samples, "{v}");
-                outcome.ok()
-            };
-            let row = json!({
-                "dut": dut, "rules": extra, "round": round,
-                "max_rx_pps": max.rx_pps, "generator_pps": max.offered_pps,
-                "zero_loss_pps": best.as_ref().map(|b| b.offered_pps).unwrap_or(0.0),
-                "latency_us_p50": best.as_ref().map(|b| b.latency_us_p50),
-                "tcp_gbit_s": tcp, "flow_mods_per_s": insert_rate,
-            });
-            eprintln!("{row}");
-            rows.push(row);
-        }
-        drop(bed);
-    }
-    // One line per switch and rule count: the median of its rounds.
-    let mut table = String::from(
-        "| switch | extra rules | rounds | generator pps | max received pps | zero-loss pps | zero-loss, % of veth pair | zero-loss, % of xdp-patch | zero-loss, x OVS's best | p50 latency at zero loss (µs) | TCP Gbit/s | FLOW_MOD/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-    );
-    let median = |group: &[&serde_json::Value], key: &str| -> Option<f64> {
-        let mut v: Vec<f64> = group.iter().filter_map(|r| r[key].as_f64()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        Some(if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        })
-    };
-    let num = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
-    let mut keys: Vec<(String, u64)> = Vec::new();
-    for r in &rows {
-        let k = (
-            r["dut"].as_str().unwrap_or("").to_string(),
-            r["rules"].as_u64().unwrap_or(0),
-        );
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    let group_of = |dut: &str, extra: u64| -> Vec<&serde_json::Value> {
-        rows.iter()
-            .filter(|r| r["dut"] == dut && r["rules"].as_u64() == Some(extra))
-            .collect()
-    };
-    // The two references of this run, when they ran: the bare pair (no
-    // hop) and the XDP patch (the cheapest hop).
-    let reference = |dut: &str| median(&group_of(dut, 0), "zero_loss_pps").filter(|&r| r > 0.0);
-    let (veth_rate, patch_rate) = (reference("veth"), reference("xdp-patch"));
-    let share = |rate: Option<f64>, of: Option<f64>| num(rate.zip(of).map(|(r, of)| 100.0 * r / of), 1);
-    // Open vSwitch's best zero-loss rate in this run, over its port kinds
-    // and rule counts (issue 7's yardstick).
-    let ovs_best = keys
-        .iter()
-        .filter(|(dut, _)| dut.starts_with("ovs"))
-        .filter_map(|(dut, extra)| median(&group_of(dut, *extra), "zero_loss_pps"))
-        .reduce(f64::max)
-        .filter(|&r| r > 0.0);
-    for (dut, extra) in keys {
-        let group = group_of(&dut, extra);
-        let zero_loss = median(&group, "zero_loss_pps");
-        table.push_str(&format!(
-            "| {dut} | {extra} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            group.len(),
-            num(median(&group, "generator_pps"), 0),
-            num(median(&group, "max_rx_pps"), 0),
-            num(zero_loss, 0),
-            share(zero_loss, veth_rate),
-            share(zero_loss, patch_rate),
-            num(zero_loss.zip(ovs_best).map(|(r, best)| r / best), 2),
-            num(median(&group, "latency_us_p50"), 0),
-            num(median(&group, "tcp_gbit_s"), 2),
-            num(median(&group, "flow_mods_per_s"), 0),
-        ));
-    }
-    let meta = json!({
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "frame": args.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods, "rounds": args.rounds,
-        "generator": args.generator,
-        "receiver": args.receiver,
-        "settle_s_after_table_changes": settle.as_secs_f64(),
-        "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, xdp-patch, veth) where the kernel runs them",
-        "kernel": sh(&["uname", "-r"]).unwrap_or_default().trim(),
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-    });
-    let _ = std::fs::write(
-        dir.join("meta.json"),
-        serde_json::to_vec_pretty(&meta).unwrap_or_default(),
-    );
-    let _ = std::fs::write(dir.join("summary.md"), &table);
-    println!("{table}");
-    println!("samples: {}", samples_path.display());
-    ExitCode::SUCCESS
+    crate::run_cmd::run(&lab::Experiment::Switch(config), a.out, how)
 }

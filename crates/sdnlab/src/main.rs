@@ -6,15 +6,12 @@ mod bench_dp;
 mod bench_gen;
 mod bench_lb;
 mod bench_switch;
-mod dp_scenarios;
 mod lb_load;
 mod net_cmd;
 mod ofp_decode;
 mod progress;
 mod run_cmd;
-mod stop;
 mod switch_cmd;
-mod testbed;
 
 use clap::{Args, Parser, Subcommand};
 use ofp_decode::{CaptureDecoder, Record};

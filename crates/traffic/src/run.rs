@@ -142,7 +142,7 @@ impl GenSpec {
 }
 
 /// How the generator puts frames on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GenMethod {
     /// An XDP program in live-frame mode stamps and transmits each frame
@@ -474,7 +474,7 @@ pub struct Receiver {
 }
 
 /// How the receiver takes frames off its interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RecvMethod {
     /// An XDP program (native mode) hands each frame to an AF_XDP socket:

@@ -252,7 +252,9 @@ mod tests {
     #[test]
     fn a_file_names_only_what_differs_and_gets_the_rest_by_default() {
         let e = Experiment::parse("experiment = \"ctl\"\nswitches = 4\nsweep = \"macs=2,4\"\n").unwrap();
-        let Experiment::Ctl(c) = e;
+        let Experiment::Ctl(c) = e else {
+            panic!("a ctl file read as {e:?}")
+        };
         assert_eq!(c.switches, 4);
         assert_eq!(c.sweep.as_deref(), Some("macs=2,4"));
         assert_eq!(c.trials, CtlConfig::default().trials);

@@ -1,10 +1,11 @@
 //! The test bed shared by the switch benchmarks (`bench switch`, `bench
 //! dp`): two host namespaces with a veth each to the switch under test
-//! (one veth pair between them for `veth`), starting each kind of switch,
-//! a minimal OpenFlow 1.3 client for installing rules and reading port
-//! counters, and one paced or flat-out trial of test frames.
+//! (one veth pair between them for `veth`), built through netlab's kernel
+//! calls (netlink, no `ip` processes); starting each kind of switch; the
+//! rules the benchmarks install (through `ofconn`'s client); and one paced
+//! or flat-out trial of test frames.
 
-use std::io::{Read, Write};
+use netlab::kernel::{blocking, Nl};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,6 +28,7 @@ pub(crate) const RCV_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 2];
 /// charge the receiving namespace's IP work to whatever sends into it.
 pub(crate) const SINK_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 0x99];
 
+/// A tool's output (versions of the systems under test).
 pub(crate) fn sh(args: &[&str]) -> Result<String, String> {
     let out = Command::new(args[0])
         .args(&args[1..])
@@ -40,6 +42,28 @@ pub(crate) fn sh(args: &[&str]) -> Result<String, String> {
         ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The project's one OpenFlow client, as the benches use it.
+pub(crate) type OfClient = ofconn::blocking::Client;
+
+/// Errors as the benches' one-line messages.
+pub(crate) trait Text<T> {
+    fn text(self) -> Result<T, String>;
+}
+
+impl<T, E: std::fmt::Display> Text<T> for Result<T, E> {
+    fn text(self) -> Result<T, String> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
+/// Kernel calls in namespace `ns` (None: this one) from sequential code.
+fn k<T, F>(ns: Option<&str>, f: impl FnOnce(Nl) -> F) -> Result<T, String>
+where
+    F: std::future::Future<Output = std::io::Result<T>>,
+{
+    blocking(ns, f).text()
 }
 
 /// The MTU of every link of the beds opened from now on (0: the default,
@@ -161,11 +185,15 @@ impl Bed {
         netlab::beds::register(&bed.tag, dir)
             .map_err(|e| format!("{}: {e} (benchmarks need root)", netlab::beds::BEDS_ROOT))?;
         let (g, r) = (bed.gen_ns(), bed.rcv_ns());
-        sh(&["ip", "netns", "add", &g])?;
-        sh(&["ip", "netns", "add", &r])?;
+        for ns in [&g, &r] {
+            netlab::kernel::netns_create(ns).map_err(|e| format!("namespace {ns}: {e}"))?;
+        }
+        let mtu = link_mtu();
         if let Some(ext) = external {
             for i in [&ext.ifaces.0, &ext.ifaces.1] {
-                sh(&["ip", "link", "show", i]).map_err(|_| format!("--external-ports: no interface {i} here"))?;
+                let name = i.clone();
+                k(None, |nl| async move { nl.index(&name).await })
+                    .map_err(|_| format!("--external-ports: no interface {i} here"))?;
             }
             bed.external = Some(ext.ifaces.clone());
         } else {
@@ -176,35 +204,46 @@ impl Bed {
                 ends.push(b.clone());
             }
             ends.push(bed.rcv_if());
-            for link in ends.chunks(2) {
-                sh(&["ip", "link", "add", &link[0], "type", "veth", "peer", "name", &link[1]])?;
-            }
+            k(None, |nl| async move {
+                for link in ends.chunks(2) {
+                    nl.veth(&link[0], &link[1], 0).await?;
+                }
+                Ok(())
+            })?;
         }
-        for (a, b) in &bed.ports {
-            if let Some(mtu) = link_mtu() {
-                sh(&["ip", "link", "set", a, "mtu", &mtu.to_string()])?;
-                sh(&["ip", "link", "set", b, "mtu", &mtu.to_string()])?;
+        let ports = bed.ports.clone();
+        k(None, |nl| async move {
+            for (a, b) in &ports {
+                for p in [a, b] {
+                    if let Some(mtu) = mtu {
+                        nl.set_mtu(p, mtu).await?;
+                    }
+                    nl.set_up(p, true).await?;
+                }
             }
-            sh(&["ip", "link", "set", a, "up"])?;
-            sh(&["ip", "link", "set", b, "up"])?;
-        }
+            Ok(())
+        })?;
+        let external = bed.external.is_some();
         for (ifname, ns, mac, ip) in [
-            (bed.gen_if(), &g, GEN_MAC, "10.66.0.1/24"),
-            (bed.rcv_if(), &r, RCV_MAC, "10.66.0.2/24"),
+            (bed.gen_if(), &g, GEN_MAC, [10, 66, 0, 1]),
+            (bed.rcv_if(), &r, RCV_MAC, [10, 66, 0, 2]),
         ] {
-            let mac = mac.map(|b| format!("{b:02x}")).join(":");
-            sh(&["ip", "link", "set", &ifname, "netns", ns])?;
-            if bed.external.is_none() {
-                // (An external switch's interfaces keep their own MAC.)
-                sh(&["ip", "-n", ns, "link", "set", &ifname, "address", &mac])?;
-            }
-            if let Some(mtu) = link_mtu() {
-                sh(&["ip", "-n", ns, "link", "set", &ifname, "mtu", &mtu.to_string()])
-                    .map_err(|e| format!("jumbo frames need MTU {mtu} on {ifname}: {e}"))?;
-            }
-            sh(&["ip", "-n", ns, "addr", "add", ip, "dev", &ifname])?;
-            sh(&["ip", "-n", ns, "link", "set", &ifname, "up"])?;
-            sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+            let (name, to) = (ifname.clone(), ns.clone());
+            k(None, |nl| async move { nl.move_to(&name, &to, &name).await })?;
+            k(Some(ns), |nl| async move {
+                if !external {
+                    // (An external switch's interfaces keep their own MAC.)
+                    nl.set_mac(&ifname, mac).await?;
+                }
+                if let Some(mtu) = mtu {
+                    nl.set_mtu(&ifname, mtu)
+                        .await
+                        .map_err(|e| std::io::Error::other(format!("jumbo frames need MTU {mtu} on {ifname}: {e}")))?;
+                }
+                nl.add_addr(&ifname, ip.into(), 24).await?;
+                nl.set_up(&ifname, true).await?;
+                nl.set_up("lo", true).await
+            })?;
         }
         bed.generator = generator;
         // A veth takes XDP frames only with NAPI on: GRO on at the veth
@@ -238,21 +277,35 @@ impl Bed {
         }
         drop(self.ovs.take());
         self.patches.clear();
+        let mut gone: Vec<String> = Vec::new();
         for (i, (a, b)) in self.ports.iter().enumerate() {
-            let _ = sh(&["ip", "link", "del", a]);
-            let _ = sh(&["ip", "link", "del", b]);
-            let _ = sh(&["ip", "link", "del", &self.bridge_name(i)]);
+            // (Deleting one end of a veth deletes the other: a missing name is skipped.)
+            gone.push(a.clone());
+            gone.push(b.clone());
+            gone.push(self.bridge_name(i));
         }
-        if let Some((g, r)) = &self.external {
-            // Back to where they came from (a namespace's end would
-            // destroy a veth and strand nothing else, but be explicit).
-            let _ = sh(&["ip", "-n", &self.gen_ns(), "addr", "flush", "dev", g]);
-            let _ = sh(&["ip", "-n", &self.rcv_ns(), "addr", "flush", "dev", r]);
-            let _ = sh(&["ip", "-n", &self.gen_ns(), "link", "set", g, "netns", "1"]);
-            let _ = sh(&["ip", "-n", &self.rcv_ns(), "link", "set", r, "netns", "1"]);
+        let _ = k(None, |nl| async move {
+            for name in &gone {
+                if nl.index(name).await.is_ok() {
+                    let _ = nl.delete(name).await;
+                }
+            }
+            Ok(())
+        });
+        if let Some((g, r)) = self.external.clone() {
+            // Back to where they came from, without the bed's addresses.
+            for (ns, ifname) in [(self.gen_ns(), g), (self.rcv_ns(), r)] {
+                let _ = k(Some(&ns), |nl| async move {
+                    nl.flush_addrs(&ifname).await?;
+                    nl.move_to_pid(&ifname, 1).await
+                });
+            }
         }
-        let _ = sh(&["ip", "netns", "del", &self.gen_ns()]);
-        let _ = sh(&["ip", "netns", "del", &self.rcv_ns()]);
+        for ns in [self.gen_ns(), self.rcv_ns()] {
+            if netlab::kernel::netns_path(&ns).exists() {
+                let _ = netlab::kernel::netns_delete(&ns);
+            }
+        }
         netlab::beds::unregister(&self.tag);
     }
 }
@@ -275,182 +328,6 @@ fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), String> {
     .join()
     .map_err(|_| "GRO thread panicked".to_string())?
     .map_err(|e| e.to_string())
-}
-
-/// A minimal OpenFlow 1.3 client for installing rules: pipelined
-/// FLOW_MODs, then a BARRIER whose reply says they are in.
-pub(crate) struct OfClient {
-    pub(crate) s: std::net::TcpStream,
-    pub(crate) framer: ofwire::header::Framer,
-}
-
-impl OfClient {
-    pub(crate) fn connect(addr: std::net::SocketAddr) -> Result<OfClient, String> {
-        let t = Instant::now();
-        let s = loop {
-            match std::net::TcpStream::connect(addr) {
-                Ok(s) => break s,
-                Err(e) if t.elapsed() > Duration::from_secs(10) => return Err(format!("{addr}: {e}")),
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        };
-        s.set_nodelay(true).map_err(|e| e.to_string())?;
-        let mut c = OfClient {
-            s,
-            framer: ofwire::header::Framer::default(),
-        };
-        let hello = ofwire::Message {
-            version: ofwire::OFP13_VERSION,
-            xid: 1,
-            body: ofwire::Body::Hello(ofwire::header::Hello::with_versions(&[ofwire::OFP13_VERSION])),
-        };
-        c.s.write_all(&hello.to_bytes().map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-        Ok(c)
-    }
-
-    /// Sends the flow mods and waits for the barrier; (seconds, errors).
-    pub(crate) fn install(&mut self, mods: &[ofwire::v13::FlowMod]) -> Result<(f64, u64), String> {
-        let t0 = Instant::now();
-        let mut buf = Vec::with_capacity(1 << 20);
-        for (i, fm) in mods.iter().enumerate() {
-            ofwire::Message::v13(100 + i as u32, ofwire::v13::Body::FlowMod(fm.clone()))
-                .encode(&mut buf)
-                .map_err(|e| e.to_string())?;
-            if buf.len() > (1 << 20) - 512 {
-                self.s.write_all(&buf).map_err(|e| e.to_string())?;
-                buf.clear();
-            }
-        }
-        let barrier_xid = 0x7fff_fff0;
-        ofwire::Message::v13(barrier_xid, ofwire::v13::Body::BarrierRequest)
-            .encode(&mut buf)
-            .map_err(|e| e.to_string())?;
-        self.s.write_all(&buf).map_err(|e| e.to_string())?;
-        self.s
-            .set_read_timeout(Some(Duration::from_secs(120)))
-            .map_err(|e| e.to_string())?;
-        let mut errors = 0;
-        let mut rd = vec![0u8; 65536];
-        loop {
-            while let Ok(Some(m)) = self.framer.next_message() {
-                match ofwire::decode(m) {
-                    Ok(ofwire::Message {
-                        xid,
-                        body: ofwire::Body::V13(ofwire::v13::Body::BarrierReply),
-                        ..
-                    }) if xid == barrier_xid => return Ok((t0.elapsed().as_secs_f64(), errors)),
-                    Ok(ofwire::Message {
-                        body: ofwire::Body::V13(ofwire::v13::Body::Error(_)),
-                        ..
-                    }) => errors += 1,
-                    Ok(ofwire::Message {
-                        xid,
-                        body: ofwire::Body::V13(ofwire::v13::Body::EchoRequest(d)),
-                        ..
-                    }) => {
-                        let r = ofwire::Message::v13(xid, ofwire::v13::Body::EchoReply(d));
-                        let _ = self.s.write_all(&r.to_bytes().unwrap_or_default());
-                    }
-                    _ => {}
-                }
-            }
-            let n = self
-                .s
-                .read(&mut rd)
-                .map_err(|e| format!("waiting for the barrier: {e}"))?;
-            if n == 0 {
-                return Err("the switch closed the connection".into());
-            }
-            self.framer.push(&rd[..n]);
-        }
-    }
-}
-
-impl OfClient {
-    /// One multipart request; the reply bodies (several when the switch
-    /// splits its answer).
-    pub(crate) fn multipart(
-        &mut self,
-        body: ofwire::v13::MultipartRequestBody,
-    ) -> Result<Vec<ofwire::v13::MultipartReplyBody>, String> {
-        let xid = 0x7fff_ff00;
-        let req = ofwire::Message::v13(
-            xid,
-            ofwire::v13::Body::MultipartRequest(ofwire::v13::MultipartRequest { flags: 0, body }),
-        );
-        self.s
-            .write_all(&req.to_bytes().map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-        self.s
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .map_err(|e| e.to_string())?;
-        let mut parts = Vec::new();
-        let mut rd = vec![0u8; 65536];
-        loop {
-            while let Ok(Some(m)) = self.framer.next_message() {
-                match ofwire::decode(m) {
-                    Ok(ofwire::Message {
-                        xid: x,
-                        body: ofwire::Body::V13(ofwire::v13::Body::MultipartReply(r)),
-                        ..
-                    }) if x == xid => {
-                        parts.push(r.body);
-                        if r.flags & 1 == 0 {
-                            return Ok(parts);
-                        }
-                    }
-                    Ok(ofwire::Message {
-                        xid: x,
-                        body: ofwire::Body::V13(ofwire::v13::Body::Error(e)),
-                        ..
-                    }) if x == xid => return Err(format!("the switch refused the request: {e:?}")),
-                    _ => {}
-                }
-            }
-            let n = self.s.read(&mut rd).map_err(|e| e.to_string())?;
-            if n == 0 {
-                return Err("the switch closed the connection".into());
-            }
-            self.framer.push(&rd[..n]);
-        }
-    }
-
-    /// The switch's port statistics.
-    pub(crate) fn port_stats(&mut self) -> Result<Vec<ofwire::v13::PortStats>, String> {
-        let parts = self.multipart(ofwire::v13::MultipartRequestBody::PortStats {
-            port_no: ofwire::v13::port::ANY,
-        })?;
-        Ok(parts
-            .into_iter()
-            .flat_map(|b| match b {
-                ofwire::v13::MultipartReplyBody::PortStats(v) => v,
-                _ => Vec::new(),
-            })
-            .collect())
-    }
-
-    /// The switch's own description (maker, hardware, software).
-    pub(crate) fn describe(&mut self) -> Result<String, String> {
-        for part in self.multipart(ofwire::v13::MultipartRequestBody::Desc)? {
-            if let ofwire::v13::MultipartReplyBody::Desc(d) = part {
-                return Ok(format!("{} / {} / {}", d.mfr_desc, d.hw_desc, d.sw_desc));
-            }
-        }
-        Err("no description in the reply".into())
-    }
-
-    /// Rules in the switch's tables, by its table statistics.
-    pub(crate) fn active_rules(&mut self) -> Result<u64, String> {
-        let parts = self.multipart(ofwire::v13::MultipartRequestBody::Table)?;
-        Ok(parts
-            .iter()
-            .map(|b| match b {
-                ofwire::v13::MultipartReplyBody::Table(v) => v.iter().map(|t| t.active_count as u64).sum(),
-                _ => 0,
-            })
-            .sum::<u64>())
-    }
 }
 
 /// A FLOW_MOD removing every rule of every table.
@@ -712,13 +589,15 @@ pub(crate) fn start_dut(
                 addrs.push(addr);
             }
             "bridge" => {
-                sh(&["ip", "link", "add", &br, "type", "bridge"])?;
-                if let Some(mtu) = link_mtu() {
-                    sh(&["ip", "link", "set", &br, "mtu", &mtu.to_string()])?;
-                }
-                sh(&["ip", "link", "set", &a, "master", &br])?;
-                sh(&["ip", "link", "set", &b, "master", &br])?;
-                sh(&["ip", "link", "set", &br, "up"])?;
+                let mtu = link_mtu();
+                k(None, |nl| async move {
+                    nl.bridge(&br, 0).await?;
+                    if let Some(mtu) = mtu {
+                        nl.set_mtu(&br, mtu).await?;
+                    }
+                    nl.enslave(&a, &br).await?;
+                    nl.enslave(&b, &br).await
+                })?;
             }
             "xdp-patch" => {
                 // Not a switch: the least a switch hop in the kernel costs
@@ -757,6 +636,7 @@ pub(crate) fn open_chain(
     for addr in &addrs {
         OfClient::connect(*addr)
             .and_then(|mut c| c.install(&forward_rules(1, 2)))
+            .map(drop)
             .map_err(|e| format!("forwarding rules: {e}"))?;
     }
     Ok((bed, addrs))
@@ -780,6 +660,7 @@ pub(crate) fn open_bed(
         if let Some(addr) = ext.openflow {
             OfClient::connect(addr)
                 .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
+                .map(drop)
                 .map_err(|e| format!("forwarding rules on the external switch: {e}"))?;
         }
         return Ok((bed, ext.openflow));
@@ -875,23 +756,22 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
         .cores
         .map(|(gen, _)| vec!["taskset".to_string(), "-c".to_string(), gen.to_string()])
         .unwrap_or_default();
-    let mut server = Command::new("ip")
-        .args(["netns", "exec", &bed.rcv_ns()])
-        .args(&pin)
-        .args(["iperf3", "-s", "-1", "-p", "5411"])
+    // Pinned through taskset when there is a core to pin to.
+    let run_in = |ns: &str, argv: &[String]| -> Result<Command, String> {
+        let mut c = netlab::kernel::command_in_netns(ns, &argv[0]).text()?;
+        c.args(&argv[1..]);
+        Ok(c)
+    };
+    let with_pin =
+        |tool: &[&str]| -> Vec<String> { pin.iter().cloned().chain(tool.iter().map(|s| s.to_string())).collect() };
+    let mut server = run_in(&bed.rcv_ns(), &with_pin(&["iperf3", "-s", "-1", "-p", "5411"]))?
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("iperf3: {e}"))?;
     std::thread::sleep(Duration::from_millis(300));
     let secs = format!("{}", seconds.ceil().max(1.0) as u64);
-    let mut args: Vec<String> = vec!["netns".into(), "exec".into(), bed.gen_ns()];
-    args.extend(pin);
-    args.extend(
-        ["iperf3", "-c", "10.66.0.2", "-p", "5411", "-J", "-t", &secs]
-            .iter()
-            .map(|s| s.to_string()),
-    );
+    let mut args = with_pin(&["iperf3", "-c", "10.66.0.2", "-p", "5411", "-J", "-t", &secs]);
     if let Some(mbit) = udp_mbit {
         args.extend([
             "-u".to_string(),
@@ -899,8 +779,7 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
             format!("{}K", (mbit * 1000.0) as u64),
         ]);
     }
-    let out = Command::new("ip")
-        .args(&args)
+    let out = run_in(&bed.gen_ns(), &args)?
         .output()
         .map_err(|e| format!("iperf3: {e}"));
     let _ = server.kill();

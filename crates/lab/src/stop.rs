@@ -12,7 +12,7 @@ extern "C" fn on_stop(_: libc::c_int) {
 }
 
 /// Installs the handlers (again is harmless).
-pub(crate) fn catch_stop_signals() {
+pub fn catch_stop_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: installs a handler that only stores to an atomic.
         unsafe {
@@ -25,12 +25,12 @@ pub(crate) fn catch_stop_signals() {
 }
 
 /// A stop signal has come.
-pub(crate) fn stopping() -> bool {
+pub fn stopping() -> bool {
     STOP.load(Relaxed)
 }
 
 /// The error a trial returns once a stop signal has come.
-pub(crate) fn check() -> Result<(), String> {
+pub fn check() -> Result<(), String> {
     if stopping() {
         Err("stopped by a signal; the testbed is removed, the samples so far are on disk".into())
     } else {

@@ -17,8 +17,8 @@
 //!   FLOW_MOD to the first frame it forwards, against when the BARRIER
 //!   reply came (a reply before the rule forwards is a switch that lies).
 
-use crate::bench_dp::{Plan, Runner};
-use crate::testbed::{delete_all, filler_rules, forward_rules, load, OfClient, Trial, GEN_MAC, SINK_MAC};
+use super::runner::{Plan, Ports, Runner};
+use crate::switch::bed::{delete_all, filler_rules, forward_rules, load, OfClient, Text, Trial, GEN_MAC, SINK_MAC};
 use ofwire::oxm::{Match, Oxm};
 use ofwire::types::MacAddr;
 use ofwire::v13::{Action, FlowMod, Instruction};
@@ -97,31 +97,11 @@ fn rule(fields: Vec<Oxm>, actions: Vec<Action>) -> FlowMod {
     }
 }
 
-/// The OpenFlow numbers of the switch's ports towards the generating and
-/// the receiving host.
-#[derive(Clone, Copy)]
-pub(crate) struct Ports {
-    pub(crate) inp: u32,
-    pub(crate) out: u32,
-}
-
-impl Ports {
-    fn in_port(&self) -> Oxm {
-        Oxm::InPort(self.inp)
-    }
-    fn output(&self) -> Action {
-        Action::Output {
-            port: self.out,
-            max_len: 0,
-        }
-    }
-}
-
 /// Every other rule removed, then `rules`; (seconds to the barrier, errors).
 fn replace_rules(addr: std::net::SocketAddr, rules: &[FlowMod]) -> Result<(f64, u64), String> {
-    let mut c = OfClient::connect(addr)?;
-    c.install(&[delete_all()])?;
-    c.install(rules)
+    let mut c = OfClient::connect(addr).text()?;
+    c.install(&[delete_all()]).text()?;
+    c.install(rules).map(|i| (i.seconds, i.errors)).text()
 }
 
 /// The scenarios' frames: one stream, to `dst_ip`.
@@ -430,15 +410,15 @@ fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Socke
     let pp = r.ports;
     replace_rules(addr, &[])?;
     let chunk = (p.capacity_max / 20).clamp(1000.min(p.capacity_max), 50_000);
-    let mut c = OfClient::connect(addr)?;
+    let mut c = OfClient::connect(addr).text()?;
     let (mut added, mut active, mut refused) = (0usize, 0u64, 0u64);
     let mut stop = "the most asked for";
     while added < p.capacity_max {
         let n = chunk.min(p.capacity_max - added);
         let mods: Vec<FlowMod> = (added..added + n).map(|i| capacity_rule(i as u32, pp)).collect();
-        let (_, errors) = c.install(&mods)?;
+        let errors = c.install(&mods).text()?.errors;
         added += n;
-        let now = c.active_rules()?;
+        let now = c.active_rules().text()?;
         refused += errors;
         let grew = now > active;
         active = now;
@@ -482,7 +462,8 @@ fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Sock
     let pp = r.ports;
     replace_rules(addr, &[])?;
     let mods = filler_rules(p.table_rules, 0, pp.out);
-    let (secs, errors) = OfClient::connect(addr)?.install(&mods)?;
+    let installed = OfClient::connect(addr).and_then(|mut c| c.install(&mods)).text()?;
+    let (secs, errors) = (installed.seconds, installed.errors);
     let per_s = mods.len() as f64 / secs;
     r.figure(format!("{dut} insertion"), 0, &[("flow_mods_per_s", per_s)], Vec::new());
     tables.row(
@@ -511,10 +492,10 @@ fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Sock
         // Once only: a repeat would find the rule in place.
         let (t, _) = r.run_once("insertion_delay", p.scenario_frame, &spec, |a| {
             let Some(a) = a else { return Ok(()) };
-            let mut c = OfClient::connect(a)?;
+            let mut c = OfClient::connect(a).text()?;
             std::thread::sleep(Duration::from_secs_f64(seconds * 0.3));
             let sent = now_ns();
-            c.install(&[rule(vec![pp.in_port()], vec![pp.output()])])?;
+            c.install(&[rule(vec![pp.in_port()], vec![pp.output()])]).text()?;
             at_reply = (sent, probe.next_seq());
             Ok(())
         })?;

@@ -1,0 +1,350 @@
+//! `sdnlab bench gen`: traffic generators flat out into a veth, side by
+//! side in one run: sdnlab's in-kernel XDP generator, its AF_PACKET
+//! generator, trafgen (netsniff-ng) and tcpreplay. Each sends 64-byte
+//! frames from one namespace into a veth whose other end is in another;
+//! the rate is what that end's kernel counted received, over a window
+//! that leaves out each tool's start and stop. Every generator runs on
+//! core 0 and on one core only (trafgen `-P 1`). GRO is on at the
+//! receiving end for all of them, as the XDP generator needs it.
+
+use crate::check::{one_of, range, real};
+use crate::rundir::Place;
+use crate::{Event, Experiment, LabError, Observer, Outcome};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use traffic::frame::Template;
+use traffic::run::{GenMethod, GenSpec};
+
+/// The generator benchmark: every generator, 5 s runs, 3 rounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenConfig {
+    /// Generators: sdnlab-xdp, sdnlab-afpacket, trafgen, tcpreplay.
+    pub generators: Vec<String>,
+    /// Seconds each generator runs (the rate is counted over all but its
+    /// first 0.5 s and last 0.25 s).
+    pub seconds: f64,
+    /// Runs of each generator, alternated; the summary gives the median.
+    pub rounds: usize,
+}
+
+impl Default for GenConfig {
+    fn default() -> GenConfig {
+        GenConfig {
+            generators: GENERATORS.map(String::from).to_vec(),
+            seconds: 5.0,
+            rounds: 3,
+        }
+    }
+}
+
+impl GenConfig {
+    /// Checks every parameter; the error names the first one out of range.
+    pub fn validate(&self) -> Result<(), LabError> {
+        if self.generators.is_empty() {
+            return Err(LabError::Config("--generator: name at least one".into()));
+        }
+        for g in &self.generators {
+            one_of("generator", g, &GENERATORS)?;
+        }
+        real("seconds", self.seconds, 1.0, 3600.0)?;
+        range("rounds", self.rounds, 1, 1000)
+    }
+}
+
+pub const GENERATORS: [&str; 4] = ["sdnlab-xdp", "sdnlab-afpacket", "trafgen", "tcpreplay"];
+const SRC_MAC: [u8; 6] = [2, 0x67, 0, 0, 0, 1];
+const SINK_MAC: [u8; 6] = [2, 0x67, 0, 0, 0, 0x99];
+
+/// A veth pair from namespace `g` (generator) to namespace `s` (sink).
+struct Pair {
+    tag: String,
+}
+
+impl Pair {
+    fn new() -> Result<Pair, String> {
+        let p = Pair {
+            tag: format!("sbgn{:04x}", std::process::id() & 0xffff),
+        };
+        p.remove();
+        let err = |e: std::io::Error| e.to_string();
+        for side in ["g", "s"] {
+            netlab::kernel::netns_create(&p.ns(side)).map_err(err)?;
+        }
+        let (g, s, g_ns, s_ns) = (p.ifname("g"), p.ifname("s"), p.ns("g"), p.ns("s"));
+        netlab::kernel::blocking(None, |nl| async move {
+            nl.veth(&g, &s, 0).await?;
+            nl.move_to(&g, &g_ns, &g).await?;
+            nl.move_to(&s, &s_ns, &s).await
+        })
+        .map_err(err)?;
+        for side in ["g", "s"] {
+            let ns = p.ns(side);
+            // No IPv6 chatter counted as received frames.
+            let _ = netlab::kernel::command_in_netns(&ns, "sysctl")
+                .and_then(|mut c| c.args(["-qw", "net.ipv6.conf.all.disable_ipv6=1"]).status());
+            let ifname = p.ifname(side);
+            netlab::kernel::blocking(Some(&ns), |nl| async move { nl.set_up(&ifname, true).await }).map_err(err)?;
+        }
+        p.gro_on()?;
+        Ok(p)
+    }
+    fn gro_on(&self) -> Result<(), String> {
+        let (ns, ifname) = (self.ns("s"), self.ifname("s"));
+        std::thread::spawn(move || -> std::io::Result<()> {
+            traffic::run::enter_netns(&ns)?;
+            afxdp::live::enable_gro(&ifname)
+        })
+        .join()
+        .map_err(|_| "GRO thread panicked".to_string())?
+        .map_err(|e| e.to_string())
+    }
+    fn ns(&self, side: &str) -> String {
+        format!("{}{side}", self.tag)
+    }
+    fn ifname(&self, side: &str) -> String {
+        format!("{}{side}", self.tag)
+    }
+    fn remove(&self) {
+        for side in ["g", "s"] {
+            if netlab::kernel::netns_path(&self.ns(side)).exists() {
+                let _ = netlab::kernel::netns_delete(&self.ns(side));
+            }
+        }
+    }
+    /// Frames the sink's end has received, as its namespace counts them.
+    fn sink_rx(&self) -> Result<u64, String> {
+        let (ns, ifname) = (self.ns("s"), self.ifname("s"));
+        std::thread::spawn(move || -> Result<u64, String> {
+            traffic::run::enter_netns(&ns).map_err(|e| e.to_string())?;
+            let text = std::fs::read_to_string("/proc/thread-self/net/dev").map_err(|e| e.to_string())?;
+            text.lines()
+                .find_map(|l| {
+                    let (name, rest) = l.split_once(':')?;
+                    (name.trim() == ifname).then(|| rest.split_whitespace().nth(1)?.parse().ok())?
+                })
+                .ok_or_else(|| format!("{ifname}: no receive counter"))
+        })
+        .join()
+        .map_err(|_| "counter thread panicked".to_string())?
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn template() -> Template {
+    Template::udp(60, SRC_MAC, SINK_MAC, [10, 67, 0, 1], [10, 67, 0, 99], 0)
+}
+
+/// One frame for trafgen's packet language.
+fn trafgen_conf(frame: &[u8]) -> String {
+    let bytes: Vec<String> = frame.iter().map(|b| format!("0x{b:02x}")).collect();
+    format!("{{ {} }}\n", bytes.join(", "))
+}
+
+/// A pcap file of `n` copies of the frame (tcpreplay loops over it).
+fn write_pcap(path: &std::path::Path, frame: &[u8], n: usize) -> Result<(), String> {
+    let mut f = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut b = Vec::with_capacity(24 + n * (16 + frame.len()));
+    b.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    b.extend_from_slice(&2u16.to_le_bytes());
+    b.extend_from_slice(&4u16.to_le_bytes());
+    b.extend_from_slice(&[0; 8]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for i in 0..n {
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(i as u32).to_le_bytes());
+        b.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        b.extend_from_slice(frame);
+    }
+    f.write_all(&b).map_err(|e| e.to_string())
+}
+
+/// Runs an external generator on core 0 inside the generator namespace.
+fn spawn_on_core0(pair: &Pair, cmd: &[&str]) -> Result<std::process::Child, String> {
+    use std::os::unix::process::CommandExt;
+    let mut c = netlab::kernel::command_in_netns(&pair.ns("g"), cmd[0]).map_err(|e| e.to_string())?;
+    c.args(&cmd[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        // Its own process group: trafgen sends from a forked child, which
+        // must stop with it.
+        .process_group(0);
+    // SAFETY: only sched_setaffinity (no allocation unless it fails)
+    // between fork and exec.
+    unsafe {
+        c.pre_exec(|| traffic::run::pin_thread(0));
+    }
+    c.spawn().map_err(|e| format!("{}: {e}", cmd[0]))
+}
+
+/// Frames per second the sink received while `generator` ran.
+fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) -> Result<f64, String> {
+    let frame = template().bytes;
+    pair.gro_on()?;
+    let run = Duration::from_secs_f64(seconds);
+    let (skip_start, skip_end) = (Duration::from_millis(500), Duration::from_millis(250));
+    let window = |started: Instant| -> Result<(u64, u64, f64), String> {
+        std::thread::sleep((started + skip_start).saturating_duration_since(Instant::now()));
+        let (a, ta) = (pair.sink_rx()?, Instant::now());
+        std::thread::sleep((started + run - skip_end).saturating_duration_since(Instant::now()));
+        let (b, tb) = (pair.sink_rx()?, Instant::now());
+        Ok((a, b, (tb - ta).as_secs_f64()))
+    };
+    let (a, b, secs) = match generator {
+        "sdnlab-xdp" | "sdnlab-afpacket" => {
+            let spec = GenSpec {
+                netns: Some(pair.ns("g")),
+                ifname: pair.ifname("g"),
+                template: template(),
+                rate_pps: None,
+                duration: run,
+                streams: 16,
+                method: if generator == "sdnlab-xdp" {
+                    GenMethod::Xdp
+                } else {
+                    GenMethod::AfPacket
+                },
+                core: Some(0),
+                burst: None,
+                then: None,
+                seq_probe: None,
+            };
+            let started = Instant::now();
+            let gen = std::thread::spawn(move || traffic::run::generate(&spec));
+            let w = window(started);
+            gen.join()
+                .map_err(|_| "generator thread panicked".to_string())?
+                .map_err(|e| e.to_string())?;
+            w?
+        }
+        "trafgen" => {
+            let conf = dir.join("trafgen.cfg");
+            std::fs::write(&conf, trafgen_conf(&frame)).map_err(|e| e.to_string())?;
+            let ifname = pair.ifname("g");
+            let conf = conf.to_string_lossy().into_owned();
+            let mut child = spawn_on_core0(pair, &["trafgen", "--dev", &ifname, "--conf", &conf, "-P", "1", "-q"])?;
+            let w = window(Instant::now());
+            stop(&mut child);
+            w?
+        }
+        "tcpreplay" => {
+            let pcap = dir.join("frames.pcap");
+            write_pcap(&pcap, &frame, 10_000)?;
+            let ifname = pair.ifname("g");
+            let pcap = pcap.to_string_lossy().into_owned();
+            let mut child = spawn_on_core0(
+                pair,
+                &["tcpreplay", "-i", &ifname, "--topspeed", "--loop=0", "-q", &pcap],
+            )?;
+            let w = window(Instant::now());
+            stop(&mut child);
+            w?
+        }
+        other => {
+            return Err(format!(
+                "unknown generator '{other}': choose from {}",
+                GENERATORS.join(", ")
+            ))
+        }
+    };
+    Ok(b.saturating_sub(a) as f64 / secs)
+}
+
+/// Stops a generator and every process of its group (by the group id we
+/// started it with), politely first.
+fn stop(child: &mut std::process::Child) {
+    use nix::sys::signal::{killpg, Signal};
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = killpg(group, Signal::SIGINT);
+    let t = Instant::now();
+    let mut exited = false;
+    while t.elapsed() < Duration::from_secs(2) {
+        exited = exited || matches!(child.try_wait(), Ok(Some(_)));
+        // The group is gone when signal 0 finds nobody in it.
+        if exited && killpg(group, None).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = killpg(group, Signal::SIGKILL);
+    let _ = child.wait();
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Runs the benchmark into `place`.
+pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    args.validate()?;
+    if !nix::unistd::Uid::effective().is_root() {
+        return Err(LabError::Setup("bench gen needs root (network namespaces)".into()));
+    }
+    let dir = place.dir(&place.name("bench-gen"));
+    crate::rundir::write_experiment(&dir, &Experiment::Gen(args.clone()))?;
+    let samples_path = dir.join("samples.jsonl");
+    let mut samples = std::fs::File::create(&samples_path).map_err(crate::rundir::io_error(&samples_path))?;
+    let fail = |e: String| LabError::Setup(e);
+    let pair = Pair::new().map_err(fail)?;
+    let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
+    for round in 0..args.rounds.max(1) {
+        for (g, v) in rates.iter_mut() {
+            match measure(&pair, g, args.seconds, &dir) {
+                Ok(pps) => {
+                    let s = json!({"generator": g, "round": round, "frame": 64, "seconds": args.seconds, "pps": pps});
+                    let _ = writeln!(samples, "{s}");
+                    let _ = samples.flush();
+                    obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
+                    v.push(pps);
+                }
+                Err(e) => return Err(fail(format!("{g}: {e}"))),
+            }
+        }
+    }
+    let medians: Vec<(String, f64)> = rates.iter_mut().map(|(g, v)| (g.clone(), median(v))).collect();
+    let best_other = medians
+        .iter()
+        .filter(|(g, _)| !g.starts_with("sdnlab"))
+        .map(|(_, r)| *r)
+        .fold(0.0, f64::max);
+    let mut table =
+        String::from("| generator | frames/s into the veth (median) | x the best other tool |\n|---|---:|---:|\n");
+    for (g, r) in &medians {
+        let x = if best_other > 0.0 {
+            format!("{:.2}", r / best_other)
+        } else {
+            "-".into()
+        };
+        table.push_str(&format!("| {g} | {r:.0} | {x} |\n"));
+    }
+    let meta = json!({
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "frame": 64, "seconds": args.seconds, "rounds": args.rounds,
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "setup": "one veth pair between two namespaces, GRO on at the receiving end; every generator on core 0, one core",
+    });
+    let _ = std::fs::write(
+        dir.join("meta.json"),
+        serde_json::to_vec_pretty(&meta).unwrap_or_default(),
+    );
+    let _ = std::fs::write(dir.join("summary.md"), &table);
+    let samples = samples_path.display().to_string();
+    Ok(Outcome {
+        dir,
+        table: format!("{table}\nsamples: {samples}\n"),
+        json: json!({"medians": medians, "samples": samples}),
+        incomplete: 0,
+    })
+}
