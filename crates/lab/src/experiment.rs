@@ -32,6 +32,8 @@ pub enum Experiment {
     Dp(crate::dp::DpConfig),
     /// The traffic generators side by side (`sdnlab bench gen`).
     Gen(crate::gen::GenConfig),
+    /// The load-balancing experiment (`sdnlab bench lb`).
+    Lb(crate::lb::LbConfig),
 }
 
 impl Experiment {
@@ -90,6 +92,7 @@ impl Experiment {
             "switch" => Ok(Experiment::Switch(config(text, table)?)),
             "dp" => Ok(Experiment::Dp(config(text, table)?)),
             "gen" => Ok(Experiment::Gen(config(text, table)?)),
+            "lb" => Ok(Experiment::Lb(config(text, table)?)),
             other => Err(format!("experiment = \"{other}\" is not one sdnlab runs: {kinds}")),
         }
     }
@@ -110,6 +113,7 @@ impl Experiment {
             Experiment::Switch(c) => c.validate(),
             Experiment::Dp(c) => c.validate(),
             Experiment::Gen(c) => c.validate(),
+            Experiment::Lb(c) => c.validate(),
         }
     }
 
@@ -120,6 +124,7 @@ impl Experiment {
             Experiment::Switch(c) => crate::switch::run(c, place, obs),
             Experiment::Dp(c) => crate::dp::run(c, place, obs),
             Experiment::Gen(c) => crate::gen::run(c, place, obs),
+            Experiment::Lb(c) => crate::lb::run(c, place, obs),
         }
     }
 }

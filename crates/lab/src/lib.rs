@@ -16,6 +16,7 @@ pub mod dp;
 mod error;
 pub mod experiment;
 pub mod gen;
+pub mod lb;
 pub mod method;
 pub mod observe;
 pub mod peers;

@@ -6,7 +6,6 @@ mod bench_dp;
 mod bench_gen;
 mod bench_lb;
 mod bench_switch;
-mod lb_load;
 mod net_cmd;
 mod ofp_decode;
 mod progress;

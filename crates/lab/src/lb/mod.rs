@@ -1,0 +1,958 @@
+//! `sdnlab bench lb`: the load-balancing experiment of MISSION.md section
+//! B. It builds the paper's testbed with netlab (a client host, one
+//! OpenFlow 1.3 switch, four nginx replicas behind rate-limited links, a
+//! management network where the replicas' agents answer), runs sdnlab's
+//! controller in this process with the `lb` app, and for every policy
+//! variant, load, client and concurrency level runs the load, repeated.
+//! Every request's record is on disk (`requests.csv`) before the run is
+//! summarised; the figures go through the report engine.
+
+pub mod load;
+
+use crate::rundir::Place;
+use crate::{Event, Experiment, LabError, Observer, Outcome};
+use ::lb::app::LbSlot;
+use ::lb::{Config, Lb};
+use load::Videos;
+use report::{Meta, Metric, RunWriter, Sample, Target};
+use serde::{Deserialize, Serialize};
+use stats::Better;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The load-balancing experiment. The defaults are the paper's design
+/// with 5 repetitions of 10 s: every policy, both loads, both clients,
+/// eight concurrency levels, on sdnlab's switch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LbConfig {
+    /// A smoke run: concurrency 20 and 60, one repetition of 1.5 s, the
+    /// policies round-robin, txbytes, load and load-prev-delta (unless `policies`).
+    pub quick: bool,
+    /// Policies to compare (empty: all eleven).
+    pub policies: Vec<String>,
+    /// The OpenFlow switch between clients and replicas: "sdnlab" or "ovs".
+    pub switch: String,
+    /// Loads: homogeneous (every request 100 KB), heterogeneous (video chunks).
+    pub loads: Vec<String>,
+    /// New connections (requests) per second offered by the client.
+    pub concurrency: Vec<u32>,
+    /// Repetitions of every point (the paper used 33).
+    pub repetitions: u32,
+    /// Seconds of load per repetition.
+    pub seconds: f64,
+    /// Clients: open-loop (latency from each request's intended start) and httperf.
+    pub clients: Vec<String>,
+    /// The `load` policy's alpha values (empty: 0.3,0.5,0.7,1; with `quick`: 0.7).
+    pub alpha: Vec<f64>,
+    /// Which port counter `load` reads: rx, tx or both (empty: both; with `quick`: rx).
+    pub load_counter: Option<String>,
+    /// PortStats polling period of the statistics-driven policies (the paper: 10 ms).
+    pub stats_period_ms: f64,
+    /// load-prev-delta's per-flow addition, bytes/s (the paper: 13 KB/s).
+    pub delta: f64,
+    /// Each replica's link rate, Mbit/s: what makes the replicas the bottleneck.
+    pub replica_mbit: f64,
+    /// Seed of the heterogeneous load and of the random policies.
+    pub seed: u64,
+    /// Distinct video sessions in the heterogeneous load.
+    pub sessions: usize,
+}
+
+/// The concurrency levels by default (the paper's).
+pub const LEVELS: [u32; 8] = [20, 60, 80, 100, 120, 160, 180, 200];
+
+impl Default for LbConfig {
+    fn default() -> LbConfig {
+        LbConfig {
+            quick: false,
+            policies: Vec::new(),
+            switch: "sdnlab".into(),
+            loads: vec!["homogeneous".into(), "heterogeneous".into()],
+            concurrency: LEVELS.to_vec(),
+            repetitions: 5,
+            seconds: 10.0,
+            clients: vec!["open-loop".into(), "httperf".into()],
+            alpha: Vec::new(),
+            load_counter: None,
+            stats_period_ms: 10.0,
+            delta: 13_000.0,
+            replica_mbit: 40.0,
+            seed: 1,
+            sessions: 100,
+        }
+    }
+}
+
+impl LbConfig {
+    /// Checks every parameter; the error names the first one out of range.
+    pub fn validate(&self) -> Result<(), LabError> {
+        use crate::check::one_of;
+        one_of("switch", &self.switch, &["sdnlab", "ovs"])?;
+        for l in &self.loads {
+            one_of("load", l, &["homogeneous", "heterogeneous"])?;
+        }
+        for c in &self.clients {
+            one_of("client", c, &["open-loop", "httperf"])?;
+        }
+        if let Some(c) = &self.load_counter {
+            one_of("load-counter", c, &["rx", "tx", "both"])?;
+        }
+        plan(self).map(drop).map_err(LabError::Config)
+    }
+}
+
+const VIP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 100);
+const VIP_MAC: &str = "02:00:00:00:01:00";
+const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const REPLICAS: usize = 4;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn replica_ip(r: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 0, 0, 11 + r as u8)
+}
+
+/// A policy with its parameters, as one line of the comparison.
+#[derive(Clone, Debug)]
+struct Variant {
+    name: String,
+    policy: String,
+    alpha: f64,
+    counter: &'static str,
+}
+
+struct Plan {
+    variants: Vec<Variant>,
+    loads: Vec<String>,
+    clients: Vec<String>,
+    levels: Vec<u32>,
+    repetitions: u32,
+    seconds: f64,
+}
+
+fn plan(a: &LbConfig) -> Result<Plan, String> {
+    let policies: Vec<String> = if !a.policies.is_empty() {
+        a.policies.clone()
+    } else if a.quick {
+        ["round-robin", "txbytes", "load", "load-prev-delta"]
+            .map(String::from)
+            .to_vec()
+    } else {
+        ::lb::config::POLICIES.map(String::from).to_vec()
+    };
+    if let Some(p) = policies.iter().find(|p| !::lb::config::POLICIES.contains(&p.as_str())) {
+        return Err(format!(
+            "unknown policy '{p}': choose from {}",
+            ::lb::config::POLICIES.join(", ")
+        ));
+    }
+    let alphas = if !a.alpha.is_empty() {
+        a.alpha.clone()
+    } else if a.quick {
+        vec![0.7]
+    } else {
+        vec![0.3, 0.5, 0.7, 1.0]
+    };
+    if let Some(x) = alphas.iter().find(|x| !(**x > 0.0 && **x <= 1.0)) {
+        return Err(format!("--alpha {x} is outside (0, 1]"));
+    }
+    {
+        use crate::check::{range, real};
+        let e = |r: Result<(), LabError>| r.map_err(|e| e.to_string());
+        e(range("repetitions", a.repetitions, 1, 10_000))?;
+        e(real("seconds", a.seconds, 1.0, 86_400.0))?;
+        e(real("stats-period-ms", a.stats_period_ms, 1.0, 60_000.0))?;
+        e(real("delta", a.delta, 0.0, 1e12))?;
+        e(real("replica-mbit", a.replica_mbit, 0.1, 100_000.0))?;
+        e(range("sessions", a.sessions, 1, 1_000_000))?;
+        for c in &a.concurrency {
+            e(range("concurrency", *c, 1, 1_000_000))?;
+        }
+    }
+    let counters: Vec<&'static str> = match a.load_counter.as_deref() {
+        Some("rx") => vec!["rx"],
+        Some("tx") => vec!["tx"],
+        Some(_) => vec!["rx", "tx"],
+        None if a.quick => vec!["rx"],
+        None => vec!["rx", "tx"],
+    };
+    let mut variants = Vec::new();
+    for p in &policies {
+        let sweeps = p == "load";
+        let alphas_here = if sweeps {
+            alphas.clone()
+        } else {
+            vec![if alphas.contains(&0.7) { 0.7 } else { alphas[0] }]
+        };
+        let counters_here = if sweeps { counters.clone() } else { vec![counters[0]] };
+        for &alpha in &alphas_here {
+            for &counter in &counters_here {
+                let name = if sweeps && (alphas_here.len() > 1 || counters_here.len() > 1) {
+                    format!("load(a={alpha},{counter})")
+                } else {
+                    p.clone()
+                };
+                variants.push(Variant {
+                    name,
+                    policy: p.clone(),
+                    alpha,
+                    counter,
+                });
+            }
+        }
+    }
+    let levels = if a.quick && a.concurrency == LEVELS {
+        vec![20, 60]
+    } else {
+        a.concurrency.clone()
+    };
+    if let Some(c) = levels.iter().find(|c| !(1..=5000).contains(*c)) {
+        return Err(format!("--concurrency {c} is outside 1..=5000"));
+    }
+    let seconds = if a.quick { 1.5 } else { a.seconds };
+    if !(0.5..=3600.0).contains(&seconds) {
+        return Err(format!("--seconds {seconds} is outside 0.5..=3600"));
+    }
+    if !(0.1..=10_000.0).contains(&a.replica_mbit) {
+        return Err(format!("--replica-mbit {} is outside 0.1..=10000", a.replica_mbit));
+    }
+    if !(1.0..=60_000.0).contains(&a.stats_period_ms) {
+        return Err(format!("--stats-period-ms {} is outside 1..=60000", a.stats_period_ms));
+    }
+    if !(1..=10_000).contains(&a.sessions) {
+        return Err(format!("--sessions {} is outside 1..=10000", a.sessions));
+    }
+    Ok(Plan {
+        variants,
+        loads: a.loads.clone(),
+        clients: a.clients.clone(),
+        levels,
+        repetitions: if a.quick { 1 } else { a.repetitions.max(1) },
+        seconds,
+    })
+}
+
+fn lb_config(v: &Variant, a: &LbConfig, mgmt: &str) -> Result<Config, String> {
+    let mut t = format!(
+        "policy = \"{}\"\nalpha = {}\nload_counter = \"{}\"\nstats_period_ms = {}\ndelta = {}\nseed = {}\nidle_timeout = 5\nhealth = {{ kind = \"tcp\", interval_ms = 500 }}\n[vip]\nip = \"{VIP}\"\nmac = \"{VIP_MAC}\"\n",
+        v.policy, v.alpha, v.counter, a.stats_period_ms, a.delta, a.seed
+    );
+    for r in 0..REPLICAS {
+        t += &format!(
+            "[[replica]]\nip = \"{}\"\nmac = \"02:00:00:00:00:{:02x}\"\nport = {}\nmgmt = \"{mgmt}.{}\"\n",
+            replica_ip(r),
+            0x11 + r,
+            2 + r,
+            11 + r
+        );
+    }
+    Config::parse(&t)
+}
+
+/// Processes started in the hosts, stopped with SIGTERM when dropped.
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        for c in &mut self.0 {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The testbed, up.
+struct Lab {
+    // Dropped in this order: the servers, then the network.
+    _children: Children,
+    net: netlab::run::Net,
+    _rt: tokio::runtime::Runtime,
+    slot: Arc<LbSlot>,
+    _controller: controller::runtime::Handle,
+    mgmt: String,
+    agents: lb::agent::Client,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self._controller.stop();
+    }
+}
+
+fn topology(replica_mbit: f64, mgmt: &str) -> netlab::topo::Topology {
+    let mut t = String::new();
+    t += &format!("[mgmt]\nsubnet = \"{mgmt}.0/24\"\nroot_ip = \"{mgmt}.254\"\n");
+    t += &format!("[[host]]\nname = \"c1\"\nip = \"{CLIENT}/24\"\nmgmt_ip = \"{mgmt}.1\"\n");
+    for r in 0..REPLICAS {
+        t += &format!(
+            "[[host]]\nname = \"r{}\"\nip = \"{}/24\"\nmac = \"02:00:00:00:00:{:02x}\"\nmgmt_ip = \"{mgmt}.{}\"\n",
+            r + 1,
+            replica_ip(r),
+            0x11 + r,
+            11 + r
+        );
+    }
+    t += "[[switch]]\nname = \"s1\"\nprotocols = [\"OpenFlow13\"]\n";
+    t += "[[link]]\na = \"c1\"\nb = \"s1\"\n";
+    for r in 0..REPLICAS {
+        t += &format!("[[link]]\na = \"r{}\"\nb = \"s1\"\nrate_mbit = {replica_mbit}\n", r + 1);
+    }
+    netlab::topo::from_toml(&t).expect("the bench's own topology is valid")
+}
+
+fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
+    let mgmt = format!("10.78.{}", 100 + std::process::id() % 100);
+    let lb = Lb::new(lb_config(first, a, &mgmt)?);
+    let slot = LbSlot::new(lb.clone());
+    let l2 = controller::app::by_name("l2-learning")?;
+    let controller = controller::runtime::start(controller::runtime::Config {
+        listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))],
+        workers: 1,
+        apps: vec![slot.factory(), l2],
+        ..Default::default()
+    })
+    .map_err(|e| format!("starting the controller: {e}"))?;
+    let addr = controller.local_addrs[0];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let kind: netlab::run::SwitchKind = a.switch.parse()?;
+    let net = rt.block_on(netlab::run::Net::up(
+        topology(a.replica_mbit, &mgmt),
+        netlab::run::UpOptions {
+            kind,
+            controller: Some(addr.to_string()),
+            keep_loops: false,
+            ssl: None,
+        },
+    ))?;
+    // Hosts finish their own checksums: a first segment the controller
+    // sends back out (PACKET_OUT) must be valid, and Open vSwitch's
+    // userspace datapath hands the controller the checksum a veth left
+    // unfinished (sdnlab's switch finishes it). The same for every switch.
+    for h in &net.state.hosts {
+        let ns = h.netns.clone();
+        std::thread::spawn(move || -> std::io::Result<()> {
+            traffic::run::enter_netns(&ns)?;
+            afxdp::live::set_tx_checksum("eth0", false)
+        })
+        .join()
+        .map_err(|_| "setting checksum offload panicked".to_string())?
+        .map_err(|e| format!("{}: {e}", h.name))?;
+    }
+    let mut children = Children(Vec::new());
+    let chunks = videos.chunk_bytes.clone();
+    for r in 0..REPLICAS {
+        let name = format!("r{}", r + 1);
+        let dir = net.dir.join(&name);
+        let argv = ::lb::replica::prepare(&dir, &name, 80, &chunks).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let nginx = net
+            .command(&name, &argv)?
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("nginx: {e} (install it: scripts/install-deps.sh)"))?;
+        children.0.push(nginx);
+        let me = std::env::current_exe().map_err(|e| e.to_string())?;
+        let pidfile = dir.join("agent.pid");
+        let agent = net
+            .command(
+                &name,
+                &[
+                    me.to_str().unwrap_or("sdnlab"),
+                    "agent",
+                    "--pidfile",
+                    pidfile.to_str().unwrap_or(""),
+                ],
+            )?
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("agent: {e}"))?;
+        children.0.push(agent);
+    }
+    lb.start_tcp_health();
+    let lab = Lab {
+        _children: children,
+        net,
+        _rt: rt,
+        slot,
+        _controller: controller,
+        mgmt,
+        agents: lb::agent::Client::new().map_err(|e| e.to_string())?,
+    };
+    // Every nginx listening (seen over the management network, as the
+    // health checks see it), and a request through the VIP answered.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listening = (0..REPLICAS).all(|r| {
+            let addr: std::net::SocketAddr = format!("{}.{}:80", lab.mgmt, 11 + r).parse().expect("an address");
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        });
+        if listening && (0..REPLICAS).all(|r| lb.is_alive(r)) && lab.probe_vip().is_ok() {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the replicas did not answer through the VIP within 20 s ({})",
+                lab.probe_vip().err().unwrap_or_default()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok(lab)
+}
+
+impl Lab {
+    fn client_ns(&self) -> String {
+        self.net.state.hosts[0].netns.clone()
+    }
+
+    /// One GET through the VIP from the client.
+    fn probe_vip(&self) -> Result<(), String> {
+        let ns = self.client_ns();
+        let uris = vec!["/index.html".to_string()];
+        let r = std::thread::spawn(move || {
+            traffic::run::enter_netns(&ns)?;
+            load::open_loop(VIP, 80, &uris, 1.0, 1.0, Duration::from_secs(2), 1)
+        })
+        .join()
+        .map_err(|_| "the probe panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+        match r.first().and_then(|q| q.error) {
+            None if r.first().is_some_and(|q| q.replica.is_some()) => Ok(()),
+            None => Err("no answer".into()),
+            Some(e) => Err(e.into()),
+        }
+    }
+
+    fn agents(&mut self) -> Vec<Option<lb::agent::Answer>> {
+        let addrs: Vec<Option<std::net::SocketAddr>> = (0..REPLICAS)
+            .map(|r| {
+                format!("{}.{}:{}", self.mgmt, 11 + r, lb::config::AGENT_PORT)
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        self.agents.ask(&addrs, Duration::from_millis(200), false)
+    }
+}
+
+/// One repetition to run.
+struct Point<'a> {
+    client: &'a str,
+    uris: &'a [String],
+    /// httperf's URI list for the heterogeneous load.
+    wlog: Option<&'a Path>,
+    level: u32,
+    seconds: f64,
+    scenario: &'a str,
+    rep: u32,
+}
+
+/// What one repetition measured, as the report's values.
+struct Measured {
+    values: BTreeMap<String, f64>,
+    /// Response time distribution (µs, cumulative fraction).
+    cdf: Vec<(f64, f64)>,
+    note: Option<String>,
+}
+
+fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Result<Measured, String> {
+    let Point {
+        client,
+        uris,
+        wlog,
+        level,
+        seconds,
+        scenario,
+        rep,
+    } = *pt;
+    let before = lab.agents();
+    let lb = lab.slot.get();
+    let ns = lab.client_ns();
+    let rate = level as f64;
+    let client_owned = client.to_string();
+    let uris_owned = uris.to_vec();
+    let wlog_owned = wlog.map(Path::to_path_buf);
+    let worker = std::thread::spawn(move || -> Result<ClientRun, String> {
+        if client_owned == "httperf" {
+            let count = (rate * seconds).round().max(1.0) as u64;
+            let target = match &wlog_owned {
+                Some(w) => Err(w.as_path()),
+                None => Ok(uris_owned[0].as_str()),
+            };
+            load::httperf(&ns, VIP, 80, target, rate, count, REQUEST_TIMEOUT.as_secs_f64()).map(ClientRun::Httperf)
+        } else {
+            traffic::run::enter_netns(&ns).map_err(|e| e.to_string())?;
+            load::open_loop(VIP, 80, &uris_owned, rate, seconds, REQUEST_TIMEOUT, 8192)
+                .map(ClientRun::Requests)
+                .map_err(|e| e.to_string())
+        }
+    });
+    // The replicas' CPU while the load runs, from their agents.
+    let mut cpu = [0.0f64; REPLICAS];
+    let mut cpu_samples = 0u32;
+    let t0 = Instant::now();
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(250));
+        if t0.elapsed().as_secs_f64() < seconds {
+            for (r, a) in lab.agents().into_iter().enumerate() {
+                cpu[r] += a.map_or(0.0, |a| a.cpu_milli as f64 / 1000.0);
+            }
+            cpu_samples += 1;
+        }
+    }
+    let outcome = worker.join().map_err(|_| "the client panicked".to_string())??;
+    let after = lab.agents();
+    let m = lb.snapshot();
+    let mut v = BTreeMap::new();
+    let mut cdf = Vec::new();
+    let mut note = None;
+    let per_replica_requests: Vec<f64> = match outcome {
+        ClientRun::Requests(reqs) => {
+            // On disk before anything is summarised.
+            for q in &reqs {
+                let _ = writeln!(
+                    requests_csv,
+                    "{scenario},{rep},{},{},{},{},{}",
+                    q.intended_us,
+                    q.latency_us,
+                    q.bytes,
+                    q.replica.as_deref().unwrap_or(""),
+                    q.error.unwrap_or("")
+                );
+            }
+            let _ = requests_csv.flush();
+            let ok: Vec<&load::Request> = reqs.iter().filter(|q| q.error.is_none()).collect();
+            let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("bounds");
+            for q in &ok {
+                let _ = h.record(q.latency_us.max(1));
+            }
+            if !h.is_empty() {
+                v.insert("response_ms_mean".into(), h.mean() / 1000.0);
+                v.insert("response_ms_p50".into(), h.value_at_quantile(0.5) as f64 / 1000.0);
+                v.insert("response_ms_p99".into(), h.value_at_quantile(0.99) as f64 / 1000.0);
+                v.insert("response_ms_p999".into(), h.value_at_quantile(0.999) as f64 / 1000.0);
+                cdf = [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0]
+                    .iter()
+                    .map(|&q| (h.value_at_quantile(q) as f64, q))
+                    .collect();
+            }
+            let bytes: u64 = ok.iter().map(|q| q.bytes).sum();
+            v.insert("throughput_rps".into(), ok.len() as f64 / seconds);
+            v.insert("throughput_mbit".into(), bytes as f64 * 8.0 / seconds / 1e6);
+            v.insert("errors".into(), (reqs.len() - ok.len()) as f64);
+            let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+            for q in reqs.iter().filter_map(|q| q.error) {
+                *kinds.entry(q).or_default() += 1;
+            }
+            for (k, n) in &kinds {
+                v.insert(format!("errors_{k}"), *n as f64);
+            }
+            if !kinds.is_empty() {
+                note = Some(format!("errors: {kinds:?}"));
+            }
+            (0..REPLICAS)
+                .map(|r| {
+                    let name = format!("r{}", r + 1);
+                    ok.iter().filter(|q| q.replica.as_deref() == Some(&name)).count() as f64
+                })
+                .collect()
+        }
+        ClientRun::Httperf(h) => {
+            v.insert("response_ms_mean".into(), h.connection_ms_avg);
+            v.insert("response_ms_p50".into(), h.connection_ms_median);
+            v.insert("throughput_rps".into(), h.replies as f64 / h.duration_s.max(1e-9));
+            v.insert("throughput_mbit".into(), h.net_kbyte_s * 8.0 / 1000.0);
+            let total = h.errors.get("total").copied().unwrap_or(0);
+            v.insert("errors".into(), total as f64);
+            v.insert(
+                "lost_connections".into(),
+                h.connections.saturating_sub(h.replies) as f64,
+            );
+            for (k, n) in h.errors.iter().filter(|(k, n)| *k != "total" && **n > 0) {
+                v.insert(format!("errors_{k}"), *n as f64);
+            }
+            if total > 0 {
+                note = Some(format!("httperf errors: {:?}", h.errors));
+            }
+            m.flows_per_replica.iter().map(|&n| n as f64).collect()
+        }
+    };
+    for (r, n) in per_replica_requests.iter().enumerate() {
+        v.insert(format!("r{}_requests", r + 1), *n);
+        let sent = match (before.get(r).copied().flatten(), after.get(r).copied().flatten()) {
+            (Some(b), Some(a)) => a.tx_bytes.saturating_sub(b.tx_bytes) as f64,
+            _ => f64::NAN,
+        };
+        v.insert(format!("r{}_mbyte", r + 1), sent / 1e6);
+        if cpu_samples > 0 {
+            v.insert(format!("r{}_cpu", r + 1), cpu[r] / cpu_samples as f64);
+        }
+    }
+    v.insert("fairness".into(), load::jain(&per_replica_requests));
+    v.insert("concurrency".into(), level as f64);
+    if m.decisions > 0 {
+        v.insert("decision_us_p50".into(), m.decision_us_p50);
+        v.insert("decision_us_p99".into(), m.decision_us_p99);
+    }
+    if let Some(age) = m.stats_age_ms_mean {
+        v.insert("stats_age_ms_mean".into(), age);
+    }
+    v.insert("rules_max".into(), 2.0 * m.rules_live_max as f64);
+    v.insert("agent_unanswered".into(), m.agent_unanswered as f64);
+    Ok(Measured { values: v, cdf, note })
+}
+
+/// What one client run returned.
+enum ClientRun {
+    Requests(Vec<load::Request>),
+    Httperf(load::Httperf),
+}
+
+fn setup(e: impl std::fmt::Display) -> LabError {
+    LabError::Setup(e.to_string())
+}
+
+fn metrics() -> Vec<Metric> {
+    vec![
+        Metric::new("response_ms_mean", "ms", Better::Lower),
+        Metric::new("response_ms_p50", "ms", Better::Lower),
+        Metric::new("response_ms_p99", "ms", Better::Lower),
+        Metric::new("response_ms_p999", "ms", Better::Lower),
+        Metric::new("throughput_rps", "1/s", Better::Higher),
+        Metric::new("throughput_mbit", "Mbit/s", Better::Higher),
+        Metric::new("errors", "requests", Better::Lower),
+        Metric::new("lost_connections", "connections", Better::Lower),
+        Metric::new("fairness", "Jain", Better::Higher),
+        Metric::new("decision_us_p99", "us", Better::Lower),
+        Metric::new("stats_age_ms_mean", "ms", Better::Lower),
+        Metric::new("rules_max", "rules", Better::Lower),
+    ]
+}
+
+/// Runs the experiment into `place`.
+pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let p = plan(a).map_err(LabError::Config)?;
+    if !nix::unistd::Uid::effective().is_root() {
+        return Err(setup("bench lb builds namespaces and veths: run it as root"));
+    }
+    let run_id = place.name("bench-lb");
+    let dir = place.dir(&run_id);
+    let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
+    crate::rundir::write_experiment(&dir, &Experiment::Lb(a.clone()))?;
+    let videos = Videos::new(a.seed, 60_000, a.sessions);
+    let wlog = dir.join("heterogeneous.wlog");
+    let hetero_uris: Vec<String> = videos
+        .requests
+        .iter()
+        .map(|&c| format!("/{}", ::lb::replica::chunk_name(c)))
+        .collect();
+    if let Err(e) = std::fs::write(&wlog, hetero_uris.join("\0") + "\0") {
+        return Err(setup(format!("{}: {e}", wlog.display())));
+    }
+    let homo_uris = vec![format!("/{}", ::lb::replica::HOMOGENEOUS_FILE)];
+    let mut meta = Meta {
+        run_id,
+        benchmark: "bench lb".into(),
+        command: std::env::args().collect(),
+        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: report::now_unix(),
+        setup: report::Setup::detect(),
+        targets: vec![Target {
+            name: format!("sdnlab controller, lb app, {} switch, 4 nginx replicas", a.switch),
+            version: env!("CARGO_PKG_VERSION").into(),
+            command: String::new(),
+            address: VIP.to_string(),
+        }],
+        parameters: serde_json::json!({
+            "variants": p.variants.iter().map(|v| &v.name).collect::<Vec<_>>(),
+            "loads": p.loads, "clients": p.clients, "concurrency": p.levels,
+            "repetitions": p.repetitions, "seconds": p.seconds, "replica_mbit": a.replica_mbit,
+            "stats_period_ms": a.stats_period_ms, "delta": a.delta, "seed": a.seed,
+            "sessions": a.sessions, "switch": a.switch,
+            "heterogeneous_chunk_bytes": [videos.chunk_bytes.iter().min(), videos.chunk_bytes.iter().max()],
+        }),
+        metrics: metrics(),
+        ..Default::default()
+    };
+    let mut run = match RunWriter::create(&dir, &meta) {
+        Ok(w) => w,
+        Err(e) => return Err(setup(e.to_string())),
+    };
+    let csv_path = dir.join("requests.csv");
+    let mut csv = match std::fs::File::create(&csv_path) {
+        Ok(f) => f,
+        Err(e) => return Err(setup(format!("{}: {e}", csv_path.display()))),
+    };
+    let _ = writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error");
+    crate::stop::catch_stop_signals();
+    obs.event(Event::Line(&format!(
+        "building the testbed ({} switch, 4 nginx replicas)",
+        a.switch
+    )));
+    let mut lab = match up(a, &p.variants[0], &videos) {
+        Ok(l) => l,
+        Err(e) => return Err(setup(e)),
+    };
+    // Each policy's decision alone: new flows fed to a fresh app as fast
+    // as it takes them, no switch and no other load (the agents do answer).
+    let mut decisions = String::from(
+        "| policy | new flows | decision p50 (µs) | p99 (µs) | max (µs) | agent questions unanswered |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for v in &p.variants {
+        let cfg = match lb_config(v, a, &lab.mgmt) {
+            Ok(c) => c,
+            Err(e) => return Err(setup(e)),
+        };
+        let flows = if lb::policy::Kind::from_name(&v.policy).is_some_and(|k| k.asks_servers()) {
+            if a.quick {
+                200
+            } else {
+                2_000
+            }
+        } else if a.quick {
+            5_000
+        } else {
+            100_000
+        };
+        let m = lb::offline::time_decisions(&Lb::new(cfg), flows);
+        decisions += &format!(
+            "| {} | {} | {:.2} | {:.2} | {:.1} | {} |\n",
+            v.name, m.decisions, m.decision_us_p50, m.decision_us_p99, m.decision_us_max, m.agent_unanswered
+        );
+        let mut values = BTreeMap::new();
+        values.insert("decision_us_p50".to_string(), m.decision_us_p50);
+        values.insert("decision_us_p99".to_string(), m.decision_us_p99);
+        let _ = run.append(&Sample {
+            kind: "trial".into(),
+            scenario: format!("{} decision-alone", v.name),
+            trial: 0,
+            index: 0,
+            unix: report::now_unix(),
+            values,
+            rtt_cdf: Vec::new(),
+            note: None,
+        });
+    }
+    obs.event(Event::Line(&format!("decision time alone:\n{decisions}")));
+    let mut rows: Vec<(String, BTreeMap<String, Vec<f64>>)> = Vec::new();
+    for v in &p.variants {
+        let cfg = match lb_config(v, a, &lab.mgmt) {
+            Ok(c) => c,
+            Err(e) => return Err(setup(e)),
+        };
+        for load in &p.loads {
+            for client in &p.clients {
+                for &level in &p.levels {
+                    let scenario = format!("{} {load} {client} {level}", v.name);
+                    let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+                    for rep in 0..p.repetitions {
+                        if crate::stop::stopping() {
+                            break;
+                        }
+                        // A fresh app per repetition: its metrics are this run's.
+                        let lb = Lb::new(cfg.clone());
+                        lb.start_tcp_health();
+                        lab.slot.set(lb);
+                        std::thread::sleep(Duration::from_millis(300));
+                        let (uris, w) = if load == "homogeneous" {
+                            (&homo_uris, None)
+                        } else {
+                            (&hetero_uris, Some(wlog.as_path()))
+                        };
+                        let pt = Point {
+                            client,
+                            uris,
+                            wlog: w,
+                            level,
+                            seconds: p.seconds,
+                            scenario: &scenario,
+                            rep,
+                        };
+                        let Measured { values, cdf, note } = match run_point(&mut lab, &pt, &mut csv) {
+                            Ok(x) => x,
+                            Err(e) => {
+                                meta.events.push(format!("{scenario} #{rep}: {e}"));
+                                obs.event(Event::Line(&format!("{scenario} #{rep}: {e}")));
+                                continue;
+                            }
+                        };
+                        for (k, x) in &values {
+                            acc.entry(k.clone()).or_default().push(*x);
+                        }
+                        let _ = run.append(&Sample {
+                            kind: "trial".into(),
+                            scenario: scenario.clone(),
+                            trial: rep,
+                            index: 0,
+                            unix: report::now_unix(),
+                            values,
+                            rtt_cdf: cdf,
+                            note,
+                        });
+                    }
+                    let mean = |k: &str| acc.get(k).map(|x| stats::mean(x)).unwrap_or(f64::NAN);
+                    obs.event(Event::Line(&format!(
+                        "{scenario}: response {:.1} ms mean, {:.0} req/s, {} errors, fairness {:.3}",
+                        mean("response_ms_mean"),
+                        mean("throughput_rps"),
+                        mean("errors"),
+                        mean("fairness")
+                    )));
+                    rows.push((scenario, acc));
+                }
+            }
+        }
+    }
+    drop(lab);
+    if crate::stop::stopping() {
+        meta.events.push("stopped by a signal before the end".into());
+        obs.event(Event::Line(
+            "stopped by a signal; the testbed is removed, the report covers what ran",
+        ));
+    }
+    let summary = format!("{}\n{decisions}", summary_md(&rows));
+    let _ = std::fs::write(dir.join("summary.md"), &summary);
+    meta.finished_unix = Some(report::now_unix());
+    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    let requests = csv_path.display().to_string();
+    let report_path = dir.join("report.html").display().to_string();
+    Ok(Outcome {
+        table: format!("{summary}\nrequests: {requests}\nreport: {report_path}\n"),
+        json: serde_json::json!({"dir": dir, "requests": requests, "report": report_path, "events": meta.events}),
+        dir,
+        incomplete: 0,
+    })
+}
+
+/// The comparison table: a row per policy, load, client and level, means
+/// over the repetitions with 95 % bootstrap CIs (never below the smallest
+/// value) where there are two or more.
+fn summary_md(rows: &[(String, BTreeMap<String, Vec<f64>>)]) -> String {
+    let mut s = String::from(
+        "| policy | load | client | concurrency | response mean (ms) [95 % CI, bootstrap] | p99 (ms) | throughput (req/s) | errors | lost conns | fairness (Jain) | requests r1/r2/r3/r4 | decision p99 (µs) | stats age (ms) | rules max |\n|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+    );
+    for (scenario, acc) in rows {
+        let mut words = scenario.split(' ');
+        let (v, load, client, level) = (
+            words.next().unwrap_or(""),
+            words.next().unwrap_or(""),
+            words.next().unwrap_or(""),
+            words.next().unwrap_or(""),
+        );
+        let get = |k: &str| acc.get(k).filter(|x| !x.is_empty());
+        let mean = |k: &str| get(k).map(|x| stats::mean(x));
+        let f = |k: &str, digits: usize| {
+            mean(k)
+                .filter(|x| x.is_finite())
+                .map_or("–".into(), |x| format!("{x:.digits$}"))
+        };
+        let resp = match get("response_ms_mean") {
+            Some(x) if x.len() >= 2 => {
+                let (lo, hi) = stats::ci_bootstrap(x, 0.95, 10_000, 8456);
+                format!("{:.2} [{lo:.2}, {hi:.2}]", stats::mean(x))
+            }
+            Some(x) => format!("{:.2}", stats::mean(x)),
+            None => "– (no answer)".into(),
+        };
+        let per: Vec<String> = (1..=REPLICAS).map(|r| f(&format!("r{r}_requests"), 0)).collect();
+        s += &format!(
+            "| {v} | {load} | {client} | {level} | {resp} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            f("response_ms_p99", 2),
+            f("throughput_rps", 1),
+            f("errors", 1),
+            f("lost_connections", 1),
+            f("fairness", 3),
+            per.join("/"),
+            f("decision_us_p99", 1),
+            f("stats_age_ms_mean", 1),
+            f("rules_max", 0),
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policies(p: &str) -> LbConfig {
+        LbConfig {
+            policies: p.split(',').map(String::from).collect(),
+            ..LbConfig::default()
+        }
+    }
+
+    #[test]
+    fn load_is_swept_over_alpha_and_counter_and_the_others_run_once() {
+        let p = plan(&policies("round-robin,load")).unwrap();
+        let names: Vec<&str> = p.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names.len(), 1 + 4 * 2, "{names:?}");
+        assert!(names.contains(&"load(a=0.3,tx)") && names.contains(&"load(a=1,rx)"));
+        let q = plan(&LbConfig {
+            quick: true,
+            ..LbConfig::default()
+        })
+        .unwrap();
+        assert_eq!(
+            q.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            ["round-robin", "txbytes", "load", "load-prev-delta"]
+        );
+        assert_eq!((q.levels.as_slice(), q.repetitions), (&[20, 60][..], 1));
+        for v in &p.variants {
+            lb_config(v, &LbConfig::default(), "10.78.1").unwrap();
+        }
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let d = LbConfig::default;
+        for (c, want) in [
+            (policies("fastest"), "unknown policy 'fastest'"),
+            (
+                LbConfig {
+                    alpha: vec![0.0],
+                    ..d()
+                },
+                "--alpha 0",
+            ),
+            (
+                LbConfig {
+                    concurrency: vec![0],
+                    ..d()
+                },
+                "--concurrency 0",
+            ),
+            (LbConfig { seconds: 0.1, ..d() }, "--seconds 0.1"),
+            (
+                LbConfig {
+                    switch: "bridge".into(),
+                    ..d()
+                },
+                "--switch 'bridge'",
+            ),
+        ] {
+            let e = c.validate().err().unwrap().to_string();
+            assert!(e.contains(want), "{c:?}: {e}");
+        }
+    }
+}
