@@ -9,6 +9,8 @@
 //! * [`hot`] has the allocation-free paths: PACKET_IN views and FLOW_MOD /
 //!   PACKET_OUT writers into a reused buffer.
 
+#[cfg(feature = "capture")]
+pub mod capture;
 pub mod codec;
 pub mod common;
 pub mod corpus;

@@ -7,13 +7,12 @@ mod bench_gen;
 mod bench_lb;
 mod bench_switch;
 mod net_cmd;
-mod ofp_decode;
 mod progress;
 mod run_cmd;
 mod switch_cmd;
 
 use clap::{Args, Parser, Subcommand};
-use ofp_decode::{CaptureDecoder, Record};
+use ofwire::capture::{self as ofp_decode, CaptureDecoder, Record};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -607,7 +606,10 @@ fn ofp_decode_cmd(args: DecodeArgs) -> ExitCode {
             args.ports.clone()
         };
         let mut dec = CaptureDecoder::new(ports);
-        if let Err(e) = ofp_decode::read_capture(path, &mut dec) {
+        let read = std::fs::read(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|data| ofp_decode::read_capture(path, &data, &mut dec));
+        if let Err(e) = read {
             eprintln!("sdnlab: {e}");
             return ExitCode::from(2);
         }

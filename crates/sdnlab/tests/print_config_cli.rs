@@ -19,8 +19,16 @@ fn every_bench_prints_a_file_that_runs_as_the_same_experiment() {
     for (bench, flags, expect) in [
         ("ctl", vec!["--switches", "3"], "switches = 3"),
         ("switch", vec!["--dut", "veth,bridge", "--no-tcp"], "tcp = false"),
-        ("dp", vec!["--dut", "sdnlab", "--tests", "throughput", "--quick"], "tests = [\"throughput\"]"),
-        ("gen", vec!["--generator", "trafgen", "--rounds", "2"], "generators = [\"trafgen\"]"),
+        (
+            "dp",
+            vec!["--dut", "sdnlab", "--tests", "throughput", "--quick"],
+            "tests = [\"throughput\"]",
+        ),
+        (
+            "gen",
+            vec!["--generator", "trafgen", "--rounds", "2"],
+            "generators = [\"trafgen\"]",
+        ),
         ("lb", vec!["--policy", "maglev", "--quick"], "policies = [\"maglev\"]"),
     ] {
         let mut args = vec!["bench", bench];

@@ -1,9 +1,9 @@
-//! `sdnlab ofp decode`: OpenFlow messages from hex (arguments or stdin) or
-//! from a pcap/pcapng capture (TCP reassembled per direction), decoded with
-//! `ofwire` into one record per message. No printing here: the caller
-//! renders records as text or JSON.
+//! OpenFlow messages out of hex text or a pcap/pcapng capture's bytes (TCP
+//! reassembled per direction), one record per message (`sdnlab ofp
+//! decode`). No I/O and no printing: the caller reads the file and
+//! renders the records. Built with the `capture` feature.
 
-use ofwire::{Framer, Message};
+use crate::{Framer, Message};
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
@@ -36,7 +36,7 @@ pub fn decode_hex(at: &str, hex: &str) -> Vec<Record> {
         at: at.to_string(),
         flow: None,
     };
-    let bytes = match ofwire::types::from_hex(hex) {
+    let bytes = match crate::types::from_hex(hex) {
         Ok(b) => b,
         Err(e) => {
             return vec![Record::Err {
@@ -69,10 +69,10 @@ pub fn decode_hex(at: &str, hex: &str) -> Vec<Record> {
     }
     if framer.pending() > 0 {
         let rest = &bytes[bytes.len() - framer.pending()..];
-        let error = match ofwire::Header::peek(rest) {
+        let error = match crate::Header::peek(rest) {
             Some(h) => format!(
                 "{} (version {:#04x}) header says {} bytes but only {} follow: truncated input",
-                ofwire::msg_type_name(h.version, h.msg_type),
+                crate::msg_type_name(h.version, h.msg_type),
                 h.version,
                 h.length,
                 rest.len()
@@ -88,7 +88,7 @@ pub fn decode_hex(at: &str, hex: &str) -> Vec<Record> {
 }
 
 fn decode_one(origin: Origin, raw: &[u8]) -> Record {
-    match ofwire::decode(raw) {
+    match crate::decode(raw) {
         Ok(message) => Record::Ok {
             origin,
             message,
@@ -96,7 +96,7 @@ fn decode_one(origin: Origin, raw: &[u8]) -> Record {
         },
         Err(e) => Record::Err {
             origin,
-            error: format!("{e} (bytes: {})", ofwire::types::to_hex(&raw[..raw.len().min(64)])),
+            error: format!("{e} (bytes: {})", crate::types::to_hex(&raw[..raw.len().min(64)])),
         },
     }
 }
@@ -249,11 +249,11 @@ fn fmt_flow(k: &(IpAddr, u16, IpAddr, u16)) -> String {
     format!("{} > {}", ep(&k.0, k.1), ep(&k.2, k.3))
 }
 
-/// Reads a pcap or pcapng file into the decoder.
-pub fn read_capture(path: &std::path::Path, dec: &mut CaptureDecoder) -> Result<(), String> {
-    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+/// Feeds a pcap or pcapng file's bytes to the decoder; the error says
+/// what is wrong with the file (after `path` as the caller names it).
+pub fn read_capture(path: &std::path::Path, data: &[u8], dec: &mut CaptureDecoder) -> Result<(), String> {
     if data.len() >= 4 && data[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
-        let mut reader = pcap_file::pcapng::PcapNgReader::new(&data[..])
+        let mut reader = pcap_file::pcapng::PcapNgReader::new(data)
             .map_err(|e| format!("{}: not a readable pcapng file: {e}", path.display()))?;
         let mut linktypes: Vec<u32> = Vec::new();
         while let Some(block) = reader.next_block() {
@@ -278,7 +278,7 @@ pub fn read_capture(path: &std::path::Path, dec: &mut CaptureDecoder) -> Result<
             }
         }
     } else {
-        let mut reader = pcap_file::pcap::PcapReader::new(&data[..])
+        let mut reader = pcap_file::pcap::PcapReader::new(data)
             .map_err(|e| format!("{}: neither pcap nor pcapng: {e}", path.display()))?;
         let lt = u32::from(reader.header().datalink);
         while let Some(pkt) = reader.next_packet() {
