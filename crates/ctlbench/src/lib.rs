@@ -14,6 +14,7 @@
 pub mod capacity;
 pub mod datapath;
 pub mod fabric;
+pub mod method;
 pub mod northbound;
 pub mod rate;
 pub use ofswitch::roles;

@@ -36,14 +36,11 @@ pub async fn search(
     mut on_round: impl FnMut(&Round),
 ) -> RateResult {
     cfg.mode = Mode::Throughput;
-    cfg.offered_rate = 0.0;
+    let mut search = crate::method::LossFreeRate::new(max_rounds, tolerance);
     let mut rounds = Vec::new();
-    let mut lost = 0;
-    let mut converged = false;
-    for _ in 0..max_rounds.max(2) {
-        let offered = cfg.offered_rate;
+    while let Some(offered) = search.next_offer() {
+        cfg.offered_rate = offered;
         let r = run(cfg.clone(), |_| {}).await;
-        lost += r.sessions_lost;
         let n = r.loops.len().max(1) as f64;
         let sent = r.loops.iter().map(|l| l.requests_per_s).sum::<f64>() / n;
         let answered = r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / n;
@@ -59,22 +56,16 @@ pub async fn search(
         };
         on_round(&round);
         rounds.push(round);
-        if answered <= 0.0 || r.sessions_lost > 0 {
-            break;
-        }
-        // Agreement: what was offered came back (within tolerance), and the
-        // driver managed to send it.
-        if offered > 0.0 && (answered - offered).abs() <= tolerance * offered && sent >= offered * (1.0 - tolerance) {
-            converged = true;
-            break;
-        }
-        cfg.offered_rate = answered;
+        search.record(crate::method::RoundSeen {
+            sent_per_s: sent,
+            answered_per_s: answered,
+            sessions_lost: r.sessions_lost,
+        });
     }
-    let last = rounds.last().map_or(0.0, |r| r.answered_per_s);
     RateResult {
-        loss_free_per_s: last,
-        converged,
-        sessions_lost: lost,
+        loss_free_per_s: search.rate(),
+        converged: search.converged(),
+        sessions_lost: search.sessions_lost(),
         rounds,
     }
 }

@@ -699,38 +699,21 @@ async fn grow_table(
     let n = fabric.spec.hosts.len();
     let sw = fabric.spec.hosts[0].0;
     let start = Instant::now();
-    let mut sent = 0u16;
-    let mut flows = fabric.stats.flows_of(sw);
-    let mut note = String::new();
-    while sent < max {
-        let upto = sent.saturating_add(step).min(max);
+    let mut growth = crate::method::TableGrowth::new(step, max, td, fabric.stats.flows_of(sw));
+    while let Some(batch) = growth.next_step() {
         // The controller must know the addresses before it can route to them.
-        announce(fabric, sent..upto).await;
-        let failure = fill(sent..upto).await;
-        sent = upto;
-        let now = settled_flows(fabric, sw, flows, start, td).await;
-        let grew = now.saturating_sub(flows);
-        flows = flows.max(now);
-        if let Some(e) = failure {
-            note = format!("requests failed after {sent} destinations ({flows} flows): {e}");
-            break;
-        }
-        if start.elapsed() >= td {
-            note = format!("stopped at Td ({:.1} s) with {sent} destinations", td.as_secs_f64());
-            break;
-        }
-        if grew < (step as u64 / 10).max(1) {
-            note = format!("the flow count stopped growing at {flows} (a step of {step} added {grew})");
-            break;
-        }
+        announce(fabric, batch.clone()).await;
+        let failure = fill(batch).await;
+        let now = settled_flows(fabric, sw, growth.flows(), start, td).await;
+        growth.record(now, failure, start.elapsed());
     }
     for h in 0..n {
         fabric.take_received(h);
     }
     TableCapacity {
-        destinations: sent as usize,
-        flows,
-        note,
+        destinations: growth.destinations() as usize,
+        flows: growth.flows(),
+        note: growth.note(),
     }
 }
 

@@ -347,21 +347,6 @@ struct AtFrame<'r, 'a> {
     frame: usize,
 }
 
-impl rfc2544::Observed for Trial {
-    fn sent(&self) -> u64 {
-        self.sent
-    }
-    fn received(&self) -> u64 {
-        self.received
-    }
-    fn offered_pps(&self) -> f64 {
-        self.offered_pps
-    }
-    fn rx_pps(&self) -> f64 {
-        self.rx_pps
-    }
-}
-
 impl rfc2544::Device for AtFrame<'_, '_> {
     type Trial = Trial;
     fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {

@@ -71,36 +71,66 @@ pub struct Throughput<T> {
     pub generator_bound: bool,
 }
 
-/// RFC 2544 26.1 with RFC 9004's confirmation at full duration.
-pub fn throughput<D: Device>(d: &mut D, s: Search) -> Result<Throughput<D::Trial>, MethodError> {
-    let max = d
-        .trial("throughput_max", None, s.search_s)
-        .map_err(MethodError::Device)?;
-    let generator_bound = !max.lost();
+/// What the binary search of RFC 2544 26.1 found, before any confirmation.
+#[derive(Debug)]
+pub struct LossFree<T> {
+    /// The highest rate tried that lost nothing (0: none did).
+    pub rate: f64,
+    /// The trial at that rate.
+    pub trial: Option<T>,
+    /// The lowest rate tried.
+    pub lowest: f64,
+}
+
+/// The binary search of RFC 2544 26.1: between nothing and what `max` (a
+/// trial at the generator's full rate) offered, trials of `seconds` until
+/// the bracket is within `resolution` of its top. The first probe goes
+/// just under what came back at full rate: a device forwards about that
+/// much, so the bracket starts narrow.
+pub fn loss_free_search<D: Device>(
+    d: &mut D,
+    max: &D::Trial,
+    resolution: f64,
+    seconds: f64,
+) -> Result<LossFree<D::Trial>, MethodError> {
     let (mut lo, mut hi) = (0.0f64, max.offered_pps());
-    // The lowest rate any trial offered, for the error when none passed.
+    let mut best = None;
     let mut lowest = hi;
     for probe in 0..20 {
-        if hi - lo <= s.resolution * hi {
+        if hi - lo <= resolution * hi {
             break;
         }
-        // The first probe just under what came back at full rate: a switch
-        // forwards about that much, so the bracket starts narrow.
         let rate = if probe == 0 && max.rx_pps() > 0.0 {
-            max.rx_pps().min(hi) * (1.0 - s.resolution / 2.0)
+            max.rx_pps().min(hi) * (1.0 - resolution / 2.0)
         } else {
             (lo + hi) / 2.0
         };
         let t = d
-            .trial("throughput_search", Some(rate), s.search_s)
+            .trial("throughput_search", Some(rate), seconds)
             .map_err(MethodError::Device)?;
         lowest = lowest.min(rate);
         if t.lost() {
             hi = rate;
         } else {
             lo = rate;
+            best = Some(t);
         }
     }
+    Ok(LossFree {
+        rate: lo,
+        trial: best,
+        lowest,
+    })
+}
+
+/// RFC 2544 26.1 with RFC 9004's confirmation at full duration.
+pub fn throughput<D: Device>(d: &mut D, s: Search) -> Result<Throughput<D::Trial>, MethodError> {
+    let max = d
+        .trial("throughput_max", None, s.search_s)
+        .map_err(MethodError::Device)?;
+    let generator_bound = !max.lost();
+    let found = loss_free_search(d, &max, s.resolution, s.search_s)?;
+    let (lo, mut lowest) = (found.rate, found.lowest);
     // A loss at full duration steps down by the resolution, then twice as
     // far each time (a noisy switch may need more than one step).
     let mut rate = lo;

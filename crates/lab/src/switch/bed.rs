@@ -688,6 +688,21 @@ pub(crate) struct Trial {
     pub(crate) rx: traffic::run::RecvReport,
 }
 
+impl crate::method::rfc2544::Observed for Trial {
+    fn sent(&self) -> u64 {
+        self.sent
+    }
+    fn received(&self) -> u64 {
+        self.received
+    }
+    fn offered_pps(&self) -> f64 {
+        self.offered_pps
+    }
+    fn rx_pps(&self) -> f64 {
+        self.rx_pps
+    }
+}
+
 /// The test frames of a trial on `bed`: `frame` bytes (FCS included)
 /// from the generating host to a MAC nobody owns, 16 streams (UDP source
 /// ports), `seconds` at `rate` (None: flat out).

@@ -107,6 +107,26 @@ impl SwitchConfig {
     }
 }
 
+/// Paced trials on a bed, each recorded as it ends: the device the
+/// zero-loss search runs against.
+struct Paced<'a, 'r> {
+    bed: &'a bed::Bed,
+    frame: usize,
+    record: &'r mut dyn FnMut(&str, &Trial),
+}
+
+impl crate::method::rfc2544::Device for Paced<'_, '_> {
+    type Trial = Trial;
+    fn trial(&mut self, _test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+        let t = trial(self.bed, self.frame, rate, seconds)?;
+        (self.record)("zero_loss_search", &t);
+        Ok(t)
+    }
+    fn burst(&mut self, _frames: u64) -> Result<(bool, f64), String> {
+        Err("bench switch sends no bursts".into())
+    }
+}
+
 fn setup(e: impl std::fmt::Display) -> LabError {
     LabError::Setup(e.to_string())
 }
@@ -247,31 +267,16 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 let _ = samples.flush();
             };
             record("max", &max);
-            // Zero-loss search between nothing and what the generator can offer.
-            let (mut lo, mut hi) = (0.0f64, max.offered_pps);
-            let mut best: Option<Trial> = None;
-            for probe in 0..12 {
-                if hi - lo <= resolution * hi {
-                    break;
-                }
-                // First just under what got through flat out, then bisect.
-                let rate = if probe == 0 {
-                    max.rx_pps.min(hi) * 0.98
-                } else {
-                    (lo + hi) / 2.0
-                };
-                let t = match trial(&bed, cfg.frame, Some(rate), seconds) {
-                    Ok(t) => t,
-                    Err(e) => return Err(setup(format!("{dut}: {e}"))),
-                };
-                record("zero_loss_search", &t);
-                if t.received >= t.sent {
-                    lo = rate;
-                    best = Some(t);
-                } else {
-                    hi = rate;
-                }
-            }
+            // Zero-loss search between nothing and what the generator can
+            // offer (RFC 2544's search, without its long confirmation).
+            let mut paced = Paced {
+                bed: &bed,
+                frame: cfg.frame,
+                record: &mut record,
+            };
+            let best = crate::method::rfc2544::loss_free_search(&mut paced, &max, resolution, seconds)
+                .map_err(|e| setup(format!("{dut}: {e}")))?
+                .trial;
             let tcp = if !cfg.tcp {
                 None
             } else {
