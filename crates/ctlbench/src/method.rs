@@ -139,7 +139,9 @@ impl TableGrowth {
         self.flows = self.flows.max(flows_now);
         let (sent, flows, step) = (self.sent, self.flows, self.step);
         self.note = if let Some(e) = failure {
-            Some(format!("requests failed after {sent} destinations ({flows} flows): {e}"))
+            Some(format!(
+                "requests failed after {sent} destinations ({flows} flows): {e}"
+            ))
         } else if elapsed >= self.td {
             Some(format!(
                 "stopped at Td ({:.1} s) with {sent} destinations",
@@ -185,7 +187,11 @@ mod tests {
 
     impl Controller {
         fn round(&self, offered: f64) -> RoundSeen {
-            let sent = if offered > 0.0 { offered.min(self.driver) } else { self.driver };
+            let sent = if offered > 0.0 {
+                offered.min(self.driver)
+            } else {
+                self.driver
+            };
             RoundSeen {
                 sent_per_s: sent,
                 answered_per_s: sent.min(self.capacity) * (1.0 - self.loss),
@@ -204,7 +210,14 @@ mod tests {
 
     #[test]
     fn the_search_finds_the_capacity_of_a_controller_slower_than_the_driver() {
-        let s = search(&Controller { capacity: 40_000.0, driver: 100_000.0, loss: 0.0 }, 0.01);
+        let s = search(
+            &Controller {
+                capacity: 40_000.0,
+                driver: 100_000.0,
+                loss: 0.0,
+            },
+            0.01,
+        );
         assert!(s.converged());
         assert_eq!(s.rate(), 40_000.0);
         // One unpaced round, one confirming it.
@@ -214,21 +227,42 @@ mod tests {
 
     #[test]
     fn a_controller_faster_than_the_driver_is_bounded_by_the_driver() {
-        let s = search(&Controller { capacity: 1e9, driver: 100_000.0, loss: 0.0 }, 0.01);
+        let s = search(
+            &Controller {
+                capacity: 1e9,
+                driver: 100_000.0,
+                loss: 0.0,
+            },
+            0.01,
+        );
         assert!(s.converged());
         assert_eq!(s.rate(), 100_000.0);
     }
 
     #[test]
     fn a_controller_that_answers_nothing_ends_the_search_at_once_unconverged() {
-        let s = search(&Controller { capacity: 0.0, driver: 100_000.0, loss: 0.0 }, 0.01);
+        let s = search(
+            &Controller {
+                capacity: 0.0,
+                driver: 100_000.0,
+                loss: 0.0,
+            },
+            0.01,
+        );
         assert!(!s.converged());
         assert_eq!((s.rate(), s.rounds().count()), (0.0, 1));
     }
 
     #[test]
     fn a_controller_that_always_loses_more_than_the_tolerance_never_converges() {
-        let s = search(&Controller { capacity: 50_000.0, driver: 100_000.0, loss: 0.05 }, 0.01);
+        let s = search(
+            &Controller {
+                capacity: 50_000.0,
+                driver: 100_000.0,
+                loss: 0.05,
+            },
+            0.01,
+        );
         assert!(!s.converged());
         assert_eq!(s.rounds().count(), 10, "it stops at the round limit");
         // Each round offered what the previous one got answered.
@@ -237,13 +271,25 @@ mod tests {
             assert_eq!(w[1].0, w[0].1.answered_per_s);
         }
         // Within the tolerance the same controller is loss-free.
-        assert!(search(&Controller { capacity: 50_000.0, driver: 100_000.0, loss: 0.005 }, 0.01).converged());
+        assert!(search(
+            &Controller {
+                capacity: 50_000.0,
+                driver: 100_000.0,
+                loss: 0.005
+            },
+            0.01
+        )
+        .converged());
     }
 
     #[test]
     fn a_dropped_session_ends_the_search() {
         let mut s = LossFreeRate::new(10, 0.01);
-        s.record(RoundSeen { sent_per_s: 10.0, answered_per_s: 5.0, sessions_lost: 1 });
+        s.record(RoundSeen {
+            sent_per_s: 10.0,
+            answered_per_s: 5.0,
+            sessions_lost: 1,
+        });
         assert_eq!((s.next_offer(), s.converged(), s.sessions_lost()), (None, false, 1));
     }
 

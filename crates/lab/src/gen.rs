@@ -10,8 +10,10 @@
 use crate::check::{one_of, range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
+use report::{Meta, Metric, RunWriter, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use stats::Better;
 use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -291,10 +293,27 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::Setup("bench gen needs root (network namespaces)".into()));
     }
-    let dir = place.dir(&place.name("bench-gen"));
+    let run_id = place.name("bench-gen");
+    let dir = place.dir(&run_id);
+    let mut meta = Meta {
+        benchmark: "bench gen".into(),
+        targets: args
+            .generators
+            .iter()
+            .map(|g| Target {
+                name: g.clone(),
+                ..Target::default()
+            })
+            .collect(),
+        parameters: json!({
+            "frame": 64, "seconds": args.seconds, "rounds": args.rounds,
+            "setup": "one veth pair between two namespaces, GRO on at the receiving end; every generator on core 0, one core",
+        }),
+        metrics: vec![Metric::new("pps", "frames/s", Better::Higher).titled("Frames into the veth")],
+        ..crate::rundir::started(&run_id)
+    };
     crate::rundir::write_experiment(&dir, &Experiment::Gen(args.clone()))?;
-    let samples_path = dir.join("samples.jsonl");
-    let mut samples = std::fs::File::create(&samples_path).map_err(crate::rundir::io_error(&samples_path))?;
+    let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
     let fail = |e: String| LabError::Setup(e);
     let pair = Pair::new().map_err(fail)?;
     let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
@@ -302,9 +321,17 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         for (g, v) in rates.iter_mut() {
             match measure(&pair, g, args.seconds, &dir) {
                 Ok(pps) => {
-                    let s = json!({"generator": g, "round": round, "frame": 64, "seconds": args.seconds, "pps": pps});
-                    let _ = writeln!(samples, "{s}");
-                    let _ = samples.flush();
+                    run.append(&Sample {
+                        kind: "trial".into(),
+                        scenario: g.clone(),
+                        trial: round as u32,
+                        index: 0,
+                        unix: report::now_unix(),
+                        values: [("pps".to_string(), pps)].into(),
+                        rtt_cdf: Vec::new(),
+                        note: None,
+                    })
+                    .map_err(crate::rundir::io_error(&dir))?;
                     obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
                     v.push(pps);
                 }
@@ -328,23 +355,14 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         };
         table.push_str(&format!("| {g} | {r:.0} | {x} |\n"));
     }
-    let meta = json!({
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "frame": 64, "seconds": args.seconds, "rounds": args.rounds,
-        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "setup": "one veth pair between two namespaces, GRO on at the receiving end; every generator on core 0, one core",
-    });
-    let _ = std::fs::write(
-        dir.join("meta.json"),
-        serde_json::to_vec_pretty(&meta).unwrap_or_default(),
-    );
-    let _ = std::fs::write(dir.join("summary.md"), &table);
-    let samples = samples_path.display().to_string();
+    std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
+    meta.finished_unix = Some(report::now_unix());
+    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    let report_path = dir.join("report.html").display().to_string();
     Ok(Outcome {
+        table: format!("{table}\nreport: {report_path}\n"),
+        json: json!({"dir": dir, "medians": medians, "report": report_path}),
         dir,
-        table: format!("{table}\nsamples: {samples}\n"),
-        json: json!({"medians": medians, "samples": samples}),
         incomplete: 0,
     })
 }

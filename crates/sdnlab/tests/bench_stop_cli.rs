@@ -56,7 +56,7 @@ fn a_bench_interrupted_mid_run_removes_its_test_bed() {
     let out = std::env::temp_dir().join(format!("sdnlab-bench-stop-{}", std::process::id()));
     let (mut child, tag) = start_bench("veth", &out);
     // Interrupted once the first trials are on disk, with more to come.
-    let samples = out.join("samples.jsonl");
+    let samples = out.join("trials.jsonl");
     wait_for_samples(&mut child, &samples, 2);
     assert!(!leftovers(&tag).is_empty(), "the test bed {tag} is not up");
     nix::sys::signal::kill(
@@ -101,7 +101,7 @@ fn processes_naming(tag: &str) -> Vec<u32> {
 fn what_a_killed_bench_leaves_is_removed_by_net_clean() {
     let out = std::env::temp_dir().join(format!("sdnlab-bench-kill-{}", std::process::id()));
     let (mut child, tag) = start_bench("sdnlab", &out);
-    wait_for_samples(&mut child, &out.join("samples.jsonl"), 1);
+    wait_for_samples(&mut child, &out.join("trials.jsonl"), 1);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!leftovers(&tag).is_empty(), "nothing of {tag} left to clean");

@@ -20,8 +20,10 @@ use crate::check::{one_of, range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use bed::{filler_rules, iperf, open_bed, remove_filler, trial, OfClient, Trial, DUTS};
+use report::{Meta, Metric, RunWriter, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use stats::Better;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use traffic::run::{GenMethod, RecvMethod};
@@ -127,6 +129,17 @@ impl crate::method::rfc2544::Device for Paced<'_, '_> {
     }
 }
 
+/// The figures of the report, one sample per switch, rule count and round.
+fn metrics() -> Vec<Metric> {
+    vec![
+        Metric::new("zero_loss_pps", "frames/s", Better::Higher).titled("Zero-loss forwarding rate"),
+        Metric::new("max_rx_pps", "frames/s", Better::Higher).titled("Forwarding rate, generator flat out"),
+        Metric::new("latency_us_p50", "µs", Better::Lower).titled("Median latency at the zero-loss rate"),
+        Metric::new("tcp_gbit_s", "Gbit/s", Better::Higher).titled("TCP throughput (iperf3)"),
+        Metric::new("flow_mods_per_s", "FLOW_MODs/s", Better::Higher).titled("Rule insertion rate"),
+    ]
+}
+
 fn setup(e: impl std::fmt::Display) -> LabError {
     LabError::Setup(e.to_string())
 }
@@ -158,11 +171,35 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     // threads that share the switch's core with its packet thread. Every
     // switch gets the same pause before it is measured.
     let settle = Duration::from_secs_f64(if cfg.quick { 0.3 } else { 3.0 });
-    let dir = place.dir(&place.name("bench-switch"));
-    crate::rundir::write_experiment(&dir, &Experiment::Switch(cfg.clone()))?;
+    let run_id = place.name("bench-switch");
+    let dir = place.dir(&run_id);
     // Open vSwitch's sockets need an absolute path.
-    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    let samples_path = dir.join("samples.jsonl");
+    let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
+    let mut meta = Meta {
+        benchmark: "bench switch".into(),
+        targets: cfg
+            .duts
+            .iter()
+            .map(|d| Target {
+                name: d.clone(),
+                version: bed::dut_version(d),
+                ..Target::default()
+            })
+            .collect(),
+        parameters: json!({
+            "frame": cfg.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods, "rounds": cfg.rounds,
+            "resolution": resolution, "tcp": cfg.tcp, "generator": cfg.generator, "receiver": cfg.receiver,
+            "settle_s_after_table_changes": settle.as_secs_f64(),
+            "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, xdp-patch, veth) where the kernel runs them",
+        }),
+        metrics: metrics(),
+        ..crate::rundir::started(&run_id)
+    };
+    crate::rundir::write_experiment(&dir, &Experiment::Switch(cfg.clone()))?;
+    let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
+    // Every trial as it ends; the report's samples are one per switch,
+    // rule count and round.
+    let samples_path = dir.join("trials.jsonl");
     let mut samples = std::fs::File::create(&samples_path).map_err(crate::rundir::io_error(&samples_path))?;
     let mut rows: Vec<serde_json::Value> = Vec::new();
     for dut in &cfg.duts {
@@ -302,6 +339,27 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 "tcp_gbit_s": tcp, "flow_mods_per_s": insert_rate,
             });
             obs.event(Event::Line(&row.to_string()));
+            let values = [
+                "max_rx_pps",
+                "zero_loss_pps",
+                "latency_us_p50",
+                "tcp_gbit_s",
+                "flow_mods_per_s",
+            ]
+            .into_iter()
+            .filter_map(|k| Some((k.to_string(), row[k].as_f64()?)))
+            .collect();
+            run.append(&Sample {
+                kind: "trial".into(),
+                scenario: format!("{dut}, {extra} extra rules"),
+                trial: round as u32,
+                index: 0,
+                unix: report::now_unix(),
+                values,
+                rtt_cdf: Vec::new(),
+                note: None,
+            })
+            .map_err(crate::rundir::io_error(&dir))?;
             rows.push(row);
         }
         drop(bed);
@@ -369,26 +427,15 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             num(median(&group, "flow_mods_per_s"), 0),
         ));
     }
-    let meta = json!({
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "frame": cfg.frame, "seconds": seconds, "rules": rules, "flow_mods": flow_mods, "rounds": cfg.rounds,
-        "generator": cfg.generator,
-        "receiver": cfg.receiver,
-        "settle_s_after_table_changes": settle.as_secs_f64(),
-        "pinning": "generator and receiver on core 0, the switch process on the last core (OVS: pmd-cpu-mask too); kernel switches (bridge, xdp-patch, veth) where the kernel runs them",
-        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-    });
-    let _ = std::fs::write(
-        dir.join("meta.json"),
-        serde_json::to_vec_pretty(&meta).unwrap_or_default(),
-    );
-    let _ = std::fs::write(dir.join("summary.md"), &table);
-    let samples = samples_path.display().to_string();
+    std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
+    meta.finished_unix = Some(report::now_unix());
+    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    let trials = samples_path.display().to_string();
+    let report_path = dir.join("report.html").display().to_string();
     Ok(Outcome {
+        table: format!("{table}\ntrials: {trials}\nreport: {report_path}\n"),
+        json: json!({"dir": dir, "rows": rows, "trials": trials, "report": report_path}),
         dir,
-        table: format!("{table}\nsamples: {samples}\n"),
-        json: json!({"rows": rows, "samples": samples}),
         incomplete: 0,
     })
 }
