@@ -68,7 +68,7 @@ fn main() {
         workers: 2,
         apps: vec![
             Arc::new(|_: &controller::app::Context| Box::new(Counter::default()) as Box<dyn SwitchApp>),
-            controller::app::by_name("l2-learning").unwrap(),
+            controller::catalog::by_name("l2-learning").unwrap(),
         ],
         session: ofconn::Config::default(),
         verbose: true,

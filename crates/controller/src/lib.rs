@@ -4,11 +4,14 @@
 
 pub mod app;
 pub mod apps;
+pub mod catalog;
 pub mod driver;
+pub mod embedded;
 pub mod flows;
 pub mod lldp;
 pub mod paths;
 pub mod rest;
 pub mod runtime;
+pub mod shared;
 pub mod tls;
 pub mod topology;

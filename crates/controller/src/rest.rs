@@ -19,7 +19,7 @@
 //!   POST   /paths {"src": H, "dst": H}    provision a path both ways (H: MAC or IPv4)
 //!   GET    /stats                         controller and per-switch counters
 
-use crate::app::AppSet;
+use crate::catalog::AppSet;
 use crate::driver::Wait;
 use crate::flows::{FlowFilter, FlowSpec};
 use crate::runtime::Handle;

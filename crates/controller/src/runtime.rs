@@ -159,36 +159,6 @@ pub fn raise_fd_limit() -> u64 {
     }
 }
 
-/// Starts a controller running app `app` (or several, comma-separated) on
-/// a loopback port of its own, for use inside another program (benchmarks,
-/// `sdnlab net --app`, tests).
-pub fn start_local(app: &str, workers: usize) -> Result<Handle, String> {
-    let set = crate::app::build(&app.split(',').collect::<Vec<_>>())?;
-    start(Config {
-        listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
-        workers,
-        apps: set.factories,
-        ..Default::default()
-    })
-    .map_err(|e| format!("starting the built-in controller: {e}"))
-}
-
-/// Like `start_local`, with the REST API on a loopback port of its own too;
-/// returns the controller and the API's address.
-pub fn start_local_with_rest(app: &str, workers: usize) -> Result<(Handle, SocketAddr), String> {
-    let set = crate::app::build(&app.split(',').collect::<Vec<_>>())?;
-    let h = start(Config {
-        listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
-        workers,
-        apps: set.factories.clone(),
-        ..Default::default()
-    })
-    .map_err(|e| format!("starting the built-in controller: {e}"))?;
-    let rest = crate::rest::serve(SocketAddr::from(([127, 0, 0, 1], 0)), h.clone(), set)
-        .map_err(|e| format!("starting the built-in REST API: {e}"))?;
-    Ok((h, rest))
-}
-
 /// Starts listeners and workers; returns once every listener is bound.
 pub fn start(cfg: Config) -> io::Result<Handle> {
     let limit = raise_fd_limit();

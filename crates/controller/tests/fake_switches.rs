@@ -15,7 +15,7 @@ fn start(handshake_timeout: Duration) -> runtime::Handle {
     runtime::start(Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 2,
-        apps: vec![controller::app::by_name("l2-learning").unwrap()],
+        apps: vec![controller::catalog::by_name("l2-learning").unwrap()],
         session: ofconn::Config {
             handshake_timeout,
             ..Default::default()

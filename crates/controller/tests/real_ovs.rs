@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn start_controller(app: &str) -> (runtime::Handle, SocketAddr) {
-    let set = controller::app::build(&[app]).unwrap();
+    let set = controller::catalog::build(&[app]).unwrap();
     let ctl = runtime::start(Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 2,
@@ -387,7 +387,7 @@ async fn switches_connect_over_tls() {
         Some(&dir.join("ca.pem")),
     )
     .unwrap();
-    let set = controller::app::build(&["l2-learning"]).unwrap();
+    let set = controller::catalog::build(&["l2-learning"]).unwrap();
     let ctl = runtime::start(Config {
         tls_listen: vec!["127.0.0.1:0".parse().unwrap()],
         tls: Some(tls),
@@ -448,7 +448,7 @@ async fn switches_connect_over_tls() {
 async fn a_standby_controller_takes_over_real_switches() {
     let (active, active_rest) = start_controller("paths");
     let watched = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let set = controller::app::build(&["paths"]).unwrap();
+    let set = controller::catalog::build(&["paths"]).unwrap();
     let standby = runtime::start(Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 2,

@@ -8,7 +8,7 @@ fn controller(app: &str) -> controller::runtime::Handle {
     controller::runtime::start(controller::runtime::Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 1,
-        apps: vec![controller::app::by_name(app).unwrap()],
+        apps: vec![controller::catalog::by_name(app).unwrap()],
         session: ofconn::Config::default(),
         verbose: false,
         ..Default::default()

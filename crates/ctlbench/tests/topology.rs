@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 fn controller(apps: &[&str]) -> (controller::runtime::Handle, SocketAddr) {
-    let set = controller::app::build(apps).unwrap();
+    let set = controller::catalog::build(apps).unwrap();
     let ctl = controller::runtime::start(controller::runtime::Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 2,
@@ -224,7 +224,7 @@ async fn a_standby_takes_over_when_the_active_controller_dies() {
     let spec = Spec::leaf_spine(2, 3, 1);
     let (active, active_rest) = controller(&["paths"]);
     let watched = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let set = controller::app::build(&["paths"]).unwrap();
+    let set = controller::catalog::build(&["paths"]).unwrap();
     let standby = controller::runtime::start(controller::runtime::Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 2,

@@ -55,13 +55,13 @@ pub fn list() -> Vec<Bed> {
 
 /// Whether a bed's owner still runs (an sdnlab process of that pid).
 pub fn owner_alive(bed: &Bed) -> bool {
-    crate::run::is_sdnlab(bed.pid)
+    crate::procs::is_sdnlab(bed.pid)
 }
 
 /// Processes whose command line names `tag` followed by more of a name
 /// (the switches a bed started on its interfaces).
 fn processes_naming(tag: &str) -> Vec<u32> {
-    crate::run::processes_whose_command_line(|c| {
+    crate::procs::processes_whose_command_line(|c| {
         c.split(['\0', ':', '=', ','])
             .any(|arg| arg.starts_with(tag) && arg.len() > tag.len())
     })
@@ -75,7 +75,7 @@ pub async fn clean_orphans() -> io::Result<Vec<String>> {
             continue;
         }
         for pid in processes_naming(&bed.tag) {
-            if crate::run::is_sdnlab(pid) {
+            if crate::procs::is_sdnlab(pid) {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid as i32),
                     nix::sys::signal::Signal::SIGTERM,
@@ -83,7 +83,7 @@ pub async fn clean_orphans() -> io::Result<Vec<String>> {
                 removed.push(format!("process {pid}"));
             }
         }
-        for pid in crate::run::stop_processes_under(&bed.dir) {
+        for pid in crate::procs::stop_processes_under(&bed.dir) {
             removed.push(format!("process {pid}"));
         }
         for ns in crate::kernel::netns_list(&bed.tag) {

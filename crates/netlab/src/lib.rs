@@ -7,6 +7,8 @@
 pub mod beds;
 pub mod kernel;
 pub mod ovs;
+pub mod procs;
 pub mod run;
 pub mod sdnsw;
+pub mod state;
 pub mod topo;

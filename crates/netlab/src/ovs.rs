@@ -3,20 +3,13 @@
 //! system paths), userspace datapath (`datapath_type=netdev`; there is no OVS
 //! kernel module here) and userspace TSO on, which TCP over veth needs.
 
-use crate::run::State;
+pub use crate::state::OvsState;
+use crate::state::{SslFiles, State};
 use crate::topo::Topology;
-use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct OvsState {
-    pub dir: PathBuf,
-    pub ovsdb_pid: u32,
-    pub vswitchd_pid: u32,
-}
 
 pub struct Ovs {
     pub state: OvsState,
@@ -148,7 +141,7 @@ impl Ovs {
         topo: &Topology,
         st: &State,
         default_controller: Option<&str>,
-        ssl: Option<&crate::run::SslFiles>,
+        ssl: Option<&SslFiles>,
     ) -> io::Result<()> {
         let mut args: Vec<String> = Vec::new();
         if let Some(f) = ssl {

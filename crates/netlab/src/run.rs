@@ -11,98 +11,14 @@
 use crate::kernel::{self, Nl};
 use crate::ovs::Ovs;
 use crate::topo::Topology;
-use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub const STATE_ROOT: &str = "/run/sdnlab/net";
-pub const NETNS_PREFIX: &str = "sdnlab-";
-pub const LINK_PREFIX: &str = "sl";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SwitchKind {
-    /// The Linux bridge: the papers' "legacy mode" baseline.
-    Bridge,
-    /// Open vSwitch, userspace datapath, run privately by netlab.
-    Ovs,
-    /// sdnlab's own userspace OpenFlow switch, one process per switch.
-    Sdnlab,
-}
-
-impl std::str::FromStr for SwitchKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "bridge" => Ok(SwitchKind::Bridge),
-            "ovs" => Ok(SwitchKind::Ovs),
-            "sdnlab" => Ok(SwitchKind::Sdnlab),
-            other => Err(format!("unknown switch kind '{other}': use bridge, ovs or sdnlab")),
-        }
-    }
-}
-
-/// What `up` was asked for.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct UpOptions {
-    pub kind: SwitchKind,
-    /// Controller for every switch without its own (`HOST:PORT`, or several
-    /// comma-separated: one connection each, OpenFlow roles decide); OVS only.
-    pub controller: Option<String>,
-    /// Keep redundant switch links up. By default netlab leaves the links
-    /// outside a spanning tree down, because Linux bridges here run without
-    /// STP and simple learning controllers flood forever around a loop.
-    #[serde(default)]
-    pub keep_loops: bool,
-    /// Key, certificate and CA certificate (PEM files) for switches whose
-    /// controller is `ssl:HOST:PORT`; OVS only.
-    #[serde(default)]
-    pub ssl: Option<SslFiles>,
-}
-
-/// What an OVS switch needs to reach a controller over TLS.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SslFiles {
-    pub private_key: PathBuf,
-    pub certificate: PathBuf,
-    pub ca_certificate: PathBuf,
-}
-
-/// Everything needed to find and remove a run, written before anything is created.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct State {
-    pub id: String,
-    pub options: UpOptions,
-    /// The `up` process, if it stays in the foreground.
-    pub pid: u32,
-    pub hosts: Vec<HostState>,
-    pub switches: Vec<(String, String)>,
-    pub links: Vec<LinkState>,
-    pub ovs: Option<crate::ovs::OvsState>,
-    /// The sdnlab switch processes (switch kind `sdnlab`).
-    #[serde(default)]
-    pub sdnlab: Vec<crate::sdnsw::SwitchProcess>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct HostState {
-    pub name: String,
-    pub netns: String,
-    pub ip: Ipv4Addr,
-    pub root_end: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct LinkState {
-    pub a: String,
-    pub b: String,
-    /// The root-namespace interfaces of this link (one for host links, two for switch links).
-    pub root_ends: Vec<String>,
-    /// Left down by netlab to break a loop (see `UpOptions::keep_loops`).
-    pub blocked: bool,
-}
+pub use crate::procs::{is_sdnlab, stop_processes_under};
+pub use crate::state::{
+    HostState, LinkState, SslFiles, State, SwitchKind, UpOptions, LINK_PREFIX, NETNS_PREFIX, STATE_ROOT,
+};
 
 pub struct Net {
     pub dir: PathBuf,
@@ -661,64 +577,6 @@ pub async fn clean() -> Result<Vec<String>, String> {
         }
     }
     Ok(removed)
-}
-
-/// Sends SIGTERM to every process whose command line names a path under
-/// `dir` (a run directory: only processes netlab started mention it), and
-/// waits up to 5 s for them to exit. This finds processes by our own unique
-/// path, never by program name.
-pub fn stop_processes_under(dir: &Path) -> Vec<u32> {
-    let needle = format!("{}/", dir.display());
-    let pids = processes_whose_command_line(|c| c.replace('\0', " ").contains(&needle));
-    for &pid in &pids {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-    }
-    let t = std::time::Instant::now();
-    while t.elapsed() < std::time::Duration::from_secs(5) && pids.iter().any(|p| alive(*p)) {
-        for &p in &pids {
-            let _ = nix::sys::wait::waitpid(
-                nix::unistd::Pid::from_raw(p as i32),
-                Some(nix::sys::wait::WaitPidFlag::WNOHANG),
-            );
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    pids
-}
-
-/// Every process but this one whose command line (arguments separated by
-/// NUL bytes) satisfies `matches`.
-pub(crate) fn processes_whose_command_line(matches: impl Fn(&str) -> bool) -> Vec<u32> {
-    let me = std::process::id();
-    std::fs::read_dir("/proc")
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|&pid| pid != me)
-                .filter(|pid| {
-                    std::fs::read(format!("/proc/{pid}/cmdline"))
-                        .map(|c| matches(&String::from_utf8_lossy(&c)))
-                        .unwrap_or(false)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Alive and not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
-}
-
-/// Whether a live pid is an sdnlab process (so a recycled pid is never signalled).
-pub fn is_sdnlab(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| String::from_utf8_lossy(&c).contains("sdnlab"))
-        .unwrap_or(false)
 }
 
 /// One ping result.

@@ -5,21 +5,12 @@
 //! carries a pid file in the run directory on its command line, so
 //! teardown finds it even if the `up` process died.
 
-use crate::run::State;
+use crate::state::State;
+pub use crate::state::SwitchProcess;
 use crate::topo::Topology;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A running sdnlab switch of a run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SwitchProcess {
-    pub name: String,
-    pub pid: u32,
-    /// Where it listens for OpenFlow tools: `tcp:127.0.0.1:PORT`.
-    pub ofp: String,
-}
 
 /// The `sdnlab` executable: `SDNLAB_BIN`, else this process if it is
 /// sdnlab, else the workspace's newest build.

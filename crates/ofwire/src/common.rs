@@ -1,8 +1,9 @@
 //! Message bodies whose layout is the same in OpenFlow 1.0 and 1.3.
 
-use crate::codec::{wire_enum, Put, Reader};
+use crate::codec::{Put, Reader};
 use crate::error::{DecodeError, ErrorCode, OFPET_EXPERIMENTER};
 use crate::types::Bytes;
+use crate::wire_enum::wire_enum;
 
 /// OFPT_ERROR.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -7,7 +7,7 @@
 //! pairs a human-readable description of what was wrong with the
 //! `ErrorCode` that a switch or controller should send back in OFPT_ERROR.
 
-use crate::codec::wire_enum;
+use crate::wire_enum::wire_enum;
 use crate::{OFP10_VERSION, OFP13_VERSION};
 use std::fmt;
 

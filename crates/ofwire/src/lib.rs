@@ -21,6 +21,7 @@ pub mod oxm;
 pub mod types;
 pub mod v10;
 pub mod v13;
+mod wire_enum;
 
 pub use common::*;
 pub use error::{DecodeError, ErrorCode};

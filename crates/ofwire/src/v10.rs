@@ -4,10 +4,11 @@
 //! lengths, padding and enumerations and returns errors carrying 1.0 error
 //! codes; `Body::encode` writes the exact bytes back.
 
-use crate::codec::{wire_enum, Put, Reader, Tlv8};
+use crate::codec::{Put, Reader, Tlv8};
 use crate::common::*;
 use crate::error::*;
 use crate::types::{Bytes, MacAddr};
+use crate::wire_enum::wire_enum;
 use std::net::Ipv4Addr;
 
 /// Message type numbers of OpenFlow 1.0.

@@ -4,13 +4,14 @@
 //! lengths, padding, enumerations, actions, instructions and OXM matches,
 //! returning 1.3 error codes; `Body::encode` writes the exact bytes back.
 
-use crate::codec::{align8, wire_enum, Put, Reader, Tlv8};
+use crate::codec::{align8, Put, Reader, Tlv8};
 use crate::common::*;
 use crate::error::*;
 use crate::oxm::{Match, Oxm};
 use crate::types::{Bytes, MacAddr};
 use crate::v10::fixed_list;
 pub use crate::v10::FlowModCommand;
+use crate::wire_enum::wire_enum;
 
 /// Message type numbers of OpenFlow 1.3.
 pub mod msg_type {

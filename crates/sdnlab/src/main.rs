@@ -444,7 +444,7 @@ fn agent_cmd(args: AgentArgs) -> ExitCode {
 fn controller_apps(
     apps: &[String],
     lb_config: Option<&std::path::Path>,
-) -> Result<(controller::app::AppSet, Option<std::sync::Arc<lb::Lb>>), String> {
+) -> Result<(controller::catalog::AppSet, Option<std::sync::Arc<lb::Lb>>), String> {
     let mut names = if apps.is_empty() {
         vec!["l2-learning".to_string()]
     } else {
@@ -454,7 +454,7 @@ fn controller_apps(
         if lb_config.is_some() {
             return Err("--lb-config is given but not --app lb".into());
         }
-        return Ok((controller::app::build(&names)?, None));
+        return Ok((controller::catalog::build(&names)?, None));
     };
     let path = lb_config.ok_or("--app lb needs --lb-config FILE (the VIP, the replicas and the policy)")?;
     let lb = lb::Lb::new(lb::Config::load(path)?);
@@ -462,7 +462,7 @@ fn controller_apps(
     if !names.iter().any(|n| n == "l2-learning") {
         names.insert(at, "l2-learning".into());
     }
-    let mut set = controller::app::build(&names)?;
+    let mut set = controller::catalog::build(&names)?;
     set.names.insert(at, "lb".into());
     set.factories.insert(at, lb.factory());
     lb.start_tcp_health();

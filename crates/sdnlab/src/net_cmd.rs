@@ -36,7 +36,7 @@ pub async fn up(
         if kind == SwitchKind::Bridge {
             return fail("--app needs OpenFlow switches: add --switch ovs");
         }
-        match controller::runtime::start_local(&app, 1) {
+        match controller::embedded::start_local(&app, 1) {
             Ok(h) => {
                 controller = Some(h.local_addrs[0].to_string());
                 eprintln!("sdnlab: built-in controller with app {app} on {}", h.local_addrs[0]);

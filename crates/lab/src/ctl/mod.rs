@@ -367,7 +367,7 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
             None,
         )),
         None => {
-            let h = controller::runtime::start_local(&a.app, workers())?;
+            let h = controller::embedded::start_local(&a.app, workers())?;
             let addr = h.local_addrs[0];
             Ok((
                 addr,

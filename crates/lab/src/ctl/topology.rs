@@ -244,7 +244,7 @@ fn start_one(
         };
         return Ok((t, nb.clone(), target, Controller::External));
     }
-    let (h, rest) = controller::runtime::start_local_with_rest(app, workers())?;
+    let (h, rest) = controller::embedded::start_local_with_rest(app, workers())?;
     let target = Target {
         name: format!("sdnlab controller, app {app} (embedded)"),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -583,7 +583,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         a.app.clone()
     };
     if a.embedded() {
-        controller::app::build(&app.split(',').collect::<Vec<_>>()).map_err(LabError::Config)?;
+        controller::catalog::build(&app.split(',').collect::<Vec<_>>()).map_err(LabError::Config)?;
     }
     controller::runtime::raise_fd_limit();
     // Failover needs roles, which OpenFlow 1.0 does not have.

@@ -1,0 +1,164 @@
+//! What a controller's switch drivers share with each other, with the
+//! applications and with the other threads: the registry of connected
+//! switches and the commands it carries, the controller's statistics, the
+//! standby state, and the applications' `Context`.
+
+use ofwire::{v13, Body, Message};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// Controller-wide counters (touched per session, never per message).
+#[derive(Default, Debug)]
+pub struct Stats {
+    pub sessions_active: AtomicU64,
+    pub sessions_total: AtomicU64,
+    pub switches_up: AtomicU64,
+    pub refused: AtomicU64,
+    pub replaced_duplicates: AtomicU64,
+    /// Messages of sessions that have ended (live sessions report their own).
+    pub messages_in: AtomicU64,
+    pub messages_out: AtomicU64,
+    pub errors_sent: AtomicU64,
+    /// Messages the apps wrote that would change a switch, held back while standby.
+    pub standby_held_back: AtomicU64,
+}
+
+/// High availability: a standby controller watches the active one and
+/// takes over when it stops answering. While standby, every OpenFlow 1.3
+/// switch is asked to make it a SLAVE that still gets PACKET_IN and
+/// PORT_STATUS (SET_ASYNC), so the apps learn the topology (from the
+/// active controller's LLDP probes) and the hosts as the active one does;
+/// what they write that would change a switch is held back. On takeover
+/// each switch is asked to make it MASTER with a newer generation id.
+/// (OpenFlow 1.0 has no roles: its switches get nothing from a standby.)
+#[derive(Debug, Default)]
+pub struct Ha {
+    pub active: std::sync::atomic::AtomicBool,
+    pub generation: AtomicU64,
+}
+
+impl Ha {
+    pub fn is_standby(&self) -> bool {
+        !self.active.load(Ordering::Acquire)
+    }
+
+    /// The role request (and asynchronous configuration) for a switch that
+    /// just connected or for takeover.
+    pub fn role_messages(&self) -> Vec<v13::Body> {
+        let generation_id = self.generation.load(Ordering::Acquire);
+        if self.is_standby() {
+            vec![
+                v13::Body::RoleRequest(v13::Role {
+                    role: v13::ControllerRole::Slave,
+                    generation_id,
+                }),
+                v13::Body::SetAsync(v13::AsyncConfig {
+                    packet_in_mask: [0b111, 0b111],
+                    port_status_mask: [0b111, 0b111],
+                    flow_removed_mask: [0b1111, 0],
+                }),
+            ]
+        } else {
+            vec![v13::Body::RoleRequest(v13::Role {
+                role: v13::ControllerRole::Master,
+                generation_id,
+            })]
+        }
+    }
+}
+
+/// What a request from another thread waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Every part of the reply with the request's xid (multipart/stats replies).
+    Reply,
+    /// A barrier sent after the request: the request is in effect.
+    Barrier,
+}
+
+pub type Answer = Result<Vec<Message>, String>;
+
+/// Work for a switch's session from another thread.
+pub enum Command {
+    /// Send `body` and answer with what `wait` says.
+    Request {
+        body: Body,
+        wait: Wait,
+        reply: oneshot::Sender<Answer>,
+    },
+    /// Send `body`, expect nothing (apps steering other switches).
+    Send(Body),
+    /// Report the session's counters.
+    Counters(oneshot::Sender<ofconn::Counters>),
+}
+
+/// A switch whose handshake completed, as other threads see it.
+pub(crate) struct Registered {
+    pub(crate) session: u64,
+    pub(crate) evict: Arc<Notify>,
+    pub(crate) info: ofconn::SwitchInfo,
+    pub(crate) commands: mpsc::UnboundedSender<Command>,
+}
+
+/// The switches that completed their handshake, by datapath id; the only
+/// state shared between workers (touched when a switch comes and goes, and
+/// by requests from other threads, never per PACKET_IN).
+#[derive(Clone, Default)]
+pub struct Registry(pub(crate) Arc<Mutex<HashMap<u64, Registered>>>);
+
+impl Registry {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Registered>> {
+        // A panicking app must not take every other switch down with it.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every registered session's eviction signal.
+    pub(crate) fn evictions(&self) -> Vec<Arc<Notify>> {
+        self.lock().values().map(|r| r.evict.clone()).collect()
+    }
+
+    pub fn datapath_ids(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.lock().keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    pub fn infos(&self) -> Vec<ofconn::SwitchInfo> {
+        let mut v: Vec<_> = self.lock().values().map(|r| r.info.clone()).collect();
+        v.sort_by_key(|i| i.datapath_id);
+        v
+    }
+
+    pub fn commands(&self, dpid: u64) -> Option<mpsc::UnboundedSender<Command>> {
+        self.lock().get(&dpid).map(|r| r.commands.clone())
+    }
+
+    /// Hands a command to switch `dpid`'s session; false when there is no such switch.
+    pub fn command(&self, dpid: u64, cmd: Command) -> bool {
+        match self.commands(dpid) {
+            Some(tx) => tx.send(cmd).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// What applications can reach beyond their own switch.
+#[derive(Clone, Default)]
+pub struct Context {
+    pub registry: Registry,
+}
+
+impl Context {
+    /// Sends `body` to switch `dpid` (through its session, on its worker);
+    /// false when that switch is not connected. The body must be in the
+    /// switch's version (`version_of`).
+    pub fn send(&self, dpid: u64, body: Body) -> bool {
+        self.registry.command(dpid, Command::Send(body))
+    }
+
+    pub fn version_of(&self, dpid: u64) -> Option<u8> {
+        self.registry.lock().get(&dpid).map(|r| r.info.version)
+    }
+}

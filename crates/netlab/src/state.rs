@@ -1,0 +1,111 @@
+//! What a running emulated network leaves on disk so another process
+//! (`sdnlab net down`, `clean`) can find and remove it: the options it was
+//! brought up with, its hosts, links and switch processes. Plain data, no
+//! behaviour: `run` writes it, `ovs` and `sdnsw` fill their parts.
+
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+pub const STATE_ROOT: &str = "/run/sdnlab/net";
+pub const NETNS_PREFIX: &str = "sdnlab-";
+pub const LINK_PREFIX: &str = "sl";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwitchKind {
+    /// The Linux bridge: the papers' "legacy mode" baseline.
+    Bridge,
+    /// Open vSwitch, userspace datapath, run privately by netlab.
+    Ovs,
+    /// sdnlab's own userspace OpenFlow switch, one process per switch.
+    Sdnlab,
+}
+
+impl std::str::FromStr for SwitchKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bridge" => Ok(SwitchKind::Bridge),
+            "ovs" => Ok(SwitchKind::Ovs),
+            "sdnlab" => Ok(SwitchKind::Sdnlab),
+            other => Err(format!("unknown switch kind '{other}': use bridge, ovs or sdnlab")),
+        }
+    }
+}
+
+/// What `up` was asked for.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UpOptions {
+    pub kind: SwitchKind,
+    /// Controller for every switch without its own (`HOST:PORT`, or several
+    /// comma-separated: one connection each, OpenFlow roles decide); OVS only.
+    pub controller: Option<String>,
+    /// Keep redundant switch links up. By default netlab leaves the links
+    /// outside a spanning tree down, because Linux bridges here run without
+    /// STP and simple learning controllers flood forever around a loop.
+    #[serde(default)]
+    pub keep_loops: bool,
+    /// Key, certificate and CA certificate (PEM files) for switches whose
+    /// controller is `ssl:HOST:PORT`; OVS only.
+    #[serde(default)]
+    pub ssl: Option<SslFiles>,
+}
+
+/// What an OVS switch needs to reach a controller over TLS.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SslFiles {
+    pub private_key: PathBuf,
+    pub certificate: PathBuf,
+    pub ca_certificate: PathBuf,
+}
+
+/// Everything needed to find and remove a run, written before anything is created.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct State {
+    pub id: String,
+    pub options: UpOptions,
+    /// The `up` process, if it stays in the foreground.
+    pub pid: u32,
+    pub hosts: Vec<HostState>,
+    pub switches: Vec<(String, String)>,
+    pub links: Vec<LinkState>,
+    pub ovs: Option<OvsState>,
+    /// The sdnlab switch processes (switch kind `sdnlab`).
+    #[serde(default)]
+    pub sdnlab: Vec<SwitchProcess>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostState {
+    pub name: String,
+    pub netns: String,
+    pub ip: Ipv4Addr,
+    pub root_end: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LinkState {
+    pub a: String,
+    pub b: String,
+    /// The root-namespace interfaces of this link (one for host links, two for switch links).
+    pub root_ends: Vec<String>,
+    /// Left down by netlab to break a loop (see `UpOptions::keep_loops`).
+    pub blocked: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OvsState {
+    pub dir: PathBuf,
+    pub ovsdb_pid: u32,
+    pub vswitchd_pid: u32,
+}
+
+/// A running sdnlab switch of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SwitchProcess {
+    pub name: String,
+    pub pid: u32,
+    /// Where it listens for OpenFlow tools: `tcp:127.0.0.1:PORT`.
+    pub ofp: String,
+}
