@@ -457,7 +457,55 @@ pub fn write_outputs(dir: &Path, runs: &[Run]) -> io::Result<Summary> {
     std::fs::write(&path, csv).map_err(|e| ctx(&path, e))?;
     let path = dir.join("report.html");
     std::fs::write(&path, html::render(runs, &summary)).map_err(|e| ctx(&path, e))?;
+    // An experiment with a table of its own wrote it before; the others
+    // get the summary's.
+    let path = dir.join("summary.md");
+    if !path.exists() {
+        std::fs::write(&path, markdown_table(&summary, &metrics(runs))).map_err(|e| ctx(&path, e))?;
+    }
     Ok(summary)
+}
+
+/// The summary as a Markdown table (`summary.md`): per scenario and
+/// metric, in plain words with the unit, n, median, mean and the 95 %
+/// bootstrap interval; then the best scenario per metric.
+pub fn markdown_table(summary: &Summary, metrics: &[Metric]) -> String {
+    let named: BTreeMap<&str, &Metric> = metrics.iter().map(|m| (m.name.as_str(), m)).collect();
+    let mut out =
+        String::from("| scenario | metric | n | median | mean | 95 % CI (bootstrap) |\n|---|---|---:|---:|---:|---|\n");
+    for c in &summary.cells {
+        let s = &c.summary;
+        let metric = named
+            .get(c.metric.as_str())
+            .map_or(c.metric.clone(), |m| format!("{} ({})", m.display_name(), m.unit));
+        out.push_str(&format!(
+            "| {} | {metric} | {} {} | {} | {} | {} .. {} |\n",
+            c.scenario.replace('|', "\\|"),
+            s.n,
+            c.over,
+            fmt_num(s.median),
+            fmt_num(s.mean),
+            fmt_num(c.ci95_bootstrap.0),
+            fmt_num(c.ci95_bootstrap.1)
+        ));
+    }
+    if !summary.best.is_empty() {
+        out.push('\n');
+    }
+    for b in &summary.best {
+        let metric = named
+            .get(b.metric.as_str())
+            .map_or(b.metric.clone(), |m| m.display_name());
+        out.push_str(&format!(
+            "- best {metric}: {} ({})\n",
+            b.scenario,
+            match b.result.chosen_by {
+                stats::ChosenBy::Test => "better than every other, p < 0.05",
+                stats::ChosenBy::Median => "by median: no scenario better than all others",
+            }
+        ));
+    }
+    out
 }
 
 /// A plain-text table of the summary for the terminal (`metrics` give the units).
@@ -640,9 +688,20 @@ mod tests {
         assert_eq!(summary.cells.len(), 2);
         assert_eq!(summary.cells[1].summary.mean, 204.5);
         assert_eq!(summary.best[0].scenario, "switches=2");
-        for f in ["summary.json", "summary.csv", "report.html"] {
+        for f in ["summary.json", "summary.csv", "report.html", "summary.md"] {
             assert!(dir.join(f).exists(), "{f}");
         }
+        // The Markdown table names the metric with its unit, a row per scenario.
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert!(
+            md.contains("| switches=2 | rate (responses/s) | 10 trials | 204.5 |"),
+            "{md}"
+        );
+        assert!(md.contains("- best rate: switches=2"), "{md}");
+        // An experiment's own table is kept when the report is rebuilt.
+        std::fs::write(dir.join("summary.md"), "own table").unwrap();
+        write_outputs(&dir, &[load(&dir).unwrap()]).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("summary.md")).unwrap(), "own table");
         let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
         assert!(html.contains("<svg") && html.contains("switches=2") && !html.contains("<script"));
         assert!(
