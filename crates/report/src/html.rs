@@ -390,7 +390,23 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
         .collect::<Vec<_>>()
         .join(", ");
     let _ = write!(h, "<h1>sdnlab: {}</h1>", esc(&title));
-    h.push_str("<h2>Setup</h2>");
+    // Metrics with no figure in this run (a test not run) get no section.
+    let metrics: Vec<crate::Metric> = crate::metrics(runs)
+        .into_iter()
+        .filter(|m| summary.cells.iter().any(|c| c.metric == m.name))
+        .collect();
+    // A table of contents: the setup, then a section per metric.
+    h.push_str("<nav><h2>Contents</h2><ol><li><a href=\"#setup\">Setup</a></li>");
+    for m in &metrics {
+        let _ = write!(
+            h,
+            "<li><a href=\"#m-{}\">{}</a></li>",
+            esc(&m.name),
+            esc(&m.display_name())
+        );
+    }
+    h.push_str("</ol><p>Beside this page: <a href=\"summary.csv\">summary.csv</a>, <a href=\"summary.json\">summary.json</a>, <a href=\"samples.jsonl\">samples.jsonl</a>, <a href=\"meta.json\">meta.json</a>, <a href=\"experiment.toml\">experiment.toml</a>.</p></nav>");
+    h.push_str("<h2 id=\"setup\">Setup</h2>");
     for r in runs {
         let m = &r.meta;
         let _ = write!(
@@ -405,10 +421,14 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
         for t in &m.targets {
             let _ = write!(
                 h,
-                "<tr><td>target</td><td>{} {} at {}{}</td></tr>",
+                "<tr><td>target</td><td>{} {}{}{}</td></tr>",
                 esc(&t.name),
                 esc(&t.version),
-                esc(&t.address),
+                if t.address.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {}", esc(&t.address))
+                },
                 if t.command.is_empty() {
                     String::new()
                 } else {
@@ -429,16 +449,22 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
             h.push_str("</ul>");
         }
     }
-    let metrics: Vec<crate::Metric> = crate::metrics(runs);
     for m in &metrics {
         let _ = write!(
             h,
-            "<h2>{} ({}; {} is better)</h2>",
+            "<h2 id=\"m-{}\">{} ({}; {} is better)</h2><p><code>{}</code>{}</p>",
             esc(&m.name),
+            esc(&m.display_name()),
             esc(&m.unit),
             match m.better {
                 stats::Better::Higher => "higher",
                 stats::Better::Lower => "lower",
+            },
+            esc(&m.name),
+            if m.method.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", esc(&m.method))
             }
         );
         h.push_str(&boxplot(summary, &m.name, &m.unit));

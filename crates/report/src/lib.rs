@@ -89,6 +89,11 @@ pub struct Metric {
     /// empty in runs written before titles (the name is shown then).
     #[serde(default)]
     pub title: String,
+    /// How it is measured, in a sentence or two, with the section of the
+    /// method it follows ("RFC 2544 section 26.1: ..."); empty when the
+    /// experiment does not say.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub method: String,
 }
 
 impl Metric {
@@ -98,7 +103,14 @@ impl Metric {
             unit: unit.into(),
             better,
             title: String::new(),
+            method: String::new(),
         }
+    }
+
+    /// The same metric with how it is measured.
+    pub fn measured(mut self, method: &str) -> Metric {
+        self.method = method.into();
+        self
     }
 
     /// The same metric with its name in plain words.
@@ -672,7 +684,10 @@ mod tests {
         let meta = Meta {
             run_id: "t1".into(),
             benchmark: "bench ctl".into(),
-            metrics: vec![Metric::new("rate", "responses/s", stats::Better::Higher)],
+            metrics: vec![
+                Metric::new("rate", "responses/s", stats::Better::Higher),
+                Metric::new("unmeasured", "s", stats::Better::Lower).titled("Never measured"),
+            ],
             setup: Setup::detect(),
             ..Default::default()
         };
@@ -704,6 +719,14 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.join("summary.md")).unwrap(), "own table");
         let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
         assert!(html.contains("<svg") && html.contains("switches=2") && !html.contains("<script"));
+        // A table of contents with a section per metric measured, and the
+        // files beside the page linked.
+        assert!(html.contains("<a href=\"#m-rate\">rate</a>") && html.contains("<h2 id=\"m-rate\">"));
+        assert!(
+            !html.contains("Never measured"),
+            "a metric with no figure gets no section"
+        );
+        assert!(html.contains("<a href=\"summary.csv\">"));
         assert!(
             RunWriter::create(&dir, &meta).is_err(),
             "a second run into the same directory"

@@ -643,18 +643,42 @@ fn add_row(table: &mut String, events: &mut Vec<String>, obs: &dyn Observer, wha
 
 fn metrics() -> Vec<Metric> {
     vec![
-        Metric::new("throughput_fps", "frames/s", Better::Higher),
-        Metric::new("latency_mean_us", "us", Better::Lower),
-        Metric::new("latency_p50_us", "us", Better::Lower),
-        Metric::new("latency_p999_us", "us", Better::Lower),
-        Metric::new("pdv_us", "us", Better::Lower),
-        Metric::new("b2b_frames", "frames", Better::Higher),
-        Metric::new("recovery_ms", "ms", Better::Lower),
-        Metric::new("rules", "rules", Better::Higher),
-        Metric::new("flow_mods_per_s", "1/s", Better::Higher),
-        Metric::new("first_packet_ms", "ms", Better::Lower),
-        Metric::new("tcp_gbit_s", "Gbit/s", Better::Higher),
-        Metric::new("forwarding_fps", "frames/s", Better::Higher),
+        Metric::new("throughput_fps", "frames/s", Better::Higher)
+            .titled("Throughput")
+            .measured("RFC 2544 section 26.1 with RFC 9004: a binary search for the highest rate at which no frame is lost, confirmed by a trial at full duration; a scenario is a switch at one frame size"),
+        Metric::new("latency_mean_us", "µs", Better::Lower)
+            .titled("Latency, mean")
+            .measured("RFC 2544 section 26.2: every frame timestamped at the throughput rate, repeated; the mean of each trial"),
+        Metric::new("latency_p50_us", "µs", Better::Lower)
+            .titled("Latency, median")
+            .measured("RFC 2544 section 26.2: the median of every frame's latency in each trial"),
+        Metric::new("latency_p999_us", "µs", Better::Lower)
+            .titled("Latency, 99.9th percentile")
+            .measured("RFC 2544 section 26.2: the 99.9th percentile of every frame's latency in each trial"),
+        Metric::new("pdv_us", "µs", Better::Lower)
+            .titled("Delay variation")
+            .measured("RFC 5481's packet delay variation: the 99.9th percentile of latency minus its minimum, per trial"),
+        Metric::new("b2b_frames", "frames", Better::Higher)
+            .titled("Back-to-back burst")
+            .measured("RFC 2544 section 26.4 with RFC 9004 section 3: the longest burst at the generator's full rate that crosses without loss, by binary search, repeated"),
+        Metric::new("recovery_ms", "ms", Better::Lower)
+            .titled("System recovery time")
+            .measured("RFC 2544 section 26.5: 110 % of the throughput rate, then 50 %; the time from the drop in rate to the last frame lost"),
+        Metric::new("rules", "rules", Better::Higher)
+            .titled("Flow table capacity")
+            .measured("OpenFlow scenario `capacity`: rules added until the switch refuses them or its table statistics stop growing"),
+        Metric::new("flow_mods_per_s", "FLOW_MODs/s", Better::Higher)
+            .titled("Rule insertion rate")
+            .measured("OpenFlow scenario `insertion`: FLOW_MODs pipelined, then a barrier; FLOW_MODs per second to its reply"),
+        Metric::new("first_packet_ms", "ms", Better::Lower)
+            .titled("Rule to first forwarded frame")
+            .measured("OpenFlow scenario `insertion`: from a FLOW_MOD sent under steady load to the first frame it forwards"),
+        Metric::new("tcp_gbit_s", "Gbit/s", Better::Higher)
+            .titled("TCP throughput")
+            .measured("iperf3, one TCP stream, the hosts' offloads left on"),
+        Metric::new("forwarding_fps", "frames/s", Better::Higher)
+            .titled("Forwarding rate, generator flat out")
+            .measured("frames received per second with the generator at its full rate (paths and parallel bridges)"),
     ]
 }
 

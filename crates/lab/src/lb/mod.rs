@@ -634,18 +634,18 @@ fn setup(e: impl std::fmt::Display) -> LabError {
 
 fn metrics() -> Vec<Metric> {
     vec![
-        Metric::new("response_ms_mean", "ms", Better::Lower),
-        Metric::new("response_ms_p50", "ms", Better::Lower),
-        Metric::new("response_ms_p99", "ms", Better::Lower),
-        Metric::new("response_ms_p999", "ms", Better::Lower),
-        Metric::new("throughput_rps", "1/s", Better::Higher),
-        Metric::new("throughput_mbit", "Mbit/s", Better::Higher),
-        Metric::new("errors", "requests", Better::Lower),
-        Metric::new("lost_connections", "connections", Better::Lower),
-        Metric::new("fairness", "Jain", Better::Higher),
-        Metric::new("decision_us_p99", "us", Better::Lower),
-        Metric::new("stats_age_ms_mean", "ms", Better::Lower),
-        Metric::new("rules_max", "rules", Better::Lower),
+        Metric::new("response_ms_mean", "ms", Better::Lower).titled("Response time, mean"),
+        Metric::new("response_ms_p50", "ms", Better::Lower).titled("Response time, median"),
+        Metric::new("response_ms_p99", "ms", Better::Lower).titled("Response time, 99th percentile"),
+        Metric::new("response_ms_p999", "ms", Better::Lower).titled("Response time, 99.9th percentile"),
+        Metric::new("throughput_rps", "requests/s", Better::Higher).titled("Requests served per second"),
+        Metric::new("throughput_mbit", "Mbit/s", Better::Higher).titled("Data served"),
+        Metric::new("errors", "requests", Better::Lower).titled("Failed requests"),
+        Metric::new("lost_connections", "connections", Better::Lower).titled("Lost connections"),
+        Metric::new("fairness", "Jain index", Better::Higher).titled("Fairness across replicas"),
+        Metric::new("decision_us_p99", "µs", Better::Lower).titled("Balancing decision time, 99th percentile"),
+        Metric::new("stats_age_ms_mean", "ms", Better::Lower).titled("Age of the port statistics used"),
+        Metric::new("rules_max", "rules", Better::Lower).titled("Rules in the switch, most"),
     ]
 }
 
