@@ -7,7 +7,7 @@
 //! core 0 and on one core only (trafgen `-P 1`). GRO is on at the
 //! receiving end for all of them, as the XDP generator needs it.
 
-use crate::check::{one_of, range, real};
+use crate::check::{range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, RunWriter, Sample, Target};
@@ -49,8 +49,17 @@ impl GenConfig {
         if self.generators.is_empty() {
             return Err(LabError::Config("--generator: name at least one".into()));
         }
-        for g in &self.generators {
-            one_of("generator", g, &GENERATORS)?;
+        if let Some(g) = self.generators.iter().find(|g| !GENERATORS.contains(&g.as_str())) {
+            return Err(LabError::Config(format!(
+                "unknown generator '{g}': choose from {}",
+                GENERATORS.join(", ")
+            )));
+        }
+        if self.seconds < 1.0 {
+            return Err(LabError::Config(format!(
+                "--seconds {} is too short; give 1 or more",
+                self.seconds
+            )));
         }
         real("seconds", self.seconds, 1.0, 3600.0)?;
         range("rounds", self.rounds, 1, 1000)

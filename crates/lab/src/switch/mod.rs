@@ -16,7 +16,7 @@
 
 pub mod bed;
 
-use crate::check::{one_of, range, real};
+use crate::check::{range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use bed::{filler_rules, iperf, open_bed, remove_filler, trial, OfClient, Trial, DUTS};
@@ -94,10 +94,15 @@ impl SwitchConfig {
         if self.duts.is_empty() {
             return Err(LabError::Config("--dut: name at least one switch".into()));
         }
-        for d in &self.duts {
-            one_of("dut", d, &DUTS)?;
+        if let Some(d) = self.duts.iter().find(|d| !DUTS.contains(&d.as_str())) {
+            return Err(LabError::Config(format!(
+                "unknown switch '{d}' in --dut: choose from {}",
+                DUTS.join(", ")
+            )));
         }
-        range("frame", self.frame, 64, 1518)?;
+        if !(64..=1518).contains(&self.frame) {
+            return Err(LabError::Config(format!("--frame {} is outside 64..=1518", self.frame)));
+        }
         range("rounds", self.rounds, 1, 1000)?;
         real("seconds", self.seconds, 0.1, 3600.0)?;
         real("resolution", self.resolution, 0.001, 0.5)?;
