@@ -330,17 +330,8 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         for (g, v) in rates.iter_mut() {
             match measure(&pair, g, args.seconds, &dir) {
                 Ok(pps) => {
-                    run.append(&Sample {
-                        kind: "trial".into(),
-                        scenario: g.clone(),
-                        trial: round as u32,
-                        index: 0,
-                        unix: report::now_unix(),
-                        values: [("pps".to_string(), pps)].into(),
-                        rtt_cdf: Vec::new(),
-                        note: None,
-                    })
-                    .map_err(crate::rundir::io_error(&dir))?;
+                    run.append(&Sample::trial(g.clone(), round as u32, [("pps", pps)]))
+                        .map_err(crate::rundir::io_error(&dir))?;
                     obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
                     v.push(pps);
                 }

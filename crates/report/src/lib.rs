@@ -178,6 +178,54 @@ pub struct Sample {
     pub note: Option<String>,
 }
 
+impl Sample {
+    /// A `trial` sample taken now: a trial's figures, what the statistics use.
+    pub fn trial<K: Into<String>>(
+        scenario: impl Into<String>,
+        trial: u32,
+        values: impl IntoIterator<Item = (K, f64)>,
+    ) -> Sample {
+        Sample::of("trial", scenario, trial, values)
+    }
+
+    /// A sample of `kind` (`loop`, `round`, `case`, ...) taken now.
+    pub fn of<K: Into<String>>(
+        kind: &str,
+        scenario: impl Into<String>,
+        trial: u32,
+        values: impl IntoIterator<Item = (K, f64)>,
+    ) -> Sample {
+        Sample {
+            kind: kind.into(),
+            scenario: scenario.into(),
+            trial,
+            index: 0,
+            unix: now_unix(),
+            values: values.into_iter().map(|(k, v)| (k.into(), v)).collect(),
+            rtt_cdf: Vec::new(),
+            note: None,
+        }
+    }
+
+    /// Its place within the trial.
+    pub fn at(mut self, index: u32) -> Sample {
+        self.index = index;
+        self
+    }
+
+    /// What the numbers do not say.
+    pub fn noted(mut self, note: Option<String>) -> Sample {
+        self.note = note;
+        self
+    }
+
+    /// With the round-trip distribution.
+    pub fn with_cdf(mut self, cdf: Vec<(f64, f64)>) -> Sample {
+        self.rtt_cdf = cdf;
+        self
+    }
+}
+
 /// A Unix time in ISO 8601, UTC, to the second: 2026-11-25T13:22:54Z.
 pub fn iso8601(unix: f64) -> String {
     let secs = if unix.is_finite() && unix > 0.0 { unix as u64 } else { 0 };

@@ -208,23 +208,20 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             };
             let mut write_errors = Vec::new();
             let report = rt.block_on(ctlbench::run(cfg.clone(), |l| {
-                let s = Sample {
-                    kind: "loop".into(),
-                    scenario: name.clone(),
+                let s = Sample::of(
+                    "loop",
+                    name.clone(),
                     trial,
-                    index: l.loop_index as u32,
-                    unix: report::now_unix(),
-                    values: BTreeMap::from([
-                        ("responses_per_s".to_string(), l.responses_per_s),
-                        ("matched_per_s".to_string(), l.matched_per_s),
-                        ("unmatched".to_string(), l.unmatched as f64),
-                        ("malformed_sent".to_string(), l.malformed_sent as f64),
-                        ("malformed_acted".to_string(), l.malformed_acted as f64),
-                        ("errors".to_string(), l.errors as f64),
-                    ]),
-                    rtt_cdf: Vec::new(),
-                    note: None,
-                };
+                    [
+                        ("responses_per_s", l.responses_per_s),
+                        ("matched_per_s", l.matched_per_s),
+                        ("unmatched", l.unmatched as f64),
+                        ("malformed_sent", l.malformed_sent as f64),
+                        ("malformed_acted", l.malformed_acted as f64),
+                        ("errors", l.errors as f64),
+                    ],
+                )
+                .at(l.loop_index as u32);
                 if let Err(e) = writer.append(&s) {
                     write_errors.push(e);
                 }
@@ -260,39 +257,33 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 meta.events.push(what.clone());
                 note = Some(what);
             }
-            let s = Sample {
-                kind: "trial".into(),
-                scenario: name.clone(),
+            let s = Sample::trial(
+                name.clone(),
                 trial,
-                index: 0,
-                unix: report::now_unix(),
-                values: BTreeMap::from([
-                    ("responses_per_s".to_string(), mean(&|l| l.responses_per_s)),
-                    ("matched_per_s".to_string(), matched),
-                    ("rtt_p50_us".to_string(), report.rtt_us_p50),
-                    ("rtt_p99_us".to_string(), report.rtt_us_p99),
-                    ("rtt_max_us".to_string(), report.rtt_us_max),
-                    ("sessions_lost".to_string(), report.sessions_lost as f64),
+                [
+                    ("responses_per_s", mean(&|l| l.responses_per_s)),
+                    ("matched_per_s", matched),
+                    ("rtt_p50_us", report.rtt_us_p50),
+                    ("rtt_p99_us", report.rtt_us_p99),
+                    ("rtt_max_us", report.rtt_us_max),
+                    ("sessions_lost", report.sessions_lost as f64),
                     (
-                        "unmatched".to_string(),
+                        "unmatched",
                         report.loops.iter().map(|l| l.unmatched).sum::<u64>() as f64,
                     ),
                     (
-                        "malformed_sent".to_string(),
+                        "malformed_sent",
                         report.loops.iter().map(|l| l.malformed_sent).sum::<u64>() as f64,
                     ),
                     (
-                        "malformed_acted".to_string(),
+                        "malformed_acted",
                         report.loops.iter().map(|l| l.malformed_acted).sum::<u64>() as f64,
                     ),
-                    (
-                        "errors".to_string(),
-                        report.loops.iter().map(|l| l.errors).sum::<u64>() as f64,
-                    ),
-                ]),
-                rtt_cdf: report.rtt_cdf.clone(),
-                note,
-            };
+                    ("errors", report.loops.iter().map(|l| l.errors).sum::<u64>() as f64),
+                ],
+            )
+            .with_cdf(report.rtt_cdf.clone())
+            .noted(note);
             writer.append(&s).map_err(write_error(&dir))?;
             obs.event(Event::Step {
                 status: &format!("{name}: {:.0} matched/s", matched),
@@ -413,26 +404,23 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     let mut failed_write = None;
     let results = rt.block_on(ctlbench::security::run_suite(cfg, |r| {
         let o = &r.observation;
-        let s = Sample {
-            kind: "case".into(),
-            scenario: r.case.into(),
-            trial: 0,
-            index: 0,
-            unix: report::now_unix(),
-            values: BTreeMap::from([
-                ("errors".to_string(), o.errors.len() as f64),
-                ("acted".to_string(), o.acted as f64),
-                ("closed".to_string(), f64::from(u8::from(o.closed))),
-                ("others_served".to_string(), f64::from(u8::from(r.others_served))),
-                ("controller_alive".to_string(), f64::from(u8::from(r.controller_alive))),
-            ]),
-            rtt_cdf: Vec::new(),
-            note: Some(format!(
-                "{}; other sessions {}",
-                r.outcome,
-                if r.others_served { "served" } else { "NOT served" }
-            )),
-        };
+        let s = Sample::of(
+            "case",
+            r.case,
+            0,
+            [
+                ("errors", o.errors.len() as f64),
+                ("acted", o.acted as f64),
+                ("closed", f64::from(u8::from(o.closed))),
+                ("others_served", f64::from(u8::from(r.others_served))),
+                ("controller_alive", f64::from(u8::from(r.controller_alive))),
+            ],
+        )
+        .noted(Some(format!(
+            "{}; other sessions {}",
+            r.outcome,
+            if r.others_served { "served" } else { "NOT served" }
+        )));
         if let Err(e) = writer.append(&s) {
             failed_write.get_or_insert(e);
         }
@@ -520,23 +508,19 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 r.held, r.ended_by, r.detail
             ),
         );
-        let s = Sample {
-            kind: "trial".into(),
-            scenario: "sessions".into(),
+        let s = Sample::trial(
+            "sessions",
             trial,
-            index: 0,
-            unix: report::now_unix(),
-            values: BTreeMap::from([
-                ("sessions_held".to_string(), r.held as f64),
-                ("seconds".to_string(), r.seconds),
-                ("sessions_per_s".to_string(), r.sessions_per_s),
-            ]),
-            rtt_cdf: Vec::new(),
-            note: Some(format!(
-                "{} sessions held; ended by {}: {}",
-                r.held, r.ended_by, r.detail
-            )),
-        };
+            [
+                ("sessions_held", r.held as f64),
+                ("seconds", r.seconds),
+                ("sessions_per_s", r.sessions_per_s),
+            ],
+        )
+        .noted(Some(format!(
+            "{} sessions held; ended by {}: {}",
+            r.held, r.ended_by, r.detail
+        )));
         writer.append(&s).map_err(write_error(&dir))?;
         results.push(r);
         if let Some(r) = running {
@@ -628,21 +612,18 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                 r.stop();
             }
             for (i, round) in rounds.iter().enumerate() {
-                let s = Sample {
-                    kind: "round".into(),
-                    scenario: name.clone(),
+                let s = Sample::of(
+                    "round",
+                    name.clone(),
                     trial,
-                    index: i as u32,
-                    unix: report::now_unix(),
-                    values: BTreeMap::from([
-                        ("offered_per_s".to_string(), round.offered_per_s),
-                        ("sent_per_s".to_string(), round.sent_per_s),
-                        ("answered_per_s".to_string(), round.answered_per_s),
-                        ("loss".to_string(), round.loss),
-                    ]),
-                    rtt_cdf: Vec::new(),
-                    note: None,
-                };
+                    [
+                        ("offered_per_s", round.offered_per_s),
+                        ("sent_per_s", round.sent_per_s),
+                        ("answered_per_s", round.answered_per_s),
+                        ("loss", round.loss),
+                    ],
+                )
+                .at(i as u32);
                 writer.append(&s).map_err(write_error(&dir))?;
             }
             let note = (!r.converged || r.sessions_lost > 0).then(|| {
@@ -656,19 +637,15 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                 meta.events.push(what.clone());
                 what
             });
-            let s = Sample {
-                kind: "trial".into(),
-                scenario: name.clone(),
+            let s = Sample::trial(
+                name.clone(),
                 trial,
-                index: 0,
-                unix: report::now_unix(),
-                values: BTreeMap::from([
-                    ("loss_free_per_s".to_string(), r.loss_free_per_s),
-                    ("rounds".to_string(), r.rounds.len() as f64),
-                ]),
-                rtt_cdf: Vec::new(),
-                note,
-            };
+                [
+                    ("loss_free_per_s", r.loss_free_per_s),
+                    ("rounds", r.rounds.len() as f64),
+                ],
+            )
+            .noted(note);
             writer.append(&s).map_err(write_error(&dir))?;
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }

@@ -662,16 +662,8 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 meta.events.push(n.clone());
                 n
             });
-            let sample = Sample {
-                kind: "trial".into(),
-                scenario: s.name.clone(),
-                trial: trial_no,
-                index: 0,
-                unix: report::now_unix(),
-                values: t.values,
-                rtt_cdf: Vec::new(),
-                note: note.or((!t.note.is_empty()).then_some(t.note)),
-            };
+            let sample = Sample::trial(s.name.clone(), trial_no, t.values)
+                .noted(note.or((!t.note.is_empty()).then_some(t.note)));
             writer.append(&sample).map_err(|source| LabError::Io {
                 path: dir.clone(),
                 source,

@@ -163,16 +163,7 @@ impl Runner<'_> {
 
     /// A figure for the report (and its statistics).
     pub(crate) fn figure(&mut self, scenario: String, trial: u32, values: &[(&str, f64)], cdf: Vec<(f64, f64)>) {
-        let s = Sample {
-            kind: "trial".into(),
-            scenario,
-            trial,
-            index: 0,
-            unix: report::now_unix(),
-            values: values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            rtt_cdf: cdf,
-            note: None,
-        };
+        let s = Sample::trial(scenario, trial, values.iter().copied()).with_cdf(cdf);
         if let Err(e) = self.run.append(&s) {
             self.problems.push(format!("writing a sample: {e}"));
         }

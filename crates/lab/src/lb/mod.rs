@@ -742,16 +742,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         let mut values = BTreeMap::new();
         values.insert("decision_us_p50".to_string(), m.decision_us_p50);
         values.insert("decision_us_p99".to_string(), m.decision_us_p99);
-        let _ = run.append(&Sample {
-            kind: "trial".into(),
-            scenario: format!("{} decision-alone", v.name),
-            trial: 0,
-            index: 0,
-            unix: report::now_unix(),
-            values,
-            rtt_cdf: Vec::new(),
-            note: None,
-        });
+        let _ = run.append(&Sample::trial(format!("{} decision-alone", v.name), 0, values));
     }
     obs.event(Event::Line(&format!("decision time alone:\n{decisions}")));
     let mut rows: Vec<(String, BTreeMap<String, Vec<f64>>)> = Vec::new();
@@ -799,16 +790,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                         for (k, x) in &values {
                             acc.entry(k.clone()).or_default().push(*x);
                         }
-                        let _ = run.append(&Sample {
-                            kind: "trial".into(),
-                            scenario: scenario.clone(),
-                            trial: rep,
-                            index: 0,
-                            unix: report::now_unix(),
-                            values,
-                            rtt_cdf: cdf,
-                            note,
-                        });
+                        let _ = run.append(&Sample::trial(scenario.clone(), rep, values).with_cdf(cdf).noted(note));
                     }
                     let mean = |k: &str| acc.get(k).map(|x| stats::mean(x)).unwrap_or(f64::NAN);
                     obs.event(Event::Line(&format!(

@@ -352,18 +352,12 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 "flow_mods_per_s",
             ]
             .into_iter()
-            .filter_map(|k| Some((k.to_string(), row[k].as_f64()?)))
-            .collect();
-            run.append(&Sample {
-                kind: "trial".into(),
-                scenario: format!("{dut}, {extra} extra rules"),
-                trial: round as u32,
-                index: 0,
-                unix: report::now_unix(),
+            .filter_map(|k| Some((k, row[k].as_f64()?)));
+            run.append(&Sample::trial(
+                format!("{dut}, {extra} extra rules"),
+                round as u32,
                 values,
-                rtt_cdf: Vec::new(),
-                note: None,
-            })
+            ))
             .map_err(crate::rundir::io_error(&dir))?;
             rows.push(row);
         }
