@@ -508,18 +508,10 @@ struct PathFigures {
 /// The open-platform paper's short and long paths: one switch, then a
 /// chain of `long_path` switches (for Open vSwitch, bridges of the same
 /// daemon joined by veths). A summary row.
-fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
+fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, String> {
     let one = path_figures(r, p, "1 switch")?;
     let chain_dir = dir.join(format!("{}-chain", r.dut));
-    let (chain, addrs) = open_chain(
-        r.dut,
-        &chain_dir,
-        generator,
-        r.bed.receiver,
-        "c",
-        p.long_path,
-        r.bed.ovs.as_ref(),
-    )?;
+    let (chain, addrs) = open_chain(r.dut, &chain_dir, r.bed.links(), "c", p.long_path, r.bed.ovs.as_ref())?;
     std::thread::sleep(Duration::from_millis(300));
     let long = {
         let mut cr = Runner {
@@ -559,20 +551,11 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) 
 /// bridges of two ports, each between its own pair of hosts, flat out
 /// one alone then all together, and the latency of each at the scenario
 /// rate while all carry it. A summary row.
-fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path, generator: GenMethod) -> Result<String, String> {
+fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, String> {
     let mut extra = Vec::new();
     for i in 1..p.parallel {
         let d = dir.join(format!("{}-bridge{}", r.dut, i + 1));
-        let bed = open_chain(
-            r.dut,
-            &d,
-            generator,
-            r.bed.receiver,
-            &format!("p{i}"),
-            1,
-            r.bed.ovs.as_ref(),
-        )?
-        .0;
+        let bed = open_chain(r.dut, &d, r.bed.links(), &format!("p{i}"), 1, r.bed.ovs.as_ref())?.0;
         extra.push(bed);
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -740,9 +723,12 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         metrics: metrics(),
         ..Meta::default()
     };
-    if p.frames.iter().any(|f| *f > 1518) {
-        crate::switch::bed::set_link_mtu(9000);
-    }
+    let links = crate::switch::bed::Links {
+        generator: args.generator,
+        receiver: args.receiver,
+        // Jumbo frames need every link's MTU raised.
+        mtu: p.frames.iter().any(|f| *f > 1518).then_some(9000),
+    };
     crate::rundir::write_experiment(&dir, &Experiment::Dp(args.clone()))?;
     let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
     let trials_path = dir.join("trials.jsonl");
@@ -774,7 +760,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             },
             None => Ports { inp: 1, out: 2 },
         };
-        let (bed, of_addr) = match open_bed(dut, &dir, args.generator, args.receiver, external.as_ref()) {
+        let (bed, of_addr) = match open_bed(dut, &dir, links, external.as_ref()) {
             Ok(b) => b,
             Err(e) => return Err(setup(format!("{dut}: {e}"))),
         };
@@ -954,11 +940,11 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             add_row(&mut iperf_table, &mut meta.events, obs, dut, row);
         }
         if wants("paths") && !["veth", "external"].contains(&dut.as_str()) {
-            let row = paths(&mut runner, &p, &dir, args.generator);
+            let row = paths(&mut runner, &p, &dir);
             add_row(&mut paths_table, &mut meta.events, obs, &format!("{dut}: paths"), row);
         }
         if wants("parallel") && !["veth", "external"].contains(&dut.as_str()) {
-            let row = parallel(&mut runner, &p, &dir, args.generator);
+            let row = parallel(&mut runner, &p, &dir);
             add_row(
                 &mut parallel_table,
                 &mut meta.events,

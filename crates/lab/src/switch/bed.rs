@@ -66,16 +66,14 @@ where
     blocking(ns, f).text()
 }
 
-/// The MTU of every link of the beds opened from now on (0: the default,
-/// 1500). Set once by a bench that sends jumbo frames.
-static LINK_MTU: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-pub(crate) fn set_link_mtu(mtu: u32) {
-    LINK_MTU.store(mtu, std::sync::atomic::Ordering::Relaxed);
-}
-
-fn link_mtu() -> Option<u32> {
-    Some(LINK_MTU.load(std::sync::atomic::Ordering::Relaxed)).filter(|m| *m > 0)
+/// How test frames travel on a bed: how they are sent, how the receiving
+/// host takes them, and every link's MTU (None: the default, 1500; a
+/// bench that sends jumbo frames asks for 9000).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Links {
+    pub(crate) generator: GenMethod,
+    pub(crate) receiver: RecvMethod,
+    pub(crate) mtu: Option<u32>,
 }
 
 /// The two hosts and the switches between them: one, or several in a
@@ -85,6 +83,8 @@ pub(crate) struct Bed {
     pub(crate) generator: GenMethod,
     /// How the receiving host takes test frames off its interface.
     pub(crate) receiver: RecvMethod,
+    /// Every link's MTU (None: the default).
+    pub(crate) mtu: Option<u32>,
     /// (generator and receiver, switch) cores, with two or more.
     pub(crate) cores: Option<(usize, usize)>,
     /// Each switch's two root-side ports, in path order (none for the
@@ -111,6 +111,15 @@ pub(crate) struct External {
 }
 
 impl Bed {
+    /// How frames travel on this bed (for another bed beside it).
+    pub(crate) fn links(&self) -> Links {
+        Links {
+            generator: self.generator,
+            receiver: self.receiver,
+            mtu: self.mtu,
+        }
+    }
+
     pub(crate) fn gen_ns(&self) -> String {
         format!("{}g", self.tag)
     }
@@ -145,12 +154,16 @@ impl Bed {
     pub(crate) fn chain(
         dut: &str,
         dir: &Path,
-        generator: GenMethod,
-        receiver: RecvMethod,
+        links: Links,
         suffix: &str,
         hops: usize,
         external: Option<&External>,
     ) -> Result<Bed, String> {
+        let Links {
+            generator,
+            receiver,
+            mtu,
+        } = links;
         // From here on a SIGINT or SIGTERM ends the run at its next trial,
         // with the testbed removed.
         crate::stop::catch_stop_signals();
@@ -171,6 +184,7 @@ impl Bed {
             tag,
             generator,
             receiver,
+            mtu,
             cores: (cpus >= 2).then_some((0, cpus - 1)),
             ports,
             children: Vec::new(),
@@ -188,7 +202,6 @@ impl Bed {
         for ns in [&g, &r] {
             netlab::kernel::netns_create(ns).map_err(|e| format!("namespace {ns}: {e}"))?;
         }
-        let mtu = link_mtu();
         if let Some(ext) = external {
             for i in [&ext.ifaces.0, &ext.ifaces.1] {
                 let name = i.clone();
@@ -567,7 +580,7 @@ pub(crate) fn start_dut(
                 for (n, p) in [(1, &a), (2, &b)] {
                     args.extend(["--", "add-port", &br, p, "--", "set", "interface", p].map(String::from));
                     args.push(format!("ofport_request={n}"));
-                    if let Some(mtu) = link_mtu() {
+                    if let Some(mtu) = bed.mtu {
                         args.push(format!("mtu_request={mtu}"));
                     }
                     if dut == "ovs-afxdp" {
@@ -589,7 +602,7 @@ pub(crate) fn start_dut(
                 addrs.push(addr);
             }
             "bridge" => {
-                let mtu = link_mtu();
+                let mtu = bed.mtu;
                 k(None, |nl| async move {
                     nl.bridge(&br, 0).await?;
                     if let Some(mtu) = mtu {
@@ -624,14 +637,13 @@ pub(crate) fn start_dut(
 pub(crate) fn open_chain(
     dut: &str,
     dir: &Path,
-    generator: GenMethod,
-    receiver: RecvMethod,
+    links: Links,
     suffix: &str,
     hops: usize,
     shared_ovs: Option<&netlab::ovs::Ovs>,
 ) -> Result<(Bed, Vec<std::net::SocketAddr>), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut bed = Bed::chain(dut, dir, generator, receiver, suffix, hops, None)?;
+    let mut bed = Bed::chain(dut, dir, links, suffix, hops, None)?;
     let addrs = start_dut(dut, &mut bed, shared_ovs)?;
     for addr in &addrs {
         OfClient::connect(*addr)
@@ -648,15 +660,14 @@ pub(crate) fn open_chain(
 pub(crate) fn open_bed(
     dut: &str,
     dir: &Path,
-    generator: GenMethod,
-    receiver: RecvMethod,
+    links: Links,
     external: Option<&External>,
 ) -> Result<(Bed, Option<std::net::SocketAddr>), String> {
     let dut_dir = dir.join(dut);
     let _ = std::fs::remove_dir_all(&dut_dir);
     std::fs::create_dir_all(&dut_dir).map_err(|e| format!("{}: {e}", dut_dir.display()))?;
     if let Some(ext) = external {
-        let bed = Bed::chain(dut, &dut_dir, generator, receiver, "", 0, Some(ext))?;
+        let bed = Bed::chain(dut, &dut_dir, links, "", 0, Some(ext))?;
         if let Some(addr) = ext.openflow {
             OfClient::connect(addr)
                 .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
@@ -665,7 +676,7 @@ pub(crate) fn open_bed(
         }
         return Ok((bed, ext.openflow));
     }
-    let (bed, addrs) = open_chain(dut, &dut_dir, generator, receiver, "", 1, None)?;
+    let (bed, addrs) = open_chain(dut, &dut_dir, links, "", 1, None)?;
     let of_addr = addrs.first().copied();
     Ok((bed, of_addr))
 }

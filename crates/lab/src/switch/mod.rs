@@ -213,7 +213,16 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" | "ovs" | "ovs-afxdp"
         );
         let rule_counts: Vec<usize> = if openflow { rules.clone() } else { vec![0] };
-        let (bed, of_addr) = match open_bed(dut, &dir, cfg.generator, cfg.receiver, None) {
+        let (bed, of_addr) = match open_bed(
+            dut,
+            &dir,
+            bed::Links {
+                generator: cfg.generator,
+                receiver: cfg.receiver,
+                mtu: None,
+            },
+            None,
+        ) {
             Ok(b) => b,
             Err(e) => return Err(setup(format!("{dut}: {e}"))),
         };
