@@ -26,6 +26,11 @@ pub enum LabError {
 }
 
 impl LabError {
+    /// A system, peer or tool that could not be set up, in its own words.
+    pub fn setup(e: impl std::fmt::Display) -> LabError {
+        LabError::Setup(e.to_string())
+    }
+
     /// Whether the caller (command line or file) is at fault, rather than the machine.
     pub fn is_usage(&self) -> bool {
         matches!(self, LabError::Config(_) | LabError::File { .. })

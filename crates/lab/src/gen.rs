@@ -323,8 +323,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     };
     crate::rundir::write_experiment(&dir, &Experiment::Gen(args.clone()))?;
     let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
-    let fail = |e: String| LabError::Setup(e);
-    let pair = Pair::new().map_err(fail)?;
+    let pair = Pair::new().map_err(LabError::Setup)?;
     let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
     for round in 0..args.rounds.max(1) {
         for (g, v) in rates.iter_mut() {
@@ -335,7 +334,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
                     v.push(pps);
                 }
-                Err(e) => return Err(fail(format!("{g}: {e}"))),
+                Err(e) => return Err(LabError::setup(format!("{g}: {e}"))),
             }
         }
     }

@@ -15,7 +15,7 @@ pub mod topology;
 
 pub use config::{all_tests, CtlConfig, TESTS};
 
-use crate::rundir::{open_run, started, Place};
+use crate::rundir::{io_error, open_run, started, Place};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, RunWriter, Sample, Target};
 use std::collections::BTreeMap;
@@ -25,17 +25,6 @@ use std::time::Duration;
 /// A line for the person watching.
 pub(crate) fn say(obs: &dyn Observer, s: String) {
     obs.event(Event::Line(&s));
-}
-
-fn setup(e: impl std::fmt::Display) -> LabError {
-    LabError::Setup(e.to_string())
-}
-
-fn write_error(dir: &Path) -> impl Fn(std::io::Error) -> LabError + '_ {
-    move |source| LabError::Io {
-        path: dir.to_path_buf(),
-        source,
-    }
 }
 
 /// The scenarios of a sweep: a name and the driver's config for each point.
@@ -234,7 +223,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 r.stop();
             }
             if let Some(e) = write_errors.pop() {
-                return Err(write_error(&dir)(e));
+                return Err(io_error(&dir)(e));
             }
             cbench_rates.extend(report.loops.iter().map(|l| l.responses_per_s));
             let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| {
@@ -284,7 +273,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             )
             .with_cdf(report.rtt_cdf.clone())
             .noted(note);
-            writer.append(&s).map_err(write_error(&dir))?;
+            writer.append(&s).map_err(io_error(&dir))?;
             obs.event(Event::Step {
                 status: &format!("{name}: {:.0} matched/s", matched),
             });
@@ -376,7 +365,7 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
 
 /// `--test security`: every malformed case, with what the controller did.
 fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-    let (addr, target, embedded) = target_of(a).map_err(setup)?;
+    let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
     let run_id = place.name("ctl-security");
     let dir = place.dir(&run_id);
     let cfg = ctlbench::security::SuiteConfig {
@@ -430,7 +419,7 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         r.stop();
     }
     if let Some(e) = failed_write {
-        return Err(write_error(&dir)(e));
+        return Err(io_error(&dir)(e));
     }
     if results.iter().any(|r| !r.controller_alive) {
         meta.events
@@ -485,7 +474,7 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     let mut results = Vec::new();
     for trial in 0..a.trials {
         // A fresh controller for each trial when sdnlab starts it.
-        let (addr, target, running) = target_of(a).map_err(setup)?;
+        let (addr, target, running) = target_of(a).map_err(LabError::setup)?;
         if meta.targets.is_empty() {
             meta.targets.push(target);
         }
@@ -521,7 +510,7 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             "{} sessions held; ended by {}: {}",
             r.held, r.ended_by, r.detail
         )));
-        writer.append(&s).map_err(write_error(&dir))?;
+        writer.append(&s).map_err(io_error(&dir))?;
         results.push(r);
         if let Some(r) = running {
             r.stop();
@@ -582,7 +571,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
     let mut invalid = 0;
     for (name, cfg) in &list {
         for trial in 0..a.trials {
-            let (addr, target, embedded) = target_of(a).map_err(setup)?;
+            let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
             if meta.targets.is_empty() {
                 meta.targets.push(target);
             }
@@ -624,7 +613,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                     ],
                 )
                 .at(i as u32);
-                writer.append(&s).map_err(write_error(&dir))?;
+                writer.append(&s).map_err(io_error(&dir))?;
             }
             let note = (!r.converged || r.sessions_lost > 0).then(|| {
                 invalid += 1;
@@ -646,7 +635,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                 ],
             )
             .noted(note);
-            writer.append(&s).map_err(write_error(&dir))?;
+            writer.append(&s).map_err(io_error(&dir))?;
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
     }
@@ -692,7 +681,7 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         dir.display()
     ));
     for trial in 0..a.trials {
-        let (addr, target, embedded) = target_of(a).map_err(setup)?;
+        let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
         if meta.targets.is_empty() {
             meta.targets.push(target);
         }
@@ -734,8 +723,8 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     "--syn-flood-pps: the SYN flood needs an IPv4 loopback target".into(),
                 ));
             };
-            let guard = DropSynAcks::install(v4.port()).map_err(setup)?;
-            let flood = ctlbench::synflood::SynFlood::start(v4, a.syn_flood_pps).map_err(setup)?;
+            let guard = DropSynAcks::install(v4.port()).map_err(LabError::setup)?;
+            let flood = ctlbench::synflood::SynFlood::start(v4, a.syn_flood_pps).map_err(LabError::setup)?;
             std::thread::sleep(Duration::from_millis(good.loop_ms));
             let r = rt.block_on(ctlbench::run(good.clone(), |_| {}));
             let sent = flood.stop();
@@ -788,7 +777,7 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 rtt_cdf: r.rtt_cdf.clone(),
                 note,
             };
-            writer.append(&s).map_err(write_error(&dir))?;
+            writer.append(&s).map_err(io_error(&dir))?;
         }
         say(obs, format!(
             "  trial {trial}: alone p50 {:.1} us, under attack p50 {:.1} us (p99 {:.1} -> {:.1}); attackers answered {}/s",
@@ -845,7 +834,7 @@ fn run_peers(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
     }
     let mut json = serde_json::json!({ "run": dir, "peers": each });
     if runs.len() > 1 {
-        let summary = report::write_outputs(&dir, &runs).map_err(write_error(&dir))?;
+        let summary = report::write_outputs(&dir, &runs).map_err(io_error(&dir))?;
         table += "\n== all peers\n";
         table += &report::terminal_table(&summary, &report::metrics(&runs));
         say(
@@ -921,7 +910,7 @@ pub(crate) fn finish_run(
     obs: &dyn Observer,
 ) -> Result<Outcome, LabError> {
     meta.finished_unix = Some(report::now_unix());
-    let summary = writer.finish(meta).map_err(write_error(dir))?;
+    let summary = writer.finish(meta).map_err(io_error(dir))?;
     for e in &meta.events {
         say(obs, format!("sdnlab bench ctl: {e}"));
     }

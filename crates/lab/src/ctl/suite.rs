@@ -510,12 +510,8 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         std::env::args().collect::<Vec<_>>().join(" "),
         lines.join("\n")
     );
-    let io = |source| LabError::Io {
-        path: dir.clone(),
-        source,
-    };
-    std::fs::write(dir.join("suite.md"), &md).map_err(io)?;
-    let summary = report::suite::write(&dir, &index).map_err(io)?;
+    std::fs::write(dir.join("suite.md"), &md).map_err(crate::rundir::io_error(&dir))?;
+    let summary = report::suite::write(&dir, &index).map_err(crate::rundir::io_error(&dir))?;
     say(
         obs,
         format!(

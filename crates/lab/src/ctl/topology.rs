@@ -664,10 +664,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             });
             let sample = Sample::trial(s.name.clone(), trial_no, t.values)
                 .noted(note.or((!t.note.is_empty()).then_some(t.note)));
-            writer.append(&sample).map_err(|source| LabError::Io {
-                path: dir.clone(),
-                source,
-            })?;
+            writer.append(&sample).map_err(crate::rundir::io_error(&dir))?;
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
         if a.test == "discovery-size" {

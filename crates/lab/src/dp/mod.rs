@@ -169,10 +169,6 @@ impl DpConfig {
     }
 }
 
-fn setup(e: impl std::fmt::Display) -> LabError {
-    LabError::Setup(e.to_string())
-}
-
 pub const RFC_TESTS: [&str; 5] = ["throughput", "latency", "loss", "b2b", "recovery"];
 pub const IPERF_TESTS: [&str; 2] = ["tcp", "udp"];
 pub const TOPOLOGY_TESTS: [&str; 2] = ["paths", "parallel"];
@@ -669,7 +665,9 @@ fn metrics() -> Vec<Metric> {
 pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let p = plan(args).map_err(LabError::Config)?;
     if !nix::unistd::Uid::effective().is_root() {
-        return Err(setup("bench dp needs root (network namespaces, AF_PACKET, XDP)"));
+        return Err(LabError::setup(
+            "bench dp needs root (network namespaces, AF_PACKET, XDP)",
+        ));
     }
     let run_id = place.name("bench-dp");
     let dir = place.dir(&run_id);
@@ -762,7 +760,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         };
         let (bed, of_addr) = match open_bed(dut, &dir, links, external.as_ref()) {
             Ok(b) => b,
-            Err(e) => return Err(setup(format!("{dut}: {e}"))),
+            Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
         };
         if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {
             let rate = format!("{}kbit", (mbit * 1000.0) as u64);
@@ -781,7 +779,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                 "latency",
                 "20ms",
             ]) {
-                return Err(setup(format!("--limit-mbit: {e}")));
+                return Err(LabError::setup(format!("--limit-mbit: {e}")));
             }
         }
         std::thread::sleep(Duration::from_millis(300));
@@ -842,7 +840,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                             );
                             lat.push(t)
                         }
-                        Err(e) => return Err(setup(format!("{dut}: {e}"))),
+                        Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
                     }
                 }
             }
@@ -851,13 +849,13 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             if wants("loss") || wants("b2b") || wants("recovery") {
                 match runner.run("loss_max", frame, None, p.search_s) {
                     Ok(t) => max_rate = Some(t.offered_pps),
-                    Err(e) => return Err(setup(format!("{dut}: {e}"))),
+                    Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
                 }
             }
             if let (true, Some(max)) = (wants("loss"), max_rate) {
                 match rfc2544::frame_loss_rate(&mut AtFrame { r: &mut runner, frame }, max, p.trial_s) {
                     Ok(curve) => losses = curve.iter().map(|(_, pct)| *pct).collect(),
-                    Err(e) => return Err(setup(format!("{dut}: {e}"))),
+                    Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
                 }
             }
             let mut b2b_cell = "-".to_string();
@@ -874,7 +872,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                             b.frames, b.burst_rate
                         );
                     }
-                    Err(e) => return Err(setup(format!("{dut}: {e}"))),
+                    Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
                 }
             }
             let mut recovery_cell = "-".to_string();
@@ -893,7 +891,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                             );
                             times.push(s * 1e3);
                         }
-                        Err(e) => return Err(setup(format!("{dut}: {e}"))),
+                        Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
                     }
                 }
                 recovery_cell = format!(

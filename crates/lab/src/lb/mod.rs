@@ -628,10 +628,6 @@ enum ClientRun {
     Httperf(load::Httperf),
 }
 
-fn setup(e: impl std::fmt::Display) -> LabError {
-    LabError::Setup(e.to_string())
-}
-
 fn metrics() -> Vec<Metric> {
     vec![
         Metric::new("response_ms_mean", "ms", Better::Lower).titled("Response time, mean"),
@@ -653,7 +649,7 @@ fn metrics() -> Vec<Metric> {
 pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let p = plan(a).map_err(LabError::Config)?;
     if !nix::unistd::Uid::effective().is_root() {
-        return Err(setup("bench lb builds namespaces and veths: run it as root"));
+        return Err(LabError::setup("bench lb builds namespaces and veths: run it as root"));
     }
     let run_id = place.name("bench-lb");
     let dir = place.dir(&run_id);
@@ -667,7 +663,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         .map(|&c| format!("/{}", ::lb::replica::chunk_name(c)))
         .collect();
     if let Err(e) = std::fs::write(&wlog, hetero_uris.join("\0") + "\0") {
-        return Err(setup(format!("{}: {e}", wlog.display())));
+        return Err(LabError::setup(format!("{}: {e}", wlog.display())));
     }
     let homo_uris = vec![format!("/{}", ::lb::replica::HOMOGENEOUS_FILE)];
     let mut meta = Meta {
@@ -696,12 +692,12 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     };
     let mut run = match RunWriter::create(&dir, &meta) {
         Ok(w) => w,
-        Err(e) => return Err(setup(e.to_string())),
+        Err(e) => return Err(LabError::setup(e.to_string())),
     };
     let csv_path = dir.join("requests.csv");
     let mut csv = match std::fs::File::create(&csv_path) {
         Ok(f) => f,
-        Err(e) => return Err(setup(format!("{}: {e}", csv_path.display()))),
+        Err(e) => return Err(LabError::setup(format!("{}: {e}", csv_path.display()))),
     };
     let _ = writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error");
     crate::stop::catch_stop_signals();
@@ -711,7 +707,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     )));
     let mut lab = match up(a, &p.variants[0], &videos) {
         Ok(l) => l,
-        Err(e) => return Err(setup(e)),
+        Err(e) => return Err(LabError::setup(e)),
     };
     // Each policy's decision alone: new flows fed to a fresh app as fast
     // as it takes them, no switch and no other load (the agents do answer).
@@ -721,7 +717,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     for v in &p.variants {
         let cfg = match lb_config(v, a, &lab.mgmt) {
             Ok(c) => c,
-            Err(e) => return Err(setup(e)),
+            Err(e) => return Err(LabError::setup(e)),
         };
         let flows = if lb::policy::Kind::from_name(&v.policy).is_some_and(|k| k.asks_servers()) {
             if a.quick {
@@ -749,7 +745,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     for v in &p.variants {
         let cfg = match lb_config(v, a, &lab.mgmt) {
             Ok(c) => c,
-            Err(e) => return Err(setup(e)),
+            Err(e) => return Err(LabError::setup(e)),
         };
         for load in &p.loads {
             for client in &p.clients {

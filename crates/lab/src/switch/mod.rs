@@ -145,15 +145,13 @@ fn metrics() -> Vec<Metric> {
     ]
 }
 
-fn setup(e: impl std::fmt::Display) -> LabError {
-    LabError::Setup(e.to_string())
-}
-
 /// Runs the benchmark into `place`.
 pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     cfg.validate()?;
     if !nix::unistd::Uid::effective().is_root() {
-        return Err(setup("bench switch needs root (network namespaces, AF_PACKET)"));
+        return Err(LabError::setup(
+            "bench switch needs root (network namespaces, AF_PACKET)",
+        ));
     }
     let seconds = if cfg.quick { cfg.seconds.min(0.5) } else { cfg.seconds };
     let resolution = if cfg.quick {
@@ -224,13 +222,13 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             None,
         ) {
             Ok(b) => b,
-            Err(e) => return Err(setup(format!("{dut}: {e}"))),
+            Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
         };
         let mut insert_rate = None;
         if let Some(addr) = of_addr {
             let mut c = match OfClient::connect(addr) {
                 Ok(c) => c,
-                Err(e) => return Err(setup(format!("{dut}: {e}"))),
+                Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
             };
             // Insertion rate: flow_mods distinct rules, then removed again.
             let mods = filler_rules(flow_mods, 0x0080_0000, 2);
@@ -244,13 +242,13 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                         flow_mods as f64 / s
                     )));
                 }
-                Err(e) => return Err(setup(format!("{dut}: flow mods: {e}"))),
+                Err(e) => return Err(LabError::setup(format!("{dut}: flow mods: {e}"))),
             }
             let mut del = ofwire::v13::FlowMod::add(100);
             del.command = ofwire::v13::FlowModCommand::Delete;
             del.match_ = ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::EthType(0x0800)]);
             if let Err(e) = c.install(&[del]) {
-                return Err(setup(format!("{dut}: removing the timed rules: {e}")));
+                return Err(LabError::setup(format!("{dut}: removing the timed rules: {e}")));
             }
         }
         // Let ARP and IPv6 chatter (and the timed FLOW_MODs' removal)
@@ -268,7 +266,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             if extra < installed {
                 if let Some(addr) = of_addr {
                     if let Err(e) = OfClient::connect(addr).and_then(|mut c| c.install(&[remove_filler()])) {
-                        return Err(setup(format!("{dut}: emptying the table: {e}")));
+                        return Err(LabError::setup(format!("{dut}: emptying the table: {e}")));
                     }
                     installed = 0;
                     std::thread::sleep(settle);
@@ -282,7 +280,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                     let filled = OfClient::connect(addr)
                         .and_then(|mut c| c.install(&filler_rules(extra - installed, installed as u32, 2)));
                     if let Err(e) = filled {
-                        return Err(setup(format!("{dut}: filling the table: {e}")));
+                        return Err(LabError::setup(format!("{dut}: filling the table: {e}")));
                     }
                     obs.event(Event::Line(&format!(
                         "{dut}: {extra} extra rules in the table ({:.1} s)",
@@ -294,7 +292,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             }
             let max = match trial(&bed, cfg.frame, None, seconds) {
                 Ok(t) => t,
-                Err(e) => return Err(setup(format!("{dut}: {e}"))),
+                Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
             };
             let stats = |addr: Option<std::net::SocketAddr>| {
                 addr.and_then(|a| OfClient::connect(a).ok())
@@ -326,7 +324,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 record: &mut record,
             };
             let best = crate::method::rfc2544::loss_free_search(&mut paced, &max, resolution, seconds)
-                .map_err(|e| setup(format!("{dut}: {e}")))?
+                .map_err(|e| LabError::setup(format!("{dut}: {e}")))?
                 .trial;
             let tcp = if !cfg.tcp {
                 None
