@@ -12,7 +12,7 @@ pub struct DpBenchArgs {
     /// Switches under test, comma-separated: sdnlab, sdnlab-afxdp,
     /// sdnlab-fastpath, ovs, ovs-afxdp, bridge, veth, external (see
     /// --external-ports).
-    #[arg(long, value_delimiter = ',', default_value = "sdnlab,ovs,bridge")]
+    #[arg(long, value_delimiter = ',', default_values_t = DpConfig::default().duts)]
     pub dut: Vec<String>,
     /// The `external` switch: the two interfaces of this machine that lead
     /// to it (frames leave by the first and come back by the second). They
@@ -26,7 +26,7 @@ pub struct DpBenchArgs {
     pub external_openflow: Option<std::net::SocketAddr>,
     /// The OpenFlow numbers of the external switch's ports behind
     /// --external-ports.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    #[arg(long, value_delimiter = ',', default_values_t = DpConfig::default().external_of_ports)]
     pub external_of_ports: Vec<u32>,
     /// Frame sizes in bytes, FCS included (64..=9000); default RFC 2544's
     /// 64,128,256,512,1024,1280,1518 (with --quick: 64,512,1518). Frames
@@ -42,7 +42,7 @@ pub struct DpBenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "throughput,latency,loss,b2b,recovery,tcp,udp,paths,parallel,match,table,rewrite,legacy,capacity,insertion"
+        default_values_t = DpConfig::default().tests
     )]
     pub tests: Vec<String>,
     /// Seconds of a throughput confirmation trial and of each frame loss trial.
@@ -93,7 +93,7 @@ pub struct DpBenchArgs {
     /// iperf3 tests (`tcp`, `udp`): seconds per run, and the UDP loads raised step by step (Mbit/s).
     #[arg(long, default_value_t = DpConfig::default().iperf_seconds)]
     pub iperf_seconds: f64,
-    #[arg(long, value_delimiter = ',', default_value = "100,200,400,600,800,1000,1500,2000")]
+    #[arg(long, value_delimiter = ',', default_values_t = DpConfig::default().udp_mbit)]
     pub udp_mbit: Vec<f64>,
     /// Switches in the long path of the `paths` test.
     #[arg(long, default_value_t = DpConfig::default().long_path)]

@@ -12,7 +12,7 @@ pub struct GenBenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "sdnlab-xdp,sdnlab-afpacket,trafgen,tcpreplay"
+        default_values_t = GenConfig::default().generators
     )]
     pub generator: Vec<String>,
     /// Seconds each generator runs (the rate is counted over all but its first 0.5 s

@@ -23,11 +23,11 @@ pub struct LbBenchArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Loads: homogeneous (every request 100 KB), heterogeneous (video chunks).
-    #[arg(long = "load", value_delimiter = ',', default_value = "homogeneous,heterogeneous",
+    #[arg(long = "load", value_delimiter = ',', default_values_t = LbConfig::default().loads,
           value_parser = ["homogeneous", "heterogeneous"])]
     pub loads: Vec<String>,
     /// Concurrency levels: new connections (requests) per second offered by the client.
-    #[arg(long, value_delimiter = ',', default_value = "20,60,80,100,120,160,180,200")]
+    #[arg(long, value_delimiter = ',', default_values_t = LbConfig::default().concurrency)]
     pub concurrency: Vec<u32>,
     /// Repetitions of every point (the paper used 33).
     #[arg(long, default_value_t = LbConfig::default().repetitions)]
@@ -36,7 +36,7 @@ pub struct LbBenchArgs {
     #[arg(long, default_value_t = LbConfig::default().seconds)]
     pub seconds: f64,
     /// Clients: open-loop (ours: latency from each request's intended start) and httperf.
-    #[arg(long = "client", value_delimiter = ',', default_value = "open-loop,httperf",
+    #[arg(long = "client", value_delimiter = ',', default_values_t = LbConfig::default().clients,
           value_parser = ["open-loop", "httperf"])]
     pub clients: Vec<String>,
     /// The `load` policy's alpha values (default 0.3,0.5,0.7,1; --quick: 0.7).

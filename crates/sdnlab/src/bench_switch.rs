@@ -16,7 +16,7 @@ pub struct SwitchBenchArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "sdnlab,sdnlab-afxdp,sdnlab-fastpath,ovs,ovs-afxdp,bridge,veth"
+        default_values_t = SwitchConfig::default().duts
     )]
     pub dut: Vec<String>,
     /// Frame size in bytes, FCS included (64 is RFC 2544's smallest).
@@ -26,7 +26,7 @@ pub struct SwitchBenchArgs {
     #[arg(long, default_value_t = SwitchConfig::default().seconds)]
     pub seconds: f64,
     /// Extra non-matching rules installed before measuring, comma-separated (OpenFlow switches).
-    #[arg(long, value_delimiter = ',', default_value = "0,1000000")]
+    #[arg(long, value_delimiter = ',', default_values_t = SwitchConfig::default().rules)]
     pub rules: Vec<usize>,
     /// FLOW_MODs sent to time insertion (OpenFlow switches).
     #[arg(long, default_value_t = SwitchConfig::default().flow_mods)]

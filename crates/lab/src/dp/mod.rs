@@ -519,7 +519,11 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, Stri
             ports: r.ports,
             problems: Vec::new(),
         };
-        path_figures(&mut cr, p, &format!("{} switches", p.long_path))
+        let figures = path_figures(&mut cr, p, &format!("{} switches", p.long_path));
+        // What went wrong on the chain goes to the run's events too.
+        let mut problems = std::mem::take(&mut cr.problems);
+        r.problems.append(&mut problems);
+        figures
     };
     if let Some(ovs) = r.bed.ovs.as_ref() {
         for i in 0..chain.ports.len() {

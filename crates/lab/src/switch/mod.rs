@@ -63,17 +63,12 @@ pub struct SwitchConfig {
 impl Default for SwitchConfig {
     fn default() -> SwitchConfig {
         SwitchConfig {
-            duts: [
-                "sdnlab",
-                "sdnlab-afxdp",
-                "sdnlab-fastpath",
-                "ovs",
-                "ovs-afxdp",
-                "bridge",
-                "veth",
-            ]
-            .map(String::from)
-            .to_vec(),
+            // Every switch but the XDP patch, a reference asked for by name.
+            duts: DUTS
+                .iter()
+                .filter(|d| **d != "xdp-patch")
+                .map(|d| d.to_string())
+                .collect(),
             frame: 64,
             seconds: 2.0,
             rules: vec![0, 1_000_000],
@@ -375,17 +370,8 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         "| switch | extra rules | rounds | generator pps | max received pps | zero-loss pps | zero-loss, % of veth pair | zero-loss, % of xdp-patch | zero-loss, x OVS's best | p50 latency at zero loss (µs) | TCP Gbit/s | FLOW_MOD/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let median = |group: &[&serde_json::Value], key: &str| -> Option<f64> {
-        let mut v: Vec<f64> = group.iter().filter_map(|r| r[key].as_f64()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        Some(if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        })
+        let v: Vec<f64> = group.iter().filter_map(|r| r[key].as_f64()).collect();
+        (!v.is_empty()).then(|| stats::median(&v))
     };
     let num = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "-".into());
     let mut keys: Vec<(String, u64)> = Vec::new();
