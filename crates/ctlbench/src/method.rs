@@ -94,23 +94,28 @@ impl LossFreeRate {
     }
 }
 
-/// RFC 8456 section 5.2.5 (Forwarding Table Capacity) as table growth:
-/// `step` more destinations at a time until a step adds less than a tenth
-/// of `step` flows (the controller stopped installing), a step fails, Td
-/// passes, or `max` destinations are in.
+/// Table growth, the rule of RFC 8456 section 5.2.5 (Forwarding Table
+/// Capacity): `step` more entries at a time (destinations the controller
+/// must install flows for, or rules sent to a switch) until a step adds
+/// less than a tenth of `step` flows (the table stopped growing), a step
+/// fails (an error, a refused rule), Td passes, or `max` are in. Shared by
+/// the controller's table-capacity tests and `bench dp`'s switch table
+/// `capacity` scenario.
 #[derive(Clone, Debug)]
 pub struct TableGrowth {
-    step: u16,
-    max: u16,
+    step: u64,
+    max: u64,
     td: Duration,
-    sent: u16,
+    sent: u64,
     flows: u64,
     note: Option<String>,
 }
 
 impl TableGrowth {
     /// `flows_before`: what the switch held before the test.
-    pub fn new(step: u16, max: u16, td: Duration, flows_before: u64) -> TableGrowth {
+    /// `flows_before`: what the switch held before the test; `td`:
+    /// `Duration::MAX` for none.
+    pub fn new(step: u64, max: u64, td: Duration, flows_before: u64) -> TableGrowth {
         TableGrowth {
             step: step.max(1),
             max,
@@ -122,7 +127,7 @@ impl TableGrowth {
     }
 
     /// The destinations of the next step, or None when the test is over.
-    pub fn next_step(&self) -> Option<Range<u16>> {
+    pub fn next_step(&self) -> Option<Range<u64>> {
         if self.note.is_some() || self.sent >= self.max {
             return None;
         }
@@ -136,6 +141,7 @@ impl TableGrowth {
         let Some(step) = self.next_step() else { return };
         self.sent = step.end;
         let grew = flows_now.saturating_sub(self.flows);
+        let before = self.flows;
         self.flows = self.flows.max(flows_now);
         let (sent, flows, step) = (self.sent, self.flows, self.step);
         self.note = if let Some(e) = failure {
@@ -147,9 +153,9 @@ impl TableGrowth {
                 "stopped at Td ({:.1} s) with {sent} destinations",
                 self.td.as_secs_f64()
             ))
-        } else if grew < (step as u64 / 10).max(1) {
+        } else if grew < (step / 10).max(1) {
             Some(format!(
-                "the flow count stopped growing at {flows} (a step of {step} added {grew})"
+                "the flow count stopped growing at {flows} (a step of {step} added {grew} to {before})"
             ))
         } else {
             None
@@ -157,7 +163,7 @@ impl TableGrowth {
     }
 
     /// Destinations sent to so far.
-    pub fn destinations(&self) -> u16 {
+    pub fn destinations(&self) -> u64 {
         self.sent
     }
 
@@ -295,10 +301,10 @@ mod tests {
 
     /// A switch whose table holds `limit` flows, filled by a controller
     /// that installs one per destination.
-    fn grow(limit: u64, step: u16, max: u16) -> TableGrowth {
+    fn grow(limit: u64, step: u64, max: u64) -> TableGrowth {
         let mut g = TableGrowth::new(step, max, Duration::from_secs(30), 0);
         while let Some(batch) = g.next_step() {
-            g.record((batch.end as u64).min(limit), None, Duration::from_secs(1));
+            g.record(batch.end.min(limit), None, Duration::from_secs(1));
         }
         g
     }

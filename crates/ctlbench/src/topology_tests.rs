@@ -699,8 +699,10 @@ async fn grow_table(
     let n = fabric.spec.hosts.len();
     let sw = fabric.spec.hosts[0].0;
     let start = Instant::now();
-    let mut growth = crate::method::TableGrowth::new(step, max, td, fabric.stats.flows_of(sw));
+    let mut growth = crate::method::TableGrowth::new(step.into(), max.into(), td, fabric.stats.flows_of(sw));
     while let Some(batch) = growth.next_step() {
+        // Within u16: `max` is.
+        let batch = batch.start as u16..batch.end as u16;
         // The controller must know the addresses before it can route to them.
         announce(fabric, batch.clone()).await;
         let failure = fill(batch).await;

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use traffic::frame::Template;
 use traffic::run::{GenMethod, GenSpec};
 
-/// The generator benchmark: every generator, 5 s runs, 3 rounds.
+/// The generator benchmark: every generator, 5 s runs, 5 rounds (the
+/// verdicts need at least 4).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GenConfig {
@@ -38,7 +39,7 @@ impl Default for GenConfig {
         GenConfig {
             generators: GENERATORS.map(String::from).to_vec(),
             seconds: 5.0,
-            rounds: 3,
+            rounds: 5,
         }
     }
 }
@@ -291,11 +292,6 @@ fn stop(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Runs the benchmark into `place`.
 pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     args.validate()?;
@@ -329,7 +325,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         for (g, v) in rates.iter_mut() {
             match measure(&pair, g, args.seconds, &dir) {
                 Ok(pps) => {
-                    run.append(&Sample::trial(g.clone(), round as u32, [("pps", pps)]))
+                    run.append(&Sample::trial(g.clone(), round as u32, [("pps", pps)]).under_test(g.clone(), ""))
                         .map_err(crate::rundir::io_error(&dir))?;
                     obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
                     v.push(pps);
@@ -338,7 +334,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             }
         }
     }
-    let medians: Vec<(String, f64)> = rates.iter_mut().map(|(g, v)| (g.clone(), median(v))).collect();
+    let medians: Vec<(String, f64)> = rates.iter().map(|(g, v)| (g.clone(), stats::median(v))).collect();
     let best_other = medians
         .iter()
         .filter(|(g, _)| !g.starts_with("sdnlab"))

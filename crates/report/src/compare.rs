@@ -292,6 +292,8 @@ mod tests {
                     values: BTreeMap::from([("rate".to_string(), *v)]),
                     rtt_cdf: Vec::new(),
                     note: None,
+                    system: None,
+                    condition: None,
                 })
                 .collect(),
         }

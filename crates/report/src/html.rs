@@ -382,6 +382,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;padding:0.5em;overflow-x:auto}
 .better{background:#e6f4e6}h2{border-bottom:1px solid #ccc}
+.verdict{background:#f3f6fb;padding:0.4em 0.8em;border-left:3px solid #1f77b4}
 </style></head><body>"#,
     );
     let title = runs
@@ -421,7 +422,7 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
         for t in &m.targets {
             let _ = write!(
                 h,
-                "<tr><td>target</td><td>{} {}{}{}</td></tr>",
+                "<tr><td>target</td><td class=\"l\">{} {}{}{}</td></tr>",
                 esc(&t.name),
                 esc(&t.version),
                 if t.address.is_empty() {
@@ -513,6 +514,32 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
                 );
             }
             h.push_str("</table>");
+        }
+        let verdicts: Vec<&crate::verdict::Verdict> = summary.verdicts.iter().filter(|v| v.metric == m.name).collect();
+        if !verdicts.is_empty() {
+            h.push_str("<h3>Verdicts</h3><p>Every pair of systems measured in the same condition, compared by the Mann-Whitney U test (two-sided), corrected by Holm over every comparison of this run; a difference is shown at p &lt; 0.05.</p>");
+            let n = crate::verdict::tested(&summary.verdicts);
+            // Many (a sweep of policies and loads): folded, with a count.
+            let folded = verdicts.len() > 12;
+            if folded {
+                let _ = write!(
+                    h,
+                    "<details><summary>{} comparisons, {} with a difference shown</summary>",
+                    verdicts.len(),
+                    verdicts.iter().filter(|v| v.better.is_some()).count()
+                );
+            }
+            for v in verdicts {
+                let at = if v.scenario.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", esc(&v.scenario))
+                };
+                let _ = write!(h, "<p class=\"verdict\">{at}{}</p>", crate::verdict::html(v, m, n));
+            }
+            if folded {
+                h.push_str("</details>");
+            }
         }
     }
     let noted: Vec<(&Run, &crate::Sample)> = runs

@@ -16,6 +16,7 @@
 pub mod compare;
 pub mod html;
 pub mod suite;
+pub mod verdict;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -176,6 +177,16 @@ pub struct Sample {
     pub rtt_cdf: Vec<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The system under test, when one run measures several side by side
+    /// (the switch in `bench dp`, the policy in `bench lb`): its samples
+    /// are compared with the other systems' in the same `condition`, and
+    /// the report writes the verdicts (`verdict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// What is held equal when systems are compared ("64B", "5 extra
+    /// rules"); the scenario is the system and the condition together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
 }
 
 impl Sample {
@@ -204,7 +215,17 @@ impl Sample {
             values: values.into_iter().map(|(k, v)| (k.into(), v)).collect(),
             rtt_cdf: Vec::new(),
             note: None,
+            system: None,
+            condition: None,
         }
+    }
+
+    /// A sample of `system` (the system under test) in `condition`, to be
+    /// compared with the other systems of the run in the same condition.
+    pub fn under_test(mut self, system: impl Into<String>, condition: impl Into<String>) -> Sample {
+        self.system = Some(system.into());
+        self.condition = Some(condition.into());
+        self
     }
 
     /// Its place within the trial.
@@ -383,7 +404,13 @@ pub struct Best {
 pub struct Summary {
     pub runs: Vec<String>,
     pub cells: Vec<Cell>,
+    /// Per metric whose samples name no system under test, the best scenario.
     pub best: Vec<Best>,
+    /// Per metric whose samples name systems under test (one run), every
+    /// pair of systems compared in each condition, Holm-corrected over
+    /// the run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<verdict::Verdict>,
 }
 
 /// Scenario names, in first-seen order; prefixed with the run id when
@@ -446,11 +473,24 @@ pub fn metrics<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<Metric> {
     out
 }
 
-/// Statistics of every scenario and metric, and the best scenario per metric.
+/// The system under test and the condition of `scenario`, if its samples
+/// name them.
+fn system_of<'a>(runs: &'a [Run], scenario: &str) -> Option<(&'a str, &'a str)> {
+    let [run] = runs else { return None };
+    run.samples
+        .iter()
+        .find(|s| s.scenario == scenario && s.system.is_some())
+        .map(|s| (s.system.as_deref().unwrap_or(""), s.condition.as_deref().unwrap_or("")))
+}
+
+/// Statistics of every scenario and metric; per metric, the verdicts
+/// between the systems under test when the samples name them, otherwise
+/// the best scenario.
 pub fn summarise(runs: &[Run]) -> Summary {
     let names = scenarios(runs);
     let mut cells = Vec::new();
     let mut best = Vec::new();
+    let mut groups = Vec::new();
     for m in metrics(runs) {
         let mut per: Vec<(String, Vec<f64>)> = Vec::new();
         for sc in &names {
@@ -459,9 +499,19 @@ pub fn summarise(runs: &[Run]) -> Summary {
                 continue;
             }
             cells.push(Cell::of(sc, &m.name, over, &v));
+            if let Some((system, condition)) = system_of(runs, sc) {
+                groups.push(verdict::Group {
+                    section: String::new(),
+                    metric: m.clone(),
+                    condition: condition.into(),
+                    system: system.into(),
+                    values: v.clone(),
+                });
+            }
             per.push((sc.clone(), v));
         }
-        if per.len() >= 2 {
+        let compared = groups.iter().any(|g| g.metric.name == m.name);
+        if per.len() >= 2 && !compared {
             let slices: Vec<&[f64]> = per.iter().map(|(_, v)| v.as_slice()).collect();
             if let Some(r) = stats::best_scenario(&slices, m.better, stats::TestKind::RankSum, 0.05) {
                 best.push(Best {
@@ -477,6 +527,7 @@ pub fn summarise(runs: &[Run]) -> Summary {
         runs: runs.iter().map(|r| r.meta.run_id.clone()).collect(),
         cells,
         best,
+        verdicts: verdict::compare(&groups),
     }
 }
 
@@ -518,12 +569,56 @@ pub fn write_outputs(dir: &Path, runs: &[Run]) -> io::Result<Summary> {
     let path = dir.join("report.html");
     std::fs::write(&path, html::render(runs, &summary)).map_err(|e| ctx(&path, e))?;
     // An experiment with a table of its own wrote it before; the others
-    // get the summary's.
+    // get the summary's. The verdicts go below either (replacing those of
+    // an earlier build of the report).
     let path = dir.join("summary.md");
-    if !path.exists() {
-        std::fs::write(&path, markdown_table(&summary, &metrics(runs))).map_err(|e| ctx(&path, e))?;
+    let own = std::fs::read_to_string(&path).ok();
+    let table = match &own {
+        Some(own) => own.split(VERDICTS_HEADING).next().unwrap_or("").to_string(),
+        None => markdown_table(&summary, &metrics(runs)),
+    };
+    let verdicts = markdown_verdicts(&summary, &metrics(runs));
+    let text = if verdicts.is_empty() {
+        table
+    } else {
+        format!("{}\n\n{verdicts}", table.trim_end())
+    };
+    if own.as_ref() != Some(&text) {
+        std::fs::write(&path, text).map_err(|e| ctx(&path, e))?;
     }
     Ok(summary)
+}
+
+/// The heading of the verdicts in `summary.md`.
+const VERDICTS_HEADING: &str = "## Verdicts";
+
+/// The verdicts between systems under test in Markdown, one line each
+/// (empty when the run names no systems).
+pub fn markdown_verdicts(summary: &Summary, metrics: &[Metric]) -> String {
+    if summary.verdicts.is_empty() {
+        return String::new();
+    }
+    let n = verdict::tested(&summary.verdicts);
+    let mut out = format!(
+        "{VERDICTS_HEADING}\n\nEvery pair of systems measured in the same condition; Mann-Whitney U, two-sided, Holm-corrected over the run's {n} comparisons; a difference is shown at p < 0.05.\n\n"
+    );
+    for v in &summary.verdicts {
+        let Some(m) = metrics.iter().find(|m| m.name == v.metric) else {
+            continue;
+        };
+        let at = if v.scenario.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", v.scenario)
+        };
+        out.push_str(&format!(
+            "- {} ({}){at}: {}\n",
+            m.display_name(),
+            m.unit,
+            verdict::markdown(v, m, n)
+        ));
+    }
+    out
 }
 
 /// The summary as a Markdown table (`summary.md`): per scenario and
@@ -675,7 +770,73 @@ mod tests {
             values: BTreeMap::from([("rate".to_string(), v)]),
             rtt_cdf: vec![(10.0, 0.5), (20.0, 1.0)],
             note: None,
+            system: None,
+            condition: None,
         }
+    }
+
+    /// Two switches in one run, each measured at two frame sizes: the
+    /// verdicts compare them per frame size (never across sizes), name
+    /// the better one where the corrected test shows it, and say "no
+    /// difference shown" where it does not; the page and summary.md
+    /// write them out, and rebuilding the report does not repeat them.
+    #[test]
+    fn one_run_of_several_systems_gets_verdicts_per_condition() {
+        let dir = std::env::temp_dir().join(format!("sdnlab-report-verdicts-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let meta = Meta {
+            run_id: "dp".into(),
+            metrics: vec![Metric::new("rate", "frames/s", stats::Better::Higher).titled("Throughput")],
+            ..Default::default()
+        };
+        let mut w = RunWriter::create(&dir, &meta).unwrap();
+        for t in 0..8 {
+            let x = t as f64;
+            for (dut, frame, v) in [
+                ("sdnlab", "64B", 2000.0 + x),
+                ("ovs", "64B", 1000.0 + x),
+                ("sdnlab", "1518B", 500.0 + x),
+                ("ovs", "1518B", 500.0 + (7 - t) as f64),
+            ] {
+                let s = sample("trial", &format!("{dut} {frame}"), t, v).under_test(dut, frame);
+                w.append(&s).unwrap();
+            }
+        }
+        let summary = w.finish(&meta).unwrap();
+        assert!(summary.best.is_empty(), "no best scenario across frame sizes");
+        assert_eq!(summary.verdicts.len(), 2, "{:?}", summary.verdicts);
+        let at = |c: &str| summary.verdicts.iter().find(|v| v.scenario == c).unwrap();
+        assert_eq!(at("64B").better.as_deref(), Some("sdnlab"));
+        assert!(at("64B").p_holm < 0.05 && at("64B").p_holm >= at("64B").p);
+        assert!(at("1518B").better.is_none(), "{:?}", at("1518B"));
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert!(
+            html.contains(
+                "64B: <strong>sdnlab</strong> is better than ovs: median 2,004 against 1,004 frames/s (99.7 % higher"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("1518B: No difference shown between sdnlab and ovs"),
+            "{html}"
+        );
+        assert!(
+            html.contains("Holm-corrected over the report's 2 comparisons"),
+            "{html}"
+        );
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert!(
+            md.contains("- Throughput (frames/s), 64B: **sdnlab** is better than ovs"),
+            "{md}"
+        );
+        write_outputs(&dir, &[load(&dir).unwrap()]).unwrap();
+        let again = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert_eq!(again, md, "a rebuild writes the same summary.md");
+        // The sample's system and condition survive the round trip.
+        let back = load(&dir).unwrap();
+        assert_eq!(back.samples[0].system.as_deref(), Some("sdnlab"));
+        assert_eq!(back.samples[0].condition.as_deref(), Some("64B"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Counts and times are never negative, and neither is the interval

@@ -14,6 +14,7 @@
 //! directory alone (`rebuild`).
 
 use crate::html::{boxplot, esc, machine_rows, size_plot, trial_rows};
+use crate::verdict::{self, Group, Verdict};
 use crate::{fmt_num, load, Metric, Run};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -92,26 +93,6 @@ impl Section {
     }
 }
 
-/// One comparison of two systems on one metric and scenario.
-#[derive(Clone, Debug, Serialize)]
-pub struct Verdict {
-    pub section: String,
-    pub metric: String,
-    pub scenario: String,
-    pub a: String,
-    pub b: String,
-    pub median_a: f64,
-    pub median_b: f64,
-    pub n_a: usize,
-    pub n_b: usize,
-    /// Mann-Whitney U, two-sided.
-    pub p: f64,
-    /// `p` corrected by Holm over every comparison of the report.
-    pub p_holm: f64,
-    /// The better system when the difference is shown (p_holm < 0.05).
-    pub better: Option<String>,
-}
-
 /// One system's figures on one metric and scenario: its section, the
 /// system, and the statistics a single run's summary has for them.
 #[derive(Clone, Debug, Serialize)]
@@ -128,8 +109,6 @@ pub struct SuiteSummary {
     pub figures: Vec<Figure>,
     pub verdicts: Vec<Verdict>,
 }
-
-const ALPHA: f64 = 0.05;
 
 /// Each section's runs, read from the suite directory (a run that cannot
 /// be read is left out; its section says so).
@@ -154,11 +133,9 @@ fn metrics_of(runs: &[(String, Run)]) -> Vec<Metric> {
 /// The figures and the verdicts (Holm-corrected over all of them).
 pub fn analyse(index: &Index, runs: &[Vec<(String, Run)>]) -> SuiteSummary {
     let mut figures = Vec::new();
-    let mut verdicts = Vec::new();
+    let mut groups = Vec::new();
     for (section, runs) in index.sections.iter().zip(runs) {
         for m in metrics_of(runs) {
-            // target -> scenario -> values, in first-seen order.
-            let mut per: Vec<(String, String, Vec<f64>)> = Vec::new();
             for (target, run) in runs {
                 let one = std::slice::from_ref(run);
                 for sc in crate::scenarios(one) {
@@ -171,119 +148,26 @@ pub fn analyse(index: &Index, runs: &[Vec<(String, Run)>]) -> SuiteSummary {
                         target: target.clone(),
                         cell: crate::Cell::of(&sc, &m.name, over, &v),
                     });
-                    per.push((target.clone(), sc, v));
-                }
-            }
-            for (i, (ta, sa, va)) in per.iter().enumerate() {
-                for (tb, sb, vb) in per.iter().skip(i + 1) {
-                    if sa != sb || ta == tb {
-                        continue;
-                    }
-                    let p = if va.len() >= 2 && vb.len() >= 2 {
-                        stats::mann_whitney_u(va, vb, stats::Alternative::TwoSided, stats::Method::Auto).p
-                    } else {
-                        f64::NAN
-                    };
-                    verdicts.push(Verdict {
+                    groups.push(Group {
                         section: section.id(),
-                        metric: m.name.clone(),
-                        scenario: sa.clone(),
-                        a: ta.clone(),
-                        b: tb.clone(),
-                        median_a: stats::median(va),
-                        median_b: stats::median(vb),
-                        n_a: va.len(),
-                        n_b: vb.len(),
-                        p,
-                        p_holm: f64::NAN,
-                        better: None,
+                        metric: m.clone(),
+                        condition: sc,
+                        system: target.clone(),
+                        values: v,
                     });
                 }
             }
-            // Who is better is decided below, once every p-value is known.
-            for v in verdicts
-                .iter_mut()
-                .filter(|v| v.metric == m.name && v.section == section.id())
-            {
-                v.better = Some(match m.better {
-                    stats::Better::Higher if v.median_a >= v.median_b => v.a.clone(),
-                    stats::Better::Lower if v.median_a <= v.median_b => v.a.clone(),
-                    _ => v.b.clone(),
-                });
-            }
         }
     }
-    let tested: Vec<usize> = (0..verdicts.len()).filter(|&i| !verdicts[i].p.is_nan()).collect();
-    let adjusted = stats::holm(&tested.iter().map(|&i| verdicts[i].p).collect::<Vec<_>>());
-    for (&i, q) in tested.iter().zip(adjusted) {
-        verdicts[i].p_holm = q;
-    }
-    for v in &mut verdicts {
-        if v.p_holm.is_nan() || v.p_holm >= ALPHA {
-            v.better = None;
-        }
-    }
-    SuiteSummary { figures, verdicts }
-}
-
-fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "p < 0.001".into()
-    } else {
-        format!("p = {p:.3}")
-    }
-}
-
-/// The verdict in words.
-fn verdict_text(v: &Verdict, m: &Metric) -> String {
-    if v.p.is_nan() {
-        return format!(
-            "{} vs {}: too few trials to compare (n = {} and {}; at least 2 each).",
-            v.a, v.b, v.n_a, v.n_b
-        );
-    }
-    let test = format!(
-        "Mann-Whitney U, {}, Holm-corrected over the report's {{N}} comparisons; {} uncorrected",
-        p_text(v.p_holm),
-        p_text(v.p)
-    );
-    match &v.better {
-        Some(better) => {
-            let (good, bad, mg, mb) = if *better == v.a {
-                (&v.a, &v.b, v.median_a, v.median_b)
-            } else {
-                (&v.b, &v.a, v.median_b, v.median_a)
-            };
-            let how = if mb != 0.0 && mg.is_finite() && mb.is_finite() {
-                let d = (mg - mb).abs() / mb.abs() * 100.0;
-                format!(" ({:.1} % {})", d, if mg > mb { "higher" } else { "lower" })
-            } else {
-                String::new()
-            };
-            format!(
-                "<strong>{}</strong> is better than {}: median {} against {} {}{} ({test}).",
-                esc(good),
-                esc(bad),
-                fmt_num(mg),
-                fmt_num(mb),
-                esc(&m.unit),
-                how
-            )
-        }
-        None => format!(
-            "No difference shown between {} and {}: median {} against {} {} ({test}).",
-            esc(&v.a),
-            esc(&v.b),
-            fmt_num(v.median_a),
-            fmt_num(v.median_b),
-            esc(&m.unit)
-        ),
+    SuiteSummary {
+        figures,
+        verdicts: verdict::compare(&groups),
     }
 }
 
 /// The page.
 pub fn render(index: &Index, runs: &[Vec<(String, Run)>], analysis: &SuiteSummary) -> String {
-    let comparisons = analysis.verdicts.iter().filter(|v| !v.p.is_nan()).count();
+    let comparisons = verdict::tested(&analysis.verdicts);
     let all: Vec<&Run> = runs.iter().flatten().map(|(_, r)| r).collect();
     let mut targets: Vec<(String, &crate::Target)> = Vec::new();
     for (t, r) in runs.iter().flatten() {
@@ -459,7 +343,7 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
                     h,
                     "<p class=\"verdict\">{}: {}</p>",
                     esc(&v.scenario),
-                    verdict_text(v, m).replace("{N}", &comparisons.to_string())
+                    verdict::html(v, m, comparisons)
                 );
             }
             h.push_str(&trial_rows(&plain, &m.name));
@@ -599,6 +483,8 @@ mod tests {
                 values: BTreeMap::from([("discovery_s".to_string(), *v)]),
                 rtt_cdf: Vec::new(),
                 note: None,
+                system: None,
+                condition: None,
             })
             .collect();
         (

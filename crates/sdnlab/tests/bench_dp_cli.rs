@@ -273,6 +273,33 @@ fn every_test_and_scenario_runs_against_sdnlab_ovs_and_the_bridge() {
         report.contains("sdnlab rewrite vlan-pcp"),
         "latency figures per variant in the report"
     );
+    // The switches compared pairwise in each condition, never across
+    // conditions: 3 pairs at 64 B, written out in the report.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let verdicts = json["verdicts"].as_array().expect("verdicts in summary.json");
+    let duts = ["sdnlab", "ovs", "bridge"];
+    for v in verdicts {
+        let (a, b, at) = (
+            v["a"].as_str().unwrap(),
+            v["b"].as_str().unwrap(),
+            v["scenario"].as_str().unwrap(),
+        );
+        assert!(duts.contains(&a) && duts.contains(&b) && a != b, "{v}");
+        assert!(
+            !at.split(' ').any(|w| duts.contains(&w)),
+            "the condition names no switch: {v}"
+        );
+    }
+    let at_64 = verdicts
+        .iter()
+        .filter(|v| v["metric"] == "throughput_fps" && v["scenario"] == "64B")
+        .count();
+    assert_eq!(at_64, 3, "{verdicts:?}");
+    assert!(
+        report.contains("<h3>Verdicts</h3>") && report.contains("class=\"verdict\">64B: sdnlab vs ovs"),
+        "verdicts written out in the report"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -767,16 +767,9 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 values.insert("syns_per_s".to_string(), *sent as f64 / secs);
                 values.insert("sessions_lost".to_string(), r.sessions_lost as f64);
             }
-            let s = Sample {
-                kind: "trial".into(),
-                scenario: scenario.into(),
-                trial,
-                index: 0,
-                unix: report::now_unix(),
-                values,
-                rtt_cdf: r.rtt_cdf.clone(),
-                note,
-            };
+            let s = Sample::trial(scenario, trial, values)
+                .with_cdf(r.rtt_cdf.clone())
+                .noted(note);
             writer.append(&s).map_err(io_error(&dir))?;
         }
         say(obs, format!(

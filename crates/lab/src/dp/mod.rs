@@ -384,7 +384,7 @@ fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result
         .map_err(|e| e.to_string())?;
     for (rep, frames) in b.bursts.iter().enumerate() {
         r.figure(
-            format!("{} {frame}B", r.dut),
+            format!("{frame}B"),
             rep as u32,
             &[("frame_bytes", frame as f64), ("b2b_frames", *frames as f64)],
             Vec::new(),
@@ -433,7 +433,7 @@ fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Result<String,
                 "{}",
                 json!({"dut": r.dut, "test": "tcp", "seconds": p.iperf_s, "gbit_s": gbps, "cpu": cpu})
             );
-            r.figure(format!("{} tcp", r.dut), i as u32, &[("tcp_gbit_s", gbps)], Vec::new());
+            r.figure("tcp".into(), i as u32, &[("tcp_gbit_s", gbps)], Vec::new());
             rates.push(gbps);
         }
         tcp_cell = format!("{:.2} (mean of {})", stats::mean(&rates), rates.len());
@@ -483,7 +483,7 @@ fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, St
     if let Some(rate) = zero_loss {
         values.push(("throughput_fps", rate));
     }
-    r.figure(format!("{} path {label}", r.dut), 0, &values, Vec::new());
+    r.figure(format!("path {label}"), 0, &values, Vec::new());
     Ok(PathFigures {
         zero_loss,
         max,
@@ -598,7 +598,7 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, S
             "loaded_lost": lost, "cpu": cpu})
     );
     r.figure(
-        format!("{} parallel {bridges} bridges", r.dut),
+        format!("parallel {bridges} bridges"),
         0,
         &[("throughput_fps", aggregate)],
         Vec::new(),
@@ -800,7 +800,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             if !RFC_TESTS.iter().any(|t| wants(t)) {
                 break;
             }
-            let scenario = format!("{dut} {frame}B");
+            let condition = format!("{frame}B");
             let mut tput = None;
             if ["throughput", "latency", "b2b", "recovery"].iter().any(|t| wants(t)) {
                 match throughput(&mut runner, frame, &p) {
@@ -815,7 +815,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                             }
                         )));
                         runner.figure(
-                            scenario.clone(),
+                            condition.clone(),
                             0,
                             &[("frame_bytes", frame as f64), ("throughput_fps", rate)],
                             Vec::new(),
@@ -831,7 +831,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                     match runner.run("latency", frame, Some(rate), p.latency_s) {
                         Ok(t) => {
                             runner.figure(
-                                scenario.clone(),
+                                condition.clone(),
                                 i as u32,
                                 &[
                                     ("frame_bytes", frame as f64),
@@ -888,7 +888,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                         Ok((s, o)) => {
                             overloaded |= o;
                             runner.figure(
-                                scenario.clone(),
+                                condition.clone(),
                                 i as u32,
                                 &[("frame_bytes", frame as f64), ("recovery_ms", s * 1e3)],
                                 Vec::new(),

@@ -161,9 +161,14 @@ impl Runner<'_> {
         self.run_spec(test, frame, &spec)
     }
 
-    /// A figure for the report (and its statistics).
-    pub(crate) fn figure(&mut self, scenario: String, trial: u32, values: &[(&str, f64)], cdf: Vec<(f64, f64)>) {
-        let s = Sample::trial(scenario, trial, values.iter().copied()).with_cdf(cdf);
+    /// A figure of this runner's switch in `condition` ("64B", "tcp"),
+    /// for the report: its statistics, and the verdicts against the other
+    /// switches in the same condition.
+    pub(crate) fn figure(&mut self, condition: String, trial: u32, values: &[(&str, f64)], cdf: Vec<(f64, f64)>) {
+        let scenario = format!("{} {condition}", self.dut);
+        let s = Sample::trial(scenario, trial, values.iter().copied())
+            .with_cdf(cdf)
+            .under_test(self.dut, condition);
         if let Err(e) = self.run.append(&s) {
             self.problems.push(format!("writing a sample: {e}"));
         }

@@ -19,6 +19,7 @@
 
 use super::runner::{Plan, Ports, Runner};
 use crate::switch::bed::{delete_all, filler_rules, forward_rules, load, OfClient, Text, Trial, GEN_MAC, SINK_MAC};
+use ctlbench::method::TableGrowth;
 use ofwire::oxm::{Match, Oxm};
 use ofwire::types::MacAddr;
 use ofwire::v13::{Action, FlowMod, Instruction};
@@ -126,7 +127,7 @@ fn latency_trials(r: &mut Runner, p: &Plan, scenario: &str, variant: &str) -> Re
     let mut out = Vec::new();
     for i in 0..p.scenario_repetitions {
         let t = r.run_spec(&format!("{scenario}:{variant}"), p.scenario_frame, &spec)?;
-        let name = format!("{} {scenario} {variant}", r.dut);
+        let name = format!("{scenario} {variant}");
         if t.received > 0 {
             r.figure(
                 name,
@@ -411,26 +412,23 @@ fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Socke
     replace_rules(addr, &[])?;
     let chunk = (p.capacity_max / 20).clamp(1000.min(p.capacity_max), 50_000);
     let mut c = OfClient::connect(addr).text()?;
-    let (mut added, mut active, mut refused) = (0usize, 0u64, 0u64);
-    let mut stop = "the most asked for";
-    while added < p.capacity_max {
-        let n = chunk.min(p.capacity_max - added);
-        let mods: Vec<FlowMod> = (added..added + n).map(|i| capacity_rule(i as u32, pp)).collect();
+    // RFC 8456's table-growth rule (the one the controller tests use):
+    // stop at a refused rule, or when a step adds under a tenth of itself.
+    let mut growth = TableGrowth::new(chunk as u64, p.capacity_max as u64, Duration::MAX, 0);
+    let mut refused = 0u64;
+    while let Some(batch) = growth.next_step() {
+        let mods: Vec<FlowMod> = batch.clone().map(|i| capacity_rule(i as u32, pp)).collect();
         let errors = c.install(&mods).text()?.errors;
-        added += n;
         let now = c.active_rules().text()?;
         refused += errors;
-        let grew = now > active;
-        active = now;
-        if errors > 0 {
-            stop = "the switch refused rules";
-            break;
-        }
-        if !grew {
-            stop = "its table statistics stopped growing";
-            break;
-        }
+        let failure = (errors > 0).then(|| format!("the switch refused {errors} rules"));
+        growth.record(now, failure, Duration::ZERO);
     }
+    let (added, active) = (growth.destinations(), growth.flows());
+    let stop = match growth.note() {
+        n if n.is_empty() => "the most asked for".to_string(),
+        n => n,
+    };
     // A sample of the rules, spread over those installed, checked in the
     // data plane: with no other rule, only the rule itself can forward.
     let samples = 8.min(active as usize).max(1);
@@ -446,7 +444,7 @@ fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Socke
             highest = highest.max(i + 1);
         }
     }
-    r.figure(format!("{dut} capacity"), 0, &[("rules", active as f64)], Vec::new());
+    r.figure("capacity".into(), 0, &[("rules", active as f64)], Vec::new());
     tables.row(
         &dut,
         "capacity",
@@ -465,7 +463,7 @@ fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Sock
     let installed = OfClient::connect(addr).and_then(|mut c| c.install(&mods)).text()?;
     let (secs, errors) = (installed.seconds, installed.errors);
     let per_s = mods.len() as f64 / secs;
-    r.figure(format!("{dut} insertion"), 0, &[("flow_mods_per_s", per_s)], Vec::new());
+    r.figure("insertion".into(), 0, &[("flow_mods_per_s", per_s)], Vec::new());
     tables.row(
         &dut,
         "insertion",
@@ -512,7 +510,7 @@ fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Sock
             lies += 1;
         }
         r.figure(
-            format!("{dut} insertion"),
+            "insertion".into(),
             i as u32,
             &[("first_packet_ms", delay_ms), ("dropped_after_barrier", lost as f64)],
             Vec::new(),

@@ -738,7 +738,10 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         let mut values = BTreeMap::new();
         values.insert("decision_us_p50".to_string(), m.decision_us_p50);
         values.insert("decision_us_p99".to_string(), m.decision_us_p99);
-        let _ = run.append(&Sample::trial(format!("{} decision-alone", v.name), 0, values));
+        let _ = run.append(
+            &Sample::trial(format!("{} decision-alone", v.name), 0, values)
+                .under_test(v.name.clone(), "decision-alone"),
+        );
     }
     obs.event(Event::Line(&format!("decision time alone:\n{decisions}")));
     let mut rows: Vec<(String, BTreeMap<String, Vec<f64>>)> = Vec::new();
@@ -786,7 +789,12 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                         for (k, x) in &values {
                             acc.entry(k.clone()).or_default().push(*x);
                         }
-                        let _ = run.append(&Sample::trial(scenario.clone(), rep, values).with_cdf(cdf).noted(note));
+                        let _ = run.append(
+                            &Sample::trial(scenario.clone(), rep, values)
+                                .with_cdf(cdf)
+                                .noted(note)
+                                .under_test(v.name.clone(), format!("{load} {client} {level}")),
+                        );
                     }
                     let mean = |k: &str| acc.get(k).map(|x| stats::mean(x)).unwrap_or(f64::NAN);
                     obs.event(Event::Line(&format!(

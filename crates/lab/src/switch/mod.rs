@@ -355,11 +355,10 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             ]
             .into_iter()
             .filter_map(|k| Some((k, row[k].as_f64()?)));
-            run.append(&Sample::trial(
-                format!("{dut}, {extra} extra rules"),
-                round as u32,
-                values,
-            ))
+            run.append(
+                &Sample::trial(format!("{dut}, {extra} extra rules"), round as u32, values)
+                    .under_test(dut.clone(), format!("{extra} extra rules")),
+            )
             .map_err(crate::rundir::io_error(&dir))?;
             rows.push(row);
         }
