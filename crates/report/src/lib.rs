@@ -602,7 +602,15 @@ pub fn markdown_verdicts(summary: &Summary, metrics: &[Metric]) -> String {
     let mut out = format!(
         "{VERDICTS_HEADING}\n\nEvery pair of systems measured in the same condition; Mann-Whitney U, two-sided, Holm-corrected over the run's {n} comparisons; a difference is shown at p < 0.05.\n\n"
     );
-    for v in &summary.verdicts {
+    // Many pairs with too few trials (a sweep run once): one line for them.
+    let untested = summary.verdicts.len() - n;
+    let fold = untested > 12;
+    if fold {
+        out.push_str(&format!(
+            "- {untested} pairs had too few trials to compare (at least 2 each in a condition; more repetitions or rounds).\n"
+        ));
+    }
+    for v in summary.verdicts.iter().filter(|v| !(fold && v.p.is_nan())) {
         let Some(m) = metrics.iter().find(|m| m.name == v.metric) else {
             continue;
         };
