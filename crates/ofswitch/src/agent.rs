@@ -16,11 +16,17 @@ use ofwire::{Body, Bytes, DescStats, ErrorCode, ErrorMsg, Message, SwitchConfig,
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-/// Buffered PACKET_IN frames, by buffer id.
+/// Buffered PACKET_IN frames, by buffer id. A slot keeps the id it last
+/// held after its frame is used, so the errors say what the spec means:
+/// BUFFER_EMPTY for a buffer already used, BUFFER_UNKNOWN for an id this
+/// switch never issued or has since given to another frame.
 struct Buffers {
-    slots: Vec<Option<(u32, u32, Vec<u8>)>>,
+    slots: Vec<Option<Slot>>,
     next: u32,
 }
+
+/// A buffer id, the frame's input port, and the frame until it is used.
+type Slot = (u32, u32, Option<Vec<u8>>);
 
 impl Buffers {
     const N: u32 = 256;
@@ -37,7 +43,7 @@ impl Buffers {
     fn put(&mut self, in_port: u32, data: Vec<u8>) -> u32 {
         let id = self.next;
         self.next = self.next.wrapping_add(1) & 0x00ff_ffff;
-        self.slots[(id % Self::N) as usize] = Some((id, in_port, data));
+        self.slots[(id % Self::N) as usize] = Some((id, in_port, Some(data)));
         id
     }
 
@@ -45,15 +51,13 @@ impl Buffers {
         if id >= 0x0100_0000 {
             return Err(ErrorCode::BadRequest(BadRequestCode::BufferUnknown));
         }
-        let slot = &mut self.slots[(id % Self::N) as usize];
-        match slot {
-            Some((held, _, _)) if *held == id => {
-                let (_, in_port, data) = slot.take().expect("matched Some");
-                Ok((in_port, data))
-            }
-            // Overwritten by a later PACKET_IN, or already used.
-            Some(_) => Err(ErrorCode::BadRequest(BadRequestCode::BufferUnknown)),
-            None => Err(ErrorCode::BadRequest(BadRequestCode::BufferEmpty)),
+        match &mut self.slots[(id % Self::N) as usize] {
+            Some((held, in_port, data)) if *held == id => match data.take() {
+                Some(data) => Ok((*in_port, data)),
+                None => Err(ErrorCode::BadRequest(BadRequestCode::BufferEmpty)),
+            },
+            // Never issued, or overwritten by a later PACKET_IN.
+            _ => Err(ErrorCode::BadRequest(BadRequestCode::BufferUnknown)),
         }
     }
 }
@@ -855,8 +859,11 @@ impl Agent {
             }
             Q::GroupFeatures => bodies.push(R::GroupFeatures(v13::GroupFeatures {
                 types: 0b1111,
-                // SELECT_WEIGHT | SELECT_LIVENESS | CHAINING
-                capabilities: 1 | 2 | 4,
+                // SELECT_WEIGHT | SELECT_LIVENESS | CHAINING | CHAINING_CHECKS
+                // (loops refused at GROUP_MOD; chains up to
+                // pipeline::MAX_GROUP_CHAIN groups, a depth this reply has
+                // no field for: the README states it)
+                capabilities: 1 | 2 | 4 | 8,
                 max_groups: [65535; 4],
                 // OUTPUT, PUSH/POP_VLAN, SET_NW_TTL, DEC_NW_TTL, SET_QUEUE, GROUP, SET_FIELD
                 actions: [

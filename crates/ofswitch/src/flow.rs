@@ -144,6 +144,21 @@ pub struct Group {
     pub created: Instant,
 }
 
+impl Group {
+    /// The groups its buckets forward to (each once).
+    pub fn children(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        for a in self.compiled.iter().flatten() {
+            if let Act::Group(g) = a {
+                if !out.contains(g) {
+                    out.push(*g);
+                }
+            }
+        }
+        out
+    }
+}
+
 /// A token bucket per band.
 #[derive(Debug)]
 pub struct BandState {

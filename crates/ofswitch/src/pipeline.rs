@@ -16,12 +16,14 @@ use crate::flow::{BandState, Counter, Group, Meter, MeterVerdict, Program, Rule,
 use crate::key::Key;
 use crate::matching;
 use ofwire::error::{
-    BadInstructionCode, BadRequestCode, FlowModFailedCode, GroupModFailedCode, MeterModFailedCode, PortModFailedCode,
+    BadActionCode, BadInstructionCode, BadRequestCode, FlowModFailedCode, GroupModFailedCode, MeterModFailedCode,
+    PortModFailedCode,
 };
 use ofwire::v13::FlowModCommand;
 use ofwire::v13::{self, port, FlowMod, GroupMod, GroupModCommand, GroupType, Instruction, MeterMod, MeterModCommand};
 use ofwire::{ErrorCode, FlowRemovedReason, MacAddr, PacketInReason};
 use rustc_hash::FxHashMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -173,7 +175,13 @@ fn fm_err(c: FlowModFailedCode) -> ErrorCode {
     ErrorCode::FlowModFailed(c)
 }
 
-const MAX_GROUP_DEPTH: usize = 8;
+/// The longest chain of groups a frame may pass through, the first one
+/// counted. A GROUP_MOD that would make a longer chain is refused with
+/// OFPGMFC_CHAINING_UNSUPPORTED (the specification names no code of its
+/// own for a depth limit; this one says "this chaining is not supported"),
+/// so the planner's bound below is never what stops a frame.
+pub const MAX_GROUP_CHAIN: usize = 8;
+const MAX_GROUP_DEPTH: usize = MAX_GROUP_CHAIN;
 
 impl Pipeline {
     pub fn new(n_tables: usize, max_rules: usize) -> Pipeline {
@@ -500,12 +508,22 @@ impl Pipeline {
                     return Err(gerr(GroupModFailedCode::UnknownGroup));
                 }
                 let group = self.build_group(gm, now)?;
+                self.check_chain(&group)?;
                 self.groups.insert(gm.group_id, Arc::new(group));
             }
             GroupModCommand::Delete => {
                 let ids: Vec<u32> = if gm.group_id == v13::GROUP_ALL {
                     self.groups.keys().copied().collect()
                 } else {
+                    // A group another group forwards to stays: deleting it
+                    // would leave that group's bucket pointing nowhere.
+                    if self
+                        .groups
+                        .values()
+                        .any(|g| g.id != gm.group_id && g.children().contains(&gm.group_id))
+                    {
+                        return Err(gerr(GroupModFailedCode::ChainedGroup));
+                    }
                     vec![gm.group_id]
                 };
                 for id in ids {
@@ -552,7 +570,8 @@ impl Pipeline {
                         return Err(gerr(GroupModFailedCode::Loop));
                     }
                     if !self.groups.contains_key(g) {
-                        return Err(gerr(GroupModFailedCode::ChainingUnsupported));
+                        // As for a flow naming a group that does not exist.
+                        return Err(ErrorCode::BadAction(BadActionCode::BadOutGroup));
                     }
                 }
             }
@@ -569,10 +588,88 @@ impl Pipeline {
         })
     }
 
+    /// The group graph with `new` in place of the group of its id: refused
+    /// with OFPGMFC_LOOP if a chain through it comes back to it (in one
+    /// step or many, on ADD or MODIFY), and with CHAINING_UNSUPPORTED if
+    /// a chain through it would be longer than `MAX_GROUP_CHAIN` groups
+    /// (the groups above it, forwarding to it, counted too: a MODIFY can
+    /// lengthen their chains).
+    fn check_chain(&self, new: &Group) -> Result<(), ErrorCode> {
+        let gerr = ErrorCode::GroupModFailed;
+        let children = |g: u32| -> Vec<u32> {
+            if g == new.id {
+                new.children()
+            } else {
+                self.groups.get(&g).map(|x| x.children()).unwrap_or_default()
+            }
+        };
+        // Groups in the longest chain from `g` down, `g` counted; None on a
+        // loop. The graph without `new` has neither loops nor chains over
+        // the limit (every GROUP_MOD kept it so), so this stays shallow.
+        fn below(
+            g: u32,
+            children: &dyn Fn(u32) -> Vec<u32>,
+            path: &mut Vec<u32>,
+            memo: &mut HashMap<u32, usize>,
+        ) -> Option<usize> {
+            if path.contains(&g) {
+                return None;
+            }
+            if let Some(&d) = memo.get(&g) {
+                return Some(d);
+            }
+            if path.len() > MAX_GROUP_CHAIN {
+                // Already too long: no need to go further.
+                return Some(1);
+            }
+            path.push(g);
+            let mut deepest = 0;
+            for c in children(g) {
+                deepest = deepest.max(below(c, children, path, memo)?);
+            }
+            path.pop();
+            memo.insert(g, deepest + 1);
+            Some(deepest + 1)
+        }
+        let down =
+            below(new.id, &children, &mut Vec::new(), &mut HashMap::new()).ok_or(gerr(GroupModFailedCode::Loop))?;
+        // Groups in the longest chain above `g` (forwarding to it), `g` not
+        // counted. Only a MODIFY has any: nothing can name a group before
+        // it exists.
+        fn above(g: u32, parents: &dyn Fn(u32) -> Vec<u32>, seen: usize) -> usize {
+            if seen > MAX_GROUP_CHAIN {
+                return 0;
+            }
+            parents(g)
+                .into_iter()
+                .map(|p| 1 + above(p, parents, seen + 1))
+                .max()
+                .unwrap_or(0)
+        }
+        let parents = |g: u32| -> Vec<u32> {
+            self.groups
+                .keys()
+                .copied()
+                .filter(|&p| p != g && children(p).contains(&g))
+                .collect()
+        };
+        let up = if self.groups.contains_key(&new.id) {
+            above(new.id, &parents, 0)
+        } else {
+            0
+        };
+        if up + down > MAX_GROUP_CHAIN {
+            return Err(gerr(GroupModFailedCode::ChainingUnsupported));
+        }
+        Ok(())
+    }
+
     pub fn meter_mod(&mut self, mm: &MeterMod, now: Instant) -> Result<Removed, ErrorCode> {
         let merr = ErrorCode::MeterModFailed;
-        // OFPM_MAX; the virtual meters SLOWPATH and CONTROLLER are not offered.
-        if mm.meter_id == 0 || (mm.meter_id > 0xffff_0000 && mm.meter_id != 0xffff_ffff) {
+        // Up to OFPM_MAX; the virtual meters SLOWPATH and CONTROLLER are
+        // not offered; OFPM_ALL names every meter, so only a DELETE takes it.
+        let all = mm.meter_id == 0xffff_ffff && mm.command == MeterModCommand::Delete;
+        if mm.meter_id == 0 || (mm.meter_id > 0xffff_0000 && !all) {
             return Err(merr(MeterModFailedCode::InvalidMeter));
         }
         let mut removed = Vec::new();

@@ -116,6 +116,28 @@ fn packet_in_buffers_and_packet_out_releases() {
         e,
         ofwire::ErrorCode::BadRequest(ofwire::error::BadRequestCode::BufferEmpty)
     );
+    // An id the switch never issued (the next one, and one out of its
+    // range): it does not exist.
+    for (xid, id) in [(6, pi.buffer_id + 1), (7, 0x0200_0000)] {
+        c.send(
+            xid,
+            B::PacketOut(v13::PacketOut {
+                buffer_id: id,
+                in_port: 1,
+                actions: vec![Action::Output { port: 3, max_len: 0 }],
+                data: ofwire::Bytes(vec![]),
+            }),
+        );
+        let e = c.wait(|m| match &m.body {
+            Body::V13(B::Error(e)) if m.xid == xid => Some(e.code),
+            _ => None,
+        });
+        assert_eq!(
+            e,
+            ofwire::ErrorCode::BadRequest(ofwire::error::BadRequestCode::BufferUnknown),
+            "buffer {id:#x}"
+        );
+    }
 }
 
 #[test]

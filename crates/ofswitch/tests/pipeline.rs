@@ -6,6 +6,7 @@
 use etherparse::{IcmpEchoHeader, Icmpv4Type, PacketBuilder, SlicedPacket, TransportSlice};
 use ofswitch::actions::Packet;
 use ofswitch::pipeline::{Emitted, Pipeline, PortCounters, PortState};
+use ofwire::error::{BadActionCode, GroupModFailedCode};
 use ofwire::oxm::{Match, Oxm};
 use ofwire::v13::{self, Action, Bucket, FlowMod, GroupMod, GroupModCommand, GroupType, Instruction};
 use ofwire::{ErrorCode, MacAddr};
@@ -880,4 +881,159 @@ fn a_million_rules_fit_and_each_is_matched() {
         .write(&mut v, b"x")
         .unwrap();
     assert_eq!(ports_of(&send(&p, 2, v)), [1]);
+}
+
+/// A GROUP_MOD of one bucket with `actions` (an indirect group).
+fn group_mod(p: &mut Pipeline, command: GroupModCommand, id: u32, actions: Vec<Action>) -> Result<(), ErrorCode> {
+    let gm = GroupMod {
+        command,
+        group_type: GroupType::Indirect,
+        group_id: id,
+        buckets: vec![Bucket {
+            weight: 0,
+            watch_port: v13::port::ANY,
+            watch_group: v13::GROUP_ANY,
+            actions,
+        }],
+    };
+    p.group_mod(&gm, Instant::now()).map(|_| ())
+}
+
+/// Loops are refused however they are made: in two steps (ADD 1 -> out,
+/// ADD 2 -> 1, MODIFY 1 -> 2) and in three; the switch is unchanged after
+/// a refusal and still forwards through the chain it had.
+#[test]
+fn group_loops_are_refused_whatever_their_length() {
+    use GroupModCommand::{Add, Modify};
+    let lp = Err(ErrorCode::GroupModFailed(GroupModFailedCode::Loop));
+    let mut p = pipeline(4);
+    group_mod(&mut p, Add, 1, vec![out(2)]).unwrap();
+    group_mod(&mut p, Add, 2, vec![Action::Group(1)]).unwrap();
+    assert_eq!(group_mod(&mut p, Modify, 1, vec![Action::Group(2)]), lp);
+    assert_eq!(group_mod(&mut p, Modify, 1, vec![Action::Group(1)]), lp, "itself");
+    group_mod(&mut p, Add, 3, vec![Action::Group(2)]).unwrap();
+    assert_eq!(group_mod(&mut p, Modify, 1, vec![Action::Group(3)]), lp, "three steps");
+    add(
+        &mut p,
+        flow(5, vec![Oxm::InPort(1)], vec![apply(vec![Action::Group(3)])]),
+    );
+    assert_eq!(
+        ports_of(&send(&p, 1, udp4(9, 1))),
+        [2],
+        "3 -> 2 -> 1 -> port 2, as before"
+    );
+}
+
+/// A chain of `MAX_GROUP_CHAIN` groups forwards; one group more, added
+/// on top or by a MODIFY at the bottom, is refused; a group another
+/// forwards to cannot be deleted alone; a bucket naming no group gets
+/// BAD_OUT_GROUP, as a flow would.
+#[test]
+fn group_chains_forward_to_the_limit_and_no_further() {
+    use GroupModCommand::{Add, Delete, Modify};
+    let max = ofswitch::pipeline::MAX_GROUP_CHAIN as u32;
+    let too_long = Err(ErrorCode::GroupModFailed(GroupModFailedCode::ChainingUnsupported));
+    let mut p = pipeline(4);
+    // max -> port 2; k -> k + 1.
+    group_mod(&mut p, Add, max, vec![out(2)]).unwrap();
+    for k in (1..max).rev() {
+        group_mod(&mut p, Add, k, vec![Action::Group(k + 1)]).unwrap();
+    }
+    add(
+        &mut p,
+        flow(5, vec![Oxm::InPort(1)], vec![apply(vec![Action::Group(1)])]),
+    );
+    assert_eq!(ports_of(&send(&p, 1, udp4(9, 1))), [2], "through {max} groups");
+    assert_eq!(p.groups[&max].counter.get().packet_count, 1);
+    // One more on top.
+    assert_eq!(group_mod(&mut p, Add, 100, vec![Action::Group(1)]), too_long);
+    // One more below, by lengthening the bottom: the chains above count.
+    group_mod(&mut p, Add, 101, vec![out(3)]).unwrap();
+    assert_eq!(group_mod(&mut p, Modify, max, vec![Action::Group(101)]), too_long);
+    // The same group below the second group of the chain is within the limit.
+    group_mod(&mut p, Modify, 2, vec![Action::Group(101)]).unwrap();
+    assert_eq!(ports_of(&send(&p, 1, udp4(9, 1))), [3]);
+    // Deleting a group another forwards to is refused; the chain still forwards.
+    assert_eq!(
+        group_mod(&mut p, Delete, 101, vec![]),
+        Err(ErrorCode::GroupModFailed(GroupModFailedCode::ChainedGroup))
+    );
+    assert_eq!(ports_of(&send(&p, 1, udp4(9, 1))), [3]);
+    // A bucket naming a group that does not exist.
+    assert_eq!(
+        group_mod(&mut p, Add, 102, vec![Action::Group(999)]),
+        Err(ErrorCode::BadAction(BadActionCode::BadOutGroup))
+    );
+    // Everything at once goes.
+    group_mod(&mut p, Delete, v13::GROUP_ALL, vec![]).unwrap();
+    assert!(p.groups.is_empty());
+}
+
+/// Every reserved identifier where the specification does not allow it:
+/// meters 0, SLOWPATH, CONTROLLER, and ALL but in a DELETE; groups ALL
+/// and ANY but a DELETE of ALL; an output to ANY or NORMAL (this switch
+/// has no NORMAL pipeline); a goto to a table it does not have (64 of
+/// them: 0 to 63); a PORT_MOD
+/// of a reserved port.
+#[test]
+fn reserved_identifiers_are_refused_with_the_specs_errors() {
+    use ofwire::error::{BadInstructionCode, MeterModFailedCode, PortModFailedCode};
+    let mut p = pipeline(2);
+    let meter = |id: u32, command: v13::MeterModCommand| v13::MeterMod {
+        command,
+        flags: v13::meter_flags::PKTPS,
+        meter_id: id,
+        bands: vec![v13::MeterBand::Drop {
+            rate: 10,
+            burst_size: 0,
+        }],
+    };
+    let invalid_meter = Err(ErrorCode::MeterModFailed(MeterModFailedCode::InvalidMeter));
+    for id in [0, 0xffff_fffd, 0xffff_fffe, 0xffff_ffff] {
+        for command in [v13::MeterModCommand::Add, v13::MeterModCommand::Modify] {
+            assert_eq!(
+                p.meter_mod(&meter(id, command), Instant::now()).map(|_| ()),
+                invalid_meter,
+                "meter {id:#x} {command:?}"
+            );
+        }
+    }
+    p.meter_mod(&meter(0xffff_0000, v13::MeterModCommand::Add), Instant::now())
+        .expect("OFPM_MAX is a meter");
+    p.meter_mod(&meter(0xffff_ffff, v13::MeterModCommand::Delete), Instant::now())
+        .expect("a DELETE of OFPM_ALL");
+    assert!(p.meters.is_empty());
+
+    let invalid_group = Err(ErrorCode::GroupModFailed(GroupModFailedCode::InvalidGroup));
+    for id in [v13::GROUP_ALL, v13::GROUP_ANY] {
+        assert_eq!(
+            group_mod(&mut p, GroupModCommand::Add, id, vec![out(2)]),
+            invalid_group,
+            "group {id:#x}"
+        );
+    }
+    for port in [v13::port::ANY, v13::port::NORMAL, 7] {
+        let r = p.flow_mod(&flow(1, vec![], vec![apply(vec![out(port)])]), Instant::now());
+        assert_eq!(
+            r.map(|_| ()),
+            Err(ErrorCode::BadAction(BadActionCode::BadOutPort)),
+            "output to {port:#x}"
+        );
+    }
+    let r = p.flow_mod(&flow(1, vec![], vec![Instruction::GotoTable(64)]), Instant::now());
+    assert_eq!(
+        r.map(|_| ()),
+        Err(ErrorCode::BadInstruction(BadInstructionCode::BadTableId))
+    );
+    let pm = v13::PortMod {
+        port_no: v13::port::LOCAL,
+        hw_addr: MacAddr([0; 6]),
+        config: 0,
+        mask: 0,
+        advertise: 0,
+    };
+    assert_eq!(
+        p.port_mod(&pm).map(|_| ()),
+        Err(ErrorCode::PortModFailed(PortModFailedCode::BadPort))
+    );
 }

@@ -165,6 +165,17 @@ impl Switch {
         v.extend(&args[1..]);
         ok(&v)
     }
+
+    /// What ovs-ofctl printed on stderr for a command the switch refused.
+    fn ofctl_refused(&self, args: &[&str]) -> String {
+        let o = Command::new("ovs-ofctl")
+            .args(["-O", "OpenFlow13", args[0], &self.target])
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "ovs-ofctl {args:?} was accepted");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    }
 }
 
 impl Drop for Switch {
@@ -231,6 +242,20 @@ fn ovs_ofctl_drives_flows_groups_meters_and_statistics() {
     let gstats = sw.ofctl(&["dump-group-stats"]);
     let g1 = gstats.lines().find(|l| l.contains("group_id=1")).unwrap();
     assert!(!g1.contains("packet_count=0,"), "{gstats}");
+    // A loop made in two steps is refused with the error the spec names,
+    // as ovs-ofctl decodes it; the groups forward as before.
+    sw.ofctl(&["add-group", "group_id=3,type=indirect,bucket=group:1"]);
+    let refused = sw.ofctl_refused(&["mod-group", "group_id=1,type=all,bucket=group:3"]);
+    assert!(refused.contains("OFPGMFC_LOOP"), "{refused}");
+    // A group another forwards to cannot go alone.
+    let refused = sw.ofctl_refused(&["del-groups", "group_id=1"]);
+    assert!(refused.contains("OFPGMFC_CHAINED_GROUP"), "{refused}");
+    assert!(hosts.ping(1));
+    let features = sw.ofctl(&["dump-group-features"]);
+    assert!(
+        features.contains("Capabilities:  0xf"),
+        "chaining with checks: {features}"
+    );
 
     // A meter of 1 packet/s with a drop band: a fast ping loses most.
     sw.ofctl(&["del-flows"]);
