@@ -509,13 +509,14 @@ impl Agent {
             }
         }
         drop(p);
-        let n = bodies.len();
-        for (i, body) in bodies.into_iter().enumerate() {
-            let flags = if i + 1 < n { v10::STATS_REPLY_MORE } else { 0 };
-            fx.messages.push((
-                conn,
-                Message::v10(m.xid, B10::StatsReply(v10::StatsReply { flags, body })),
-            ));
+        let parts: Vec<v10::StatsReply> = bodies
+            .into_iter()
+            .flat_map(|body| v10::StatsReply { flags: 0, body }.split(MAX_REPLY_BYTES))
+            .collect();
+        let n = parts.len();
+        for (i, mut part) in parts.into_iter().enumerate() {
+            part.flags = if i + 1 < n { v10::STATS_REPLY_MORE } else { 0 };
+            fx.messages.push((conn, Message::v10(m.xid, B10::StatsReply(part))));
         }
     }
 
@@ -945,11 +946,16 @@ impl Agent {
             }
         }
         drop(p);
-        let n = bodies.len();
-        for (i, body) in bodies.into_iter().enumerate() {
-            let flags = if i + 1 < n { v13::MULTIPART_MORE } else { 0 };
-            fx.messages
-                .push((conn, reply(m, B::MultipartReply(v13::MultipartReply { flags, body }))));
+        // Every reply under the 16-bit message length: each body cut into
+        // parts as needed, REPLY_MORE on all parts but the very last.
+        let parts: Vec<v13::MultipartReply> = bodies
+            .into_iter()
+            .flat_map(|body| v13::MultipartReply { flags: 0, body }.split(MAX_REPLY_BYTES))
+            .collect();
+        let n = parts.len();
+        for (i, mut part) in parts.into_iter().enumerate() {
+            part.flags = if i + 1 < n { v13::MULTIPART_MORE } else { 0 };
+            fx.messages.push((conn, reply(m, B::MultipartReply(part))));
         }
     }
 }

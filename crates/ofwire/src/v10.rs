@@ -664,6 +664,68 @@ pub struct StatsReply {
     pub body: StatsReplyBody,
 }
 
+impl StatsReply {
+    /// The reply cut into parts whose encoded message is at most
+    /// `max_message` bytes, in order, OFPSF_REPLY_MORE on all but the last
+    /// (which keeps this reply's flag): as `v13::MultipartReply::split`.
+    pub fn split(self, max_message: usize) -> Vec<StatsReply> {
+        fn halves(b: StatsReplyBody) -> Result<(StatsReplyBody, StatsReplyBody), StatsReplyBody> {
+            use StatsReplyBody::*;
+            macro_rules! split {
+                ($v:ident, $list:ident) => {{
+                    if $list.len() < 2 {
+                        return Err($v($list));
+                    }
+                    let mut a = $list;
+                    let b = a.split_off(a.len() / 2);
+                    Ok(($v(a), $v(b)))
+                }};
+            }
+            match b {
+                Flow(l) => split!(Flow, l),
+                Table(l) => split!(Table, l),
+                Port(l) => split!(Port, l),
+                Queue(l) => split!(Queue, l),
+                other => Err(other),
+            }
+        }
+        fn parts(body: StatsReplyBody, max: usize, out: &mut Vec<StatsReplyBody>) {
+            let probe = Body::StatsReply(StatsReply { flags: 0, body });
+            let mut buf = Vec::new();
+            probe.encode(&mut buf);
+            let Body::StatsReply(StatsReply { body, .. }) = probe else {
+                unreachable!("built above")
+            };
+            // 8 bytes of OpenFlow header before the body.
+            if buf.len() + 8 <= max {
+                return out.push(body);
+            }
+            match halves(body) {
+                Ok((a, b)) => {
+                    parts(a, max, out);
+                    parts(b, max, out);
+                }
+                Err(whole) => out.push(whole),
+            }
+        }
+        let mut bodies = Vec::new();
+        parts(self.body, max_message, &mut bodies);
+        let n = bodies.len();
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| StatsReply {
+                flags: if i + 1 < n {
+                    self.flags | STATS_REPLY_MORE
+                } else {
+                    self.flags
+                },
+                body,
+            })
+            .collect()
+    }
+}
+
 /// `ofp_packet_queue` of 1.0.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PacketQueue {

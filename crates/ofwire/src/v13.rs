@@ -1351,6 +1351,77 @@ impl MultipartReplyBody {
             Experimenter { .. } => 0xffff,
         }
     }
+
+    /// A list body in two (the first half of its entries, then the rest);
+    /// the body itself back when it is not a list or has a single entry.
+    fn halves(self) -> Result<(MultipartReplyBody, MultipartReplyBody), MultipartReplyBody> {
+        use MultipartReplyBody::*;
+        macro_rules! split {
+            ($v:ident, $list:ident) => {{
+                if $list.len() < 2 {
+                    return Err($v($list));
+                }
+                let mut a = $list;
+                let b = a.split_off(a.len() / 2);
+                Ok(($v(a), $v(b)))
+            }};
+        }
+        match self {
+            Flow(l) => split!(Flow, l),
+            Table(l) => split!(Table, l),
+            PortStats(l) => split!(PortStats, l),
+            Queue(l) => split!(Queue, l),
+            Group(l) => split!(Group, l),
+            GroupDesc(l) => split!(GroupDesc, l),
+            Meter(l) => split!(Meter, l),
+            MeterConfig(l) => split!(MeterConfig, l),
+            TableFeatures(l) => split!(TableFeatures, l),
+            PortDesc(l) => split!(PortDesc, l),
+            other => Err(other),
+        }
+    }
+}
+
+impl MultipartReply {
+    /// The reply cut into parts whose encoded message is at most
+    /// `max_message` bytes (a message's length is 16 bits: at most 65,535),
+    /// in order, with OFPMPF_REPLY_MORE on every part but the last (which
+    /// keeps this reply's own flag). A list is halved until each part
+    /// fits; an entry too large alone stays alone (and its encoding fails
+    /// as it would have).
+    pub fn split(self, max_message: usize) -> Vec<MultipartReply> {
+        fn parts(body: MultipartReplyBody, max: usize, out: &mut Vec<MultipartReplyBody>) {
+            let probe = MultipartReply { flags: 0, body };
+            let mut buf = Vec::new();
+            encode_multipart_reply(&probe, &mut buf);
+            // 8 bytes of OpenFlow header before the multipart header.
+            if buf.len() + 8 <= max {
+                return out.push(probe.body);
+            }
+            match probe.body.halves() {
+                Ok((a, b)) => {
+                    parts(a, max, out);
+                    parts(b, max, out);
+                }
+                Err(whole) => out.push(whole),
+            }
+        }
+        let mut bodies = Vec::new();
+        parts(self.body, max_message, &mut bodies);
+        let n = bodies.len();
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| MultipartReply {
+                flags: if i + 1 < n {
+                    self.flags | MULTIPART_MORE
+                } else {
+                    self.flags
+                },
+                body,
+            })
+            .collect()
+    }
 }
 
 fn unknown_multipart(r: &Reader, t: u16) -> DecodeError {

@@ -204,6 +204,30 @@ fn packets_of(dump: &str, needle: &str) -> u64 {
         .unwrap()
 }
 
+/// With 254 tables every multipart reply fits a message: table features
+/// (about 225 KB in all) and table statistics come in parts with
+/// REPLY_MORE, and ovs-ofctl reads them whole (it waited forever on a
+/// reply the switch could not encode); a dump of the last table answers.
+#[test]
+fn large_multipart_replies_come_in_parts() {
+    let hosts = Hosts::new("m");
+    let sw = Switch::start(&hosts, &["--tables", "254"]);
+    let ofctl = |args: &[&str]| {
+        let mut v = vec!["timeout", "30", "ovs-ofctl", "-O", "OpenFlow13", args[0], &sw.target];
+        v.extend(&args[1..]);
+        ok(&v)
+    };
+    let features = ofctl(&["dump-table-features"]);
+    for t in [0, 100, 253] {
+        assert!(features.contains(&format!("  table {t}")), "table {t}: {features}");
+    }
+    let tables = ofctl(&["dump-tables"]);
+    assert!(tables.contains("tables 1...253: ditto"), "254 tables: {tables}");
+    ofctl(&["add-flow", "table=253,priority=5,in_port=1,actions=output:2"]);
+    let flows = ofctl(&["dump-flows", "table=253"]);
+    assert!(flows.contains("table=253") && flows.contains("in_port=1"), "{flows}");
+}
+
 #[test]
 fn ovs_ofctl_drives_flows_groups_meters_and_statistics() {
     let hosts = Hosts::new("a");
