@@ -13,6 +13,7 @@
 //! messages in.
 
 pub mod actions;
+pub mod admission;
 pub mod agent;
 pub mod classifier;
 pub mod datapath;

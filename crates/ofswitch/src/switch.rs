@@ -4,6 +4,7 @@
 //! passive connections (`ovs-ofctl ... tcp:HOST:PORT`), and that expires
 //! flows and follows link state.
 
+use crate::admission::{open_file_limit, Admission, Admit, Limits};
 use crate::agent::{Agent, Effects, Identity};
 use crate::datapath::{self, Shared};
 use crate::fast_egress::FastEgress;
@@ -16,7 +17,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 pub struct Config {
@@ -45,6 +46,12 @@ pub struct Config {
     /// How often the fast path's ports are checked again besides when the
     /// kernel announces a change (in case an announcement was missed).
     pub fast_egress_recheck: Duration,
+    /// How long a connection may take to send its HELLO, and to finish a
+    /// message once it has begun one, before it is closed.
+    pub session_deadline: Duration,
+    /// How many connections the listeners hold at once (None: from the
+    /// open-file limit, `Limits::for_open_files`).
+    pub limits: Option<Limits>,
 }
 
 impl Default for Config {
@@ -64,6 +71,8 @@ impl Default for Config {
             fast_path: None,
             fast_ports: Vec::new(),
             fast_egress_recheck: Duration::from_secs(1),
+            session_deadline: Duration::from_secs(20),
+            limits: None,
         }
     }
 }
@@ -112,6 +121,10 @@ struct Ctx {
     shared: Arc<Shared>,
     writers: Writers,
     verbose: bool,
+    deadline: Duration,
+    admission: Arc<Mutex<Admission>>,
+    /// What closes each admitted connection early (eviction), by id.
+    evictions: Arc<Mutex<HashMap<u64, Arc<tokio::sync::Notify>>>>,
 }
 
 impl Ctx {
@@ -254,6 +267,11 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         shared: shared.clone(),
         writers: Arc::new(Mutex::new(HashMap::new())),
         verbose: cfg.verbose,
+        deadline: cfg.session_deadline,
+        admission: Arc::new(Mutex::new(Admission::new(
+            cfg.limits.unwrap_or_else(|| Limits::for_open_files(open_file_limit())),
+        ))),
+        evictions: Arc::new(Mutex::new(HashMap::new())),
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let controllers = cfg.controllers.clone();
@@ -303,10 +321,44 @@ async fn control(
             let Ok(l) = tokio::net::TcpListener::from_std(l) else {
                 return;
             };
+            let mut warned = false;
             loop {
-                if let Ok((s, _)) = l.accept().await {
-                    let _ = s.set_nodelay(true);
-                    tokio::spawn(serve(ctx.clone(), s));
+                match l.accept().await {
+                    Ok((s, peer)) => {
+                        let admit = ctx
+                            .admission
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .admit(peer.ip(), Instant::now());
+                        let Admit::Accept { id, evict } = admit else {
+                            // Every connection held is a session: this one is dropped.
+                            continue;
+                        };
+                        let kill = Arc::new(tokio::sync::Notify::new());
+                        {
+                            let mut ev = ctx.evictions.lock().unwrap_or_else(|e| e.into_inner());
+                            if let Some(victim) = evict.and_then(|v| ev.remove(&v)) {
+                                victim.notify_one();
+                            }
+                            ev.insert(id, kill.clone());
+                        }
+                        let _ = s.set_nodelay(true);
+                        let ctx = ctx.clone();
+                        tokio::spawn(async move {
+                            serve(ctx.clone(), s, Some((id, kill))).await;
+                            ctx.evictions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                            ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
+                        });
+                    }
+                    // Out of descriptors (EMFILE, ENFILE) or memory: wait
+                    // for connections to close rather than spin.
+                    Err(e) => {
+                        if !warned {
+                            eprintln!("sdnlab switch: accept: {e}; retrying every 100 ms");
+                            warned = true;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
                 }
             }
         });
@@ -320,7 +372,7 @@ async fn control(
                     Ok(s) => {
                         let _ = s.set_nodelay(true);
                         backoff = Duration::from_millis(100);
-                        serve(ctx.clone(), s).await;
+                        serve(ctx.clone(), s, None).await;
                         if ctx.verbose {
                             eprintln!("sdnlab switch: connection to {addr} closed; reconnecting");
                         }
@@ -402,9 +454,40 @@ async fn control(
     }
 }
 
-/// One controller connection: HELLO exchange, then messages until EOF or
-/// a byte stream that can no longer be framed.
-async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
+thread_local! {
+    /// Where a connection's bytes land before the framer takes them: one
+    /// buffer per thread, not one per connection, so an idle or half-open
+    /// connection holds only what it has sent.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 64 * 1024]);
+}
+
+/// Reads what the socket has into `framer`. False when the peer closed
+/// or the socket failed.
+async fn read_more(rd: &mut tokio::net::tcp::OwnedReadHalf, framer: &mut Framer) -> bool {
+    loop {
+        if rd.readable().await.is_err() {
+            return false;
+        }
+        let got = SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            rd.try_read(&mut s[..]).inspect(|&n| framer.push(&s[..n]))
+        });
+        match got {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// One controller connection: HELLO exchange, then messages until EOF, a
+/// byte stream that can no longer be framed, or a deadline missed (the
+/// HELLO, or the rest of a message begun, not in `ctx.deadline`).
+/// `admitted`: its id with the listeners' admission and what evicts it
+/// during its handshake (None for a connection the switch made to a
+/// controller).
+async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, Arc<tokio::sync::Notify>)>) {
     let (mut rd, mut wr) = stream.into_split();
     let versions = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).versions().to_vec();
     let hello = Message {
@@ -415,19 +498,30 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
     if wr.write_all(&hello.to_bytes().unwrap_or_default()).await.is_err() {
         return;
     }
-    let mut framer = Framer::default();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut framer = Framer::new(u16::MAX as usize);
+    let handshake_by = tokio::time::Instant::now() + ctx.deadline;
+    let evicted = async {
+        match &admitted {
+            Some((_, kill)) => kill.notified().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(evicted);
     // The peer's HELLO.
     let version = loop {
         let msg = match framer.next_message() {
             Ok(Some(m)) => m.to_vec(),
-            Ok(None) => match rd.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    framer.push(&buf[..n]);
+            Ok(None) => {
+                let more = tokio::select! {
+                    r = tokio::time::timeout_at(handshake_by, read_more(&mut rd, &mut framer)) => r.unwrap_or(false),
+                    _ = &mut evicted => false,
+                };
+                if more {
                     continue;
                 }
-            },
+                // Closed, evicted, or no HELLO in time.
+                return;
+            }
             Err(_) => return,
         };
         let header = Header::peek(&msg);
@@ -452,6 +546,13 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
             }
         }
     };
+    if let Some((id, _)) = &admitted {
+        // Evicted as its handshake ended: it goes before it is a session.
+        if !ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).established(*id) {
+            return;
+        }
+        ctx.evictions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
     let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect(version);
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
     ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).insert(conn, tx);
@@ -465,23 +566,38 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
             }
         }
     });
+    // Since when the message at the front of the framer has been waiting
+    // for its rest (None: nothing pending).
+    let mut partial_since: Option<tokio::time::Instant> = None;
     // Messages that came in with the HELLO are already in the framer.
     let mut first = true;
     'read: loop {
         if !first {
-            let n = match rd.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
+            let more = match partial_since {
+                Some(t) => tokio::time::timeout_at(t + ctx.deadline, read_more(&mut rd, &mut framer))
+                    .await
+                    .unwrap_or(false),
+                None => read_more(&mut rd, &mut framer).await,
             };
-            framer.push(&buf[..n]);
+            if !more {
+                if ctx.verbose && partial_since.is_some() {
+                    eprintln!(
+                        "sdnlab switch: closing a connection whose message stayed unfinished for {:?}",
+                        ctx.deadline
+                    );
+                }
+                break;
+            }
         }
         first = false;
         let mut fx = Effects::default();
+        let mut completed = false;
         {
             let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 match framer.next_message() {
                     Ok(Some(raw)) => {
+                        completed = true;
                         let now = Instant::now();
                         match ofwire::decode_in_session(raw, version) {
                             Ok(m) => agent.on_message(conn, &m, now, &mut fx),
@@ -507,6 +623,13 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream) {
             }
         }
         ctx.dispatch(fx);
+        // The deadline runs from when the message now at the front began
+        // to arrive: a stream of whole messages never runs out of time.
+        partial_since = match (framer.pending() > 0, completed, partial_since) {
+            (false, _, _) => None,
+            (true, true, _) | (true, false, None) => Some(tokio::time::Instant::now()),
+            (true, false, Some(t)) => Some(t),
+        };
     }
     ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).disconnect(conn);
     ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).remove(&conn);

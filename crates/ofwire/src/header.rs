@@ -220,9 +220,12 @@ impl Default for Framer {
 }
 
 impl Framer {
+    /// A framer for messages of at most `max_len` bytes. It allocates as
+    /// bytes arrive (an idle connection holds next to nothing) and gives
+    /// back a buffer grown past 256 KiB once it has been read through.
     pub fn new(max_len: usize) -> Self {
         Framer {
-            buf: Vec::with_capacity(64 * 1024),
+            buf: Vec::new(),
             start: 0,
             max_len,
         }
@@ -240,6 +243,9 @@ impl Framer {
     /// Appends bytes read from the stream.
     pub fn push(&mut self, data: &[u8]) {
         if self.start > 0 && self.start == self.buf.len() {
+            if self.buf.capacity() > 256 * 1024 {
+                self.buf = Vec::new();
+            }
             self.buf.clear();
             self.start = 0;
         } else if self.start > self.buf.capacity() / 2 {

@@ -67,6 +67,15 @@ pub struct SwitchArgs {
     /// Log connections.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Seconds a control connection may take to send its HELLO, or to finish a message it
+    /// has begun, before it is closed.
+    #[arg(long, default_value_t = 20.0, value_name = "SECS")]
+    pub session_deadline: f64,
+    /// Connections the listeners hold at once, all bridges together (default: the
+    /// open-file limit less 128), a quarter of them from one address; a newcomer over the
+    /// limit takes the place of the oldest connection still in its handshake, or is refused.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
     /// Run the bridges a TOML file describes (`[[bridge]]` tables with name, ports,
     /// controllers, listen, dpid, threads, cores, tables, max_rules, ring, fail_mode,
     /// xdp_mode, xdp_fast_path, local) in one process, instead of one bridge from the options above.
@@ -251,7 +260,13 @@ struct Running {
 }
 
 /// Opens a bridge's ports and starts it; errors are one line.
-fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
+/// What every bridge's control connections are held to.
+struct Hygiene {
+    deadline: std::time::Duration,
+    limits: ofswitch::admission::Limits,
+}
+
+fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<Running, String> {
     let controllers: Vec<_> = spec
         .controllers
         .iter()
@@ -347,6 +362,8 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool) -> Result<Running, String> {
         flood_on_miss: spec.fail_mode == "standalone",
         fast_path,
         fast_ports,
+        session_deadline: hygiene.deadline,
+        limits: Some(hygiene.limits),
         ..Default::default()
     };
     let handle = ofswitch::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;
@@ -367,6 +384,27 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         },
         None => vec![BridgeSpec::from_args(&args)],
     };
+    if !(args.session_deadline.is_finite() && (0.1..=3600.0).contains(&args.session_deadline)) {
+        return fail(format!(
+            "--session-deadline {} is outside 0.1..=3600 seconds",
+            args.session_deadline
+        ));
+    }
+    if args.max_connections == Some(0) {
+        return fail("--max-connections 0: give at least 1 (the default follows the open-file limit)");
+    }
+    // The listeners' share of descriptors, split between the bridges.
+    let total = args
+        .max_connections
+        .unwrap_or_else(|| ofswitch::admission::Limits::for_open_files(ofswitch::admission::open_file_limit()).total)
+        / specs.len().max(1);
+    let hygiene = Hygiene {
+        deadline: std::time::Duration::from_secs_f64(args.session_deadline),
+        limits: ofswitch::admission::Limits {
+            total: total.max(1),
+            per_source: (total / 4).max(1),
+        },
+    };
     if let Some(p) = &args.pidfile {
         if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
             return fail(format!("--pidfile {}: {e}", p.display()));
@@ -374,7 +412,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     }
     let mut running = Vec::new();
     for spec in &specs {
-        match start_bridge(spec, args.verbose) {
+        match start_bridge(spec, args.verbose, &hygiene) {
             Ok(r) => running.push(r),
             Err(e) => {
                 for r in running {

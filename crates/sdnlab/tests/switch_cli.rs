@@ -204,6 +204,102 @@ fn packets_of(dump: &str, needle: &str) -> u64 {
         .unwrap()
 }
 
+/// The switch process's resident memory, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Connections that never finish: one that sends half a message after its
+/// HELLO is closed by the deadline (3 s here) while an idle session stays;
+/// 300 that never send a HELLO, against a limit of 64 connections, are
+/// held at most 64 at a time, oldest first out, and ovs-ofctl is served
+/// all along; once they are gone the switch's memory is back within 8 MiB
+/// of where it was.
+#[test]
+fn connections_that_never_finish_are_closed_and_do_not_lock_out_ovs_ofctl() {
+    use std::io::{Read, Write};
+    let hosts = Hosts::new("h");
+    let sw = Switch::start(&hosts, &["--session-deadline", "3", "--max-connections", "64"]);
+    let pid = sw.child.id();
+    let addr = sw.target.strip_prefix("tcp:").unwrap().to_string();
+    let hello = [4u8, 0, 0, 8, 0, 0, 0, 1];
+    // A header announcing 65,535 bytes, and nothing after it.
+    let half = [4u8, 14, 0xff, 0xff, 0, 0, 0, 2];
+    sw.ofctl(&["dump-flows"]);
+    let before = rss_kib(pid);
+
+    let mut idle = std::net::TcpStream::connect(&addr).unwrap();
+    idle.write_all(&hello).unwrap();
+    let mut stuck = std::net::TcpStream::connect(&addr).unwrap();
+    stuck.write_all(&hello).unwrap();
+    stuck.write_all(&half).unwrap();
+    let t = Instant::now();
+    stuck.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stuck.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue, // the switch's HELLO
+            Err(e) => panic!("still open after {:?}: {e}", t.elapsed()),
+        }
+    }
+    let closed_after = t.elapsed();
+    assert!(
+        closed_after >= Duration::from_millis(2900) && closed_after < Duration::from_secs(8),
+        "closed after {closed_after:?}, the deadline is 3 s"
+    );
+    // The idle session (HELLO done, nothing begun) is still served.
+    idle.write_all(&[4u8, 2, 0, 8, 0, 0, 0, 9]).unwrap(); // ECHO_REQUEST
+    idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    while !got.windows(2).any(|w| w == [4, 3]) {
+        let n = idle.read(&mut buf).expect("the idle session answers its echo");
+        assert!(n > 0, "the idle session was closed");
+        got.extend_from_slice(&buf[..n]);
+    }
+
+    // A flood of connections that never say HELLO.
+    let flood: Vec<std::net::TcpStream> = (0..300)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            let _ = s.write_all(&half[..4]);
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // ovs-ofctl still gets in (taking a half-open connection's place).
+    sw.ofctl(&["dump-flows"]);
+    // The switch holds at most 64 of them: the rest were closed (looked
+    // at without waiting, well within the 3 s deadline).
+    let open = flood
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            let mut b = [0u8; 64];
+            let mut s = *s;
+            loop {
+                match s.read(&mut b) {
+                    Ok(0) => return false,
+                    Ok(_) => continue, // the switch's HELLO
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                    Err(_) => return false, // reset
+                }
+            }
+        })
+        .count();
+    assert!(open <= 64, "{open} of 300 still open against a limit of 64");
+    drop(flood);
+    drop(idle);
+    std::thread::sleep(Duration::from_secs(2));
+    let after = rss_kib(pid);
+    assert!(
+        after <= before + 8 * 1024,
+        "resident memory {before} KiB before, {after} KiB after the connections closed"
+    );
+}
+
 /// With 254 tables every multipart reply fits a message: table features
 /// (about 225 KB in all) and table statistics come in parts with
 /// REPLY_MORE, and ovs-ofctl reads them whole (it waited forever on a

@@ -1,0 +1,212 @@
+//! Admission of the connections a switch's listeners accept, without I/O
+//! (but for reading the open-file limit):
+//! how many it holds at once, in all and from one source address. A
+//! connection that has not finished its handshake is the first to go: when
+//! a limit is reached, the newcomer takes the place of the oldest such
+//! connection (of the same source when that source is over its own limit),
+//! so a flood of half-open connections cannot lock out `ovs-ofctl` or a
+//! controller; when every connection held has finished its handshake, the
+//! newcomer is refused. Connections the switch makes to its controllers are
+//! not counted: they are configured, not offered.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+/// How many connections the listeners hold at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub total: usize,
+    pub per_source: usize,
+}
+
+impl Limits {
+    /// File descriptors left for everything else (ports, controllers,
+    /// files) when the limit comes from the process's open-file limit.
+    pub const RESERVE: usize = 128;
+
+    /// From the open-file limit (`RLIMIT_NOFILE`'s soft value): all but
+    /// `RESERVE` descriptors in all, a quarter of them from one source.
+    pub fn for_open_files(nofile: u64) -> Limits {
+        let total = (nofile as usize).saturating_sub(Self::RESERVE).clamp(16, 1 << 20);
+        Limits {
+            total,
+            per_source: (total / 4).max(8),
+        }
+    }
+}
+
+/// The process's open-file limit (the soft one), or 1024 if it cannot be read.
+pub fn open_file_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        1024
+    }
+}
+
+/// What to do with a new connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Hold it as `id`, after closing `evict` if given.
+    Accept { id: u64, evict: Option<u64> },
+    /// Close it: every connection held has finished its handshake.
+    Refuse,
+}
+
+#[derive(Debug)]
+struct Conn {
+    id: u64,
+    source: IpAddr,
+    established: bool,
+    since: Instant,
+}
+
+/// The connections held.
+#[derive(Debug)]
+pub struct Admission {
+    limits: Limits,
+    next: u64,
+    conns: Vec<Conn>,
+}
+
+impl Admission {
+    pub fn new(limits: Limits) -> Admission {
+        Admission {
+            limits,
+            next: 0,
+            conns: Vec::new(),
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Connections held now.
+    pub fn held(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// A connection from `source` arrives.
+    pub fn admit(&mut self, source: IpAddr, now: Instant) -> Admit {
+        let from_source = self.conns.iter().filter(|c| c.source == source).count();
+        let source_full = from_source >= self.limits.per_source;
+        let full = self.conns.len() >= self.limits.total;
+        let evict = if source_full || full {
+            // The oldest connection still in its handshake, of this source
+            // if it is the one over its limit.
+            let victim = self
+                .conns
+                .iter()
+                .filter(|c| !c.established && (!source_full || c.source == source))
+                .min_by_key(|c| c.since)
+                .map(|c| c.id);
+            match victim {
+                Some(v) => {
+                    self.closed(v);
+                    Some(v)
+                }
+                None => return Admit::Refuse,
+            }
+        } else {
+            None
+        };
+        let id = self.next;
+        self.next += 1;
+        self.conns.push(Conn {
+            id,
+            source,
+            established: false,
+            since: now,
+        });
+        Admit::Accept { id, evict }
+    }
+
+    /// The connection finished its handshake: it is no longer the first to
+    /// go. False if it was evicted meanwhile (it must close).
+    pub fn established(&mut self, id: u64) -> bool {
+        match self.conns.iter_mut().find(|c| c.id == id) {
+            Some(c) => {
+                c.established = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The connection is gone.
+    pub fn closed(&mut self, id: u64) {
+        self.conns.retain(|c| c.id != id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, last])
+    }
+
+    #[test]
+    fn limits_leave_a_reserve_of_descriptors() {
+        assert_eq!(
+            Limits::for_open_files(1024),
+            Limits {
+                total: 896,
+                per_source: 224
+            }
+        );
+        assert_eq!(Limits::for_open_files(10).total, 16, "never below 16");
+    }
+
+    /// Half-open connections from one source fill its share; a newcomer
+    /// from there replaces the oldest of them, a newcomer from elsewhere is
+    /// taken as is; established sessions are never evicted, and once every
+    /// connection held is one, newcomers are refused.
+    #[test]
+    fn half_open_connections_go_first() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut a = Admission::new(Limits {
+            total: 4,
+            per_source: 2,
+        });
+        let Admit::Accept { id: first, evict: None } = a.admit(ip(1), at(0)) else {
+            panic!()
+        };
+        let Admit::Accept {
+            id: second,
+            evict: None,
+        } = a.admit(ip(1), at(1))
+        else {
+            panic!()
+        };
+        // Source 1 is full: its oldest half-open connection makes room.
+        let Admit::Accept { id: third, evict } = a.admit(ip(1), at(2)) else {
+            panic!()
+        };
+        assert_eq!(evict, Some(first));
+        assert_eq!(a.held(), 2);
+        // Another source is not held back by source 1.
+        assert!(matches!(a.admit(ip(2), at(3)), Admit::Accept { evict: None, .. }));
+        assert!(a.established(second) && a.established(third));
+        assert!(!a.established(first), "evicted: it must close");
+        // Source 1's share is all sessions: refused.
+        assert_eq!(a.admit(ip(1), at(4)), Admit::Refuse);
+        assert!(matches!(a.admit(ip(3), at(5)), Admit::Accept { evict: None, .. }));
+        // Full: the oldest half-open of any source goes (source 2's).
+        let Admit::Accept { evict, .. } = a.admit(ip(4), at(6)) else {
+            panic!()
+        };
+        assert_eq!(evict, Some(3));
+        a.closed(second);
+        assert_eq!(a.held(), 3);
+    }
+}
