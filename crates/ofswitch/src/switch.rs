@@ -52,6 +52,11 @@ pub struct Config {
     /// How many connections the listeners hold at once (None: from the
     /// open-file limit, `Limits::for_open_files`).
     pub limits: Option<Limits>,
+    /// Open vSwitch's inactivity probe: a session from which nothing has
+    /// been heard (and to which nothing could be written) for this long is
+    /// sent an ECHO_REQUEST, and closed if still nothing is heard for as
+    /// long again. None: never.
+    pub inactivity_probe: Option<Duration>,
 }
 
 impl Default for Config {
@@ -73,6 +78,7 @@ impl Default for Config {
             fast_egress_recheck: Duration::from_secs(1),
             session_deadline: Duration::from_secs(20),
             limits: None,
+            inactivity_probe: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -122,6 +128,7 @@ struct Ctx {
     writers: Writers,
     verbose: bool,
     deadline: Duration,
+    probe: Option<Duration>,
     admission: Arc<Mutex<Admission>>,
     /// What closes each admitted connection early (eviction), by id.
     evictions: Arc<Mutex<HashMap<u64, Arc<tokio::sync::Notify>>>>,
@@ -268,6 +275,7 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         writers: Arc::new(Mutex::new(HashMap::new())),
         verbose: cfg.verbose,
         deadline: cfg.session_deadline,
+        probe: cfg.inactivity_probe,
         admission: Arc::new(Mutex::new(Admission::new(
             cfg.limits.unwrap_or_else(|| Limits::for_open_files(open_file_limit())),
         ))),
@@ -454,6 +462,9 @@ async fn control(
     }
 }
 
+/// The xid of the inactivity probe's ECHO_REQUEST.
+const ECHO_XID: u32 = 0x7072_6f62;
+
 thread_local! {
     /// Where a connection's bytes land before the framer takes them: one
     /// buffer per thread, not one per connection, so an idle or half-open
@@ -555,17 +566,37 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
     }
     let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect(version);
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).insert(conn, tx);
-    let writer = tokio::spawn(async move {
-        while let Some(mut b) = rx.recv().await {
-            while let Ok(more) = rx.try_recv() {
-                b.extend_from_slice(&more);
+    ctx.writers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(conn, tx.clone());
+    // When a write last went through: a peer reading a long reply is alive
+    // even if it says nothing.
+    let wrote = Arc::new(Mutex::new(tokio::time::Instant::now()));
+    let writer = {
+        let wrote = wrote.clone();
+        tokio::spawn(async move {
+            while let Some(mut b) = rx.recv().await {
+                while let Ok(more) = rx.try_recv() {
+                    b.extend_from_slice(&more);
+                }
+                if wr.write_all(&b).await.is_err() {
+                    break;
+                }
+                *wrote.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
             }
-            if wr.write_all(&b).await.is_err() {
-                break;
-            }
-        }
-    });
+        })
+    };
+    let echo = if version == ofwire::OFP10_VERSION {
+        Message::v10(ECHO_XID, ofwire::v10::Body::EchoRequest(ofwire::Bytes::default()))
+    } else {
+        Message::v13(ECHO_XID, ofwire::v13::Body::EchoRequest(ofwire::Bytes::default()))
+    }
+    .to_bytes()
+    .unwrap_or_default();
+    let mut heard = tokio::time::Instant::now();
+    // When the ECHO_REQUEST of an inactivity probe went out, if one is out.
+    let mut probed: Option<tokio::time::Instant> = None;
     // Since when the message at the front of the framer has been waiting
     // for its rest (None: nothing pending).
     let mut partial_since: Option<tokio::time::Instant> = None;
@@ -573,20 +604,44 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
     let mut first = true;
     'read: loop {
         if !first {
-            let more = match partial_since {
-                Some(t) => tokio::time::timeout_at(t + ctx.deadline, read_more(&mut rd, &mut framer))
-                    .await
-                    .unwrap_or(false),
-                None => read_more(&mut rd, &mut framer).await,
+            // The next time something must happen: the message begun must
+            // be finished, a probe sent, or the probe answered.
+            let far = tokio::time::Instant::now() + Duration::from_secs(3600);
+            let finish_by = partial_since.map_or(far, |t| t + ctx.deadline);
+            let probe_at = match (ctx.probe, probed) {
+                (None, _) => far,
+                (Some(p), None) => heard.max(*wrote.lock().unwrap_or_else(|e| e.into_inner())) + p,
+                (Some(p), Some(t)) => t + p,
             };
-            if !more {
-                if ctx.verbose && partial_since.is_some() {
-                    eprintln!(
-                        "sdnlab switch: closing a connection whose message stayed unfinished for {:?}",
-                        ctx.deadline
-                    );
+            match tokio::time::timeout_at(finish_by.min(probe_at), read_more(&mut rd, &mut framer)).await {
+                Ok(true) => {
+                    heard = tokio::time::Instant::now();
+                    probed = None;
                 }
-                break;
+                Ok(false) => break,
+                Err(_) => {
+                    let now = tokio::time::Instant::now();
+                    if now >= finish_by {
+                        if ctx.verbose {
+                            eprintln!(
+                                "sdnlab switch: closing a connection whose message stayed unfinished for {:?}",
+                                ctx.deadline
+                            );
+                        }
+                        break;
+                    }
+                    if probed.is_some() {
+                        if ctx.verbose {
+                            eprintln!("sdnlab switch: closing a connection that did not answer its inactivity probe");
+                        }
+                        break;
+                    }
+                    if *wrote.lock().unwrap_or_else(|e| e.into_inner()) + ctx.probe.unwrap_or_default() <= now {
+                        let _ = tx.send(echo.clone());
+                        probed = Some(now);
+                    }
+                    continue;
+                }
             }
         }
         first = false;

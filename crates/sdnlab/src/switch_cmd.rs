@@ -76,6 +76,11 @@ pub struct SwitchArgs {
     /// limit takes the place of the oldest connection still in its handshake, or is refused.
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Seconds without hearing from a control connection (nor writing to it) before it is
+    /// sent an ECHO_REQUEST, and closed if still silent as long again (Open vSwitch's
+    /// inactivity probe; 0: never).
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub inactivity_probe: f64,
     /// Run the bridges a TOML file describes (`[[bridge]]` tables with name, ports,
     /// controllers, listen, dpid, threads, cores, tables, max_rules, ring, fail_mode,
     /// xdp_mode, xdp_fast_path, local) in one process, instead of one bridge from the options above.
@@ -263,6 +268,7 @@ struct Running {
 /// What every bridge's control connections are held to.
 struct Hygiene {
     deadline: std::time::Duration,
+    probe: Option<std::time::Duration>,
     limits: ofswitch::admission::Limits,
 }
 
@@ -363,6 +369,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         fast_path,
         fast_ports,
         session_deadline: hygiene.deadline,
+        inactivity_probe: hygiene.probe,
         limits: Some(hygiene.limits),
         ..Default::default()
     };
@@ -390,6 +397,14 @@ pub fn run(args: SwitchArgs) -> ExitCode {
             args.session_deadline
         ));
     }
+    if !(args.inactivity_probe.is_finite()
+        && (args.inactivity_probe == 0.0 || (0.1..=3600.0).contains(&args.inactivity_probe)))
+    {
+        return fail(format!(
+            "--inactivity-probe {} is outside 0.1..=3600 seconds (0: never)",
+            args.inactivity_probe
+        ));
+    }
     if args.max_connections == Some(0) {
         return fail("--max-connections 0: give at least 1 (the default follows the open-file limit)");
     }
@@ -400,6 +415,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         / specs.len().max(1);
     let hygiene = Hygiene {
         deadline: std::time::Duration::from_secs_f64(args.session_deadline),
+        probe: (args.inactivity_probe > 0.0).then(|| std::time::Duration::from_secs_f64(args.inactivity_probe)),
         limits: ofswitch::admission::Limits {
             total: total.max(1),
             per_source: (total / 4).max(1),

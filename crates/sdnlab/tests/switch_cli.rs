@@ -300,6 +300,83 @@ fn connections_that_never_finish_are_closed_and_do_not_lock_out_ovs_ofctl() {
     );
 }
 
+/// Open vSwitch's inactivity probe (1 s here): a session that says nothing
+/// is sent an ECHO_REQUEST after 1 s and closed when it does not answer
+/// within 1 s more; one that answers its echoes stays.
+#[test]
+fn a_silent_session_is_probed_and_closed_one_that_answers_stays() {
+    use std::io::{Read, Write};
+    let hosts = Hosts::new("p");
+    let sw = Switch::start(&hosts, &["--inactivity-probe", "1"]);
+    let addr = sw.target.strip_prefix("tcp:").unwrap().to_string();
+    let hello = [4u8, 0, 0, 8, 0, 0, 0, 1];
+    let mut silent = std::net::TcpStream::connect(&addr).unwrap();
+    let mut answers = std::net::TcpStream::connect(&addr).unwrap();
+    silent.write_all(&hello).unwrap();
+    answers.write_all(&hello).unwrap();
+    let t = Instant::now();
+    // The other one answers each probe, in its own thread (its bytes are
+    // framed by hand: the HELLO, then 8-byte ECHO_REQUESTs), for 5 s.
+    let answering = std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        let mut pending = Vec::new();
+        let mut answered = 0;
+        answers.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        while t.elapsed() < Duration::from_secs(5) {
+            match answers.read(&mut buf) {
+                Ok(0) => panic!("the session that answers was closed after {:?}", t.elapsed()),
+                Ok(n) => pending.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+            while pending.len() >= 8 {
+                let len = u16::from_be_bytes([pending[2], pending[3]]) as usize;
+                if pending.len() < len {
+                    break;
+                }
+                let m: Vec<u8> = pending.drain(..len).collect();
+                if m[1] == 2 {
+                    let mut reply = m.clone();
+                    reply[1] = 3;
+                    answers.write_all(&reply).unwrap();
+                    answered += 1;
+                }
+            }
+        }
+        answered
+    });
+    // The silent one: its HELLO back, an ECHO_REQUEST, then the end.
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (mut got, mut buf, mut echo_at) = (Vec::new(), [0u8; 1024], None);
+    loop {
+        match silent.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("still open after {:?}: {e}", t.elapsed()),
+        }
+        // After the switch's HELLO (its length in its header).
+        let hello_len = if got.len() >= 4 {
+            u16::from_be_bytes([got[2], got[3]]) as usize
+        } else {
+            usize::MAX
+        };
+        if echo_at.is_none() && got.len() >= hello_len + 2 && got[hello_len + 1] == 2 {
+            echo_at = Some(t.elapsed());
+        }
+    }
+    let closed = t.elapsed();
+    let echo_at = echo_at.unwrap_or_else(|| panic!("no ECHO_REQUEST in {got:?}"));
+    assert!(
+        echo_at >= Duration::from_millis(900) && echo_at < Duration::from_secs(3),
+        "probed after {echo_at:?}"
+    );
+    assert!(
+        closed >= echo_at + Duration::from_millis(900) && closed < Duration::from_secs(6),
+        "closed after {closed:?}"
+    );
+    let answered = answering.join().unwrap();
+    assert!(answered >= 1, "no probe came to the session that answers");
+}
+
 /// With 254 tables every multipart reply fits a message: table features
 /// (about 225 KB in all) and table statistics come in parts with
 /// REPLY_MORE, and ovs-ofctl reads them whole (it waited forever on a
