@@ -27,6 +27,9 @@ pub struct Config {
     pub echo_timeout: Duration,
     /// Close a session that has not finished its handshake in this time.
     pub handshake_timeout: Duration,
+    /// Close a session that has begun a message and not finished it in
+    /// this time (a peer trickling bytes keeps the echo quiet, not this).
+    pub message_timeout: Duration,
     /// SET_CONFIG's miss_send_len (bytes of a table-miss packet sent to us).
     pub miss_send_len: u16,
     /// Largest message accepted from the switch.
@@ -43,6 +46,7 @@ impl Default for Config {
             echo_interval: Duration::from_secs(5),
             echo_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
+            message_timeout: Duration::from_secs(20),
             miss_send_len: 0xffff,
             max_message: 65535,
             packet_ins_as_events: false,
@@ -88,6 +92,8 @@ pub enum CloseReason {
     MessageBeforeHello(String),
     HandshakeTimeout(Phase),
     EchoTimeout,
+    /// A message begun and not finished within `message_timeout`.
+    MessageTimeout,
     /// The byte stream cannot be split into messages any more.
     Unframeable(String),
     /// The application or the controller asked for it.
@@ -128,6 +134,9 @@ pub struct Session {
     started: Instant,
     last_rx: Instant,
     echo_sent: Option<(u32, Instant)>,
+    /// Since when the message at the front of the framer has waited for
+    /// its rest (None: nothing pending).
+    partial_since: Option<Instant>,
     info: Option<SwitchInfo>,
     hold: bool,
     pub counters: Counters,
@@ -149,6 +158,7 @@ impl Session {
             started: now,
             last_rx: now,
             echo_sent: None,
+            partial_since: None,
             info: None,
             hold: false,
             counters: Counters::default(),
@@ -270,13 +280,24 @@ impl Session {
         // be borrowed in place (no copy per message) while `self` is mutated.
         let max = self.cfg.max_message;
         let mut framer = std::mem::replace(&mut self.framer, Framer::unallocated(max));
+        let mut completed = false;
         while !self.hold && self.phase != Phase::Closed {
             match framer.next_message() {
-                Ok(Some(m)) => self.on_message(m, now, on_packet_in),
+                Ok(Some(m)) => {
+                    completed = true;
+                    self.on_message(m, now, on_packet_in)
+                }
                 Ok(None) => break,
                 Err(e) => self.close(CloseReason::Unframeable(e.to_string())),
             }
         }
+        // The deadline runs from when the message now at the front began
+        // to arrive: a stream of whole messages never runs out of time.
+        self.partial_since = match (framer.pending() > 0, completed, self.partial_since) {
+            (false, _, _) => None,
+            (true, true, _) | (true, false, None) => Some(now),
+            (true, false, Some(t)) => Some(t),
+        };
         self.framer = framer;
     }
 
@@ -475,6 +496,19 @@ impl Session {
     /// Advances timers: echo keepalive, dead-peer detection, handshake timeout.
     /// Returns when it next needs to be called.
     pub fn on_timer(&mut self, now: Instant) -> Option<Instant> {
+        let finish_by = self.partial_since.map(|t| t + self.cfg.message_timeout);
+        if finish_by.is_some_and(|t| now >= t) && self.phase != Phase::Closed {
+            self.close(CloseReason::MessageTimeout);
+            return None;
+        }
+        let next = self.timers(now);
+        match (next, finish_by) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b).filter(|_| self.phase != Phase::Closed),
+        }
+    }
+
+    fn timers(&mut self, now: Instant) -> Option<Instant> {
         match self.phase {
             Phase::Closed => return None,
             Phase::Ready => {}
@@ -792,6 +826,49 @@ mod tests {
             events(&mut s).last(),
             Some(Event::Closed(CloseReason::Unframeable(_)))
         ));
+    }
+
+    /// A switch that begins a message and trickles its bytes (each of which
+    /// keeps the echo quiet) is closed 20 s after the message began; one
+    /// whose messages keep completing is not.
+    #[test]
+    fn a_message_never_finished_closes_the_session() {
+        let now = Instant::now();
+        let mut s = ready13(now);
+        // A header announcing 65,535 bytes, then a byte every 4 s.
+        feed_raw(&mut s, &[4, 2, 0xff, 0xff, 0, 0, 0, 7], now);
+        let mut t = now;
+        for _ in 0..4 {
+            t += Duration::from_secs(4);
+            feed_raw(&mut s, &[0], t);
+            assert!(s.on_timer(t).is_some() && !s.is_closed(), "at {:?}", t - now);
+        }
+        assert_eq!(
+            s.on_timer(t),
+            Some(now + Duration::from_secs(20)),
+            "the message's deadline"
+        );
+        assert!(s.on_timer(now + Duration::from_secs(20)).is_none());
+        assert!(matches!(
+            events(&mut s).last(),
+            Some(Event::Closed(CloseReason::MessageTimeout))
+        ));
+        // Whole messages, each with half of the next behind it: never closed.
+        let mut s = ready13(now);
+        let echo = Message::v13(3, v13::Body::EchoRequest(ofwire::Bytes::default()))
+            .to_bytes()
+            .unwrap();
+        for i in 0..10u64 {
+            let t = now + Duration::from_secs(15 * i);
+            let mut bytes = echo[4..].to_vec();
+            bytes.extend_from_slice(&echo[..4]);
+            if i == 0 {
+                bytes = echo[..4].to_vec();
+            }
+            feed_raw(&mut s, &bytes, t);
+            s.on_timer(t);
+            assert!(!s.is_closed(), "closed at {} s", 15 * i);
+        }
     }
 
     #[test]
