@@ -429,6 +429,11 @@ fn agent_cmd(args: AgentArgs) -> ExitCode {
         }
     }
     probe.start_cpu_sampler(std::time::Duration::from_millis(args.cpu_period_ms.clamp(10, 60_000)));
+    net_cmd::warn_plain_listeners(
+        "sdnlab agent",
+        &[("load reports (UDP)", args.listen)],
+        "it runs inside a replica's namespace, where only that namespace's links reach it; --listen ADDR:PORT narrows it",
+    );
     eprintln!(
         "sdnlab agent: answering on udp {} for {} (service port {})",
         args.listen, args.interface, args.service_port
@@ -526,6 +531,15 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
     };
     let mut addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
     addrs.extend(handle.tls_addrs.iter().map(|a| format!("tls:{a}")));
+    let mut plain: Vec<(&str, std::net::SocketAddr)> = handle.local_addrs.iter().map(|a| ("OpenFlow", *a)).collect();
+    if !args.no_rest {
+        plain.push(("the REST API", args.rest));
+    }
+    net_cmd::warn_plain_listeners(
+        "sdnlab controller",
+        &plain,
+        "switches on other machines can use --tls-listen; --listen 127.0.0.1:6653 and --rest 127.0.0.1:PORT keep it on this one",
+    );
     if !args.no_rest {
         match controller::rest::serve(args.rest, handle.clone(), set) {
             Ok(a) => eprintln!("sdnlab controller: REST API on http://{a}/ (see /switches, /topology, /stats)"),

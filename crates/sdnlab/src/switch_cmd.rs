@@ -441,6 +441,11 @@ pub fn run(args: SwitchArgs) -> ExitCode {
             }
         }
     }
+    let listening: Vec<(&str, std::net::SocketAddr)> = running
+        .iter()
+        .flat_map(|r| r.handle.listening.iter().map(|a| ("OpenFlow", *a)))
+        .collect();
+    crate::net_cmd::warn_plain_listeners("sdnlab switch", &listening, "--listen ptcp:PORT keeps it on 127.0.0.1");
     if let Some(f) = &args.listen_file {
         // One bridge: `tcp:ADDR:PORT` per line; several: `NAME tcp:ADDR:PORT`.
         let several = running.len() > 1;

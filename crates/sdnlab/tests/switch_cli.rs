@@ -377,6 +377,73 @@ fn a_silent_session_is_probed_and_closed_one_that_answers_stays() {
     assert!(answered >= 1, "no probe came to the session that answers");
 }
 
+/// What a daemon printed on stderr in its first second.
+fn first_words(args: &[&str]) -> String {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = child.wait();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    err
+}
+
+/// A plain-text listener beyond loopback gets one warning line naming it;
+/// one on loopback gets none (the switch's and the controller's).
+#[test]
+fn plain_listeners_beyond_loopback_are_warned_about() {
+    let hosts = Hosts::new("w");
+    let port = hosts.port(1);
+    let open = first_words(&["switch", "--port", &port, "--listen", "ptcp:0:0.0.0.0"]);
+    let warnings: Vec<&str> = open.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{open}");
+    assert!(
+        warnings[0].contains("OpenFlow on 0.0.0.0:") && warnings[0].contains("ptcp:PORT"),
+        "{open}"
+    );
+    let closed = first_words(&["switch", "--port", &port, "--listen", "ptcp:0"]);
+    assert!(!closed.contains("warning"), "{closed}");
+
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (of, rest) = (free(), free());
+    let open = first_words(&[
+        "controller",
+        "--listen",
+        &format!("0.0.0.0:{of}"),
+        "--rest",
+        &format!("127.0.0.1:{rest}"),
+    ]);
+    let warnings: Vec<&str> = open.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{open}");
+    assert!(
+        warnings[0].contains(&format!("OpenFlow on 0.0.0.0:{of}")) && !warnings[0].contains("REST"),
+        "{open}"
+    );
+    let closed = first_words(&[
+        "controller",
+        "--listen",
+        &format!("127.0.0.1:{of}"),
+        "--rest",
+        &format!("127.0.0.1:{rest}"),
+    ]);
+    assert!(!closed.contains("warning"), "{closed}");
+}
+
 /// With 254 tables every multipart reply fits a message: table features
 /// (about 225 KB in all) and table statistics come in parts with
 /// REPLY_MORE, and ovs-ofctl reads them whole (it waited forever on a
