@@ -20,8 +20,8 @@ pub fn start_local(app: &str, workers: usize) -> Result<Handle, String> {
 }
 
 /// Like `start_local`, with the REST API on a loopback port of its own too;
-/// returns the controller and the API's address.
-pub fn start_local_with_rest(app: &str, workers: usize) -> Result<(Handle, SocketAddr), String> {
+/// returns the controller, the API's address and the token its writes need.
+pub fn start_local_with_rest(app: &str, workers: usize) -> Result<(Handle, SocketAddr, String), String> {
     let set = crate::catalog::build(&app.split(',').collect::<Vec<_>>())?;
     let h = runtime::start(Config {
         listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
@@ -30,7 +30,9 @@ pub fn start_local_with_rest(app: &str, workers: usize) -> Result<(Handle, Socke
         ..Default::default()
     })
     .map_err(|e| format!("starting the built-in controller: {e}"))?;
-    let rest = crate::rest::serve(SocketAddr::from(([127, 0, 0, 1], 0)), h.clone(), set)
+    let token = crate::rest::new_token().map_err(|e| format!("a token for the built-in REST API: {e}"))?;
+    let access = crate::rest::Access::with_token(token.clone());
+    let rest = crate::rest::serve(SocketAddr::from(([127, 0, 0, 1], 0)), h.clone(), set, access)
         .map_err(|e| format!("starting the built-in REST API: {e}"))?;
-    Ok((h, rest))
+    Ok((h, rest, token))
 }

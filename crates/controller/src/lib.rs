@@ -11,6 +11,7 @@ pub mod flows;
 pub mod lldp;
 pub mod paths;
 pub mod rest;
+pub mod rest_access;
 pub mod runtime;
 pub mod shared;
 pub mod tls;

@@ -18,10 +18,16 @@
 //!   GET    /paths                         provisioned paths
 //!   POST   /paths {"src": H, "dst": H}    provision a path both ways (H: MAC or IPv4)
 //!   GET    /stats                         controller and per-switch counters
+//!
+//! Every request first passes `rest_access`: writes need the API's bearer
+//! token and a JSON body, the Host header must name the API, CORS is off
+//! unless origins are named, HTTPS when a certificate is given.
 
 use crate::catalog::AppSet;
 use crate::driver::Wait;
 use crate::flows::{FlowFilter, FlowSpec};
+pub use crate::rest_access::{new_token, token_from_file, Access};
+use crate::rest_access::{Guard, TlsListener};
 use crate::runtime::Handle;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -341,12 +347,15 @@ async fn not_found() -> ApiError {
     )
 }
 
-/// Serves the API on `addr` from a thread of its own; returns the bound address.
-pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet) -> std::io::Result<SocketAddr> {
+/// Serves the API on `addr` from a thread of its own, to whoever `access`
+/// lets in (`rest_access`); returns the bound address.
+pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet, access: Access) -> std::io::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| std::io::Error::new(e.kind(), format!("REST API on {addr}: {e}")))?;
     listener.set_nonblocking(true)?;
     let local = listener.local_addr()?;
+    let tls = access.tls.clone();
+    let guard = std::sync::Arc::new(Guard { access, local });
     let app = Router::new()
         .route("/switches", get(switches))
         .route("/switches/{dpid}", get(one_switch))
@@ -357,17 +366,27 @@ pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet) -> std::io::Result<Soc
         .route("/paths", get(list_paths).post(add_path))
         .route("/stats", get(stats))
         .fallback(not_found)
-        .with_state(Api { ctl, apps });
+        .with_state(Api { ctl, apps })
+        .layer(axum::middleware::from_fn_with_state(guard, crate::rest_access::guard));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     std::thread::Builder::new().name("ctl-rest".into()).spawn(move || {
         rt.block_on(async move {
-            match tokio::net::TcpListener::from_std(listener) {
-                Ok(l) => {
+            match (tokio::net::TcpListener::from_std(listener), tls) {
+                (Ok(l), None) => {
                     if let Err(e) = axum::serve(l, app).await {
                         eprintln!("controller: REST API stopped: {e}");
                     }
                 }
-                Err(e) => eprintln!("controller: REST API: {e}"),
+                (Ok(tcp), Some(cfg)) => {
+                    let l = TlsListener {
+                        tcp,
+                        acceptor: tokio_rustls::TlsAcceptor::from(cfg),
+                    };
+                    if let Err(e) = axum::serve(l, app).await {
+                        eprintln!("controller: REST API stopped: {e}");
+                    }
+                }
+                (Err(e), _) => eprintln!("controller: REST API: {e}"),
             }
         })
     })?;

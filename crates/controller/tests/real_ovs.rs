@@ -14,6 +14,9 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// The REST API's token in these tests.
+const TOKEN: &str = "real-ovs-test-token-0123456789";
+
 fn start_controller(app: &str) -> (runtime::Handle, SocketAddr) {
     let set = controller::catalog::build(&[app]).unwrap();
     let ctl = runtime::start(Config {
@@ -25,7 +28,13 @@ fn start_controller(app: &str) -> (runtime::Handle, SocketAddr) {
         ..Default::default()
     })
     .unwrap();
-    let rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), ctl.clone(), set).unwrap();
+    let rest = controller::rest::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        ctl.clone(),
+        set,
+        controller::rest::Access::with_token(TOKEN.into()),
+    )
+    .unwrap();
     (ctl, rest)
 }
 
@@ -35,7 +44,7 @@ fn http(rest: SocketAddr, method: &str, path: &str, body: &str) -> (u16, Value) 
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {rest}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -457,7 +466,13 @@ async fn a_standby_controller_takes_over_real_switches() {
         ..Default::default()
     })
     .unwrap();
-    let standby_rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), standby.clone(), set).unwrap();
+    let standby_rest = controller::rest::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        standby.clone(),
+        set,
+        controller::rest::Access::with_token(TOKEN.into()),
+    )
+    .unwrap();
     let mut topo = netlab::topo::shape("linear,3").unwrap();
     for s in &mut topo.switches {
         s.protocols = vec!["OpenFlow13".into()];

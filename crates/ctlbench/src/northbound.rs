@@ -22,8 +22,9 @@ use tokio::net::TcpStream;
 
 #[derive(Clone, Debug)]
 pub enum Northbound {
-    /// sdnlab's REST API at this address.
-    Sdnlab(SocketAddr),
+    /// sdnlab's REST API at this address, and the token its writes need
+    /// (`SDNLAB_REST_TOKEN` for one given as `sdnlab:HOST:PORT`).
+    Sdnlab(SocketAddr, Option<String>),
     /// os-ken's rest_topology and ofctl_rest at this address.
     OsKen(SocketAddr),
     /// No northbound view.
@@ -37,10 +38,19 @@ pub type Link = ((u64, u32), (u64, u32));
 pub const OFCTL_PATH_PRIORITY: u16 = 200;
 pub const OFCTL_PATH_COOKIE: u64 = 0x5d1a_0a77;
 
-async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Result<(u16, String), String> {
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    token: Option<&str>,
+) -> Result<(u16, String), String> {
     let io = async {
         let mut s = TcpStream::connect(addr).await?;
         let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+        if let Some(t) = token {
+            req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
         if let Some(b) = body {
             req.push_str(&format!(
                 "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
@@ -71,7 +81,7 @@ async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) ->
 
 /// One HTTP/1.1 GET; returns the status and the body.
 pub async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
-    http(addr, "GET", path, None).await
+    http(addr, "GET", path, None, None).await
 }
 
 /// GET `path`, expecting 200 and JSON.
@@ -83,9 +93,9 @@ async fn get_json(addr: SocketAddr, path: &str) -> Result<Value, String> {
     serde_json::from_str(&body).map_err(|e| format!("GET {path}: {e}"))
 }
 
-/// POST `body` to `path`, expecting a 2xx.
-async fn post_json(addr: SocketAddr, path: &str, body: &Value) -> Result<String, String> {
-    let (status, text) = http(addr, "POST", path, Some(&body.to_string())).await?;
+/// POST `body` to `path` (with the API's token if it has one), expecting a 2xx.
+async fn post_json(addr: SocketAddr, path: &str, body: &Value, token: Option<&str>) -> Result<String, String> {
+    let (status, text) = http(addr, "POST", path, Some(&body.to_string()), token).await?;
     if !(200..300).contains(&status) {
         return Err(format!("POST {path} answered {status}: {}", text.trim()));
     }
@@ -130,13 +140,14 @@ pub fn shortest_path(links: &[Link], from: u64, to: (u64, u32)) -> Option<Vec<(u
 impl Northbound {
     pub fn name(&self) -> &'static str {
         match self {
-            Northbound::Sdnlab(_) => "sdnlab REST",
+            Northbound::Sdnlab(..) => "sdnlab REST",
             Northbound::OsKen(_) => "os-ken rest_topology + ofctl_rest",
             Northbound::None => "none",
         }
     }
 
-    /// Parses `sdnlab:HOST:PORT`, `osken:HOST:PORT` or `none`.
+    /// Parses `sdnlab:HOST:PORT`, `osken:HOST:PORT` or `none` (sdnlab's
+    /// token, for its writes, from the environment: `SDNLAB_REST_TOKEN`).
     pub fn parse(s: &str) -> Result<Northbound, String> {
         let bad = || format!("--northbound '{s}': write sdnlab:HOST:PORT, osken:HOST:PORT or none");
         if s == "none" {
@@ -145,7 +156,7 @@ impl Northbound {
         let (kind, addr) = s.split_once(':').ok_or_else(bad)?;
         let addr: SocketAddr = addr.parse().map_err(|_| bad())?;
         match kind {
-            "sdnlab" => Ok(Northbound::Sdnlab(addr)),
+            "sdnlab" => Ok(Northbound::Sdnlab(addr, std::env::var("SDNLAB_REST_TOKEN").ok())),
             "osken" | "os-ken" | "ryu" => Ok(Northbound::OsKen(addr)),
             _ => Err(bad()),
         }
@@ -155,7 +166,7 @@ impl Northbound {
     pub async fn link_list(&self) -> Result<Option<Vec<Link>>, String> {
         let (list, src, dst, dpid, port): (Value, &str, &str, &str, &str) = match self {
             Northbound::None => return Ok(None),
-            Northbound::Sdnlab(addr) => {
+            Northbound::Sdnlab(addr, _) => {
                 let v = get_json(*addr, "/topology").await?;
                 (v["links"].clone(), "src", "dst", "dpid", "port")
             }
@@ -189,8 +200,9 @@ impl Northbound {
     pub async fn provision(&self, a: [u8; 6], a_at: (u64, u32), b: [u8; 6], b_at: (u64, u32)) -> Result<bool, String> {
         match self {
             Northbound::None => Ok(false),
-            Northbound::Sdnlab(addr) => {
-                post_json(*addr, "/paths", &json!({"src": mac_text(a), "dst": mac_text(b)})).await?;
+            Northbound::Sdnlab(addr, token) => {
+                let body = json!({"src": mac_text(a), "dst": mac_text(b)});
+                post_json(*addr, "/paths", &body, token.as_deref()).await?;
                 Ok(true)
             }
             Northbound::OsKen(addr) => {
@@ -208,7 +220,7 @@ impl Northbound {
                             "match": {"dl_dst": mac_text(to_mac)},
                             "actions": [{"type": "OUTPUT", "port": port}],
                         });
-                        post_json(*addr, "/stats/flowentry/add", &flow).await?;
+                        post_json(*addr, "/stats/flowentry/add", &flow, None).await?;
                     }
                 }
                 Ok(true)
@@ -246,7 +258,7 @@ mod tests {
         ));
         assert!(matches!(
             Northbound::parse("sdnlab:127.0.0.1:8080"),
-            Ok(Northbound::Sdnlab(_))
+            Ok(Northbound::Sdnlab(..))
         ));
         let e = Northbound::parse("odl:1.2.3.4:1").unwrap_err();
         assert!(e.contains("sdnlab:HOST:PORT, osken:HOST:PORT or none"), "{e}");

@@ -13,6 +13,9 @@ use ctlbench::topology_tests::*;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// The REST API's token in these tests.
+const TOKEN: &str = "topology-test-token-0123456789";
+
 fn controller(apps: &[&str]) -> (controller::runtime::Handle, SocketAddr) {
     let set = controller::catalog::build(apps).unwrap();
     let ctl = controller::runtime::start(controller::runtime::Config {
@@ -22,7 +25,13 @@ fn controller(apps: &[&str]) -> (controller::runtime::Handle, SocketAddr) {
         ..Default::default()
     })
     .unwrap();
-    let rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), ctl.clone(), set).unwrap();
+    let rest = controller::rest::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        ctl.clone(),
+        set,
+        controller::rest::Access::with_token(TOKEN.into()),
+    )
+    .unwrap();
     (ctl, rest)
 }
 
@@ -38,7 +47,7 @@ async fn discovery_finds_every_link() {
             spec,
             ctl.local_addrs[0],
             version,
-            &Northbound::Sdnlab(rest),
+            &Northbound::Sdnlab(rest, Some(TOKEN.into())),
             Duration::from_secs(10),
         )
         .await;
@@ -57,7 +66,7 @@ async fn a_controller_without_discovery_does_not_converge() {
         Spec::linear(3),
         ctl.local_addrs[0],
         ofwire::OFP13_VERSION,
-        &Northbound::Sdnlab(rest),
+        &Northbound::Sdnlab(rest, Some(TOKEN.into())),
         Duration::from_millis(800),
     )
     .await;
@@ -72,7 +81,7 @@ async fn a_controller_without_discovery_does_not_converge() {
 async fn ready(apps: &[&str], spec: Spec, version: u8, macs: u16) -> (controller::runtime::Handle, Northbound, Fabric) {
     let (ctl, rest) = controller(apps);
     let fabric = Fabric::start(spec, ctl.local_addrs[0], version, Duration::from_secs(5)).await;
-    let nb = Northbound::Sdnlab(rest);
+    let nb = Northbound::Sdnlab(rest, Some(TOKEN.into()));
     prepare(&fabric, &nb, Duration::from_secs(10), macs).await.unwrap();
     (ctl, nb, fabric)
 }
@@ -233,7 +242,13 @@ async fn a_standby_takes_over_when_the_active_controller_dies() {
         ..Default::default()
     })
     .unwrap();
-    let standby_rest = controller::rest::serve("127.0.0.1:0".parse().unwrap(), standby.clone(), set).unwrap();
+    let standby_rest = controller::rest::serve(
+        "127.0.0.1:0".parse().unwrap(),
+        standby.clone(),
+        set,
+        controller::rest::Access::with_token(TOKEN.into()),
+    )
+    .unwrap();
     let fabric = Fabric::start_multi(
         spec,
         vec![active.local_addrs[0], standby.local_addrs[0]],
@@ -242,8 +257,10 @@ async fn a_standby_takes_over_when_the_active_controller_dies() {
     )
     .await;
     let td = Duration::from_secs(10);
-    prepare(&fabric, &Northbound::Sdnlab(active_rest), td, 1).await.unwrap();
-    wait_for_view(&fabric, &Northbound::Sdnlab(standby_rest), td)
+    prepare(&fabric, &Northbound::Sdnlab(active_rest, Some(TOKEN.into())), td, 1)
+        .await
+        .unwrap();
+    wait_for_view(&fabric, &Northbound::Sdnlab(standby_rest, Some(TOKEN.into())), td)
         .await
         .expect("the standby learns the links from the active controller's probes");
     assert!(standby.ha().unwrap().is_standby());

@@ -264,6 +264,10 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
         "sdnlab" => {
             let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
             let app = if proactive { "paths-proactive" } else { "paths" };
+            // The REST API's token, for the bench's path requests.
+            let token = controller::rest::new_token().map_err(|e| format!("a REST token: {e}"))?;
+            let token_file = dir.join("rest-token");
+            std::fs::write(&token_file, &token).map_err(|e| format!("{}: {e}", token_file.display()))?;
             let mut c = Command::new(exe);
             c.args([
                 "controller",
@@ -272,6 +276,8 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
                 "--rest",
                 &rest_addr.to_string(),
             ])
+            .arg("--rest-token-file")
+            .arg(&token_file)
             .args(["--app", app]);
             if let Some(active) = standby_for {
                 c.args(["--standby-for", &active.to_string()]);
@@ -279,7 +285,7 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
             (
                 c,
                 env!("CARGO_PKG_VERSION").to_string(),
-                ctlbench::northbound::Northbound::Sdnlab(rest_addr),
+                ctlbench::northbound::Northbound::Sdnlab(rest_addr, Some(token)),
             )
         }
         "os-ken" => {

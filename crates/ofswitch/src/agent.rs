@@ -84,7 +84,15 @@ pub struct Agent {
     conn_versions: Vec<u8>,
     /// PACKET_INs dropped because no connection wanted them.
     pub packet_ins_unsent: u64,
+    /// Multipart requests arriving in parts (REQ_MORE), per connection:
+    /// the xid and the table features gathered so far.
+    partial_requests: std::collections::HashMap<usize, (u32, Vec<v13::TableFeatures>)>,
 }
+
+/// The most table-feature entries a request in parts may gather (a switch
+/// has at most 254 tables; this leaves room for repeats) before it gets
+/// MULTIPART_BUFFER_OVERFLOW.
+const MAX_PARTIAL_ENTRIES: usize = 1024;
 
 fn reply(req: &Message, body: B) -> Message {
     Message::v13(req.xid, body)
@@ -115,6 +123,7 @@ impl Agent {
             id,
             conn_versions: Vec::new(),
             packet_ins_unsent: 0,
+            partial_requests: std::collections::HashMap::new(),
         }
     }
 
@@ -137,6 +146,7 @@ impl Agent {
 
     pub fn disconnect(&mut self, conn: usize) {
         self.roles.close(conn);
+        self.partial_requests.remove(&conn);
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Pipeline> {
@@ -258,7 +268,11 @@ impl Agent {
                     fx.messages.push((conn, error_for(m, code)));
                 }
             }
-            B::MultipartRequest(req) => self.multipart(conn, m, req, now, fx),
+            B::MultipartRequest(req) => {
+                if let Some(whole) = self.reassemble(conn, m, req, fx) {
+                    self.multipart(conn, m, &whole, now, fx)
+                }
+            }
             B::QueueGetConfigRequest { port } => answer(
                 fx,
                 B::QueueGetConfigReply(v13::QueueGetConfigReply {
@@ -517,6 +531,55 @@ impl Agent {
         for (i, mut part) in parts.into_iter().enumerate() {
             part.flags = if i + 1 < n { v10::STATS_REPLY_MORE } else { 0 };
             fx.messages.push((conn, Message::v10(m.xid, B10::StatsReply(part))));
+        }
+    }
+
+    /// A multipart request that may come in parts (OFPMPF_REQ_MORE on all
+    /// but the last, one xid): None while parts are still coming (or when
+    /// an error went back), the whole request once the last is in. Only
+    /// TABLE_FEATURES requests have a body that can be split; another type
+    /// with REQ_MORE gets BAD_MULTIPART, a part with another xid or type
+    /// than those before it BAD_MULTIPART too (the parts gathered are
+    /// dropped), and more than `MAX_PARTIAL_ENTRIES` entries
+    /// MULTIPART_BUFFER_OVERFLOW.
+    fn reassemble(
+        &mut self,
+        conn: usize,
+        m: &Message,
+        req: &v13::MultipartRequest,
+        fx: &mut Effects,
+    ) -> Option<v13::MultipartRequest> {
+        let more = req.flags & v13::MULTIPART_MORE != 0;
+        let pending = self.partial_requests.remove(&conn);
+        let bad = |fx: &mut Effects, code| {
+            fx.messages.push((conn, error_for(m, ErrorCode::BadRequest(code))));
+            None
+        };
+        match (&req.body, pending) {
+            (Q::TableFeatures(part), Some((xid, mut gathered))) if xid == m.xid => {
+                gathered.extend(part.iter().cloned());
+                if gathered.len() > MAX_PARTIAL_ENTRIES {
+                    return bad(fx, BadRequestCode::MultipartBufferOverflow);
+                }
+                if more {
+                    self.partial_requests.insert(conn, (xid, gathered));
+                    return None;
+                }
+                Some(v13::MultipartRequest {
+                    flags: 0,
+                    body: Q::TableFeatures(gathered),
+                })
+            }
+            (_, Some(_)) => bad(fx, BadRequestCode::BadMultipart),
+            (Q::TableFeatures(part), None) if more => {
+                if part.len() > MAX_PARTIAL_ENTRIES {
+                    return bad(fx, BadRequestCode::MultipartBufferOverflow);
+                }
+                self.partial_requests.insert(conn, (m.xid, part.clone()));
+                None
+            }
+            (_, None) if more => bad(fx, BadRequestCode::BadMultipart),
+            (_, None) => Some(req.clone()),
         }
     }
 

@@ -41,7 +41,7 @@ enum Command {
         command: BenchCommand,
     },
     /// Run the sdnlab OpenFlow 1.0/1.3 controller until Ctrl-C.
-    Controller(ControllerArgs),
+    Controller(Box<ControllerArgs>),
     /// Run the sdnlab userspace OpenFlow 1.3 switch on Linux interfaces until Ctrl-C.
     Switch(Box<switch_cmd::SwitchArgs>),
     /// Answer the lb app's questions about this replica (NIC bytes, CPU of its service, open
@@ -117,6 +117,27 @@ struct ControllerArgs {
     /// Do not serve the REST API.
     #[arg(long, conflicts_with = "rest")]
     no_rest: bool,
+    /// The REST API's token, on the first line of this file (at least 16 characters);
+    /// without it a token is made and printed at start. Writes need `Authorization: Bearer
+    /// TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    rest_token_file: Option<std::path::PathBuf>,
+    /// Reads need the token too (by default they are open).
+    #[arg(long)]
+    rest_closed_reads: bool,
+    /// A name the REST API may be reached by (the Host header; repeatable). Its address,
+    /// IP literals and, on loopback, localhost are always accepted.
+    #[arg(long = "rest-host", value_name = "NAME")]
+    rest_hosts: Vec<String>,
+    /// An origin a browser may call the REST API from (CORS; repeatable). None by default.
+    #[arg(long = "rest-cors", value_name = "ORIGIN")]
+    rest_cors: Vec<String>,
+    /// Serve the REST API over HTTPS with this certificate chain (PEM); needs --rest-tls-key.
+    #[arg(long, value_name = "FILE", requires = "rest_tls_key")]
+    rest_tls_cert: Option<std::path::PathBuf>,
+    /// The REST API's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "rest_tls_cert")]
+    rest_tls_key: Option<std::path::PathBuf>,
     /// Address where switches connect over TLS (repeatable; OVS `ssl:`). Needs --tls-cert and --tls-key.
     #[arg(long = "tls-listen", value_name = "ADDR:PORT", requires_all = ["tls_cert", "tls_key"])]
     tls_listen: Vec<std::net::SocketAddr>,
@@ -255,7 +276,7 @@ fn main() -> ExitCode {
         Command::Ofp {
             command: OfpCommand::Decode(args),
         } => ofp_decode_cmd(args),
-        Command::Controller(args) => controller_cmd(args),
+        Command::Controller(args) => controller_cmd(*args),
         Command::Switch(args) => switch_cmd::run(*args),
         Command::Agent(args) => agent_cmd(args),
         Command::Bench {
@@ -532,7 +553,7 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
     let mut addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
     addrs.extend(handle.tls_addrs.iter().map(|a| format!("tls:{a}")));
     let mut plain: Vec<(&str, std::net::SocketAddr)> = handle.local_addrs.iter().map(|a| ("OpenFlow", *a)).collect();
-    if !args.no_rest {
+    if !args.no_rest && args.rest_tls_cert.is_none() {
         plain.push(("the REST API", args.rest));
     }
     net_cmd::warn_plain_listeners(
@@ -541,9 +562,37 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         "switches on other machines can use --tls-listen; --listen 127.0.0.1:6653 and --rest 127.0.0.1:PORT keep it on this one",
     );
     if !args.no_rest {
-        match controller::rest::serve(args.rest, handle.clone(), set) {
-            Ok(a) => eprintln!("sdnlab controller: REST API on http://{a}/ (see /switches, /topology, /stats)"),
+        let (token, made) = match &args.rest_token_file {
+            Some(f) => match controller::rest::token_from_file(f) {
+                Ok(t) => (t, false),
+                Err(e) => return net_cmd::fail(e),
+            },
+            None => match controller::rest::new_token() {
+                Ok(t) => (t, true),
+                Err(e) => return net_cmd::fail(format!("making a REST token: {e}")),
+            },
+        };
+        let tls = match (&args.rest_tls_cert, &args.rest_tls_key) {
+            (Some(cert), Some(key)) => match controller::tls::server_config(cert, key, None) {
+                Ok(c) => Some(c),
+                Err(e) => return net_cmd::fail(format!("--rest-tls-cert/--rest-tls-key: {e}")),
+            },
+            _ => None,
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let access = controller::rest::Access {
+            open_reads: !args.rest_closed_reads,
+            hosts: args.rest_hosts.clone(),
+            cors: args.rest_cors.clone(),
+            tls,
+            ..controller::rest::Access::with_token(token.clone())
+        };
+        match controller::rest::serve(args.rest, handle.clone(), set, access) {
+            Ok(a) => eprintln!("sdnlab controller: REST API on {scheme}://{a}/ (see /switches, /topology, /stats)"),
             Err(e) => return net_cmd::fail(format!("{e} (choose another with --rest, or --no-rest)")),
+        }
+        if made {
+            eprintln!("sdnlab controller: REST API token (writes need Authorization: Bearer TOKEN): {token}");
         }
     }
     eprintln!(

@@ -159,7 +159,7 @@ enum Controller {
     /// An active/standby pair (failover): the active one is killed by the test.
     Pair {
         active: Option<crate::peers::Peer>,
-        standby: crate::peers::Peer,
+        standby: Box<crate::peers::Peer>,
     },
     External,
 }
@@ -178,7 +178,7 @@ impl Controller {
 /// Starts an active/standby pair of `name` as processes (the failover test kills the active one).
 fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
     let active = crate::peers::start_as(name, crate::peers::Role::Paths { proactive: false })?;
-    let Some(Northbound::Sdnlab(active_rest)) = active.rest.clone() else {
+    let Some(Northbound::Sdnlab(active_rest, active_token)) = active.rest.clone() else {
         return Err(format!(
             "peer '{name}' has no standby mode: the failover test takes sdnlab"
         ));
@@ -195,11 +195,11 @@ fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Contro
     };
     Ok((
         vec![active.addr, standby.addr],
-        Northbound::Sdnlab(active_rest),
+        Northbound::Sdnlab(active_rest, active_token),
         target,
         Controller::Pair {
             active: Some(active),
-            standby,
+            standby: Box::new(standby),
         },
     ))
 }
@@ -244,14 +244,14 @@ fn start_one(
         };
         return Ok((t, nb.clone(), target, Controller::External));
     }
-    let (h, rest) = controller::embedded::start_local_with_rest(app, workers())?;
+    let (h, rest, token) = controller::embedded::start_local_with_rest(app, workers())?;
     let target = Target {
         name: format!("sdnlab controller, app {app} (embedded)"),
         version: env!("CARGO_PKG_VERSION").into(),
         command: "in-process with its REST API, started afresh for each trial".into(),
         address: h.local_addrs[0].to_string(),
     };
-    let nb = explicit_nb.clone().unwrap_or(Northbound::Sdnlab(rest));
+    let nb = explicit_nb.clone().unwrap_or(Northbound::Sdnlab(rest, Some(token)));
     Ok((h.local_addrs[0], nb, target, Controller::Embedded(h)))
 }
 
@@ -475,7 +475,7 @@ async fn trial(
             t.set("sent", f.sent as f64);
             t.set("duplicates", f.duplicates as f64);
             t.note(&f.note);
-            if let Northbound::Sdnlab(rest) = standby_nb {
+            if let Northbound::Sdnlab(rest, _) = standby_nb {
                 let role = match ctlbench::northbound::http_get(rest, "/stats").await {
                     Ok((200, body)) => serde_json::from_str::<serde_json::Value>(&body)
                         .map(|v| v["role"].as_str().unwrap_or("").to_string())
