@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
-# Runs the ofwire decoder fuzz target for SECONDS (default 60), seeded with
-# the message corpus. Needs cargo-fuzz (installed by scripts/install-deps.sh).
-# cargo-fuzz builds with sanitizers on nightly; on stable it runs without
-# them (-s none), which still catches panics and byte-exactness failures.
+# Runs the fuzz targets (fuzz/, built by cargo-fuzz) for SECONDS in all
+# (default 60): half to the OpenFlow decoder, a third to the switch's agent
+# fed whole sessions, the rest to the REST API's write bodies; each seeded
+# (the message corpus, JSON flows). Needs cargo-fuzz (installed by
+# scripts/install-deps.sh). cargo-fuzz builds with sanitizers on nightly;
+# on stable it runs without them (-s none), which still catches panics and
+# the targets' own checks (byte-exactness, replies that fit a message).
+# Built in the dev profile: a third of the release build's time in CI, and
+# arithmetic overflow checked (a panic), for fewer runs per second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-seeds=crates/ofwire/fuzz/corpus/decode
-cargo run -q -p ofwire --example corpus -- --seeds "$seeds"
+corpus=fuzz/corpus
+mkdir -p "$corpus/decode" "$corpus/switch_session" "$corpus/rest_bodies"
+cargo run -q -p ofwire --example corpus -- --seeds "$corpus/decode"
+# A session: the version byte (0: OpenFlow 1.3), then messages one after another.
+for f in "$corpus"/decode/*; do
+  { printf '\0'; cat "$f"; } > "$corpus/switch_session/$(basename "$f")"
+done
+cat "$corpus"/decode/* | { printf '\0'; cat; } > "$corpus/switch_session/all-in-one"
+printf '%s' '{"table_id": 0, "priority": 700, "match": {"in_port": 1, "eth_type": 2048, "ipv4_dst": "10.0.0.0/24", "ip_proto": 6, "tp_dst": 80}, "actions": [{"output": 2}, {"set_eth_dst": "02:00:00:00:00:01"}, {"output": "controller"}]}' > "$corpus/rest_bodies/flow"
+printf '%s' '{"match": {"eth_dst": "02:00:00:00:00:02"}, "strict": true, "priority": 5, "cookie": 4660}' > "$corpus/rest_bodies/filter"
 if rustup run nightly rustc --version >/dev/null 2>&1; then
   toolchain=(+nightly); sanitizer=address
 else
   toolchain=(); sanitizer=none
 fi
-cd crates/ofwire
-log=$(mktemp)
-if cargo "${toolchain[@]}" fuzz run -s "$sanitizer" decode "fuzz/corpus/decode" -- -max_total_time="$seconds" -rss_limit_mb=2048 >"$log" 2>&1; then
-  grep -E "^Done" "$log" || tail -n 3 "$log"
+share() { echo $(( seconds * $1 / 6 > 1 ? seconds * $1 / 6 : 1 )); }
+failed=0
+for spec in "decode:3" "switch_session:2" "rest_bodies:1"; do
+  target=${spec%%:*}; t=$(share "${spec##*:}")
+  log=$(mktemp)
+  if cargo "${toolchain[@]}" fuzz run --dev -s "$sanitizer" "$target" "$corpus/$target" -- -max_total_time="$t" -rss_limit_mb=2048 >"$log" 2>&1; then
+    echo "$target ($t s): $(grep -E "^Done" "$log" || tail -n 1 "$log")"
+  else
+    cat "$log"
+    echo "fuzz: the $target target failed (reproducer under fuzz/artifacts/$target/)" >&2
+    failed=1
+  fi
   rm -f "$log"
-else
-  cat "$log"; rm -f "$log"
-  echo "fuzz: the decode target failed (reproducer under crates/ofwire/fuzz/artifacts/decode/)" >&2
-  exit 1
-fi
+done
+exit $failed
