@@ -69,8 +69,10 @@ async fn hold(
                     let is_reply = matches!(m.body, Body::V10(v10::Body::EchoReply(_)) | Body::V13(v13::Body::EchoReply(_)));
                     if is_reply && m.xid == probe_xid {
                         shared.echo_replies.fetch_add(1, Ordering::Relaxed);
-                    } else if let Some(r) = switch::reply(id, &m) {
-                        let _ = r.encode(&mut out);
+                    } else {
+                        for r in switch::replies(id, &m) {
+                            let _ = r.encode(&mut out);
+                        }
                     }
                 }
                 if !out.is_empty() && s.write_all(&out).await.is_err() {

@@ -337,7 +337,7 @@ impl Datapath {
                 }
             }
             _ => {
-                if let Some(r) = crate::switch::reply(self.id, m) {
+                for r in crate::switch::replies(self.id, m) {
                     out.push(Effect::ToController(r));
                 }
             }

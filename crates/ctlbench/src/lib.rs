@@ -224,8 +224,7 @@ async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, id: swit
                 m.body,
                 Body::V10(v10::Body::FeaturesRequest) | Body::V13(v13::Body::MultipartRequest(_))
             );
-            let reply = switch::reply(id, &m);
-            if let Some(r) = reply {
+            for r in switch::replies(id, &m) {
                 s.write_all(&r.to_bytes().expect("reply")).await?;
             }
             if done {
@@ -426,8 +425,10 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             }
             let Some(b) = answered_buffer(cfg.version, m) else {
                 // Other control messages (barrier, stats, config) get a switch's answer.
-                if let Some(r) = ofwire::decode(m).ok().and_then(|m| switch::reply(id, &m)) {
-                    let _ = r.encode(&mut out);
+                if let Ok(m) = ofwire::decode(m) {
+                    for r in switch::replies(id, &m) {
+                        let _ = r.encode(&mut out);
+                    }
                 }
                 continue;
             };

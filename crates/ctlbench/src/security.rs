@@ -116,9 +116,7 @@ impl Peer {
                     Body::V10(v10::Body::FlowMod(_) | v10::Body::PacketOut(_))
                     | Body::V13(v13::Body::FlowMod(_) | v13::Body::PacketOut(_)) => o.acted += 1,
                     _ => {
-                        if let Some(r) = switch::reply(self.id, &m) {
-                            replies.push(r);
-                        }
+                        replies.extend(switch::replies(self.id, &m));
                     }
                 }
             }

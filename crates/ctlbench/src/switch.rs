@@ -35,7 +35,37 @@ fn desc() -> ofwire::DescStats {
     }
 }
 
-/// The answer to a control message, if it needs one.
+/// The answer to a control message, as the messages that carry it: none,
+/// one, or a multipart reply in parts under 64 KB (REPLY_MORE on all but
+/// the last), as a switch must send it.
+pub fn replies(id: Identity, m: &Message) -> Vec<Message> {
+    const MAX_MESSAGE: usize = 60_000;
+    match reply(id, m) {
+        None => Vec::new(),
+        Some(Message {
+            version,
+            xid,
+            body: Body::V13(v13::Body::MultipartReply(r)),
+        }) => r
+            .split(MAX_MESSAGE)
+            .into_iter()
+            .map(|p| Message::new(version, xid, Body::V13(v13::Body::MultipartReply(p))))
+            .collect(),
+        Some(Message {
+            version,
+            xid,
+            body: Body::V10(v10::Body::StatsReply(r)),
+        }) => r
+            .split(MAX_MESSAGE)
+            .into_iter()
+            .map(|p| Message::new(version, xid, Body::V10(v10::Body::StatsReply(p))))
+            .collect(),
+        Some(one) => vec![one],
+    }
+}
+
+/// The answer to a control message, if it needs one, whole (`replies`
+/// cuts a large multipart reply into the messages that carry it).
 pub fn reply(id: Identity, m: &Message) -> Option<Message> {
     let x = m.xid;
     let ports10 = || -> Vec<v10::PhyPort> {
@@ -160,6 +190,52 @@ pub fn is_v10(version: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An emulated switch with 2,000 ports (128 KB of port descriptions)
+    /// answers in parts that each fit a message, REPLY_MORE on all but the
+    /// last, every port once.
+    #[test]
+    fn a_large_port_description_comes_in_parts() {
+        let id = Identity {
+            datapath_id: 7,
+            ports: 2000,
+        };
+        let ask = Message::v13(
+            3,
+            v13::Body::MultipartRequest(v13::MultipartRequest {
+                flags: 0,
+                body: v13::MultipartRequestBody::PortDesc,
+            }),
+        );
+        let parts = replies(id, &ask);
+        assert!(parts.len() >= 3, "{} parts", parts.len());
+        let mut ports = Vec::new();
+        for (i, m) in parts.iter().enumerate() {
+            let bytes = m.to_bytes().unwrap();
+            assert!(bytes.len() <= 65_535 && m.xid == 3);
+            let Body::V13(v13::Body::MultipartReply(r)) = ofwire::decode(&bytes).unwrap().body else {
+                panic!("{m}")
+            };
+            assert_eq!(r.flags, if i + 1 < parts.len() { v13::MULTIPART_MORE } else { 0 });
+            let v13::MultipartReplyBody::PortDesc(l) = r.body else {
+                panic!()
+            };
+            ports.extend(l.iter().map(|p| p.port_no));
+        }
+        assert_eq!(ports, (1..=2000).collect::<Vec<u32>>());
+        // A small answer stays one message.
+        assert_eq!(
+            replies(
+                Identity {
+                    datapath_id: 7,
+                    ports: 4
+                },
+                &ask
+            )
+            .len(),
+            1
+        );
+    }
 
     #[test]
     fn control_messages_get_well_formed_answers() {
