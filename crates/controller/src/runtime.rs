@@ -35,6 +35,11 @@ pub struct Config {
     /// service of its process) is at this address; take over when it stops
     /// accepting connections (`driver::Ha`).
     pub standby_for: Option<SocketAddr>,
+    /// How many connections the listeners hold at once, in all and from
+    /// one address (None: the open-file limit, raised to its hard value,
+    /// less a reserve, `ofconn::admission::Limits::for_open_files`, as many
+    /// from one address as in all); half-open ones are evicted first.
+    pub limits: Option<ofconn::admission::Limits>,
 }
 
 impl Default for Config {
@@ -49,14 +54,17 @@ impl Default for Config {
             tls_listen: Vec::new(),
             tls: None,
             standby_for: None,
+            limits: None,
         }
     }
 }
 
-/// A new connection for a worker; `tls` when it came in on a TLS listener.
+/// A new connection for a worker; `tls` when it came in on a TLS listener;
+/// `admitted`: its admission id and what evicts it while in its handshake.
 struct Accepted {
     stream: std::net::TcpStream,
     tls: bool,
+    admitted: (u64, Arc<tokio::sync::Notify>),
 }
 
 struct Shared {
@@ -64,6 +72,10 @@ struct Shared {
     env: Environment,
     next_session: AtomicU64,
     stop: AtomicBool,
+    admission: std::sync::Mutex<ofconn::admission::Admission>,
+    /// What closes each admitted connection still in its handshake
+    /// (eviction), by admission id.
+    evictions: std::sync::Mutex<std::collections::HashMap<u64, Arc<tokio::sync::Notify>>>,
 }
 
 /// A running controller.
@@ -185,6 +197,16 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         },
         next_session: AtomicU64::new(1),
         stop: AtomicBool::new(false),
+        // By default as many from one address as in all: an emulated
+        // network's switches all come from one.
+        admission: std::sync::Mutex::new(ofconn::admission::Admission::new(cfg.limits.unwrap_or_else(|| {
+            let total = ofconn::admission::Limits::for_open_files(limit).total;
+            ofconn::admission::Limits {
+                total,
+                per_source: total,
+            }
+        }))),
+        evictions: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let mut senders = Vec::new();
     for w in 0..workers {
@@ -282,7 +304,33 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accept
                 if shared.cfg.verbose {
                     log(format_args!("connection from {peer}"));
                 }
-                let _ = workers[next % workers.len()].send(Accepted { stream: s, tls });
+                let admit = shared
+                    .admission
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .admit(peer.ip(), Instant::now());
+                let ofconn::admission::Admit::Accept { id, evict } = admit else {
+                    shared.env.stats.refused.fetch_add(1, Ordering::Relaxed);
+                    if shared.cfg.verbose {
+                        log(format_args!(
+                            "refused {peer}: the connection limit is reached with sessions only"
+                        ));
+                    }
+                    continue;
+                };
+                let kill = Arc::new(tokio::sync::Notify::new());
+                {
+                    let mut ev = shared.evictions.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(victim) = evict.and_then(|v| ev.remove(&v)) {
+                        victim.notify_one();
+                    }
+                    ev.insert(id, kill.clone());
+                }
+                let _ = workers[next % workers.len()].send(Accepted {
+                    stream: s,
+                    tls,
+                    admitted: (id, kill),
+                });
                 next += 1;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
@@ -328,21 +376,48 @@ fn worker(mut rx: mpsc::UnboundedReceiver<Accepted>, shared: Arc<Shared>) {
                 _ => None,
             };
             tokio::task::spawn_local(async move {
+                let (id, kill) = a.admitted;
                 if let Ok(stream) = tokio::net::TcpStream::from_std(a.stream) {
-                    serve(stream, tls, shared).await;
+                    serve(stream, tls, shared.clone(), id, kill).await;
                 }
+                shared.evictions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                shared.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
             });
         }
     });
 }
 
 // TLS state is boxed: plain sessions (most of them) keep a small future.
-async fn serve(mut stream: tokio::net::TcpStream, mut tls: Option<Box<TlsStream>>, shared: Arc<Shared>) {
+async fn serve(
+    mut stream: tokio::net::TcpStream,
+    mut tls: Option<Box<TlsStream>>,
+    shared: Arc<Shared>,
+    admission_id: u64,
+    kill: Arc<tokio::sync::Notify>,
+) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel::<Command>();
     let mut d = Driver::new(id, &shared.env, cmd_tx, Instant::now());
     let evict = d.evict.clone();
+    // Still in its handshake (and so evictable) until it has a datapath id.
+    let mut in_handshake = true;
     loop {
+        if in_handshake && d.datapath_id().is_some() {
+            in_handshake = false;
+            shared
+                .evictions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&admission_id);
+            if !shared
+                .admission
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .established(admission_id)
+            {
+                d.close(CloseReason::Local("evicted during its handshake".into()));
+            }
+        }
         let tls_pending = tls.as_ref().is_some_and(|t| t.wants_write());
         if !d.transmit().is_empty() || tls_pending {
             let out = d.take_transmit();
@@ -404,6 +479,11 @@ async fn serve(mut stream: tokio::net::TcpStream, mut tls: Option<Box<TlsStream>
                 }
             },
             _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
+            _ = kill.notified(), if in_handshake => {
+                d.close(CloseReason::Local(
+                    "evicted in its handshake: the connection limit was reached".into(),
+                ));
+            }
             _ = evict.notified() => {
                 let why = if shared.stop.load(Ordering::Relaxed) {
                     "the controller was killed"

@@ -14,6 +14,7 @@ use ofwire::{v10, v13, Body, DecodeError, ErrorCode, ErrorMsg, Framer, Header, H
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+pub mod admission;
 pub mod blocking;
 
 /// Session settings.

@@ -13,7 +13,6 @@
 //! messages in.
 
 pub mod actions;
-pub mod admission;
 pub mod agent;
 pub mod classifier;
 pub mod datapath;

@@ -4,12 +4,12 @@
 //! passive connections (`ovs-ofctl ... tcp:HOST:PORT`), and that expires
 //! flows and follows link state.
 
-use crate::admission::{open_file_limit, Admission, Admit, Limits};
 use crate::agent::{Agent, Effects, Identity};
 use crate::datapath::{self, Shared};
 use crate::fast_egress::FastEgress;
 use crate::pipeline::{Pipeline, PortCounters, PortState};
 use crate::port::PortIo;
+use ofconn::admission::{open_file_limit, Admission, Admit, Limits};
 use ofwire::header::{negotiate_version, Framer, Header};
 use ofwire::{Body, DescStats, ErrorMsg, Message};
 use std::collections::HashMap;

@@ -153,6 +153,15 @@ struct ControllerArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     workers: Option<usize>,
+    /// Switch connections held at once (default: the open-file limit, raised to its hard
+    /// value, less an eighth of it, at most 128); a newcomer over the limit takes the place of the oldest connection
+    /// still in its handshake, or is refused.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Of those, how many from one address (default: all of them: an emulated network's
+    /// switches come from one address).
+    #[arg(long, value_name = "N")]
+    max_per_address: Option<usize>,
     /// OpenFlow versions to offer.
     #[arg(long, value_delimiter = ',', default_value = "1.0,1.3", value_parser = ["1.0", "1.3"])]
     ofp: Vec<String>,
@@ -496,6 +505,12 @@ fn controller_apps(
 }
 
 fn controller_cmd(args: ControllerArgs) -> ExitCode {
+    if args.max_connections == Some(0) {
+        return net_cmd::fail("--max-connections 0: give at least 1 (the default follows the open-file limit)");
+    }
+    if args.max_per_address == Some(0) {
+        return net_cmd::fail("--max-per-address 0: give at least 1 (the default is --max-connections)");
+    }
     let (set, lb) = match controller_apps(&args.apps, args.lb_config.as_deref()) {
         Ok(s) => s,
         Err(e) => return net_cmd::fail(e),
@@ -544,6 +559,15 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         tls_listen: args.tls_listen.clone(),
         tls,
         standby_for: args.standby_for,
+        limits: (args.max_connections.is_some() || args.max_per_address.is_some()).then(|| {
+            let total = args.max_connections.unwrap_or_else(|| {
+                ofconn::admission::Limits::for_open_files(controller::runtime::raise_fd_limit()).total
+            });
+            ofconn::admission::Limits {
+                total,
+                per_source: args.max_per_address.unwrap_or(total).min(total),
+            }
+        }),
     };
     let workers = cfg.workers;
     let handle = match controller::runtime::start(cfg) {

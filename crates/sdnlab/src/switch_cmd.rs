@@ -72,7 +72,7 @@ pub struct SwitchArgs {
     #[arg(long, default_value_t = 20.0, value_name = "SECS")]
     pub session_deadline: f64,
     /// Connections the listeners hold at once, all bridges together (default: the
-    /// open-file limit less 128), a quarter of them from one address; a newcomer over the
+    /// open-file limit less an eighth of it, at most 128), a quarter of them from one address; a newcomer over the
     /// limit takes the place of the oldest connection still in its handshake, or is refused.
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
@@ -269,7 +269,7 @@ struct Running {
 struct Hygiene {
     deadline: std::time::Duration,
     probe: Option<std::time::Duration>,
-    limits: ofswitch::admission::Limits,
+    limits: ofconn::admission::Limits,
 }
 
 fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<Running, String> {
@@ -411,12 +411,12 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     // The listeners' share of descriptors, split between the bridges.
     let total = args
         .max_connections
-        .unwrap_or_else(|| ofswitch::admission::Limits::for_open_files(ofswitch::admission::open_file_limit()).total)
+        .unwrap_or_else(|| ofconn::admission::Limits::for_open_files(ofconn::admission::open_file_limit()).total)
         / specs.len().max(1);
     let hygiene = Hygiene {
         deadline: std::time::Duration::from_secs_f64(args.session_deadline),
         probe: (args.inactivity_probe > 0.0).then(|| std::time::Duration::from_secs_f64(args.inactivity_probe)),
-        limits: ofswitch::admission::Limits {
+        limits: ofconn::admission::Limits {
             total: total.max(1),
             per_source: (total / 4).max(1),
         },

@@ -1,12 +1,12 @@
-//! Admission of the connections a switch's listeners accept, without I/O
-//! (but for reading the open-file limit):
+//! Admission of the connections a listener accepts (the switch's, the
+//! controller's), without I/O (but for reading the open-file limit):
 //! how many it holds at once, in all and from one source address. A
 //! connection that has not finished its handshake is the first to go: when
 //! a limit is reached, the newcomer takes the place of the oldest such
 //! connection (of the same source when that source is over its own limit),
 //! so a flood of half-open connections cannot lock out `ovs-ofctl` or a
 //! controller; when every connection held has finished its handshake, the
-//! newcomer is refused. Connections the switch makes to its controllers are
+//! newcomer is refused. Connections a switch makes to its controllers are
 //! not counted: they are configured, not offered.
 
 use std::net::IpAddr;
@@ -21,13 +21,18 @@ pub struct Limits {
 
 impl Limits {
     /// File descriptors left for everything else (ports, controllers,
-    /// files) when the limit comes from the process's open-file limit.
-    pub const RESERVE: usize = 128;
+    /// files, the REST API) when the limit comes from the process's
+    /// open-file limit: an eighth of it, between 16 and 128.
+    pub fn reserve(nofile: u64) -> usize {
+        (nofile as usize / 8).clamp(16, 128)
+    }
 
     /// From the open-file limit (`RLIMIT_NOFILE`'s soft value): all but
-    /// `RESERVE` descriptors in all, a quarter of them from one source.
+    /// the reserve in all, a quarter of them from one source.
     pub fn for_open_files(nofile: u64) -> Limits {
-        let total = (nofile as usize).saturating_sub(Self::RESERVE).clamp(16, 1 << 20);
+        let total = (nofile as usize)
+            .saturating_sub(Self::reserve(nofile))
+            .clamp(16, 1 << 20);
         Limits {
             total,
             per_source: (total / 4).max(8),
@@ -163,6 +168,7 @@ mod tests {
                 per_source: 224
             }
         );
+        assert_eq!(Limits::for_open_files(300).total, 263, "an eighth kept back");
         assert_eq!(Limits::for_open_files(10).total, 16, "never below 16");
     }
 

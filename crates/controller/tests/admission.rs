@@ -1,0 +1,90 @@
+//! The controller's listeners under a flood of connections that never say
+//! HELLO: with a limit of 8 connections, at most 8 are held, the oldest
+//! half-open ones make room, and a real switch handshake still gets in.
+
+use ctlbench::switch::{replies, Identity};
+use ofwire::{Body, Framer, Message};
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+/// A switch's side of the handshake over `s` (OpenFlow 1.3), answering
+/// whatever the controller asks the way the benchmark's emulated switches do.
+fn handshake(s: &mut std::net::TcpStream, dpid: u64) {
+    let hello = Message::new(
+        ofwire::OFP13_VERSION,
+        1,
+        Body::Hello(ofwire::header::Hello::with_versions(&[4])),
+    );
+    s.write_all(&hello.to_bytes().unwrap()).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut framer = Framer::default();
+    let mut buf = [0u8; 4096];
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) {
+        if let Ok(n) = s.read(&mut buf) {
+            assert!(n > 0, "the controller closed the switch's connection");
+            framer.push(&buf[..n]);
+        }
+        while let Ok(Some(raw)) = framer.next_message() {
+            let Ok(m) = ofwire::decode(raw) else { continue };
+            for r in replies(
+                Identity {
+                    datapath_id: dpid,
+                    ports: 2,
+                },
+                &m,
+            ) {
+                s.write_all(&r.to_bytes().unwrap()).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn half_open_connections_go_first_and_a_switch_still_gets_in() {
+    let set = controller::catalog::build(&["l2-learning"]).unwrap();
+    let ctl = controller::runtime::start(controller::runtime::Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 1,
+        apps: set.factories,
+        limits: Some(ofconn::admission::Limits {
+            total: 8,
+            per_source: 8,
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let addr = ctl.local_addrs[0];
+    let flood: Vec<std::net::TcpStream> = (0..50).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let open = flood
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            let mut b = [0u8; 256];
+            let mut s = *s;
+            loop {
+                match s.read(&mut b) {
+                    Ok(0) => return false,
+                    Ok(_) => continue, // the controller's HELLO
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                    Err(_) => return false,
+                }
+            }
+        })
+        .count();
+    assert!(
+        open <= 8,
+        "{open} of 50 half-open connections held against a limit of 8"
+    );
+    // A switch that does its handshake is taken, in a half-open one's place.
+    let mut sw = std::net::TcpStream::connect(addr).unwrap();
+    handshake(&mut sw, 0x5eed);
+    assert!(
+        ctl.switch_infos().iter().any(|i| i.datapath_id == 0x5eed),
+        "the switch is not among {:?}",
+        ctl.switch_infos().iter().map(|i| i.datapath_id).collect::<Vec<_>>()
+    );
+    drop(flood);
+    ctl.stop();
+}
