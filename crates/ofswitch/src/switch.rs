@@ -119,7 +119,21 @@ impl Drop for Handle {
     }
 }
 
-type Writers = Arc<Mutex<HashMap<usize, mpsc::UnboundedSender<Vec<u8>>>>>;
+type Writers = Arc<Mutex<HashMap<usize, Writer>>>;
+
+/// Where a session's outgoing bytes go, and how many wait to be written.
+#[derive(Clone)]
+struct Writer {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    backlog: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Bytes a session may have waiting to be written. Past it the session's
+/// requests are not read (its replies would only pile up) and PACKET_INs
+/// for it are dropped and counted; a peer that reads nothing for
+/// `STALLED` after that is closed.
+const MAX_BACKLOG: usize = 4 << 20;
+const STALLED: Duration = Duration::from_secs(10);
 
 #[derive(Clone)]
 struct Ctx {
@@ -144,6 +158,16 @@ impl Ctx {
             let writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
             let mut per_conn: HashMap<usize, Vec<u8>> = HashMap::new();
             for (c, m) in fx.messages.drain(..) {
+                let full = writers.get(&c).is_some_and(|w| w.backlog.load(Relaxed) >= MAX_BACKLOG);
+                if full
+                    && matches!(
+                        m.body,
+                        Body::V13(ofwire::v13::Body::PacketIn(_)) | Body::V10(ofwire::v10::Body::PacketIn(_))
+                    )
+                {
+                    self.shared.packet_ins_dropped.fetch_add(1, Relaxed);
+                    continue;
+                }
                 let buf = per_conn.entry(c).or_default();
                 if let Err(e) = m.encode(buf) {
                     if self.verbose {
@@ -153,7 +177,8 @@ impl Ctx {
             }
             for (c, buf) in per_conn {
                 if let Some(w) = writers.get(&c) {
-                    let _ = w.send(buf);
+                    w.backlog.fetch_add(buf.len(), Relaxed);
+                    let _ = w.tx.send(buf);
                 }
             }
         }
@@ -566,15 +591,20 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
     }
     let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect(version);
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    ctx.writers
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(conn, tx.clone());
+    let backlog = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).insert(
+        conn,
+        Writer {
+            tx: tx.clone(),
+            backlog: backlog.clone(),
+        },
+    );
     // When a write last went through: a peer reading a long reply is alive
     // even if it says nothing.
     let wrote = Arc::new(Mutex::new(tokio::time::Instant::now()));
+    let drained = Arc::new(tokio::sync::Notify::new());
     let writer = {
-        let wrote = wrote.clone();
+        let (wrote, backlog, drained) = (wrote.clone(), backlog.clone(), drained.clone());
         tokio::spawn(async move {
             while let Some(mut b) = rx.recv().await {
                 while let Ok(more) = rx.try_recv() {
@@ -583,8 +613,13 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
                 if wr.write_all(&b).await.is_err() {
                     break;
                 }
+                backlog.fetch_sub(b.len().min(backlog.load(Relaxed)), Relaxed);
                 *wrote.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
+                drained.notify_one();
             }
+            // Nothing more will be written: nobody waits for it.
+            backlog.store(0, Relaxed);
+            drained.notify_one();
         })
     };
     let echo = if version == ofwire::OFP10_VERSION {
@@ -602,8 +637,20 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
     let mut partial_since: Option<tokio::time::Instant> = None;
     // Messages that came in with the HELLO are already in the framer.
     let mut first = true;
+    // Whole messages left in the framer while the peer's replies waited.
+    let mut buffered = false;
     'read: loop {
-        if !first {
+        // Replies waiting to be written past the bound: read nothing more
+        // until the peer takes some, and close it if it takes none.
+        while backlog.load(Relaxed) >= MAX_BACKLOG {
+            if tokio::time::timeout(STALLED, drained.notified()).await.is_err() {
+                if ctx.verbose {
+                    eprintln!("sdnlab switch: closing a connection that read none of its replies for {STALLED:?}");
+                }
+                break 'read;
+            }
+        }
+        if !first && !buffered {
             // The next time something must happen: the message begun must
             // be finished, a probe sent, or the probe answered.
             let far = tokio::time::Instant::now() + Duration::from_secs(3600);
@@ -645,39 +692,59 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
             }
         }
         first = false;
-        let mut fx = Effects::default();
         let mut completed = false;
-        {
-            let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
-            loop {
-                match framer.next_message() {
-                    Ok(Some(raw)) => {
-                        completed = true;
-                        let now = Instant::now();
-                        match ofwire::decode_in_session(raw, version) {
-                            Ok(m) => agent.on_message(conn, &m, now, &mut fx),
-                            Err(e) => {
-                                let xid = Header::peek(raw).map(|h| h.xid).unwrap_or(0);
-                                let err = ErrorMsg::for_decode_error(&e, raw);
-                                let msg = if version == ofwire::OFP10_VERSION {
-                                    Message::v10(xid, ofwire::v10::Body::Error(err))
-                                } else {
-                                    Message::v13(xid, ofwire::v13::Body::Error(err))
-                                };
-                                fx.messages.push((conn, msg));
+        // Messages are handled in batches; between batches, if the replies
+        // waiting for this peer pass the bound, the rest stay in the framer
+        // until it has read some.
+        buffered = false;
+        loop {
+            let mut fx = Effects::default();
+            let mut emptied = false;
+            {
+                let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    if fx.messages.len() >= 64 {
+                        break;
+                    }
+                    match framer.next_message() {
+                        Ok(Some(raw)) => {
+                            completed = true;
+                            let now = Instant::now();
+                            match ofwire::decode_in_session(raw, version) {
+                                Ok(m) => agent.on_message(conn, &m, now, &mut fx),
+                                Err(e) => {
+                                    let xid = Header::peek(raw).map(|h| h.xid).unwrap_or(0);
+                                    let err = ErrorMsg::for_decode_error(&e, raw);
+                                    let msg = if version == ofwire::OFP10_VERSION {
+                                        Message::v10(xid, ofwire::v10::Body::Error(err))
+                                    } else {
+                                        Message::v13(xid, ofwire::v13::Body::Error(err))
+                                    };
+                                    fx.messages.push((conn, msg));
+                                }
                             }
                         }
-                    }
-                    Ok(None) => break,
-                    Err(_) => {
-                        drop(agent);
-                        ctx.dispatch(fx);
-                        break 'read;
+                        Ok(None) => {
+                            emptied = true;
+                            break;
+                        }
+                        Err(_) => {
+                            drop(agent);
+                            ctx.dispatch(fx);
+                            break 'read;
+                        }
                     }
                 }
             }
+            ctx.dispatch(fx);
+            if emptied {
+                break;
+            }
+            if backlog.load(Relaxed) >= MAX_BACKLOG {
+                buffered = true;
+                break;
+            }
         }
-        ctx.dispatch(fx);
         // The deadline runs from when the message now at the front began
         // to arrive: a stream of whole messages never runs out of time.
         partial_since = match (framer.pending() > 0, completed, partial_since) {
@@ -688,6 +755,13 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
     }
     ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).disconnect(conn);
     ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).remove(&conn);
-    // Let queued replies go out before the socket closes.
-    let _ = tokio::time::timeout(Duration::from_millis(200), writer).await;
+    // Let queued replies go out before the socket closes; a peer that
+    // does not read them does not keep the socket open.
+    let mut writer = writer;
+    if tokio::time::timeout(Duration::from_millis(200), &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
 }

@@ -444,6 +444,62 @@ fn plain_listeners_beyond_loopback_are_warned_about() {
     assert!(!closed.contains("warning"), "{closed}");
 }
 
+/// A peer that asks for flow statistics over and over and reads none of
+/// the replies (200 MB of them if all were made): the switch stops reading
+/// it once 4 MiB wait, keeps its memory, closes it after 10 s without
+/// progress, and serves ovs-ofctl meanwhile.
+#[test]
+fn a_peer_that_reads_nothing_cannot_make_the_switch_hoard_replies() {
+    use std::io::{Read, Write};
+    let hosts = Hosts::new("r");
+    let sw = Switch::start(&hosts, &[]);
+    let pid = sw.child.id();
+    let flows: String = (0..2000)
+        .map(|i| format!("priority=5,ip,nw_dst=10.9.{}.{},actions=output:2\n", i / 250, i % 250))
+        .collect();
+    let file = std::env::temp_dir().join(format!("sdnlab-hoard-{}.flows", std::process::id()));
+    std::fs::write(&file, flows).unwrap();
+    sw.ofctl(&["add-flows", file.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&file);
+    let before = rss_kib(pid);
+    let addr = sw.target.strip_prefix("tcp:").unwrap().to_string();
+    let mut greedy = std::net::TcpStream::connect(&addr).unwrap();
+    greedy.write_all(&[4u8, 0, 0, 8, 0, 0, 0, 1]).unwrap();
+    // OFPMP_FLOW, all tables, any port and group, no match.
+    let mut req = vec![4u8, 18, 0, 56, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0, 0, 0];
+    req.extend_from_slice(&[
+        0xff, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+    ]);
+    req.extend_from_slice(&[0; 16]);
+    req.extend_from_slice(&[0, 1, 0, 4, 0, 0, 0, 0]);
+    assert_eq!(req.len(), 56);
+    let burst: Vec<u8> = req.iter().copied().cycle().take(56 * 1000).collect();
+    greedy.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let t = Instant::now();
+    let _ = greedy.write_all(&burst);
+    std::thread::sleep(Duration::from_secs(2));
+    sw.ofctl(&["dump-flows", "table=1"]);
+    let during = rss_kib(pid);
+    assert!(
+        during <= before + 48 * 1024,
+        "{before} KiB before, {during} KiB with the replies unread"
+    );
+    // Closed once it has read nothing for 10 s: reading now drains what
+    // was queued, then the end.
+    greedy.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    std::thread::sleep(Duration::from_secs(12).saturating_sub(t.elapsed()));
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0usize;
+    loop {
+        match greedy.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => total += n,
+            Err(e) => panic!("still open after {:?} ({total} bytes read): {e}", t.elapsed()),
+        }
+    }
+    assert!(total < 64 << 20, "{total} bytes were queued for it");
+}
+
 /// With 254 tables every multipart reply fits a message: table features
 /// (about 225 KB in all) and table statistics come in parts with
 /// REPLY_MORE, and ovs-ofctl reads them whole (it waited forever on a
@@ -462,7 +518,12 @@ fn large_multipart_replies_come_in_parts() {
         assert!(features.contains(&format!("  table {t}")), "table {t}: {features}");
     }
     let tables = ofctl(&["dump-tables"]);
-    assert!(tables.contains("tables 1...253: ditto"), "254 tables: {tables}");
+    // The last table listed, or in the range ovs-ofctl folds ("tables
+    // 2...253: ditto" when table 1 differs from table 0).
+    assert!(
+        tables.contains("...253: ditto") || tables.contains("  table 253:"),
+        "254 tables: {tables}"
+    );
     ofctl(&["add-flow", "table=253,priority=5,in_port=1,actions=output:2"]);
     let flows = ofctl(&["dump-flows", "table=253"]);
     assert!(flows.contains("table=253") && flows.contains("in_port=1"), "{flows}");
