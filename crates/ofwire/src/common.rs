@@ -301,3 +301,54 @@ impl QueueProp {
         out.patch_u16(start + 2, len);
     }
 }
+
+/// A multipart (1.3) or stats (1.0) reply's bodies cut to fit messages:
+/// `body` as is when its message (`size`, OpenFlow header included) is at
+/// most `max` bytes, else its list halved (`halves`) and each half cut the
+/// same way, in order. An entry too large alone stays alone. Returns the
+/// bodies and whether each is followed by another (REPLY_MORE).
+pub(crate) fn cut_to_fit<B>(
+    body: B,
+    max: usize,
+    size: &dyn Fn(&B) -> usize,
+    halves: &dyn Fn(B) -> Result<(B, B), B>,
+) -> Vec<(B, bool)> {
+    fn parts<B>(
+        body: B,
+        max: usize,
+        size: &dyn Fn(&B) -> usize,
+        halves: &dyn Fn(B) -> Result<(B, B), B>,
+        out: &mut Vec<B>,
+    ) {
+        if size(&body) <= max {
+            return out.push(body);
+        }
+        match halves(body) {
+            Ok((a, b)) => {
+                parts(a, max, size, halves, out);
+                parts(b, max, size, halves, out);
+            }
+            Err(whole) => out.push(whole),
+        }
+    }
+    let mut out = Vec::new();
+    parts(body, max, size, halves, &mut out);
+    let n = out.len();
+    out.into_iter().enumerate().map(|(i, b)| (b, i + 1 < n)).collect()
+}
+
+/// A list body in two (the first half of its entries, then the rest), for
+/// `cut_to_fit`; the body back when it is not a list or has one entry.
+macro_rules! halve_lists {
+    ($body:expr, $($variant:path),+) => {
+        match $body {
+            $($variant(l) if l.len() >= 2 => {
+                let mut a = l;
+                let b = a.split_off(a.len() / 2);
+                Ok(($variant(a), $variant(b)))
+            })+
+            other => Err(other),
+        }
+    };
+}
+pub(crate) use halve_lists;

@@ -669,53 +669,20 @@ impl StatsReply {
     /// `max_message` bytes, in order, OFPSF_REPLY_MORE on all but the last
     /// (which keeps this reply's flag): as `v13::MultipartReply::split`.
     pub fn split(self, max_message: usize) -> Vec<StatsReply> {
-        fn halves(b: StatsReplyBody) -> Result<(StatsReplyBody, StatsReplyBody), StatsReplyBody> {
-            use StatsReplyBody::*;
-            macro_rules! split {
-                ($v:ident, $list:ident) => {{
-                    if $list.len() < 2 {
-                        return Err($v($list));
-                    }
-                    let mut a = $list;
-                    let b = a.split_off(a.len() / 2);
-                    Ok(($v(a), $v(b)))
-                }};
-            }
-            match b {
-                Flow(l) => split!(Flow, l),
-                Table(l) => split!(Table, l),
-                Port(l) => split!(Port, l),
-                Queue(l) => split!(Queue, l),
-                other => Err(other),
-            }
-        }
-        fn parts(body: StatsReplyBody, max: usize, out: &mut Vec<StatsReplyBody>) {
-            let probe = Body::StatsReply(StatsReply { flags: 0, body });
+        let size = |body: &StatsReplyBody| {
             let mut buf = Vec::new();
-            probe.encode(&mut buf);
-            let Body::StatsReply(StatsReply { body, .. }) = probe else {
-                unreachable!("built above")
-            };
-            // 8 bytes of OpenFlow header before the body.
-            if buf.len() + 8 <= max {
-                return out.push(body);
-            }
-            match halves(body) {
-                Ok((a, b)) => {
-                    parts(a, max, out);
-                    parts(b, max, out);
-                }
-                Err(whole) => out.push(whole),
-            }
-        }
-        let mut bodies = Vec::new();
-        parts(self.body, max_message, &mut bodies);
-        let n = bodies.len();
-        bodies
+            encode_stats_reply_body(body, &mut buf);
+            // The OpenFlow header, the type and the flags.
+            buf.len() + 12
+        };
+        let halves = |b: StatsReplyBody| {
+            use StatsReplyBody::*;
+            crate::common::halve_lists!(b, Flow, Table, Port, Queue)
+        };
+        crate::common::cut_to_fit(self.body, max_message, &size, &halves)
             .into_iter()
-            .enumerate()
-            .map(|(i, body)| StatsReply {
-                flags: if i + 1 < n {
+            .map(|(body, more)| StatsReply {
+                flags: if more {
                     self.flags | STATS_REPLY_MORE
                 } else {
                     self.flags
@@ -1208,64 +1175,7 @@ impl Body {
                 };
                 out.put_u16(ty);
                 out.put_u16(s.flags);
-                match &s.body {
-                    StatsReplyBody::Desc(d) => d.encode(out),
-                    StatsReplyBody::Flow(v) => {
-                        for f in v {
-                            let start = out.len();
-                            out.put_u16(0);
-                            out.put_u8(f.table_id);
-                            out.put_u8(0);
-                            f.match_.encode(out);
-                            out.put_u32(f.duration_sec);
-                            out.put_u32(f.duration_nsec);
-                            out.put_u16(f.priority);
-                            out.put_u16(f.idle_timeout);
-                            out.put_u16(f.hard_timeout);
-                            out.put_zeros(6);
-                            out.put_u64(f.cookie);
-                            out.put_u64(f.packet_count);
-                            out.put_u64(f.byte_count);
-                            encode_actions(&f.actions, out);
-                            let len = (out.len() - start) as u16;
-                            out.patch_u16(start, len);
-                        }
-                    }
-                    StatsReplyBody::Aggregate(a) => a.encode(out),
-                    StatsReplyBody::Table(v) => {
-                        for t in v {
-                            out.put_u8(t.table_id);
-                            out.put_zeros(3);
-                            out.put_fixed_str(&t.name, 32);
-                            out.put_u32(t.wildcards);
-                            out.put_u32(t.max_entries);
-                            out.put_u32(t.active_count);
-                            out.put_u64(t.lookup_count);
-                            out.put_u64(t.matched_count);
-                        }
-                    }
-                    StatsReplyBody::Port(v) => {
-                        for p in v {
-                            out.put_u16(p.port_no);
-                            out.put_zeros(6);
-                            p.counters.encode(out);
-                        }
-                    }
-                    StatsReplyBody::Queue(v) => {
-                        for q in v {
-                            out.put_u16(q.port_no);
-                            out.put_zeros(2);
-                            out.put_u32(q.queue_id);
-                            out.put_u64(q.tx_bytes);
-                            out.put_u64(q.tx_packets);
-                            out.put_u64(q.tx_errors);
-                        }
-                    }
-                    StatsReplyBody::Vendor { vendor, data } => {
-                        out.put_u32(*vendor);
-                        out.put_slice(&data.0);
-                    }
-                }
+                encode_stats_reply_body(&s.body, out);
             }
             Body::QueueGetConfigRequest { port } => {
                 out.put_u16(*port);
@@ -1380,4 +1290,66 @@ pub fn encode_packet_out_body(out: &mut Vec<u8>, buffer_id: u32, in_port: u16, a
     let actions_len = (out.len() - start) as u16;
     out.patch_u16(len_at, actions_len);
     out.put_slice(data);
+}
+
+/// The body of a stats reply (after its type and flags).
+fn encode_stats_reply_body(body: &StatsReplyBody, out: &mut Vec<u8>) {
+    match body {
+        StatsReplyBody::Desc(d) => d.encode(out),
+        StatsReplyBody::Flow(v) => {
+            for f in v {
+                let start = out.len();
+                out.put_u16(0);
+                out.put_u8(f.table_id);
+                out.put_u8(0);
+                f.match_.encode(out);
+                out.put_u32(f.duration_sec);
+                out.put_u32(f.duration_nsec);
+                out.put_u16(f.priority);
+                out.put_u16(f.idle_timeout);
+                out.put_u16(f.hard_timeout);
+                out.put_zeros(6);
+                out.put_u64(f.cookie);
+                out.put_u64(f.packet_count);
+                out.put_u64(f.byte_count);
+                encode_actions(&f.actions, out);
+                let len = (out.len() - start) as u16;
+                out.patch_u16(start, len);
+            }
+        }
+        StatsReplyBody::Aggregate(a) => a.encode(out),
+        StatsReplyBody::Table(v) => {
+            for t in v {
+                out.put_u8(t.table_id);
+                out.put_zeros(3);
+                out.put_fixed_str(&t.name, 32);
+                out.put_u32(t.wildcards);
+                out.put_u32(t.max_entries);
+                out.put_u32(t.active_count);
+                out.put_u64(t.lookup_count);
+                out.put_u64(t.matched_count);
+            }
+        }
+        StatsReplyBody::Port(v) => {
+            for p in v {
+                out.put_u16(p.port_no);
+                out.put_zeros(6);
+                p.counters.encode(out);
+            }
+        }
+        StatsReplyBody::Queue(v) => {
+            for q in v {
+                out.put_u16(q.port_no);
+                out.put_zeros(2);
+                out.put_u32(q.queue_id);
+                out.put_u64(q.tx_bytes);
+                out.put_u64(q.tx_packets);
+                out.put_u64(q.tx_errors);
+            }
+        }
+        StatsReplyBody::Vendor { vendor, data } => {
+            out.put_u32(*vendor);
+            out.put_slice(&data.0);
+        }
+    }
 }

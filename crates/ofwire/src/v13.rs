@@ -1352,33 +1352,22 @@ impl MultipartReplyBody {
         }
     }
 
-    /// A list body in two (the first half of its entries, then the rest);
-    /// the body itself back when it is not a list or has a single entry.
+    /// A list body in two, for `MultipartReply::split`.
     fn halves(self) -> Result<(MultipartReplyBody, MultipartReplyBody), MultipartReplyBody> {
         use MultipartReplyBody::*;
-        macro_rules! split {
-            ($v:ident, $list:ident) => {{
-                if $list.len() < 2 {
-                    return Err($v($list));
-                }
-                let mut a = $list;
-                let b = a.split_off(a.len() / 2);
-                Ok(($v(a), $v(b)))
-            }};
-        }
-        match self {
-            Flow(l) => split!(Flow, l),
-            Table(l) => split!(Table, l),
-            PortStats(l) => split!(PortStats, l),
-            Queue(l) => split!(Queue, l),
-            Group(l) => split!(Group, l),
-            GroupDesc(l) => split!(GroupDesc, l),
-            Meter(l) => split!(Meter, l),
-            MeterConfig(l) => split!(MeterConfig, l),
-            TableFeatures(l) => split!(TableFeatures, l),
-            PortDesc(l) => split!(PortDesc, l),
-            other => Err(other),
-        }
+        crate::common::halve_lists!(
+            self,
+            Flow,
+            Table,
+            PortStats,
+            Queue,
+            Group,
+            GroupDesc,
+            Meter,
+            MeterConfig,
+            TableFeatures,
+            PortDesc
+        )
     }
 }
 
@@ -1390,34 +1379,15 @@ impl MultipartReply {
     /// fits; an entry too large alone stays alone (and its encoding fails
     /// as it would have).
     pub fn split(self, max_message: usize) -> Vec<MultipartReply> {
-        fn parts(body: MultipartReplyBody, max: usize, out: &mut Vec<MultipartReplyBody>) {
-            let probe = MultipartReply { flags: 0, body };
+        let size = |body: &MultipartReplyBody| {
             let mut buf = Vec::new();
-            encode_multipart_reply(&probe, &mut buf);
-            // 8 bytes of OpenFlow header before the multipart header.
-            if buf.len() + 8 <= max {
-                return out.push(probe.body);
-            }
-            match probe.body.halves() {
-                Ok((a, b)) => {
-                    parts(a, max, out);
-                    parts(b, max, out);
-                }
-                Err(whole) => out.push(whole),
-            }
-        }
-        let mut bodies = Vec::new();
-        parts(self.body, max_message, &mut bodies);
-        let n = bodies.len();
-        bodies
+            encode_multipart_reply_body(body, &mut buf);
+            buf.len() + 16
+        };
+        crate::common::cut_to_fit(self.body, max_message, &size, &MultipartReplyBody::halves)
             .into_iter()
-            .enumerate()
-            .map(|(i, body)| MultipartReply {
-                flags: if i + 1 < n {
-                    self.flags | MULTIPART_MORE
-                } else {
-                    self.flags
-                },
+            .map(|(body, more)| MultipartReply {
+                flags: if more { self.flags | MULTIPART_MORE } else { self.flags },
                 body,
             })
             .collect()
@@ -1755,11 +1725,15 @@ fn patch_len_at(out: &mut Vec<u8>, start: usize, at: usize) {
 }
 
 fn encode_multipart_reply(m: &MultipartReply, out: &mut Vec<u8>) {
-    use MultipartReplyBody as B;
     out.put_u16(m.body.multipart_type());
     out.put_u16(m.flags);
     out.put_zeros(4);
-    match &m.body {
+    encode_multipart_reply_body(&m.body, out);
+}
+
+fn encode_multipart_reply_body(body: &MultipartReplyBody, out: &mut Vec<u8>) {
+    use MultipartReplyBody as B;
+    match body {
         B::Desc(d) => d.encode(out),
         B::Flow(list) => {
             for f in list {
