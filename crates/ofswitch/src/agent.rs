@@ -111,6 +111,9 @@ fn error_for(req: &Message, code: ErrorCode) -> Message {
 }
 
 /// A multipart reply body's entries are split so no message exceeds this.
+/// Flow statistics are cut as they are built (a million flows would be
+/// encoded over and over by `MultipartReply::split`'s halving); every
+/// other reply is cut by `split`, which leaves those parts as they are.
 const MAX_REPLY_BYTES: usize = 60_000;
 
 impl Agent {

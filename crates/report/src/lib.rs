@@ -488,18 +488,20 @@ fn system_of<'a>(runs: &'a [Run], scenario: &str) -> Option<(&'a str, &'a str)> 
 /// the best scenario.
 pub fn summarise(runs: &[Run]) -> Summary {
     let names = scenarios(runs);
+    // Each scenario's system and condition, looked up once.
+    let systems: Vec<Option<(&str, &str)>> = names.iter().map(|sc| system_of(runs, sc)).collect();
     let mut cells = Vec::new();
     let mut best = Vec::new();
     let mut groups = Vec::new();
     for m in metrics(runs) {
         let mut per: Vec<(String, Vec<f64>)> = Vec::new();
-        for sc in &names {
+        for (sc, system) in names.iter().zip(&systems) {
             let (v, over) = values(runs, sc, &m.name);
             if v.is_empty() {
                 continue;
             }
             cells.push(Cell::of(sc, &m.name, over, &v));
-            if let Some((system, condition)) = system_of(runs, sc) {
+            if let Some((system, condition)) = *system {
                 groups.push(verdict::Group {
                     section: String::new(),
                     metric: m.clone(),
