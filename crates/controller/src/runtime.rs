@@ -72,10 +72,9 @@ struct Shared {
     env: Environment,
     next_session: AtomicU64,
     stop: AtomicBool,
-    admission: std::sync::Mutex<ofconn::admission::Admission>,
-    /// What closes each admitted connection still in its handshake
-    /// (eviction), by admission id.
-    evictions: std::sync::Mutex<std::collections::HashMap<u64, Arc<tokio::sync::Notify>>>,
+    /// The listeners' connections, each with what evicts it during its
+    /// handshake.
+    admission: std::sync::Mutex<ofconn::admission::Admission<Arc<tokio::sync::Notify>>>,
 }
 
 /// A running controller.
@@ -206,7 +205,6 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
                 per_source: total,
             }
         }))),
-        evictions: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let mut senders = Vec::new();
     for w in 0..workers {
@@ -304,11 +302,12 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accept
                 if shared.cfg.verbose {
                     log(format_args!("connection from {peer}"));
                 }
-                let admit = shared
-                    .admission
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .admit(peer.ip(), Instant::now());
+                let kill = Arc::new(tokio::sync::Notify::new());
+                let admit = shared.admission.lock().unwrap_or_else(|e| e.into_inner()).admit(
+                    peer.ip(),
+                    Instant::now(),
+                    kill.clone(),
+                );
                 let ofconn::admission::Admit::Accept { id, evict } = admit else {
                     shared.env.stats.refused.fetch_add(1, Ordering::Relaxed);
                     if shared.cfg.verbose {
@@ -318,13 +317,8 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accept
                     }
                     continue;
                 };
-                let kill = Arc::new(tokio::sync::Notify::new());
-                {
-                    let mut ev = shared.evictions.lock().unwrap_or_else(|e| e.into_inner());
-                    if let Some(victim) = evict.and_then(|v| ev.remove(&v)) {
-                        victim.notify_one();
-                    }
-                    ev.insert(id, kill.clone());
+                if let Some(victim) = evict {
+                    victim.notify_one();
                 }
                 let _ = workers[next % workers.len()].send(Accepted {
                     stream: s,
@@ -380,7 +374,6 @@ fn worker(mut rx: mpsc::UnboundedReceiver<Accepted>, shared: Arc<Shared>) {
                 if let Ok(stream) = tokio::net::TcpStream::from_std(a.stream) {
                     serve(stream, tls, shared.clone(), id, kill).await;
                 }
-                shared.evictions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                 shared.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
             });
         }
@@ -404,11 +397,6 @@ async fn serve(
     loop {
         if in_handshake && d.datapath_id().is_some() {
             in_handshake = false;
-            shared
-                .evictions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&admission_id);
             if !shared
                 .admission
                 .lock()

@@ -56,31 +56,35 @@ pub fn open_file_limit() -> u64 {
 
 /// What to do with a new connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Admit {
-    /// Hold it as `id`, after closing `evict` if given.
-    Accept { id: u64, evict: Option<u64> },
+pub enum Admit<H> {
+    /// Hold it as `id`, after closing the connection whose handle is
+    /// `evict`, if given.
+    Accept { id: u64, evict: Option<H> },
     /// Close it: every connection held has finished its handshake.
     Refuse,
 }
 
 #[derive(Debug)]
-struct Conn {
+struct Conn<H> {
     id: u64,
     source: IpAddr,
-    established: bool,
     since: Instant,
+    /// What closes it while it is in its handshake (the caller's: a
+    /// notification, a channel); None once it is established.
+    handle: Option<H>,
 }
 
-/// The connections held.
+/// The connections held, each with the handle that closes it early
+/// (`H`) until its handshake is done.
 #[derive(Debug)]
-pub struct Admission {
+pub struct Admission<H> {
     limits: Limits,
     next: u64,
-    conns: Vec<Conn>,
+    conns: Vec<Conn<H>>,
 }
 
-impl Admission {
-    pub fn new(limits: Limits) -> Admission {
+impl<H> Admission<H> {
+    pub fn new(limits: Limits) -> Admission<H> {
         Admission {
             limits,
             next: 0,
@@ -97,8 +101,9 @@ impl Admission {
         self.conns.len()
     }
 
-    /// A connection from `source` arrives.
-    pub fn admit(&mut self, source: IpAddr, now: Instant) -> Admit {
+    /// A connection from `source` arrives, with the handle that closes it
+    /// early; an evicted connection's handle comes back to be used.
+    pub fn admit(&mut self, source: IpAddr, now: Instant, handle: H) -> Admit<H> {
         let from_source = self.conns.iter().filter(|c| c.source == source).count();
         let source_full = from_source >= self.limits.per_source;
         let full = self.conns.len() >= self.limits.total;
@@ -108,14 +113,12 @@ impl Admission {
             let victim = self
                 .conns
                 .iter()
-                .filter(|c| !c.established && (!source_full || c.source == source))
-                .min_by_key(|c| c.since)
-                .map(|c| c.id);
+                .enumerate()
+                .filter(|(_, c)| c.handle.is_some() && (!source_full || c.source == source))
+                .min_by_key(|(_, c)| c.since)
+                .map(|(i, _)| i);
             match victim {
-                Some(v) => {
-                    self.closed(v);
-                    Some(v)
-                }
+                Some(i) => self.conns.swap_remove(i).handle,
                 None => return Admit::Refuse,
             }
         } else {
@@ -126,18 +129,19 @@ impl Admission {
         self.conns.push(Conn {
             id,
             source,
-            established: false,
             since: now,
+            handle: Some(handle),
         });
         Admit::Accept { id, evict }
     }
 
     /// The connection finished its handshake: it is no longer the first to
-    /// go. False if it was evicted meanwhile (it must close).
+    /// go (its handle is dropped). False if it was evicted meanwhile (it
+    /// must close).
     pub fn established(&mut self, id: u64) -> bool {
         match self.conns.iter_mut().find(|c| c.id == id) {
             Some(c) => {
-                c.established = true;
+                c.handle = None;
                 true
             }
             None => false,
@@ -173,9 +177,10 @@ mod tests {
     }
 
     /// Half-open connections from one source fill its share; a newcomer
-    /// from there replaces the oldest of them, a newcomer from elsewhere is
-    /// taken as is; established sessions are never evicted, and once every
-    /// connection held is one, newcomers are refused.
+    /// from there replaces the oldest of them (whose handle comes back), a
+    /// newcomer from elsewhere is taken as is; established sessions are
+    /// never evicted, and once every connection held is one, newcomers are
+    /// refused.
     #[test]
     fn half_open_connections_go_first() {
         let t0 = Instant::now();
@@ -184,34 +189,40 @@ mod tests {
             total: 4,
             per_source: 2,
         });
-        let Admit::Accept { id: first, evict: None } = a.admit(ip(1), at(0)) else {
+        let Admit::Accept { id: first, evict: None } = a.admit(ip(1), at(0), "first") else {
             panic!()
         };
         let Admit::Accept {
             id: second,
             evict: None,
-        } = a.admit(ip(1), at(1))
+        } = a.admit(ip(1), at(1), "second")
         else {
             panic!()
         };
         // Source 1 is full: its oldest half-open connection makes room.
-        let Admit::Accept { id: third, evict } = a.admit(ip(1), at(2)) else {
+        let Admit::Accept { id: third, evict } = a.admit(ip(1), at(2), "third") else {
             panic!()
         };
-        assert_eq!(evict, Some(first));
+        assert_eq!(evict, Some("first"));
         assert_eq!(a.held(), 2);
         // Another source is not held back by source 1.
-        assert!(matches!(a.admit(ip(2), at(3)), Admit::Accept { evict: None, .. }));
+        assert!(matches!(
+            a.admit(ip(2), at(3), "fourth"),
+            Admit::Accept { evict: None, .. }
+        ));
         assert!(a.established(second) && a.established(third));
         assert!(!a.established(first), "evicted: it must close");
         // Source 1's share is all sessions: refused.
-        assert_eq!(a.admit(ip(1), at(4)), Admit::Refuse);
-        assert!(matches!(a.admit(ip(3), at(5)), Admit::Accept { evict: None, .. }));
+        assert_eq!(a.admit(ip(1), at(4), "fifth"), Admit::Refuse);
+        assert!(matches!(
+            a.admit(ip(3), at(5), "sixth"),
+            Admit::Accept { evict: None, .. }
+        ));
         // Full: the oldest half-open of any source goes (source 2's).
-        let Admit::Accept { evict, .. } = a.admit(ip(4), at(6)) else {
+        let Admit::Accept { evict, .. } = a.admit(ip(4), at(6), "seventh") else {
             panic!()
         };
-        assert_eq!(evict, Some(3));
+        assert_eq!(evict, Some("fourth"));
         a.closed(second);
         assert_eq!(a.held(), 3);
     }

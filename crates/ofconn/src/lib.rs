@@ -17,6 +17,21 @@ use std::time::{Duration, Instant};
 pub mod admission;
 pub mod blocking;
 
+/// Since when the message at the front of a framer has waited for its
+/// rest, after a batch of bytes was framed: None when no byte is pending;
+/// `now` when the batch completed a message (the one now at the front
+/// began since) or nothing was pending before; otherwise as it was. A
+/// stream of whole messages never runs out of time; bytes trickled into one
+/// message do. Used with a deadline by the controller's sessions and the
+/// switch's.
+pub fn unfinished_since<T: Copy>(was: Option<T>, pending: bool, completed: bool, now: T) -> Option<T> {
+    match (pending, completed, was) {
+        (false, _, _) => None,
+        (true, true, _) | (true, false, None) => Some(now),
+        (true, false, Some(t)) => Some(t),
+    }
+}
+
 /// Session settings.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -292,13 +307,7 @@ impl Session {
                 Err(e) => self.close(CloseReason::Unframeable(e.to_string())),
             }
         }
-        // The deadline runs from when the message now at the front began
-        // to arrive: a stream of whole messages never runs out of time.
-        self.partial_since = match (framer.pending() > 0, completed, self.partial_since) {
-            (false, _, _) => None,
-            (true, true, _) | (true, false, None) => Some(now),
-            (true, false, Some(t)) => Some(t),
-        };
+        self.partial_since = unfinished_since(self.partial_since, framer.pending() > 0, completed, now);
         self.framer = framer;
     }
 

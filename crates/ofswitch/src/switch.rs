@@ -143,9 +143,9 @@ struct Ctx {
     verbose: bool,
     deadline: Duration,
     probe: Option<Duration>,
-    admission: Arc<Mutex<Admission>>,
-    /// What closes each admitted connection early (eviction), by id.
-    evictions: Arc<Mutex<HashMap<u64, Arc<tokio::sync::Notify>>>>,
+    /// The listeners' connections, each with what evicts it during its
+    /// handshake.
+    admission: Arc<Mutex<Admission<Arc<tokio::sync::Notify>>>>,
 }
 
 impl Ctx {
@@ -304,7 +304,6 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         admission: Arc::new(Mutex::new(Admission::new(
             cfg.limits.unwrap_or_else(|| Limits::for_open_files(open_file_limit())),
         ))),
-        evictions: Arc::new(Mutex::new(HashMap::new())),
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let controllers = cfg.controllers.clone();
@@ -358,28 +357,23 @@ async fn control(
             loop {
                 match l.accept().await {
                     Ok((s, peer)) => {
-                        let admit = ctx
-                            .admission
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .admit(peer.ip(), Instant::now());
+                        let kill = Arc::new(tokio::sync::Notify::new());
+                        let admit = ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).admit(
+                            peer.ip(),
+                            Instant::now(),
+                            kill.clone(),
+                        );
                         let Admit::Accept { id, evict } = admit else {
                             // Every connection held is a session: this one is dropped.
                             continue;
                         };
-                        let kill = Arc::new(tokio::sync::Notify::new());
-                        {
-                            let mut ev = ctx.evictions.lock().unwrap_or_else(|e| e.into_inner());
-                            if let Some(victim) = evict.and_then(|v| ev.remove(&v)) {
-                                victim.notify_one();
-                            }
-                            ev.insert(id, kill.clone());
+                        if let Some(victim) = evict {
+                            victim.notify_one();
                         }
                         let _ = s.set_nodelay(true);
                         let ctx = ctx.clone();
                         tokio::spawn(async move {
                             serve(ctx.clone(), s, Some((id, kill))).await;
-                            ctx.evictions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                             ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
                         });
                     }
@@ -587,7 +581,6 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
         if !ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).established(*id) {
             return;
         }
-        ctx.evictions.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
     let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect(version);
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -613,7 +606,8 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
                 if wr.write_all(&b).await.is_err() {
                     break;
                 }
-                backlog.fetch_sub(b.len().min(backlog.load(Relaxed)), Relaxed);
+                // Every byte sent was counted in before it was sent.
+                backlog.fetch_sub(b.len(), Relaxed);
                 *wrote.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
                 drained.notify_one();
             }
@@ -684,6 +678,7 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
                         break;
                     }
                     if *wrote.lock().unwrap_or_else(|e| e.into_inner()) + ctx.probe.unwrap_or_default() <= now {
+                        backlog.fetch_add(echo.len(), Relaxed);
                         let _ = tx.send(echo.clone());
                         probed = Some(now);
                     }
@@ -745,13 +740,12 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
                 break;
             }
         }
-        // The deadline runs from when the message now at the front began
-        // to arrive: a stream of whole messages never runs out of time.
-        partial_since = match (framer.pending() > 0, completed, partial_since) {
-            (false, _, _) => None,
-            (true, true, _) | (true, false, None) => Some(tokio::time::Instant::now()),
-            (true, false, Some(t)) => Some(t),
-        };
+        partial_since = ofconn::unfinished_since(
+            partial_since,
+            framer.pending() > 0,
+            completed,
+            tokio::time::Instant::now(),
+        );
     }
     ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).disconnect(conn);
     ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).remove(&conn);
