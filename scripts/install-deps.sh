@@ -19,6 +19,8 @@ debs=(
   python3 python3-venv   # os-ken peer venv (scripts/install-osken.sh)
   nginx httperf          # bench lb: the replica servers and the paper's HTTP client
   chromium               # headless: the tests load reports as a reader would and check the page
+  tmux                   # the console's tests drive the sdnlab> prompt as a person would (send-keys, capture-pane)
+  graphviz               # the console's `graph FILE.svg` (dot -Tsvg)
   ca-certificates curl build-essential pkg-config
 )
 missing=()

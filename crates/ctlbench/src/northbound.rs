@@ -38,7 +38,9 @@ pub type Link = ((u64, u32), (u64, u32));
 pub const OFCTL_PATH_PRIORITY: u16 = 200;
 pub const OFCTL_PATH_COOKIE: u64 = 0x5d1a_0a77;
 
-async fn http(
+/// One HTTP/1.1 request (`Connection: close`, 5 s at most), with a bearer
+/// token when given; the status and the body.
+pub async fn http(
     addr: SocketAddr,
     method: &str,
     path: &str,

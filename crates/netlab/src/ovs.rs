@@ -113,19 +113,7 @@ impl Ovs {
     }
 
     pub fn vsctl(&self, args: &[&str]) -> io::Result<String> {
-        let db = format!("--db=unix:{}", self.state.dir.join("db.sock").display());
-        let out = Command::new("ovs-vsctl")
-            .arg(&db)
-            .arg("--timeout=30")
-            .args(args)
-            .output()?;
-        if !out.status.success() {
-            return Err(io_err(format!(
-                "ovs-vsctl: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        vsctl_at(&self.state.dir, args)
     }
 
     /// The bridge's management socket, for `ovs-ofctl`.
@@ -143,91 +131,110 @@ impl Ovs {
         default_controller: Option<&str>,
         ssl: Option<&SslFiles>,
     ) -> io::Result<()> {
-        let mut args: Vec<String> = Vec::new();
-        if let Some(f) = ssl {
-            args.extend([
-                "--".to_string(),
-                "set-ssl".to_string(),
-                f.private_key.display().to_string(),
-                f.certificate.display().to_string(),
-                f.ca_certificate.display().to_string(),
-            ]);
+        add_switches_at(&self.state.dir, topo, st, default_controller, ssl, None)
+    }
+}
+
+/// Creates the switches (every one, or `only` that one) with their ports
+/// and controllers in one transaction, in the database whose files are in `dir`.
+pub fn add_switches_at(
+dir: &Path,
+topo: &Topology,
+st: &State,
+default_controller: Option<&str>,
+ssl: Option<&SslFiles>,
+only: Option<&str>,
+) -> io::Result<()> {
+    let mut args: Vec<String> = Vec::new();
+    if let Some(f) = ssl {
+        args.extend([
+            "--".to_string(),
+            "set-ssl".to_string(),
+            f.private_key.display().to_string(),
+            f.certificate.display().to_string(),
+            f.ca_certificate.display().to_string(),
+        ]);
+    }
+    for (sw, (_, br)) in topo.switches.iter().zip(&st.switches) {
+        if only.is_some_and(|o| o != sw.name) {
+            continue;
         }
-        for (sw, (_, br)) in topo.switches.iter().zip(&st.switches) {
-            let controller = sw.controller.as_deref().or(default_controller);
-            let mut protocols = sw.protocols.join(",");
-            if protocols.is_empty() {
-                protocols = "OpenFlow10,OpenFlow13".into();
+        let controller = sw.controller.as_deref().or(default_controller);
+        let mut protocols = sw.protocols.join(",");
+        if protocols.is_empty() {
+            protocols = "OpenFlow10,OpenFlow13".into();
+        }
+        args.extend(
+            [
+                "--",
+                "add-br",
+                br,
+                "--",
+                "set",
+                "bridge",
+                br,
+                "datapath_type=netdev",
+                &format!("other-config:datapath-id={:016x}", sw.dpid),
+                &format!("protocols={protocols}"),
+                // With a controller, the switch forwards only what the controller
+                // says; without one it is a learning switch.
+                if controller.is_some() {
+                    "fail-mode=secure"
+                } else {
+                    "fail-mode=standalone"
+                },
+            ]
+            .map(String::from),
+        );
+        // Several controllers (comma-separated) each get a connection;
+        // OpenFlow roles decide who acts.
+        if let Some(c) = controller {
+            args.extend(["--", "set-controller", br].map(String::from));
+            for one in c.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                args.push(if one.starts_with("tcp:") || one.starts_with("ssl:") {
+                    one.to_string()
+                } else {
+                    format!("tcp:{one}")
+                });
             }
+        }
+    }
+    let mut port_no: std::collections::HashMap<&str, u32> = Default::default();
+    for l in &st.links {
+        let ends: Vec<(&str, &str)> = if l.root_ends.len() == 1 {
+            let sw = if topo.is_switch(&l.a) { &l.a } else { &l.b };
+            vec![(sw.as_str(), l.root_ends[0].as_str())]
+        } else {
+            vec![
+                (l.a.as_str(), l.root_ends[0].as_str()),
+                (l.b.as_str(), l.root_ends[1].as_str()),
+            ]
+        };
+        for (sw, port) in ends {
+            let n = port_no.entry(sw).or_insert(0);
+            *n += 1;
+            if only.is_some_and(|o| o != sw) {
+                continue;
+            }
+            let br = &st.switches.iter().find(|(n, _)| n == sw).expect("switch of link").1;
             args.extend(
                 [
                     "--",
-                    "add-br",
+                    "add-port",
                     br,
+                    port,
                     "--",
                     "set",
-                    "bridge",
-                    br,
-                    "datapath_type=netdev",
-                    &format!("other-config:datapath-id={:016x}", sw.dpid),
-                    &format!("protocols={protocols}"),
-                    // With a controller, the switch forwards only what the controller
-                    // says; without one it is a learning switch.
-                    if controller.is_some() {
-                        "fail-mode=secure"
-                    } else {
-                        "fail-mode=standalone"
-                    },
+                    "interface",
+                    port,
+                    &format!("ofport_request={n}"),
                 ]
                 .map(String::from),
             );
-            // Several controllers (comma-separated) each get a connection;
-            // OpenFlow roles decide who acts.
-            if let Some(c) = controller {
-                args.extend(["--", "set-controller", br].map(String::from));
-                for one in c.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-                    args.push(if one.starts_with("tcp:") || one.starts_with("ssl:") {
-                        one.to_string()
-                    } else {
-                        format!("tcp:{one}")
-                    });
-                }
-            }
         }
-        let mut port_no: std::collections::HashMap<&str, u32> = Default::default();
-        for l in &st.links {
-            let ends: Vec<(&str, &str)> = if l.root_ends.len() == 1 {
-                let sw = if topo.is_switch(&l.a) { &l.a } else { &l.b };
-                vec![(sw.as_str(), l.root_ends[0].as_str())]
-            } else {
-                vec![
-                    (l.a.as_str(), l.root_ends[0].as_str()),
-                    (l.b.as_str(), l.root_ends[1].as_str()),
-                ]
-            };
-            for (sw, port) in ends {
-                let br = &st.switches.iter().find(|(n, _)| n == sw).expect("switch of link").1;
-                let n = port_no.entry(sw).or_insert(0);
-                *n += 1;
-                args.extend(
-                    [
-                        "--",
-                        "add-port",
-                        br,
-                        port,
-                        "--",
-                        "set",
-                        "interface",
-                        port,
-                        &format!("ofport_request={n}"),
-                    ]
-                    .map(String::from),
-                );
-            }
-        }
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.vsctl(&refs).map(|_| ())
     }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    vsctl_at(dir, &refs).map(|_| ())
 }
 
 impl Drop for Ovs {
@@ -240,6 +247,19 @@ impl Drop for Ovs {
             let _ = c.wait();
         }
     }
+}
+
+/// Runs `ovs-vsctl` against the database of the run whose OVS files are in `dir`.
+pub fn vsctl_at(dir: &Path, args: &[&str]) -> io::Result<String> {
+    let db = format!("--db=unix:{}", dir.join("db.sock").display());
+    let out = Command::new("ovs-vsctl").arg(&db).arg("--timeout=30").args(args).output()?;
+    if !out.status.success() {
+        return Err(io_err(format!(
+            "ovs-vsctl: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Stops the processes a state file records, if they are still ours: the

@@ -30,6 +30,19 @@ pub fn stop_processes_under(dir: &Path) -> Vec<u32> {
     pids
 }
 
+/// Sends SIGTERM to one process and waits (5 s at most) for it to go,
+/// reaping it if it is our child.
+pub fn stop_pid(pid: u32) {
+    let p = nix::unistd::Pid::from_raw(pid as i32);
+    let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGTERM);
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(5) && alive(pid) {
+        let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+}
+
 /// Every process but this one whose command line (arguments separated by
 /// NUL bytes) satisfies `matches`.
 pub(crate) fn processes_whose_command_line(matches: impl Fn(&str) -> bool) -> Vec<u32> {

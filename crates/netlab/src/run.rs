@@ -17,7 +17,7 @@ use std::process::Command;
 
 pub use crate::procs::{is_sdnlab, stop_processes_under};
 pub use crate::state::{
-    HostState, LinkState, SslFiles, State, SwitchKind, UpOptions, LINK_PREFIX, NETNS_PREFIX, STATE_ROOT,
+    HostState, LinkState, Port, SslFiles, State, SwitchKind, UpOptions, LINK_PREFIX, NETNS_PREFIX, STATE_ROOT,
 };
 
 pub struct Net {
@@ -169,6 +169,7 @@ impl Net {
             links,
             ovs: None,
             sdnlab: Vec::new(),
+            topology: Some(topo.clone()),
         };
         let mut net = Net {
             dir,
@@ -426,6 +427,21 @@ impl Net {
         Ok(kernel::counters_of(&nl.link("eth0").await.map_err(err)?))
     }
 
+    /// Stops switch `name` or starts it again (see [`switch_set`]); a
+    /// restarted sdnlab switch becomes this network's child like the others.
+    pub async fn switch_set(&mut self, name: &str, start: bool) -> Result<(), String> {
+        if !start {
+            if let Some(p) = self.state.sdnlab.iter().find(|p| p.name == name) {
+                // Stopped and reaped by pid below: forget its handle, so
+                // nothing signals that pid again.
+                self.children.retain(|c| c.id() != p.pid);
+            }
+        }
+        let child = switch_set(&mut self.state, name, start).await?;
+        self.children.extend(child);
+        Ok(())
+    }
+
     /// Removes everything of this run.
     pub async fn down(mut self) -> Result<(), String> {
         drop(self.ovs.take());
@@ -662,4 +678,182 @@ fn parse_ping(from: String, to: String, sent: u32, text: &str) -> PingResult {
         received,
         rtt_avg_ms,
     }
+}
+
+/// What one iperf3 run measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct IperfResult {
+    /// What the receiver got, bits per second.
+    pub received_bps: f64,
+    /// What the sender sent (TCP: acknowledged; UDP: offered), bits per second.
+    pub sent_bps: f64,
+    /// TCP retransmissions.
+    pub retransmits: u64,
+    /// UDP datagrams lost, as a share of those sent (0 to 1).
+    pub lost: Option<f64>,
+}
+
+/// Runs iperf3 from host `client` to host `server` for `seconds`: TCP, or
+/// UDP at `udp_rate` (iperf3's `-b`, e.g. `10M`).
+pub async fn iperf(
+    st: &State,
+    client: &str,
+    server: &str,
+    seconds: u32,
+    udp_rate: Option<&str>,
+) -> Result<IperfResult, String> {
+    let srv = st
+        .hosts
+        .iter()
+        .find(|h| h.name == server)
+        .ok_or_else(|| format!("no host '{server}'"))?;
+    let mut server_proc = tokio::process::Command::from(command_in(
+        st,
+        server,
+        &["iperf3", "-s", "-1", "-p", "5201"],
+    )?)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .kill_on_drop(true)
+    .spawn()
+    .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))?;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let ip = srv.ip.to_string();
+    let secs = seconds.to_string();
+    let mut argv = vec!["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"];
+    if let Some(r) = udp_rate {
+        argv.extend(["-u", "-b", r]);
+    }
+    let out = tokio::process::Command::from(command_in(st, client, &argv)?)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("iperf3: {e}"));
+    let _ = server_proc.kill().await;
+    let out = out?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|_| {
+        format!(
+            "iperf3 {client} -> {server} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    })?;
+    if let Some(e) = v["error"].as_str() {
+        return Err(format!("iperf3 {client} -> {server}: {e}"));
+    }
+    let end = &v["end"];
+    Ok(match udp_rate {
+        None => IperfResult {
+            received_bps: end["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0),
+            sent_bps: end["sum_sent"]["bits_per_second"].as_f64().unwrap_or(0.0),
+            retransmits: end["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
+            lost: None,
+        },
+        Some(_) => {
+            // iperf3 3.12 reports the receiver's view under "sum" for UDP;
+            // newer ones also under "sum_received".
+            let rx = if end["sum_received"].is_object() {
+                &end["sum_received"]
+            } else {
+                &end["sum"]
+            };
+            IperfResult {
+                received_bps: rx["bits_per_second"].as_f64().unwrap_or(0.0),
+                sent_bps: end["sum_sent"]["bits_per_second"]
+                    .as_f64()
+                    .or(end["sum"]["bits_per_second"].as_f64())
+                    .unwrap_or(0.0),
+                retransmits: 0,
+                lost: end["sum"]["lost_percent"].as_f64().map(|p| p / 100.0),
+            }
+        }
+    })
+}
+
+/// Stops switch `name` of a run, or starts it again, whatever its kind:
+/// a Linux bridge goes down or up; an Open vSwitch bridge is deleted, then
+/// created again with its ports and controller; an sdnlab switch process
+/// is stopped, then started again with its ports and controller. `st` is
+/// updated (and saved) with a restarted process; a started child is handed
+/// back for the caller to own.
+pub async fn switch_set(st: &mut State, name: &str, start: bool) -> Result<Option<std::process::Child>, String> {
+    let br = st
+        .switches
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, b)| b.clone())
+        .ok_or_else(|| format!("no switch '{name}'"))?;
+    match st.options.kind {
+        SwitchKind::Bridge => {
+            Nl::here().map_err(err)?.set_up(&br, start).await.map_err(err)?;
+            Ok(None)
+        }
+        SwitchKind::Ovs => {
+            let dir = st.ovs.as_ref().ok_or("this run has no Open vSwitch")?.dir.clone();
+            if start {
+                let topo = st.topology.as_ref().ok_or("this run's state has no topology")?;
+                crate::ovs::add_switches_at(
+                    &dir,
+                    topo,
+                    st,
+                    st.options.controller.as_deref(),
+                    st.options.ssl.as_ref(),
+                    Some(name),
+                )
+                .map_err(err)?;
+            } else {
+                crate::ovs::vsctl_at(&dir, &["--if-exists", "del-br", &br]).map_err(err)?;
+            }
+            Ok(None)
+        }
+        SwitchKind::Sdnlab => {
+            let i = st
+                .sdnlab
+                .iter()
+                .position(|p| p.name == name)
+                .ok_or_else(|| format!("switch '{name}' has no process (no ports)"))?;
+            let running = st.sdnlab[i].pid != 0 && is_sdnlab(st.sdnlab[i].pid);
+            let child = if start {
+                if running {
+                    return Err(format!("switch '{name}' is running (pid {})", st.sdnlab[i].pid));
+                }
+                let (p, child) = crate::sdnsw::restart(st, name)?;
+                st.sdnlab[i] = p;
+                Some(child)
+            } else {
+                if !running {
+                    return Err(format!("switch '{name}' is stopped already"));
+                }
+                crate::procs::stop_pid(st.sdnlab[i].pid);
+                st.sdnlab[i].pid = 0;
+                None
+            };
+            let path = st.dir().join("state.json");
+            std::fs::write(&path, serde_json::to_vec_pretty(&*st).map_err(err)?)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(child)
+        }
+    }
+}
+
+/// Takes a run down from any process: asks its `up` process to (it tears
+/// down its own network on SIGTERM) and waits for it, else removes
+/// everything the state names itself.
+pub async fn stop_run(st: &State) -> Result<(), String> {
+    let dir = st.dir();
+    if st.pid != std::process::id() && is_sdnlab(st.pid) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(st.pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let t = std::time::Instant::now();
+        while dir.exists() && t.elapsed().as_secs() < 30 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        if !dir.exists() {
+            return Ok(());
+        }
+    }
+    let r = teardown(st).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    r
 }

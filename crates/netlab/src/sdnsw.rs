@@ -32,6 +32,93 @@ pub fn binary() -> Result<PathBuf, String> {
         .ok_or_else(|| "cannot find the sdnlab binary for --switch sdnlab: build it or set SDNLAB_BIN".to_string())
 }
 
+/// The root-namespace interfaces of each switch, in port order.
+fn ports_of(st: &State) -> std::collections::HashMap<String, Vec<String>> {
+    st.ports()
+        .into_iter()
+        .map(|(sw, ports)| (sw, ports.into_iter().map(|p| p.interface).collect()))
+        .collect()
+}
+
+/// Starts one switch process; it is ready once [`wait_listening`] says so.
+fn spawn_one(
+    bin: &Path,
+    dir: &Path,
+    sw: &crate::topo::Switch,
+    ports: &[String],
+    default_controller: Option<&str>,
+) -> Result<(SwitchProcess, Child), String> {
+    let pidfile = dir.join(format!("{}.pid", sw.name));
+    // The switch picks its own free port and says which (no race with
+    // other runs choosing ports at the same time).
+    let listen_file = dir.join(format!("{}.ofp", sw.name));
+    let _ = std::fs::remove_file(&listen_file);
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{}.log", sw.name)))
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut c = Command::new(bin);
+    c.arg("switch");
+    for p in ports {
+        c.args(["--port", p]);
+    }
+    c.args(["--dpid", &format!("{:016x}", sw.dpid)])
+        .args(["--listen", "ptcp:0"])
+        .arg("--listen-file")
+        .arg(&listen_file)
+        .args(["--threads", "1", "--ring", "1024"])
+        .arg("--pidfile")
+        .arg(&pidfile);
+    let controller = sw.controller.as_deref().or(default_controller);
+    match controller {
+        Some(cs) => {
+            for one in cs.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                if one.starts_with("ssl:") {
+                    return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into());
+                }
+                c.args(["--controller", one]);
+            }
+        }
+        None => {
+            c.args(["--fail-mode", "standalone"]);
+        }
+    }
+    c.stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log);
+    let child = c.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+    let p = SwitchProcess {
+        name: sw.name.clone(),
+        pid: child.id(),
+        ofp: String::new(),
+    };
+    Ok((p, child))
+}
+
+/// Waits (10 s at most) until a started switch has said where it listens.
+fn wait_listening(dir: &Path, s: &mut SwitchProcess, child: &mut Child) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let listen_file = dir.join(format!("{}.ofp", s.name));
+    loop {
+        if let Some(first) = std::fs::read_to_string(&listen_file)
+            .ok()
+            .and_then(|t| t.lines().next().map(str::to_string))
+        {
+            s.ofp = first;
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(dir.join(format!("{}.log", s.name))).unwrap_or_default();
+            return Err(format!("sdnlab switch {} exited ({status}): {}", s.name, log.trim()));
+        }
+        if Instant::now() > deadline {
+            return Err(format!("sdnlab switch {} did not start listening within 10 s", s.name));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Starts every switch; on error the ones started are returned for
 /// teardown through `children`.
 pub fn start(
@@ -42,87 +129,44 @@ pub fn start(
     children: &mut Vec<Child>,
 ) -> Result<Vec<SwitchProcess>, String> {
     let bin = binary()?;
-    let mut ports: std::collections::HashMap<&str, Vec<&str>> = Default::default();
-    for l in &st.links {
-        if l.root_ends.len() == 1 {
-            let sw = if topo.is_switch(&l.a) { &l.a } else { &l.b };
-            ports.entry(sw).or_default().push(&l.root_ends[0]);
-        } else {
-            ports.entry(&l.a).or_default().push(&l.root_ends[0]);
-            ports.entry(&l.b).or_default().push(&l.root_ends[1]);
-        }
-    }
+    let ports = ports_of(st);
     let mut out = Vec::new();
     for sw in &topo.switches {
-        let Some(my_ports) = ports.get(sw.name.as_str()) else {
+        let Some(my_ports) = ports.get(&sw.name).filter(|p| !p.is_empty()) else {
             continue;
         };
-        let pidfile = dir.join(format!("{}.pid", sw.name));
-        // The switch picks its own free port and says which (no race with
-        // other runs choosing ports at the same time).
-        let listen_file = dir.join(format!("{}.ofp", sw.name));
-        let log = std::fs::File::create(dir.join(format!("{}.log", sw.name)))
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-        let mut c = Command::new(&bin);
-        c.arg("switch");
-        for p in my_ports {
-            c.args(["--port", p]);
-        }
-        c.args(["--dpid", &format!("{:016x}", sw.dpid)])
-            .args(["--listen", "ptcp:0"])
-            .arg("--listen-file")
-            .arg(&listen_file)
-            .args(["--threads", "1", "--ring", "1024"])
-            .arg("--pidfile")
-            .arg(&pidfile);
-        let controller = sw.controller.as_deref().or(default_controller);
-        match controller {
-            Some(cs) => {
-                for one in cs.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-                    if one.starts_with("ssl:") {
-                        return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into());
-                    }
-                    c.args(["--controller", one]);
-                }
-            }
-            None => {
-                c.args(["--fail-mode", "standalone"]);
-            }
-        }
-        c.stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log);
-        let child = c.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
-        out.push(SwitchProcess {
-            name: sw.name.clone(),
-            pid: child.id(),
-            ofp: String::new(),
-        });
+        let (p, child) = spawn_one(&bin, dir, sw, my_ports, default_controller)?;
+        out.push(p);
         children.push(child);
     }
     // Ready when each has said where it listens.
-    let deadline = Instant::now() + Duration::from_secs(10);
     for (s, child) in out.iter_mut().zip(children.iter_mut()) {
-        let listen_file = dir.join(format!("{}.ofp", s.name));
-        loop {
-            if let Some(first) = std::fs::read_to_string(&listen_file)
-                .ok()
-                .and_then(|t| t.lines().next().map(str::to_string))
-            {
-                s.ofp = first;
-                break;
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                let log = std::fs::read_to_string(dir.join(format!("{}.log", s.name))).unwrap_or_default();
-                return Err(format!("sdnlab switch {} exited ({status}): {}", s.name, log.trim()));
-            }
-            if Instant::now() > deadline {
-                return Err(format!("sdnlab switch {} did not start listening within 10 s", s.name));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(dir, s, child)?;
     }
     Ok(out)
+}
+
+/// Starts one switch of a run again (after `switch S stop`), as `start` did.
+pub fn restart(st: &State, name: &str) -> Result<(SwitchProcess, Child), String> {
+    let topo = st
+        .topology
+        .as_ref()
+        .ok_or("this run's state has no topology (brought up by an older sdnlab)")?;
+    let sw = topo
+        .switches
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("no switch '{name}'"))?;
+    let ports = ports_of(st);
+    let my_ports = ports.get(name).cloned().unwrap_or_default();
+    let dir = st.dir();
+    let (mut p, mut child) = spawn_one(&binary()?, &dir, sw, &my_ports, st.options.controller.as_deref())?;
+    if let Err(e) = wait_listening(&dir, &mut p, &mut child) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    Ok((p, child))
 }
 
 /// Stops switch processes: SIGTERM, then reap (they are our children when

@@ -7,6 +7,16 @@ use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
+/// One port of a switch: its OpenFlow number (in link order, from 1, as
+/// every switch kind numbers them), its root-namespace interface and the
+/// node at the other end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Port {
+    pub no: u32,
+    pub interface: String,
+    pub peer: String,
+}
+
 pub const STATE_ROOT: &str = "/run/sdnlab/net";
 pub const NETNS_PREFIX: &str = "sdnlab-";
 pub const LINK_PREFIX: &str = "sl";
@@ -20,6 +30,37 @@ pub enum SwitchKind {
     Ovs,
     /// sdnlab's own userspace OpenFlow switch, one process per switch.
     Sdnlab,
+}
+
+impl State {
+    /// Each switch's ports, in the order the switch numbers them.
+    pub fn ports(&self) -> Vec<(String, Vec<Port>)> {
+        let mut out: Vec<(String, Vec<Port>)> = self.switches.iter().map(|(n, _)| (n.clone(), Vec::new())).collect();
+        let is_switch = |n: &str| self.switches.iter().any(|(s, _)| s == n);
+        for l in &self.links {
+            let ends: Vec<(&str, &str, &str)> = if l.root_ends.len() == 1 {
+                let (sw, other) = if is_switch(&l.a) { (&l.a, &l.b) } else { (&l.b, &l.a) };
+                vec![(sw, l.root_ends[0].as_str(), other)]
+            } else {
+                vec![(&l.a, l.root_ends[0].as_str(), &l.b), (&l.b, l.root_ends[1].as_str(), &l.a)]
+            };
+            for (sw, interface, peer) in ends {
+                if let Some((_, ports)) = out.iter_mut().find(|(n, _)| n == sw) {
+                    ports.push(Port {
+                        no: ports.len() as u32 + 1,
+                        interface: interface.to_string(),
+                        peer: peer.to_string(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> PathBuf {
+        std::path::Path::new(STATE_ROOT).join(&self.id)
+    }
 }
 
 impl std::str::FromStr for SwitchKind {
@@ -74,6 +115,10 @@ pub struct State {
     /// The sdnlab switch processes (switch kind `sdnlab`).
     #[serde(default)]
     pub sdnlab: Vec<SwitchProcess>,
+    /// The topology brought up (so another process can start a stopped
+    /// switch again with its datapath id, controller and ports).
+    #[serde(default)]
+    pub topology: Option<crate::topo::Topology>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

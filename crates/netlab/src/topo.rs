@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
 
 /// A host: a network namespace with one data interface (`eth0`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Host {
     pub name: String,
     pub ip: Ipv4Addr,
@@ -20,7 +20,7 @@ pub struct Host {
 }
 
 /// A switch; its kind is chosen when the network comes up.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Switch {
     pub name: String,
     pub dpid: u64,
@@ -31,7 +31,7 @@ pub struct Switch {
 }
 
 /// A link between two nodes (at least one a switch).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Link {
     pub a: String,
     pub b: String,
@@ -42,7 +42,7 @@ pub struct Link {
 }
 
 /// The management segment: every host gets `mgmt0` on one extra bridge.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Mgmt {
     pub subnet: Ipv4Addr,
     pub prefix_len: u8,
@@ -51,7 +51,7 @@ pub struct Mgmt {
     pub root_ip: Option<Ipv4Addr>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct Topology {
     pub hosts: Vec<Host>,
     pub switches: Vec<Switch>,

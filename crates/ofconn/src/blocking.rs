@@ -43,9 +43,37 @@ pub struct Installed {
     pub errors: u64,
 }
 
+/// The connection under a [`Client`]: TCP, or a Unix socket (Open
+/// vSwitch's management socket, `ovs-ofctl`'s `unix:PATH`).
+enum Stream {
+    Tcp(TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Stream {
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.write_all(buf),
+            Stream::Unix(s) => s.write_all(buf),
+        }
+    }
+}
+
 /// One session with a switch, after its handshake.
 pub struct Client {
-    stream: TcpStream,
+    stream: Stream,
     session: Session,
     info: Option<SwitchInfo>,
     inbox: VecDeque<Message>,
@@ -84,6 +112,24 @@ impl Client {
             }
         };
         stream.set_nodelay(true)?;
+        Client::handshake(Stream::Tcp(stream), cfg, patience)
+    }
+
+    /// Connects to a switch's OpenFlow listener on a Unix socket (Open
+    /// vSwitch's `BRIDGE.mgmt`) and runs the OpenFlow 1.3 handshake.
+    pub fn connect_unix(path: &std::path::Path, patience: Duration) -> Result<Client> {
+        let stream = std::os::unix::net::UnixStream::connect(path).map_err(|e| {
+            ClientError::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        })?;
+        let cfg = Config {
+            versions: vec![ofwire::OFP13_VERSION],
+            miss_send_len: 128,
+            ..Config::default()
+        };
+        Client::handshake(Stream::Unix(stream), cfg, patience)
+    }
+
+    fn handshake(stream: Stream, cfg: Config, patience: Duration) -> Result<Client> {
         let cfg = Config {
             packet_ins_as_events: true,
             ..cfg
@@ -233,6 +279,25 @@ impl Client {
             .into_iter()
             .flat_map(|b| match b {
                 v13::MultipartReplyBody::PortStats(v) => v,
+                _ => Vec::new(),
+            })
+            .collect())
+    }
+
+    /// Every flow entry of every table.
+    pub fn flows(&mut self) -> Result<Vec<v13::FlowStats>> {
+        let parts = self.multipart(v13::MultipartRequestBody::Flow(v13::FlowStatsRequest {
+            table_id: v13::TABLE_ALL,
+            out_port: v13::port::ANY,
+            out_group: v13::GROUP_ANY,
+            cookie: 0,
+            cookie_mask: 0,
+            match_: Default::default(),
+        }))?;
+        Ok(parts
+            .into_iter()
+            .flat_map(|b| match b {
+                v13::MultipartReplyBody::Flow(v) => v,
                 _ => Vec::new(),
             })
             .collect())

@@ -7,7 +7,6 @@ mod bench_gen;
 mod bench_lb;
 mod bench_switch;
 mod net_cmd;
-mod progress;
 mod run_cmd;
 mod switch_cmd;
 
@@ -196,6 +195,29 @@ enum NetCommand {
         /// Keep redundant switch links up (for controllers that handle loops).
         #[arg(long)]
         keep_loops: bool,
+        /// Open the sdnlab> prompt once the network is up (`help` lists its
+        /// commands); leaving it takes the network down.
+        #[arg(long)]
+        cli: bool,
+        /// With --cli: leave the network up when the prompt ends.
+        #[arg(long, requires = "cli")]
+        keep: bool,
+    },
+    /// Open the sdnlab> prompt on a network already up (the only one, or --id);
+    /// leaving it takes the network down unless --keep.
+    Cli {
+        #[arg(long)]
+        id: Option<String>,
+        /// Leave the network up when the prompt ends.
+        #[arg(long)]
+        keep: bool,
+        /// The controller's REST API for `controller` (HOST:PORT), when the
+        /// run did not start its own with --app.
+        #[arg(long)]
+        rest: Option<String>,
+        /// A file holding the token of that REST API, if its reads are closed.
+        #[arg(long, requires = "rest")]
+        rest_token_file: Option<std::path::PathBuf>,
     },
     /// Tear a network down (the only one, or --id).
     Down {
@@ -667,14 +689,23 @@ async fn net(command: NetCommand) -> ExitCode {
             app,
             keep_loops,
             ssl,
+            cli,
+            keep,
         } => {
             let ssl = ssl.map(|f| netlab::run::SslFiles {
                 private_key: f[0].clone(),
                 certificate: f[1].clone(),
                 ca_certificate: f[2].clone(),
             });
-            net_cmd::up(&spec, kind, controller, app, keep_loops, ssl).await
+            let prompt = cli.then_some(net_cmd::Prompt { keep });
+            net_cmd::up(&spec, kind, controller, app, keep_loops, ssl, prompt).await
         }
+        NetCommand::Cli {
+            id,
+            keep,
+            rest,
+            rest_token_file,
+        } => net_cmd::cli(id.as_deref(), keep, rest.as_deref(), rest_token_file.as_deref()).await,
         NetCommand::Down { id } => net_cmd::down(id.as_deref()).await,
         NetCommand::Exec { id, host, command } => net_cmd::exec(id.as_deref(), &host, &command),
         NetCommand::Pingall { id, count, json } => net_cmd::pingall(id.as_deref(), count.max(1), json).await,

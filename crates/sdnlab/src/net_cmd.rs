@@ -38,6 +38,12 @@ pub fn load_topology(spec: &str) -> Result<topo::Topology, Vec<String>> {
     }
 }
 
+/// `net up --cli`: the prompt instead of waiting for Ctrl-C.
+pub struct Prompt {
+    /// Leave the network up when the prompt ends.
+    pub keep: bool,
+}
+
 pub async fn up(
     spec: &str,
     kind: SwitchKind,
@@ -45,19 +51,29 @@ pub async fn up(
     app: Option<String>,
     keep_loops: bool,
     ssl: Option<netlab::run::SslFiles>,
+    prompt: Option<Prompt>,
 ) -> ExitCode {
-    // --app: sdnlab's own controller, started in this process for the run's lifetime.
+    // --app: sdnlab's own controller, started in this process for the run's
+    // lifetime, with its REST API on loopback (the console's `controller`).
     let mut builtin = None;
+    let mut rest = None;
     let mut controller = controller;
     if let Some(app) = app {
         if kind == SwitchKind::Bridge {
             return fail("--app needs OpenFlow switches: add --switch ovs");
         }
-        match controller::embedded::start_local(&app, 1) {
-            Ok(h) => {
+        match controller::embedded::start_local_with_rest(&app, 1) {
+            Ok((h, addr, token)) => {
                 controller = Some(h.local_addrs[0].to_string());
-                eprintln!("sdnlab: built-in controller with app {app} on {}", h.local_addrs[0]);
+                eprintln!(
+                    "sdnlab: built-in controller with app {app} on {}, REST API on http://{addr}",
+                    h.local_addrs[0]
+                );
                 builtin = Some(h);
+                rest = Some(labconsole::Rest {
+                    addr,
+                    token: Some(token),
+                });
             }
             Err(e) => return fail(e),
         }
@@ -117,6 +133,15 @@ pub async fn up(
         }
     };
     let took = started.elapsed();
+    if let Some(r) = &rest {
+        if let Err(e) = r.save(&net.dir) {
+            eprintln!("sdnlab: warning: cannot record the REST API in {}: {e}", net.dir.display());
+        }
+    }
+    if let (Some(p), false) = (&prompt, stop) {
+        print_summary(&net.state, took);
+        return console(labconsole::Lab::Owned(net), rest, p.keep, builtin, term).await;
+    }
     if !stop {
         print_summary(&net.state, took);
         println!("up; Ctrl-C or `sdnlab net down --id {}` tears it down", net.state.id);
@@ -138,6 +163,99 @@ pub async fn up(
             "teardown of run {id} left something behind ({e}); `sdnlab net clean` removes it"
         )),
     }
+}
+
+/// Runs the prompt on a blocking thread until it ends, then takes the
+/// network down (unless `keep`). SIGTERM (`sdnlab net down` from another
+/// shell) removes the network and ends the process.
+async fn console(
+    lab: labconsole::Lab,
+    rest: Option<labconsole::Rest>,
+    keep: bool,
+    builtin: Option<controller::runtime::Handle>,
+    mut term: tokio::signal::unix::Signal,
+) -> ExitCode {
+    let rt = tokio::runtime::Handle::current();
+    let st = match &lab {
+        labconsole::Lab::Owned(n) => n.state.clone(),
+        labconsole::Lab::Attached(s) => s.clone(),
+    };
+    let owned = matches!(lab, labconsole::Lab::Owned(_));
+    let prompt = tokio::task::spawn_blocking(move || {
+        let mut c = labconsole::Console::new(rt, lab, rest);
+        let r = labconsole::prompt::run(&mut c);
+        (r, c.finish(keep))
+    });
+    tokio::pin!(prompt);
+    let (r, finished) = tokio::select! {
+        done = &mut prompt => match done {
+            Ok(v) => v,
+            Err(e) => return fail(format!("the prompt stopped: {e}")),
+        },
+        _ = term.recv(), if owned => {
+            let _ = crossterm_reset();
+            let r = run::teardown(&st).await;
+            let _ = std::fs::remove_dir_all(st.dir());
+            match r {
+                Ok(()) => {
+                    println!("\nrun {} down (SIGTERM)", st.id);
+                    std::process::exit(0)
+                }
+                Err(e) => {
+                    eprintln!("sdnlab: teardown of run {} left something behind ({e}); `sdnlab net clean` removes it", st.id);
+                    std::process::exit(1)
+                }
+            }
+        }
+    };
+    drop(builtin);
+    if let Err(e) = r {
+        eprintln!("sdnlab: {e}");
+    }
+    match finished {
+        Ok(msg) => {
+            println!("{msg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Leaves the terminal as it was found (the prompt may be in raw mode).
+fn crossterm_reset() -> std::io::Result<()> {
+    let _ = std::process::Command::new("stty").arg("sane").status();
+    Ok(())
+}
+
+/// `sdnlab net cli`: the prompt on a network another process brought up.
+pub async fn cli(id: Option<&str>, keep: bool, rest: Option<&str>, token_file: Option<&std::path::Path>) -> ExitCode {
+    let st = match pick(id) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let rest = match rest {
+        Some(a) => {
+            let addr = match a.parse() {
+                Ok(a) => a,
+                Err(_) => return fail(format!("--rest '{a}' is not HOST:PORT (e.g. 127.0.0.1:8080)")),
+            };
+            let token = match token_file {
+                Some(f) => match controller::rest::token_from_file(f) {
+                    Ok(t) => Some(t),
+                    Err(e) => return fail(format!("--rest-token-file: {e}")),
+                },
+                None => None,
+            };
+            Some(labconsole::Rest { addr, token })
+        }
+        None => labconsole::Rest::load(&st.dir()),
+    };
+    let term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot watch SIGTERM: {e}")),
+    };
+    print_summary(&st, std::time::Duration::ZERO);
+    console(labconsole::Lab::Attached(st), rest, keep, None, term).await
 }
 
 fn print_summary(st: &State, took: std::time::Duration) {
@@ -203,26 +321,7 @@ pub async fn down(id: Option<&str>) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let alive = run::is_sdnlab(st.pid);
-    let dir = std::path::Path::new(run::STATE_ROOT).join(&st.id);
-    if alive {
-        // The foreground `up` tears its own network down on SIGTERM.
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(st.pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let t = Instant::now();
-        while dir.exists() && t.elapsed().as_secs() < 30 {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        if !dir.exists() {
-            println!("run {} down", st.id);
-            return ExitCode::SUCCESS;
-        }
-    }
-    let r = run::teardown(&st).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    match r {
+    match run::stop_run(&st).await {
         Ok(()) => {
             println!("run {} down", st.id);
             ExitCode::SUCCESS
@@ -329,52 +428,17 @@ pub async fn iperf(id: Option<&str>, client: &str, server: &str, seconds: u32) -
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let Some(srv) = st.hosts.iter().find(|h| h.name == server) else {
-        return fail(format!("no host '{server}'"));
-    };
-    let mut server_cmd = match run::command_in(&st, server, &["iperf3", "-s", "-1", "-p", "5201"]) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
-    let mut server_proc = match server_cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-    {
-        Ok(p) => p,
-        Err(e) => return fail(format!("iperf3 (run scripts/install-deps.sh): {e}")),
-    };
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let ip = srv.ip.to_string();
-    let secs = seconds.to_string();
-    let out = match run::command_in(&st, client, &["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"])
-        .map(|mut c| c.output())
-    {
-        Ok(Ok(o)) => o,
-        Ok(Err(e)) => return fail(format!("iperf3: {e}")),
-        Err(e) => return fail(e),
-    };
-    let _ = server_proc.kill();
-    let _ = server_proc.wait();
-    let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
-        Ok(v) => v,
-        Err(_) => {
-            return fail(format!(
-                "iperf3 {client} -> {server} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
+    match run::iperf(&st, client, server, seconds, None).await {
+        Ok(r) => {
+            println!(
+                "{client} -> {server}: {:.3} Gbit/s received over {seconds} s TCP ({} retransmits)",
+                r.received_bps / 1e9,
+                r.retransmits
+            );
+            ExitCode::SUCCESS
         }
-    };
-    if let Some(e) = v["error"].as_str() {
-        return fail(format!("iperf3 {client} -> {server}: {e}"));
+        Err(e) => fail(e),
     }
-    let bps = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0);
-    let retr = v["end"]["sum_sent"]["retransmits"].as_u64().unwrap_or(0);
-    println!(
-        "{client} -> {server}: {:.3} Gbit/s received over {seconds} s TCP ({retr} retransmits)",
-        bps / 1e9
-    );
-    ExitCode::SUCCESS
 }
 
 pub async fn link(id: Option<&str>, a: &str, b: &str, up: bool) -> ExitCode {

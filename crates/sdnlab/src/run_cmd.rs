@@ -30,7 +30,7 @@ pub fn run(e: &Experiment, out: Option<PathBuf>, how: Show) -> ExitCode {
         print!("{}", e.to_toml());
         return ExitCode::SUCCESS;
     }
-    let mut progress = crate::progress::Progress::new();
+    let mut progress = labconsole::live::Progress::new();
     progress.cbench_output = how.cbench_output;
     let place = Place { dir: out, name: None };
     match e.run(&place, &progress) {
