@@ -26,4 +26,4 @@ pub mod switch;
 
 pub use error::LabError;
 pub use experiment::Experiment;
-pub use observe::{Event, Observer, Outcome};
+pub use observe::{Event, Observer, Outcome, TrialFigures};

@@ -22,6 +22,38 @@ pub enum Event<'a> {
     CbenchLoop { switches: usize, responses_per_s: f64 },
     /// cbench's end of a scenario: every measured loop's responses/s.
     CbenchScenario { switches: usize, rates: &'a [f64] },
+    /// What shows the system under test from outside while it is measured:
+    /// its name and its ports' root-namespace interfaces (a label, e.g.
+    /// "s1 in", and the interface), for a live view's counters.
+    Watch {
+        system: &'a str,
+        ports: &'a [(String, String)],
+    },
+    /// A trial begins: its test and frame size, what it offers (frames/s;
+    /// `None`: as fast as the generator can) and for how long.
+    TrialStart {
+        test: &'a str,
+        frame: usize,
+        offered_pps: Option<f64>,
+        seconds: f64,
+    },
+    /// A trial ended (it is on disk already): what it measured.
+    TrialEnd(&'a TrialFigures),
+}
+
+/// What one trial measured, for a live view (the full record is the run's
+/// `trials.jsonl`).
+#[derive(Clone, Debug, Default)]
+pub struct TrialFigures {
+    pub system: String,
+    pub test: String,
+    pub frame: usize,
+    /// Frames/s the generator achieved.
+    pub offered_pps: f64,
+    pub sent: u64,
+    pub received: u64,
+    /// One-way latency in microseconds: median, 99th percentile, largest.
+    pub latency_us: Option<[f64; 3]>,
 }
 
 /// Receives a run's events. Implementations must be cheap: they are called

@@ -42,14 +42,27 @@ pub enum Command {
     Help,
     Exit,
     /// Every ordered host pair, one ping each (`full`: with round-trip times).
-    PingAll { full: bool },
+    PingAll {
+        full: bool,
+    },
     /// The first two hosts, both ways.
     PingPair,
     /// TCP throughput between two hosts (the first and last by default).
-    Iperf { pair: Option<(String, String)>, seconds: u32 },
+    Iperf {
+        pair: Option<(String, String)>,
+        seconds: u32,
+    },
     /// UDP at an offered rate (iperf3's `-b`, e.g. `10M`).
-    IperfUdp { rate: String, pair: Option<(String, String)>, seconds: u32 },
-    Link { a: String, b: String, up: bool },
+    IperfUdp {
+        rate: String,
+        pair: Option<(String, String)>,
+        seconds: u32,
+    },
+    Link {
+        a: String,
+        b: String,
+        up: bool,
+    },
     Nodes,
     Net,
     Links,
@@ -57,21 +70,40 @@ pub enum Command {
     Dump,
     Intfs,
     /// `ovs-ofctl CMD TARGET ARGS...` against every switch.
-    Dpctl { args: Vec<String> },
-    Switch { name: String, start: bool },
-    Source { path: String },
+    Dpctl {
+        args: Vec<String>,
+    },
+    Switch {
+        name: String,
+        start: bool,
+    },
+    Source {
+        path: String,
+    },
     /// A shell command in the root namespace.
-    Sh { line: String },
+    Sh {
+        line: String,
+    },
     /// A shell command in a node (a host's namespace; a switch's is the root).
-    Node { node: String, line: String },
+    Node {
+        node: String,
+        line: String,
+    },
     /// The switch's flow table, read through OpenFlow.
-    Flows { switch: String },
+    Flows {
+        switch: String,
+    },
     /// What the controller's REST API says.
     Controller,
     /// Live port counters of a switch (for `seconds`, or until a key).
-    Watch { switch: String, seconds: Option<u32> },
+    Watch {
+        switch: String,
+        seconds: Option<u32>,
+    },
     /// The topology as DOT; SVG into `file` when it ends in `.svg`.
-    Graph { file: Option<String> },
+    Graph {
+        file: Option<String>,
+    },
 }
 
 /// The prompt's commands, their arguments and what they do (`help`, and
@@ -87,19 +119,43 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("pingall", "", "one ping between every ordered host pair"),
     ("pingallfull", "", "pingall with round-trip times"),
     ("pingpair", "", "ping between the first two hosts"),
-    ("iperf", "[H1 H2] [SECONDS]", "TCP throughput (first and last host by default)"),
-    ("iperfudp", "[RATE] [H1 H2] [SECONDS]", "UDP at RATE (default 10M): received rate and loss"),
+    (
+        "iperf",
+        "[H1 H2] [SECONDS]",
+        "TCP throughput (first and last host by default)",
+    ),
+    (
+        "iperfudp",
+        "[RATE] [H1 H2] [SECONDS]",
+        "UDP at RATE (default 10M): received rate and loss",
+    ),
     ("link", "A B up|down", "bring a link up or down"),
     ("switch", "S start|stop", "stop a switch or start it again"),
-    ("dpctl", "CMD [ARGS]", "ovs-ofctl CMD against every switch (dump-flows, show, ...)"),
+    (
+        "dpctl",
+        "CMD [ARGS]",
+        "ovs-ofctl CMD against every switch (dump-flows, show, ...)",
+    ),
     ("flows", "S", "switch S's flow table, read through OpenFlow"),
     ("controller", "", "the controller's view: switches, links, hosts, paths"),
-    ("watch", "S [SECONDS]", "switch S's port counters, live, until a key is pressed"),
+    (
+        "watch",
+        "S [SECONDS]",
+        "switch S's port counters, live, until a key is pressed",
+    ),
     ("graph", "[FILE.svg]", "the topology as DOT, or drawn as SVG into FILE"),
     ("source", "FILE", "run the commands in FILE"),
     ("sh", "CMD", "run CMD in a shell in the root namespace"),
-    ("NODE", "CMD", "run CMD in NODE (other node names become their addresses)"),
-    ("exit", "", "leave (the network goes down unless --keep); also quit, Ctrl-D"),
+    (
+        "NODE",
+        "CMD",
+        "run CMD in NODE (other node names become their addresses)",
+    ),
+    (
+        "exit",
+        "",
+        "leave (the network goes down unless --keep); also quit, Ctrl-D",
+    ),
 ];
 
 /// `ovs-ofctl` subcommands offered after `dpctl`.
@@ -490,8 +546,14 @@ mod tests {
     #[test]
     fn completion() {
         let n = names();
-        assert_eq!(complete("pi", 2, &n), (0, vec!["pingall".into(), "pingallfull".into(), "pingpair".into()]));
-        assert_eq!(complete("h1 ping h", 9, &n), (8, vec!["h1".into(), "h10".into(), "h2".into()]));
+        assert_eq!(
+            complete("pi", 2, &n),
+            (0, vec!["pingall".into(), "pingallfull".into(), "pingpair".into()])
+        );
+        assert_eq!(
+            complete("h1 ping h", 9, &n),
+            (8, vec!["h1".into(), "h10".into(), "h2".into()])
+        );
         assert_eq!(complete("link s1 s2 ", 11, &n), (11, vec!["down".into(), "up".into()]));
         assert_eq!(complete("flows ", 6, &n), (6, vec!["s1".into(), "s2".into()]));
         assert_eq!(complete("dpctl dump-f", 12, &n), (6, vec!["dump-flows".into()]));

@@ -115,7 +115,11 @@ pub fn line(f: &FlowStats) -> String {
             other => acts.push(format!("{other:?}").to_lowercase()),
         }
     }
-    let acts = if acts.is_empty() { "drop".to_string() } else { acts.join(",") };
+    let acts = if acts.is_empty() {
+        "drop".to_string()
+    } else {
+        acts.join(",")
+    };
     if m.is_empty() {
         format!("{head}, actions={acts}")
     } else {

@@ -24,7 +24,11 @@ pub fn dot(st: &State) -> String {
     }
     out.push_str("  node [shape=ellipse, style=solid];\n");
     for h in &st.hosts {
-        out.push_str(&format!("  {} [label={}];\n", quote(&h.name), quote(&format!("{}\\n{}", h.name, h.ip))));
+        out.push_str(&format!(
+            "  {} [label={}];\n",
+            quote(&h.name),
+            quote(&format!("{}\\n{}", h.name, h.ip))
+        ));
     }
     let ports = st.ports();
     let port_of = |sw: &str, iface: &str| {

@@ -398,10 +398,7 @@ impl Console {
                 if st.hosts.len() < 2 {
                     return Err("iperf needs two hosts".into());
                 }
-                (
-                    st.hosts[0].name.clone(),
-                    st.hosts[st.hosts.len() - 1].name.clone(),
-                )
+                (st.hosts[0].name.clone(), st.hosts[st.hosts.len() - 1].name.clone())
             }
         };
         let what = match &udp {
@@ -556,8 +553,8 @@ impl Console {
         }
         // Links, hosts and paths exist only with the apps that learn them;
         // the controller says which, and that is shown as it says it.
-        let section = |name: &str, path: &str, show: &dyn Fn(&serde_json::Value) -> String| {
-            match self.rest_get(rest, path) {
+        let section =
+            |name: &str, path: &str, show: &dyn Fn(&serde_json::Value) -> String| match self.rest_get(rest, path) {
                 Ok(v) => {
                     let items = match path {
                         "/topology" => v["links"].as_array().cloned().unwrap_or_default(),
@@ -577,8 +574,7 @@ impl Console {
                         .unwrap_or(e);
                     println!("{name}: not known ({why})");
                 }
-            }
-        };
+            };
         section("links", "/topology", &|l| {
             let end = |e: &serde_json::Value| match (e["dpid"].as_u64(), e["port"].as_u64()) {
                 (Some(d), Some(p)) => format!("{d:016x}:{p}"),

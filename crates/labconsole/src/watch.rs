@@ -16,7 +16,10 @@ async fn read(ports: &[Port]) -> Result<Vec<Counters>, String> {
     let nl = Nl::here().map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for p in ports {
-        let l = nl.link(&p.interface).await.map_err(|e| format!("{}: {e}", p.interface))?;
+        let l = nl
+            .link(&p.interface)
+            .await
+            .map_err(|e| format!("{}: {e}", p.interface))?;
         out.push(counters_of(&l));
     }
     Ok(out)
@@ -28,10 +31,7 @@ fn rate(now: u64, then: u64, secs: f64) -> f64 {
 
 fn block(switch: &str, ports: &[Port], now: &[Counters], then: &[Counters], secs: f64, live: bool) -> Vec<String> {
     let mut lines = vec![
-        format!(
-            "{switch}: port counters{}",
-            if live { " (any key stops)" } else { "" }
-        ),
+        format!("{switch}: port counters{}", if live { " (any key stops)" } else { "" }),
         format!(
             "{:>4} {:<10} {:>10} {:>10} {:>11} {:>11} {:>9} {:>9}",
             "port", "peer", "rx pkt/s", "tx pkt/s", "rx Mbit/s", "tx Mbit/s", "rx drops", "tx drops"
@@ -69,7 +69,8 @@ pub fn run(
     interrupted: &AtomicBool,
 ) -> Result<(), String> {
     let live = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let until = Instant::now() + Duration::from_secs(seconds.map(u64::from).unwrap_or(if live { u64::MAX / 4 } else { 3 }));
+    let until =
+        Instant::now() + Duration::from_secs(seconds.map(u64::from).unwrap_or(if live { u64::MAX / 4 } else { 3 }));
     let mut then = rt.block_on(read(ports))?;
     let mut t_then = Instant::now();
     let _raw = if live {

@@ -138,12 +138,12 @@ impl Ovs {
 /// Creates the switches (every one, or `only` that one) with their ports
 /// and controllers in one transaction, in the database whose files are in `dir`.
 pub fn add_switches_at(
-dir: &Path,
-topo: &Topology,
-st: &State,
-default_controller: Option<&str>,
-ssl: Option<&SslFiles>,
-only: Option<&str>,
+    dir: &Path,
+    topo: &Topology,
+    st: &State,
+    default_controller: Option<&str>,
+    ssl: Option<&SslFiles>,
+    only: Option<&str>,
 ) -> io::Result<()> {
     let mut args: Vec<String> = Vec::new();
     if let Some(f) = ssl {
@@ -252,7 +252,11 @@ impl Drop for Ovs {
 /// Runs `ovs-vsctl` against the database of the run whose OVS files are in `dir`.
 pub fn vsctl_at(dir: &Path, args: &[&str]) -> io::Result<String> {
     let db = format!("--db=unix:{}", dir.join("db.sock").display());
-    let out = Command::new("ovs-vsctl").arg(&db).arg("--timeout=30").args(args).output()?;
+    let out = Command::new("ovs-vsctl")
+        .arg(&db)
+        .arg("--timeout=30")
+        .args(args)
+        .output()?;
     if !out.status.success() {
         return Err(io_err(format!(
             "ovs-vsctl: {}",

@@ -707,16 +707,12 @@ pub async fn iperf(
         .iter()
         .find(|h| h.name == server)
         .ok_or_else(|| format!("no host '{server}'"))?;
-    let mut server_proc = tokio::process::Command::from(command_in(
-        st,
-        server,
-        &["iperf3", "-s", "-1", "-p", "5201"],
-    )?)
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .kill_on_drop(true)
-    .spawn()
-    .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))?;
+    let mut server_proc = tokio::process::Command::from(command_in(st, server, &["iperf3", "-s", "-1", "-p", "5201"])?)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))?;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let ip = srv.ip.to_string();
     let secs = seconds.to_string();

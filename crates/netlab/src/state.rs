@@ -42,7 +42,10 @@ impl State {
                 let (sw, other) = if is_switch(&l.a) { (&l.a, &l.b) } else { (&l.b, &l.a) };
                 vec![(sw, l.root_ends[0].as_str(), other)]
             } else {
-                vec![(&l.a, l.root_ends[0].as_str(), &l.b), (&l.b, l.root_ends[1].as_str(), &l.a)]
+                vec![
+                    (&l.a, l.root_ends[0].as_str(), &l.b),
+                    (&l.b, l.root_ends[1].as_str(), &l.a),
+                ]
             };
             for (sw, interface, peer) in ends {
                 if let Some((_, ports)) = out.iter_mut().find(|(n, _)| n == sw) {

@@ -118,9 +118,8 @@ impl Client {
     /// Connects to a switch's OpenFlow listener on a Unix socket (Open
     /// vSwitch's `BRIDGE.mgmt`) and runs the OpenFlow 1.3 handshake.
     pub fn connect_unix(path: &std::path::Path, patience: Duration) -> Result<Client> {
-        let stream = std::os::unix::net::UnixStream::connect(path).map_err(|e| {
-            ClientError::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
-        })?;
+        let stream = std::os::unix::net::UnixStream::connect(path)
+            .map_err(|e| ClientError::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))))?;
         let cfg = Config {
             versions: vec![ofwire::OFP13_VERSION],
             miss_send_len: 128,

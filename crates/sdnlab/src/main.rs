@@ -25,6 +25,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Plain progress lines instead of the live view, even on a terminal
+    /// (a non-terminal always gets plain lines).
+    #[arg(long, global = true)]
+    no_live: bool,
 }
 
 #[derive(Subcommand)]
@@ -303,6 +307,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    run_cmd::NO_LIVE.store(cli.no_live, std::sync::atomic::Ordering::Relaxed);
     match cli.command {
         Command::Ofp {
             command: OfpCommand::Decode(args),

@@ -135,7 +135,10 @@ pub async fn up(
     let took = started.elapsed();
     if let Some(r) = &rest {
         if let Err(e) = r.save(&net.dir) {
-            eprintln!("sdnlab: warning: cannot record the REST API in {}: {e}", net.dir.display());
+            eprintln!(
+                "sdnlab: warning: cannot record the REST API in {}: {e}",
+                net.dir.display()
+            );
         }
     }
     if let (Some(p), false) = (&prompt, stop) {

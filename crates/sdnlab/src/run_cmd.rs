@@ -16,6 +16,9 @@ pub struct Show {
     pub print_config: bool,
 }
 
+/// `--no-live`: plain progress lines even on a terminal.
+pub static NO_LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn fail(e: &LabError) -> ExitCode {
     eprintln!("sdnlab: {e}");
     ExitCode::from(if e.is_usage() { 2 } else { 1 })
@@ -30,10 +33,12 @@ pub fn run(e: &Experiment, out: Option<PathBuf>, how: Show) -> ExitCode {
         print!("{}", e.to_toml());
         return ExitCode::SUCCESS;
     }
-    let mut progress = labconsole::live::Progress::new();
+    let mut progress = labconsole::live::Progress::new(!NO_LIVE.load(std::sync::atomic::Ordering::Relaxed));
     progress.cbench_output = how.cbench_output;
     let place = Place { dir: out, name: None };
-    match e.run(&place, &progress) {
+    let result = e.run(&place, &progress);
+    progress.finish();
+    match result {
         Ok(o) => {
             if how.json {
                 println!("{}", o.json);

@@ -518,6 +518,7 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, Stri
             run: &mut *r.run,
             ports: r.ports,
             problems: Vec::new(),
+            obs: r.obs,
         };
         let figures = path_figures(&mut cr, p, &format!("{} switches", p.long_path));
         // What went wrong on the chain goes to the run's events too.
@@ -787,6 +788,23 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             }
         }
         std::thread::sleep(Duration::from_millis(300));
+        let watched: Vec<(String, String)> = bed
+            .ports
+            .iter()
+            .enumerate()
+            .flat_map(|(i, (a, b))| {
+                let n = if bed.ports.len() > 1 {
+                    format!("s{} ", i + 1)
+                } else {
+                    String::new()
+                };
+                [(format!("{n}in"), a.clone()), (format!("{n}out"), b.clone())]
+            })
+            .collect();
+        obs.event(Event::Watch {
+            system: dut,
+            ports: &watched,
+        });
         let mut runner = Runner {
             bed: &bed,
             dut,
@@ -795,6 +813,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             run: &mut run,
             ports,
             problems: Vec::new(),
+            obs,
         };
         for &frame in &p.frames {
             if !RFC_TESTS.iter().any(|t| wants(t)) {

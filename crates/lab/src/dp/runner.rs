@@ -66,6 +66,8 @@ pub(crate) struct Runner<'a> {
     pub(crate) ports: Ports,
     /// What went wrong without stopping the run (goes to the report's events).
     pub(crate) problems: Vec<String>,
+    /// Told of each trial as it starts and ends (a live view).
+    pub(crate) obs: &'a dyn crate::Observer,
 }
 
 /// Each port's (received, sent) packets, by the switch's OpenFlow statistics.
@@ -100,6 +102,12 @@ impl Runner<'_> {
         during: impl FnOnce(Option<std::net::SocketAddr>) -> Result<(), String>,
     ) -> Result<(Trial, bool), String> {
         let rate = spec.rate_pps.filter(|_| spec.burst.is_none());
+        self.obs.event(crate::Event::TrialStart {
+            test,
+            frame,
+            offered_pps: rate,
+            seconds: spec.duration.as_secs_f64(),
+        });
         let before = port_counts(self.of_addr);
         let cpu = self.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
         let (bed, of_addr) = (self.bed, self.of_addr);
@@ -153,6 +161,15 @@ impl Runner<'_> {
         });
         let _ = writeln!(self.trials, "{v}");
         let _ = self.trials.flush();
+        self.obs.event(crate::Event::TrialEnd(&crate::TrialFigures {
+            system: self.dut.to_string(),
+            test: test.to_string(),
+            frame,
+            offered_pps: t.offered_pps,
+            sent: t.sent,
+            received: t.received,
+            latency_us: (t.received > 0).then_some([t.latency_us_p50, t.latency_us_p99, t.latency_us_max]),
+        }));
         Ok((t, valid))
     }
 
