@@ -132,6 +132,7 @@ pub fn reply(id: Identity, m: &Message) -> Option<Message> {
                         v10::StatsRequestBody::Table => v10::StatsReplyBody::Table(vec![]),
                         v10::StatsRequestBody::Port { .. } => v10::StatsReplyBody::Port(vec![]),
                         v10::StatsRequestBody::Queue { .. } => v10::StatsReplyBody::Queue(vec![]),
+                        v10::StatsRequestBody::PortDesc => v10::StatsReplyBody::PortDesc(ports10()),
                         v10::StatsRequestBody::Vendor { .. } => return None,
                     },
                 }),

@@ -10,8 +10,9 @@
 //! from files the kernel keeps anyway (`/proc/stat`, and two counters per
 //! watched interface under `/sys/class/net`): it never touches the
 //! measured path (no packet, no system call on it), and costs what it
-//! reports at the end of a run with `SDNLAB_LIVE_COST=1` (about 0.1 ms of
-//! CPU per refresh measured here, 0.02 % of one core).
+//! reports at the end of a run with `SDNLAB_LIVE_COST=1` (measured: 61 to
+//! 98 ms of CPU over `bench dp` runs of about 100 s, under 0.1 % of one
+//! core; docs/BENCHMARKS.md).
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lab::{Event, Observer, TrialFigures};

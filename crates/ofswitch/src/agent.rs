@@ -509,6 +509,10 @@ impl Agent {
                 ))
             }
             Q10::Queue { .. } => bodies.push(R10::Queue(Vec::new())),
+            // Open vSwitch's 1.0 extension, as `ovs-ofctl dump-ports-desc` sends it.
+            Q10::PortDesc => bodies.push(R10::PortDesc(
+                p.ports.values().map(|q| of10::port_desc_out(&q.desc())).collect(),
+            )),
             Q10::Vendor { .. } => {
                 drop(p);
                 let mut data = m.to_bytes().unwrap_or_default();

@@ -588,10 +588,25 @@ pub enum StatsRequestBody {
     Flow(FlowStatsRequest),
     Aggregate(FlowStatsRequest),
     Table,
-    Port { port_no: u16 },
-    Queue { port_no: u16, queue_id: u32 },
-    Vendor { vendor: u32, data: Bytes },
+    Port {
+        port_no: u16,
+    },
+    Queue {
+        port_no: u16,
+        queue_id: u32,
+    },
+    /// Open vSwitch's extension: stats type 13 (OFPMP_PORT_DESC of 1.3,
+    /// carried in 1.0), no body; `ovs-ofctl dump-ports-desc` and OVS itself
+    /// send it on a 1.0 connection.
+    PortDesc,
+    Vendor {
+        vendor: u32,
+        data: Bytes,
+    },
 }
+
+/// Open vSwitch's OpenFlow 1.0 port description stats type (its extension).
+pub const STATS_PORT_DESC: u16 = 13;
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct StatsRequest {
@@ -652,7 +667,12 @@ pub enum StatsReplyBody {
     Table(Vec<TableStats>),
     Port(Vec<PortStats>),
     Queue(Vec<QueueStats>),
-    Vendor { vendor: u32, data: Bytes },
+    /// Open vSwitch's extension (stats type 13): every port, as in FEATURES_REPLY.
+    PortDesc(Vec<PhyPort>),
+    Vendor {
+        vendor: u32,
+        data: Bytes,
+    },
 }
 
 /// OFPSF_REPLY_MORE.
@@ -677,7 +697,7 @@ impl StatsReply {
         };
         let halves = |b: StatsReplyBody| {
             use StatsReplyBody::*;
-            crate::common::halve_lists!(b, Flow, Table, Port, Queue)
+            crate::common::halve_lists!(b, Flow, Table, Port, Queue, PortDesc)
         };
         crate::common::cut_to_fit(self.body, max_message, &size, &halves)
             .into_iter()
@@ -962,6 +982,7 @@ impl Body {
                             queue_id: r.u32()?,
                         }
                     }
+                    STATS_PORT_DESC => StatsRequestBody::PortDesc,
                     0xffff => StatsRequestBody::Vendor {
                         vendor: r.u32()?,
                         data: Bytes::from(r.rest()),
@@ -1020,6 +1041,7 @@ impl Body {
                             tx_errors: r.u64()?,
                         })
                     })?),
+                    STATS_PORT_DESC => StatsReplyBody::PortDesc(fixed_list(&mut r, 48, PhyPort::decode)?),
                     0xffff => StatsReplyBody::Vendor {
                         vendor: r.u32()?,
                         data: Bytes::from(r.rest()),
@@ -1136,12 +1158,13 @@ impl Body {
                     StatsRequestBody::Table => 3,
                     StatsRequestBody::Port { .. } => 4,
                     StatsRequestBody::Queue { .. } => 5,
+                    StatsRequestBody::PortDesc => STATS_PORT_DESC,
                     StatsRequestBody::Vendor { .. } => 0xffff,
                 };
                 out.put_u16(ty);
                 out.put_u16(s.flags);
                 match &s.body {
-                    StatsRequestBody::Desc | StatsRequestBody::Table => {}
+                    StatsRequestBody::Desc | StatsRequestBody::Table | StatsRequestBody::PortDesc => {}
                     StatsRequestBody::Flow(f) | StatsRequestBody::Aggregate(f) => {
                         f.match_.encode(out);
                         out.put_u8(f.table_id);
@@ -1171,6 +1194,7 @@ impl Body {
                     StatsReplyBody::Table(_) => 3,
                     StatsReplyBody::Port(_) => 4,
                     StatsReplyBody::Queue(_) => 5,
+                    StatsReplyBody::PortDesc(_) => STATS_PORT_DESC,
                     StatsReplyBody::Vendor { .. } => 0xffff,
                 };
                 out.put_u16(ty);
@@ -1345,6 +1369,11 @@ fn encode_stats_reply_body(body: &StatsReplyBody, out: &mut Vec<u8>) {
                 out.put_u64(q.tx_bytes);
                 out.put_u64(q.tx_packets);
                 out.put_u64(q.tx_errors);
+            }
+        }
+        StatsReplyBody::PortDesc(v) => {
+            for p in v {
+                p.encode(out);
             }
         }
         StatsReplyBody::Vendor { vendor, data } => {

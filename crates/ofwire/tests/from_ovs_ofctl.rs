@@ -66,6 +66,17 @@ fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Bo
                 Q::Table => R::Table(vec![]),
                 Q::Port { .. } => R::Port(vec![]),
                 Q::Queue { .. } => R::Queue(vec![]),
+                Q::PortDesc => R::PortDesc(vec![v10::PhyPort {
+                    port_no: 1,
+                    hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
+                    name: "p1".into(),
+                    config: 0,
+                    state: 0,
+                    curr: 0,
+                    advertised: 0,
+                    supported: 0,
+                    peer: 0,
+                }]),
                 // Nicira stats (OVS's default flow format on 1.0): an empty reply
                 // echoing the vendor and the subtype word with its padding.
                 // NXST_AGGREGATE (subtype 1) carries zeroed counters.
@@ -347,6 +358,17 @@ fn messages_from_ovs_ofctl_openflow10_decode_and_reencode_byte_exact() {
     for args in cmds {
         types.extend(check_round_trip(&run_ofctl("OpenFlow10", args)));
     }
+    // Open vSwitch's own 1.0 extension: the port description as stats type 13.
+    let got = run_ofctl("OpenFlow10", &["dump-ports-desc"]);
+    types.extend(check_round_trip(&got));
+    let port_desc = got
+        .iter()
+        .find(|m| m[1] == v10::msg_type::STATS_REQUEST && m[8..10] == [0, 13]);
+    let m = ofwire::decode(port_desc.expect("ovs-ofctl dump-ports-desc sent stats type 13 on 1.0")).unwrap();
+    assert!(
+        matches!(&m.body, Body::V10(v10::Body::StatsRequest(s)) if s.body == v10::StatsRequestBody::PortDesc),
+        "{m:?}"
+    );
     use v10::msg_type::*;
     for t in [
         HELLO,

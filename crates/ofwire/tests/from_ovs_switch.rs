@@ -498,10 +498,23 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
             port_no: v10::port::ALL,
             queue_id: 0xffff_ffff,
         },
+        // Open vSwitch's 1.0 extension (stats type 13).
+        Q::PortDesc,
     ] {
         c.send10(v10::Body::StatsRequest(v10::StatsRequest { flags: 0, body: q }));
     }
     c.barrier();
+    // Its answer: every port (the bridge's LOCAL port at least), decoded
+    // and re-encoded byte-exact like everything else it sent.
+    let port_desc = c.received.iter().find_map(|raw| match ofwire::decode(raw).ok()?.body {
+        Body::V10(v10::Body::StatsReply(v10::StatsReply {
+            body: v10::StatsReplyBody::PortDesc(ports),
+            ..
+        })) => Some(ports),
+        _ => None,
+    });
+    let ports = port_desc.expect("OVS answered the 1.0 port description request");
+    assert!(ports.iter().any(|p| p.port_no == v10::port::LOCAL), "{ports:?}");
     ofctl("OpenFlow10", &["packet-out", &ovs.mgmt(), "LOCAL", "controller", FRAME]);
     c.until("PACKET_IN", |m| matches!(m.body, Body::V10(v10::Body::PacketIn(_))));
     ovs.vsctl(&[

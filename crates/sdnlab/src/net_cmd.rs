@@ -211,6 +211,11 @@ async fn console(
             }
         }
     };
+    if keep && builtin.is_some() {
+        eprintln!(
+            "sdnlab: the built-in controller stops with this process: the switches keep the flows they have and learn nothing new"
+        );
+    }
     drop(builtin);
     if let Err(e) = r {
         eprintln!("sdnlab: {e}");

@@ -635,6 +635,13 @@ fn ovs_ofctl_in_openflow_10_sees_the_same_switch() {
     let show = of10(&["show"]);
     assert!(show.contains("OFPT_FEATURES_REPLY (xid="), "{show}");
     assert!(show.contains(&format!("1({})", hosts.port(1))), "{show}");
+    // Open vSwitch's 1.0 extension (stats type 13), as ovs-ofctl sends it.
+    let desc = of10(&["dump-ports-desc"]);
+    assert!(desc.contains("OFPST_PORT_DESC reply"), "{desc}");
+    assert!(
+        desc.contains(&format!("1({})", hosts.port(1))) && desc.contains(&format!("2({})", hosts.port(2))),
+        "{desc}"
+    );
     of10(&["add-flow", "in_port=1,actions=output:2"]);
     of10(&["add-flow", "in_port=2,actions=output:1"]);
     // A 1.0 rule with an IP prefix and a rewrite, seen back in 1.0 and 1.3.

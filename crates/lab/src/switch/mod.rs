@@ -115,12 +115,51 @@ struct Paced<'a, 'r> {
     bed: &'a bed::Bed,
     frame: usize,
     record: &'r mut dyn FnMut(&str, &Trial),
+    dut: &'a str,
+    obs: &'a dyn Observer,
+}
+
+/// One trial, with the observer told as it starts and ends.
+fn observed_trial(
+    obs: &dyn Observer,
+    dut: &str,
+    test: &str,
+    bed: &bed::Bed,
+    frame: usize,
+    rate: Option<f64>,
+    seconds: f64,
+) -> Result<Trial, String> {
+    obs.event(Event::TrialStart {
+        test,
+        frame,
+        offered_pps: rate,
+        seconds,
+    });
+    let t = trial(bed, frame, rate, seconds)?;
+    obs.event(Event::TrialEnd(&crate::TrialFigures {
+        system: dut.to_string(),
+        test: test.to_string(),
+        frame,
+        offered_pps: t.offered_pps,
+        sent: t.sent,
+        received: t.received,
+        latency_us: (t.received > 0).then_some([t.latency_us_p50, t.latency_us_p99, t.latency_us_max]),
+    }));
+    Ok(t)
 }
 
 impl crate::method::rfc2544::Device for Paced<'_, '_> {
     type Trial = Trial;
     fn trial(&mut self, _test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
-        let t = trial(self.bed, self.frame, rate, seconds)?;
+        let t = observed_trial(
+            self.obs,
+            self.dut,
+            "zero_loss_search",
+            self.bed,
+            self.frame,
+            rate,
+            seconds,
+        )?;
         (self.record)("zero_loss_search", &t);
         Ok(t)
     }
@@ -219,6 +258,15 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             Ok(b) => b,
             Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
         };
+        let watched: Vec<(String, String)> = bed
+            .ports
+            .iter()
+            .flat_map(|(a, b)| [("in".to_string(), a.clone()), ("out".to_string(), b.clone())])
+            .collect();
+        obs.event(Event::Watch {
+            system: dut,
+            ports: &watched,
+        });
         let mut insert_rate = None;
         if let Some(addr) = of_addr {
             let mut c = match OfClient::connect(addr) {
@@ -285,7 +333,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                     std::thread::sleep(settle);
                 }
             }
-            let max = match trial(&bed, cfg.frame, None, seconds) {
+            let max = match observed_trial(obs, dut, "flat_out", &bed, cfg.frame, None, seconds) {
                 Ok(t) => t,
                 Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
             };
@@ -317,6 +365,8 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 bed: &bed,
                 frame: cfg.frame,
                 record: &mut record,
+                dut,
+                obs,
             };
             let best = crate::method::rfc2544::loss_free_search(&mut paced, &max, resolution, seconds)
                 .map_err(|e| LabError::setup(format!("{dut}: {e}")))?
