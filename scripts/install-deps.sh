@@ -21,6 +21,7 @@ debs=(
   chromium               # headless: the tests load reports as a reader would and check the page
   tmux                   # the console's tests drive the sdnlab> prompt as a person would (send-keys, capture-pane)
   graphviz               # the console's `graph FILE.svg` (dot -Tsvg)
+  mininet bridge-utils   # bench fidelity: Mininet's Python API only (never `mn`, never its cleanup)
   ca-certificates curl build-essential pkg-config
 )
 missing=()

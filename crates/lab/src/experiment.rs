@@ -34,6 +34,8 @@ pub enum Experiment {
     Gen(crate::gen::GenConfig),
     /// The load-balancing experiment (`sdnlab bench lb`).
     Lb(crate::lb::LbConfig),
+    /// sdnlab's emulation against Mininet's (`sdnlab bench fidelity`).
+    Fidelity(crate::fidelity::FidelityConfig),
 }
 
 impl Experiment {
@@ -64,7 +66,7 @@ impl Experiment {
                 .unwrap_or_default();
             format!("{place}{}", e.message().replace('\n', " "))
         })?;
-        let kinds = "write experiment = \"ctl\", \"switch\", \"dp\", \"gen\" or \"lb\"";
+        let kinds = "write experiment = \"ctl\", \"switch\", \"dp\", \"gen\", \"lb\" or \"fidelity\"";
         let kind = match table.remove("experiment") {
             Some(toml::Value::String(k)) => k,
             Some(other) => return Err(format!("experiment = {other}: {kinds}")),
@@ -93,6 +95,7 @@ impl Experiment {
             "dp" => Ok(Experiment::Dp(config(text, table)?)),
             "gen" => Ok(Experiment::Gen(config(text, table)?)),
             "lb" => Ok(Experiment::Lb(config(text, table)?)),
+            "fidelity" => Ok(Experiment::Fidelity(config(text, table)?)),
             other => Err(format!("experiment = \"{other}\" is not one sdnlab runs: {kinds}")),
         }
     }
@@ -114,6 +117,7 @@ impl Experiment {
             Experiment::Dp(c) => c.validate(),
             Experiment::Gen(c) => c.validate(),
             Experiment::Lb(c) => c.validate(),
+            Experiment::Fidelity(c) => c.validate(),
         }
     }
 
@@ -125,6 +129,7 @@ impl Experiment {
             Experiment::Dp(c) => crate::dp::run(c, place, obs),
             Experiment::Gen(c) => crate::gen::run(c, place, obs),
             Experiment::Lb(c) => crate::lb::run(c, place, obs),
+            Experiment::Fidelity(c) => crate::fidelity::run(c, place, obs),
         }
     }
 }

@@ -408,7 +408,7 @@ impl Console {
         println!("*** Iperf: testing {what} bandwidth between {client} and {server} ({seconds} s)");
         let r = self
             .rt
-            .block_on(run::iperf(st, &client, &server, seconds, udp.as_deref()))?;
+            .block_on(run::iperf(st, &client, &server, seconds, udp.as_deref(), &|_, _| {}))?;
         match r.lost {
             Some(lost) => println!(
                 "*** Results: sent {}, received {}, {:.2}% lost",

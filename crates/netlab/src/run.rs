@@ -695,12 +695,15 @@ pub struct IperfResult {
 
 /// Runs iperf3 from host `client` to host `server` for `seconds`: TCP, or
 /// UDP at `udp_rate` (iperf3's `-b`, e.g. `10M`).
+/// `started` hears of each iperf3 process as it starts ("iperf3 server",
+/// "iperf3 client" and their pids), for whoever watches the host.
 pub async fn iperf(
     st: &State,
     client: &str,
     server: &str,
     seconds: u32,
     udp_rate: Option<&str>,
+    started: &(dyn Fn(&str, u32) + Sync),
 ) -> Result<IperfResult, String> {
     let srv = st
         .hosts
@@ -720,11 +723,20 @@ pub async fn iperf(
     if let Some(r) = udp_rate {
         argv.extend(["-u", "-b", r]);
     }
-    let out = tokio::process::Command::from(command_in(st, client, &argv)?)
+    let client_proc = tokio::process::Command::from(command_in(st, client, &argv)?)
         .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| format!("iperf3: {e}"));
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let out = match client_proc {
+        Ok(c) => {
+            if let Some(pid) = c.id() {
+                started("iperf3 client", pid);
+            }
+            c.wait_with_output().await.map_err(|e| format!("iperf3: {e}"))
+        }
+        Err(e) => Err(format!("iperf3: {e}")),
+    };
     let _ = server_proc.kill().await;
     let out = out?;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|_| {

@@ -47,6 +47,7 @@ fn spawn_one(
     sw: &crate::topo::Switch,
     ports: &[String],
     default_controller: Option<&str>,
+    shaped: bool,
 ) -> Result<(SwitchProcess, Child), String> {
     let pidfile = dir.join(format!("{}.pid", sw.name));
     // The switch picks its own free port and says which (no race with
@@ -70,6 +71,10 @@ fn spawn_one(
         .args(["--threads", "1", "--ring", "1024"])
         .arg("--pidfile")
         .arg(&pidfile);
+    if shaped {
+        // The run's tc rate limits must apply to what the switch sends.
+        c.arg("--through-qdisc");
+    }
     let controller = sw.controller.as_deref().or(default_controller);
     match controller {
         Some(cs) => {
@@ -119,6 +124,11 @@ fn wait_listening(dir: &Path, s: &mut SwitchProcess, child: &mut Child) -> Resul
     }
 }
 
+/// Whether any link of the topology is rate-limited (tc tbf on its ends).
+fn shaped(topo: &Topology) -> bool {
+    topo.links.iter().any(|l| l.rate_mbit.is_some())
+}
+
 /// Starts every switch; on error the ones started are returned for
 /// teardown through `children`.
 pub fn start(
@@ -135,7 +145,7 @@ pub fn start(
         let Some(my_ports) = ports.get(&sw.name).filter(|p| !p.is_empty()) else {
             continue;
         };
-        let (p, child) = spawn_one(&bin, dir, sw, my_ports, default_controller)?;
+        let (p, child) = spawn_one(&bin, dir, sw, my_ports, default_controller, shaped(topo))?;
         out.push(p);
         children.push(child);
     }
@@ -160,7 +170,14 @@ pub fn restart(st: &State, name: &str) -> Result<(SwitchProcess, Child), String>
     let ports = ports_of(st);
     let my_ports = ports.get(name).cloned().unwrap_or_default();
     let dir = st.dir();
-    let (mut p, mut child) = spawn_one(&binary()?, &dir, sw, &my_ports, st.options.controller.as_deref())?;
+    let (mut p, mut child) = spawn_one(
+        &binary()?,
+        &dir,
+        sw,
+        &my_ports,
+        st.options.controller.as_deref(),
+        shaped(topo),
+    )?;
     if let Err(e) = wait_listening(&dir, &mut p, &mut child) {
         let _ = child.kill();
         let _ = child.wait();

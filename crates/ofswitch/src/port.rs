@@ -429,6 +429,21 @@ impl AfPacketPort {
 
     /// Opens `ifname` with a receive ring of `slots` slots of `slot` bytes
     /// (`MTU_SLOT` for a receiver of small frames, with many slots).
+    /// Sends through the interface's queueing discipline from now on (the
+    /// port bypasses it by default, for speed), so a tc rate limit or queue
+    /// on the interface applies to what the switch sends.
+    pub fn through_qdisc(&self) -> io::Result<()> {
+        let zero: libc::c_int = 0;
+        setopt(
+            self.tx_fd,
+            libc::SOL_PACKET,
+            PACKET_QDISC_BYPASS,
+            &zero,
+            "PACKET_QDISC_BYPASS",
+            &self.name,
+        )
+    }
+
     pub fn open_with(ifname: &str, slots: usize, slot: usize) -> io::Result<AfPacketPort> {
         let cname = std::ffi::CString::new(ifname)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;

@@ -3,6 +3,7 @@
 
 mod bench_ctl;
 mod bench_dp;
+mod bench_fidelity;
 mod bench_gen;
 mod bench_lb;
 mod bench_switch;
@@ -94,6 +95,10 @@ enum BenchCommand {
     /// Traffic generators flat out into a veth, side by side: sdnlab's XDP and AF_PACKET
     /// generators, trafgen and tcpreplay.
     Gen(Box<bench_gen::GenBenchArgs>),
+    /// sdnlab's emulation against Mininet's on the same experiment: linear topologies,
+    /// TCP and UDP throughput (iperf3), loss as the UDP rate rises, ping RTT, each trial
+    /// watched for a saturated host and given its operational bound.
+    Fidelity(Box<bench_fidelity::FidelityBenchArgs>),
     /// Switches by RFC 2544 / RFC 9004, frame size by frame size: throughput (confirmed at full
     /// duration), latency of every frame at that rate, frame loss rate.
     Dp(Box<bench_dp::DpBenchArgs>),
@@ -254,6 +259,10 @@ enum NetCommand {
         b: String,
         #[arg(long, default_value_t = 5)]
         seconds: u32,
+        /// One JSON object: iperf3's figures and what the host did (per-core
+        /// load, the path's processes, whether the host was the bottleneck).
+        #[arg(long)]
+        json: bool,
     },
     /// Bring the link between two nodes down or up: `sdnlab net link s1 s2 down`.
     Link {
@@ -324,6 +333,9 @@ fn main() -> ExitCode {
         Command::Bench {
             command: BenchCommand::Gen(args),
         } => bench_gen::run(*args),
+        Command::Bench {
+            command: BenchCommand::Fidelity(args),
+        } => bench_fidelity::run(*args),
         Command::Bench {
             command: BenchCommand::Lb(args),
         } => bench_lb::run(*args),
@@ -714,7 +726,13 @@ async fn net(command: NetCommand) -> ExitCode {
         NetCommand::Down { id } => net_cmd::down(id.as_deref()).await,
         NetCommand::Exec { id, host, command } => net_cmd::exec(id.as_deref(), &host, &command),
         NetCommand::Pingall { id, count, json } => net_cmd::pingall(id.as_deref(), count.max(1), json).await,
-        NetCommand::Iperf { id, a, b, seconds } => net_cmd::iperf(id.as_deref(), &a, &b, seconds.max(1)).await,
+        NetCommand::Iperf {
+            id,
+            a,
+            b,
+            seconds,
+            json,
+        } => net_cmd::iperf(id.as_deref(), &a, &b, seconds.max(1), json).await,
         NetCommand::Link { id, a, b, state } => net_cmd::link(id.as_deref(), &a, &b, state == "up").await,
         NetCommand::Show => net_cmd::show(),
         NetCommand::Clean => net_cmd::clean().await,

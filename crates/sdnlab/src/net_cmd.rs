@@ -431,22 +431,120 @@ pub async fn pingall(id: Option<&str>, count: u32, json: bool) -> ExitCode {
     }
 }
 
-pub async fn iperf(id: Option<&str>, client: &str, server: &str, seconds: u32) -> ExitCode {
+/// The slowest configured rate (Mbit/s) on the path from host `a` to
+/// host `b` (breadth-first over the topology's links), and its link, if
+/// any link on the path has one.
+fn path_rate(st: &State, a: &str, b: &str) -> Option<(String, f64)> {
+    let topo = st.topology.as_ref()?;
+    let mut prev: std::collections::HashMap<&str, (&str, Option<f64>)> = Default::default();
+    let mut queue = std::collections::VecDeque::from([a]);
+    prev.insert(a, (a, None));
+    while let Some(n) = queue.pop_front() {
+        if n == b {
+            break;
+        }
+        for (l, ls) in topo.links.iter().zip(&st.links) {
+            if ls.blocked {
+                continue;
+            }
+            let next = if l.a == n {
+                l.b.as_str()
+            } else if l.b == n {
+                l.a.as_str()
+            } else {
+                continue;
+            };
+            if !prev.contains_key(next) {
+                prev.insert(next, (n, l.rate_mbit));
+                queue.push_back(next);
+            }
+        }
+    }
+    let mut slowest: Option<(String, f64)> = None;
+    let mut n = b;
+    while n != a {
+        let (p, r) = *prev.get(n)?;
+        if let Some(r) = r {
+            if slowest.as_ref().is_none_or(|(_, x)| r < *x) {
+                slowest = Some((format!("link {p}-{n}"), r));
+            }
+        }
+        n = p;
+    }
+    slowest
+}
+
+pub async fn iperf(id: Option<&str>, client: &str, server: &str, seconds: u32, json: bool) -> ExitCode {
     let st = match pick(id) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    match run::iperf(&st, client, server, seconds, None).await {
-        Ok(r) => {
-            println!(
-                "{client} -> {server}: {:.3} Gbit/s received over {seconds} s TCP ({} retransmits)",
-                r.received_bps / 1e9,
-                r.retransmits
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(e),
+    // The measured path's processes: the switches (iperf3's two join as they start).
+    let mut watched: Vec<(String, u32)> = st
+        .sdnlab
+        .iter()
+        .filter(|p| p.pid != 0)
+        .map(|p| (format!("switch {}", p.name), p.pid))
+        .collect();
+    if let Some(o) = &st.ovs {
+        watched.push(("ovs-vswitchd".into(), o.vswitchd_pid));
     }
+    let watch = lab::host::HostWatch::start(watched, lab::host::Rule::default());
+    let add = watch.adder();
+    let r = run::iperf(&st, client, server, seconds, None, &add).await;
+    let mut host = watch.finish();
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    // A configured rate not reached while a core was saturated: the host, not the link, limited it.
+    let link = path_rate(&st, client, server);
+    let rate = link.as_ref().map(|l| l.1);
+    if let (Some(mbit), false) = (rate, host.host_bound) {
+        if r.received_bps < 0.9 * mbit * 1e6 {
+            if let Some(c) = host.cores.iter().find(|c| c.saturated > host.rule.share) {
+                host.host_bound = true;
+                host.reason = Some(format!(
+                    "the path's configured {mbit} Mbit/s was not reached while core {} was saturated for {:.0} % of the trial{}",
+                    c.core,
+                    c.saturated * 100.0,
+                    c.held_by.as_ref().map(|(n, p, _)| format!(", held by {n} (pid {p})")).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    // The operational bound: each process's CPU seconds per bit received,
+    // the kernel's, and the slowest shaped link's 1/rate; N (bits in
+    // flight) is not known for TCP, so the bound is 1/D_max.
+    let bits = r.received_bps * f64::from(seconds);
+    let mut demands = host.demands(bits);
+    if let Some((name, mbit)) = &link {
+        demands.push((format!("{name} at {mbit} Mbit/s"), 1.0 / (mbit * 1e6)));
+    }
+    let bound = lab::host::Bound::of("bit", demands, None);
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"client": client, "server": server, "seconds": seconds, "iperf": r,
+                "configured_mbit": rate, "host": host, "bound": bound})
+        );
+    } else {
+        println!(
+            "{client} -> {server}: {:.3} Gbit/s received over {seconds} s TCP ({} retransmits)",
+            r.received_bps / 1e9,
+            r.retransmits
+        );
+        println!("host: {}", host.line());
+        if let Some(b) = &bound {
+            println!(
+                "bound: X <= {:.3} Gbit/s (operational law, 1/D_max), bottleneck {}; measured {:.0} % of it",
+                b.bound / 1e9,
+                b.bottleneck,
+                100.0 * r.received_bps / b.bound
+            );
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 pub async fn link(id: Option<&str>, a: &str, b: &str, up: bool) -> ExitCode {

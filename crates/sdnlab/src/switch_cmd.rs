@@ -53,6 +53,11 @@ pub struct SwitchArgs {
     /// Receive ring slots per port (2 KiB each; larger frames are read whole from the socket).
     #[arg(long, default_value_t = 8192)]
     pub ring: usize,
+    /// Send through the interfaces' queueing disciplines instead of
+    /// bypassing them (AF_PACKET ports): slower, but rate limits and queues
+    /// set with tc on the ports (e.g. tbf) then apply to what the switch sends.
+    #[arg(long)]
+    pub through_qdisc: bool,
     /// standalone: the table-miss rule floods (a hub) until a controller replaces it; secure:
     /// nothing is forwarded until a controller (or ovs-ofctl) installs rules.
     #[arg(long, default_value = "secure", value_parser = ["secure", "standalone"])]
@@ -146,6 +151,8 @@ pub struct BridgeSpec {
     pub max_rules: usize,
     #[serde(default = "default_ring")]
     pub ring: usize,
+    #[serde(default)]
+    pub through_qdisc: bool,
     #[serde(default = "default_fail_mode")]
     pub fail_mode: String,
     #[serde(default = "default_xdp_mode")]
@@ -195,6 +202,7 @@ impl BridgeSpec {
             tables: a.tables,
             max_rules: a.max_rules,
             ring: a.ring,
+            through_qdisc: a.through_qdisc,
             fail_mode: a.fail_mode.clone(),
             xdp_mode: a.xdp_mode.clone(),
             xdp_fast_path: a.xdp_fast_path,
@@ -331,6 +339,12 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                 })
             }
             "afpacket" => ofswitch::port::AfPacketPort::open(name, spec.ring.max(8))
+                .and_then(|p| {
+                    if spec.through_qdisc {
+                        p.through_qdisc()?;
+                    }
+                    Ok(p)
+                })
                 .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>),
             _ => {
                 return Err(format!(

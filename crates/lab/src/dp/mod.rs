@@ -519,11 +519,15 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, Stri
             ports: r.ports,
             problems: Vec::new(),
             obs: r.obs,
+            trials_run: 0,
+            host_bound: Vec::new(),
         };
         let figures = path_figures(&mut cr, p, &format!("{} switches", p.long_path));
         // What went wrong on the chain goes to the run's events too.
         let mut problems = std::mem::take(&mut cr.problems);
         r.problems.append(&mut problems);
+        r.trials_run += cr.trials_run;
+        r.host_bound.append(&mut cr.host_bound);
         figures
     };
     if let Some(ovs) = r.bed.ovs.as_ref() {
@@ -814,6 +818,8 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             ports,
             problems: Vec::new(),
             obs,
+            trials_run: 0,
+            host_bound: Vec::new(),
         };
         for &frame in &p.frames {
             if !RFC_TESTS.iter().any(|t| wants(t)) {
@@ -982,6 +988,10 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             }
         }
         meta.events.append(&mut runner.problems);
+        if let Some(line) = runner.host_bound_summary() {
+            obs.event(Event::Line(&line));
+            meta.events.push(line);
+        }
         drop(bed);
     }
     meta.finished_unix = Some(report::now_unix());

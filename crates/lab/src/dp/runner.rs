@@ -68,6 +68,9 @@ pub(crate) struct Runner<'a> {
     pub(crate) problems: Vec<String>,
     /// Told of each trial as it starts and ends (a live view).
     pub(crate) obs: &'a dyn crate::Observer,
+    /// Trials run, and why each host-bound one was (see `crate::host`).
+    pub(crate) trials_run: usize,
+    pub(crate) host_bound: Vec<String>,
 }
 
 /// Each port's (received, sent) packets, by the switch's OpenFlow statistics.
@@ -110,6 +113,7 @@ impl Runner<'_> {
         });
         let before = port_counts(self.of_addr);
         let cpu = self.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
+        let host = crate::host::HostWatch::start(self.bed.path_processes(), crate::host::Rule::default());
         let (bed, of_addr) = (self.bed, self.of_addr);
         let (t, r) = std::thread::scope(|s| {
             let trial = s.spawn(|| run_trial(bed, spec));
@@ -117,6 +121,11 @@ impl Runner<'_> {
             (trial.join().unwrap_or_else(|_| Err("trial thread panicked".into())), r)
         });
         let cpu = cpu.map(CpuSampler::finish);
+        let host = host.finish();
+        self.trials_run += 1;
+        if let Some(r) = &host.reason {
+            self.host_bound.push(format!("{test} {frame} B: {r}"));
+        }
         let t = t?;
         r?;
         let after = port_counts(self.of_addr);
@@ -145,6 +154,9 @@ impl Runner<'_> {
             }),
             _ => serde_json::Value::Null,
         };
+        // The operational bound per frame: each element's CPU seconds per
+        // frame received (frames in flight are not known: 1/D_max).
+        let bound = crate::host::Bound::of("frame", host.demands(t.received as f64), None);
         let short = rate.is_some_and(|r| t.offered_pps < 0.99 * r);
         let far_short = rate.is_some_and(|r| t.offered_pps < FAR_SHORT * r);
         let valid = t.receiver_drops == 0 && !far_short;
@@ -157,6 +169,7 @@ impl Runner<'_> {
                 "p99": t.latency_us_p99, "p999": t.latency_us_p999, "max": t.latency_us_max},
             "receiver_drops": t.receiver_drops, "received_via": t.rx.via, "generator_short": short, "valid": valid,
             "switch_ports": switch_ports, "loss_split": loss_split, "cpu": cpu, "generator": t.gen,
+            "host_bound": host.host_bound, "host": host, "bound": bound,
             "ended_unix_s": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
         });
         let _ = writeln!(self.trials, "{v}");
@@ -189,6 +202,19 @@ impl Runner<'_> {
         if let Err(e) = self.run.append(&s) {
             self.problems.push(format!("writing a sample: {e}"));
         }
+    }
+}
+
+impl Runner<'_> {
+    /// One line for the run's events when trials were host-bound.
+    pub(crate) fn host_bound_summary(&self) -> Option<String> {
+        let first = self.host_bound.first()?;
+        Some(format!(
+            "{}: {} of {} trials were host-bound (a core of the measured path saturated: the figure says as much about this host as about the switch); the first: {first}",
+            self.dut,
+            self.host_bound.len(),
+            self.trials_run
+        ))
     }
 }
 

@@ -383,6 +383,20 @@ impl CoreTicks {
     }
 }
 
+impl Bed {
+    /// The processes of the measured path, for a [`crate::host::HostWatch`]:
+    /// the switch's (its processes, or Open vSwitch's daemon) and this one
+    /// (the generator and the receiver run in it).
+    pub(crate) fn path_processes(&self) -> Vec<(String, u32)> {
+        let mut v: Vec<(String, u32)> = self.children.iter().map(|c| ("switch".to_string(), c.id())).collect();
+        if let Some(o) = &self.ovs {
+            v.push(("ovs-vswitchd".into(), o.state.vswitchd_pid));
+        }
+        v.push(("sdnlab (generator, receiver)".into(), std::process::id()));
+        v
+    }
+}
+
 /// Samples the switch core's time (user, nice, system, irq, softirq)
 /// every second while a trial runs.
 pub(crate) struct CpuSampler {

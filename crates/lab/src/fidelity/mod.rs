@@ -1,0 +1,521 @@
+//! `sdnlab bench fidelity`: the same experiment on sdnlab's emulation and
+//! on Mininet's, side by side in one run. A linear topology of N Linux
+//! bridges with one host each (sdnlab's `bridge` kind; Mininet's
+//! `LinearTopo` with `LinuxBridge`, driven through its Python API by
+//! `mininet_side.py`, never its `mn` command nor its cleanup), and from the
+//! first host to the last: TCP throughput (iperf3), UDP received rate and
+//! loss while the offered rate rises, ping round-trip time. Every trial is
+//! watched by [`crate::host::HostWatch`] (per-core load, the iperf3 and
+//! ping processes' CPU time, host-bound or not) and carries the
+//! operational bound on its throughput (each element's CPU seconds per
+//! bit: 1/D_max).
+
+use crate::check::{range, real};
+use crate::host::{Bound, HostLoad, HostWatch, Rule};
+use crate::rundir::Place;
+use crate::{Event, Experiment, LabError, Observer, Outcome};
+use report::{Meta, Metric, RunWriter, Sample, Target};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use stats::Better;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// The emulators compared.
+pub const EMULATORS: [&str; 2] = ["sdnlab", "mininet"];
+
+/// The fidelity comparison: linear topologies of 1, 4 and 8 switches,
+/// 10 s iperf3 runs, UDP at 100 Mbit/s to 4 Gbit/s, 20 pings, 3 rounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FidelityConfig {
+    /// Emulators: sdnlab, mininet.
+    pub emulators: Vec<String>,
+    /// Switches in each linear topology.
+    pub switches: Vec<usize>,
+    /// Seconds of each iperf3 run.
+    pub seconds: f64,
+    /// UDP offered rates, Mbit/s, raised in this order.
+    pub udp_mbit: Vec<f64>,
+    /// Pings per round-trip measurement (0.2 s apart).
+    pub pings: usize,
+    /// Rounds, the emulators alternated within each.
+    pub rounds: usize,
+}
+
+impl Default for FidelityConfig {
+    fn default() -> FidelityConfig {
+        FidelityConfig {
+            emulators: EMULATORS.map(String::from).to_vec(),
+            switches: vec![1, 4, 8],
+            seconds: 10.0,
+            udp_mbit: vec![100.0, 1000.0, 4000.0],
+            pings: 20,
+            rounds: 3,
+        }
+    }
+}
+
+impl FidelityConfig {
+    /// The smoke size: 1 and 2 switches, 2 s runs, two UDP rates, 5 pings, one round.
+    pub fn quick() -> FidelityConfig {
+        FidelityConfig {
+            switches: vec![1, 2],
+            seconds: 2.0,
+            udp_mbit: vec![100.0, 1000.0],
+            pings: 5,
+            rounds: 1,
+            ..FidelityConfig::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), LabError> {
+        if self.emulators.is_empty() {
+            return Err(LabError::Config("--emulator: name at least one".into()));
+        }
+        if let Some(e) = self.emulators.iter().find(|e| !EMULATORS.contains(&e.as_str())) {
+            return Err(LabError::Config(format!(
+                "unknown emulator '{e}': choose from {}",
+                EMULATORS.join(", ")
+            )));
+        }
+        if self.switches.is_empty() {
+            return Err(LabError::Config("--switches: give at least one size".into()));
+        }
+        for n in &self.switches {
+            range("switches", *n, 1, 64)?;
+        }
+        real("seconds", self.seconds, 1.0, 600.0)?;
+        for r in &self.udp_mbit {
+            real("udp-mbit", *r, 1.0, 100_000.0)?;
+        }
+        range("pings", self.pings, 1, 1000)?;
+        range("rounds", self.rounds, 1, 100)
+    }
+}
+
+/// What one emulator offers the experiment.
+trait Emulation {
+    fn up(&mut self, switches: usize) -> Result<(), String>;
+    /// iperf3's JSON report, TCP, or UDP at `rate` ("100M").
+    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, String>;
+    /// ping's output.
+    fn ping(&mut self, count: usize) -> Result<String, String>;
+    fn down(&mut self) -> Result<(), String>;
+}
+
+/// sdnlab's emulation through netlab.
+struct Sdnlab {
+    rt: tokio::runtime::Runtime,
+    net: Option<netlab::run::Net>,
+}
+
+impl Sdnlab {
+    fn last(&self) -> Result<(&netlab::run::State, String), String> {
+        let net = self.net.as_ref().ok_or("no network is up")?;
+        let last = net.state.hosts.last().ok_or("no hosts")?.name.clone();
+        Ok((&net.state, last))
+    }
+}
+
+impl Emulation for Sdnlab {
+    fn up(&mut self, switches: usize) -> Result<(), String> {
+        let topo = netlab::topo::shape(&format!("linear,{switches}"))?;
+        let options = netlab::run::UpOptions {
+            kind: netlab::run::SwitchKind::Bridge,
+            controller: None,
+            keep_loops: false,
+            ssl: None,
+        };
+        self.net = Some(self.rt.block_on(netlab::run::Net::up(topo, options))?);
+        Ok(())
+    }
+    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, String> {
+        let (st, last) = self.last()?;
+        let server = st.hosts.last().ok_or("no hosts")?;
+        let ip = server.ip.to_string();
+        let mut srv = netlab::run::command_in(st, &last, &["iperf3", "-s", "-1", "-p", "5201"])?
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("iperf3 (scripts/install-deps.sh installs it): {e}"))?;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let secs = format!("{seconds}");
+        let mut argv = vec!["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"];
+        if let Some(r) = rate {
+            argv.extend(["-u", "-b", r]);
+        }
+        let out = netlab::run::command_in(st, &st.hosts[0].name, &argv)?
+            .output()
+            .map_err(|e| format!("iperf3: {e}"));
+        let _ = srv.kill();
+        let _ = srv.wait();
+        serde_json::from_slice(&out?.stdout).map_err(|e| format!("iperf3's report: {e}"))
+    }
+    fn ping(&mut self, count: usize) -> Result<String, String> {
+        let (st, last) = self.last()?;
+        let ip = st
+            .hosts
+            .iter()
+            .find(|h| h.name == last)
+            .ok_or("no hosts")?
+            .ip
+            .to_string();
+        let n = count.to_string();
+        let out = netlab::run::command_in(
+            st,
+            &st.hosts[0].name,
+            &["ping", "-n", "-q", "-c", &n, "-i", "0.2", "-W", "1", &ip],
+        )?
+        .output()
+        .map_err(|e| format!("ping: {e}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+    fn down(&mut self) -> Result<(), String> {
+        match self.net.take() {
+            Some(n) => self.rt.block_on(n.down()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Mininet through its Python API: `mininet_side.py`, one command per line.
+struct Mininet {
+    child: Child,
+    /// Closed (dropped) to end the side's loop.
+    to: Option<ChildStdin>,
+    from: BufReader<ChildStdout>,
+}
+
+const MININET_SIDE: &str = include_str!("mininet_side.py");
+
+impl Mininet {
+    fn start(dir: &std::path::Path) -> Result<Mininet, String> {
+        let script = dir.join("mininet_side.py");
+        std::fs::write(&script, MININET_SIDE).map_err(|e| format!("{}: {e}", script.display()))?;
+        // Debian's interpreter: Mininet is installed for it (not for another python3 on PATH).
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("/usr/bin/python3: {e}"))?;
+        let to = child.stdin.take().ok_or("no stdin")?;
+        let from = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Mininet {
+            child,
+            to: Some(to),
+            from,
+        })
+    }
+
+    fn ask(&mut self, line: &str) -> Result<Value, String> {
+        let to = self.to.as_mut().ok_or("mininet: its side is closed")?;
+        writeln!(to, "{line}").map_err(|e| format!("mininet: {e}"))?;
+        let mut answer = String::new();
+        self.from.read_line(&mut answer).map_err(|e| format!("mininet: {e}"))?;
+        if answer.is_empty() {
+            return Err("Mininet's side ended (is the `mininet` package installed? scripts/install-deps.sh)".into());
+        }
+        let v: Value = serde_json::from_str(&answer).map_err(|e| format!("mininet said {answer:?}: {e}"))?;
+        if v["ok"] != true {
+            return Err(format!("mininet: {}", v["error"].as_str().unwrap_or("failed")));
+        }
+        Ok(v)
+    }
+}
+
+impl Emulation for Mininet {
+    fn up(&mut self, switches: usize) -> Result<(), String> {
+        self.ask(&format!("up {switches}")).map(|_| ())
+    }
+    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, String> {
+        let v = match rate {
+            None => self.ask(&format!("tcp {seconds}"))?,
+            Some(r) => self.ask(&format!("udp {r} {seconds}"))?,
+        };
+        Ok(v["iperf"].clone())
+    }
+    fn ping(&mut self, count: usize) -> Result<String, String> {
+        Ok(self.ask(&format!("ping {count}"))?["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string())
+    }
+    fn down(&mut self) -> Result<(), String> {
+        self.ask("down").map(|_| ())
+    }
+}
+
+impl Drop for Mininet {
+    fn drop(&mut self) {
+        // The end of its input: the side stops any network still up and exits.
+        drop(self.to.take());
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_secs(30) {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What one throughput trial measured.
+struct Rate {
+    received_bps: f64,
+    lost: Option<f64>,
+}
+
+fn rate_of(v: &Value, udp: bool) -> Result<Rate, String> {
+    if let Some(e) = v["error"].as_str() {
+        return Err(format!("iperf3: {e}"));
+    }
+    let end = &v["end"];
+    if udp {
+        let rx = if end["sum_received"].is_object() {
+            &end["sum_received"]
+        } else {
+            &end["sum"]
+        };
+        Ok(Rate {
+            received_bps: rx["bits_per_second"].as_f64().ok_or("iperf3 gave no UDP rate")?,
+            lost: end["sum"]["lost_percent"].as_f64(),
+        })
+    } else {
+        Ok(Rate {
+            received_bps: end["sum_received"]["bits_per_second"]
+                .as_f64()
+                .ok_or("iperf3 gave no TCP rate")?,
+            lost: None,
+        })
+    }
+}
+
+fn rtt_of(text: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with("rtt") || l.starts_with("round-trip"))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.trim().split('/').nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// One watched trial: the host's load, the bound (per bit) and the trial's figure.
+fn watched<T>(f: impl FnOnce() -> Result<T, String>) -> Result<(T, HostLoad), String> {
+    let w = HostWatch::start_with(Vec::new(), &["iperf3", "ping"], Rule::default());
+    let r = f();
+    let host = w.finish();
+    Ok((r?, host))
+}
+
+fn udp_metric(mbit: f64) -> String {
+    format!("udp_loss_pct_{mbit}")
+}
+
+pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    args.validate()?;
+    if !nix::unistd::Uid::effective().is_root() {
+        return Err(LabError::Setup(
+            "bench fidelity needs root (network namespaces, Mininet)".into(),
+        ));
+    }
+    let run_id = place.name("bench-fidelity");
+    let dir = place.dir(&run_id);
+    let mut metrics = vec![
+        Metric::new("tcp_mbit", "Mbit/s", Better::Higher).titled("TCP throughput, first host to last (iperf3)"),
+        Metric::new("rtt_ms", "ms", Better::Lower).titled("Ping round-trip time, first host to last"),
+    ];
+    for r in &args.udp_mbit {
+        metrics.push(Metric::new(&udp_metric(*r), "%", Better::Lower).titled(&format!("UDP loss offered {r} Mbit/s")));
+    }
+    let mut meta = Meta {
+        benchmark: "bench fidelity".into(),
+        targets: args
+            .emulators
+            .iter()
+            .map(|e| Target {
+                name: e.clone(),
+                ..Target::default()
+            })
+            .collect(),
+        parameters: json!({
+            "switches": args.switches, "seconds": args.seconds, "udp_mbit": args.udp_mbit,
+            "pings": args.pings, "rounds": args.rounds,
+            "setup": "linear topology of Linux bridges, one host per switch, no controller; measured from the first host to the last; sdnlab through netlab, Mininet 2.3 through its Python API (LinuxBridge)",
+            "host_rule": Rule::default(),
+        }),
+        metrics,
+        ..crate::rundir::started(&run_id)
+    };
+    crate::rundir::write_experiment(&dir, &Experiment::Fidelity(args.clone()))?;
+    let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
+    let trials_path = dir.join("trials.jsonl");
+    let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| LabError::Setup(format!("a runtime for netlab: {e}")))?;
+    let mut sdnlab = Sdnlab { rt, net: None };
+    let mut mininet = if args.emulators.iter().any(|e| e == "mininet") {
+        Some(Mininet::start(&dir).map_err(LabError::Setup)?)
+    } else {
+        None
+    };
+    // (emulator, switches) -> rows of figures over the rounds.
+    let mut rows: Vec<(String, usize, Vec<Value>)> = Vec::new();
+    let mut incomplete = 0;
+    for round in 0..args.rounds {
+        for &n in &args.switches {
+            for emu in &args.emulators {
+                let e: &mut dyn Emulation = match emu.as_str() {
+                    "mininet" => mininet.as_mut().expect("started above") as &mut dyn Emulation,
+                    _ => &mut sdnlab,
+                };
+                obs.event(Event::Line(&format!("{emu} linear,{n}, round {}", round + 1)));
+                match one(e, args, n) {
+                    Ok(fig) => {
+                        let mut values: Vec<(String, f64)> = vec![
+                            ("tcp_mbit".into(), fig["tcp"]["mbit"].as_f64().unwrap_or(f64::NAN)),
+                            ("rtt_ms".into(), fig["ping"]["rtt_ms"].as_f64().unwrap_or(f64::NAN)),
+                        ];
+                        for u in fig["udp"].as_array().into_iter().flatten() {
+                            if let (Some(r), Some(l)) = (u["offered_mbit"].as_f64(), u["lost_pct"].as_f64()) {
+                                values.push((udp_metric(r), l));
+                            }
+                        }
+                        values.retain(|(_, v)| v.is_finite());
+                        let s = Sample::trial(format!("{emu} linear,{n}"), round as u32, values)
+                            .under_test(emu.clone(), format!("linear,{n}"));
+                        run.append(&s).map_err(crate::rundir::io_error(&dir))?;
+                        let line = json!({"emulator": emu, "switches": n, "round": round, "figures": fig});
+                        let _ = writeln!(trials, "{line}");
+                        let _ = trials.flush();
+                        match rows.iter_mut().find(|r| r.0 == *emu && r.1 == n) {
+                            Some(r) => r.2.push(fig),
+                            None => rows.push((emu.clone(), n, vec![fig])),
+                        }
+                    }
+                    Err(err) => {
+                        incomplete += 1;
+                        let _ = e.down();
+                        let line = format!("{emu} linear,{n}: {err}");
+                        obs.event(Event::Line(&line));
+                        meta.events.push(line);
+                    }
+                }
+            }
+        }
+    }
+    drop(mininet);
+    let table = summary_table(args, &rows);
+    for (emu, n, figs) in &rows {
+        for f in figs {
+            for kind in ["tcp", "ping"] {
+                if let Some(r) = f[kind]["host"]["reason"].as_str() {
+                    meta.events.push(format!("{emu} linear,{n} {kind}: host-bound: {r}"));
+                }
+            }
+        }
+    }
+    std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
+    meta.finished_unix = Some(report::now_unix());
+    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    let report_path = dir.join("report.html").display().to_string();
+    Ok(Outcome {
+        table: format!("{table}\nreport: {report_path}\n"),
+        json: json!({"dir": dir, "report": report_path, "rows": rows.iter().map(|(e, n, f)| json!({"emulator": e, "switches": n, "rounds": f})).collect::<Vec<_>>()}),
+        dir,
+        incomplete,
+    })
+}
+
+/// One emulator at one size: up, the measurements, down (also on failure).
+fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, String> {
+    e.up(n)?;
+    let r = measure(e, args);
+    let d = e.down();
+    let v = r?;
+    d?;
+    Ok(v)
+}
+
+fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, String> {
+    let (tcp, host) = watched(|| e.iperf(args.seconds, None))?;
+    let tcp = rate_of(&tcp, false)?;
+    let bits = tcp.received_bps * args.seconds;
+    let bound = Bound::of("bit", host.demands(bits), None);
+    let tcp = json!({"mbit": tcp.received_bps / 1e6, "host": host, "bound": bound});
+    let mut udp = Vec::new();
+    for mbit in &args.udp_mbit {
+        let rate = format!("{mbit}M");
+        let (v, host) = watched(|| e.iperf(args.seconds, Some(&rate)))?;
+        let r = rate_of(&v, true)?;
+        let bound = Bound::of("bit", host.demands(r.received_bps * args.seconds), None);
+        udp.push(json!({"offered_mbit": mbit, "received_mbit": r.received_bps / 1e6,
+            "lost_pct": r.lost, "host": host, "bound": bound}));
+    }
+    let (text, host) = watched(|| e.ping(args.pings))?;
+    let rtt = rtt_of(&text).ok_or_else(|| format!("no round-trip time in ping's output: {}", text.trim()))?;
+    Ok(json!({"tcp": tcp, "udp": udp, "ping": {"rtt_ms": rtt, "host": host}}))
+}
+
+fn median(figs: &[Value], get: impl Fn(&Value) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = figs.iter().filter_map(get).filter(|x| x.is_finite()).collect();
+    (!v.is_empty()).then(|| stats::median(&v))
+}
+
+fn summary_table(args: &FidelityConfig, rows: &[(String, usize, Vec<Value>)]) -> String {
+    let mut t = String::from("| emulator | switches | TCP (Mbit/s) | bound (Mbit/s, bottleneck) | host-bound trials |");
+    for r in &args.udp_mbit {
+        t.push_str(&format!(" UDP {r} Mbit/s: received, loss |"));
+    }
+    t.push_str(" RTT (ms) |\n|---|---:|---:|---|---:|");
+    for _ in &args.udp_mbit {
+        t.push_str("---|");
+    }
+    t.push_str("---:|\n");
+    for (emu, n, figs) in rows {
+        let tcp = median(figs, |f| f["tcp"]["mbit"].as_f64());
+        let bound = median(figs, |f| f["tcp"]["bound"]["bound"].as_f64().map(|b| b / 1e6));
+        let bottleneck = figs
+            .last()
+            .and_then(|f| f["tcp"]["bound"]["bottleneck"].as_str())
+            .unwrap_or("-");
+        let trials = figs.len() * (2 + args.udp_mbit.len());
+        let bound_trials = figs
+            .iter()
+            .map(|f| {
+                let mut k = 0;
+                if f["tcp"]["host"]["host_bound"] == true {
+                    k += 1;
+                }
+                if f["ping"]["host"]["host_bound"] == true {
+                    k += 1;
+                }
+                k + f["udp"]
+                    .as_array()
+                    .map(|u| u.iter().filter(|x| x["host"]["host_bound"] == true).count())
+                    .unwrap_or(0)
+            })
+            .sum::<usize>();
+        let fmt = |x: Option<f64>| x.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
+        t.push_str(&format!(
+            "| {emu} | {n} | {} | {} ({bottleneck}) | {bound_trials} of {trials} |",
+            fmt(tcp),
+            fmt(bound)
+        ));
+        for (i, _) in args.udp_mbit.iter().enumerate() {
+            let rx = median(figs, |f| f["udp"][i]["received_mbit"].as_f64());
+            let loss = median(figs, |f| f["udp"][i]["lost_pct"].as_f64());
+            t.push_str(&format!(" {}, {} % |", fmt(rx), fmt(loss)));
+        }
+        t.push_str(&format!(
+            " {:.3} |\n",
+            median(figs, |f| f["ping"]["rtt_ms"].as_f64()).unwrap_or(f64::NAN)
+        ));
+    }
+    t
+}
