@@ -13,7 +13,8 @@
 //!
 //! Reading /proc costs the measured path nothing it waits on: one thread,
 //! ten small reads a second, and two walks of /proc per trial (their cost
-//! is measured in docs/BENCHMARKS.md).
+//! is measured in docs/BENCHMARKS.md, with `SDNLAB_HOST_WATCH=off` turning
+//! the watch off for the comparison).
 
 use serde::Serialize;
 use std::collections::HashMap;
@@ -65,6 +66,9 @@ pub struct ProcessLoad {
 /// What the host did during one trial.
 #[derive(Clone, Debug, Serialize)]
 pub struct HostLoad {
+    /// False when the watch was off (`SDNLAB_HOST_WATCH=off`, for measuring
+    /// what watching costs): nothing else here is then measured.
+    pub watched: bool,
     pub seconds: f64,
     pub rule: Rule,
     pub cores: Vec<CoreLoad>,
@@ -225,6 +229,17 @@ impl HostWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let watched = Arc::new(std::sync::Mutex::new(watched));
+        if std::env::var("SDNLAB_HOST_WATCH").is_ok_and(|v| v == "off") {
+            return HostWatch {
+                stop,
+                sampler: None,
+                first: Vec::new(),
+                threads: HashMap::new(),
+                watched,
+                started: Instant::now(),
+                rule,
+            };
+        }
         let list = watched.clone();
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let sampler = std::thread::Builder::new()
@@ -303,6 +318,18 @@ impl HostWatch {
 
     pub fn finish(mut self) -> HostLoad {
         self.stop.store(true, Ordering::Relaxed);
+        if self.sampler.is_none() && self.first.is_empty() {
+            return HostLoad {
+                watched: false,
+                seconds: self.started.elapsed().as_secs_f64(),
+                rule: self.rule,
+                cores: Vec::new(),
+                processes: Vec::new(),
+                path_cores: Vec::new(),
+                host_bound: false,
+                reason: None,
+            };
+        }
         let (samples, seen) = self.sampler.take().and_then(|h| h.join().ok()).unwrap_or_default();
         let seconds = self.started.elapsed().as_secs_f64();
         let last = core_ticks();
@@ -418,6 +445,7 @@ impl HostWatch {
             )
         });
         HostLoad {
+            watched: true,
             seconds,
             rule: self.rule,
             cores,
@@ -432,6 +460,9 @@ impl HostWatch {
 impl HostLoad {
     /// One line for a terminal: each core's load, and the verdict.
     pub fn line(&self) -> String {
+        if !self.watched {
+            return "not watched (SDNLAB_HOST_WATCH=off)".into();
+        }
         let cores: Vec<String> = self
             .cores
             .iter()

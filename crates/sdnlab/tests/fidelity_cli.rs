@@ -13,9 +13,14 @@ fn emulators_left(dir: &std::path::Path) -> Vec<String> {
     let mut left = Vec::new();
     for e in std::fs::read_dir("/sys/class/net").into_iter().flatten().flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
-        let mininet = (n.starts_with('s') || n.starts_with('h'))
-            && n.contains("-eth")
-            && n[1..n.find('-').unwrap_or(1)].chars().all(|c| c.is_ascii_digit());
+        // Mininet's: its bridges `sN`, their ports `sN-ethM`, hosts' `hN-ethM`.
+        let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+        let mininet = match n.split_once("-eth") {
+            Some((node, port)) => {
+                (node.starts_with('s') || node.starts_with('h')) && digits(&node[1..]) && digits(port)
+            }
+            None => n.starts_with('s') && digits(&n[1..]),
+        };
         if mininet {
             left.push(format!("interface {n}"));
         }

@@ -114,12 +114,13 @@ impl SwitchConfig {
 struct Paced<'a, 'r> {
     bed: &'a bed::Bed,
     frame: usize,
-    record: &'r mut dyn FnMut(&str, &Trial),
+    record: &'r mut dyn FnMut(&str, &Trial, &crate::host::HostLoad),
     dut: &'a str,
     obs: &'a dyn Observer,
 }
 
-/// One trial, with the observer told as it starts and ends.
+/// One trial, with the observer told as it starts and ends, and the host
+/// watched while it runs.
 fn observed_trial(
     obs: &dyn Observer,
     dut: &str,
@@ -128,14 +129,17 @@ fn observed_trial(
     frame: usize,
     rate: Option<f64>,
     seconds: f64,
-) -> Result<Trial, String> {
+) -> Result<(Trial, crate::host::HostLoad), String> {
     obs.event(Event::TrialStart {
         test,
         frame,
         offered_pps: rate,
         seconds,
     });
-    let t = trial(bed, frame, rate, seconds)?;
+    let watch = crate::host::HostWatch::start(bed.path_processes(), crate::host::Rule::default());
+    let t = trial(bed, frame, rate, seconds);
+    let host = watch.finish();
+    let t = t?;
     obs.event(Event::TrialEnd(&crate::TrialFigures {
         system: dut.to_string(),
         test: test.to_string(),
@@ -145,7 +149,7 @@ fn observed_trial(
         received: t.received,
         latency_us: (t.received > 0).then_some([t.latency_us_p50, t.latency_us_p99, t.latency_us_max]),
     }));
-    Ok(t)
+    Ok((t, host))
 }
 
 impl crate::method::rfc2544::Device for Paced<'_, '_> {
@@ -160,7 +164,8 @@ impl crate::method::rfc2544::Device for Paced<'_, '_> {
             rate,
             seconds,
         )?;
-        (self.record)("zero_loss_search", &t);
+        let (t, host) = t;
+        (self.record)("zero_loss_search", &t, &host);
         Ok(t)
     }
     fn burst(&mut self, _frames: u64) -> Result<(bool, f64), String> {
@@ -333,7 +338,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                     std::thread::sleep(settle);
                 }
             }
-            let max = match observed_trial(obs, dut, "flat_out", &bed, cfg.frame, None, seconds) {
+            let (max, max_host) = match observed_trial(obs, dut, "flat_out", &bed, cfg.frame, None, seconds) {
                 Ok(t) => t,
                 Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
             };
@@ -350,15 +355,17 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                             .collect::<Vec<_>>()
                     })
             };
-            let mut record = |kind: &str, t: &Trial| {
+            let mut record = |kind: &str, t: &Trial, host: &crate::host::HostLoad| {
+                let bound = crate::host::Bound::of("frame", host.demands(t.received as f64), None);
                 let v = json!({"switch_ports": stats(of_addr),"dut": dut, "rules": extra, "round": round, "test": kind, "frame": cfg.frame, "seconds": seconds,
                     "offered_pps": t.offered_pps, "sent": t.sent, "received": t.received, "rx_pps": t.rx_pps,
                     "latency_us_p50": t.latency_us_p50, "latency_us_p99": t.latency_us_p99,
-                    "receiver_drops": t.receiver_drops, "received_via": t.rx.via});
+                    "receiver_drops": t.receiver_drops, "received_via": t.rx.via,
+                    "host_bound": host.host_bound, "host": host, "bound": bound});
                 let _ = writeln!(samples, "{v}");
                 let _ = samples.flush();
             };
-            record("max", &max);
+            record("max", &max, &max_host);
             // Zero-loss search between nothing and what the generator can
             // offer (RFC 2544's search, without its long confirmation).
             let mut paced = Paced {

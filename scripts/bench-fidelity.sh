@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue 30's benchmark, in one run: (1) what watching the host costs the
+# measured path: `net iperf` across two sdnlab switches (linear,2, no rate
+# limit, so the switches' CPU is the limit), the host watch on and off
+# (SDNLAB_HOST_WATCH=off) alternated REPS times, every figure to
+# results/bench-fidelity-<time>/watch-ab.jsonl first; (2) `bench fidelity`,
+# sdnlab's emulation against Mininet's, linear 1, 4 and 8, into the same
+# directory. Needs root and Debian's mininet package (install-deps.sh).
+# Usage: scripts/bench-fidelity.sh [REPS] [SECONDS]   (default 5 and 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+reps=${1:-5}
+secs=${2:-5}
+out=results/bench-fidelity-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+cargo build -q --release -p sdnlab
+bin=target/release/sdnlab
+"$bin" net up linear,2 --switch sdnlab > "$out/net-up.log" 2>&1 &
+up=$!
+trap 'kill $up 2>/dev/null || true; wait $up 2>/dev/null || true' EXIT
+for _ in $(seq 50); do grep -q '^up;' "$out/net-up.log" && break; sleep 0.1; done
+id=$(awk '/^run /{print $2; exit}' "$out/net-up.log" | tr -d :)
+for rep in $(seq "$reps"); do
+  for watch in on off; do
+    SDNLAB_HOST_WATCH=$watch "$bin" net iperf --id "$id" h1 h2 --seconds "$secs" --json \
+      | python3 -c "import json,sys; v=json.load(sys.stdin); print(json.dumps({'watch': '$watch', 'rep': $rep, 'mbit': v['iperf']['received_bps']/1e6, 'host_bound': v['host']['host_bound'], 'bound': (v['bound'] or {}).get('bound'), 'bottleneck': (v['bound'] or {}).get('bottleneck')}))" \
+      >> "$out/watch-ab.jsonl"
+  done
+done
+"$bin" net down --id "$id" > /dev/null
+wait $up 2>/dev/null || true
+trap - EXIT
+python3 - "$out/watch-ab.jsonl" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for w in ("on", "off"):
+    v = [r["mbit"] for r in rows if r["watch"] == w]
+    print(f"host watch {w}: median {statistics.median(v):.0f} Mbit/s, range {min(v):.0f}-{max(v):.0f} (n={len(v)})")
+PY
+"$bin" bench fidelity --switches 1,4,8 --seconds "$secs" --rounds 3 --out "$out/fidelity"
