@@ -199,6 +199,24 @@ fn every_test_and_scenario_runs_against_sdnlab_ovs_and_the_bridge() {
             .map(|v| v.trim().parse().unwrap())
             .collect();
         assert!(through.len() == 2 && through.iter().all(|r| *r > 0.0), "{summary}");
+        // Beside them, each flat-out trial's operational bound and its bottleneck.
+        let bounds = row(&paths, dut).split('|').nth(4).unwrap();
+        assert!(bounds.matches('(').count() == 2, "{summary}");
+        let flat: Vec<_> = all
+            .iter()
+            .filter(|t| t["dut"] == dut && t["test"] == "path_max")
+            .collect();
+        assert!(!flat.is_empty());
+        for t in flat {
+            assert!(
+                t["bound"]["bottleneck"].is_string() && t["bound"]["bound"].as_f64() > Some(0.0),
+                "{t}"
+            );
+            assert!(
+                t["host_bound"].is_boolean() && t["host"]["cores"].as_array().is_some_and(|c| !c.is_empty()),
+                "{t}"
+            );
+        }
         let p = row(&parallel, dut);
         assert_eq!(cell(p, &format!("| {dut} |"), 2), 3.0, "three bridges: {summary}");
         assert!(cell(p, &format!("| {dut} |"), 4) > 0.0, "{summary}");

@@ -471,6 +471,7 @@ fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, St
     // Flat out first: a path that never forwards without some loss (a
     // zero-loss search finds nothing) still shows how much it carries.
     let max = r.run("path_max", 64, None, p.search_s)?.rx_pps;
+    let bound = r.last_bound.clone();
     let zero_loss = throughput(r, 64, p).ok().map(|t| t.rate);
     let mut lat = Vec::new();
     for _ in 0..p.scenario_repetitions {
@@ -487,6 +488,7 @@ fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, St
     Ok(PathFigures {
         zero_loss,
         max,
+        bound,
         lat,
         gbps,
     })
@@ -497,6 +499,8 @@ fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, St
 struct PathFigures {
     zero_loss: Option<f64>,
     max: f64,
+    /// The flat-out trial's operational bound.
+    bound: Option<crate::host::Bound>,
     lat: f64,
     gbps: f64,
 }
@@ -521,6 +525,7 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, Stri
             obs: r.obs,
             trials_run: 0,
             host_bound: Vec::new(),
+            last_bound: None,
         };
         let figures = path_figures(&mut cr, p, &format!("{} switches", p.long_path));
         // What went wrong on the chain goes to the run's events too.
@@ -539,12 +544,14 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, Stri
     let long = long?;
     let zl = |f: &PathFigures| f.zero_loss.map_or("none".to_string(), |r| format!("{r:.0}"));
     Ok(format!(
-        "| {} | {} / {} | {:.0} / {:.0} | {:.1} / {:.1} | {:.2} / {:.2} |\n",
+        "| {} | {} / {} | {:.0} / {:.0} | {} / {} | {:.1} / {:.1} | {:.2} / {:.2} |\n",
         r.dut,
         zl(&one),
         zl(&long),
         one.max,
         long.max,
+        runner::bound_cell(&one.bound),
+        runner::bound_cell(&long.bound),
         one.lat,
         long.lat,
         one.gbps,
@@ -579,9 +586,19 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, S
     };
     let alone = run_trial(r.bed, &load(r.bed, 64, None, p.search_s))?;
     let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
+    let mut path: Vec<(String, u32)> = beds.iter().flat_map(|b| b.path_processes()).collect();
+    path.sort_by_key(|p| p.1);
+    path.dedup_by_key(|p| p.1);
+    let watch = crate::host::HostWatch::start(path, crate::host::Rule::default());
     let all = at_once(None, p.search_s);
+    let host = watch.finish();
     let cpu = cpu.map(CpuSampler::finish);
     let all = all?;
+    let received: u64 = all.iter().map(|t| t.received).sum();
+    let bound = crate::host::Bound::of("frame", host.demands(received as f64), None);
+    if let Some(reason) = &host.reason {
+        r.host_bound.push(format!("parallel, all at once: {reason}"));
+    }
     let loaded = at_once(Some(p.scenario_rate), p.scenario_s)?;
     if let Some(ovs) = r.bed.ovs.as_ref() {
         for b in &extra {
@@ -600,7 +617,7 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, S
         json!({"dut": r.dut, "test": "parallel", "bridges": bridges, "alone_rx_pps": alone.rx_pps,
             "all_rx_pps": all.iter().map(|t| t.rx_pps).collect::<Vec<_>>(), "all_offered_pps": all.iter().map(|t| t.offered_pps).collect::<Vec<_>>(),
             "loaded_rate_pps": p.scenario_rate, "loaded_latency_us_mean": loaded.iter().map(|t| t.latency_us_mean).collect::<Vec<_>>(),
-            "loaded_lost": lost, "cpu": cpu})
+            "loaded_lost": lost, "cpu": cpu, "host_bound": host.host_bound, "host": host, "bound": bound})
     );
     r.figure(
         format!("parallel {bridges} bridges"),
@@ -609,10 +626,11 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, S
         Vec::new(),
     );
     Ok(format!(
-        "| {} | {bridges} | {:.0} | {aggregate:.0} ({}) | {} ({lost} lost) |\n",
+        "| {} | {bridges} | {:.0} | {aggregate:.0} ({}) | {} | {} ({lost} lost) |\n",
         r.dut,
         alone.rx_pps,
         per.join(" + "),
+        runner::bound_cell(&bound),
         lat.join(" / ")
     ))
 }
@@ -746,10 +764,10 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
     );
     let mut scenario_tables = scenarios::Tables::default();
     let mut paths_table = String::from(
-        "| switch | throughput, 64 B, 1 switch / long path (frames/s) | flat-out forwarding, 64 B, 1 switch / long path (frames/s) | latency mean at the scenario rate (µs) | iperf3 TCP (Gbit/s) |\n|---|---|---|---|---|\n",
+        "| switch | throughput, 64 B, 1 switch / long path (frames/s) | flat-out forwarding, 64 B, 1 switch / long path (frames/s) | its operational bound, 1 switch / long path (frames/s, bottleneck) | latency mean at the scenario rate (µs) | iperf3 TCP (Gbit/s) |\n|---|---|---|---|---|---|\n",
     );
     let mut parallel_table = String::from(
-        "| switch | bridges | one alone, flat out (frames/s) | all at once, flat out: total (each) | latency mean at the scenario rate, all loaded (µs) |\n|---|---:|---:|---|---|\n",
+        "| switch | bridges | one alone, flat out (frames/s) | all at once, flat out: total (each) | its operational bound (frames/s, bottleneck) | latency mean at the scenario rate, all loaded (µs) |\n|---|---:|---:|---|---|---|\n",
     );
     let mut iperf_table = String::from(
         "| switch | iperf3 TCP (Gbit/s) | iperf3 UDP, offered → received Mbit/s (loss) |\n|---|---:|---|\n",
@@ -820,6 +838,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             obs,
             trials_run: 0,
             host_bound: Vec::new(),
+            last_bound: None,
         };
         for &frame in &p.frames {
             if !RFC_TESTS.iter().any(|t| wants(t)) {

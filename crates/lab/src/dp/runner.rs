@@ -71,6 +71,8 @@ pub(crate) struct Runner<'a> {
     /// Trials run, and why each host-bound one was (see `crate::host`).
     pub(crate) trials_run: usize,
     pub(crate) host_bound: Vec<String>,
+    /// The operational bound of the last trial run (frames/s).
+    pub(crate) last_bound: Option<crate::host::Bound>,
 }
 
 /// Each port's (received, sent) packets, by the switch's OpenFlow statistics.
@@ -157,6 +159,7 @@ impl Runner<'_> {
         // The operational bound per frame: each element's CPU seconds per
         // frame received (frames in flight are not known: 1/D_max).
         let bound = crate::host::Bound::of("frame", host.demands(t.received as f64), None);
+        self.last_bound = bound.clone();
         let short = rate.is_some_and(|r| t.offered_pps < 0.99 * r);
         let far_short = rate.is_some_and(|r| t.offered_pps < FAR_SHORT * r);
         let valid = t.receiver_drops == 0 && !far_short;
@@ -202,6 +205,14 @@ impl Runner<'_> {
         if let Err(e) = self.run.append(&s) {
             self.problems.push(format!("writing a sample: {e}"));
         }
+    }
+}
+
+/// A bound as a table cell: frames/s and its bottleneck.
+pub(crate) fn bound_cell(b: &Option<crate::host::Bound>) -> String {
+    match b {
+        Some(b) => format!("{:.0} ({})", b.bound, b.bottleneck),
+        None => "-".into(),
     }
 }
 
