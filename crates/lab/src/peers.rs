@@ -44,6 +44,13 @@ pub struct Peer {
     dir: PathBuf,
 }
 
+impl Peer {
+    /// The peer's process id (for accounting its CPU time, never to signal it by).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -165,6 +165,23 @@ enum Controller {
 }
 
 impl Controller {
+    /// The processes of the controller under test (this one when embedded;
+    /// the emulated fabric's switches run here too).
+    fn processes(&self) -> Vec<(String, u32)> {
+        let mut v = vec![("sdnlab (fabric, driver)".to_string(), std::process::id())];
+        match self {
+            Controller::Peer(p) => v.push((p.name.clone(), p.pid())),
+            Controller::Pair { active, standby } => {
+                if let Some(a) = active {
+                    v.push((a.name.clone(), a.pid()));
+                }
+                v.push((standby.name.clone(), standby.pid()));
+            }
+            Controller::Embedded(_) | Controller::External => {}
+        }
+        v
+    }
+
     fn stop(self) {
         match self {
             Controller::Embedded(h) => h.stop(),
@@ -622,7 +639,14 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             } else {
                 None
             };
+            let watch = crate::host::HostWatch::start(ctl.processes(), crate::host::Rule::default());
             let mut t = rt.block_on(trial(a, s, targets, version, &nb, &mut ctl));
+            let host = watch.finish();
+            if let Some(reason) = &host.reason {
+                t.note(&format!("host-bound: {reason}"));
+                meta.events
+                    .push(format!("{} trial {trial_no}: host-bound: {reason}", s.name));
+            }
             if let Some((f, rates)) = flood {
                 f.shutdown_background();
                 let r = rates.lock().unwrap();

@@ -778,7 +778,17 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                             scenario: &scenario,
                             rep,
                         };
-                        let Measured { values, cdf, note } = match run_point(&mut lab, &pt, &mut csv) {
+                        // The host while the point runs: the replicas' nginx,
+                        // httperf, and this process (the lb controller, the
+                        // open-loop client).
+                        let watch = crate::host::HostWatch::start_with(
+                            vec![("sdnlab (lb controller, client)".into(), std::process::id())],
+                            &["nginx", "httperf"],
+                            crate::host::Rule::default(),
+                        );
+                        let measured = run_point(&mut lab, &pt, &mut csv);
+                        let host = watch.finish();
+                        let Measured { values, cdf, mut note } = match measured {
                             Ok(x) => x,
                             Err(e) => {
                                 meta.events.push(format!("{scenario} #{rep}: {e}"));
@@ -786,6 +796,15 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                                 continue;
                             }
                         };
+                        if let Some(reason) = &host.reason {
+                            let line = format!("{scenario} #{rep}: host-bound: {reason}");
+                            obs.event(Event::Line(&line));
+                            meta.events.push(line);
+                            note = Some(match note {
+                                Some(n) => format!("{n}; host-bound: {reason}"),
+                                None => format!("host-bound: {reason}"),
+                            });
+                        }
                         for (k, x) in &values {
                             acc.entry(k.clone()).or_default().push(*x);
                         }
