@@ -244,6 +244,8 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     let samples_path = dir.join("trials.jsonl");
     let mut samples = std::fs::File::create(&samples_path).map_err(crate::rundir::io_error(&samples_path))?;
     let mut rows: Vec<serde_json::Value> = Vec::new();
+    // Host-bound trials (see `crate::host`), for the run's events.
+    let mut host_bound: Vec<(String, String)> = Vec::new();
     for dut in &cfg.duts {
         let openflow = matches!(
             dut.as_str(),
@@ -364,6 +366,9 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                     "host_bound": host.host_bound, "host": host, "bound": bound});
                 let _ = writeln!(samples, "{v}");
                 let _ = samples.flush();
+                if let Some(r) = &host.reason {
+                    host_bound.push((dut.clone(), format!("{kind}, {extra} rules: {r}")));
+                }
             };
             record("max", &max, &max_host);
             // Zero-loss search between nothing and what the generator can
@@ -476,6 +481,17 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         ));
     }
     std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
+    for dut in &cfg.duts {
+        let mine: Vec<&String> = host_bound.iter().filter(|(d, _)| d == dut).map(|(_, r)| r).collect();
+        if let Some(first) = mine.first() {
+            let line = format!(
+                "{dut}: {} trials were host-bound (a core of the measured path saturated: the figure says as much about this host as about the switch); the first: {first}",
+                mine.len()
+            );
+            obs.event(Event::Line(&line));
+            meta.events.push(line);
+        }
+    }
     meta.finished_unix = Some(report::now_unix());
     run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
     let trials = samples_path.display().to_string();
