@@ -406,9 +406,13 @@ impl Console {
             None => "TCP".into(),
         };
         println!("*** Iperf: testing {what} bandwidth between {client} and {server} ({seconds} s)");
+        let watch = lab::host::HostWatch::start(Vec::new(), lab::host::Rule::default());
+        let add = watch.adder();
         let r = self
             .rt
-            .block_on(run::iperf(st, &client, &server, seconds, udp.as_deref(), &|_, _| {}))?;
+            .block_on(run::iperf(st, &client, &server, seconds, udp.as_deref(), &add));
+        let host = watch.finish();
+        let r = r?;
         match r.lost {
             Some(lost) => println!(
                 "*** Results: sent {}, received {}, {:.2}% lost",
@@ -423,6 +427,7 @@ impl Console {
                 r.retransmits
             ),
         }
+        println!("*** Host: {}", host.line());
         Ok(())
     }
 
