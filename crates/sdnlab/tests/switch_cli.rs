@@ -494,6 +494,9 @@ fn a_peer_that_reads_nothing_cannot_make_the_switch_hoard_replies() {
         match greedy.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => total += n,
+            // Closed with some of our requests still unread on its side:
+            // the kernel ends the connection with a reset, not a FIN.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
             Err(e) => panic!("still open after {:?} ({total} bytes read): {e}", t.elapsed()),
         }
     }
