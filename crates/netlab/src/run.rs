@@ -716,6 +716,9 @@ pub async fn iperf(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))?;
+    if let Some(pid) = server_proc.id() {
+        started("iperf3 server", pid);
+    }
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let ip = srv.ip.to_string();
     let secs = seconds.to_string();
