@@ -521,21 +521,46 @@ impl Bound {
 }
 
 impl HostLoad {
-    /// Each watched process's service demand, and the kernel's (interrupts
-    /// and softirqs on every core), in CPU seconds per unit of work when
-    /// `units` were carried during the trial.
+    /// Each core's service demand, in CPU seconds per unit of work when
+    /// `units` were carried during the trial: the path's processes' time
+    /// on that core and the kernel's interrupt and softirq time there.
     pub fn demands(&self, units: f64) -> Vec<(String, f64)> {
         if units <= 0.0 {
             return Vec::new();
         }
-        let mut out: Vec<(String, f64)> = self
-            .processes
+        // The resources are the cores: each core's demand is the path's
+        // CPU time on it (its processes' time there, and the kernel's
+        // interrupt and softirq time there, where packets are carried)
+        // per unit. The name says what used the core most.
+        self.cores
             .iter()
-            .map(|p| (format!("{} (pid {})", p.label, p.pid), p.cpu_s / units))
-            .collect();
-        let irq_s: f64 = self.cores.iter().map(|c| c.irq * self.seconds).sum();
-        out.push(("kernel (interrupts and softirqs)".into(), irq_s / units));
-        out
+            .map(|c| {
+                let irq_s = c.irq * self.seconds;
+                let mut users: Vec<(String, f64)> = self
+                    .processes
+                    .iter()
+                    .filter_map(|p| {
+                        let s: f64 = p.cores.iter().filter(|(k, _)| *k == c.core).map(|(_, s)| s).sum();
+                        (s > 0.0).then(|| (format!("{} (pid {})", p.label, p.pid), s))
+                    })
+                    .collect();
+                users.push(("the kernel's interrupts and softirqs".into(), irq_s));
+                users.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let total: f64 = users.iter().map(|u| u.1).sum();
+                let name = format!(
+                    "cpu{}: {}",
+                    c.core,
+                    users
+                        .iter()
+                        .filter(|u| u.1 > 0.0)
+                        .take(2)
+                        .map(|(n, s)| format!("{n} {:.0} %", 100.0 * s / total.max(1e-9)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                (name, total / units)
+            })
+            .collect()
     }
 }
 

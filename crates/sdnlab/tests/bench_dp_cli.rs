@@ -200,8 +200,12 @@ fn every_test_and_scenario_runs_against_sdnlab_ovs_and_the_bridge() {
             .collect();
         assert!(through.len() == 2 && through.iter().all(|r| *r > 0.0), "{summary}");
         // Beside them, each flat-out trial's operational bound and its bottleneck.
-        let bounds = row(&paths, dut).split('|').nth(4).unwrap();
-        assert!(bounds.matches('(').count() == 2, "{summary}");
+        let bounds: Vec<&str> = row(&paths, dut).split('|').nth(4).unwrap().split(" / ").collect();
+        assert_eq!(bounds.len(), 2, "{summary}");
+        for b in bounds {
+            let (n, why) = b.trim().split_once(" (").unwrap();
+            assert!(n.parse::<f64>().unwrap() > 0.0 && why.starts_with("cpu"), "{summary}");
+        }
         let flat: Vec<_> = all
             .iter()
             .filter(|t| t["dut"] == dut && t["test"] == "path_max")
