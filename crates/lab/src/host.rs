@@ -177,11 +177,49 @@ fn process_name(all: &HashMap<u32, Thread>, pid: u32) -> String {
 
 /// What the sampler thread hands back: each sample's per-core busy
 /// shares, and each watched process's last CPU ticks and core.
-type Samples = (Vec<Vec<f64>>, HashMap<u32, (u64, usize)>);
+type Samples = (Vec<Vec<f64>>, Followed);
 
-/// A process's CPU ticks (user and system, all threads) and last core.
-fn process_ticks(pid: u32) -> Option<(u64, usize)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// The watched processes' threads followed sample by sample: each thread's
+/// last ticks, and the CPU ticks each process spent on each core.
+#[derive(Default)]
+struct Followed {
+    last: HashMap<u32, u64>,
+    per_core: HashMap<(u32, usize), u64>,
+}
+
+impl Followed {
+    /// One look at process `pid`'s threads: each thread's ticks since the
+    /// last look go to the core it runs on now (`start` holds every
+    /// thread's ticks when the trial began).
+    fn look(&mut self, pid: u32, start: &HashMap<u32, Thread>) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|x| x.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Some((ticks, core)) = std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|st| stat_ticks_core(&st))
+            else {
+                continue;
+            };
+            let before = match self.last.get(&tid) {
+                Some(b) => *b,
+                None => start.get(&tid).filter(|b| b.pid == pid).map(|b| b.ticks).unwrap_or(0),
+            };
+            let d = ticks.saturating_sub(before);
+            if d > 0 {
+                *self.per_core.entry((pid, core)).or_default() += d;
+            }
+            self.last.insert(tid, ticks);
+        }
+    }
+}
+
+/// A task's CPU ticks (user and system) and the core it last ran on, from its stat line.
+fn stat_ticks_core(stat: &str) -> Option<(u64, usize)> {
     let close = stat.rfind(')')?;
     let f: Vec<&str> = stat.get(close + 2..)?.split_whitespace().collect();
     let num = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
@@ -242,11 +280,14 @@ impl HostWatch {
         }
         let list = watched.clone();
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let start = threads();
+        let start_for_sampler = start.clone();
         let sampler = std::thread::Builder::new()
             .name("host-watch".into())
             .spawn(move || {
+                let start = start_for_sampler;
                 let mut busy: Vec<Vec<f64>> = Vec::new();
-                let mut seen: HashMap<u32, (u64, usize)> = HashMap::new();
+                let mut followed = Followed::default();
                 let mut last = core_ticks();
                 let mut round = 0u64;
                 while !flag.load(Ordering::Relaxed) {
@@ -268,8 +309,8 @@ impl HostWatch {
                     busy.push(sample);
                     last = now;
                     // Named programs as they appear (twice a second), and
-                    // every watched process's CPU time so far, kept for
-                    // those that exit before the trial ends.
+                    // every watched process's threads: their time since the
+                    // last sample, on the core each runs on now.
                     if !names.is_empty() && round % 5 == 1 {
                         let found = processes_named(&names);
                         let mut l = list.lock().unwrap_or_else(|p| p.into_inner());
@@ -286,19 +327,17 @@ impl HostWatch {
                         .map(|w| w.1)
                         .collect();
                     for pid in pids {
-                        if let Some(t) = process_ticks(pid) {
-                            seen.insert(pid, t);
-                        }
+                        followed.look(pid, &start);
                     }
                 }
-                (busy, seen)
+                (busy, followed)
             })
             .ok();
         HostWatch {
             stop,
             sampler,
             first: core_ticks(),
-            threads: threads(),
+            threads: start,
             watched,
             started: Instant::now(),
             rule,
@@ -330,7 +369,7 @@ impl HostWatch {
                 reason: None,
             };
         }
-        let (samples, seen) = self.sampler.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let (samples, mut followed) = self.sampler.take().and_then(|h| h.join().ok()).unwrap_or_default();
         let seconds = self.started.elapsed().as_secs_f64();
         let last = core_ticks();
         let after = threads();
@@ -377,24 +416,18 @@ impl HostWatch {
             });
         }
         let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        // A process gone before the end: its last sampled CPU time, less
-        // what it had when the trial began, on the core it last ran on.
+        // The path's processes as followed sample by sample (a last look
+        // now for the time since the last sample), so each core gets the
+        // time actually spent on it, also by processes gone before the end.
         for (_, pid) in &watched {
-            if after.values().any(|t| t.pid == *pid) {
-                continue;
-            }
-            if let Some((ticks, core)) = seen.get(pid) {
-                let before: u64 = self.threads.values().filter(|t| t.pid == *pid).map(|t| t.ticks).sum();
-                let d = ticks.saturating_sub(before);
-                if d > 0 {
-                    *by_proc_core.entry((*pid, *core)).or_default() += d as f64 / hz;
-                }
-            }
+            followed.look(*pid, &self.threads);
         }
+        let path_per_core: HashMap<(u32, usize), f64> =
+            followed.per_core.iter().map(|(k, t)| (*k, *t as f64 / hz)).collect();
         let processes: Vec<ProcessLoad> = watched
             .iter()
             .map(|(label, pid)| {
-                let mut per: Vec<(usize, f64)> = by_proc_core
+                let mut per: Vec<(usize, f64)> = path_per_core
                     .iter()
                     .filter(|((p, _), _)| p == pid)
                     .map(|((_, c), s)| (*c, *s))
@@ -546,7 +579,11 @@ impl HostLoad {
                     .collect();
                 users.push(("the kernel's interrupts and softirqs".into(), irq_s));
                 users.sort_by(|a, b| b.1.total_cmp(&a.1));
-                let total: f64 = users.iter().map(|u| u.1).sum();
+                // Never more than the core was busy (a thread's time is put
+                // on the core it ran on at each sample, which can overshoot
+                // by up to one sample interval).
+                let used: f64 = users.iter().map(|u| u.1).sum();
+                let total = used.min(c.busy * self.seconds);
                 let name = format!(
                     "cpu{}: {}",
                     c.core,
@@ -554,7 +591,7 @@ impl HostLoad {
                         .iter()
                         .filter(|u| u.1 > 0.0)
                         .take(2)
-                        .map(|(n, s)| format!("{n} {:.0} %", 100.0 * s / total.max(1e-9)))
+                        .map(|(n, s)| format!("{n} {:.0} %", 100.0 * s / used.max(1e-9)))
                         .collect::<Vec<_>>()
                         .join(", ")
                 );

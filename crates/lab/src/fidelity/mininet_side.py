@@ -9,6 +9,7 @@ Commands: `up N` (linear topology of N switches, one host each), `tcp S`,
 `ping COUNT` (first host to the last), `down`.
 """
 import json
+import signal
 import sys
 import time
 
@@ -35,6 +36,10 @@ def iperf(net, seconds, rate=None):
 
 
 def main():
+    # The Rust side decides when this ends (the end of its input), so a
+    # Ctrl-C or SIGTERM meant for the run never leaves Mininet's network up.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     setLogLevel("error")
     net = None
     for line in sys.stdin:

@@ -194,8 +194,12 @@ impl Mininet {
         let script = dir.join("mininet_side.py");
         std::fs::write(&script, MININET_SIDE).map_err(|e| format!("{}: {e}", script.display()))?;
         // Debian's interpreter: Mininet is installed for it (not for another python3 on PATH).
+        use std::os::unix::process::CommandExt;
         let mut child = Command::new("/usr/bin/python3")
             .arg(&script)
+            // Its own process group: a terminal's Ctrl-C reaches the run,
+            // which then ends the side by closing its input.
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -322,6 +326,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
             "bench fidelity needs root (network namespaces, Mininet)".into(),
         ));
     }
+    crate::stop::catch_stop_signals();
     let run_id = place.name("bench-fidelity");
     let dir = place.dir(&run_id);
     let mut metrics = vec![
@@ -367,9 +372,16 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
     // (emulator, switches) -> rows of figures over the rounds.
     let mut rows: Vec<(String, usize, Vec<Value>)> = Vec::new();
     let mut incomplete = 0;
-    for round in 0..args.rounds {
+    'rounds: for round in 0..args.rounds {
         for &n in &args.switches {
             for emu in &args.emulators {
+                if crate::stop::stopping() {
+                    meta.events.push("stopped by a signal before the end".into());
+                    obs.event(Event::Line(
+                        "stopped by a signal; both emulations are down, the report covers what ran",
+                    ));
+                    break 'rounds;
+                }
                 let e: &mut dyn Emulation = match emu.as_str() {
                     "mininet" => mininet.as_mut().expect("started above") as &mut dyn Emulation,
                     _ => &mut sdnlab,
@@ -443,6 +455,7 @@ fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, 
 }
 
 fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, String> {
+    crate::stop::check()?;
     let (tcp, host) = watched(|| e.iperf(args.seconds, None))?;
     let tcp = rate_of(&tcp, false)?;
     let bits = tcp.received_bps * args.seconds;
@@ -450,6 +463,7 @@ fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, String
     let tcp = json!({"mbit": tcp.received_bps / 1e6, "host": host, "bound": bound});
     let mut udp = Vec::new();
     for mbit in &args.udp_mbit {
+        crate::stop::check()?;
         let rate = format!("{mbit}M");
         let (v, host) = watched(|| e.iperf(args.seconds, Some(&rate)))?;
         let r = rate_of(&v, true)?;
