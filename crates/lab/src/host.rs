@@ -389,6 +389,30 @@ impl HostWatch {
                 *by_proc_core.entry((t.pid, t.core)).or_default() += d as f64 / hz;
             }
         }
+        let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // The path's processes as followed sample by sample (a last look
+        // now for the time since the last sample), so each core gets the
+        // time actually spent on it, also by processes gone before the end.
+        for (_, pid) in &watched {
+            followed.look(*pid, &self.threads);
+        }
+        let path_per_core: HashMap<(u32, usize), f64> =
+            followed.per_core.iter().map(|(k, t)| (*k, *t as f64 / hz)).collect();
+        // Who used each core: the path's processes as followed, every other
+        // process by its threads' last core, and the kernel's interrupts
+        // and softirqs.
+        let mut users = by_proc_core.clone();
+        for (k, s) in &path_per_core {
+            let e = users.entry(*k).or_default();
+            *e = e.max(*s);
+        }
+        let label_of = |pid: u32| {
+            watched
+                .iter()
+                .find(|(_, p)| *p == pid)
+                .map(|(l, _)| l.clone())
+                .unwrap_or_else(|| process_name(&after, pid))
+        };
         let n = last.len().min(self.first.len());
         let mut cores = Vec::new();
         for (c, (&a, &b)) in last.iter().zip(&self.first).enumerate() {
@@ -402,28 +426,27 @@ impl HostWatch {
                     .count() as f64
                     / samples.len() as f64
             };
-            let held_by = by_proc_core
+            let irq = a.irq.saturating_sub(b.irq) as f64 / total;
+            let top = users
                 .iter()
                 .filter(|((_, core), _)| *core == c)
                 .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|((pid, _), s)| (process_name(&after, *pid), *pid, *s));
+                .map(|((pid, _), s)| (label_of(*pid), *pid, *s));
+            // The kernel (pid 0) when its interrupt and softirq time there
+            // was larger than any process's.
+            let held_by = match top {
+                Some(t) if t.2 >= irq * seconds => Some(t),
+                _ if irq > 0.0 => Some(("the kernel's interrupts and softirqs".into(), 0, irq * seconds)),
+                t => t,
+            };
             cores.push(CoreLoad {
                 core: c,
                 busy: a.busy.saturating_sub(b.busy) as f64 / total,
-                irq: a.irq.saturating_sub(b.irq) as f64 / total,
+                irq,
                 saturated,
                 held_by,
             });
         }
-        let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        // The path's processes as followed sample by sample (a last look
-        // now for the time since the last sample), so each core gets the
-        // time actually spent on it, also by processes gone before the end.
-        for (_, pid) in &watched {
-            followed.look(*pid, &self.threads);
-        }
-        let path_per_core: HashMap<(u32, usize), f64> =
-            followed.per_core.iter().map(|(k, t)| (*k, *t as f64 / hz)).collect();
         let processes: Vec<ProcessLoad> = watched
             .iter()
             .map(|(label, pid)| {
@@ -467,6 +490,7 @@ impl HostWatch {
             .max_by(|a, b| a.saturated.total_cmp(&b.saturated));
         let reason = worst.map(|c| {
             let holder = match &c.held_by {
+                Some((name, 0, s)) => format!("held by {name} ({s:.1} s of CPU)"),
                 Some((name, pid, s)) => format!("held by {name} (pid {pid}, {s:.1} s of CPU)"),
                 None => "held by the kernel".into(),
             };
