@@ -323,18 +323,28 @@ fn attached_prompt_keeps_the_network_with_keep_and_reads_a_script() {
     let id = run_id(&first);
     let _cleanup = Cleanup(id.clone());
     let script = std::env::temp_dir().join(format!("sdnlab-test-script-{}", std::process::id()));
-    std::fs::write(&script, "pingall\nbogus\nh1 echo h2 is h2\n").unwrap();
+    let inner = std::env::temp_dir().join(format!("sdnlab-test-inner-{}", std::process::id()));
+    std::fs::write(&inner, "sh echo sourced-$((40 + 2))\nnodes\n").unwrap();
+    std::fs::write(
+        &script,
+        format!("pingall\nbogus\nh1 echo h2 is h2\nsource {}\n", inner.display()),
+    )
+    .unwrap();
     let o = Command::new(bin)
         .args(["net", "cli", "--id", &id, "--keep"])
         .stdin(std::fs::File::open(&script).unwrap())
         .output()
         .unwrap();
     let _ = std::fs::remove_file(&script);
+    let _ = std::fs::remove_file(&inner);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
     assert!(text.contains("*** Results: 0% dropped (2/2 received)"), "{text}");
     assert!(text.contains("*** unknown command or node 'bogus'"), "{text}");
     assert!(text.contains("10.0.0.2 is 10.0.0.2"), "{text}");
+    // `source` runs a file's commands; `sh` a shell in the root namespace.
+    assert!(text.contains("sourced-42"), "{text}");
+    assert!(text.contains("available nodes are:\nh1 h2 s1"), "{text}");
     assert!(!text.contains("sdnlab> "), "no prompt without a terminal: {text}");
     assert!(text.contains(&format!("run {id} stays up")), "{text}");
     assert!(std::path::Path::new(&format!("/run/sdnlab/net/{id}")).exists());
