@@ -154,6 +154,31 @@ async fn check(shape: &str, protocol: &str, app: &str) {
             flows.contains("priority=65000,dl_type=0x88cc actions=CONTROLLER:65535"),
             "LLDP flow missing:\n{flows}"
         );
+        // A host is learnt from a frame it sends at its edge port that
+        // reaches the controller. One that only ever answered (ARP replies
+        // and echo replies go unicast along paths already installed) may
+        // never have been seen: each host asks once for an address nobody
+        // has, a broadcast the controller floods and so sees.
+        let asking: Vec<_> = net
+            .state
+            .hosts
+            .iter()
+            .filter_map(|h| {
+                net.command(&h.name, &["ping", "-c", "1", "-W", "1", "10.255.255.254"])
+                    .unwrap()
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .ok()
+            })
+            .collect();
+        for mut a in asking {
+            let _ = a.wait();
+        }
+        wait_for(&format!("{label}: every host learnt"), || {
+            http(rest, "GET", "/hosts", "").1.as_array().map(|a| a.len()) == Some(n_hosts)
+        })
+        .await;
         check_rest(&net, &ctl, rest, &label, protocol, (n_hosts, inter_switch)).await;
     }
     net.down().await.unwrap();
