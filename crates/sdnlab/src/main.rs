@@ -9,7 +9,6 @@ mod bench_lb;
 mod bench_switch;
 mod net_cmd;
 mod run_cmd;
-mod switch_cmd;
 
 use clap::{Args, Parser, Subcommand};
 use ofwire::capture::{self as ofp_decode, CaptureDecoder, Record};
@@ -47,7 +46,7 @@ enum Command {
     /// Run the sdnlab OpenFlow 1.0/1.3 controller until Ctrl-C.
     Controller(Box<ControllerArgs>),
     /// Run the sdnlab userspace OpenFlow 1.3 switch on Linux interfaces until Ctrl-C.
-    Switch(Box<switch_cmd::SwitchArgs>),
+    Switch(Box<switchd::SwitchArgs>),
     /// Answer the lb app's questions about this replica (NIC bytes, CPU of its service, open
     /// connections) over UDP on the management network; run it in the replica's namespace.
     Agent(AgentArgs),
@@ -322,7 +321,7 @@ fn main() -> ExitCode {
             command: OfpCommand::Decode(args),
         } => ofp_decode_cmd(args),
         Command::Controller(args) => controller_cmd(*args),
-        Command::Switch(args) => switch_cmd::run(*args),
+        Command::Switch(args) => switchd::run(*args),
         Command::Agent(args) => agent_cmd(args),
         Command::Bench {
             command: BenchCommand::Ctl(args),

@@ -11,22 +11,7 @@ pub fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// One warning line when a daemon listens in plain text beyond loopback:
-/// `what` on each of `addrs` that is not a loopback address (an unspecified
-/// address, [::] or 0.0.0.0, is every address), and how to avoid it.
-pub fn warn_plain_listeners(who: &str, addrs: &[(&str, std::net::SocketAddr)], fix: &str) {
-    let open: Vec<String> = addrs
-        .iter()
-        .filter(|(_, a)| !a.ip().is_loopback())
-        .map(|(what, a)| format!("{what} on {a}"))
-        .collect();
-    if !open.is_empty() {
-        eprintln!(
-            "{who}: warning: plain text, reachable beyond this machine: {} (anyone who reaches it can use it; {fix})",
-            open.join(", ")
-        );
-    }
-}
+pub use ofconn::admission::warn_plain_listeners;
 
 /// Reads `SPEC` as a built-in shape, or a `.toml` file.
 pub fn load_topology(spec: &str) -> Result<topo::Topology, Vec<String>> {

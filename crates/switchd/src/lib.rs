@@ -1,5 +1,8 @@
-//! `sdnlab switch`: runs sdnlab's userspace OpenFlow 1.3 switch on Linux
-//! interfaces until Ctrl-C or SIGTERM.
+//! `sdnlab switch` (and the switch-only binary `sdnlab-switch`): runs
+//! sdnlab's userspace OpenFlow 1.3 switch on Linux interfaces until Ctrl-C
+//! or SIGTERM. The command line and the configuration file live here, apart
+//! from the rest of sdnlab, so a router build carries the switch alone
+//! (no controller, no TLS library, no benchmarks).
 
 use clap::Args;
 use std::process::ExitCode;
@@ -396,8 +399,13 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
     })
 }
 
+/// One line on stderr, exit code 2.
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("sdnlab: {msg}");
+    ExitCode::from(2)
+}
+
 pub fn run(args: SwitchArgs) -> ExitCode {
-    use crate::net_cmd::fail;
     let specs = match &args.config {
         Some(path) => match load_config(path) {
             Ok(v) => v,
@@ -459,7 +467,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         .iter()
         .flat_map(|r| r.handle.listening.iter().map(|a| ("OpenFlow", *a)))
         .collect();
-    crate::net_cmd::warn_plain_listeners("sdnlab switch", &listening, "--listen ptcp:PORT keeps it on 127.0.0.1");
+    ofconn::admission::warn_plain_listeners("sdnlab switch", &listening, "--listen ptcp:PORT keeps it on 127.0.0.1");
     if let Some(f) = &args.listen_file {
         // One bridge: `tcp:ADDR:PORT` per line; several: `NAME tcp:ADDR:PORT`.
         let several = running.len() > 1;
