@@ -154,6 +154,23 @@ impl<H> Admission<H> {
     }
 }
 
+/// One warning line when a daemon listens in plain text beyond loopback:
+/// `what` on each of `addrs` that is not a loopback address (an unspecified
+/// address, [::] or 0.0.0.0, is every address), and how to avoid it.
+pub fn warn_plain_listeners(who: &str, addrs: &[(&str, std::net::SocketAddr)], fix: &str) {
+    let open: Vec<String> = addrs
+        .iter()
+        .filter(|(_, a)| !a.ip().is_loopback())
+        .map(|(what, a)| format!("{what} on {a}"))
+        .collect();
+    if !open.is_empty() {
+        eprintln!(
+            "{who}: warning: plain text, reachable beyond this machine: {} (anyone who reaches it can use it; {fix})",
+            open.join(", ")
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,22 +242,5 @@ mod tests {
         assert_eq!(evict, Some("fourth"));
         a.closed(second);
         assert_eq!(a.held(), 3);
-    }
-}
-
-/// One warning line when a daemon listens in plain text beyond loopback:
-/// `what` on each of `addrs` that is not a loopback address (an unspecified
-/// address, [::] or 0.0.0.0, is every address), and how to avoid it.
-pub fn warn_plain_listeners(who: &str, addrs: &[(&str, std::net::SocketAddr)], fix: &str) {
-    let open: Vec<String> = addrs
-        .iter()
-        .filter(|(_, a)| !a.ip().is_loopback())
-        .map(|(what, a)| format!("{what} on {a}"))
-        .collect();
-    if !open.is_empty() {
-        eprintln!(
-            "{who}: warning: plain text, reachable beyond this machine: {} (anyone who reaches it can use it; {fix})",
-            open.join(", ")
-        );
     }
 }
