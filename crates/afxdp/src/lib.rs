@@ -86,7 +86,8 @@ pub(crate) fn ethtool_ioctl<T>(ifname: &str, request: &mut T, what: &str) -> io:
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        let r = libc::ioctl(fd, SIOCETHTOOL, &mut req);
+        // The request's type is c_ulong on glibc, c_int on musl.
+        let r = libc::ioctl(fd, SIOCETHTOOL as _, &mut req);
         let e = io::Error::last_os_error();
         libc::close(fd);
         if r < 0 {

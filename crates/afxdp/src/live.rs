@@ -285,7 +285,9 @@ impl LiveGenerator {
         self.set([seq, realtime_offset(), 0, interval, 0, slack, duration_ns])?;
         // SAFETY: the id of the calling thread, which outlives the timer
         // (joined below).
-        let me = unsafe { libc::pthread_self() };
+        // Carried as an integer: pthread_t is a pointer on musl (not Send)
+        // and an integer on glibc.
+        let me = unsafe { libc::pthread_self() } as usize;
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let map = self.map.as_raw_fd();
@@ -305,7 +307,7 @@ impl LiveGenerator {
             // before the call starts would otherwise be lost.
             while !flag.load(Ordering::Acquire) {
                 // SAFETY: the thread is alive until `done` is set and we are joined.
-                unsafe { libc::pthread_kill(me, wakeup_signal()) };
+                unsafe { libc::pthread_kill(me as libc::pthread_t, wakeup_signal()) };
                 std::thread::sleep(Duration::from_millis(5));
             }
         });

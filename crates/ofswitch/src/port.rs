@@ -730,7 +730,8 @@ impl PortIo for AfPacketPort {
                         self.tx_fd,
                         msgs[off..].as_mut_ptr(),
                         (msgs.len() - off) as u32,
-                        libc::MSG_DONTWAIT,
+                        // c_int on glibc, c_uint on musl.
+                        libc::MSG_DONTWAIT as _,
                     )
                 };
                 if r > 0 {
