@@ -81,14 +81,17 @@ pub struct HostLoad {
     pub reason: Option<String>,
 }
 
+/// One core's CPU time so far, in clock ticks (from /proc/stat).
 #[derive(Clone, Copy, Default)]
-struct Ticks {
-    busy: u64,
-    irq: u64,
-    total: u64,
+pub struct Ticks {
+    pub busy: u64,
+    /// Of which in interrupts and softirqs.
+    pub irq: u64,
+    pub total: u64,
 }
 
-fn core_ticks() -> Vec<Ticks> {
+/// Every core's CPU time so far (the live view reads it too).
+pub fn core_ticks() -> Vec<Ticks> {
     std::fs::read_to_string("/proc/stat")
         .unwrap_or_default()
         .lines()
@@ -515,6 +518,27 @@ impl HostWatch {
 }
 
 impl HostLoad {
+    /// The rule's second half: a configured rate (bits/s, `what` names it)
+    /// not reached (under 90 %) while a core was saturated makes the trial
+    /// host-bound too, when it is not already.
+    pub fn rate_not_reached(&mut self, what: &str, configured: f64, measured: f64) {
+        if self.host_bound || measured >= 0.9 * configured {
+            return;
+        }
+        if let Some(c) = self.cores.iter().find(|c| c.saturated > self.rule.share) {
+            self.host_bound = true;
+            self.reason = Some(format!(
+                "{what} was not reached while core {} was saturated for {:.0} % of the trial{}",
+                c.core,
+                c.saturated * 100.0,
+                c.held_by
+                    .as_ref()
+                    .map(|(n, p, _)| format!(", held by {n} (pid {p})"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+
     /// One line for a terminal: each core's load, and the verdict.
     pub fn line(&self) -> String {
         if !self.watched {

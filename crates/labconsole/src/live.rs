@@ -79,21 +79,6 @@ fn rate(pps: f64) -> String {
     }
 }
 
-/// Busy and total jiffies of each core, from /proc/stat.
-fn cpu_times() -> Vec<(u64, u64)> {
-    std::fs::read_to_string("/proc/stat")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(|b| b.is_ascii_digit()))
-        .map(|l| {
-            let v: Vec<u64> = l.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-            let total: u64 = v.iter().take(8).sum();
-            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-            (total - idle.min(total), total)
-        })
-        .collect()
-}
-
 fn packets(ifname: &str) -> (u64, u64) {
     let read = |what: &str| {
         std::fs::read_to_string(format!("/sys/class/net/{ifname}/statistics/{what}"))
@@ -114,21 +99,21 @@ fn thread_cpu() -> Duration {
 
 /// Refreshes the live lines every 500 ms until `stop`; its own CPU time.
 fn sample(lines: [ProgressBar; 4], now: Arc<Mutex<Now>>, stop: Arc<AtomicBool>) -> Duration {
-    let mut cpu0 = cpu_times();
+    let mut cpu0 = lab::host::core_ticks();
     let mut ports0: Vec<(u64, u64)> = Vec::new();
     let mut t0 = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(500));
         let secs = t0.elapsed().as_secs_f64().max(1e-3);
         t0 = Instant::now();
-        let cpu = cpu_times();
+        let cpu = lab::host::core_ticks();
         let cores: Vec<String> = cpu
             .iter()
             .zip(&cpu0)
             .enumerate()
             .map(|(i, (a, b))| {
-                let busy = a.0.saturating_sub(b.0) as f64;
-                let total = a.1.saturating_sub(b.1).max(1) as f64;
+                let busy = a.busy.saturating_sub(b.busy) as f64;
+                let total = a.total.saturating_sub(b.total).max(1) as f64;
                 format!("cpu{i} {:>3.0}%", 100.0 * busy / total)
             })
             .collect();

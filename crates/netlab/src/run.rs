@@ -748,34 +748,41 @@ pub async fn iperf(
             String::from_utf8_lossy(&out.stderr).trim()
         )
     })?;
+    iperf_figures(&v, udp_rate.is_some()).map_err(|e| format!("iperf3 {client} -> {server}: {e}"))
+}
+
+/// iperf3's JSON report (`-J`) read: TCP, or UDP (`udp`). Its own error,
+/// or a report without the receiver's rate, is an error.
+pub fn iperf_figures(v: &serde_json::Value, udp: bool) -> Result<IperfResult, String> {
     if let Some(e) = v["error"].as_str() {
-        return Err(format!("iperf3 {client} -> {server}: {e}"));
+        return Err(e.to_string());
     }
     let end = &v["end"];
-    Ok(match udp_rate {
-        None => IperfResult {
-            received_bps: end["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0),
+    Ok(if udp {
+        // iperf3 3.12 reports the receiver's view under "sum" for UDP;
+        // newer ones also under "sum_received".
+        let rx = if end["sum_received"].is_object() {
+            &end["sum_received"]
+        } else {
+            &end["sum"]
+        };
+        IperfResult {
+            received_bps: rx["bits_per_second"].as_f64().ok_or("iperf3 gave no UDP rate")?,
+            sent_bps: end["sum_sent"]["bits_per_second"]
+                .as_f64()
+                .or(end["sum"]["bits_per_second"].as_f64())
+                .unwrap_or(0.0),
+            retransmits: 0,
+            lost: end["sum"]["lost_percent"].as_f64().map(|p| p / 100.0),
+        }
+    } else {
+        IperfResult {
+            received_bps: end["sum_received"]["bits_per_second"]
+                .as_f64()
+                .ok_or("iperf3 gave no TCP rate")?,
             sent_bps: end["sum_sent"]["bits_per_second"].as_f64().unwrap_or(0.0),
             retransmits: end["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
             lost: None,
-        },
-        Some(_) => {
-            // iperf3 3.12 reports the receiver's view under "sum" for UDP;
-            // newer ones also under "sum_received".
-            let rx = if end["sum_received"].is_object() {
-                &end["sum_received"]
-            } else {
-                &end["sum"]
-            };
-            IperfResult {
-                received_bps: rx["bits_per_second"].as_f64().unwrap_or(0.0),
-                sent_bps: end["sum_sent"]["bits_per_second"]
-                    .as_f64()
-                    .or(end["sum"]["bits_per_second"].as_f64())
-                    .unwrap_or(0.0),
-                retransmits: 0,
-                lost: end["sum"]["lost_percent"].as_f64().map(|p| p / 100.0),
-            }
         }
     })
 }

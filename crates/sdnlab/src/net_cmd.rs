@@ -485,18 +485,12 @@ pub async fn iperf(id: Option<&str>, client: &str, server: &str, seconds: u32, j
     // A configured rate not reached while a core was saturated: the host, not the link, limited it.
     let link = path_rate(&st, client, server);
     let rate = link.as_ref().map(|l| l.1);
-    if let (Some(mbit), false) = (rate, host.host_bound) {
-        if r.received_bps < 0.9 * mbit * 1e6 {
-            if let Some(c) = host.cores.iter().find(|c| c.saturated > host.rule.share) {
-                host.host_bound = true;
-                host.reason = Some(format!(
-                    "the path's configured {mbit} Mbit/s was not reached while core {} was saturated for {:.0} % of the trial{}",
-                    c.core,
-                    c.saturated * 100.0,
-                    c.held_by.as_ref().map(|(n, p, _)| format!(", held by {n} (pid {p})")).unwrap_or_default()
-                ));
-            }
-        }
+    if let Some(mbit) = rate {
+        host.rate_not_reached(
+            &format!("the path's configured {mbit} Mbit/s"),
+            mbit * 1e6,
+            r.received_bps,
+        );
     }
     // The operational bound: each process's CPU seconds per bit received,
     // the kernel's, and the slowest shaped link's 1/rate; N (bits in

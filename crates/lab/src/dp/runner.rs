@@ -177,15 +177,8 @@ impl Runner<'_> {
         });
         let _ = writeln!(self.trials, "{v}");
         let _ = self.trials.flush();
-        self.obs.event(crate::Event::TrialEnd(&crate::TrialFigures {
-            system: self.dut.to_string(),
-            test: test.to_string(),
-            frame,
-            offered_pps: t.offered_pps,
-            sent: t.sent,
-            received: t.received,
-            latency_us: (t.received > 0).then_some([t.latency_us_p50, t.latency_us_p99, t.latency_us_max]),
-        }));
+        self.obs
+            .event(crate::Event::TrialEnd(&t.figures(self.dut, test, frame)));
         Ok((t, valid))
     }
 

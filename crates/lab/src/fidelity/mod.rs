@@ -268,37 +268,6 @@ impl Drop for Mininet {
     }
 }
 
-/// What one throughput trial measured.
-struct Rate {
-    received_bps: f64,
-    lost: Option<f64>,
-}
-
-fn rate_of(v: &Value, udp: bool) -> Result<Rate, String> {
-    if let Some(e) = v["error"].as_str() {
-        return Err(format!("iperf3: {e}"));
-    }
-    let end = &v["end"];
-    if udp {
-        let rx = if end["sum_received"].is_object() {
-            &end["sum_received"]
-        } else {
-            &end["sum"]
-        };
-        Ok(Rate {
-            received_bps: rx["bits_per_second"].as_f64().ok_or("iperf3 gave no UDP rate")?,
-            lost: end["sum"]["lost_percent"].as_f64(),
-        })
-    } else {
-        Ok(Rate {
-            received_bps: end["sum_received"]["bits_per_second"]
-                .as_f64()
-                .ok_or("iperf3 gave no TCP rate")?,
-            lost: None,
-        })
-    }
-}
-
 fn rtt_of(text: &str) -> Option<f64> {
     text.lines()
         .find(|l| l.starts_with("rtt") || l.starts_with("round-trip"))
@@ -457,7 +426,7 @@ fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, 
 fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, String> {
     crate::stop::check()?;
     let (tcp, host) = watched(|| e.iperf(args.seconds, None))?;
-    let tcp = rate_of(&tcp, false)?;
+    let tcp = netlab::run::iperf_figures(&tcp, false).map_err(|e| format!("iperf3: {e}"))?;
     let bits = tcp.received_bps * args.seconds;
     let bound = Bound::of("bit", host.demands(bits), None);
     let tcp = json!({"mbit": tcp.received_bps / 1e6, "host": host, "bound": bound});
@@ -466,10 +435,10 @@ fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, String
         crate::stop::check()?;
         let rate = format!("{mbit}M");
         let (v, host) = watched(|| e.iperf(args.seconds, Some(&rate)))?;
-        let r = rate_of(&v, true)?;
+        let r = netlab::run::iperf_figures(&v, true).map_err(|e| format!("iperf3: {e}"))?;
         let bound = Bound::of("bit", host.demands(r.received_bps * args.seconds), None);
         udp.push(json!({"offered_mbit": mbit, "received_mbit": r.received_bps / 1e6,
-            "lost_pct": r.lost, "host": host, "bound": bound}));
+            "lost_pct": r.lost.map(|l| l * 100.0), "host": host, "bound": bound}));
     }
     let (text, host) = watched(|| e.ping(args.pings))?;
     let rtt = rtt_of(&text).ok_or_else(|| format!("no round-trip time in ping's output: {}", text.trim()))?;

@@ -713,6 +713,21 @@ pub(crate) struct Trial {
     pub(crate) rx: traffic::run::RecvReport,
 }
 
+impl Trial {
+    /// What a live view is told of this trial when it ends.
+    pub(crate) fn figures(&self, system: &str, test: &str, frame: usize) -> crate::TrialFigures {
+        crate::TrialFigures {
+            system: system.to_string(),
+            test: test.to_string(),
+            frame,
+            offered_pps: self.offered_pps,
+            sent: self.sent,
+            received: self.received,
+            latency_us: (self.received > 0).then_some([self.latency_us_p50, self.latency_us_p99, self.latency_us_max]),
+        }
+    }
+}
+
 impl crate::method::rfc2544::Observed for Trial {
     fn sent(&self) -> u64 {
         self.sent

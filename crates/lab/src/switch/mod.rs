@@ -140,15 +140,7 @@ fn observed_trial(
     let t = trial(bed, frame, rate, seconds);
     let host = watch.finish();
     let t = t?;
-    obs.event(Event::TrialEnd(&crate::TrialFigures {
-        system: dut.to_string(),
-        test: test.to_string(),
-        frame,
-        offered_pps: t.offered_pps,
-        sent: t.sent,
-        received: t.received,
-        latency_us: (t.received > 0).then_some([t.latency_us_p50, t.latency_us_p99, t.latency_us_max]),
-    }));
+    obs.event(Event::TrialEnd(&t.figures(dut, test, frame)));
     Ok((t, host))
 }
 
