@@ -24,6 +24,21 @@ fn desc() -> DescStats {
     }
 }
 
+/// The one port the fake 1.0 switch has (FEATURES_REPLY, port description).
+fn port10() -> v10::PhyPort {
+    v10::PhyPort {
+        port_no: 1,
+        hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
+        name: "p1".into(),
+        config: 0,
+        state: 0,
+        curr: 0,
+        advertised: 0,
+        supported: 0,
+        peer: 0,
+    }
+}
+
 fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Body> {
     use v10::Body as B;
     Some(match req {
@@ -35,17 +50,7 @@ fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Bo
             n_tables: 1,
             capabilities: 0,
             actions: 0xfff,
-            ports: vec![v10::PhyPort {
-                port_no: 1,
-                hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
-                name: "p1".into(),
-                config: 0,
-                state: 0,
-                curr: 0,
-                advertised: 0,
-                supported: 0,
-                peer: 0,
-            }],
+            ports: vec![port10()],
         }),
         B::GetConfigRequest => B::GetConfigReply(*config),
         B::SetConfig(c) => {
@@ -66,17 +71,7 @@ fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Bo
                 Q::Table => R::Table(vec![]),
                 Q::Port { .. } => R::Port(vec![]),
                 Q::Queue { .. } => R::Queue(vec![]),
-                Q::PortDesc => R::PortDesc(vec![v10::PhyPort {
-                    port_no: 1,
-                    hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
-                    name: "p1".into(),
-                    config: 0,
-                    state: 0,
-                    curr: 0,
-                    advertised: 0,
-                    supported: 0,
-                    peer: 0,
-                }]),
+                Q::PortDesc => R::PortDesc(vec![port10()]),
                 // Nicira stats (OVS's default flow format on 1.0): an empty reply
                 // echoing the vendor and the subtype word with its padding.
                 // NXST_AGGREGATE (subtype 1) carries zeroed counters.
