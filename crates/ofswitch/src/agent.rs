@@ -135,6 +135,30 @@ impl Agent {
         &self.versions
     }
 
+    /// Offers only these versions (of 1.0 and 1.3) from the next HELLO on.
+    pub fn set_versions(&mut self, versions: &[u8]) {
+        self.versions = [OFP10_VERSION, OFP13_VERSION]
+            .into_iter()
+            .filter(|v| versions.contains(v))
+            .collect();
+    }
+
+    /// A port joined the switch: the controllers hear PORT_STATUS ADD.
+    pub fn add_port(&mut self, port: crate::pipeline::PortState, fx: &mut Effects) {
+        let desc = port.desc();
+        self.write().add_port(port);
+        self.port_status(ofwire::PortReason::Add, desc, fx);
+    }
+
+    /// A port left the switch: PORT_STATUS DELETE. False if it was not there.
+    pub fn remove_port(&mut self, port_no: u32, fx: &mut Effects) -> bool {
+        let Some(gone) = self.write().remove_port(port_no) else {
+            return false;
+        };
+        self.port_status(ofwire::PortReason::Delete, gone.desc(), fx);
+        true
+    }
+
     /// A controller connection completed its HELLO exchange with `version`.
     pub fn connect(&mut self, version: u8) -> usize {
         let c = self.roles.add_connection();

@@ -19,13 +19,52 @@ const BATCH: usize = 64;
 /// Cached plans per thread before the cache is emptied.
 const CACHE_MAX: usize = 65_536;
 
+/// The ports' I/O by number. Replaced whole when a port is added or
+/// removed (by a manager such as OVSDB); readers take the current table
+/// without a lock, and a port taken away is closed when the last reader
+/// lets go of it.
+#[derive(Default, Clone)]
+pub struct PortTable {
+    /// index = port_no - 1; None: a number not in use.
+    pub by_no: Vec<Option<Arc<dyn PortIo>>>,
+    /// OFPP_LOCAL, if the switch has one.
+    pub local: Option<Arc<dyn PortIo>>,
+}
+
+impl PortTable {
+    pub fn get(&self, port_no: u32) -> Option<&Arc<dyn PortIo>> {
+        if port_no == ofwire::v13::port::LOCAL {
+            return self.local.as_ref();
+        }
+        self.by_no.get((port_no as usize).wrapping_sub(1))?.as_ref()
+    }
+
+    /// Every port with its number (LOCAL last).
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Arc<dyn PortIo>)> {
+        self.by_no
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| Some((i as u32 + 1, p.as_ref()?)))
+            .chain(self.local.iter().map(|p| (ofwire::v13::port::LOCAL, p)))
+    }
+
+    /// The ports datapath thread `thread` of `threads` reads: a port stays
+    /// with one thread for its life (by number), LOCAL with the first.
+    pub fn of_thread(&self, thread: usize, threads: usize) -> Vec<u32> {
+        self.iter()
+            .map(|(p, _)| p)
+            .filter(|&p| match p {
+                ofwire::v13::port::LOCAL => thread == 0,
+                p => (p as usize - 1) % threads.max(1) == thread,
+            })
+            .collect()
+    }
+}
+
 /// Everything a datapath thread shares with the rest of the switch.
 pub struct Shared {
     pub pipeline: Arc<RwLock<Pipeline>>,
-    /// Port I/O by port number (index = port_no - 1).
-    pub ports: Vec<Arc<dyn PortIo>>,
-    /// OFPP_LOCAL, if the switch has one.
-    pub local: Option<Arc<dyn PortIo>>,
+    pub ports: arc_swap::ArcSwap<PortTable>,
     pub to_controller: tokio::sync::mpsc::Sender<ToController>,
     pub stop: AtomicBool,
     /// PACKET_INs dropped because the control thread was behind.
@@ -62,20 +101,9 @@ impl Shared {
             .unwrap_or(false)
     }
 
-    pub fn port(&self, port_no: u32) -> Option<&Arc<dyn PortIo>> {
-        if port_no == ofwire::v13::port::LOCAL {
-            return self.local.as_ref();
-        }
-        self.ports.get((port_no as usize).wrapping_sub(1))
-    }
-
-    /// Every port with its number (LOCAL last).
-    pub fn all_ports(&self) -> impl Iterator<Item = (u32, &Arc<dyn PortIo>)> {
-        self.ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (i as u32 + 1, p))
-            .chain(self.local.iter().map(|p| (ofwire::v13::port::LOCAL, p)))
+    /// The port table as it is now.
+    pub fn port_table(&self) -> Arc<PortTable> {
+        self.ports.load_full()
     }
 
     /// Sends frames the pipeline emitted, batched per port, and counts them;
@@ -102,12 +130,13 @@ impl Shared {
             return;
         }
         outputs.sort_by_key(|(p, _)| *p);
+        let table = self.ports.load();
         let pipeline = self.pipeline.read().unwrap_or_else(|e| e.into_inner());
         let mut i = 0;
         while i < outputs.len() {
             let port_no = outputs[i].0;
             let j = i + outputs[i..].iter().take_while(|(p, _)| *p == port_no).count();
-            if let Some(io) = self.port(port_no) {
+            if let Some(io) = table.get(port_no) {
                 let frames: Vec<(&[u8], VnetHdr)> = outputs[i..j].iter().map(|(_, p)| (&p.data[..], p.vnet)).collect();
                 let sent = io.send(&frames);
                 if let Some(ps) = pipeline.ports.get(&port_no) {
@@ -330,8 +359,9 @@ impl Tally {
 /// send it out of in the kernel.
 type Cached = (Arc<Vec<Step>>, bool, Option<u32>);
 
-/// Runs one datapath thread over `my_ports` (port numbers) until `stop`.
-pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
+/// Runs datapath thread `thread` of `threads` until `stop`, over the ports
+/// `PortTable::of_thread` gives it (taken again when the table changes).
+pub fn run(shared: Arc<Shared>, thread: usize, threads: usize, core: Option<usize>) {
     if let Some(c) = core {
         pin_to_core(c);
     }
@@ -342,18 +372,18 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
     let mut batch: Vec<Packet> = Vec::with_capacity(BATCH);
     let mut emitted = Emitted::default();
     let mut free: Vec<Vec<u8>> = Vec::with_capacity(1024);
-    let mut pollfds: Vec<libc::pollfd> = my_ports
-        .iter()
-        .filter_map(|p| shared.port(*p))
-        .flat_map(|io| io.poll_fds())
-        .map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut table = shared.port_table();
+    let mut my_ports = table.of_thread(thread, threads);
+    let mut pollfds = poll_fds(&table, &my_ports);
     let mut idle_rounds = 0u32;
     while !shared.stop.load(Relaxed) {
+        // A port added or removed: this thread's share is taken again
+        // (the old table, and the ports only it holds, go here).
+        if !Arc::ptr_eq(&table, &shared.ports.load()) {
+            table = shared.port_table();
+            my_ports = table.of_thread(thread, threads);
+            pollfds = poll_fds(&table, &my_ports);
+        }
         if let Some(fp) = shared.fast_path.as_ref().filter(|_| !fast.is_empty()) {
             let now = Instant::now();
             if fast.fold_due(now) {
@@ -362,7 +392,7 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
         }
         let mut got = 0;
         for &port_no in &my_ports {
-            let Some(io) = shared.port(port_no) else { continue };
+            let Some(io) = table.get(port_no) else { continue };
             batch.clear();
             let r = io.recv(BATCH, &mut |data, vnet| {
                 let mut buf = free.pop().unwrap_or_default();
@@ -453,6 +483,20 @@ pub fn run(shared: Arc<Shared>, my_ports: Vec<u32>, core: Option<usize>) {
             idle_rounds = 0;
         }
     }
+}
+
+/// What `poll` waits on for `ports`.
+fn poll_fds(table: &PortTable, ports: &[u32]) -> Vec<libc::pollfd> {
+    ports
+        .iter()
+        .filter_map(|p| table.get(*p))
+        .flat_map(|io| io.poll_fds())
+        .map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect()
 }
 
 fn pin_to_core(core: usize) {

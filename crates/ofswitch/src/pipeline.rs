@@ -212,6 +212,13 @@ impl Pipeline {
         self.generation += 1;
     }
 
+    /// Takes a port away (its rules stay; what they send it goes nowhere).
+    pub fn remove_port(&mut self, port_no: u32) -> Option<PortState> {
+        let gone = self.ports.remove(&port_no)?;
+        self.generation += 1;
+        Some(gone)
+    }
+
     /// Records a link change; true if it changed.
     pub fn set_link(&mut self, port_no: u32, up: bool) -> bool {
         match self.ports.get_mut(&port_no) {

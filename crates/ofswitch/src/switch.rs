@@ -14,7 +14,7 @@ use ofwire::header::{negotiate_version, Framer, Header};
 use ofwire::{Body, DescStats, ErrorMsg, Message};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -57,6 +57,15 @@ pub struct Config {
     /// sent an ECHO_REQUEST, and closed if still nothing is heard for as
     /// long again. None: never.
     pub inactivity_probe: Option<Duration>,
+    /// The OpenFlow versions offered (of 1.0 and 1.3; empty: both).
+    pub versions: Vec<u8>,
+    /// Ports will be added and removed while the switch runs (a manager
+    /// such as OVSDB): `datapath_threads` are started whatever the number
+    /// of ports at the start.
+    pub ports_may_change: bool,
+    /// Also listen on this Unix socket (Open vSwitch's `BRIDGE.mgmt`, where
+    /// `ovs-ofctl BRIDGE` looks); replaced if a stale one is there.
+    pub listen_unix: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -79,6 +88,9 @@ impl Default for Config {
             session_deadline: Duration::from_secs(20),
             limits: None,
             inactivity_probe: Some(Duration::from_secs(5)),
+            versions: Vec::new(),
+            ports_may_change: false,
+            listen_unix: None,
         }
     }
 }
@@ -91,7 +103,31 @@ pub struct Handle {
     pub listening: Vec<SocketAddr>,
     threads: Vec<std::thread::JoinHandle<()>>,
     control_stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The control thread's runtime, where controller connections run.
+    rt: tokio::runtime::Handle,
+    ctx: Ctx,
+    /// The controllers connected to, each with its task and whether a
+    /// session with it is up.
+    controllers: Mutex<Vec<Dialled>>,
+    /// Held while the port table is replaced (one writer at a time).
+    port_writer: Mutex<()>,
+    listen_unix: Option<std::path::PathBuf>,
 }
+
+/// A controller dialled: its address, its task, whether a session is up.
+type Dialled = (SocketAddr, tokio::task::JoinHandle<()>, Arc<AtomicBool>);
+
+/// Why a port could not be added.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    #[error("port {0} is taken")]
+    NumberTaken(u32),
+    #[error("a port named {0:?} is already on the switch")]
+    NameTaken(String),
+}
+
+/// The highest number a port may have (above are OpenFlow's reserved ones).
+const MAX_PORT_NO: u32 = 0xffff_ff00;
 
 impl Handle {
     pub fn pipeline(&self) -> &Arc<RwLock<Pipeline>> {
@@ -102,8 +138,112 @@ impl Handle {
         self.shutdown();
     }
 
+    /// Adds a port while the switch runs, numbered `want` if given and
+    /// free, else the lowest free number; the controllers hear
+    /// PORT_STATUS ADD. Frames it receives are forwarded from the next
+    /// round of the datapath thread its number falls to.
+    pub fn add_port(&self, io: Arc<dyn PortIo>, want: Option<u32>) -> Result<u32, PortError> {
+        let _w = self.port_writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = (*self.shared.port_table()).clone();
+        if table.iter().any(|(_, p)| p.name() == io.name()) {
+            return Err(PortError::NameTaken(io.name().to_string()));
+        }
+        let free = |n: u32| table.get(n).is_none();
+        let port_no = match want.filter(|n| (1..=MAX_PORT_NO).contains(n)) {
+            Some(n) if free(n) => n,
+            Some(n) if want.is_some() && !free(n) => return Err(PortError::NumberTaken(n)),
+            _ => (1..=MAX_PORT_NO).find(|&n| free(n)).unwrap_or(MAX_PORT_NO),
+        };
+        let idx = port_no as usize - 1;
+        if table.by_no.len() <= idx {
+            table.by_no.resize(idx + 1, None);
+        }
+        table.by_no[idx] = Some(io.clone());
+        self.shared.ports.store(Arc::new(table));
+        let mut fx = Effects::default();
+        self.agent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add_port(port_state(port_no, &io), &mut fx);
+        self.ctx.dispatch(fx);
+        Ok(port_no)
+    }
+
+    /// Takes a port away while the switch runs (PORT_STATUS DELETE); its
+    /// socket closes once the datapath thread reading it lets go. False if
+    /// there was no such port.
+    pub fn remove_port(&self, port_no: u32) -> bool {
+        let _w = self.port_writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut fx = Effects::default();
+        let known = self
+            .agent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove_port(port_no, &mut fx);
+        self.ctx.dispatch(fx);
+        let mut table = (*self.shared.port_table()).clone();
+        let slot = match port_no {
+            ofwire::v13::port::LOCAL => &mut table.local,
+            n => match table.by_no.get_mut((n as usize).wrapping_sub(1)) {
+                Some(s) => s,
+                None => return known,
+            },
+        };
+        let had = slot.take().is_some();
+        while table.by_no.last().is_some_and(Option::is_none) {
+            table.by_no.pop();
+        }
+        self.shared.ports.store(Arc::new(table));
+        known || had
+    }
+
+    /// The ports now on the switch: number and I/O.
+    pub fn ports(&self) -> Vec<(u32, Arc<dyn PortIo>)> {
+        self.shared.port_table().iter().map(|(n, p)| (n, p.clone())).collect()
+    }
+
+    /// A port's counters (None: no such port).
+    pub fn port_counters(&self, port_no: u32) -> Option<ofwire::PortCounters> {
+        let p = self.shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
+        p.ports.get(&port_no).map(|ps| ps.counters.snapshot())
+    }
+
+    /// Connects to exactly these controllers from now on: new ones are
+    /// dialled (reconnecting with back-off), sessions with ones no longer
+    /// named are closed.
+    pub fn set_controllers(&self, addrs: &[SocketAddr]) {
+        let mut held = self.controllers.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|(a, task, _)| {
+            let keep = addrs.contains(a);
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for a in addrs {
+            if held.iter().any(|(h, _, _)| h == a) {
+                continue;
+            }
+            let up = Arc::new(AtomicBool::new(false));
+            let task = self.rt.spawn(dial(self.ctx.clone(), *a, up.clone()));
+            held.push((*a, task, up));
+        }
+    }
+
+    /// Each controller dialled and whether a session with it is up.
+    pub fn controllers(&self) -> Vec<(SocketAddr, bool)> {
+        let held = self.controllers.lock().unwrap_or_else(|e| e.into_inner());
+        held.iter().map(|(a, _, up)| (*a, up.load(Relaxed))).collect()
+    }
+
     fn shutdown(&mut self) {
         self.shared.stop.store(true, Relaxed);
+        for (_, task, _) in self.controllers.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            task.abort();
+        }
+        if let Some(p) = self.listen_unix.take() {
+            let _ = std::fs::remove_file(p);
+        }
         if let Some(s) = self.control_stop.take() {
             let _ = s.send(());
         }
@@ -190,22 +330,12 @@ impl Ctx {
 /// Starts the switch.
 pub fn start(cfg: Config) -> std::io::Result<Handle> {
     let mut pipeline = Pipeline::new(cfg.n_tables, cfg.max_rules);
-    let numbered = cfg
-        .ports
-        .iter()
-        .enumerate()
-        .map(|(i, io)| (i as u32 + 1, io))
-        .chain(cfg.local.iter().map(|io| (ofwire::v13::port::LOCAL, io)));
-    for (port_no, io) in numbered {
-        pipeline.add_port(PortState {
-            port_no,
-            name: io.name().to_string(),
-            hw_addr: io.hw_addr(),
-            config: 0,
-            link_up: io.link_up(),
-            speed_kbps: io.speed_kbps(),
-            counters: Arc::new(PortCounters::default()),
-        });
+    let table = datapath::PortTable {
+        by_no: cfg.ports.iter().cloned().map(Some).collect(),
+        local: cfg.local.clone(),
+    };
+    for (port_no, io) in table.iter() {
+        pipeline.add_port(port_state(port_no, io));
     }
     if cfg.flood_on_miss {
         let fm = ofwire::v13::FlowMod {
@@ -225,8 +355,7 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
     let (pi_tx, pi_rx) = mpsc::channel(4096);
     let shared = Arc::new(Shared {
         pipeline: pipeline.clone(),
-        ports: cfg.ports.clone(),
-        local: cfg.local.clone(),
+        ports: arc_swap::ArcSwap::from_pointee(table),
         to_controller: pi_tx,
         stop: false.into(),
         packet_ins_dropped: 0.into(),
@@ -236,7 +365,7 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         fast_path: cfg.fast_path.clone(),
         fast_generation: u64::MAX.into(),
     });
-    let agent = Arc::new(Mutex::new(Agent::new(
+    let mut agent = Agent::new(
         pipeline,
         Identity {
             datapath_id: cfg.datapath_id,
@@ -248,7 +377,11 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
                 dp_desc: format!("sdnlab switch dpid {:016x}", cfg.datapath_id),
             },
         },
-    )));
+    );
+    if !cfg.versions.is_empty() {
+        agent.set_versions(&cfg.versions);
+    }
+    let agent = Arc::new(Mutex::new(agent));
 
     // Before any frame is forwarded: only ports that can take redirected
     // frames go in the fast path's DEVMAP.
@@ -267,21 +400,17 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
     });
 
     let mut threads = Vec::new();
-    let n = cfg.datapath_threads.clamp(1, cfg.ports.len().max(1));
+    let n = match cfg.ports_may_change {
+        true => cfg.datapath_threads.max(1),
+        false => cfg.datapath_threads.clamp(1, cfg.ports.len().max(1)),
+    };
     for t in 0..n {
-        let mut mine: Vec<u32> = (0..cfg.ports.len())
-            .filter(|i| i % n == t)
-            .map(|i| i as u32 + 1)
-            .collect();
-        if t == 0 && cfg.local.is_some() {
-            mine.push(ofwire::v13::port::LOCAL);
-        }
         let shared = shared.clone();
         let core = cfg.cores.get(t).copied();
         threads.push(
             std::thread::Builder::new()
                 .name(format!("sdnlab-dp{t}"))
-                .spawn(move || datapath::run(shared, mine, core))?,
+                .spawn(move || datapath::run(shared, t, n, core))?,
         );
     }
 
@@ -294,6 +423,24 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         std_listeners.push(l);
     }
     let listening = std_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+    let unix_listener = match &cfg.listen_unix {
+        Some(path) => {
+            // A socket left by a switch that died is replaced; a live one
+            // answers, and is not.
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AddrInUse,
+                    format!("{}: another switch is listening there", path.display()),
+                ));
+            }
+            let _ = std::fs::remove_file(path);
+            let l = std::os::unix::net::UnixListener::bind(path)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", path.display())))?;
+            l.set_nonblocking(true)?;
+            Some(l)
+        }
+        None => None,
+    };
     let ctx = Ctx {
         agent: agent.clone(),
         shared: shared.clone(),
@@ -306,28 +453,76 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         ))),
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-    let controllers = cfg.controllers.clone();
     let egress = fast_egress.map(|e| (e, cfg.fast_egress_recheck));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt_handle = rt.handle().clone();
+    let control_ctx = ctx.clone();
     threads.push(std::thread::Builder::new().name("sdnlab-ctl".into()).spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        rt.block_on(control(ctx, std_listeners, controllers, egress, pi_rx, stop_rx));
+        rt.block_on(control(
+            control_ctx,
+            std_listeners,
+            unix_listener,
+            egress,
+            pi_rx,
+            stop_rx,
+        ));
     })?);
-    Ok(Handle {
+    let handle = Handle {
         shared,
         agent,
         listening,
         threads,
         control_stop: Some(stop_tx),
-    })
+        rt: rt_handle,
+        ctx,
+        controllers: Mutex::new(Vec::new()),
+        port_writer: Mutex::new(()),
+        listen_unix: cfg.listen_unix.clone(),
+    };
+    handle.set_controllers(&cfg.controllers);
+    Ok(handle)
+}
+
+/// A port's state as the pipeline first sees it.
+fn port_state(port_no: u32, io: &Arc<dyn PortIo>) -> PortState {
+    PortState {
+        port_no,
+        name: io.name().to_string(),
+        hw_addr: io.hw_addr(),
+        config: 0,
+        link_up: io.link_up(),
+        speed_kbps: io.speed_kbps(),
+        counters: Arc::new(PortCounters::default()),
+    }
+}
+
+/// One controller, dialled until the task is aborted: reconnects with
+/// back-off; `up` says whether a session is established.
+async fn dial(ctx: Ctx, addr: SocketAddr, up: Arc<AtomicBool>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                backoff = Duration::from_millis(100);
+                let (rd, wr) = s.into_split();
+                serve(ctx.clone(), rd, wr, None, Some(up.clone())).await;
+                if ctx.verbose {
+                    eprintln!("sdnlab switch: connection to {addr} closed; reconnecting");
+                }
+            }
+            Err(e) if ctx.verbose => eprintln!("sdnlab switch: cannot reach controller {addr}: {e}"),
+            Err(_) => {}
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(4));
+    }
 }
 
 async fn control(
     ctx: Ctx,
     listeners: Vec<std::net::TcpListener>,
-    controllers: Vec<SocketAddr>,
+    unix_listener: Option<std::os::unix::net::UnixListener>,
     egress: Option<(FastEgress, Duration)>,
     mut packet_ins: mpsc::Receiver<crate::pipeline::ToController>,
     mut stop: tokio::sync::oneshot::Receiver<()>,
@@ -373,7 +568,8 @@ async fn control(
                         let _ = s.set_nodelay(true);
                         let ctx = ctx.clone();
                         tokio::spawn(async move {
-                            serve(ctx.clone(), s, Some((id, kill))).await;
+                            let (rd, wr) = s.into_split();
+                            serve(ctx.clone(), rd, wr, Some((id, kill)), None).await;
                             ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
                         });
                     }
@@ -390,25 +586,22 @@ async fn control(
             }
         });
     }
-    for addr in controllers {
+    if let Some(l) = unix_listener {
+        // Tools on this machine (ovs-ofctl BRIDGE): the socket's
+        // permissions admit them, so no admission limits.
         let ctx = ctx.clone();
         tokio::spawn(async move {
-            let mut backoff = Duration::from_millis(100);
+            let Ok(l) = tokio::net::UnixListener::from_std(l) else {
+                return;
+            };
             loop {
-                match tokio::net::TcpStream::connect(addr).await {
-                    Ok(s) => {
-                        let _ = s.set_nodelay(true);
-                        backoff = Duration::from_millis(100);
-                        serve(ctx.clone(), s, None).await;
-                        if ctx.verbose {
-                            eprintln!("sdnlab switch: connection to {addr} closed; reconnecting");
-                        }
+                match l.accept().await {
+                    Ok((s, _)) => {
+                        let (rd, wr) = s.into_split();
+                        tokio::spawn(serve(ctx.clone(), rd, wr, None, None));
                     }
-                    Err(e) if ctx.verbose => eprintln!("sdnlab switch: cannot reach controller {addr}: {e}"),
-                    Err(_) => {}
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
                 }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(4));
             }
         });
     }
@@ -464,7 +657,7 @@ async fn control(
                 {
                     let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
                     agent.expire(Instant::now(), &mut fx);
-                    for (port_no, io) in ctx.shared.all_ports() {
+                    for (port_no, io) in ctx.shared.port_table().iter() {
                         agent.link_changed(port_no, io.link_up(), &mut fx);
                         let drops = io.take_rx_drops();
                         if drops > 0 {
@@ -491,9 +684,33 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 64 * 1024]);
 }
 
+/// The read side of a control connection, TCP or Unix.
+trait ReadSide: Send + 'static {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
+}
+
+impl ReadSide for tokio::net::tcp::OwnedReadHalf {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        tokio::net::tcp::OwnedReadHalf::readable(self)
+    }
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        tokio::net::tcp::OwnedReadHalf::try_read(self, buf)
+    }
+}
+
+impl ReadSide for tokio::net::unix::OwnedReadHalf {
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        tokio::net::unix::OwnedReadHalf::readable(self)
+    }
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        tokio::net::unix::OwnedReadHalf::try_read(self, buf)
+    }
+}
+
 /// Reads what the socket has into `framer`. False when the peer closed
 /// or the socket failed.
-async fn read_more(rd: &mut tokio::net::tcp::OwnedReadHalf, framer: &mut Framer) -> bool {
+async fn read_more(rd: &mut impl ReadSide, framer: &mut Framer) -> bool {
     loop {
         if rd.readable().await.is_err() {
             return false;
@@ -517,8 +734,14 @@ async fn read_more(rd: &mut tokio::net::tcp::OwnedReadHalf, framer: &mut Framer)
 /// `admitted`: its id with the listeners' admission and what evicts it
 /// during its handshake (None for a connection the switch made to a
 /// controller).
-async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, Arc<tokio::sync::Notify>)>) {
-    let (mut rd, mut wr) = stream.into_split();
+/// `up`: set while the session is established (a controller dialled).
+async fn serve(
+    ctx: Ctx,
+    mut rd: impl ReadSide,
+    mut wr: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    admitted: Option<(u64, Arc<tokio::sync::Notify>)>,
+    up: Option<Arc<AtomicBool>>,
+) {
     let versions = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).versions().to_vec();
     let hello = Message {
         version: *versions.iter().max().unwrap_or(&ofwire::OFP13_VERSION),
@@ -583,6 +806,16 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
         }
     }
     let conn = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).connect(version);
+    // Ends the session with the agent however this future ends (its task
+    // aborted when the controller is no longer wanted, too).
+    let session = Session {
+        ctx: ctx.clone(),
+        conn,
+        up,
+    };
+    if let Some(u) = &session.up {
+        u.store(true, Relaxed);
+    }
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let backlog = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).insert(
@@ -747,8 +980,7 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
             tokio::time::Instant::now(),
         );
     }
-    ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).disconnect(conn);
-    ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).remove(&conn);
+    drop(session);
     // Let queued replies go out before the socket closes; a peer that
     // does not read them does not keep the socket open.
     let mut writer = writer;
@@ -757,5 +989,30 @@ async fn serve(ctx: Ctx, stream: tokio::net::TcpStream, admitted: Option<(u64, A
         .is_err()
     {
         writer.abort();
+    }
+}
+
+/// An established session; dropped, it leaves the agent and the writers.
+struct Session {
+    ctx: Ctx,
+    conn: usize,
+    up: Option<Arc<AtomicBool>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.ctx
+            .agent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .disconnect(self.conn);
+        self.ctx
+            .writers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.conn);
+        if let Some(u) = &self.up {
+            u.store(false, Relaxed);
+        }
     }
 }

@@ -6,107 +6,11 @@
 //! four switches under os-ken's simple_switch_13 is in `net_cli.rs`'s
 //! company here too.
 
+mod common;
+use common::{ok, sh, text, Hosts};
 use std::io::{Read, Write};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn sh(cmd: &[&str]) -> Output {
-    Command::new(cmd[0]).args(&cmd[1..]).output().unwrap()
-}
-
-fn ok(cmd: &[&str]) -> String {
-    let out = sh(cmd);
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
-
-/// Two hosts (h1 10.77.0.1, h2 10.77.0.2) on veths whose root ends the
-/// switch uses; removed on drop.
-struct Hosts {
-    tag: String,
-}
-
-impl Hosts {
-    fn new(tag: &str) -> Hosts {
-        let tag = format!("swc{}{}", tag, std::process::id() % 1000);
-        let h = Hosts { tag };
-        h.remove();
-        for i in 1..=2 {
-            let ns = h.ns(i);
-            ok(&["ip", "netns", "add", &ns]);
-            ok(&[
-                "ip",
-                "link",
-                "add",
-                &h.port(i),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &h.host_if(i),
-            ]);
-            ok(&["ip", "link", "set", &h.host_if(i), "netns", &ns]);
-            ok(&[
-                "ip",
-                "-n",
-                &ns,
-                "addr",
-                "add",
-                &format!("10.77.0.{i}/24"),
-                "dev",
-                &h.host_if(i),
-            ]);
-            ok(&["ip", "-n", &ns, "link", "set", &h.host_if(i), "up"]);
-            ok(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
-            ok(&["ip", "link", "set", &h.port(i), "up"]);
-        }
-        h
-    }
-    fn ns(&self, i: u32) -> String {
-        format!("{}-h{i}", self.tag)
-    }
-    fn port(&self, i: u32) -> String {
-        format!("{}p{i}", self.tag)
-    }
-    fn host_if(&self, i: u32) -> String {
-        format!("{}e{i}", self.tag)
-    }
-    fn exec(&self, i: u32, cmd: &[&str]) -> Output {
-        let ns = self.ns(i);
-        let mut args = vec!["ip", "netns", "exec", &ns];
-        args.extend(cmd);
-        sh(&args)
-    }
-    fn ping(&self, count: u32) -> bool {
-        self.exec(
-            1,
-            &["ping", "-c", &count.to_string(), "-i", "0.1", "-W", "1", "10.77.0.2"],
-        )
-        .status
-        .success()
-    }
-    fn remove(&self) {
-        for i in 1..=2 {
-            let _ = sh(&["ip", "link", "del", &self.port(i)]);
-            let _ = sh(&["ip", "netns", "del", &self.ns(i)]);
-        }
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
 
 struct Switch {
     child: Child,
@@ -220,7 +124,7 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn connections_that_never_finish_are_closed_and_do_not_lock_out_ovs_ofctl() {
     use std::io::{Read, Write};
-    let hosts = Hosts::new("h");
+    let hosts = Hosts::new("swc", "h");
     let sw = Switch::start(&hosts, &["--session-deadline", "3", "--max-connections", "64"]);
     let pid = sw.child.id();
     let addr = sw.target.strip_prefix("tcp:").unwrap().to_string();
@@ -306,7 +210,7 @@ fn connections_that_never_finish_are_closed_and_do_not_lock_out_ovs_ofctl() {
 #[test]
 fn a_silent_session_is_probed_and_closed_one_that_answers_stays() {
     use std::io::{Read, Write};
-    let hosts = Hosts::new("p");
+    let hosts = Hosts::new("swc", "p");
     let sw = Switch::start(&hosts, &["--inactivity-probe", "1"]);
     let addr = sw.target.strip_prefix("tcp:").unwrap().to_string();
     let hello = [4u8, 0, 0, 8, 0, 0, 0, 1];
@@ -401,7 +305,7 @@ fn first_words(args: &[&str]) -> String {
 /// one on loopback gets none (the switch's and the controller's).
 #[test]
 fn plain_listeners_beyond_loopback_are_warned_about() {
-    let hosts = Hosts::new("w");
+    let hosts = Hosts::new("swc", "w");
     let port = hosts.port(1);
     let open = first_words(&["switch", "--port", &port, "--listen", "ptcp:0:0.0.0.0"]);
     let warnings: Vec<&str> = open.lines().filter(|l| l.contains("warning")).collect();
@@ -451,7 +355,7 @@ fn plain_listeners_beyond_loopback_are_warned_about() {
 #[test]
 fn a_peer_that_reads_nothing_cannot_make_the_switch_hoard_replies() {
     use std::io::{Read, Write};
-    let hosts = Hosts::new("r");
+    let hosts = Hosts::new("swc", "r");
     let sw = Switch::start(&hosts, &[]);
     let pid = sw.child.id();
     let flows: String = (0..2000)
@@ -509,7 +413,7 @@ fn a_peer_that_reads_nothing_cannot_make_the_switch_hoard_replies() {
 /// reply the switch could not encode); a dump of the last table answers.
 #[test]
 fn large_multipart_replies_come_in_parts() {
-    let hosts = Hosts::new("m");
+    let hosts = Hosts::new("swc", "m");
     let sw = Switch::start(&hosts, &["--tables", "254"]);
     let ofctl = |args: &[&str]| {
         let mut v = vec!["timeout", "30", "ovs-ofctl", "-O", "OpenFlow13", args[0], &sw.target];
@@ -534,7 +438,7 @@ fn large_multipart_replies_come_in_parts() {
 
 #[test]
 fn ovs_ofctl_drives_flows_groups_meters_and_statistics() {
-    let hosts = Hosts::new("a");
+    let hosts = Hosts::new("swc", "a");
     let sw = Switch::start(&hosts, &[]);
     let show = sw.ofctl(&["show"]);
     assert!(show.contains(&format!("1({})", hosts.port(1))), "{show}");
@@ -628,7 +532,7 @@ fn ovs_ofctl_drives_flows_groups_meters_and_statistics() {
 
 #[test]
 fn ovs_ofctl_in_openflow_10_sees_the_same_switch() {
-    let hosts = Hosts::new("d");
+    let hosts = Hosts::new("swc", "d");
     let sw = Switch::start(&hosts, &[]);
     let of10 = |args: &[&str]| {
         let mut v = vec!["ovs-ofctl", "-O", "OpenFlow10", args[0], &sw.target];
@@ -673,7 +577,7 @@ fn ovs_ofctl_in_openflow_10_sees_the_same_switch() {
 
 #[test]
 fn the_local_port_is_a_tap_the_host_reaches_the_network_through() {
-    let hosts = Hosts::new("e");
+    let hosts = Hosts::new("swc", "e");
     let tap = format!("{}l", hosts.tag);
     let sw = Switch::start(&hosts, &["--local", &tap]);
     ok(&["ip", "addr", "add", "10.77.0.254/24", "dev", &tap]);
@@ -698,7 +602,7 @@ fn the_local_port_is_a_tap_the_host_reaches_the_network_through() {
 
 #[test]
 fn tcp_crosses_with_the_hosts_offloads_left_on() {
-    let hosts = Hosts::new("b");
+    let hosts = Hosts::new("swc", "b");
     let sw = Switch::start(&hosts, &["--fail-mode", "standalone"]);
     ping_and_tcp(&hosts);
     drop(sw);
@@ -713,7 +617,7 @@ fn tcp_crosses_with_the_hosts_offloads_left_on() {
 #[test]
 fn afxdp_ports_forward_ping_and_tcp_with_offloads_on() {
     for (mode, tag) in [("native", "xn"), ("generic", "xg")] {
-        let hosts = Hosts::new(tag);
+        let hosts = Hosts::new("swc", tag);
         let sw = Switch::start_on(&hosts, "afxdp:", &["--fail-mode", "standalone", "--xdp-mode", mode]);
         ping_and_tcp(&hosts);
         let ports = sw.ofctl(&["dump-ports"]);
@@ -751,7 +655,7 @@ fn ping_and_tcp(hosts: &Hosts) {
 
 #[test]
 fn malformed_openflow_gets_an_error_and_other_sessions_keep_working() {
-    let hosts = Hosts::new("c");
+    let hosts = Hosts::new("swc", "c");
     let sw = Switch::start(&hosts, &[]);
     let addr = sw.target.trim_start_matches("tcp:").to_string();
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
@@ -874,7 +778,7 @@ fn bad_command_lines_get_one_line() {
 /// hosts and ovs-ofctl sees each one's own rules.
 #[test]
 fn a_config_file_runs_several_bridges_in_one_process() {
-    let (h1, h2) = (Hosts::new("c1"), Hosts::new("c2"));
+    let (h1, h2) = (Hosts::new("swc", "c1"), Hosts::new("swc", "c2"));
     let dir = std::env::temp_dir().join(format!("swcconf{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let conf = dir.join("bridges.toml");

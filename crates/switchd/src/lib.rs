@@ -4,6 +4,8 @@
 //! from the rest of sdnlab, so a router build carries the switch alone
 //! (no controller, no TLS library, no benchmarks).
 
+pub mod ovsdb;
+
 use clap::Args;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ pub struct SwitchArgs {
     /// An interface to switch between (repeatable, in port order: the first is port 1). Any
     /// Linux interface (veth, a real NIC); it must be up. `afxdp:IF` opens it with AF_XDP
     /// sockets (faster for small frames), `IF` or `afpacket:IF` with AF_PACKET rings.
-    #[arg(long = "port", value_name = "[afxdp:]IF", required_unless_present = "config")]
+    #[arg(long = "port", value_name = "[afxdp:]IF", required_unless_present_any = ["config", "ovsdb"])]
     pub ports: Vec<String>,
     /// Where AF_XDP ports run their XDP program: native (in the driver), generic (every
     /// interface), or auto (native if the driver has it).
@@ -94,6 +96,17 @@ pub struct SwitchArgs {
     /// xdp_mode, xdp_fast_path, local) in one process, instead of one bridge from the options above.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["ports", "controllers", "listen", "dpid", "local"])]
     pub config: Option<std::path::PathBuf>,
+    /// Take the bridges, ports and controllers from Open vSwitch's database, as ovs-vswitchd
+    /// does (unix:PATH or tcp:HOST:PORT of an ovsdb-server holding vswitch.ovsschema): manage
+    /// the switch with ovs-vsctl. Instead of --port, --controller, --listen, --dpid, --local,
+    /// --config.
+    #[arg(long, value_name = "unix:PATH", conflicts_with_all = ["ports", "controllers", "listen", "dpid", "local", "config"])]
+    pub ovsdb: Option<String>,
+    /// With --ovsdb: where each bridge's BRIDGE.mgmt socket goes, for `ovs-ofctl BRIDGE`
+    /// (which looks in $OVS_RUNDIR). Default: the database socket's directory, or
+    /// /var/run/openvswitch.
+    #[arg(long, value_name = "DIR", requires = "ovsdb")]
+    pub rundir: Option<std::path::PathBuf>,
 }
 
 /// Parses tcp:HOST:PORT, HOST:PORT or ptcp:PORT[:ADDR].
@@ -406,12 +419,17 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: SwitchArgs) -> ExitCode {
-    let specs = match &args.config {
-        Some(path) => match load_config(path) {
+    let remote = match args.ovsdb.as_deref().map(ovsdb::client::Remote::parse).transpose() {
+        Ok(r) => r,
+        Err(e) => return fail(format!("--ovsdb: {e}")),
+    };
+    let specs = match (&args.config, &remote) {
+        (_, Some(_)) => Vec::new(),
+        (Some(path), None) => match load_config(path) {
             Ok(v) => v,
             Err(e) => return fail(e),
         },
-        None => vec![BridgeSpec::from_args(&args)],
+        (None, None) => vec![BridgeSpec::from_args(&args)],
     };
     if !(args.session_deadline.is_finite() && (0.1..=3600.0).contains(&args.session_deadline)) {
         return fail(format!(
@@ -447,6 +465,13 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
             return fail(format!("--pidfile {}: {e}", p.display()));
         }
+    }
+    if let Some(remote) = remote {
+        let code = run_managed(&args, remote, hygiene);
+        if let Some(p) = &args.pidfile {
+            let _ = std::fs::remove_file(p);
+        }
+        return code;
     }
     let mut running = Vec::new();
     for spec in &specs {
@@ -503,13 +528,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
-    rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-        }
-    });
+    rt.block_on(stopped());
     let mut rules = 0;
     for r in running {
         rules += r.handle.pipeline().read().map(|p| p.rule_count()).unwrap_or(0);
@@ -520,4 +539,61 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     }
     eprintln!("sdnlab switch: stopped ({rules} rules)");
     ExitCode::SUCCESS
+}
+
+/// Until Ctrl-C or SIGTERM.
+async fn stopped() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+    }
+}
+
+/// `--ovsdb`: the bridges the database asks for, until stopped.
+fn run_managed(args: &SwitchArgs, remote: ovsdb::client::Remote, hygiene: Hygiene) -> ExitCode {
+    let rundir = match (&args.rundir, &remote) {
+        (Some(d), _) => d.clone(),
+        (None, ovsdb::client::Remote::Unix(p)) => p.parent().map(|d| d.to_path_buf()).unwrap_or_else(|| ".".into()),
+        (None, _) => "/var/run/openvswitch".into(),
+    };
+    if !rundir.is_dir() {
+        return fail(format!(
+            "--rundir {}: not a directory (each bridge's BRIDGE.mgmt socket goes there)",
+            rundir.display()
+        ));
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let settings = ovsdb::manager::Settings {
+        remote,
+        rundir,
+        verbose: args.verbose,
+        tables: args.tables,
+        max_rules: args.max_rules,
+        ring: args.ring,
+        threads: args.threads.unwrap_or_else(|| cores.saturating_sub(1).max(1)),
+        session_deadline: hygiene.deadline,
+        inactivity_probe: hygiene.probe,
+        limits: hygiene.limits,
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let mut manager = ovsdb::manager::Manager::new(settings);
+    eprintln!("sdnlab switch: managed through OVSDB; Ctrl-C stops");
+    let failed = rt.block_on(async {
+        tokio::select! {
+            r = manager.run() => r.err(),
+            _ = stopped() => None,
+        }
+    });
+    manager.shutdown();
+    match failed {
+        Some(e) => fail(e),
+        None => {
+            eprintln!("sdnlab switch: stopped");
+            ExitCode::SUCCESS
+        }
+    }
 }

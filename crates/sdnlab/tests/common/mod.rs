@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::{Command, Output};
 
 /// What is left of run `id`: namespaces, root interfaces, state, processes.
 pub fn leftovers(id: &str) -> Vec<String> {
@@ -34,4 +35,104 @@ pub fn leftovers(id: &str) -> Vec<String> {
         }
     }
     left
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub fn sh(cmd: &[&str]) -> Output {
+    Command::new(cmd[0]).args(&cmd[1..]).output().unwrap()
+}
+
+pub fn ok(cmd: &[&str]) -> String {
+    let out = sh(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Two hosts (h1 10.77.0.1, h2 10.77.0.2) on veths whose root ends the
+/// switch uses; removed on drop.
+pub struct Hosts {
+    pub tag: String,
+}
+
+impl Hosts {
+    /// `prefix`: the test file's own (namespaces and interfaces are named
+    /// by it), `tag`: the test's.
+    pub fn new(prefix: &str, tag: &str) -> Hosts {
+        let tag = format!("{prefix}{}{}", tag, std::process::id() % 1000);
+        let h = Hosts { tag };
+        h.remove();
+        for i in 1..=2 {
+            let ns = h.ns(i);
+            ok(&["ip", "netns", "add", &ns]);
+            ok(&[
+                "ip",
+                "link",
+                "add",
+                &h.port(i),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &h.host_if(i),
+            ]);
+            ok(&["ip", "link", "set", &h.host_if(i), "netns", &ns]);
+            ok(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("10.77.0.{i}/24"),
+                "dev",
+                &h.host_if(i),
+            ]);
+            ok(&["ip", "-n", &ns, "link", "set", &h.host_if(i), "up"]);
+            ok(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            ok(&["ip", "link", "set", &h.port(i), "up"]);
+        }
+        h
+    }
+    pub fn ns(&self, i: u32) -> String {
+        format!("{}-h{i}", self.tag)
+    }
+    pub fn port(&self, i: u32) -> String {
+        format!("{}p{i}", self.tag)
+    }
+    pub fn host_if(&self, i: u32) -> String {
+        format!("{}e{i}", self.tag)
+    }
+    pub fn exec(&self, i: u32, cmd: &[&str]) -> Output {
+        let ns = self.ns(i);
+        let mut args = vec!["ip", "netns", "exec", &ns];
+        args.extend(cmd);
+        sh(&args)
+    }
+    pub fn ping(&self, count: u32) -> bool {
+        self.exec(
+            1,
+            &["ping", "-c", &count.to_string(), "-i", "0.1", "-W", "1", "10.77.0.2"],
+        )
+        .status
+        .success()
+    }
+    pub fn remove(&self) {
+        for i in 1..=2 {
+            let _ = sh(&["ip", "link", "del", &self.port(i)]);
+            let _ = sh(&["ip", "netns", "del", &self.ns(i)]);
+        }
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        self.remove();
+    }
 }
