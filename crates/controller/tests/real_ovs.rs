@@ -93,6 +93,7 @@ async fn check(shape: &str, protocol: &str, app: &str) {
             // paths handles loops; l2-learning does not.
             keep_loops: paths,
             ssl: None,
+            ovsdb: false,
         },
     )
     .await
@@ -305,6 +306,7 @@ async fn rest_flows_reach_the_switch() {
                 controller: Some(ctl.local_addrs[0].to_string()),
                 keep_loops: false,
                 ssl: None,
+                ovsdb: false,
             },
         )
         .await
@@ -457,6 +459,7 @@ async fn switches_connect_over_tls() {
                     certificate: dir.join("switch.pem"),
                     ca_certificate: dir.join("ca.pem"),
                 }),
+                ovsdb: false,
             },
         )
         .await
@@ -509,6 +512,7 @@ async fn a_standby_controller_takes_over_real_switches() {
             controller: Some(format!("{},{}", active.local_addrs[0], standby.local_addrs[0])),
             keep_loops: false,
             ssl: None,
+            ovsdb: false,
         },
     )
     .await

@@ -339,6 +339,10 @@ impl Console {
                     "<OVSSwitch {name}: bridge={br} ofctl={}>",
                     self.ofctl_target(name).unwrap_or_default()
                 ),
+                SwitchKind::Sdnlab if st.ovs.is_some() => format!(
+                    "<SdnlabSwitch {name}: bridge={br} ovsdb ofctl={}>",
+                    self.ofctl_target(name).unwrap_or_default()
+                ),
                 SwitchKind::Sdnlab => match st.sdnlab.iter().find(|p| &p.name == name) {
                     Some(p) if p.pid != 0 => format!("<SdnlabSwitch {name}: ofctl={} pid={}>", p.ofp, p.pid),
                     _ => format!("<SdnlabSwitch {name}: stopped>"),

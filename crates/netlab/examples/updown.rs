@@ -31,6 +31,7 @@ async fn main() {
                         controller: None,
                         keep_loops: false,
                         ssl: None,
+                        ovsdb: false,
                     },
                 )
                 .await

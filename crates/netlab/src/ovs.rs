@@ -34,8 +34,22 @@ fn wait_for(path: &Path, what: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// What runs the switches the database describes.
+pub enum Daemon {
+    /// Open vSwitch's ovs-vswitchd (userspace datapath).
+    Vswitchd,
+    /// sdnlab's switch, managed through OVSDB (`sdnlab switch --ovsdb`),
+    /// from this executable; `through_qdisc` when links are shaped.
+    Sdnlab { bin: PathBuf, through_qdisc: bool },
+}
+
 impl Ovs {
-    pub fn start(run_dir: &Path, _id: &str) -> io::Result<Ovs> {
+    pub fn start(run_dir: &Path, id: &str) -> io::Result<Ovs> {
+        Ovs::start_with(run_dir, id, Daemon::Vswitchd)
+    }
+
+    /// ovsdb-server and the switch daemon.
+    pub fn start_with(run_dir: &Path, _id: &str, daemon: Daemon) -> io::Result<Ovs> {
         let dir = run_dir.join("ovs");
         std::fs::create_dir_all(&dir)?;
         let d = |f: &str| dir.join(f).display().to_string();
@@ -90,6 +104,27 @@ impl Ovs {
         };
         wait_for(&dir.join("db.sock"), "ovsdb-server")?;
         ovs.vsctl(&["--no-wait", "init"])?;
+        if let Daemon::Sdnlab { bin, through_qdisc } = &daemon {
+            let mut args: Vec<String> = ["switch", "--ovsdb"].map(String::from).to_vec();
+            args.push(format!("unix:{}", d("db.sock")));
+            args.extend(["--threads", "1", "--ring", "1024", "--pidfile"].map(String::from));
+            args.push(d("vswitchd.pid"));
+            if *through_qdisc {
+                args.push("--through-qdisc".into());
+            }
+            let log = std::fs::File::create(dir.join("vswitchd.log"))?;
+            let child = Command::new(bin)
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| io_err(format!("{}: {e}", bin.display())))?;
+            ovs.state.vswitchd_pid = child.id();
+            ovs.children.push(child);
+            wait_for(&dir.join("vswitchd.pid"), "sdnlab switch --ovsdb")?;
+            return Ok(ovs);
+        }
         ovs.vsctl(&[
             "--no-wait",
             "set",

@@ -320,6 +320,26 @@ impl Net {
                 .map_err(err)?;
                 self.ovs = Some(ovs);
             }
+            SwitchKind::Sdnlab if self.state.options.ovsdb => {
+                for l in self.state.links.iter().filter(|l| !l.blocked) {
+                    for end in &l.root_ends {
+                        root.set_up(end, true).await.map_err(err)?;
+                    }
+                }
+                let daemon = crate::ovs::Daemon::Sdnlab {
+                    bin: crate::sdnsw::binary()?,
+                    through_qdisc: self.topo.links.iter().any(|l| l.rate_mbit.is_some()),
+                };
+                let ovs = Ovs::start_with(&self.dir, &self.state.id, daemon).map_err(err)?;
+                self.state.ovs = Some(ovs.state.clone());
+                self.save()?;
+                if self.state.options.ssl.is_some() {
+                    return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into());
+                }
+                ovs.add_switches(&self.topo, &self.state, self.state.options.controller.as_deref(), None)
+                    .map_err(err)?;
+                self.ovs = Some(ovs);
+            }
             SwitchKind::Sdnlab => {
                 for l in self.state.links.iter().filter(|l| !l.blocked) {
                     for end in &l.root_ends {
@@ -805,7 +825,8 @@ pub async fn switch_set(st: &mut State, name: &str, start: bool) -> Result<Optio
             Nl::here().map_err(err)?.set_up(&br, start).await.map_err(err)?;
             Ok(None)
         }
-        SwitchKind::Ovs => {
+        // Open vSwitch, or sdnlab's switch managed through OVSDB.
+        SwitchKind::Ovs | SwitchKind::Sdnlab if st.ovs.is_some() => {
             let dir = st.ovs.as_ref().ok_or("this run has no Open vSwitch")?.dir.clone();
             if start {
                 let topo = st.topology.as_ref().ok_or("this run's state has no topology")?;
@@ -823,6 +844,7 @@ pub async fn switch_set(st: &mut State, name: &str, start: bool) -> Result<Optio
             }
             Ok(None)
         }
+        SwitchKind::Ovs => Err("this run has no Open vSwitch".into()),
         SwitchKind::Sdnlab => {
             let i = st
                 .sdnlab

@@ -94,6 +94,12 @@ pub struct UpOptions {
     /// controller is `ssl:HOST:PORT`; OVS only.
     #[serde(default)]
     pub ssl: Option<SslFiles>,
+    /// With the `sdnlab` kind: one `sdnlab switch --ovsdb` process runs
+    /// every switch as a bridge, configured through the run's own
+    /// ovsdb-server with ovs-vsctl exactly as the `ovs` kind is (instead
+    /// of one process per switch configured on its command line).
+    #[serde(default)]
+    pub ovsdb: bool,
 }
 
 /// What an OVS switch needs to reach a controller over TLS.
@@ -146,6 +152,7 @@ pub struct LinkState {
 pub struct OvsState {
     pub dir: PathBuf,
     pub ovsdb_pid: u32,
+    /// The switch daemon: ovs-vswitchd, or `sdnlab switch --ovsdb`.
     pub vswitchd_pid: u32,
 }
 

@@ -60,6 +60,7 @@ async fn api_up_exec_counters_link_failure_mgmt_and_down() {
             controller: None,
             keep_loops: false,
             ssl: None,
+            ovsdb: false,
         },
     )
     .await
@@ -107,6 +108,7 @@ async fn a_net_dropped_without_down_is_still_removed() {
             controller: None,
             keep_loops: false,
             ssl: None,
+            ovsdb: false,
         },
     )
     .await

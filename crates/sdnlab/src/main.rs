@@ -210,6 +210,11 @@ enum NetCommand {
         /// With --cli: leave the network up when the prompt ends.
         #[arg(long, requires = "cli")]
         keep: bool,
+        /// With --switch sdnlab: one switch process runs every switch, managed through the
+        /// run's own ovsdb-server with ovs-vsctl, as Open vSwitch is (`ovs-vsctl
+        /// --db=unix:/run/sdnlab/net/ID/ovs/db.sock show`).
+        #[arg(long)]
+        ovsdb: bool,
     },
     /// Open the sdnlab> prompt on a network already up (the only one, or --id);
     /// leaving it takes the network down unless --keep.
@@ -707,6 +712,7 @@ async fn net(command: NetCommand) -> ExitCode {
             ssl,
             cli,
             keep,
+            ovsdb,
         } => {
             let ssl = ssl.map(|f| netlab::run::SslFiles {
                 private_key: f[0].clone(),
@@ -714,7 +720,14 @@ async fn net(command: NetCommand) -> ExitCode {
                 ca_certificate: f[2].clone(),
             });
             let prompt = cli.then_some(net_cmd::Prompt { keep });
-            net_cmd::up(&spec, kind, controller, app, keep_loops, ssl, prompt).await
+            let options = netlab::run::UpOptions {
+                kind,
+                controller,
+                keep_loops,
+                ssl,
+                ovsdb,
+            };
+            net_cmd::up(&spec, options, app, prompt).await
         }
         NetCommand::Cli {
             id,

@@ -29,27 +29,25 @@ pub struct Prompt {
     pub keep: bool,
 }
 
-pub async fn up(
-    spec: &str,
-    kind: SwitchKind,
-    controller: Option<String>,
-    app: Option<String>,
-    keep_loops: bool,
-    ssl: Option<netlab::run::SslFiles>,
-    prompt: Option<Prompt>,
-) -> ExitCode {
+/// `options` as the command line gave them; with `app`, its controller
+/// is sdnlab's own, started here.
+pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Option<Prompt>) -> ExitCode {
+    let kind = options.kind;
     // --app: sdnlab's own controller, started in this process for the run's
     // lifetime, with its REST API on loopback (the console's `controller`).
     let mut builtin = None;
     let mut rest = None;
-    let mut controller = controller;
+    let mut options = options;
+    if options.ovsdb && kind != SwitchKind::Sdnlab {
+        return fail("--ovsdb manages sdnlab's switch through OVSDB: add --switch sdnlab");
+    }
     if let Some(app) = app {
         if kind == SwitchKind::Bridge {
             return fail("--app needs OpenFlow switches: add --switch ovs");
         }
         match controller::embedded::start_local_with_rest(&app, 1) {
             Ok((h, addr, token)) => {
-                controller = Some(h.local_addrs[0].to_string());
+                options.controller = Some(h.local_addrs[0].to_string());
                 eprintln!(
                     "sdnlab: built-in controller with app {app} on {}, REST API on http://{addr}",
                     h.local_addrs[0]
@@ -63,14 +61,14 @@ pub async fn up(
             Err(e) => return fail(e),
         }
     }
-    if let Some(c) = &controller {
+    if let Some(c) = &options.controller {
         let addr = c.strip_prefix("tcp:").or_else(|| c.strip_prefix("ssl:")).unwrap_or(c);
         if addr.parse::<std::net::SocketAddr>().is_err() {
             return fail(format!(
                 "--controller '{c}' is not HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT (e.g. 127.0.0.1:6653)"
             ));
         }
-        if c.starts_with("ssl:") && ssl.is_none() {
+        if c.starts_with("ssl:") && options.ssl.is_none() {
             return fail("an ssl: controller needs --ssl KEY CERT CACERT (the switches' PEM files)");
         }
         if kind == SwitchKind::Bridge {
@@ -91,15 +89,7 @@ pub async fn up(
         Err(e) => return fail(format!("cannot watch SIGTERM: {e}")),
     };
     let started = Instant::now();
-    let up = Net::up(
-        t,
-        UpOptions {
-            kind,
-            controller,
-            keep_loops,
-            ssl,
-        },
-    );
+    let up = Net::up(t, options);
     tokio::pin!(up);
     let mut stop = false;
     let net = loop {
@@ -281,11 +271,20 @@ fn print_summary(st: &State, took: std::time::Duration) {
     }
     if let Some(o) = &st.ovs {
         println!(
-            "  ovs: ovsdb-server pid {}, ovs-vswitchd pid {}, files in {}",
+            "  ovs: ovsdb-server pid {}, {} pid {}, files in {}",
             o.ovsdb_pid,
+            daemon_name(st),
             o.vswitchd_pid,
             o.dir.display()
         );
+    }
+}
+
+/// What runs the switches of a run with an ovsdb-server.
+fn daemon_name(st: &State) -> &'static str {
+    match st.options.kind {
+        SwitchKind::Sdnlab => "sdnlab switch --ovsdb",
+        _ => "ovs-vswitchd",
     }
 }
 
@@ -472,7 +471,7 @@ pub async fn iperf(id: Option<&str>, client: &str, server: &str, seconds: u32, j
         .map(|p| (format!("switch {}", p.name), p.pid))
         .collect();
     if let Some(o) = &st.ovs {
-        watched.push(("ovs-vswitchd".into(), o.vswitchd_pid));
+        watched.push((daemon_name(&st).into(), o.vswitchd_pid));
     }
     let watch = lab::host::HostWatch::start(watched, lab::host::Rule::default());
     let add = watch.adder();

@@ -224,6 +224,33 @@ fn every_shape_with_the_sdnlab_switch_alone_and_under_the_built_in_controller() 
     }
 }
 
+/// `--ovsdb`: one sdnlab switch process runs every switch, configured
+/// through the run's own ovsdb-server by ovs-vsctl as the `ovs` kind is;
+/// what ovs-vsctl reads back says each bridge reached its controller.
+#[test]
+fn sdnlab_switches_managed_through_the_runs_ovsdb_server() {
+    let up = Up::start(&["tree,2,2", "--switch", "sdnlab", "--ovsdb", "--app", "l2-learning"]);
+    assert!(up.summary.contains("sdnlab switch --ovsdb pid"), "{}", up.summary);
+    pingall_until_complete(&up, Duration::from_secs(20));
+    let db = format!("--db=unix:/run/sdnlab/net/{}/ovs/db.sock", up.id);
+    let out = Command::new("ovs-vsctl")
+        .args([&db, "--bare", "--columns=is_connected", "list", "Controller"])
+        .output()
+        .unwrap();
+    let states: Vec<String> = text(&out.stdout).split_whitespace().map(str::to_string).collect();
+    assert_eq!(states, vec!["true"; 3], "{}", text(&out.stderr));
+    let out = Command::new("ovs-vsctl")
+        .args([&db, "--bare", "--columns=ofport", "list", "Interface"])
+        .output()
+        .unwrap();
+    assert!(
+        !text(&out.stdout).contains("-1"),
+        "a port failed:\n{}",
+        text(&out.stdout)
+    );
+    up.down();
+}
+
 /// The python of os-ken 1.4.1, the last release with its apps (the
 /// project's script creates the venv if absent).
 fn osken_python() -> String {

@@ -126,6 +126,7 @@ impl Emulation for Sdnlab {
             controller: None,
             keep_loops: false,
             ssl: None,
+            ovsdb: false,
         };
         self.net = Some(self.rt.block_on(netlab::run::Net::up(topo, options))?);
         Ok(())

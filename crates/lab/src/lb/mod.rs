@@ -340,6 +340,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
             controller: Some(addr.to_string()),
             keep_loops: false,
             ssl: None,
+            ovsdb: false,
         },
     ))?;
     // Hosts finish their own checksums: a first segment the controller
