@@ -22,6 +22,8 @@ debs=(
   tmux                   # the console's tests drive the sdnlab> prompt as a person would (send-keys, capture-pane)
   graphviz               # the console's `graph FILE.svg` (dot -Tsvg)
   mininet bridge-utils   # bench fidelity: Mininet's Python API only (never `mn`, never its cleanup)
+  qemu-user-static       # the router builds of the switch run under it in the tests
+  gcc-arm-linux-gnueabihf libc6-dev-armhf-cross  # links the armv7 router build (static glibc)
   ca-certificates curl build-essential pkg-config
 )
 missing=()
@@ -46,6 +48,10 @@ fi
 # rust-toolchain.toml pins stable with rustfmt and clippy; this installs them if absent.
 rustup show active-toolchain >/dev/null
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+# The router builds' standard libraries (scripts/build-router.sh).
+for t in aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf; do
+  rustup target list --installed | grep -qx "$t" || rustup target add "$t" >/dev/null
+done
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "install-deps: cargo install cargo-fuzz"

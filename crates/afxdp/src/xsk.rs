@@ -135,14 +135,21 @@ impl<T: Copy> Ring<T> {
     fn map(fd: RawFd, off: &RingOffsets, size: u32, pgoff: i64, what: &str) -> io::Result<Ring<T>> {
         let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
         // SAFETY: maps the ring the kernel set up for this socket, of its size.
+        // The rings' offsets (0x180000000 for the completion ring) pass
+        // 32 bits: 32-bit glibc targets need mmap64 (musl's off_t is
+        // 64-bit everywhere).
+        #[cfg(not(all(target_env = "gnu", target_pointer_width = "32")))]
+        use libc::mmap;
+        #[cfg(all(target_env = "gnu", target_pointer_width = "32"))]
+        use libc::mmap64 as mmap;
         let map = unsafe {
-            libc::mmap(
+            mmap(
                 std::ptr::null_mut(),
                 map_len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_POPULATE,
                 fd,
-                pgoff,
+                pgoff as _,
             )
         };
         if map == libc::MAP_FAILED {

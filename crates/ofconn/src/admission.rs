@@ -48,7 +48,9 @@ pub fn open_file_limit() -> u64 {
     };
     // SAFETY: getrlimit writes one rlimit into the struct it is given.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
-        r.rlim_cur
+        // rlim_t is 32 bits on 32-bit targets (armv7 routers).
+        #[allow(clippy::useless_conversion)]
+        u64::from(r.rlim_cur)
     } else {
         1024
     }

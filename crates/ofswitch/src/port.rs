@@ -774,3 +774,157 @@ impl PortIo for AfPacketPort {
             .unwrap_or(10_000_000)
     }
 }
+
+/// A Linux interface through one plain AF_PACKET socket: `recvfrom` and
+/// `send`, one frame per call, no ring and no vnet header. For where the
+/// ring or PACKET_VNET_HDR are not available (qemu's user-mode emulation,
+/// which the router builds are tested under); `open_packet_port` falls
+/// back to it. Slower, and without the vnet header frames whose checksum
+/// the sending host left to offload reach the far end unfinished: TCP and
+/// UDP through it need checksum offload off on the hosts (`ethtool -K IF
+/// tx off`); ping and ARP need nothing.
+pub struct SocketPort {
+    name: String,
+    hw_addr: MacAddr,
+    fd: RawFd,
+    ifindex: i32,
+}
+
+impl SocketPort {
+    pub fn open(ifname: &str) -> io::Result<SocketPort> {
+        let cname = std::ffi::CString::new(ifname)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
+        // SAFETY: valid C string.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+        if ifindex == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{ifname}: no such network interface"),
+            ));
+        }
+        // SAFETY: plain syscall, result checked. Protocol 0 until bound, as
+        // for the ring's socket.
+        let fd = check(
+            unsafe {
+                libc::socket(
+                    libc::AF_PACKET,
+                    libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                    0,
+                )
+            },
+            "AF_PACKET socket (needs root or CAP_NET_RAW)",
+            ifname,
+        )?;
+        let port = SocketPort {
+            name: ifname.to_string(),
+            hw_addr: read_mac(ifname),
+            fd,
+            ifindex,
+        };
+        bind(fd, ifindex, ifname, true)?;
+        Ok(port)
+    }
+}
+
+impl Drop for SocketPort {
+    fn drop(&mut self) {
+        // SAFETY: closes our own descriptor once.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+impl PortIo for SocketPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn hw_addr(&self) -> MacAddr {
+        self.hw_addr
+    }
+
+    fn recv(&self, max: usize, f: &mut dyn FnMut(&[u8], VnetHdr)) -> io::Result<usize> {
+        let mut buf = [0u8; 65_536];
+        let mut n = 0;
+        while n < max {
+            // SAFETY: zeroed sockaddr_ll is valid; the kernel writes at most
+            // `len` bytes of it and at most buf.len() bytes of frame.
+            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            let r = unsafe {
+                libc::recvfrom(
+                    self.fd,
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                    &mut sll as *mut libc::sockaddr_ll as *mut libc::sockaddr,
+                    &mut len,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                return match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(n),
+                    _ => Err(e),
+                };
+            }
+            // The socket sees what this port sends too: not a frame received.
+            if sll.sll_pkttype == libc::PACKET_OUTGOING {
+                continue;
+            }
+            f(&buf[..r as usize], VnetHdr::default());
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn send(&self, frames: &[(&[u8], VnetHdr)]) -> usize {
+        frames
+            .iter()
+            .filter(|(data, _)| {
+                // SAFETY: sends from a live buffer of the length given.
+                let r = unsafe {
+                    libc::send(
+                        self.fd,
+                        data.as_ptr() as *const libc::c_void,
+                        data.len(),
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                r == data.len() as isize
+            })
+            .count()
+    }
+
+    fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    fn link_up(&self) -> bool {
+        read_sys(&self.name, "carrier").as_deref() == Some("1")
+            && read_sys(&self.name, "operstate").as_deref() != Some("down")
+    }
+
+    fn ifindex(&self) -> Option<u32> {
+        Some(self.ifindex as u32)
+    }
+}
+
+/// Opens `ifname` as an `AfPacketPort` with `slots` ring slots, or, when
+/// the ring cannot be set up but a plain socket can (qemu's user-mode
+/// emulation refuses the ring's socket options), as a `SocketPort`; the
+/// second value then says why, for a warning line. When neither opens, the
+/// ring's error.
+pub fn open_packet_port(ifname: &str, slots: usize) -> io::Result<(std::sync::Arc<dyn PortIo>, Option<String>)> {
+    match AfPacketPort::open(ifname, slots) {
+        Ok(p) => Ok((std::sync::Arc::new(p), None)),
+        Err(ring) => match SocketPort::open(ifname) {
+            Ok(p) => Ok((
+                std::sync::Arc::new(p),
+                Some(format!(
+                    "{ring}; using a plain AF_PACKET socket instead (slower; TCP and UDP need checksum offload off on the hosts)"
+                )),
+            )),
+            Err(_) => Err(ring),
+        },
+    }
+}

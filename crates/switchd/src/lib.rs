@@ -354,14 +354,18 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                     Arc::new(p) as Arc<dyn ofswitch::port::PortIo>
                 })
             }
-            "afpacket" => ofswitch::port::AfPacketPort::open(name, spec.ring.max(8))
+            "afpacket" if spec.through_qdisc => ofswitch::port::AfPacketPort::open(name, spec.ring.max(8))
                 .and_then(|p| {
-                    if spec.through_qdisc {
-                        p.through_qdisc()?;
-                    }
+                    p.through_qdisc()?;
                     Ok(p)
                 })
                 .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>),
+            "afpacket" => ofswitch::port::open_packet_port(name, spec.ring.max(8)).map(|(p, fallback)| {
+                if let Some(why) = fallback {
+                    eprintln!("sdnlab switch: {name}: warning: {why}");
+                }
+                p
+            }),
             _ => {
                 return Err(format!(
                     "--port {port}: unknown port type {kind:?}; give IF, afxdp:IF or afpacket:IF"
@@ -571,6 +575,7 @@ fn run_managed(args: &SwitchArgs, remote: ovsdb::client::Remote, hygiene: Hygien
         tables: args.tables,
         max_rules: args.max_rules,
         ring: args.ring,
+        through_qdisc: args.through_qdisc,
         threads: args.threads.unwrap_or_else(|| cores.saturating_sub(1).max(1)),
         session_deadline: hygiene.deadline,
         inactivity_probe: hygiene.probe,
@@ -595,5 +600,43 @@ fn run_managed(args: &SwitchArgs, remote: ovsdb::client::Remote, hygiene: Hygien
             eprintln!("sdnlab switch: stopped");
             ExitCode::SUCCESS
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The OpenWrt package's configuration is one this switch takes, and
+    /// its procd init script is valid shell.
+    #[test]
+    fn the_openwrt_files_are_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/openwrt");
+        let bridges = load_config(&dir.join("sdnlab-switch.toml")).unwrap();
+        assert_eq!(bridges.len(), 1);
+        assert_eq!(bridges[0].ports, ["lan1", "lan2", "lan3", "lan4"]);
+        assert!(parse_addr(&bridges[0].controllers[0], false).is_ok());
+        let sh = std::process::Command::new("sh")
+            .arg("-n")
+            .arg(dir.join("sdnlab-switch.init"))
+            .output()
+            .unwrap();
+        assert!(sh.status.success(), "{}", String::from_utf8_lossy(&sh.stderr));
+        let init = std::fs::read_to_string(dir.join("sdnlab-switch.init")).unwrap();
+        assert!(init.contains("USE_PROCD=1") && init.contains("--config \"$CONF\""));
+    }
+
+    #[test]
+    fn a_bad_config_is_one_line_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("switchd-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("bad.toml");
+        std::fs::write(&f, "[[bridge]]\nname = \"a\"\nports = [\"x\"]\nfail_mode = \"open\"\n").unwrap();
+        let e = load_config(&f).unwrap_err();
+        assert!(
+            e.contains("bad.toml") && e.contains("fail_mode is secure or standalone") && !e.contains('\n'),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -26,6 +26,8 @@ pub struct Settings {
     pub tables: usize,
     pub max_rules: usize,
     pub ring: usize,
+    /// Ports send through their queueing disciplines (tc rate limits apply).
+    pub through_qdisc: bool,
     pub threads: usize,
     pub session_deadline: Duration,
     pub inactivity_probe: Option<Duration>,
@@ -353,8 +355,21 @@ impl Manager {
                 continue;
             }
             let opened: Result<Arc<dyn ofswitch::port::PortIo>, String> = match &i.kind {
-                IfaceKind::System => ofswitch::port::AfPacketPort::open(&i.name, self.s.ring.max(8))
-                    .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
+                IfaceKind::System if self.s.through_qdisc => {
+                    ofswitch::port::AfPacketPort::open(&i.name, self.s.ring.max(8))
+                        .and_then(|p| {
+                            p.through_qdisc()?;
+                            Ok(Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
+                        })
+                        .map_err(|e| format!("could not open network device {} ({e})", i.name))
+                }
+                IfaceKind::System => ofswitch::port::open_packet_port(&i.name, self.s.ring.max(8))
+                    .map(|(p, fallback)| {
+                        if let Some(why) = fallback {
+                            log(format!("{}: warning: {why}", i.name));
+                        }
+                        p
+                    })
                     .map_err(|e| format!("could not open network device {} ({e})", i.name)),
                 IfaceKind::AfXdp => ofswitch::port_xdp::XdpPort::open(&i.name, None, self.s.ring.max(64) as u32, None)
                     .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
