@@ -22,6 +22,26 @@ scripts/bench-peers.sh security --case-wait-ms 500
 scripts/bench-peers.sh rate --trials 1 --loops 2 --loop-ms 300 --switches 4 --rate-tolerance 0.1
 scripts/bench-peers.sh sessions --trials 1 --max-sessions 300
 scripts/bench-peers.sh dos --trials 1 --loops 1 --loop-ms 300 --switches 2 --attackers 1 --syn-flood-pps 10000
+step "bench smoke: Faucet (OpenFlow 1.3; new sources learnt per second)"
+smoke_fc=$(mktemp -d /tmp/sdnlab-faucet-smoke.XXXXXX)
+cargo build -q --release -p sdnlab
+target/release/sdnlab bench ctl --peer faucet --ofp 1.3 --switches 4 --loops 2 --loop-ms 1000 --trials 1 \
+  --out "$smoke_fc/run" --json > "$smoke_fc/run.json"
+# Every measured loop learnt sources, and the report names Faucet.
+python3 - "$smoke_fc/run.json" <<'PY'
+import json, sys
+def loops(v):
+    if isinstance(v, dict):
+        if "matched_per_s" in v: yield v
+        for x in v.values(): yield from loops(x)
+    elif isinstance(v, list):
+        for x in v: yield from loops(x)
+ls = list(loops(json.load(open(sys.argv[1]))))
+assert len(ls) == 2 and all(l["matched_per_s"] > 0 for l in ls), ls
+print("faucet: new sources learnt per second:", [round(l["matched_per_s"]) for l in ls])
+PY
+grep -q "faucet 1.10.12" "$smoke_fc/run/faucet/meta.json"
+rm -rf "$smoke_fc"
 step "bench smoke: generators (sdnlab's XDP and AF_PACKET, trafgen, tcpreplay)"
 smoke_gen=$(mktemp -d /tmp/sdnlab-gen-smoke.XXXXXX)
 cargo build -q --release -p sdnlab

@@ -70,6 +70,38 @@ pub struct Config {
     /// (0: as many as the window allows). Requests still outstanding are
     /// capped by the window.
     pub offered_rate: f64,
+    /// PACKET_IN frames carry this 802.1Q VLAN id, as frames reach the
+    /// controller from a switch whose first table pushes a port's VLAN
+    /// (Faucet's `native_vlan`); None: untagged.
+    #[serde(default)]
+    pub vlan: Option<u16>,
+    /// How an answer is told to belong to a request.
+    #[serde(default)]
+    pub answers: Answers,
+    /// `Answers::NewSource`: how long a request waits for its answer
+    /// before it is given up, ms (longer than the controller's queue of
+    /// `window` requests takes, or answers come after it).
+    #[serde(default)]
+    pub unanswered_after_ms: u64,
+}
+
+/// How the controller's answers are matched to the PACKET_INs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Answers {
+    /// cbench's way: a FLOW_MOD or PACKET_OUT carrying the PACKET_IN's
+    /// buffer id (learning switches that answer every PACKET_IN).
+    #[default]
+    Buffer,
+    /// A controller that learns each new source once and installs flows
+    /// for it without buffers (Faucet): every PACKET_IN carries a source
+    /// MAC never sent before, and its answer is the first FLOW_MOD whose
+    /// match names that eth_src. The PACKET_INs come as from the
+    /// controller's own send-to-controller rule: none before the
+    /// controller installs it, then reason ACTION with its table and
+    /// cookie. A request unanswered for `unanswered_after_ms` is given up
+    /// and counted (a learning controller may drop some by design).
+    NewSource,
 }
 
 /// What one loop measured.
@@ -88,6 +120,8 @@ pub struct LoopResult {
     pub malformed_acted: u64,
     /// OFPT_ERRORs received.
     pub errors: u64,
+    /// Requests given up unanswered (`Answers::NewSource` only).
+    pub unanswered: u64,
     pub per_switch_min: u64,
     pub per_switch_max: u64,
 }
@@ -114,6 +148,7 @@ struct SwitchCounters {
     /// FLOW_MODs or PACKET_OUTs answering a malformed PACKET_IN.
     malformed_acted: AtomicU64,
     errors: AtomicU64,
+    unanswered: AtomicU64,
 }
 
 impl SwitchCounters {
@@ -121,7 +156,7 @@ impl SwitchCounters {
     /// tasks keep adding, so a loop's figures can differ by one read batch
     /// at its edges (e.g. matched slightly above responses in one loop);
     /// over a run they agree.
-    fn snapshot(&self) -> [u64; 7] {
+    fn snapshot(&self) -> [u64; 8] {
         [
             &self.responses,
             &self.matched,
@@ -130,6 +165,7 @@ impl SwitchCounters {
             &self.malformed_acted,
             &self.errors,
             &self.requests,
+            &self.unanswered,
         ]
         .map(|c| c.load(Ordering::Relaxed))
     }
@@ -156,27 +192,108 @@ fn frame(src: [u8; 6], dst: [u8; 6]) -> Vec<u8> {
     f
 }
 
+/// `f` with an 802.1Q tag of `vlan` after its addresses (as it is without).
+fn tagged(mut f: Vec<u8>, vlan: Option<u16>) -> Vec<u8> {
+    if let Some(v) = vlan {
+        let tci = (v & 0x0fff).to_be_bytes();
+        f.splice(12..12, [0x81, 0x00, tci[0], tci[1]]);
+    }
+    f
+}
+
 fn mac(switch: usize, i: usize) -> [u8; 6] {
     let s = switch as u32;
     let i = i as u16;
     [0x02, (s >> 16) as u8, (s >> 8) as u8, s as u8, (i >> 8) as u8, i as u8]
 }
 
+/// The first three bytes of a connection's new sources: locally
+/// administered unicast, 6 bits that differ from one connection to the
+/// next (so a controller that outlives a run, `--target`, still meets new
+/// sources in the next), then the switch's index (16 bits).
+fn source_prefix(switch: usize) -> [u8; 3] {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let s = switch as u32;
+    [(((nanos >> 10) as u8) << 2) | 0x02, (s >> 8) as u8, s as u8]
+}
+
+/// The source MAC of request `seq` in `Answers::NewSource` (24 bits of
+/// sequence; they come round after 16 million requests of one connection).
+fn new_source(prefix: [u8; 3], seq: u32) -> [u8; 6] {
+    [
+        prefix[0],
+        prefix[1],
+        prefix[2],
+        (seq >> 16) as u8,
+        (seq >> 8) as u8,
+        seq as u8,
+    ]
+}
+
+/// The request (24 bits of its sequence) a FLOW_MOD answers in
+/// `Answers::NewSource`: the eth_src its match names, if it is one of this
+/// connection's sources.
+fn answered_source(flow_mod: &Message, prefix: [u8; 3]) -> Option<u32> {
+    let Body::V13(v13::Body::FlowMod(fm)) = &flow_mod.body else {
+        return None;
+    };
+    fm.match_.fields.iter().find_map(|f| match f {
+        ofwire::oxm::Oxm::EthSrc(m, None) => {
+            (m.0[..3] == prefix).then(|| u32::from_be_bytes([0, m.0[3], m.0[4], m.0[5]]))
+        }
+        _ => None,
+    })
+}
+
+/// The table and cookie of a FLOW_MOD that sends to the controller (the
+/// rule a learning controller's PACKET_INs come from).
+fn to_controller_rule(flow_mod: &Message) -> Option<(u8, u64)> {
+    let Body::V13(v13::Body::FlowMod(fm)) = &flow_mod.body else {
+        return None;
+    };
+    let to_ctl = |acts: &Vec<v13::Action>| {
+        acts.iter()
+            .any(|a| matches!(a, v13::Action::Output { port, .. } if *port == v13::port::CONTROLLER))
+    };
+    fm.instructions
+        .iter()
+        .any(|i| match i {
+            v13::Instruction::ApplyActions(a) | v13::Instruction::WriteActions(a) => to_ctl(a),
+            _ => false,
+        })
+        .then_some((fm.table_id, fm.cookie))
+}
+
 /// Appends a PACKET_IN with `buffer_id` = `seq`.
 fn put_packet_in(out: &mut Vec<u8>, version: u8, seq: u32, in_port: u32, data: &[u8]) {
+    put_packet_in_as(out, version, seq, in_port, data, ofwire::PacketInReason::NoMatch)
+}
+
+/// `put_packet_in` with a reason.
+fn put_packet_in_as(
+    out: &mut Vec<u8>,
+    version: u8,
+    seq: u32,
+    in_port: u32,
+    data: &[u8],
+    reason: ofwire::PacketInReason,
+) {
     let body = if version == OFP10_VERSION {
         Body::V10(v10::Body::PacketIn(v10::PacketIn {
             buffer_id: seq,
             total_len: data.len() as u16,
             in_port: in_port as u16,
-            reason: ofwire::PacketInReason::NoMatch,
+            reason,
             data: ofwire::Bytes(data.to_vec()),
         }))
     } else {
         Body::V13(v13::Body::PacketIn(v13::PacketIn {
             buffer_id: seq,
             total_len: data.len() as u16,
-            reason: ofwire::PacketInReason::NoMatch,
+            reason,
             table_id: 0,
             cookie: 0,
             match_: ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::InPort(in_port)]),
@@ -273,21 +390,33 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
         t.lost.fetch_add(1, Ordering::Relaxed);
         return hist;
     }
-    // Encoded once; each send copies a template and patches xid and buffer id.
-    let templates: Vec<Vec<u8>> = (0..cfg.macs)
+    // Encoded once; each send copies a template and patches xid and buffer
+    // id (and, for new sources, the source MAC at `src_at`).
+    let new_sources = cfg.answers == Answers::NewSource;
+    let reason = match new_sources {
+        true => ofwire::PacketInReason::Action,
+        false => ofwire::PacketInReason::NoMatch,
+    };
+    let mut src_at = 0;
+    let mut templates: Vec<Vec<u8>> = (0..cfg.macs)
         .map(|i| {
             let mut v = Vec::new();
-            put_packet_in(
-                &mut v,
-                cfg.version,
-                0,
-                1 + (i % 4) as u32,
-                &frame(mac(t.idx, i), mac(t.idx, (i + 1) % cfg.macs)),
-            );
+            let f = tagged(frame(mac(t.idx, i), mac(t.idx, (i + 1) % cfg.macs)), cfg.vlan);
+            put_packet_in_as(&mut v, cfg.version, 0, 1 + (i % 4) as u32, &f, reason);
+            // The frame is the message's last part.
+            src_at = v.len() - f.len() + 6;
             v
         })
         .collect();
-    let learn: Vec<Vec<u8>> = (0..cfg.macs).map(|i| frame(mac(t.idx, i), [0xff; 6])).collect();
+    // New sources: when the controller's send-to-controller rule was last
+    // stamped on the templates, and when unanswered requests were last
+    // looked for.
+    let mut stamped: Option<(u8, u64)> = None;
+    let prefix = source_prefix(t.idx);
+    let mut swept = Instant::now();
+    let learn: Vec<Vec<u8>> = (0..cfg.macs)
+        .map(|i| tagged(frame(mac(t.idx, i), [0xff; 6]), cfg.vlan))
+        .collect();
     let window = if cfg.mode == Mode::Latency {
         1
     } else {
@@ -305,8 +434,9 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
     let mut buf = vec![0u8; size];
     let mut seq: u32 = 1;
     let mut outstanding = 0usize;
-    // Learning phase: every MAC once, as a broadcast; answers are drained below.
-    for (i, f) in learn.iter().enumerate() {
+    // Learning phase: every MAC once, as a broadcast; answers are drained
+    // below. (New sources need none: every one is new.)
+    for (i, f) in learn.iter().enumerate().filter(|_| !new_sources) {
         put_packet_in(&mut out, cfg.version, 0, 1 + (i % 4) as u32, f);
     }
     if s.write_all(&out).await.is_err() {
@@ -325,6 +455,7 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
     let arp_carrying_ipv4 = {
         let mut f = frame(mac(t.idx, 0), mac(t.idx, 1 % cfg.macs));
         f[12..14].copy_from_slice(&[0x08, 0x06]);
+        let f = tagged(f, cfg.vlan);
         let mut v = Vec::new();
         put_packet_in(&mut v, cfg.version, 0, 1, &f);
         v
@@ -337,11 +468,34 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
     let pace_start = Instant::now();
     let mut paced_sent = 0u64;
     while !t.stop.load(Ordering::Relaxed) {
+        // New sources: requests unanswered for too long are given up (their
+        // place in the window freed), and counted.
+        if new_sources && swept.elapsed() >= Duration::from_millis(100) {
+            let now = Instant::now();
+            let give_up = Duration::from_millis(cfg.unanswered_after_ms.max(1));
+            swept = now;
+            let mut gone = 0;
+            for slot in sent_at.iter_mut() {
+                if slot.0 != 0 && now.duration_since(slot.1) >= give_up {
+                    *slot = (0, started);
+                    outstanding = outstanding.saturating_sub(1);
+                    gone += 1;
+                }
+            }
+            if gone > 0 && measuring_now(&t) {
+                t.counters.unanswered.fetch_add(gone, Ordering::Relaxed);
+            }
+        }
         let mut budget = if cfg.mode == Mode::Flood {
             window
         } else {
             window.saturating_sub(outstanding)
         };
+        // New sources come from the controller's send-to-controller rule: a
+        // switch sends none before the controller has installed it.
+        if new_sources && stamped.is_none() {
+            budget = 0;
+        }
         if per_switch_rate > 0.0 {
             let due = (pace_start.elapsed().as_secs_f64() * per_switch_rate) as u64;
             budget = budget.min(due.saturating_sub(paced_sent) as usize);
@@ -375,6 +529,9 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             out.extend_from_slice(&templates[next_mac]);
             out[at + 4..at + 8].copy_from_slice(&seq.to_be_bytes());
             out[at + 8..at + 12].copy_from_slice(&seq.to_be_bytes());
+            if new_sources {
+                out[at + src_at..at + src_at + 6].copy_from_slice(&new_source(prefix, seq));
+            }
             next_mac = (next_mac + 1) % cfg.macs;
             // Below the malformed bit, never 0 (the learning phase's id).
             seq = (seq.wrapping_add(1) & !MALFORMED_BIT).max(1);
@@ -405,7 +562,9 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
                 return hist;
             }
             Ok(Ok(n)) => n,
-            Err(_) => continue,
+            // Nothing more came: what the framer already holds (left by the
+            // handshake) is still taken below.
+            Err(_) => 0,
         };
         framer.push(&buf[..n]);
         let measuring = t.measuring.load(Ordering::Relaxed);
@@ -433,6 +592,38 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
                 continue;
             };
             resp += 1;
+            if new_sources {
+                // Answers are FLOW_MODs naming a new source (1.3 only).
+                let Ok(fm) = ofwire::decode(m).map_err(|_| ()).and_then(|d| match m[1] == 14 {
+                    true => Ok(d),
+                    false => Err(()),
+                }) else {
+                    continue;
+                };
+                if let Some(rule) = to_controller_rule(&fm).filter(|r| stamped != Some(*r)) {
+                    // PACKET_INs come from that rule from now on.
+                    stamped = Some(rule);
+                    for tpl in templates.iter_mut() {
+                        tpl[15] = rule.0;
+                        tpl[16..24].copy_from_slice(&rule.1.to_be_bytes());
+                    }
+                }
+                let Some(s24) = answered_source(&fm, prefix) else {
+                    continue;
+                };
+                let slot = &mut sent_at[s24 as usize % slots];
+                match (slot.0 != 0 && slot.0 & 0xff_ffff == s24).then(|| std::mem::replace(slot, (0, started)).1) {
+                    Some(at) => {
+                        matched += 1;
+                        outstanding = outstanding.saturating_sub(1);
+                        if measuring && records {
+                            hist.saturating_record(now.duration_since(at).as_nanos().max(1) as u64);
+                        }
+                    }
+                    None => unmatched += 1,
+                }
+                continue;
+            }
             if b == 0 || b == u32::MAX {
                 continue; // an answer to the learning phase (or unbuffered)
             }
@@ -496,7 +687,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
     }
     let mut loops = Vec::new();
     for i in 0..cfg.warmup + cfg.loops {
-        let before: Vec<[u64; 7]> = counters.iter().map(|c| c.snapshot()).collect();
+        let before: Vec<[u64; 8]> = counters.iter().map(|c| c.snapshot()).collect();
         measuring.store(i >= cfg.warmup, Ordering::Relaxed);
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(cfg.loop_ms)).await;
@@ -504,7 +695,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         if i < cfg.warmup {
             continue;
         }
-        let after: Vec<[u64; 7]> = counters.iter().map(|c| c.snapshot()).collect();
+        let after: Vec<[u64; 8]> = counters.iter().map(|c| c.snapshot()).collect();
         let delta = |k: usize| -> u64 { after.iter().zip(&before).map(|(a, b)| a[k] - b[k]).sum() };
         let per: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a[0] - b[0]).collect();
         let r = LoopResult {
@@ -517,6 +708,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
             malformed_sent: delta(3),
             malformed_acted: delta(4),
             errors: delta(5),
+            unanswered: delta(7),
             per_switch_min: per.iter().copied().min().unwrap_or(0),
             per_switch_max: per.iter().copied().max().unwrap_or(0),
         };

@@ -32,6 +32,9 @@ fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbe
         ports: 4,
         malformed_per_mille: 0,
         offered_rate: 0.0,
+        vlan: None,
+        answers: ctlbench::Answers::Buffer,
+        unanswered_after_ms: 0,
     }
 }
 

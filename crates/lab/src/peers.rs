@@ -2,7 +2,9 @@
 //! missing), starts on a loopback port of their own, identifies and stops:
 //! sdnlab's own controller as a separate process, Debian's
 //! ovs-testcontroller, os-ken (a venv from PyPI, with the project's
-//! learning-switch app embedded here) and Ryu (which needs Python 3.9).
+//! learning-switch app embedded here), Ryu (which needs Python 3.9) and
+//! Faucet (a venv from PyPI; OpenFlow 1.3 only, with a `faucet.yaml`
+//! written for the emulated datapaths it will meet).
 //! Each peer is stopped by the pid we started, never by name.
 //!
 //! For the RFC 8456 topology tests (`Role::Paths`) a peer runs its
@@ -17,7 +19,37 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const NAMES: [&str; 4] = ["sdnlab", "ovs-testcontroller", "os-ken", "ryu"];
+pub const NAMES: [&str; 5] = ["sdnlab", "ovs-testcontroller", "os-ken", "ryu", "faucet"];
+
+/// The VLAN Faucet's configuration gives the emulated switches' ports
+/// (`native_vlan`); the driver tags its frames with it, as they reach
+/// Faucet from a real switch running Faucet's pipeline.
+pub const FAUCET_VLAN: u16 = 100;
+
+/// The emulated switches a peer will meet, for peers that must be told
+/// (Faucet declares every datapath and port in its configuration).
+#[derive(Clone, Copy, Debug)]
+pub struct Datapaths {
+    pub first_dpid: u64,
+    pub count: usize,
+    pub ports: u32,
+}
+
+/// Faucet's configuration for `dps`: one VLAN, every port of every
+/// datapath in it untagged, no limit on hosts learnt (`max_hosts: 0`;
+/// Faucet's defaults, 256 per VLAN and 255 per port, ban learning within
+/// a second of this load); everything else Faucet's defaults.
+pub fn faucet_yaml(dps: Datapaths) -> String {
+    let mut y = format!("vlans:\n  lab:\n    vid: {FAUCET_VLAN}\n    max_hosts: 0\ndps:\n");
+    for i in 0..dps.count as u64 {
+        let dpid = dps.first_dpid.wrapping_add(i);
+        y += &format!("  sw{dpid:x}:\n    dp_id: {dpid}\n    hardware: \"Open vSwitch\"\n    interfaces:\n");
+        for p in 1..=dps.ports {
+            y += &format!("      {p}:\n        native_vlan: lab\n        max_hosts: 0\n");
+        }
+    }
+    y
+}
 
 const OSKEN_RUN: &str = include_str!("../../../scripts/peers/osken_run.py");
 const OSKEN_L2: &str = include_str!("../../../scripts/peers/osken_l2_learning.py");
@@ -159,6 +191,51 @@ pub fn start(name: &str) -> Result<Peer, String> {
     start_as(name, Role::Learning)
 }
 
+/// `start`, telling the peer the emulated switches it will meet (Faucet
+/// needs them; the others ignore them).
+pub fn start_for(name: &str, dps: Datapaths) -> Result<Peer, String> {
+    match name {
+        "faucet" => start_faucet(dps),
+        _ => start(name),
+    }
+}
+
+fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
+    let port = free_port()?;
+    let prometheus = free_port()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let dir = std::env::temp_dir().join(format!("sdnlab-peer-faucet-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let py = venv("faucet", "python3", &[&["faucet==1.10.12"]], "import faucet")?;
+    let bin = py.parent().map(Path::to_path_buf).unwrap_or_default();
+    let conf = dir.join("faucet.yaml");
+    std::fs::write(&conf, faucet_yaml(dps)).map_err(|e| format!("{}: {e}", conf.display()))?;
+    let v = run(
+        Command::new(&py).args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('faucet'), m.version('os-ken'))",
+        ]),
+        "faucet version",
+    )?;
+    let (fv, ov) = v.split_once(' ').unwrap_or((&v, "?"));
+    // `faucet` execs osken-manager, which it finds on PATH.
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = Command::new(bin.join("faucet"));
+    c.arg(format!("--ryu-ofp-tcp-listen-port={port}"))
+        .arg("--ryu-ofp-listen-host=127.0.0.1")
+        .env("PATH", path)
+        .env("FAUCET_CONFIG", &conf)
+        .env("FAUCET_LOG", dir.join("faucet.log"))
+        .env("FAUCET_EXCEPTION_LOG", dir.join("faucet-exception.log"))
+        .env("FAUCET_PROMETHEUS_PORT", prometheus.to_string())
+        .env("FAUCET_PROMETHEUS_ADDR", "127.0.0.1");
+    let version = format!(
+        "faucet {fv} (os-ken {ov}; {} datapaths from {:#x}, {} ports each, native VLAN {FAUCET_VLAN}; answers matched by new source MAC)",
+        dps.count, dps.first_dpid, dps.ports
+    );
+    launch("faucet", c, version, addr, None, dir)
+}
+
 /// `start`, for a role.
 pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     if let Role::Paths { proactive } = role {
@@ -243,6 +320,7 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
             .arg("ryu.app.simple_switch");
             (c, format!("ryu {v} (simple_switch)"))
         }
+        "faucet" => return Err("faucet is started with the datapaths it will meet (peers::start_for)".into()),
         other => return Err(format!("unknown peer '{other}': choose {}", NAMES.join(", "))),
     };
     launch(name, cmd, version, addr, None, dir)

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 #[command(allow_negative_numbers = true)]
 pub struct CtlArgs {
     /// Real controllers to compare, installed (when missing), started and stopped by sdnlab:
-    /// sdnlab, ovs-testcontroller, os-ken, ryu (repeatable; one run each, then one comparison).
+    /// sdnlab, ovs-testcontroller, os-ken, ryu, faucet (OpenFlow 1.3; cbench and rate tests)
+    /// (repeatable; one run each, then one comparison).
     #[arg(long = "peer", value_name = "PEER", value_parser = lab::peers::NAMES, conflicts_with = "target")]
     pub peers: Vec<String>,
     /// What to run: cbench (throughput or latency, --mode) or security (RFC 8456
@@ -120,6 +121,16 @@ pub struct CtlArgs {
     /// Datapath id of the first emulated switch (the others follow).
     #[arg(long, default_value_t = CtlConfig::default().first_dpid)]
     pub first_dpid: u64,
+    /// Tag the emulated switches' PACKET_IN frames with this 802.1Q VLAN id (1-4094). With
+    /// --peer faucet they carry its ports' native VLAN, 100, unless this says otherwise.
+    #[arg(long, value_name = "VID")]
+    pub vlan: Option<u16>,
+    /// How answers are matched to PACKET_INs: buffer (cbench's: a FLOW_MOD or PACKET_OUT with
+    /// the PACKET_IN's buffer id) or new-source (OpenFlow 1.3: every PACKET_IN a source never
+    /// sent before, answered by the first FLOW_MOD naming it, as Faucet learns). Default:
+    /// new-source for --peer faucet, else buffer.
+    #[arg(long, value_name = "HOW", value_parser = ["buffer", "new-source"])]
+    pub match_by: Option<String>,
     /// New switch connections per second (0: as fast as accepted).
     #[arg(long, default_value_t = CtlConfig::default().connect_rate)]
     pub connect_rate: f64,
@@ -196,6 +207,8 @@ impl CtlArgs {
             case_wait_ms: self.case_wait_ms,
             hello_wait_s: self.hello_wait_s,
             peer: None,
+            vlan: self.vlan,
+            match_by: self.match_by.clone(),
         }
     }
 }

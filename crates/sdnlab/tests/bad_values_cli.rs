@@ -41,6 +41,16 @@ fn bench_ctl_refuses_values_out_of_range() {
         (vec!["--rate-tolerance", "0"], "--rate-tolerance 0"),
         (vec!["--flood-pps", "-10"], "--flood-pps -10"),
         (vec!["--max-sessions", "0"], "--max-sessions 0"),
+        (
+            vec!["--vlan", "5000"],
+            "--vlan 5000: must be at least 1 and at most 4094",
+        ),
+        (vec!["--match-by", "new-source"], "add --ofp 1.3"),
+        (vec!["--peer", "faucet"], "Faucet speaks OpenFlow 1.3 only"),
+        (
+            vec!["--peer", "faucet", "--ofp", "1.3", "--test", "sessions"],
+            "not yet for the sessions test's",
+        ),
     ] {
         refused(&[&["bench", "ctl"], a.as_slice()].concat(), says);
     }

@@ -104,6 +104,13 @@ pub struct CtlConfig {
     pub hello_wait_s: u64,
     /// One peer started afresh for each trial (set for each of `peers`, and by suites).
     pub peer: Option<String>,
+    /// The emulated switches' PACKET_IN frames carry this 802.1Q VLAN id
+    /// (None: untagged; with the faucet peer, its ports' native VLAN).
+    pub vlan: Option<u16>,
+    /// How answers are matched to PACKET_INs: "buffer" (cbench's) or
+    /// "new-source" (each PACKET_IN a new source, answered by a FLOW_MOD
+    /// naming it: Faucet). None: new-source for the faucet peer, else buffer.
+    pub match_by: Option<String>,
 }
 
 impl Default for CtlConfig {
@@ -148,11 +155,29 @@ impl Default for CtlConfig {
             case_wait_ms: 1500,
             hello_wait_s: 12,
             peer: None,
+            vlan: None,
+            match_by: None,
         }
     }
 }
 
 impl CtlConfig {
+    /// The VLAN the emulated switches' frames carry: `vlan`, else Faucet's
+    /// ports' native VLAN when Faucet is the controller measured.
+    pub fn frame_vlan(&self) -> Option<u16> {
+        self.vlan
+            .or((self.peer.as_deref() == Some("faucet")).then_some(crate::peers::FAUCET_VLAN))
+    }
+
+    /// How the driver matches answers: Faucet learns each new source once
+    /// and answers with flows, not buffers (`ctlbench::Answers`).
+    pub fn answers(&self) -> ctlbench::Answers {
+        match (self.match_by.as_deref(), self.peer.as_deref()) {
+            (Some("new-source"), _) | (None, Some("faucet")) => ctlbench::Answers::NewSource,
+            _ => ctlbench::Answers::Buffer,
+        }
+    }
+
     /// Checks every parameter; the error is one line naming the first one
     /// out of range and what it accepts.
     pub fn validate(&self) -> Result<(), LabError> {
@@ -164,6 +189,24 @@ impl CtlConfig {
         }
         for p in self.peers.iter().chain(self.peer.iter()) {
             one_of("peer", p, &crate::peers::NAMES)?;
+        }
+        if let Some(m) = &self.match_by {
+            one_of("match-by", m, &["buffer", "new-source"])?;
+            if m == "new-source" && self.ofp != "1.3" {
+                return Err(LabError::Config(
+                    "--match-by new-source: the answers are OpenFlow 1.3 FLOW_MODs; add --ofp 1.3".into(),
+                ));
+            }
+        }
+        if let Some(v) = self.vlan {
+            range("vlan", v as usize, 1, 4094)?;
+        }
+        for p in self.peers.iter().chain(self.peer.iter()) {
+            if self.suite.is_none() {
+                if let Some(why) = super::faucet_unsupported(p, &self.test, &self.ofp) {
+                    return Err(LabError::Config(format!("--peer {p} --test {}: {why}", self.test)));
+                }
+            }
         }
         if self.target.is_some() && !self.peers.is_empty() {
             return Err(LabError::Config(

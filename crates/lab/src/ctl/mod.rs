@@ -22,6 +22,27 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+/// How long the driver waits for a new source's answer before giving it
+/// up: above what a slow learner's queue of a full window takes (Faucet
+/// learns a few hundred sources a second; 4 x 256 outstanding is seconds).
+const UNANSWERED_AFTER_MS: u64 = 10_000;
+
+/// Why Faucet cannot take `test` in OpenFlow `ofp`, if it is the peer.
+pub(crate) fn faucet_unsupported(peer: &str, test: &str, ofp: &str) -> Option<String> {
+    if peer != "faucet" {
+        return None;
+    }
+    if ofp != "1.3" {
+        return Some("Faucet speaks OpenFlow 1.3 only: add --ofp 1.3".into());
+    }
+    if !["cbench", "rate"].contains(&test) {
+        return Some(format!(
+            "Faucet must declare every datapath it meets in faucet.yaml; sdnlab writes it for the cbench and rate tests' emulated switches, not yet for the {test} test's"
+        ));
+    }
+    None
+}
+
 /// A line for the person watching.
 pub(crate) fn say(obs: &dyn Observer, s: String) {
     obs.event(Event::Line(&s));
@@ -48,6 +69,9 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
         ports: a.ports,
         malformed_per_mille: (a.malformed_percent * 10.0).round() as u32,
         offered_rate: 0.0,
+        vlan: a.frame_vlan(),
+        answers: a.answers(),
+        unanswered_after_ms: UNANSWERED_AFTER_MS,
     };
     let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
     let Some(sweep) = &a.sweep else {
@@ -326,7 +350,18 @@ impl Running {
 /// sdnlab's own started in this process.
 fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
     if let Some(name) = &a.peer {
-        let p = crate::peers::start(name)?;
+        // Every emulated switch any scenario of the run brings.
+        let most = scenarios(a)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|(_, c)| c.switches)
+            .max();
+        let dps = crate::peers::Datapaths {
+            first_dpid: a.first_dpid,
+            count: most.unwrap_or(a.switches),
+            ports: a.ports,
+        };
+        let p = crate::peers::start_for(name, dps)?;
         let target = Target {
             name: p.name.clone(),
             version: p.version.clone(),

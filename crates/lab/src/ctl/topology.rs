@@ -556,6 +556,9 @@ fn start_flood(target: SocketAddr, attackers: usize, pps: f64, version: u8) -> R
         ports: 4,
         malformed_per_mille: 0,
         offered_rate: pps,
+        vlan: None,
+        answers: ctlbench::Answers::Buffer,
+        unanswered_after_ms: 0,
     };
     let rates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = rates.clone();
