@@ -592,7 +592,8 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
                 continue;
             };
             resp += 1;
-            if new_sources {
+            // The request answered, and which bits of its sequence say so.
+            let (answered, bits) = if new_sources {
                 // Answers are FLOW_MODs naming a new source (1.3 only).
                 let Ok(fm) = ofwire::decode(m).map_err(|_| ()).and_then(|d| match m[1] == 14 {
                     true => Ok(d),
@@ -611,28 +612,19 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
                 let Some(s24) = answered_source(&fm, prefix) else {
                     continue;
                 };
-                let slot = &mut sent_at[s24 as usize % slots];
-                match (slot.0 != 0 && slot.0 & 0xff_ffff == s24).then(|| std::mem::replace(slot, (0, started)).1) {
-                    Some(at) => {
-                        matched += 1;
-                        outstanding = outstanding.saturating_sub(1);
-                        if measuring && records {
-                            hist.saturating_record(now.duration_since(at).as_nanos().max(1) as u64);
-                        }
-                    }
-                    None => unmatched += 1,
+                (s24, 0xff_ffff)
+            } else {
+                if b == 0 || b == u32::MAX {
+                    continue; // an answer to the learning phase (or unbuffered)
                 }
-                continue;
-            }
-            if b == 0 || b == u32::MAX {
-                continue; // an answer to the learning phase (or unbuffered)
-            }
-            if b & MALFORMED_BIT != 0 {
-                acted += 1;
-                continue;
-            }
-            let slot = &mut sent_at[b as usize % slots];
-            match (slot.0 == b).then(|| std::mem::replace(slot, (0, started)).1) {
+                if b & MALFORMED_BIT != 0 {
+                    acted += 1;
+                    continue;
+                }
+                (b, u32::MAX)
+            };
+            let slot = &mut sent_at[answered as usize % slots];
+            match (slot.0 != 0 && slot.0 & bits == answered).then(|| std::mem::replace(slot, (0, started)).1) {
                 Some(at) => {
                     matched += 1;
                     outstanding = outstanding.saturating_sub(1);

@@ -28,21 +28,28 @@ pub const FAUCET_VLAN: u16 = 100;
 
 /// The emulated switches a peer will meet, for peers that must be told
 /// (Faucet declares every datapath and port in its configuration).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Datapaths {
-    pub first_dpid: u64,
-    pub count: usize,
+    /// Ranges of datapath ids: the first and how many.
+    pub ranges: Vec<(u64, usize)>,
     pub ports: u32,
+}
+
+impl Datapaths {
+    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.ranges
+            .iter()
+            .flat_map(|&(first, n)| (0..n as u64).map(move |i| first.wrapping_add(i)))
+    }
 }
 
 /// Faucet's configuration for `dps`: one VLAN, every port of every
 /// datapath in it untagged, no limit on hosts learnt (`max_hosts: 0`;
 /// Faucet's defaults, 256 per VLAN and 255 per port, ban learning within
 /// a second of this load); everything else Faucet's defaults.
-pub fn faucet_yaml(dps: Datapaths) -> String {
+pub fn faucet_yaml(dps: &Datapaths) -> String {
     let mut y = format!("vlans:\n  lab:\n    vid: {FAUCET_VLAN}\n    max_hosts: 0\ndps:\n");
-    for i in 0..dps.count as u64 {
-        let dpid = dps.first_dpid.wrapping_add(i);
+    for dpid in dps.ids() {
         y += &format!("  sw{dpid:x}:\n    dp_id: {dpid}\n    hardware: \"Open vSwitch\"\n    interfaces:\n");
         for p in 1..=dps.ports {
             y += &format!("      {p}:\n        native_vlan: lab\n        max_hosts: 0\n");
@@ -209,7 +216,7 @@ fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
     let py = venv("faucet", "python3", &[&["faucet==1.10.12"]], "import faucet")?;
     let bin = py.parent().map(Path::to_path_buf).unwrap_or_default();
     let conf = dir.join("faucet.yaml");
-    std::fs::write(&conf, faucet_yaml(dps)).map_err(|e| format!("{}: {e}", conf.display()))?;
+    std::fs::write(&conf, faucet_yaml(&dps)).map_err(|e| format!("{}: {e}", conf.display()))?;
     let v = run(
         Command::new(&py).args([
             "-c",
@@ -229,9 +236,11 @@ fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
         .env("FAUCET_EXCEPTION_LOG", dir.join("faucet-exception.log"))
         .env("FAUCET_PROMETHEUS_PORT", prometheus.to_string())
         .env("FAUCET_PROMETHEUS_ADDR", "127.0.0.1");
+    let ranges: Vec<String> = dps.ranges.iter().map(|(f, n)| format!("{n} from {f:#x}")).collect();
     let version = format!(
-        "faucet {fv} (os-ken {ov}; {} datapaths from {:#x}, {} ports each, native VLAN {FAUCET_VLAN}; answers matched by new source MAC)",
-        dps.count, dps.first_dpid, dps.ports
+        "faucet {fv} (os-ken {ov}; datapaths {}, {} ports each, native VLAN {FAUCET_VLAN}; answers matched by new source MAC)",
+        ranges.join(" and "),
+        dps.ports
     );
     launch("faucet", c, version, addr, None, dir)
 }

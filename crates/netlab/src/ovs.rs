@@ -34,6 +34,56 @@ fn wait_for(path: &Path, what: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Starts `cmd` with Open vSwitch's directories set to `dir`.
+fn spawn_in(dir: &Path, cmd: &str, args: Vec<String>) -> io::Result<Child> {
+    Command::new(cmd)
+        .args(args)
+        .env("OVS_RUNDIR", dir)
+        .env("OVS_LOGDIR", dir)
+        .env("OVS_DBDIR", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| io_err(format!("{cmd}: {e} (run scripts/install-deps.sh)")))
+}
+
+/// A private ovsdb-server holding Open vSwitch's schema, its files in
+/// `dir` (database `conf.db`, socket `db.sock`, control socket, log, pid
+/// file), initialised (`ovs-vsctl --no-wait init`) and ready. The caller
+/// owns the process (it is killed here if it cannot be made ready).
+pub fn start_ovsdb(dir: &Path) -> io::Result<Child> {
+    let d = |f: &str| dir.join(f).display().to_string();
+    let out = Command::new("ovsdb-tool")
+        .args(["create", &d("conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"])
+        .output()
+        .map_err(|e| io_err(format!("ovsdb-tool: {e} (run scripts/install-deps.sh)")))?;
+    if !out.status.success() {
+        return Err(io_err(format!(
+            "ovsdb-tool create: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let mut child = spawn_in(
+        dir,
+        "ovsdb-server",
+        vec![
+            d("conf.db"),
+            format!("--remote=punix:{}", d("db.sock")),
+            format!("--unixctl={}", d("ovsdb.ctl")),
+            format!("--log-file={}", d("ovsdb.log")),
+            format!("--pidfile={}", d("ovsdb.pid")),
+        ],
+    )?;
+    let ready = wait_for(&dir.join("db.sock"), "ovsdb-server").and_then(|_| vsctl_at(dir, &["--no-wait", "init"]));
+    if let Err(e) = ready {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    Ok(child)
+}
+
 /// What runs the switches the database describes.
 pub enum Daemon {
     /// Open vSwitch's ovs-vswitchd (userspace datapath).
@@ -53,57 +103,15 @@ impl Ovs {
         let dir = run_dir.join("ovs");
         std::fs::create_dir_all(&dir)?;
         let d = |f: &str| dir.join(f).display().to_string();
-        let tool = |cmd: &str, args: &[&str]| -> io::Result<()> {
-            let out = Command::new(cmd)
-                .args(args)
-                .output()
-                .map_err(|e| io_err(format!("{cmd}: {e} (run scripts/install-deps.sh)")))?;
-            if !out.status.success() {
-                return Err(io_err(format!(
-                    "{cmd} {}: {}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )));
-            }
-            Ok(())
-        };
-        tool(
-            "ovsdb-tool",
-            &["create", &d("conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"],
-        )?;
-        let spawn = |cmd: &str, args: Vec<String>| -> io::Result<Child> {
-            Command::new(cmd)
-                .args(args)
-                .env("OVS_RUNDIR", &dir)
-                .env("OVS_LOGDIR", &dir)
-                .env("OVS_DBDIR", &dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| io_err(format!("{cmd}: {e} (run scripts/install-deps.sh)")))
-        };
-        let mut children = Vec::new();
-        children.push(spawn(
-            "ovsdb-server",
-            vec![
-                d("conf.db"),
-                format!("--remote=punix:{}", d("db.sock")),
-                format!("--unixctl={}", d("ovsdb.ctl")),
-                format!("--log-file={}", d("ovsdb.log")),
-                format!("--pidfile={}", d("ovsdb.pid")),
-            ],
-        )?);
+        let ovsdb = start_ovsdb(&dir)?;
         let mut ovs = Ovs {
             state: OvsState {
                 dir: dir.clone(),
-                ovsdb_pid: children[0].id(),
+                ovsdb_pid: ovsdb.id(),
                 vswitchd_pid: 0,
             },
-            children,
+            children: vec![ovsdb],
         };
-        wait_for(&dir.join("db.sock"), "ovsdb-server")?;
-        ovs.vsctl(&["--no-wait", "init"])?;
         if let Daemon::Sdnlab { bin, through_qdisc } = &daemon {
             let mut args: Vec<String> = ["switch", "--ovsdb"].map(String::from).to_vec();
             args.push(format!("unix:{}", d("db.sock")));
@@ -132,7 +140,8 @@ impl Ovs {
             ".",
             "other_config:userspace-tso-enable=true",
         ])?;
-        let vswitchd = spawn(
+        let vswitchd = spawn_in(
+            &dir,
             "ovs-vswitchd",
             vec![
                 format!("unix:{}", d("db.sock")),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[command(allow_negative_numbers = true)]
 pub struct CtlArgs {
     /// Real controllers to compare, installed (when missing), started and stopped by sdnlab:
-    /// sdnlab, ovs-testcontroller, os-ken, ryu, faucet (OpenFlow 1.3; cbench and rate tests)
+    /// sdnlab, ovs-testcontroller, os-ken, ryu, faucet (OpenFlow 1.3; cbench, rate and dos tests)
     /// (repeatable; one run each, then one comparison).
     #[arg(long = "peer", value_name = "PEER", value_parser = lab::peers::NAMES, conflicts_with = "target")]
     pub peers: Vec<String>,

@@ -49,7 +49,7 @@ fn bench_ctl_refuses_values_out_of_range() {
         (vec!["--peer", "faucet"], "Faucet speaks OpenFlow 1.3 only"),
         (
             vec!["--peer", "faucet", "--ofp", "1.3", "--test", "sessions"],
-            "not yet for the sessions test's",
+            "not yet for the sessions test",
         ),
     ] {
         refused(&[&["bench", "ctl"], a.as_slice()].concat(), says);

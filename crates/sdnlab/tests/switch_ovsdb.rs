@@ -10,7 +10,7 @@
 //! which a real server never sends, are in `crates/switchd/tests/ovsdb_peer.rs`.
 
 mod common;
-use common::{ok, sh, text, Hosts};
+use common::{sh, text, Hosts};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -136,24 +136,8 @@ fn lab() -> Lab {
     let dir = std::env::temp_dir().join(format!("sdnlab-svd-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let d = |f: &str| dir.join(f).display().to_string();
-    ok(&[
-        "ovsdb-tool",
-        "create",
-        &d("conf.db"),
-        "/usr/share/openvswitch/vswitch.ovsschema",
-    ]);
-    let ovsdb = Command::new("ovsdb-server")
-        .args([
-            &d("conf.db"),
-            &format!("--remote=punix:{}", d("db.sock")),
-            &format!("--unixctl={}", d("ovsdb.ctl")),
-            &format!("--log-file={}", d("ovsdb.log")),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ovsdb-server not found: run scripts/install-deps.sh (openvswitch-switch)");
+    let ovsdb = netlab::ovs::start_ovsdb(&dir)
+        .unwrap_or_else(|e| panic!("{e} (scripts/install-deps.sh installs openvswitch-switch)"));
     let cport = free_port();
     let controller = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
         .args([
@@ -168,7 +152,6 @@ fn lab() -> Lab {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let sock = dir.join("db.sock");
     let lab = Lab {
         dir,
         bridge: format!("svdbr{}", std::process::id() % 1000),
@@ -176,8 +159,6 @@ fn lab() -> Lab {
         controller,
         switch: None,
     };
-    lab.wait_for("ovsdb-server's socket", || sock.exists());
-    lab.vsctl(&["--no-wait", "init"]).unwrap();
     lab.vsctl(&[
         "--no-wait",
         "set",

@@ -22,6 +22,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+/// How far above the well-behaved switches the DoS test's attackers'
+/// datapath ids start.
+const DOS_ATTACKER_DPIDS: u64 = 1_000_000;
+
 /// How long the driver waits for a new source's answer before giving it
 /// up: above what a slow learner's queue of a full window takes (Faucet
 /// learns a few hundred sources a second; 4 x 256 outstanding is seconds).
@@ -35,9 +39,9 @@ pub(crate) fn faucet_unsupported(peer: &str, test: &str, ofp: &str) -> Option<St
     if ofp != "1.3" {
         return Some("Faucet speaks OpenFlow 1.3 only: add --ofp 1.3".into());
     }
-    if !["cbench", "rate"].contains(&test) {
+    if !["cbench", "rate", "dos"].contains(&test) {
         return Some(format!(
-            "Faucet must declare every datapath it meets in faucet.yaml; sdnlab writes it for the cbench and rate tests' emulated switches, not yet for the {test} test's"
+            "Faucet must declare every datapath it meets in faucet.yaml and is answered in its own form; sdnlab does both for the cbench, rate and dos tests, not yet for the {test} test"
         ));
     }
     None
@@ -356,11 +360,12 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
             .iter()
             .map(|(_, c)| c.switches)
             .max();
-        let dps = crate::peers::Datapaths {
-            first_dpid: a.first_dpid,
-            count: most.unwrap_or(a.switches),
-            ports: a.ports,
-        };
+        let mut ranges = vec![(a.first_dpid, most.unwrap_or(a.switches))];
+        if a.test == "dos" {
+            // The attackers (`run_dos`).
+            ranges.push((a.first_dpid + DOS_ATTACKER_DPIDS, a.attackers));
+        }
+        let dps = crate::peers::Datapaths { ranges, ports: a.ports };
         let p = crate::peers::start_for(name, dps)?;
         let target = Target {
             name: p.name.clone(),
@@ -730,7 +735,7 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             mode: ctlbench::Mode::Throughput,
             switches: a.attackers,
             window: 4096,
-            first_dpid: a.first_dpid + 1_000_000,
+            first_dpid: a.first_dpid + DOS_ATTACKER_DPIDS,
             // Running from before the measurement to after it.
             warmup: 1,
             loops: good.warmup + good.loops + 2,
