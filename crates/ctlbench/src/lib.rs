@@ -149,6 +149,8 @@ struct SwitchCounters {
     malformed_acted: AtomicU64,
     errors: AtomicU64,
     unanswered: AtomicU64,
+    /// The switch finished its handshake.
+    established: AtomicBool,
 }
 
 impl SwitchCounters {
@@ -390,6 +392,7 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
         t.lost.fetch_add(1, Ordering::Relaxed);
         return hist;
     }
+    t.counters.established.store(true, Ordering::Relaxed);
     // Encoded once; each send copies a template and patches xid and buffer
     // id (and, for new sources, the source MAC at `src_at`).
     let new_sources = cfg.answers == Answers::NewSource;
@@ -709,9 +712,23 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
     }
     stop.store(true, Ordering::Relaxed);
     let mut hist = new_histogram();
-    for t in tasks {
-        if let Ok(h) = t.await {
-            let _ = hist.add(&h);
+    // A switch still in its handshake (a controller that never asked for
+    // what ends it) does not look at `stop`, nor does one whose writes a
+    // controller stopped reading: each is given a moment, then ended, so
+    // the run ends. One that never finished its handshake counts as lost.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    for (mut t, c) in tasks.into_iter().zip(&counters) {
+        match tokio::time::timeout_at(deadline, &mut t).await {
+            Ok(Ok(h)) => {
+                let _ = hist.add(&h);
+            }
+            Ok(Err(_)) => {}
+            Err(_) => {
+                t.abort();
+                if !c.established.load(Ordering::Relaxed) {
+                    lost.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
     }
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;

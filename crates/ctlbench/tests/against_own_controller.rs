@@ -209,3 +209,34 @@ async fn paced_load_sends_the_offered_rate() {
     }
     ctl.stop();
 }
+
+/// A controller that never asks for what ends an OpenFlow 1.3 handshake
+/// (it sends FEATURES_REQUEST but no port description request) does not
+/// hang the run: it ends on time, every switch counted lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_that_never_ends_does_not_hang_the_run() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = l.accept().await else { return };
+            tokio::spawn(async move {
+                let hello = ofwire::Message::new(4, 1, ofwire::Body::Hello(ofwire::header::Hello::with_versions(&[4])));
+                let features = ofwire::Message::v13(2, ofwire::v13::Body::FeaturesRequest);
+                let _ = s.write_all(&hello.to_bytes().unwrap()).await;
+                let _ = s.write_all(&features.to_bytes().unwrap()).await;
+                let mut buf = [0u8; 4096];
+                while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
+            });
+        }
+    });
+    let c = cfg(addr, ctlbench::Mode::Throughput, ofwire::OFP13_VERSION);
+    let t = std::time::Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(20), ctlbench::run(c.clone(), |_| {}))
+        .await
+        .expect("the run hung");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(r.sessions_lost, c.switches as u64);
+    assert!(r.loops.iter().all(|l| l.matched_per_s == 0.0));
+}
