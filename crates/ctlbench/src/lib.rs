@@ -598,10 +598,10 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             // The request answered, and which bits of its sequence say so.
             let (answered, bits) = if new_sources {
                 // Answers are FLOW_MODs naming a new source (1.3 only).
-                let Ok(fm) = ofwire::decode(m).map_err(|_| ()).and_then(|d| match m[1] == 14 {
-                    true => Ok(d),
-                    false => Err(()),
-                }) else {
+                if m[1] != 14 {
+                    continue;
+                }
+                let Ok(fm) = ofwire::decode(m) else {
                     continue;
                 };
                 if let Some(rule) = to_controller_rule(&fm).filter(|r| stamped != Some(*r)) {

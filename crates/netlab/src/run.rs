@@ -302,45 +302,8 @@ impl Net {
                     }
                 }
             }
-            SwitchKind::Ovs => {
-                for l in self.state.links.iter().filter(|l| !l.blocked) {
-                    for end in &l.root_ends {
-                        root.set_up(end, true).await.map_err(err)?;
-                    }
-                }
-                let ovs = Ovs::start(&self.dir, &self.state.id).map_err(err)?;
-                self.state.ovs = Some(ovs.state.clone());
-                self.save()?;
-                ovs.add_switches(
-                    &self.topo,
-                    &self.state,
-                    self.state.options.controller.as_deref(),
-                    self.state.options.ssl.as_ref(),
-                )
-                .map_err(err)?;
-                self.ovs = Some(ovs);
-            }
-            SwitchKind::Sdnlab if self.state.options.ovsdb => {
-                for l in self.state.links.iter().filter(|l| !l.blocked) {
-                    for end in &l.root_ends {
-                        root.set_up(end, true).await.map_err(err)?;
-                    }
-                }
-                let daemon = crate::ovs::Daemon::Sdnlab {
-                    bin: crate::sdnsw::binary()?,
-                    through_qdisc: self.topo.links.iter().any(|l| l.rate_mbit.is_some()),
-                };
-                let ovs = Ovs::start_with(&self.dir, &self.state.id, daemon).map_err(err)?;
-                self.state.ovs = Some(ovs.state.clone());
-                self.save()?;
-                if self.state.options.ssl.is_some() {
-                    return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into());
-                }
-                ovs.add_switches(&self.topo, &self.state, self.state.options.controller.as_deref(), None)
-                    .map_err(err)?;
-                self.ovs = Some(ovs);
-            }
-            SwitchKind::Sdnlab => {
+            // sdnlab's switch, one process per switch.
+            SwitchKind::Sdnlab if !self.state.options.ovsdb => {
                 for l in self.state.links.iter().filter(|l| !l.blocked) {
                     for end in &l.root_ends {
                         root.set_up(end, true).await.map_err(err)?;
@@ -358,6 +321,36 @@ impl Net {
                     Err(e) => return Err(e),
                 }
                 self.save()?;
+            }
+            // Open vSwitch, or sdnlab's switch managed through OVSDB: the
+            // same database, configured the same way.
+            kind @ (SwitchKind::Ovs | SwitchKind::Sdnlab) => {
+                let daemon = match kind {
+                    SwitchKind::Ovs => crate::ovs::Daemon::Vswitchd,
+                    _ if self.state.options.ssl.is_some() => {
+                        return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into())
+                    }
+                    _ => crate::ovs::Daemon::Sdnlab {
+                        bin: crate::sdnsw::binary()?,
+                        through_qdisc: crate::sdnsw::shaped(&self.topo),
+                    },
+                };
+                for l in self.state.links.iter().filter(|l| !l.blocked) {
+                    for end in &l.root_ends {
+                        root.set_up(end, true).await.map_err(err)?;
+                    }
+                }
+                let ovs = Ovs::start_with(&self.dir, &self.state.id, daemon).map_err(err)?;
+                self.state.ovs = Some(ovs.state.clone());
+                self.save()?;
+                ovs.add_switches(
+                    &self.topo,
+                    &self.state,
+                    self.state.options.controller.as_deref(),
+                    self.state.options.ssl.as_ref(),
+                )
+                .map_err(err)?;
+                self.ovs = Some(ovs);
             }
         }
         phase("switches");

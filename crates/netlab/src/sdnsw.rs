@@ -125,7 +125,7 @@ fn wait_listening(dir: &Path, s: &mut SwitchProcess, child: &mut Child) -> Resul
 }
 
 /// Whether any link of the topology is rate-limited (tc tbf on its ends).
-fn shaped(topo: &Topology) -> bool {
+pub(crate) fn shaped(topo: &Topology) -> bool {
     topo.links.iter().any(|l| l.rate_mbit.is_some())
 }
 

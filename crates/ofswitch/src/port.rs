@@ -413,7 +413,28 @@ fn read_mac(ifname: &str) -> MacAddr {
         .unwrap_or(MacAddr([0; 6]))
 }
 
-fn read_sys(ifname: &str, what: &str) -> Option<String> {
+/// An interface's index, or an error naming it.
+fn ifindex_of(ifname: &str) -> io::Result<i32> {
+    let cname = std::ffi::CString::new(ifname)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
+    // SAFETY: valid C string.
+    let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+    if ifindex == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{ifname}: no such network interface"),
+        ));
+    }
+    Ok(ifindex)
+}
+
+/// The interface has carrier and is not administratively down.
+fn carrier_up(ifname: &str) -> bool {
+    read_sys(ifname, "carrier").as_deref() == Some("1") && read_sys(ifname, "operstate").as_deref() != Some("down")
+}
+
+/// A line of the interface's sysfs directory (`mtu`, `speed`, `flags`...).
+pub fn read_sys(ifname: &str, what: &str) -> Option<String> {
     std::fs::read_to_string(format!("/sys/class/net/{ifname}/{what}"))
         .ok()
         .map(|s| s.trim().to_string())
@@ -445,16 +466,7 @@ impl AfPacketPort {
     }
 
     pub fn open_with(ifname: &str, slots: usize, slot: usize) -> io::Result<AfPacketPort> {
-        let cname = std::ffi::CString::new(ifname)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
-        // SAFETY: valid C string.
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
-        if ifindex == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{ifname}: no such network interface"),
-            ));
-        }
+        let ifindex = ifindex_of(ifname)?;
         let hw_addr = read_mac(ifname);
 
         let rx_fd = packet_socket(ifname)?;
@@ -758,8 +770,7 @@ impl PortIo for AfPacketPort {
     }
 
     fn link_up(&self) -> bool {
-        read_sys(&self.name, "carrier").as_deref() == Some("1")
-            && read_sys(&self.name, "operstate").as_deref() != Some("down")
+        carrier_up(&self.name)
     }
 
     fn take_rx_drops(&self) -> u64 {
@@ -792,16 +803,7 @@ pub struct SocketPort {
 
 impl SocketPort {
     pub fn open(ifname: &str) -> io::Result<SocketPort> {
-        let cname = std::ffi::CString::new(ifname)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
-        // SAFETY: valid C string.
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
-        if ifindex == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{ifname}: no such network interface"),
-            ));
-        }
+        let ifindex = ifindex_of(ifname)?;
         // SAFETY: plain syscall, result checked. Protocol 0 until bound, as
         // for the ring's socket.
         let fd = check(
@@ -900,8 +902,7 @@ impl PortIo for SocketPort {
     }
 
     fn link_up(&self) -> bool {
-        read_sys(&self.name, "carrier").as_deref() == Some("1")
-            && read_sys(&self.name, "operstate").as_deref() != Some("down")
+        carrier_up(&self.name)
     }
 
     fn ifindex(&self) -> Option<u32> {

@@ -151,8 +151,8 @@ impl Handle {
         let free = |n: u32| table.get(n).is_none();
         let port_no = match want.filter(|n| (1..=MAX_PORT_NO).contains(n)) {
             Some(n) if free(n) => n,
-            Some(n) if want.is_some() && !free(n) => return Err(PortError::NumberTaken(n)),
-            _ => (1..=MAX_PORT_NO).find(|&n| free(n)).unwrap_or(MAX_PORT_NO),
+            Some(n) => return Err(PortError::NumberTaken(n)),
+            None => (1..=MAX_PORT_NO).find(|&n| free(n)).unwrap_or(MAX_PORT_NO),
         };
         let idx = port_no as usize - 1;
         if table.by_no.len() <= idx {

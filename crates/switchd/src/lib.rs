@@ -276,6 +276,27 @@ pub fn load_config(path: &std::path::Path) -> Result<Vec<BridgeSpec>, String> {
     Ok(cfg.bridge)
 }
 
+/// Opens an AF_PACKET port with `ring` slots: through the interface's
+/// queueing discipline when asked (the ring is needed then), else falling
+/// back to a plain socket where the ring is refused, `warn` told why.
+pub(crate) fn open_afpacket(
+    name: &str,
+    ring: usize,
+    through_qdisc: bool,
+    warn: impl FnOnce(String),
+) -> std::io::Result<Arc<dyn ofswitch::port::PortIo>> {
+    if through_qdisc {
+        let p = ofswitch::port::AfPacketPort::open(name, ring.max(8))?;
+        p.through_qdisc()?;
+        return Ok(Arc::new(p));
+    }
+    let (p, fallback) = ofswitch::port::open_packet_port(name, ring.max(8))?;
+    if let Some(why) = fallback {
+        warn(why);
+    }
+    Ok(p)
+}
+
 /// Flows the fast path holds at most, per bridge (a flow beyond it stays
 /// on the user-space path).
 const FAST_PATH_FLOWS: u32 = 65_536;
@@ -354,17 +375,8 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                     Arc::new(p) as Arc<dyn ofswitch::port::PortIo>
                 })
             }
-            "afpacket" if spec.through_qdisc => ofswitch::port::AfPacketPort::open(name, spec.ring.max(8))
-                .and_then(|p| {
-                    p.through_qdisc()?;
-                    Ok(p)
-                })
-                .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>),
-            "afpacket" => ofswitch::port::open_packet_port(name, spec.ring.max(8)).map(|(p, fallback)| {
-                if let Some(why) = fallback {
-                    eprintln!("sdnlab switch: {name}: warning: {why}");
-                }
-                p
+            "afpacket" => open_afpacket(name, spec.ring, spec.through_qdisc, |why| {
+                eprintln!("sdnlab switch: {name}: warning: {why}")
             }),
             _ => {
                 return Err(format!(

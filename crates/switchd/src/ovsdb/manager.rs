@@ -355,22 +355,10 @@ impl Manager {
                 continue;
             }
             let opened: Result<Arc<dyn ofswitch::port::PortIo>, String> = match &i.kind {
-                IfaceKind::System if self.s.through_qdisc => {
-                    ofswitch::port::AfPacketPort::open(&i.name, self.s.ring.max(8))
-                        .and_then(|p| {
-                            p.through_qdisc()?;
-                            Ok(Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
-                        })
-                        .map_err(|e| format!("could not open network device {} ({e})", i.name))
-                }
-                IfaceKind::System => ofswitch::port::open_packet_port(&i.name, self.s.ring.max(8))
-                    .map(|(p, fallback)| {
-                        if let Some(why) = fallback {
-                            log(format!("{}: warning: {why}", i.name));
-                        }
-                        p
-                    })
-                    .map_err(|e| format!("could not open network device {} ({e})", i.name)),
+                IfaceKind::System => crate::open_afpacket(&i.name, self.s.ring, self.s.through_qdisc, |why| {
+                    log(format!("{}: warning: {why}", i.name))
+                })
+                .map_err(|e| format!("could not open network device {} ({e})", i.name)),
                 IfaceKind::AfXdp => ofswitch::port_xdp::XdpPort::open(&i.name, None, self.s.ring.max(64) as u32, None)
                     .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
                     .map_err(|e| format!("could not open network device {} with AF_XDP ({e})", i.name)),
@@ -425,6 +413,10 @@ impl Manager {
             let connected: HashMap<std::net::SocketAddr, bool> = running
                 .map(|r| r.handle.controllers().into_iter().collect())
                 .unwrap_or_default();
+            // The bridge's ports, read once for all its interfaces.
+            let ios: HashMap<u32, Arc<dyn ofswitch::port::PortIo>> = running
+                .map(|r| r.handle.ports().into_iter().collect())
+                .unwrap_or_default();
             for c in &b.controllers {
                 let up = match c.target {
                     config::Target::Active(a) => connected.get(&a).copied().unwrap_or(false),
@@ -446,7 +438,7 @@ impl Manager {
                         let wire = if is_local { config::LOCAL_OFPORT } else { no as i64 };
                         row.insert("ofport".into(), json!(wire));
                         row.insert("error".into(), datum::empty_set());
-                        let io = r.handle.ports().into_iter().find(|(n, _)| *n == no).map(|(_, io)| io);
+                        let io = ios.get(&no);
                         let up = io.as_ref().is_some_and(|io| io.link_up());
                         row.insert("link_state".into(), json!(if up { "up" } else { "down" }));
                         row.insert(
@@ -554,19 +546,13 @@ impl Manager {
     }
 }
 
-fn sysfs(name: &str, what: &str) -> Option<String> {
-    std::fs::read_to_string(format!("/sys/class/net/{name}/{what}"))
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 fn sysfs_int(name: &str, what: &str) -> Option<i64> {
-    sysfs(name, what)?.parse().ok()
+    ofswitch::port::read_sys(name, what)?.parse().ok()
 }
 
 /// The interface is administratively up (IFF_UP).
 fn sysfs_up(name: &str) -> bool {
-    sysfs(name, "flags")
+    ofswitch::port::read_sys(name, "flags")
         .and_then(|f| i64::from_str_radix(f.trim_start_matches("0x"), 16).ok())
         .is_some_and(|f| f & 1 != 0)
 }
