@@ -15,6 +15,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+/// The datapath id of the first session (the others follow).
+pub const FIRST_DPID: u64 = 0x5e55_0000_0000_0001;
+/// Ports each session's switch reports.
+pub const PORTS: u32 = 1;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct CapacityConfig {
     pub target: SocketAddr,
@@ -128,8 +133,8 @@ pub async fn run(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64)) -
         };
         let _ = s.set_nodelay(true);
         let id = Identity {
-            datapath_id: 0x5e55_0000_0000_0000 + held as u64 + 1,
-            ports: 1,
+            datapath_id: FIRST_DPID + held as u64,
+            ports: PORTS,
         };
         let mut framer = Framer::default();
         match tokio::time::timeout(cfg.timeout, crate::handshake(&mut s, &mut framer, cfg.version, id)).await {

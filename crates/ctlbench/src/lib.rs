@@ -239,13 +239,17 @@ fn new_source(prefix: [u8; 3], seq: u32) -> [u8; 6] {
 /// `Answers::NewSource`: the eth_src its match names, if it is one of this
 /// connection's sources.
 fn answered_source(flow_mod: &Message, prefix: [u8; 3]) -> Option<u32> {
+    let m = learnt_source(flow_mod)?;
+    (m[..3] == prefix).then(|| u32::from_be_bytes([0, m[3], m[4], m[5]]))
+}
+
+/// The source MAC an OpenFlow 1.3 FLOW_MOD's match names exactly, if any.
+fn learnt_source(flow_mod: &Message) -> Option<[u8; 6]> {
     let Body::V13(v13::Body::FlowMod(fm)) = &flow_mod.body else {
         return None;
     };
     fm.match_.fields.iter().find_map(|f| match f {
-        ofwire::oxm::Oxm::EthSrc(m, None) => {
-            (m.0[..3] == prefix).then(|| u32::from_be_bytes([0, m.0[3], m.0[4], m.0[5]]))
-        }
+        ofwire::oxm::Oxm::EthSrc(m, None) => Some(m.0),
         _ => None,
     })
 }

@@ -4,8 +4,16 @@
 //! code, a closed session, silence, or acting on it as if it were valid)
 //! and whether a well-behaved "witness" switch connected all along kept
 //! being served. A controller that dies is a result, not a crash.
+//!
+//! A controller that learns each new source once and answers with flows
+//! (`Answers::NewSource`, Faucet) is met in its own form: each session
+//! first waits for the pipeline the controller installs (so those flows are
+//! not taken for an answer to a case), its PACKET_INs come as from the
+//! controller's send-to-controller rule, tagged with the ports' VLAN, and
+//! the witness is served when a flow names the new source it sent.
 
 use crate::switch::{self, Identity};
+use crate::Answers;
 use ofwire::{v10, v13, Body, Framer, Message, OFP10_VERSION, OFP13_VERSION};
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -39,10 +47,34 @@ pub struct CaseResult {
     pub controller_alive: bool,
 }
 
+/// The datapath id of the witness switch.
+pub const WITNESS_DPID: u64 = 0x5d1a_0000_0000_0001;
+/// The datapath id of the first case's session (the others follow).
+pub const FIRST_CASE_DPID: u64 = 0x5d1a_0000_0000_0100;
+/// How many cases the suite has.
+pub const CASES: usize = 11;
+/// Ports each of the suite's switches reports.
+pub const PORTS: u32 = 4;
+
 struct Peer {
     s: TcpStream,
     framer: Framer,
     id: Identity,
+    version: u8,
+    /// `Answers::NewSource`: the table and cookie of the controller's
+    /// send-to-controller rule, once installed.
+    stamp: Option<(u8, u64)>,
+}
+
+/// What a session watches for besides errors and closing.
+#[derive(Clone, Copy, PartialEq)]
+enum Until {
+    /// The whole wait.
+    Waited,
+    /// Any FLOW_MOD or PACKET_OUT.
+    Acted,
+    /// A FLOW_MOD whose match names this source MAC.
+    Learnt([u8; 6]),
 }
 
 async fn connect(target: SocketAddr) -> std::io::Result<TcpStream> {
@@ -54,28 +86,71 @@ async fn connect(target: SocketAddr) -> std::io::Result<TcpStream> {
 }
 
 impl Peer {
-    async fn raw(target: SocketAddr, dpid: u64) -> std::io::Result<Peer> {
+    async fn raw(cfg: &SuiteConfig, dpid: u64) -> std::io::Result<Peer> {
         Ok(Peer {
-            s: connect(target).await?,
+            s: connect(cfg.target).await?,
             framer: Framer::default(),
             id: Identity {
                 datapath_id: dpid,
-                ports: 4,
+                ports: PORTS,
             },
+            version: cfg.version,
+            stamp: None,
         })
     }
 
-    /// Connects and completes the handshake.
-    async fn open(target: SocketAddr, version: u8, dpid: u64) -> std::io::Result<Peer> {
-        let mut p = Peer::raw(target, dpid).await?;
+    /// Connects and completes the handshake; with `settle`, also takes what
+    /// the controller sends a new switch (a table-miss rule, a pipeline),
+    /// so it is not taken for an answer to what the session sends next.
+    async fn open(cfg: &SuiteConfig, dpid: u64, settle: bool) -> std::io::Result<Peer> {
+        let mut p = Peer::raw(cfg, dpid).await?;
         let id = p.id;
         tokio::time::timeout(
             Duration::from_secs(5),
-            crate::handshake(&mut p.s, &mut p.framer, version, id),
+            crate::handshake(&mut p.s, &mut p.framer, cfg.version, id),
         )
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out"))??;
+        if settle {
+            p.settle(cfg.answers == Answers::NewSource).await?;
+        }
         Ok(p)
+    }
+
+    /// Takes what the controller sends a new switch until it has been
+    /// quiet for a moment (and, with `stamped`, has installed a
+    /// send-to-controller rule).
+    async fn settle(&mut self, stamped: bool) -> std::io::Result<()> {
+        let start = Instant::now();
+        let quiet = Duration::from_millis(300);
+        loop {
+            // (Ends once nothing came for `quiet`, or after 5 s.)
+            let (o, _) = self.observe(quiet, Until::Waited, true).await;
+            if o.closed {
+                return Err(std::io::Error::other("the controller closed the session"));
+            }
+            if !stamped || self.stamp.is_some() {
+                return Ok(());
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the controller installed no send-to-controller rule within 10 s",
+                ));
+            }
+        }
+    }
+
+    /// A PACKET_IN of `data` in this session's form: as from the
+    /// controller's send-to-controller rule once one is known.
+    fn packet_in(&self, xid: u32, buffer_id: u32, data: Vec<u8>) -> Message {
+        let mut m = packet_in(self.version, xid, buffer_id, data);
+        if let (Some((table, cookie)), Body::V13(v13::Body::PacketIn(pi))) = (self.stamp, &mut m.body) {
+            pi.reason = ofwire::PacketInReason::Action;
+            pi.table_id = table;
+            pi.cookie = cookie;
+        }
+        m
     }
 
     async fn send(&mut self, bytes: &[u8]) -> bool {
@@ -87,24 +162,17 @@ impl Peer {
         self.send(&bytes).await
     }
 
-    /// Watches the session for `wait` (less if it closes, or once something
-    /// was acted on when `until_acted`).
-    async fn observe(&mut self, wait: Duration, until_acted: bool) -> Observation {
-        let start = Instant::now();
+    /// Watches the session for `wait` (less if it closes, or once `until`
+    /// is met, which the second value says; with `quiet`, once `wait`
+    /// passes with nothing received).
+    async fn observe(&mut self, wait: Duration, until: Until, quiet: bool) -> (Observation, bool) {
+        let mut start = Instant::now();
         let mut o = Observation::default();
+        let mut met = false;
+        let give_up = Instant::now() + Duration::from_secs(5).max(wait);
         let mut buf = vec![0u8; 65536];
-        while start.elapsed() < wait {
-            let left = wait - start.elapsed();
-            let n = match tokio::time::timeout(left, self.s.read(&mut buf)).await {
-                Err(_) => break,
-                Ok(Ok(0)) | Ok(Err(_)) => {
-                    o.closed = true;
-                    o.reaction_ms.get_or_insert(start.elapsed().as_secs_f64() * 1e3);
-                    break;
-                }
-                Ok(Ok(n)) => n,
-            };
-            self.framer.push(&buf[..n]);
+        loop {
+            // What the framer holds first (the handshake may have left some).
             let mut replies = Vec::new();
             while let Ok(Some(raw)) = self.framer.next_message() {
                 let Ok(m) = ofwire::decode(raw) else { continue };
@@ -114,7 +182,17 @@ impl Peer {
                         o.reaction_ms.get_or_insert(start.elapsed().as_secs_f64() * 1e3);
                     }
                     Body::V10(v10::Body::FlowMod(_) | v10::Body::PacketOut(_))
-                    | Body::V13(v13::Body::FlowMod(_) | v13::Body::PacketOut(_)) => o.acted += 1,
+                    | Body::V13(v13::Body::FlowMod(_) | v13::Body::PacketOut(_)) => {
+                        o.acted += 1;
+                        if let Some(rule) = crate::to_controller_rule(&m) {
+                            self.stamp = Some(rule);
+                        }
+                        met |= match until {
+                            Until::Waited => false,
+                            Until::Acted => true,
+                            Until::Learnt(src) => crate::learnt_source(&m) == Some(src),
+                        };
+                    }
                     _ => {
                         replies.extend(switch::replies(self.id, &m));
                     }
@@ -123,21 +201,60 @@ impl Peer {
             for r in replies {
                 let _ = self.send_msg(&r).await;
             }
-            if until_acted && o.acted > 0 {
+            if met || start.elapsed() >= wait || Instant::now() >= give_up {
                 break;
             }
+            let left = (wait - start.elapsed()).min(give_up - Instant::now());
+            let n = match tokio::time::timeout(left, self.s.read(&mut buf)).await {
+                Err(_) => break,
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    o.closed = true;
+                    o.reaction_ms.get_or_insert(start.elapsed().as_secs_f64() * 1e3);
+                    break;
+                }
+                Ok(Ok(n)) => n,
+            };
+            if quiet {
+                start = Instant::now();
+            }
+            self.framer.push(&buf[..n]);
         }
-        o
+        (o, met)
     }
 }
 
-fn frame(src: u8, dst: [u8; 6], ethertype: [u8; 2], payload: &[u8]) -> Vec<u8> {
-    let mut f = dst.to_vec();
-    f.extend_from_slice(&[0x02, 0, 0, 0x5e, 0xc0, src]);
-    f.extend_from_slice(&ethertype);
-    f.extend_from_slice(payload);
-    f.resize(f.len().max(60), 0);
-    f
+/// The frames' sources: `n` at the end of a locally administered address;
+/// with `Answers::NewSource`, one this run has never sent (the prefix
+/// differs from run to run, as the driver's do).
+struct Sources {
+    new: Option<[u8; 3]>,
+    vlan: Option<u16>,
+}
+
+impl Sources {
+    fn of(cfg: &SuiteConfig) -> Sources {
+        Sources {
+            new: (cfg.answers == Answers::NewSource).then(|| crate::source_prefix(0xd1a)),
+            vlan: cfg.vlan,
+        }
+    }
+
+    fn mac(&self, n: u32) -> [u8; 6] {
+        match self.new {
+            Some(prefix) => crate::new_source(prefix, n),
+            None => [0x02, 0, 0, 0x5e, 0xc0, n as u8],
+        }
+    }
+
+    /// A frame from source `n`, tagged with the ports' VLAN if they have one.
+    fn frame(&self, n: u32, dst: [u8; 6], ethertype: [u8; 2], payload: &[u8]) -> Vec<u8> {
+        let mut f = dst.to_vec();
+        f.extend_from_slice(&self.mac(n));
+        f.extend_from_slice(&ethertype);
+        f.extend_from_slice(payload);
+        f.resize(f.len().max(60), 0);
+        crate::tagged(f, self.vlan)
+    }
 }
 
 /// An IPv4/UDP header and a few bytes of payload.
@@ -220,28 +337,35 @@ pub struct SuiteConfig {
     pub wait: Duration,
     /// How long to wait for a controller to give up on a silent connection.
     pub hello_wait: Duration,
+    /// How an answer is told apart (`Answers::NewSource`: a controller that
+    /// learns sources and answers with flows, met in its own form).
+    #[serde(default)]
+    pub answers: Answers,
+    /// The VLAN the switches' frames carry (the ports' native VLAN).
+    #[serde(default)]
+    pub vlan: Option<u16>,
 }
 
 /// Checks the witness gets an answer; reconnects it if the session is gone.
-async fn witness_served(w: &mut Option<Peer>, cfg: &SuiteConfig, seq: &mut u8) -> (bool, bool) {
+async fn witness_served(w: &mut Option<Peer>, cfg: &SuiteConfig, src: &Sources, seq: &mut u8) -> (bool, bool) {
     for attempt in 0..2 {
         if w.is_none() {
-            match Peer::open(cfg.target, cfg.version, 0x5d1a_0000_0000_0001).await {
+            match Peer::open(cfg, WITNESS_DPID, true).await {
                 Ok(p) => *w = Some(p),
                 Err(_) => return (false, attempt == 0 && connect(cfg.target).await.is_ok()),
             }
         }
         let p = w.as_mut().expect("witness");
         *seq = seq.wrapping_add(1);
-        let pi = packet_in(
-            cfg.version,
-            0x1000 + *seq as u32,
-            0x1000 + *seq as u32,
-            frame(*seq, [0xff; 6], [0x08, 0x00], &IPV4),
-        );
+        let n = *seq as u32;
+        let pi = p.packet_in(0x1000 + n, 0x1000 + n, src.frame(n, [0xff; 6], [0x08, 0x00], &IPV4));
+        let until = match cfg.answers {
+            Answers::NewSource => Until::Learnt(src.mac(n)),
+            Answers::Buffer => Until::Acted,
+        };
         if p.send_msg(&pi).await {
-            let o = p.observe(cfg.wait.max(Duration::from_secs(2)), true).await;
-            if o.acted > 0 {
+            let (o, served) = p.observe(cfg.wait.max(Duration::from_secs(2)), until, false).await;
+            if served {
                 return (true, true);
             }
             if !o.closed {
@@ -261,10 +385,11 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
     } else {
         OFP10_VERSION
     };
-    let mut witness = Peer::open(cfg.target, v, 0x5d1a_0000_0000_0001).await.ok();
+    let src = Sources::of(&cfg);
+    let mut witness = Peer::open(&cfg, WITNESS_DPID, true).await.ok();
     let mut seq = 0u8;
     let mut results = Vec::new();
-    let cases: [(&'static str, &'static str); 11] = [
+    let cases: [(&'static str, &'static str); CASES] = [
         (
             "bad length field",
             "close (the stream cannot be re-framed) or BAD_REQUEST/BAD_LEN",
@@ -284,50 +409,54 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
         ),
     ];
     for (i, (case, expected)) in cases.into_iter().enumerate() {
-        let dpid = 0x5d1a_0000_0000_0100 + i as u64;
+        let dpid = FIRST_CASE_DPID + i as u64;
+        // Each case's frame comes from a source of its own.
+        let n = 0x100 + i as u32;
         let mut note = None;
         let obs = match i {
-            0 | 2 | 3 | 4 | 7 | 8 | 9 => match Peer::open(cfg.target, v, dpid).await {
+            0 | 2 | 3 | 4 | 7 | 8 | 9 => match Peer::open(&cfg, dpid, true).await {
                 Ok(mut p) => {
                     let bytes = match i {
                         0 => header(v, 10, 4, 9),
                         2 => {
                             // A PACKET_IN body under the PORT_STATUS type.
-                            let mut b = packet_in(v, 9, 9, frame(1, [0xff; 6], [0x08, 0x00], &IPV4))
+                            let mut b = p
+                                .packet_in(9, 9, src.frame(n, [0xff; 6], [0x08, 0x00], &IPV4))
                                 .to_bytes()
                                 .expect("pi");
                             b[1] = 12;
                             b
                         }
-                        3 => packet_in(v, 9, 9, frame(3, [0x02, 0, 0, 0x5e, 0xc0, 99], [0x08, 0x06], &IPV4))
+                        3 => p
+                            .packet_in(9, 9, src.frame(n, src.mac(n + 0x100), [0x08, 0x06], &IPV4))
                             .to_bytes()
                             .expect("pi"),
                         4 => port_status_without_nul(v),
                         7 => header(other, 2, 8, 9),
                         8 => header(v, 0x63, 8, 9),
-                        _ => packet_in(v, 9, 0xdead_beef, Vec::new()).to_bytes().expect("pi"),
+                        _ => p.packet_in(9, 0xdead_beef, Vec::new()).to_bytes().expect("pi"),
                     };
                     p.send(&bytes).await;
-                    p.observe(cfg.wait, false).await
+                    p.observe(cfg.wait, Until::Waited, false).await.0
                 }
                 Err(e) => {
                     note = Some(format!("could not open a session: {e}"));
                     Observation::default()
                 }
             },
-            1 | 5 | 6 => match Peer::raw(cfg.target, dpid).await {
+            1 | 5 | 6 => match Peer::raw(&cfg, dpid).await {
                 Ok(mut p) => match i {
                     1 => {
                         // A HELLO of version 0, which no OpenFlow version is.
                         p.send(&header(0x00, 0, 8, 1)).await;
-                        p.observe(cfg.wait, false).await
+                        p.observe(cfg.wait, Until::Waited, false).await.0
                     }
                     5 => {
-                        let pi = packet_in(v, 9, 9, frame(5, [0xff; 6], [0x08, 0x00], &IPV4));
+                        let pi = p.packet_in(9, 9, src.frame(n, [0xff; 6], [0x08, 0x00], &IPV4));
                         p.send_msg(&pi).await;
-                        p.observe(cfg.wait, false).await
+                        p.observe(cfg.wait, Until::Waited, false).await.0
                     }
-                    _ => p.observe(cfg.hello_wait, false).await,
+                    _ => p.observe(cfg.hello_wait, Until::Waited, false).await.0,
                 },
                 Err(e) => {
                     note = Some(format!("could not connect: {e}"));
@@ -336,11 +465,13 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
             },
             _ => {
                 // Two sessions announce the same datapath id.
-                match Peer::open(cfg.target, v, dpid).await {
-                    Ok(mut first) => match Peer::open(cfg.target, v, dpid).await {
+                // (The second is not waited on for a pipeline: the
+                // controller may close it at once.)
+                match Peer::open(&cfg, dpid, true).await {
+                    Ok(mut first) => match Peer::open(&cfg, dpid, false).await {
                         Ok(mut second) => {
-                            let a = first.observe(cfg.wait / 2, false).await;
-                            let b = second.observe(cfg.wait / 2, false).await;
+                            let a = first.observe(cfg.wait / 2, Until::Waited, false).await.0;
+                            let b = second.observe(cfg.wait / 2, Until::Waited, false).await.0;
                             note = Some(format!(
                                 "first session {}, second session {}",
                                 if a.closed { "closed" } else { "kept" },
@@ -365,7 +496,7 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
                 }
             }
         };
-        let (others_served, alive) = witness_served(&mut witness, &cfg, &mut seq).await;
+        let (others_served, alive) = witness_served(&mut witness, &cfg, &src, &mut seq).await;
         let mut outcome = if !alive {
             "controller died".to_string()
         } else if i == 6 && !obs.closed {

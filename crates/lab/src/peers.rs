@@ -156,9 +156,9 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
     Ok(py)
 }
 
-fn wait_listening(child: &mut Child, addr: SocketAddr, log: &Path, name: &str) -> Result<(), String> {
+fn wait_listening(child: &mut Child, addr: SocketAddr, log: &Path, name: &str, within: Duration) -> Result<(), String> {
     let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(60) {
+    while t.elapsed() < within {
         if let Ok(Some(status)) = child.try_wait() {
             let tail = std::fs::read_to_string(log).unwrap_or_default();
             return Err(format!(
@@ -171,7 +171,7 @@ fn wait_listening(child: &mut Child, addr: SocketAddr, log: &Path, name: &str) -
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Err(format!("{name} did not listen on {addr} within 60 s"))
+    Err(format!("{name} did not listen on {addr} within {} s", within.as_secs()))
 }
 
 /// A Python 3.9 interpreter: pyenv's, then the system's (pyenv shims are
@@ -242,7 +242,63 @@ fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
         ranges.join(" and "),
         dps.ports
     );
-    launch("faucet", c, version, addr, None, dir)
+    // Faucet sets up every datapath it declares before it listens, and
+    // again after (its event loop busy, no switch answered): seconds per
+    // thousand datapaths. The peer is ready once a new switch is greeted.
+    let within = Duration::from_secs(60) + Duration::from_millis(20) * dps.ids().count() as u32;
+    let mut peer = launch_within("faucet", c, version, addr, None, dir, within)?;
+    wait_greeting(&mut peer, within)?;
+    Ok(peer)
+}
+
+/// Waits until the controller at `peer.addr` greets a new switch: answers
+/// its OpenFlow 1.3 HELLO with a FEATURES_REQUEST. The probe closes before
+/// it says which datapath it is.
+fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let t = Instant::now();
+    let hello = ofwire::Message::new(
+        ofwire::OFP13_VERSION,
+        1,
+        ofwire::Body::Hello(ofwire::Hello::with_versions(&[ofwire::OFP13_VERSION])),
+    )
+    .to_bytes()
+    .expect("hello");
+    while t.elapsed() < within {
+        if let Ok(Some(status)) = peer.child.try_wait() {
+            return Err(format!("{} exited ({status}) while setting up", peer.name));
+        }
+        let Ok(mut s) = std::net::TcpStream::connect_timeout(&peer.addr, Duration::from_secs(1)) else {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+        if s.write_all(&hello).is_err() {
+            continue;
+        }
+        let mut framer = ofwire::Framer::default();
+        let mut buf = [0u8; 4096];
+        while t.elapsed() < within {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => framer.push(&buf[..n]),
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
+                Err(_) => break,
+            }
+            while let Ok(Some(m)) = framer.next_message() {
+                // OFPT_FEATURES_REQUEST
+                if m[1] == 5 {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Err(format!(
+        "{} listened on {} but greeted no switch within {} s",
+        peer.name,
+        peer.addr,
+        within.as_secs()
+    ))
 }
 
 /// `start`, for a role.
@@ -437,11 +493,24 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
 /// Starts `cmd` with its output in `dir`/log and waits for it to listen on `addr`.
 fn launch(
     name: &str,
+    cmd: Command,
+    version: String,
+    addr: SocketAddr,
+    rest: Option<ctlbench::northbound::Northbound>,
+    dir: PathBuf,
+) -> Result<Peer, String> {
+    launch_within(name, cmd, version, addr, rest, dir, Duration::from_secs(60))
+}
+
+/// `launch`, waiting up to `within` for the peer to listen.
+fn launch_within(
+    name: &str,
     mut cmd: Command,
     version: String,
     addr: SocketAddr,
     rest: Option<ctlbench::northbound::Northbound>,
     dir: PathBuf,
+    within: Duration,
 ) -> Result<Peer, String> {
     let log = dir.join("log");
     let logfile = || std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()));
@@ -455,7 +524,7 @@ fn launch(
             return Err(format!("starting {name} ({command}): {e}"));
         }
     };
-    if let Err(e) = wait_listening(&mut child, addr, &log, name) {
+    if let Err(e) = wait_listening(&mut child, addr, &log, name, within) {
         let _ = child.kill();
         let _ = child.wait();
         let _ = std::fs::remove_dir_all(&dir);

@@ -48,8 +48,8 @@ fn bench_ctl_refuses_values_out_of_range() {
         (vec!["--match-by", "new-source"], "add --ofp 1.3"),
         (vec!["--peer", "faucet"], "Faucet speaks OpenFlow 1.3 only"),
         (
-            vec!["--peer", "faucet", "--ofp", "1.3", "--test", "sessions"],
-            "not yet for the sessions test",
+            vec!["--peer", "faucet", "--ofp", "1.3", "--test", "discovery"],
+            "cannot take the discovery test",
         ),
     ] {
         refused(&[&["bench", "ctl"], a.as_slice()].concat(), says);

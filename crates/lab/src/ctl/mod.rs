@@ -39,9 +39,9 @@ pub(crate) fn faucet_unsupported(peer: &str, test: &str, ofp: &str) -> Option<St
     if ofp != "1.3" {
         return Some("Faucet speaks OpenFlow 1.3 only: add --ofp 1.3".into());
     }
-    if !["cbench", "rate", "dos"].contains(&test) {
+    if !["cbench", "rate", "dos", "security", "sessions"].contains(&test) {
         return Some(format!(
-            "Faucet must declare every datapath it meets in faucet.yaml and is answered in its own form; sdnlab does both for the cbench, rate and dos tests, not yet for the {test} test"
+            "Faucet has no topology discovery or northbound API sdnlab can drive, so it cannot take the {test} test"
         ));
     }
     None
@@ -360,12 +360,27 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
             .iter()
             .map(|(_, c)| c.switches)
             .max();
-        let mut ranges = vec![(a.first_dpid, most.unwrap_or(a.switches))];
-        if a.test == "dos" {
-            // The attackers (`run_dos`).
-            ranges.push((a.first_dpid + DOS_ATTACKER_DPIDS, a.attackers));
-        }
-        let dps = crate::peers::Datapaths { ranges, ports: a.ports };
+        let dps = match a.test.as_str() {
+            "security" => {
+                use ctlbench::security::{CASES, FIRST_CASE_DPID, PORTS, WITNESS_DPID};
+                crate::peers::Datapaths {
+                    ranges: vec![(WITNESS_DPID, 1), (FIRST_CASE_DPID, CASES)],
+                    ports: PORTS,
+                }
+            }
+            "sessions" => crate::peers::Datapaths {
+                ranges: vec![(ctlbench::capacity::FIRST_DPID, a.max_sessions)],
+                ports: ctlbench::capacity::PORTS,
+            },
+            _ => {
+                let mut ranges = vec![(a.first_dpid, most.unwrap_or(a.switches))];
+                if a.test == "dos" {
+                    // The attackers (`run_dos`).
+                    ranges.push((a.first_dpid + DOS_ATTACKER_DPIDS, a.attackers));
+                }
+                crate::peers::Datapaths { ranges, ports: a.ports }
+            }
+        };
         let p = crate::peers::start_for(name, dps)?;
         let target = Target {
             name: p.name.clone(),
@@ -413,6 +428,8 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         version: a.version(),
         wait: Duration::from_millis(a.case_wait_ms),
         hello_wait: Duration::from_secs(a.hello_wait_s),
+        answers: a.answers(),
+        vlan: a.frame_vlan(),
     };
     let mut meta = Meta {
         benchmark: "bench ctl --test security".into(),
@@ -425,7 +442,7 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         obs,
         format!(
             "sdnlab bench ctl --test security: {} cases against {addr}, OpenFlow {}; results in {}",
-            11,
+            ctlbench::security::CASES,
             a.ofp,
             dir.display()
         ),
