@@ -297,11 +297,11 @@ fn steps(flood_pps: f64) -> Vec<Step> {
 
 /// Why `target` cannot run `step`, if it cannot.
 fn unsupported(step: &Step, target: &str, a: &CtlConfig) -> Option<String> {
-    if let Some(why) = super::faucet_unsupported(target, step.test, &a.ofp) {
-        return Some(why);
-    }
     if step.test == "failover" && target != "sdnlab" {
         return Some("needs an active/standby pair sdnlab can start and kill (sdnlab only)".into());
+    }
+    if let Some(why) = super::faucet_unsupported(target, step.test, &a.ofp) {
+        return Some(why);
     }
     if step.topology {
         let with_topology = match target {
