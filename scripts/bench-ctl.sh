@@ -1,23 +1,47 @@
 #!/usr/bin/env bash
-# Controller benchmark, side by side in one run (cbench-style load from
-# `sdnlab bench ctl`: 16 switches, 1000 MACs each, OpenFlow 1.0):
-#   sdnlab's controller with l2-learning, sdnlab's null responder (the
-#   ceiling of the measurement), ovs-testcontroller (C), os-ken with the
-#   project's learning-switch app (Python, eventlet hub);
-# in throughput and latency modes. Prints a markdown table; every run's
-# samples are under results/bench-ctl-*/.
+# Controller benchmark, side by side in one run, OpenFlow 1.0, 16 switches,
+# 1000 MACs each, throughput and latency modes. Two load generators:
+#   - sdnlab's driver (`sdnlab bench ctl`, responses matched to requests);
+#   - the reference generator (`sdnlab bench ref generate`, crates/ofref:
+#     minimal C, the yardstick the driver is held to);
+# against: the reference null responder (`sdnlab bench ref respond`: the
+# least any controller can do, so the generators' own ceiling), sdnlab's
+# controller with l2-learning (embedded and own process), sdnlab's null
+# app, ovs-testcontroller (C), os-ken with the project's learning-switch
+# app (Python, eventlet hub). Prints a markdown table; every sdnlab driver
+# run's samples are under a temporary directory.
 # Usage: scripts/bench-ctl.sh [LOOPS]   (default 5 loops of 1 s after 1 warm-up)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 loops=${1:-5}
 source scripts/peers/start-all.sh
+ref_port=$(port)
+"$bin" bench ref respond --listen 127.0.0.1:"$ref_port" --threads 2 >/dev/null 2>&1 & pids+=($!)
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$ref_port") 2>/dev/null && break; sleep 0.1; done
 failed=0
-echo "| controller | mode | responses/s (avg) | matched/s (avg) | min..max per loop | rtt p50 (us) | rtt p99 (us) |"
-echo "|---|---|---:|---:|---|---:|---:|"
+echo "| controller | generator | mode | responses/s (avg) | matched/s (avg) | min..max per loop | rtt p50 (us) | rtt p99 (us) |"
+echo "|---|---|---|---:|---:|---|---:|---:|"
 for mode in throughput latency; do
-  for target in "sdnlab l2-learning (embedded)|--app l2-learning" "sdnlab l2-learning (own process)|--target 127.0.0.1:$own_port" "sdnlab null responder|--app null" "ovs-testcontroller 3.1|--target 127.0.0.1:$tc_port" "os-ken 4.2.2 (eventlet)|--target 127.0.0.1:$osken_port"; do
+  for target in "reference null responder (C)|--target 127.0.0.1:$ref_port" "sdnlab l2-learning (embedded)|--app l2-learning" "sdnlab l2-learning (own process)|--target 127.0.0.1:$own_port" "sdnlab null app|--app null" "ovs-testcontroller 3.1|--target 127.0.0.1:$tc_port" "os-ken 4.2.2 (eventlet)|--target 127.0.0.1:$osken_port"; do
     name=${target%%|*}; args=${target#*|}
+    # The reference generator first, against every controller in its own process.
+    case "$args" in
+      --target*)
+        # shellcheck disable=SC2086
+        json=$("$bin" bench ref generate $args --mode "$mode" --loops "$loops" --threads 2 --json 2>/dev/null || true)
+        python3 - "$name" "$mode" "$json" <<'PY' || failed=1
+import json, sys
+name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
+try:
+    r = json.loads(raw)
+except ValueError:
+    print(f"| {name} | reference (C) | {mode} | failed | | | | |"); sys.exit(1)
+ls = [l["responses_per_s"] for l in r["loops"]]
+print(f"| {name} | reference (C) | {mode} | {sum(ls)/len(ls):,.0f} | | {min(ls):,.0f}..{max(ls):,.0f} | | |")
+PY
+        ;;
+    esac
     # shellcheck disable=SC2086
     json=$("$bin" bench ctl $args --mode "$mode" --loops "$loops" --trials 1 --out "$dir/run-$RANDOM$RANDOM" --json 2>/dev/null || true)
     python3 - "$name" "$mode" "$json" <<'PY' || failed=1
@@ -26,12 +50,12 @@ name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
     r = json.loads(raw)
 except ValueError:
-    print(f"| {name} | {mode} | failed | | | | |"); sys.exit(1)
+    print(f"| {name} | sdnlab driver | {mode} | failed | | | | |"); sys.exit(1)
 r = r["trials"][0]["report"]
 ls = r["loops"]
 avg = lambda k: sum(l[k] for l in ls) / len(ls)
 lo, hi = min(l["responses_per_s"] for l in ls), max(l["responses_per_s"] for l in ls)
-print(f"| {name} | {mode} | {avg('responses_per_s'):,.0f} | {avg('matched_per_s'):,.0f} | {lo:,.0f}..{hi:,.0f} | {r['rtt_us_p50']:.1f} | {r['rtt_us_p99']:.1f} |")
+print(f"| {name} | sdnlab driver | {mode} | {avg('responses_per_s'):,.0f} | {avg('matched_per_s'):,.0f} | {lo:,.0f}..{hi:,.0f} | {r['rtt_us_p50']:.1f} | {r['rtt_us_p99']:.1f} |")
 PY
   done
 done

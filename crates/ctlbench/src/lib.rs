@@ -124,6 +124,9 @@ pub struct LoopResult {
     pub unanswered: u64,
     pub per_switch_min: u64,
     pub per_switch_max: u64,
+    /// Each emulated switch's own FLOW_MODs and PACKET_OUTs in the loop
+    /// (cbench's per-switch columns).
+    pub per_switch: Vec<u64>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -710,6 +713,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
             unanswered: delta(7),
             per_switch_min: per.iter().copied().min().unwrap_or(0),
             per_switch_max: per.iter().copied().max().unwrap_or(0),
+            per_switch: per,
         };
         on_loop(&r);
         loops.push(r);

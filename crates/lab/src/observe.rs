@@ -18,8 +18,14 @@ pub enum Event<'a> {
     Status(&'a str),
     /// The planned steps are over.
     PlanDone,
-    /// cbench's loop: one measured loop of `switches` emulated switches.
-    CbenchLoop { switches: usize, responses_per_s: f64 },
+    /// cbench's loop: one measured loop of `switches` emulated switches,
+    /// each one's responses in it (`per_switch`), in OpenFlow `version`.
+    CbenchLoop {
+        switches: usize,
+        responses_per_s: f64,
+        per_switch: &'a [u64],
+        version: u8,
+    },
     /// cbench's end of a scenario: every measured loop's responses/s.
     CbenchScenario { switches: usize, rates: &'a [f64] },
     /// What shows the system under test from outside while it is measured:

@@ -57,6 +57,25 @@ impl Default for Progress {
     }
 }
 
+/// cbench's line for one loop: each switch's own count of responses in
+/// the loop, then the total per millisecond, as cbench prints them
+/// (OpenFlow 1.0), or as its OpenFlow 1.3 twin does ("Testing ...
+/// Switches").
+pub fn cbench_loop_line(clock: &str, switches: usize, per_switch: &[u64], responses_per_s: f64, version: u8) -> String {
+    let cols: String = per_switch.iter().map(|n| format!("{n}  ")).collect();
+    if version == ofwire::OFP10_VERSION {
+        format!(
+            "{clock} {switches:<3} switches: flows/sec:  {cols} total = {:.6} per ms ",
+            responses_per_s / 1000.0
+        )
+    } else {
+        format!(
+            "{clock} Testing {switches:<3} Switches: flows/sec:  {cols}total = {:.6} per ms ",
+            responses_per_s / 1000.0
+        )
+    }
+}
+
 /// cbench's clock: 12:34:56.789 (UTC).
 fn clock() -> String {
     let secs = report::now_unix();
@@ -333,16 +352,13 @@ impl Observer for Progress {
             Event::CbenchLoop {
                 switches,
                 responses_per_s,
+                per_switch,
+                version,
             } if self.cbench_output => {
-                let per = responses_per_s / switches as f64;
-                let cols: Vec<String> = (0..switches.min(64)).map(|_| format!("{per:.2}")).collect();
                 self.above(|| {
                     println!(
-                        "{} {:<4} switches: flows/sec:  {}   total = {:.6} per ms",
-                        clock(),
-                        switches,
-                        cols.join("  "),
-                        responses_per_s / 1000.0
+                        "{}",
+                        cbench_loop_line(&clock(), switches, per_switch, responses_per_s, version)
                     )
                 });
             }
@@ -365,5 +381,23 @@ impl Observer for Progress {
             }
             Event::CbenchLoop { .. } | Event::CbenchScenario { .. } => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cbench_loop_line;
+
+    #[test]
+    fn cbench_lines_give_each_switch_its_own_count() {
+        // As cbench prints (OpenFlow 1.0) and its 1.3 twin ("Testing ... Switches").
+        assert_eq!(
+            cbench_loop_line("12:00:00.000", 3, &[10, 20, 31], 61_000.0, 1),
+            "12:00:00.000 3   switches: flows/sec:  10  20  31   total = 61.000000 per ms "
+        );
+        assert_eq!(
+            cbench_loop_line("12:00:00.000", 16, &[7, 9], 16_000.0, 4),
+            "12:00:00.000 Testing 16  Switches: flows/sec:  7  9  total = 16.000000 per ms "
+        );
     }
 }

@@ -6,6 +6,7 @@ mod bench_dp;
 mod bench_fidelity;
 mod bench_gen;
 mod bench_lb;
+mod bench_ref;
 mod bench_switch;
 mod net_cmd;
 mod run_cmd;
@@ -104,6 +105,12 @@ enum BenchCommand {
     /// Load balancing for a virtual IP: the lb app's policies compared under HTTP load
     /// (four nginx replicas, httperf and an open-loop client), as in MISSION.md section B.
     Lb(Box<bench_lb::LbBenchArgs>),
+    /// The reference pair the controller benchmark is held to: a minimal load generator and
+    /// null responder in C (crates/ofref).
+    Ref {
+        #[command(subcommand)]
+        command: bench_ref::RefCommand,
+    },
 }
 
 #[derive(Args)]
@@ -346,6 +353,9 @@ fn main() -> ExitCode {
         Command::Bench {
             command: BenchCommand::Dp(args),
         } => bench_dp::run(*args),
+        Command::Bench {
+            command: BenchCommand::Ref { command },
+        } => bench_ref::run(command),
         Command::Report { runs, out } => report_cmd(&runs, out),
         Command::Run {
             file,

@@ -7,9 +7,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn refused(args: &[&str], says: &str) {
+    refused_exactly(&[args, &["--out", "/nonexistent/sdnlab-bad-values"]].concat(), says)
+}
+
+/// `refused`, for a command that writes no run directory.
+fn refused_exactly(args: &[&str], says: &str) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
         .args(args)
-        .args(["--out", "/nonexistent/sdnlab-bad-values"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -102,4 +106,23 @@ fn bench_switch_gen_and_lb_refuse_values_out_of_range() {
     ] {
         refused(&a, says);
     }
+}
+
+#[test]
+fn the_reference_pair_refuses_values_out_of_range() {
+    let gen = ["bench", "ref", "generate", "--target", "127.0.0.1:9"];
+    for (a, says) in [
+        (vec!["--switches", "0"], "--switches 0: must be 1 to 100000"),
+        (vec!["--macs", "70000"], "--macs 70000: must be 1 to 65536"),
+        (vec!["--loop-ms", "1"], "--loop-ms 1: must be 10 to 3600000"),
+        (vec!["--threads", "0"], "--threads 0: must be 1 to 64"),
+        (vec!["--ofp", "1.1"], "--ofp 1.1: must be 1.0 or 1.3"),
+        (vec!["--mode", "fast"], "--mode fast: must be throughput or latency"),
+    ] {
+        refused_exactly(&[gen.as_slice(), a.as_slice()].concat(), says);
+    }
+    refused_exactly(
+        &["bench", "ref", "respond", "--threads", "65"],
+        "--threads 65: must be 1 to 64",
+    );
 }

@@ -53,8 +53,9 @@ fn a_sweep_with_trials_leaves_samples_summary_and_report() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = samples.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    // 2 scenarios x 3 trials x (2 loops + 1 trial record).
-    assert_eq!(lines.len(), 18);
+    // 2 scenarios x (the driver's ceiling + 3 trials x (2 loops + 1 trial record)).
+    assert_eq!(lines.len(), 20);
+    assert_eq!(lines.iter().filter(|l| l["kind"] == "ceiling").count(), 2);
     let trials: Vec<_> = lines.iter().filter(|l| l["kind"] == "trial").collect();
     assert_eq!(trials.len(), 6);
     for t in &trials {
@@ -160,11 +161,23 @@ fn cbench_output_ends_with_its_result_line() {
     let text = String::from_utf8_lossy(&r.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 5, "{text}");
-    assert!(
-        lines[0].contains("2    switches: flows/sec:") && lines[0].contains("total = "),
-        "{}",
-        lines[0]
-    );
+    // cbench's line: "%-3d switches: flows/sec:  ", each switch's own
+    // count in the loop, " total = %lf per ms ".
+    for line in &lines[..4] {
+        let (_, rest) = line
+            .split_once(" 2   switches: flows/sec:  ")
+            .unwrap_or_else(|| panic!("{line}"));
+        let (cols, total) = rest.split_once(" total = ").unwrap_or_else(|| panic!("{line}"));
+        let per: Vec<u64> = cols.split_whitespace().map(|c| c.parse().unwrap()).collect();
+        assert_eq!(per.len(), 2, "{line}");
+        let per_ms: f64 = total.trim_end_matches(" per ms ").parse().unwrap();
+        // The columns are counts over the loop (200 ms); the total is their sum per ms.
+        let loop_ms = per.iter().sum::<u64>() as f64 / per_ms;
+        assert!(
+            per.iter().all(|&n| n > 0) && (180.0..300.0).contains(&loop_ms),
+            "{line}"
+        );
+    }
     let last = lines[4];
     assert!(
         last.starts_with("RESULT: 2 switches 4 tests min/max/avg/stdev = "),
@@ -180,6 +193,36 @@ fn cbench_output_ends_with_its_result_line() {
         .map(|x| x.parse().unwrap())
         .collect();
     assert!(nums[0] <= nums[2] && nums[2] <= nums[1] && nums[0] > 0.0, "{nums:?}");
+    let _ = std::fs::remove_dir_all(out);
+}
+
+/// Every run states the driver's own ceiling, measured against the
+/// reference null responder just before the scenario and on disk before
+/// any trial; a target as fast as that responder (the responder itself)
+/// is flagged as possibly limited by the driver.
+#[test]
+fn the_report_states_the_drivers_ceiling_and_flags_a_target_near_it() {
+    let _serial = serial();
+    let responder = ofref::Responder::start(2).unwrap();
+    let out = tmp("ceiling");
+    let r = quick(&out)
+        .args(["--trials", "1", "--switches", "2"])
+        .args(["--target", &responder.addr().to_string(), "--json"])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let c = &v["ceilings"][0];
+    assert!(c["ceiling"]["responses_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(c["near_ceiling"], true, "{v}");
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(samples.lines().next().unwrap()).unwrap();
+    assert_eq!(first["kind"], "ceiling", "{samples}");
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    assert!(meta.contains("the driver's own ceiling on this machine"), "{meta}");
+    assert!(meta.contains("may be the limit"), "{meta}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("the driver's own ceiling") && html.contains("may be the limit"));
     let _ = std::fs::remove_dir_all(out);
 }
 
@@ -203,7 +246,10 @@ fn an_absent_controller_is_a_result_not_a_crash() {
     );
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
-    assert_eq!(meta["events"].as_array().unwrap().len(), 2);
+    // The driver's ceiling, then each trial's lost sessions.
+    let events = meta["events"].as_array().unwrap();
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert!(events[0].as_str().unwrap().contains("the driver's own ceiling"));
     assert!(out.join("report.html").exists());
     let _ = std::fs::remove_dir_all(out);
 }

@@ -9,6 +9,7 @@
 //! (security, sessions, rate, dos); those on emulated fabrics in
 //! `topology`, the whole suite in `suite`.
 
+pub mod ceiling;
 mod config;
 pub mod suite;
 pub mod topology;
@@ -152,6 +153,36 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     }
 }
 
+/// The driver's ceiling for a scenario (`ceiling`), on disk and in the
+/// report before the scenario is measured; None when it does not apply.
+pub(crate) fn measured_ceiling(
+    name: &str,
+    cfg: &ctlbench::Config,
+    rt: &tokio::runtime::Runtime,
+    writer: &mut RunWriter,
+    meta: &mut Meta,
+    dir: &Path,
+    obs: &dyn Observer,
+) -> Result<Option<ceiling::Ceiling>, LabError> {
+    obs.event(Event::Status(&format!("{name}: measuring the driver's own ceiling")));
+    match ceiling::measure(cfg, rt) {
+        Ok(Some(c)) => {
+            writer.append(&c.sample(name)).map_err(io_error(dir))?;
+            // (Printed with the run's other events at its end.)
+            let line = c.line(name);
+            obs.event(Event::Status(&line));
+            meta.events.push(line);
+            Ok(Some(c))
+        }
+        Ok(None) => Ok(None),
+        Err(e) => {
+            meta.events
+                .push(format!("{name}: the driver's own ceiling was not measured: {e}"));
+            Ok(None)
+        }
+    }
+}
+
 /// cbench's throughput and latency modes, scenario by scenario, trial by trial.
 fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let list = scenarios(a)?;
@@ -197,8 +228,10 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     });
     let mut invalid = 0;
     let mut reports = Vec::new();
+    let mut ceilings = Vec::new();
     for (name, cfg) in &list {
         let mut cbench_rates = Vec::new();
+        let ceiling = measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?;
         for trial in 0..a.trials {
             let (cfg, embedded) = match target_of(a) {
                 Ok((addr, target, running)) => {
@@ -245,6 +278,8 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 obs.event(Event::CbenchLoop {
                     switches: cfg.switches,
                     responses_per_s: l.responses_per_s,
+                    per_switch: &l.per_switch,
+                    version: cfg.version,
                 });
             }));
             if let Some(r) = embedded {
@@ -316,6 +351,12 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 rates: &cbench_rates,
             });
         }
+        let figure = cbench_rates.iter().sum::<f64>() / cbench_rates.len().max(1) as f64;
+        let warning = ceiling.as_ref().and_then(|c| c.warning(name, figure));
+        if let Some(w) = &warning {
+            meta.events.push(w.clone());
+        }
+        ceilings.push(serde_json::json!({"scenario": name, "ceiling": ceiling, "near_ceiling": warning.is_some()}));
     }
     obs.event(Event::PlanDone);
     let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
@@ -323,6 +364,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         .iter()
         .map(|(n, r)| serde_json::json!({"scenario": n, "report": r}))
         .collect();
+    outcome.json["ceilings"] = ceilings.into();
     Ok(incomplete(
         outcome,
         invalid,
@@ -627,6 +669,8 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
     );
     let mut invalid = 0;
     for (name, cfg) in &list {
+        let ceiling = measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?;
+        let mut rates = Vec::new();
         for trial in 0..a.trials {
             let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
             if meta.targets.is_empty() {
@@ -693,7 +737,12 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
             )
             .noted(note);
             writer.append(&s).map_err(io_error(&dir))?;
+            rates.push(r.loss_free_per_s);
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+        }
+        let figure = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+        if let Some(w) = ceiling.as_ref().and_then(|c| c.warning(name, figure)) {
+            meta.events.push(w);
         }
     }
     let outcome = finish_run(writer, &mut meta, &dir, obs)?;

@@ -1,0 +1,118 @@
+//! What the instrument costs: before a scenario is measured, the load
+//! driver runs the same load (switches, MACs, mode, version, window)
+//! against the reference null responder (crate `ofref`, the least any
+//! controller can do), and its figure there is the driver's ceiling on
+//! this machine. The report states it, the sample is on disk first, and a
+//! target whose figure comes within 20 % of it is flagged: the driver, not
+//! the controller, may be the limit.
+
+use report::Sample;
+
+/// A target within this share of the ceiling is flagged.
+pub const NEAR: f64 = 0.8;
+
+/// The driver against the reference responder, for one scenario.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Ceiling {
+    /// cbench's figure (every FLOW_MOD or PACKET_OUT), per second.
+    pub responses_per_s: f64,
+    /// Answers matched to a request, per second.
+    pub matched_per_s: f64,
+    pub rtt_us_p50: f64,
+}
+
+impl Ceiling {
+    /// The sample that records it.
+    pub fn sample(&self, scenario: &str) -> Sample {
+        Sample::of(
+            "ceiling",
+            scenario.to_string(),
+            0,
+            [
+                ("responses_per_s", self.responses_per_s),
+                ("matched_per_s", self.matched_per_s),
+                ("rtt_p50_us", self.rtt_us_p50),
+            ],
+        )
+    }
+
+    /// The report's line for it.
+    pub fn line(&self, scenario: &str) -> String {
+        format!(
+            "{scenario}: the driver's own ceiling on this machine, against the reference null responder (crates/ofref) with the same load just before: {} responses/s ({} matched/s, rtt p50 {:.1} us)",
+            report::fmt_num(self.responses_per_s),
+            report::fmt_num(self.matched_per_s),
+            self.rtt_us_p50
+        )
+    }
+
+    /// A warning when `figure` (responses/s) comes within 20 % of the ceiling.
+    pub fn warning(&self, scenario: &str, figure: f64) -> Option<String> {
+        (self.responses_per_s > 0.0 && figure >= NEAR * self.responses_per_s).then(|| {
+            format!(
+                "WARNING {scenario}: {} responses/s is {:.0} % of the driver's own ceiling ({}): the driver, not the controller, may be the limit",
+                report::fmt_num(figure),
+                100.0 * figure / self.responses_per_s,
+                report::fmt_num(self.responses_per_s)
+            )
+        })
+    }
+}
+
+/// Measures the ceiling for `cfg` (its target is replaced by the
+/// reference responder): one warm-up loop and two measured loops of at
+/// most 500 ms. None when the answers are not matched by buffer (the
+/// responder answers by buffer only) or the responder cannot start.
+pub fn measure(cfg: &ctlbench::Config, rt: &tokio::runtime::Runtime) -> Result<Option<Ceiling>, String> {
+    if cfg.answers != ctlbench::Answers::Buffer {
+        return Ok(None);
+    }
+    let threads = super::workers() as u32;
+    let responder = ofref::Responder::start(threads).map_err(|e| e.to_string())?;
+    let probe = ctlbench::Config {
+        target: responder.addr(),
+        loops: 2,
+        warmup: 1,
+        loop_ms: cfg.loop_ms.min(500),
+        malformed_per_mille: 0,
+        offered_rate: 0.0,
+        ..cfg.clone()
+    };
+    let r = rt.block_on(ctlbench::run(probe, |_| {}));
+    drop(responder);
+    if r.loops.is_empty() || r.sessions_lost > 0 {
+        return Err(format!(
+            "the driver against the reference responder: {} session(s) lost",
+            r.sessions_lost
+        ));
+    }
+    let n = r.loops.len() as f64;
+    Ok(Some(Ceiling {
+        responses_per_s: r.loops.iter().map(|l| l.responses_per_s).sum::<f64>() / n,
+        matched_per_s: r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / n,
+        rtt_us_p50: r.rtt_us_p50,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ceiling;
+
+    #[test]
+    fn a_target_is_flagged_only_within_20_percent_of_the_ceiling() {
+        let c = Ceiling {
+            responses_per_s: 1_000_000.0,
+            matched_per_s: 1_000_000.0,
+            rtt_us_p50: 10.0,
+        };
+        assert!(c.warning("s", 799_000.0).is_none());
+        let w = c.warning("s", 800_000.0).unwrap();
+        assert!(w.contains("80 %") && w.contains("may be the limit"), "{w}");
+        assert!(c.warning("s", 1_200_000.0).is_some());
+        let none = Ceiling {
+            responses_per_s: 0.0,
+            ..c
+        };
+        assert!(none.warning("s", 10.0).is_none());
+    }
+}

@@ -1,0 +1,170 @@
+//! `sdnlab bench ref`: the reference pair's command line (crate `ofref`):
+//! the minimal C load generator and null responder the controller
+//! benchmark is held to. It only parses, calls `ofref` and prints.
+
+use clap::{Args, Subcommand};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum RefCommand {
+    /// Answer every PACKET_IN with a FLOW_MOD carrying its buffer id, until interrupted.
+    Respond(RespondArgs),
+    /// Load a controller as cbench does, from emulated switches on per-thread event loops.
+    Generate(GenerateArgs),
+}
+
+#[derive(Args)]
+pub struct RespondArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:6653")]
+    pub listen: SocketAddr,
+    /// Event loops (threads).
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+}
+
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// The controller (IPv4 HOST:PORT).
+    #[arg(long)]
+    pub target: SocketAddr,
+    #[arg(long, default_value_t = 16)]
+    pub switches: u32,
+    /// Source MACs per switch.
+    #[arg(long, default_value_t = 1000)]
+    pub macs: u32,
+    /// throughput or latency (one PACKET_IN outstanding per switch).
+    #[arg(long, default_value = "throughput")]
+    pub mode: String,
+    /// 1.0 or 1.3.
+    #[arg(long, default_value = "1.0")]
+    pub ofp: String,
+    /// PACKET_INs outstanding per switch in throughput mode.
+    #[arg(long, default_value_t = 256)]
+    pub window: u32,
+    #[arg(long, default_value_t = 4)]
+    pub ports: u32,
+    #[arg(long, default_value_t = 5)]
+    pub loops: u32,
+    #[arg(long, default_value_t = 1000)]
+    pub loop_ms: u32,
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Event loops (threads); the switches are dealt among them.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("sdnlab bench ref: {msg}");
+    ExitCode::from(2)
+}
+
+pub fn run(c: RefCommand) -> ExitCode {
+    match c {
+        RefCommand::Respond(a) => respond(a),
+        RefCommand::Generate(a) => generate(a),
+    }
+}
+
+fn respond(a: RespondArgs) -> ExitCode {
+    if !(1..=64).contains(&a.threads) {
+        return fail(format!("--threads {}: must be 1 to 64", a.threads));
+    }
+    let r = match ofref::Responder::start_on(a.listen, a.threads) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    println!("sdnlab bench ref: null responder listening on {}", r.addr());
+    // Until the process is ended (SIGINT/SIGTERM end it as usual).
+    loop {
+        std::thread::park();
+    }
+}
+
+fn generate(a: GenerateArgs) -> ExitCode {
+    let version = match a.ofp.as_str() {
+        "1.0" => 0x01,
+        "1.3" => 0x04,
+        o => return fail(format!("--ofp {o}: must be 1.0 or 1.3")),
+    };
+    let latency = match a.mode.as_str() {
+        "throughput" => false,
+        "latency" => true,
+        m => return fail(format!("--mode {m}: must be throughput or latency")),
+    };
+    for (name, v, lo, hi) in [
+        ("switches", a.switches, 1, 100_000),
+        ("macs", a.macs, 1, 65_536),
+        ("window", a.window, 1, 65_536),
+        ("ports", a.ports, 1, 4096),
+        ("loops", a.loops, 1, 100_000),
+        ("loop-ms", a.loop_ms, 10, 3_600_000),
+        ("warmup", a.warmup, 0, 1000),
+        ("threads", a.threads, 1, 64),
+    ] {
+        if !(lo..=hi).contains(&v) {
+            return fail(format!("--{name} {v}: must be {lo} to {hi}"));
+        }
+    }
+    let cfg = ofref::GenConfig {
+        target: a.target,
+        version,
+        latency,
+        switches: a.switches,
+        macs: a.macs,
+        window: a.window,
+        ports: a.ports,
+        first_dpid: 1,
+        warmup: a.warmup,
+        loops: a.loops,
+        loop_ms: a.loop_ms,
+        threads: a.threads,
+    };
+    let r = match ofref::generate(&cfg) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let rates: Vec<f64> = r.loops.iter().map(|l| l.responses_per_s()).collect();
+    if a.json {
+        let loops: Vec<_> = r
+            .loops
+            .iter()
+            .map(|l| serde_json::json!({"seconds": l.seconds, "responses_per_s": l.responses_per_s(), "per_switch": l.per_switch}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"established": r.established, "switches": a.switches, "loops": loops})
+        );
+    } else {
+        for l in &r.loops {
+            let cols: String = l.per_switch.iter().map(|n| format!("{n}  ")).collect();
+            println!(
+                "{:<3} switches: flows/sec:  {cols} total = {:.6} per ms ",
+                a.switches,
+                l.responses_per_s() / 1000.0
+            );
+        }
+        let s = stats::summary(&rates);
+        println!(
+            "RESULT: {} switches {} tests min/max/avg = {:.2}/{:.2}/{:.2} responses/s",
+            a.switches,
+            rates.len(),
+            s.min,
+            s.max,
+            s.mean
+        );
+    }
+    if r.established < a.switches {
+        eprintln!(
+            "sdnlab bench ref: only {} of {} switches finished their handshake",
+            r.established, a.switches
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
