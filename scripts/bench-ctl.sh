@@ -10,6 +10,8 @@
 # app, ovs-testcontroller (C), os-ken with the project's learning-switch
 # app (Python, eventlet hub). Prints a markdown table; every sdnlab driver
 # run's samples are under a temporary directory.
+# Both reference programs run on one event loop each: on two cores, a second
+# thread of either measured slower (they share the machine with each other).
 # Usage: scripts/bench-ctl.sh [LOOPS]   (default 5 loops of 1 s after 1 warm-up)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +19,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 loops=${1:-5}
 source scripts/peers/start-all.sh
 ref_port=$(port)
-"$bin" bench ref respond --listen 127.0.0.1:"$ref_port" --threads 2 >/dev/null 2>&1 & pids+=($!)
+"$bin" bench ref respond --listen 127.0.0.1:"$ref_port" --threads 1 >/dev/null 2>&1 & pids+=($!)
 for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$ref_port") 2>/dev/null && break; sleep 0.1; done
 failed=0
 echo "| controller | generator | mode | responses/s (avg) | matched/s (avg) | min..max per loop | rtt p50 (us) | rtt p99 (us) |"
@@ -29,7 +31,7 @@ for mode in throughput latency; do
     case "$args" in
       --target*)
         # shellcheck disable=SC2086
-        json=$("$bin" bench ref generate $args --mode "$mode" --loops "$loops" --threads 2 --json 2>/dev/null || true)
+        json=$("$bin" bench ref generate $args --mode "$mode" --loops "$loops" --threads 1 --json 2>/dev/null || true)
         python3 - "$name" "$mode" "$json" <<'PY' || failed=1
 import json, sys
 name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
