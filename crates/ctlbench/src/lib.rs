@@ -511,6 +511,9 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
             budget = budget.min(due.saturating_sub(paced_sent) as usize);
         }
         let mut sent_now = 0u64;
+        // One clock read for the batch: its requests go out in one write
+        // just below (a read per request cost a fifth of the driver's time).
+        let batch_at = Instant::now();
         while budget > 0 {
             if cfg.malformed_per_mille > 0 {
                 sent_total += 1;
@@ -534,7 +537,7 @@ async fn run_switch(t: SwitchTask) -> Histogram<u64> {
                 }
             }
             let id = seq as usize % slots;
-            sent_at[id] = (seq, Instant::now());
+            sent_at[id] = (seq, batch_at);
             let at = out.len();
             out.extend_from_slice(&templates[next_mac]);
             out[at + 4..at + 8].copy_from_slice(&seq.to_be_bytes());
