@@ -338,18 +338,27 @@ async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, id: swit
     )
     .await?;
     let mut buf = vec![0u8; 8192];
+    // In 1.3, when the controller asked for our features (and not yet for
+    // the port list).
+    let mut features_at: Option<std::time::Instant> = None;
     loop {
         while let Some(raw) = framer
             .next_message()
             .map_err(|e| std::io::Error::other(e.to_string()))?
         {
             let Ok(m) = ofwire::decode(raw) else { continue };
-            // Done once the controller has our features (1.0) or port list (1.3);
-            // not every controller sends SET_CONFIG.
+            // Done once the controller has our features (1.0) or our port
+            // list (1.3: controllers such as os-ken and sdnlab's drop
+            // PACKET_INs until they have it); not every controller sends
+            // SET_CONFIG. A 1.3 controller that never asks for the port
+            // list (ovs-testcontroller) is done 200 ms after the features.
             let done = matches!(
                 m.body,
                 Body::V10(v10::Body::FeaturesRequest) | Body::V13(v13::Body::MultipartRequest(_))
             );
+            if matches!(m.body, Body::V13(v13::Body::FeaturesRequest)) {
+                features_at.get_or_insert_with(std::time::Instant::now);
+            }
             for r in switch::replies(id, &m) {
                 s.write_all(&r.to_bytes().expect("reply")).await?;
             }
@@ -357,7 +366,16 @@ async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, id: swit
                 return Ok(());
             }
         }
-        let n = s.read(&mut buf).await?;
+        let n = match features_at {
+            None => s.read(&mut buf).await?,
+            Some(at) => {
+                let left = Duration::from_millis(200).saturating_sub(at.elapsed());
+                match tokio::time::timeout(left, s.read(&mut buf)).await {
+                    Err(_) => return Ok(()),
+                    Ok(r) => r?,
+                }
+            }
+        };
         if n == 0 {
             return Err(std::io::Error::other("controller closed during the handshake"));
         }

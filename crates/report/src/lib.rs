@@ -161,8 +161,14 @@ pub struct Meta {
     pub events: Vec<String>,
 }
 
+/// The kind of a sample that records the instrument's own ceiling (the
+/// load driver against a reference responder), never a measurement of the
+/// target: the statistics leave it out.
+pub const CEILING_KIND: &str = "ceiling";
+
 /// One measurement. `kind` is "trial" for a trial's figures (what the
-/// statistics use) and anything else (e.g. "loop") for finer samples.
+/// statistics use), `CEILING_KIND` for the instrument's own ceiling (left
+/// out of them), and anything else (e.g. "loop") for finer samples.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Sample {
     pub kind: String,
@@ -430,7 +436,9 @@ pub fn values(runs: &[Run], scenario: &str, metric: &str) -> (Vec<f64>, &'static
     let pick = |trials: bool| -> Vec<f64> {
         runs.iter()
             .flat_map(|r| r.samples.iter().map(move |s| (r, s)))
-            .filter(|(r, s)| scenario_key(r, s, many) == scenario && (s.kind == "trial") == trials)
+            .filter(|(r, s)| {
+                scenario_key(r, s, many) == scenario && (s.kind == "trial") == trials && s.kind != CEILING_KIND
+            })
             .filter_map(|(_, s)| s.values.get(metric).copied())
             .collect()
     };
@@ -863,6 +871,23 @@ mod tests {
         // date -u -d @1795699374 +%FT%TZ
         assert_eq!(iso8601(1_795_699_374.6), "2026-11-26T13:22:54Z");
         assert_eq!(iso8601(951_782_400.0), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn the_instruments_ceiling_is_never_a_measurement() {
+        // One trial: the statistics run over its loops, and the ceiling
+        // measured before it (same scenario) is not one of them.
+        let runs = [Run {
+            dir: PathBuf::new(),
+            meta: Meta::default(),
+            samples: vec![
+                sample(CEILING_KIND, "s", 0, 1000.0),
+                sample("loop", "s", 0, 10.0),
+                sample("loop", "s", 0, 12.0),
+                sample("trial", "s", 0, 11.0),
+            ],
+        }];
+        assert_eq!(values(&runs, "s", "rate"), (vec![10.0, 12.0], "loops"));
     }
 
     #[test]

@@ -554,12 +554,23 @@ fn discovery_time_grows_with_the_fabric() {
 /// every PACKET_IN raised in os-ken, which showed as 0 matched responses).
 #[test]
 fn os_ken_answers_in_openflow_13() {
+    answers_in_openflow_13("os-ken");
+}
+
+/// ovs-testcontroller asks a 1.3 switch for its features but never for its
+/// port list: its switches' handshakes still end, and it is measured.
+#[test]
+fn ovs_testcontroller_answers_in_openflow_13() {
+    answers_in_openflow_13("ovs-testcontroller");
+}
+
+fn answers_in_openflow_13(peer: &str) {
     let _serial = serial();
-    let out = tmp("osken13");
+    let out = tmp(&format!("{peer}13"));
     let r = quick(&out)
         .args([
             "--peer",
-            "os-ken",
+            peer,
             "--ofp",
             "1.3",
             "--trials",
@@ -571,13 +582,14 @@ fn os_ken_answers_in_openflow_13() {
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let samples = std::fs::read_to_string(out.join("os-ken").join("samples.jsonl")).unwrap();
+    let samples = std::fs::read_to_string(out.join(peer).join("samples.jsonl")).unwrap();
     let trial: serde_json::Value = samples
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|s| s["kind"] == "trial")
         .unwrap();
     assert!(trial["values"]["matched_per_s"].as_f64().unwrap() > 0.0, "{trial}");
+    assert_eq!(trial["values"]["sessions_lost"].as_f64().unwrap(), 0.0, "{trial}");
     let _ = std::fs::remove_dir_all(out);
 }
 

@@ -25,7 +25,7 @@ impl Ceiling {
     /// The sample that records it.
     pub fn sample(&self, scenario: &str) -> Sample {
         Sample::of(
-            "ceiling",
+            report::CEILING_KIND,
             scenario.to_string(),
             0,
             [
