@@ -43,6 +43,12 @@ fn the_generator_loads_the_responder_in_both_versions_and_modes() {
     }
 }
 
+fn hello(version: u8) -> Vec<u8> {
+    Message::new(version, 1, Body::Hello(ofwire::Hello::with_versions(&[version])))
+        .to_bytes()
+        .unwrap()
+}
+
 /// Reads whole messages from `s` until `until` says stop or 3 s pass.
 fn read_until(s: &mut TcpStream, framer: &mut Framer, mut until: impl FnMut(&Message) -> bool) {
     let t = Instant::now();
@@ -69,12 +75,7 @@ fn the_responders_messages_decode_and_answer_the_buffer() {
     for version in [0x01u8, 0x04] {
         let mut s = TcpStream::connect(r.addr()).unwrap();
         let mut framer = Framer::default();
-        s.write_all(
-            &Message::new(version, 1, Body::Hello(ofwire::Hello::with_versions(&[version])))
-                .to_bytes()
-                .unwrap(),
-        )
-        .unwrap();
+        s.write_all(&hello(version)).unwrap();
         read_until(&mut s, &mut framer, |m| {
             matches!(
                 m.body,
@@ -148,12 +149,7 @@ fn the_generators_messages_decode() {
         });
         let (mut s, _) = l.accept().unwrap();
         let mut framer = Framer::default();
-        s.write_all(
-            &Message::new(version, 1, Body::Hello(ofwire::Hello::with_versions(&[version])))
-                .to_bytes()
-                .unwrap(),
-        )
-        .unwrap();
+        s.write_all(&hello(version)).unwrap();
         let fr = match version {
             0x01 => Body::V10(v10::Body::FeaturesRequest),
             _ => Body::V13(v13::Body::FeaturesRequest),
