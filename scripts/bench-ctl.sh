@@ -22,6 +22,26 @@ ref_port=$(port)
 "$bin" bench ref respond --listen 127.0.0.1:"$ref_port" --threads 1 >/dev/null 2>&1 & pids+=($!)
 for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$ref_port") 2>/dev/null && break; sleep 0.1; done
 failed=0
+# One table row from either generator's --json: NAME GENERATOR MODE JSON.
+# The driver's report also has matched answers and round trips.
+row() {
+  python3 - "$@" <<'PY'
+import json, sys
+name, gen, mode, raw = sys.argv[1:5]
+try:
+    r = json.loads(raw)
+except ValueError:
+    print(f"| {name} | {gen} | {mode} | failed | | | | |"); sys.exit(1)
+if "trials" in r:
+    r = r["trials"][0]["report"]
+ls = r["loops"]
+avg = lambda k: sum(l[k] for l in ls) / len(ls)
+rates = [l["responses_per_s"] for l in ls]
+matched = f"{avg('matched_per_s'):,.0f}" if "matched_per_s" in ls[0] else ""
+rtt = f"{r['rtt_us_p50']:.1f} | {r['rtt_us_p99']:.1f}" if "rtt_us_p50" in r else " | "
+print(f"| {name} | {gen} | {mode} | {avg('responses_per_s'):,.0f} | {matched} | {min(rates):,.0f}..{max(rates):,.0f} | {rtt} |")
+PY
+}
 echo "| controller | generator | mode | responses/s (avg) | matched/s (avg) | min..max per loop | rtt p50 (us) | rtt p99 (us) |"
 echo "|---|---|---|---:|---:|---|---:|---:|"
 for mode in throughput latency; do
@@ -32,33 +52,12 @@ for mode in throughput latency; do
       --target*)
         # shellcheck disable=SC2086
         json=$("$bin" bench ref generate $args --mode "$mode" --loops "$loops" --threads 1 --json 2>/dev/null || true)
-        python3 - "$name" "$mode" "$json" <<'PY' || failed=1
-import json, sys
-name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
-try:
-    r = json.loads(raw)
-except ValueError:
-    print(f"| {name} | reference (C) | {mode} | failed | | | | |"); sys.exit(1)
-ls = [l["responses_per_s"] for l in r["loops"]]
-print(f"| {name} | reference (C) | {mode} | {sum(ls)/len(ls):,.0f} | | {min(ls):,.0f}..{max(ls):,.0f} | | |")
-PY
+        row "$name" "reference (C)" "$mode" "$json" || failed=1
         ;;
     esac
     # shellcheck disable=SC2086
     json=$("$bin" bench ctl $args --mode "$mode" --loops "$loops" --trials 1 --out "$dir/run-$RANDOM$RANDOM" --json 2>/dev/null || true)
-    python3 - "$name" "$mode" "$json" <<'PY' || failed=1
-import json, sys
-name, mode, raw = sys.argv[1], sys.argv[2], sys.argv[3]
-try:
-    r = json.loads(raw)
-except ValueError:
-    print(f"| {name} | sdnlab driver | {mode} | failed | | | | |"); sys.exit(1)
-r = r["trials"][0]["report"]
-ls = r["loops"]
-avg = lambda k: sum(l[k] for l in ls) / len(ls)
-lo, hi = min(l["responses_per_s"] for l in ls), max(l["responses_per_s"] for l in ls)
-print(f"| {name} | sdnlab driver | {mode} | {avg('responses_per_s'):,.0f} | {avg('matched_per_s'):,.0f} | {lo:,.0f}..{hi:,.0f} | {r['rtt_us_p50']:.1f} | {r['rtt_us_p99']:.1f} |")
-PY
+    row "$name" "sdnlab driver" "$mode" "$json" || failed=1
   done
 done
 [ "$failed" = 0 ] || { echo "bench-ctl: a run failed (see the table)" >&2; exit 1; }

@@ -76,8 +76,24 @@ pub fn cbench_loop_line(clock: &str, switches: usize, per_switch: &[u64], respon
     }
 }
 
+/// cbench's last line for a scenario: every measured loop's responses/s,
+/// min/max/avg and the population standard deviation, as cbench gives it.
+pub fn cbench_result_line(switches: usize, rates: &[f64]) -> String {
+    let s = stats::summary(rates);
+    let pop = (rates.iter().map(|x| (x - s.mean).powi(2)).sum::<f64>() / rates.len().max(1) as f64).sqrt();
+    format!(
+        "RESULT: {} switches {} tests min/max/avg/stdev = {:.2}/{:.2}/{:.2}/{:.2} responses/s",
+        switches,
+        rates.len(),
+        s.min,
+        s.max,
+        s.mean,
+        pop
+    )
+}
+
 /// cbench's clock: 12:34:56.789 (UTC).
-fn clock() -> String {
+pub fn clock() -> String {
     let secs = report::now_unix();
     let day = secs % 86400.0;
     format!(
@@ -363,21 +379,7 @@ impl Observer for Progress {
                 });
             }
             Event::CbenchScenario { switches, rates } if self.cbench_output => {
-                let s = stats::summary(rates);
-                // cbench's stdev is the population one.
-                let m = s.mean;
-                let pop = (rates.iter().map(|x| (x - m).powi(2)).sum::<f64>() / rates.len() as f64).sqrt();
-                self.above(|| {
-                    println!(
-                        "RESULT: {} switches {} tests min/max/avg/stdev = {:.2}/{:.2}/{:.2}/{:.2} responses/s",
-                        switches,
-                        rates.len(),
-                        s.min,
-                        s.max,
-                        s.mean,
-                        pop
-                    )
-                });
+                self.above(|| println!("{}", cbench_result_line(switches, rates)));
             }
             Event::CbenchLoop { .. } | Event::CbenchScenario { .. } => {}
         }

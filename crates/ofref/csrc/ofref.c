@@ -219,6 +219,27 @@ static int drain(struct conn *c, int (*one)(struct conn *, const uint8_t *, uint
     return 0;
 }
 
+/* One readiness of `c`: reads (unless its answers are still unwritten),
+ * takes every whole message with `one`, lets `more` add to the output
+ * (the generator's window), writes; a connection gone is closed and
+ * left out of `ep`. */
+static void serve(struct conn *c, int ep, int (*one)(struct conn *, const uint8_t *, uint16_t),
+                  void (*more)(struct conn *)) {
+    if (c->fd < 0) return;
+    int gone = 0;
+    if (c->out_len < IN_CAP) {
+        gone = fill_in(c) < 0;
+        if (!gone) gone = drain(c, one) < 0;
+    }
+    if (!gone && more) more(c);
+    if (!gone) gone = flush(c, ep) < 0;
+    if (gone) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
 struct responder {
     int listen_fd;
     volatile int *stop;
@@ -255,8 +276,14 @@ static void *responder_thread(void *arg) {
                         continue;
                     }
                     if (n_all == cap) {
-                        cap = cap ? 2 * cap : 64;
-                        all = realloc(all, cap * sizeof *all);
+                        size_t more = cap ? 2 * cap : 64;
+                        struct conn **grown = realloc(all, more * sizeof *all);
+                        if (!grown) {
+                            conn_free(nc);
+                            continue;
+                        }
+                        all = grown;
+                        cap = more;
                     }
                     all[n_all++] = nc;
                     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = nc};
@@ -264,18 +291,7 @@ static void *responder_thread(void *arg) {
                 }
                 continue;
             }
-            if (c->fd < 0) continue;
-            int gone = 0;
-            if (c->out_len < IN_CAP) {
-                gone = fill_in(c) < 0;
-                if (!gone) gone = drain(c, respond_one) < 0;
-            }
-            if (!gone) gone = flush(c, ep) < 0;
-            if (gone) {
-                epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-                close(c->fd);
-                c->fd = -1;
-            }
+            serve(c, ep, respond_one, NULL);
         }
     }
     for (size_t i = 0; i < n_all; i++) {
@@ -355,11 +371,9 @@ static void template(struct conn *c, uint8_t version) {
 }
 
 struct generator {
-    const struct ofref_gen_cfg *cfg;
     struct conn **conns; /* this thread's */
     uint32_t n;
     volatile int *stop;
-    uint32_t established;
 };
 
 /* Appends one PACKET_IN from MAC `i` (to `dst`, or broadcast), buffer `seq`. */
@@ -383,8 +397,10 @@ static int put_packet_in(struct conn *c, const struct ofref_gen_cfg *cfg, uint32
     return 0;
 }
 
-/* Sends what the window allows. */
-static void top_up(struct conn *c, const struct ofref_gen_cfg *cfg) {
+/* Sends what the window allows, once the handshake is done. */
+static void top_up(struct conn *c) {
+    const struct ofref_gen_cfg *cfg = c->cfg;
+    if (!c->established) return;
     uint32_t window = cfg->latency ? 1 : cfg->window;
     while (c->outstanding < window && c->out_len + c->tpl_len <= OUT_CAP) {
         uint32_t seq = c->seq;
@@ -494,19 +510,7 @@ static void *generator_thread(void *arg) {
         int n = epoll_wait(ep, evs, 64, 100);
         for (int i = 0; i < n; i++) {
             struct conn *c = evs[i].data.ptr;
-            if (c->fd < 0) continue;
-            int gone = 0;
-            if (c->out_len < IN_CAP) {
-                gone = fill_in(c) < 0;
-                if (!gone) gone = drain(c, gen_one) < 0;
-            }
-            if (!gone && c->established) top_up(c, g->cfg);
-            if (!gone) gone = flush(c, ep) < 0;
-            if (gone) {
-                epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-                close(c->fd);
-                c->fd = -1;
-            }
+            serve(c, ep, gen_one, top_up);
         }
     }
     close(ep);
@@ -572,7 +576,6 @@ int ofref_generate(const struct ofref_gen_cfg *cfg, uint64_t *counts, double *se
         /* Switch i to thread i % threads. */
         uint32_t at = 0;
         for (uint32_t t = 0; t < threads; t++) {
-            gs[t].cfg = cfg;
             gs[t].stop = &stop;
             gs[t].conns = sorted + at;
             for (uint32_t i = t; i < cfg->switches; i += threads) sorted[at++] = conns[i];

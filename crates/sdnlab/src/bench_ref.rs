@@ -141,23 +141,14 @@ fn generate(a: GenerateArgs) -> ExitCode {
             serde_json::json!({"established": r.established, "switches": a.switches, "loops": loops})
         );
     } else {
-        for l in &r.loops {
-            let cols: String = l.per_switch.iter().map(|n| format!("{n}  ")).collect();
-            println!(
-                "{:<3} switches: flows/sec:  {cols} total = {:.6} per ms ",
-                a.switches,
-                l.responses_per_s() / 1000.0
-            );
+        // As cbench prints them; printed once the run is over, so the
+        // clock on each line is when it was printed.
+        use labconsole::live::{cbench_loop_line, cbench_result_line, clock};
+        let n = a.switches as usize;
+        for (l, rate) in r.loops.iter().zip(&rates) {
+            println!("{}", cbench_loop_line(&clock(), n, &l.per_switch, *rate, version));
         }
-        let s = stats::summary(&rates);
-        println!(
-            "RESULT: {} switches {} tests min/max/avg = {:.2}/{:.2}/{:.2} responses/s",
-            a.switches,
-            rates.len(),
-            s.min,
-            s.max,
-            s.mean
-        );
+        println!("{}", cbench_result_line(n, &rates));
     }
     if r.established < a.switches {
         eprintln!(

@@ -62,7 +62,8 @@ impl Ceiling {
 /// Measures the ceiling for `cfg` (its target is replaced by the
 /// reference responder): one warm-up loop and two measured loops of at
 /// most 500 ms. None when the answers are not matched by buffer (the
-/// responder answers by buffer only) or the responder cannot start.
+/// responder answers by buffer only); an error when the responder cannot
+/// start or the driver lost sessions to it.
 pub fn measure(cfg: &ctlbench::Config, rt: &tokio::runtime::Runtime) -> Result<Option<Ceiling>, String> {
     if cfg.answers != ctlbench::Answers::Buffer {
         return Ok(None);

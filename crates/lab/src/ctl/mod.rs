@@ -183,6 +183,16 @@ pub(crate) fn measured_ceiling(
     }
 }
 
+/// Whether the mean of a scenario's `figures` comes within 20 % of its
+/// ceiling; if so, the warning is one of the run's events.
+fn flag_near_ceiling(ceiling: Option<&ceiling::Ceiling>, name: &str, figures: &[f64], meta: &mut Meta) -> bool {
+    let mean = figures.iter().sum::<f64>() / figures.len().max(1) as f64;
+    let warning = ceiling.and_then(|c| c.warning(name, mean));
+    let near = warning.is_some();
+    meta.events.extend(warning);
+    near
+}
+
 /// cbench's throughput and latency modes, scenario by scenario, trial by trial.
 fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let list = scenarios(a)?;
@@ -351,12 +361,8 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 rates: &cbench_rates,
             });
         }
-        let figure = cbench_rates.iter().sum::<f64>() / cbench_rates.len().max(1) as f64;
-        let warning = ceiling.as_ref().and_then(|c| c.warning(name, figure));
-        if let Some(w) = &warning {
-            meta.events.push(w.clone());
-        }
-        ceilings.push(serde_json::json!({"scenario": name, "ceiling": ceiling, "near_ceiling": warning.is_some()}));
+        let near = flag_near_ceiling(ceiling.as_ref(), name, &cbench_rates, &mut meta);
+        ceilings.push(serde_json::json!({"scenario": name, "ceiling": ceiling, "near_ceiling": near}));
     }
     obs.event(Event::PlanDone);
     let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
@@ -396,12 +402,6 @@ impl Running {
 /// sdnlab's own started in this process.
 fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
     if let Some(name) = &a.peer {
-        // Every emulated switch any scenario of the run brings.
-        let most = scenarios(a)
-            .map_err(|e| e.to_string())?
-            .iter()
-            .map(|(_, c)| c.switches)
-            .max();
         let dps = match a.test.as_str() {
             "security" => {
                 use ctlbench::security::{CASES, FIRST_CASE_DPID, PORTS, WITNESS_DPID};
@@ -415,6 +415,12 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
                 ports: ctlbench::capacity::PORTS,
             },
             _ => {
+                // Every emulated switch any scenario of the run brings.
+                let most = scenarios(a)
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|(_, c)| c.switches)
+                    .max();
                 let mut ranges = vec![(a.first_dpid, most.unwrap_or(a.switches))];
                 if a.test == "dos" {
                     // The attackers (`run_dos`).
@@ -740,10 +746,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
             rates.push(r.loss_free_per_s);
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
-        let figure = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
-        if let Some(w) = ceiling.as_ref().and_then(|c| c.warning(name, figure)) {
-            meta.events.push(w);
-        }
+        flag_near_ceiling(ceiling.as_ref(), name, &rates, &mut meta);
     }
     let outcome = finish_run(writer, &mut meta, &dir, obs)?;
     Ok(incomplete(
