@@ -14,6 +14,7 @@
 pub mod capacity;
 pub mod datapath;
 pub mod fabric;
+mod load;
 pub mod method;
 pub mod northbound;
 pub mod rate;
@@ -23,10 +24,10 @@ pub mod switch;
 pub mod synflood;
 pub mod topology_tests;
 
-use hdrhistogram::Histogram;
+use load::{EventLoop, Shared, SwitchCounters};
 use ofwire::{v10, v13, Body, Framer, Hello, Message, OFP10_VERSION};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -83,6 +84,26 @@ pub struct Config {
     /// `window` requests takes, or answers come after it).
     #[serde(default)]
     pub unanswered_after_ms: u64,
+    /// The driver's event loops (threads), the switches spread over them;
+    /// 0: half the cores (`event_loops`).
+    #[serde(default)]
+    pub threads: usize,
+}
+
+impl Config {
+    /// The event loops the switches run on: `threads`, or by default half
+    /// the cores (at least one), never more than switches. Half, because
+    /// the controller measured shares the machine in every benchmark here:
+    /// on two cores one loop drove the reference responder faster than two
+    /// in both modes (two loops and the responder's thread contend for two
+    /// cores). A driver on a machine of its own can take them all.
+    pub fn event_loops(&self) -> usize {
+        let n = match self.threads {
+            0 => std::thread::available_parallelism().map(|n| n.get() / 2).unwrap_or(1),
+            n => n,
+        };
+        n.clamp(1, self.switches.max(1))
+    }
 }
 
 /// How the controller's answers are matched to the PACKET_INs.
@@ -139,45 +160,6 @@ pub struct Report {
     /// The round-trip distribution as (microseconds, cumulative fraction).
     pub rtt_cdf: Vec<(f64, f64)>,
     pub sessions_lost: u64,
-}
-
-#[derive(Default)]
-struct SwitchCounters {
-    responses: AtomicU64,
-    matched: AtomicU64,
-    unmatched: AtomicU64,
-    malformed_sent: AtomicU64,
-    requests: AtomicU64,
-    /// FLOW_MODs or PACKET_OUTs answering a malformed PACKET_IN.
-    malformed_acted: AtomicU64,
-    errors: AtomicU64,
-    unanswered: AtomicU64,
-    /// The switch finished its handshake.
-    established: AtomicBool,
-}
-
-impl SwitchCounters {
-    /// The counters now. They are read one after another while the switch
-    /// tasks keep adding, so a loop's figures can differ by one read batch
-    /// at its edges (e.g. matched slightly above responses in one loop);
-    /// over a run they agree.
-    fn snapshot(&self) -> [u64; 8] {
-        [
-            &self.responses,
-            &self.matched,
-            &self.unmatched,
-            &self.malformed_sent,
-            &self.malformed_acted,
-            &self.errors,
-            &self.requests,
-            &self.unanswered,
-        ]
-        .map(|c| c.load(Ordering::Relaxed))
-    }
-}
-
-fn measuring_now(t: &SwitchTask) -> bool {
-    t.measuring.load(Ordering::Relaxed)
 }
 
 /// Buffer ids of malformed PACKET_INs have the top bit set; good ones never do.
@@ -383,323 +365,28 @@ async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, id: swit
     }
 }
 
-struct SwitchTask {
-    idx: usize,
-    cfg: Config,
-    counters: Arc<SwitchCounters>,
-    stop: Arc<AtomicBool>,
-    measuring: Arc<AtomicBool>,
-    lost: Arc<AtomicU64>,
-}
-
-async fn run_switch(t: SwitchTask) -> Histogram<u64> {
-    // Round trips are recorded by at most ~1024 switches (a histogram each),
-    // so memory stays bounded with tens of thousands of switches.
-    let sample_every = t.cfg.switches.div_ceil(1024).max(1);
-    let records = t.idx.is_multiple_of(sample_every);
-    let mut hist = if records {
-        new_histogram()
-    } else {
-        Histogram::<u64>::new(1).expect("tiny histogram")
-    };
-    let cfg = &t.cfg;
-    let Ok(mut s) = TcpStream::connect(cfg.target).await else {
-        t.lost.fetch_add(1, Ordering::Relaxed);
-        return hist;
-    };
-    let _ = s.set_nodelay(true);
-    let mut framer = Framer::default();
-    let id = switch::Identity {
-        datapath_id: cfg.first_dpid.wrapping_add(t.idx as u64),
-        ports: cfg.ports,
-    };
-    if handshake(&mut s, &mut framer, cfg.version, id).await.is_err() {
-        t.lost.fetch_add(1, Ordering::Relaxed);
-        return hist;
-    }
-    t.counters.established.store(true, Ordering::Relaxed);
-    // Encoded once; each send copies a template and patches xid and buffer
-    // id (and, for new sources, the source MAC at `src_at`).
-    let new_sources = cfg.answers == Answers::NewSource;
-    let reason = match new_sources {
-        true => ofwire::PacketInReason::Action,
-        false => ofwire::PacketInReason::NoMatch,
-    };
-    let mut src_at = 0;
-    let mut templates: Vec<Vec<u8>> = (0..cfg.macs)
-        .map(|i| {
-            let mut v = Vec::new();
-            let f = tagged(frame(mac(t.idx, i), mac(t.idx, (i + 1) % cfg.macs)), cfg.vlan);
-            put_packet_in_as(&mut v, cfg.version, 0, 1 + (i % 4) as u32, &f, reason);
-            // The frame is the message's last part.
-            src_at = v.len() - f.len() + 6;
-            v
-        })
-        .collect();
-    // New sources: when the controller's send-to-controller rule was last
-    // stamped on the templates, and when unanswered requests were last
-    // looked for.
-    let mut stamped: Option<(u8, u64)> = None;
-    let prefix = source_prefix(t.idx);
-    let mut swept = Instant::now();
-    let learn: Vec<Vec<u8>> = (0..cfg.macs)
-        .map(|i| tagged(frame(mac(t.idx, i), [0xff; 6]), cfg.vlan))
-        .collect();
-    let window = if cfg.mode == Mode::Latency {
-        1
-    } else {
-        cfg.window.clamp(1, MAX_OUTSTANDING / 4)
-    };
-    // Each slot remembers which request it holds, so a late or duplicate
-    // answer is never credited to a later request in the same slot.
-    let slots = (window * 4).next_power_of_two().max(16);
-    let started = Instant::now();
-    let mut sent_at: Vec<(u32, Instant)> = vec![(0, started); slots];
-    // Per-switch buffers shrink as switches multiply (memory stays bounded).
-    let size = (4 << 20) / cfg.switches.max(1);
-    let size = size.clamp(4096, 256 * 1024);
-    let mut out = Vec::with_capacity(size);
-    let mut buf = vec![0u8; size];
-    let mut seq: u32 = 1;
-    let mut outstanding = 0usize;
-    // Learning phase: every MAC once, as a broadcast; answers are drained
-    // below. (New sources need none: every one is new.)
-    for (i, f) in learn.iter().enumerate().filter(|_| !new_sources) {
-        put_packet_in(&mut out, cfg.version, 0, 1 + (i % 4) as u32, f);
-    }
-    if s.write_all(&out).await.is_err() {
-        t.lost.fetch_add(1, Ordering::Relaxed);
-        return hist;
-    }
-    out.clear();
-    let window = if cfg.mode == Mode::Latency {
-        1
-    } else {
-        cfg.window.clamp(1, MAX_OUTSTANDING / 2)
-    };
-    let mut next_mac = 0usize;
-    let mut sent_total = 0u64;
-    let mut malformed_seq = 0u32;
-    let arp_carrying_ipv4 = {
-        let mut f = frame(mac(t.idx, 0), mac(t.idx, 1 % cfg.macs));
-        f[12..14].copy_from_slice(&[0x08, 0x06]);
-        let f = tagged(f, cfg.vlan);
-        let mut v = Vec::new();
-        put_packet_in(&mut v, cfg.version, 0, 1, &f);
-        v
-    };
-    let per_switch_rate = if cfg.mode != Mode::Latency && cfg.offered_rate > 0.0 {
-        cfg.offered_rate / cfg.switches.max(1) as f64
-    } else {
-        0.0
-    };
-    let pace_start = Instant::now();
-    let mut paced_sent = 0u64;
-    while !t.stop.load(Ordering::Relaxed) {
-        // New sources: requests unanswered for too long are given up (their
-        // place in the window freed), and counted.
-        if new_sources && swept.elapsed() >= Duration::from_millis(100) {
-            let now = Instant::now();
-            let give_up = Duration::from_millis(cfg.unanswered_after_ms.max(1));
-            swept = now;
-            let mut gone = 0;
-            for slot in sent_at.iter_mut() {
-                if slot.0 != 0 && now.duration_since(slot.1) >= give_up {
-                    *slot = (0, started);
-                    outstanding = outstanding.saturating_sub(1);
-                    gone += 1;
-                }
-            }
-            if gone > 0 && measuring_now(&t) {
-                t.counters.unanswered.fetch_add(gone, Ordering::Relaxed);
-            }
-        }
-        let mut budget = if cfg.mode == Mode::Flood {
-            window
-        } else {
-            window.saturating_sub(outstanding)
-        };
-        // New sources come from the controller's send-to-controller rule: a
-        // switch sends none before the controller has installed it.
-        if new_sources && stamped.is_none() {
-            budget = 0;
-        }
-        if per_switch_rate > 0.0 {
-            let due = (pace_start.elapsed().as_secs_f64() * per_switch_rate) as u64;
-            budget = budget.min(due.saturating_sub(paced_sent) as usize);
-        }
-        let mut sent_now = 0u64;
-        // One clock read for the batch: its requests go out in one write
-        // just below (a read per request cost a fifth of the driver's time).
-        let batch_at = Instant::now();
-        while budget > 0 {
-            if cfg.malformed_per_mille > 0 {
-                sent_total += 1;
-                // Spread evenly: one every 1000/per_mille requests.
-                if (sent_total * cfg.malformed_per_mille as u64) % 1000 < cfg.malformed_per_mille as u64 {
-                    malformed_seq = malformed_seq.wrapping_add(1);
-                    if malformed_seq.is_multiple_of(2) {
-                        let at = out.len();
-                        out.extend_from_slice(&arp_carrying_ipv4);
-                        let b = MALFORMED_BIT | (malformed_seq & 0x7fff_ffff);
-                        out[at + 4..at + 8].copy_from_slice(&b.to_be_bytes());
-                        out[at + 8..at + 12].copy_from_slice(&b.to_be_bytes());
-                    } else {
-                        out.extend_from_slice(&[cfg.version, 0x63, 0, 8]);
-                        out.extend_from_slice(&(MALFORMED_BIT | malformed_seq).to_be_bytes());
-                    }
-                    if measuring_now(&t) {
-                        t.counters.malformed_sent.fetch_add(1, Ordering::Relaxed);
-                    }
-                    continue;
-                }
-            }
-            let id = seq as usize % slots;
-            sent_at[id] = (seq, batch_at);
-            let at = out.len();
-            out.extend_from_slice(&templates[next_mac]);
-            out[at + 4..at + 8].copy_from_slice(&seq.to_be_bytes());
-            out[at + 8..at + 12].copy_from_slice(&seq.to_be_bytes());
-            if new_sources {
-                out[at + src_at..at + src_at + 6].copy_from_slice(&new_source(prefix, seq));
-            }
-            next_mac = (next_mac + 1) % cfg.macs;
-            // Below the malformed bit, never 0 (the learning phase's id).
-            seq = (seq.wrapping_add(1) & !MALFORMED_BIT).max(1);
-            outstanding += 1;
-            budget -= 1;
-            sent_now += 1;
-        }
-        paced_sent += sent_now;
-        if measuring_now(&t) {
-            t.counters.requests.fetch_add(sent_now, Ordering::Relaxed);
-        }
-        if !out.is_empty() {
-            if s.write_all(&out).await.is_err() {
-                t.lost.fetch_add(1, Ordering::Relaxed);
-                return hist;
-            }
-            out.clear();
-        }
-        // Paced sending wakes up every millisecond to send what is due.
-        let wait = if per_switch_rate > 0.0 || cfg.mode == Mode::Flood {
-            Duration::from_millis(1)
-        } else {
-            Duration::from_millis(200)
-        };
-        let n = match tokio::time::timeout(wait, s.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => {
-                t.lost.fetch_add(1, Ordering::Relaxed);
-                return hist;
-            }
-            Ok(Ok(n)) => n,
-            // Nothing more came: what the framer already holds (left by the
-            // handshake) is still taken below.
-            Err(_) => 0,
-        };
-        framer.push(&buf[..n]);
-        let measuring = t.measuring.load(Ordering::Relaxed);
-        let now = Instant::now();
-        let (mut resp, mut matched, mut unmatched, mut acted, mut errors) = (0u64, 0u64, 0u64, 0u64, 0u64);
-        while let Ok(Some(m)) = framer.next_message() {
-            if m[1] == 1 {
-                errors += 1;
-                continue;
-            }
-            if m[1] == 2 {
-                // ECHO_REQUEST: answer in kind.
-                let mut r = m.to_vec();
-                r[1] = 3;
-                out.extend_from_slice(&r);
-                continue;
-            }
-            let Some(b) = answered_buffer(cfg.version, m) else {
-                // Other control messages (barrier, stats, config) get a switch's answer.
-                if let Ok(m) = ofwire::decode(m) {
-                    for r in switch::replies(id, &m) {
-                        let _ = r.encode(&mut out);
-                    }
-                }
-                continue;
-            };
-            resp += 1;
-            // The request answered, and which bits of its sequence say so.
-            let (answered, bits) = if new_sources {
-                // Answers are FLOW_MODs naming a new source (1.3 only).
-                if m[1] != 14 {
-                    continue;
-                }
-                let Ok(fm) = ofwire::decode(m) else {
-                    continue;
-                };
-                if let Some(rule) = to_controller_rule(&fm).filter(|r| stamped != Some(*r)) {
-                    // PACKET_INs come from that rule from now on.
-                    stamped = Some(rule);
-                    for tpl in templates.iter_mut() {
-                        tpl[15] = rule.0;
-                        tpl[16..24].copy_from_slice(&rule.1.to_be_bytes());
-                    }
-                }
-                let Some(s24) = answered_source(&fm, prefix) else {
-                    continue;
-                };
-                (s24, 0xff_ffff)
-            } else {
-                if b == 0 || b == u32::MAX {
-                    continue; // an answer to the learning phase (or unbuffered)
-                }
-                if b & MALFORMED_BIT != 0 {
-                    acted += 1;
-                    continue;
-                }
-                (b, u32::MAX)
-            };
-            let slot = &mut sent_at[answered as usize % slots];
-            match (slot.0 != 0 && slot.0 & bits == answered).then(|| std::mem::replace(slot, (0, started)).1) {
-                Some(at) => {
-                    matched += 1;
-                    outstanding = outstanding.saturating_sub(1);
-                    if measuring && records {
-                        hist.saturating_record(now.duration_since(at).as_nanos().max(1) as u64);
-                    }
-                }
-                None => unmatched += 1,
-            }
-        }
-        if measuring {
-            t.counters.responses.fetch_add(resp, Ordering::Relaxed);
-            t.counters.matched.fetch_add(matched, Ordering::Relaxed);
-            t.counters.unmatched.fetch_add(unmatched, Ordering::Relaxed);
-            t.counters.malformed_acted.fetch_add(acted, Ordering::Relaxed);
-            t.counters.errors.fetch_add(errors, Ordering::Relaxed);
-        }
-    }
-    hist
-}
-
-/// Nanoseconds from 1 ns to an hour, 3 significant digits.
-fn new_histogram() -> Histogram<u64> {
-    Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("histogram bounds")
-}
-
 /// Runs the benchmark; `on_loop` sees each loop's result as it is measured
 /// (so callers can write samples to disk before anything is summarised).
+/// The switches run on `cfg.event_loops()` threads of their own; this
+/// future only starts them, paces their connections and reads counters.
 pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
-    let stop = Arc::new(AtomicBool::new(false));
-    let measuring = Arc::new(AtomicBool::new(false));
-    let lost = Arc::new(AtomicU64::new(0));
+    let shared = Arc::new(Shared::default());
     let counters: Vec<Arc<SwitchCounters>> = (0..cfg.switches).map(|_| Arc::new(SwitchCounters::default())).collect();
-    let mut tasks = Vec::new();
+    let shared_cfg = Arc::new(cfg.clone());
+    // A loop that cannot start (threads exhausted): its switches count as lost.
+    let event_loops: Vec<Option<EventLoop>> = (0..cfg.event_loops())
+        .map(|i| EventLoop::start(i, shared_cfg.clone(), shared.clone()).ok())
+        .collect();
+    let mut handshakes = Vec::new();
     for (idx, c) in counters.iter().enumerate() {
-        let t = SwitchTask {
+        let door = event_loops[idx % event_loops.len()].as_ref().map(|l| l.door());
+        handshakes.push(tokio::spawn(load::connect(
             idx,
-            cfg: cfg.clone(),
-            counters: c.clone(),
-            stop: stop.clone(),
-            measuring: measuring.clone(),
-            lost: lost.clone(),
-        };
-        tasks.push(tokio::spawn(run_switch(t)));
+            shared_cfg.clone(),
+            c.clone(),
+            shared.clone(),
+            door,
+        )));
         if cfg.connect_rate > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(1.0 / cfg.connect_rate)).await;
         } else if cfg.switches <= 64 || idx % 64 == 63 {
@@ -711,7 +398,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
     let mut loops = Vec::new();
     for i in 0..cfg.warmup + cfg.loops {
         let before: Vec<[u64; 8]> = counters.iter().map(|c| c.snapshot()).collect();
-        measuring.store(i >= cfg.warmup, Ordering::Relaxed);
+        shared.measuring.store(i >= cfg.warmup, Ordering::Relaxed);
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(cfg.loop_ms)).await;
         let secs = t0.elapsed().as_secs_f64();
@@ -739,26 +426,21 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         on_loop(&r);
         loops.push(r);
     }
-    stop.store(true, Ordering::Relaxed);
-    let mut hist = new_histogram();
+    shared.stop.store(true, Ordering::Relaxed);
     // A switch still in its handshake (a controller that never asked for
-    // what ends it) does not look at `stop`, nor does one whose writes a
-    // controller stopped reading: each is given a moment, then ended, so
-    // the run ends. One that never finished its handshake counts as lost.
+    // what ends it) is given a moment, then ended, and counts as lost.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-    for (mut t, c) in tasks.into_iter().zip(&counters) {
-        match tokio::time::timeout_at(deadline, &mut t).await {
-            Ok(Ok(h)) => {
-                let _ = hist.add(&h);
-            }
-            Ok(Err(_)) => {}
-            Err(_) => {
-                t.abort();
-                if !c.established.load(Ordering::Relaxed) {
-                    lost.fetch_add(1, Ordering::Relaxed);
-                }
+    for (mut h, c) in handshakes.into_iter().zip(&counters) {
+        if tokio::time::timeout_at(deadline, &mut h).await.is_err() {
+            h.abort();
+            if !c.established.load(Ordering::Relaxed) {
+                shared.lost.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+    let mut hist = load::new_histogram();
+    for l in event_loops.into_iter().flatten() {
+        let _ = hist.add(l.finish().await);
     }
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     let rtt_cdf = if hist.is_empty() {
@@ -774,7 +456,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         rtt_us_p50: us(0.5),
         rtt_us_p99: us(0.99),
         rtt_us_max: hist.max() as f64 / 1000.0,
-        sessions_lost: lost.load(Ordering::Relaxed),
+        sessions_lost: shared.lost.load(Ordering::Relaxed),
         config: cfg,
         loops,
     }

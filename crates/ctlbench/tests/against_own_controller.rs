@@ -35,6 +35,7 @@ fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbe
         vlan: None,
         answers: ctlbench::Answers::Buffer,
         unanswered_after_ms: 0,
+        threads: 0,
     }
 }
 

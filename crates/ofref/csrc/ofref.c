@@ -306,6 +306,11 @@ int ofref_respond(int listen_fd, uint32_t threads, volatile int *stop) {
     if (threads < 1) threads = 1;
     int fl = fcntl(listen_fd, F_GETFL);
     if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0) return -errno;
+    /* The listener came with a backlog of 128; thousands of switches
+       connecting at once overflow it and wait out SYN retransmits (1 s,
+       then 3 s), so listen again with the system's largest (Linux
+       changes the backlog of a listening socket in place). */
+    if (listen(listen_fd, SOMAXCONN) < 0) return -errno;
     struct responder *rs = calloc(threads, sizeof *rs);
     pthread_t *ts = calloc(threads, sizeof *ts);
     if (!rs || !ts) {

@@ -115,6 +115,10 @@ pub struct CtlArgs {
     /// Outstanding PACKET_INs per switch in throughput mode.
     #[arg(long, default_value_t = CtlConfig::default().window)]
     pub window: usize,
+    /// The driver's event loops (threads) the emulated switches are spread over (0: half the
+    /// cores, leaving the rest to a controller on the same machine).
+    #[arg(long, default_value_t = CtlConfig::default().driver_threads)]
+    pub driver_threads: usize,
     /// Ports each emulated switch reports.
     #[arg(long, default_value_t = CtlConfig::default().ports)]
     pub ports: u32,
@@ -209,6 +213,7 @@ impl CtlArgs {
             peer: None,
             vlan: self.vlan,
             match_by: self.match_by.clone(),
+            driver_threads: self.driver_threads,
         }
     }
 }

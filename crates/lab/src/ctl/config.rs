@@ -111,6 +111,9 @@ pub struct CtlConfig {
     /// "new-source" (each PACKET_IN a new source, answered by a FLOW_MOD
     /// naming it: Faucet). None: new-source for the faucet peer, else buffer.
     pub match_by: Option<String>,
+    /// The driver's event loops (threads) the emulated switches are spread
+    /// over; 0: half the cores (the controller measured gets the rest).
+    pub driver_threads: usize,
 }
 
 impl Default for CtlConfig {
@@ -157,6 +160,7 @@ impl Default for CtlConfig {
             peer: None,
             vlan: None,
             match_by: None,
+            driver_threads: 0,
         }
     }
 }
@@ -222,6 +226,7 @@ impl CtlConfig {
         range("warmup", self.warmup, 0, 1_000_000)?;
         range("cooldown-ms", self.cooldown_ms, 0, 3_600_000)?;
         range("window", self.window, 1, 1_000_000)?;
+        range("driver-threads", self.driver_threads, 0, 1024)?;
         range("ports", self.ports, 1, 0xff00)?;
         real("connect-rate", self.connect_rate, 0.0, 1e9)?;
         real("malformed-percent", self.malformed_percent, 0.0, 100.0)?;

@@ -77,6 +77,7 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
         vlan: a.frame_vlan(),
         answers: a.answers(),
         unanswered_after_ms: UNANSWERED_AFTER_MS,
+        threads: a.driver_threads,
     };
     let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
     let Some(sweep) = &a.sweep else {
@@ -805,6 +806,7 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             switches: a.attackers,
             window: 4096,
             first_dpid: a.first_dpid + DOS_ATTACKER_DPIDS,
+            threads: 1,
             // Running from before the measurement to after it.
             warmup: 1,
             loops: good.warmup + good.loops + 2,

@@ -559,6 +559,8 @@ fn start_flood(target: SocketAddr, attackers: usize, pps: f64, version: u8) -> R
         vlan: None,
         answers: ctlbench::Answers::Buffer,
         unanswered_after_ms: 0,
+        // One event loop: the flood must not take the cores of what it floods.
+        threads: 1,
     };
     let rates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = rates.clone();
