@@ -4,8 +4,9 @@
 
 use crate::app::{SwitchApp, Verdict};
 use ofconn::{Session, SwitchInfo};
-use ofwire::hot::{write_flow_mod10, write_flow_mod13, write_packet_out10, write_packet_out13, PacketInView};
-use ofwire::oxm::Oxm;
+use ofwire::hot::{
+    write_flow_mod10, write_flow_mod13, write_packet_out10, write_packet_out13, Learnt, LearntFlow, PacketInView,
+};
 use ofwire::{v10, v13, MacAddr, OFP10_VERSION};
 use std::collections::HashMap;
 
@@ -80,10 +81,15 @@ fn packet_out(sw: &mut Session, pi: &PacketInView, port: u32) {
 
 /// Per-switch MAC learning.
 pub struct L2Learning {
-    macs: HashMap<MacAddr, u32>,
-    /// FLOW_MOD templates; only the match fields and buffer id change per packet.
-    fm10: v10::FlowMod,
-    fm13: v13::FlowMod,
+    /// Where each source was last seen. Hashed with foldhash, seeded at
+    /// random per table: SipHash was a sixth of the controller's time in
+    /// throughput mode, and the keys come from the network, so the hash must
+    /// not be one an attacker can aim collisions at (FxHash could be).
+    macs: HashMap<MacAddr, u32, foldhash::fast::RandomState>,
+    /// The answer, encoded once per version; only the match fields, buffer
+    /// id and output port change per packet.
+    flow10: LearntFlow,
+    flow13: LearntFlow,
     pub malformed: u64,
 }
 
@@ -106,9 +112,9 @@ impl Default for L2Learning {
         fm13.idle_timeout = IDLE_TIMEOUT;
         fm13.cookie = 0x5d1a;
         L2Learning {
-            macs: HashMap::new(),
-            fm10,
-            fm13,
+            macs: HashMap::default(),
+            flow10: LearntFlow::v10(&fm10),
+            flow13: LearntFlow::v13(&fm13),
             malformed: 0,
         }
     }
@@ -145,36 +151,18 @@ impl SwitchApp for L2Learning {
             return Verdict::Done;
         };
         let xid = sw.xid();
-        let version = sw.version();
-        let r = if version == OFP10_VERSION {
-            let fm = &mut self.fm10;
-            fm.match_.in_port = pi.in_port as u16;
-            fm.match_.dl_src = src;
-            fm.match_.dl_dst = dst;
-            fm.buffer_id = pi.buffer_id;
-            write_flow_mod10(
-                sw.transmit(),
-                xid,
-                fm,
-                &[v10::Action::Output {
-                    port: port as u16,
-                    max_len: 0,
-                }],
-            )
-        } else {
-            let fm = &mut self.fm13;
-            fm.buffer_id = pi.buffer_id;
-            let fields = [Oxm::InPort(pi.in_port), Oxm::EthDst(dst, None), Oxm::EthSrc(src, None)];
-            let actions = [v13::Action::Output { port, max_len: 0 }];
-            write_flow_mod13(
-                sw.transmit(),
-                xid,
-                fm,
-                &fields,
-                &[v13::Instruction::ApplyActions(&actions[..])],
-            )
+        let flow = match sw.version() {
+            OFP10_VERSION => &self.flow10,
+            _ => &self.flow13,
         };
-        let _ = r; // a three-field FLOW_MOD always fits
+        let f = Learnt {
+            in_port: pi.in_port,
+            eth_src: src,
+            eth_dst: dst,
+            buffer_id: pi.buffer_id,
+            out_port: port,
+        };
+        flow.write(sw.transmit(), xid, &f);
         if pi.buffer_id == v13::NO_BUFFER {
             packet_out(sw, pi, port);
         }

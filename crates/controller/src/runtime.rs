@@ -394,6 +394,19 @@ async fn serve(
     let evict = d.evict.clone();
     // Still in its handshake (and so evictable) until it has a datapath id.
     let mut in_handshake = true;
+    // The futures waited on are made once, not once per message (each
+    // made afresh registered a timer or a waiter and removed it again, a
+    // tenth of a worker's time in latency mode). The timer is re-armed only
+    // for an earlier deadline: when it fires early, `on_timer` says when
+    // next (the keepalive deadline moves with every message received).
+    let far = || Instant::now() + Duration::from_secs(3600);
+    let mut armed = far();
+    let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(armed));
+    tokio::pin!(sleep);
+    let killed = kill.notified();
+    tokio::pin!(killed);
+    let evicted = evict.notified();
+    tokio::pin!(evicted);
     loop {
         if in_handshake && d.datapath_id().is_some() {
             in_handshake = false;
@@ -427,37 +440,51 @@ async fn serve(
         if d.is_closed() {
             break;
         }
-        let wake = d
-            .on_timer(Instant::now())
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        let wake = d.on_timer(Instant::now()).unwrap_or_else(far);
         // The timers may have closed the session or queued messages.
         if d.is_closed() || !d.transmit().is_empty() {
             continue;
         }
+        if wake < armed || sleep.is_elapsed() {
+            armed = wake;
+            sleep.as_mut().reset(tokio::time::Instant::from_std(wake));
+        }
         tokio::select! {
+            biased;
             r = stream.readable() => {
                 // Read into the worker's buffer (sessions keep none of their own):
                 // the borrow ends before the next await.
                 let got = READ_BUF.with(|b| {
                     let mut b = b.borrow_mut();
-                    match stream.try_read(&mut b[..]) {
-                        Ok(0) => Some(Err(None)),
-                        Ok(n) => match tls.as_mut() {
-                            None => {
-                                d.on_bytes(&b[..n], Instant::now());
-                                Some(Ok(()))
+                    let n = match stream.try_read(&mut b[..]) {
+                        Ok(0) => return Some(Err(None)),
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                        Err(_) => return Some(Err(None)),
+                    };
+                    if n < b.len() {
+                        // A short read emptied the socket: readiness is
+                        // cleared now, or the next turn would read again
+                        // only to be told EAGAIN (a second system call per
+                        // message in latency mode). Bytes that come
+                        // meanwhile raise it anew (epoll reports a new edge).
+                        let _ = stream.try_io(tokio::io::Interest::READABLE, || {
+                            Err::<(), _>(io::ErrorKind::WouldBlock.into())
+                        });
+                    }
+                    match tls.as_mut() {
+                        None => {
+                            d.on_bytes(&b[..n], Instant::now());
+                            Some(Ok(()))
+                        }
+                        Some(t) => PLAIN_BUF.with(|p| {
+                            let mut p = p.borrow_mut();
+                            match t.decrypt(&b[..n], &mut p[..], |plain| d.on_bytes(plain, Instant::now())) {
+                                Ok(false) => Some(Ok(())),
+                                Ok(true) => Some(Err(None)),
+                                Err(e) => Some(Err(Some(e))),
                             }
-                            Some(t) => PLAIN_BUF.with(|p| {
-                                let mut p = p.borrow_mut();
-                                match t.decrypt(&b[..n], &mut p[..], |plain| d.on_bytes(plain, Instant::now())) {
-                                    Ok(false) => Some(Ok(())),
-                                    Ok(true) => Some(Err(None)),
-                                    Err(e) => Some(Err(Some(e))),
-                                }
-                            }),
-                        },
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
-                        Err(_) => Some(Err(None)),
+                        }),
                     }
                 });
                 match (r, got) {
@@ -466,13 +493,13 @@ async fn serve(
                     _ => {}
                 }
             },
-            _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
-            _ = kill.notified(), if in_handshake => {
+            _ = &mut sleep => armed = far(),
+            _ = killed.as_mut(), if in_handshake => {
                 d.close(CloseReason::Local(
                     "evicted in its handshake: the connection limit was reached".into(),
                 ));
             }
-            _ = evict.notified() => {
+            _ = evicted.as_mut() => {
                 let why = if shared.stop.load(Ordering::Relaxed) {
                     "the controller was killed"
                 } else {
