@@ -85,12 +85,20 @@ pub struct L2Learning {
     /// random per table: SipHash was a sixth of the controller's time in
     /// throughput mode, and the keys come from the network, so the hash must
     /// not be one an attacker can aim collisions at (FxHash could be).
-    macs: HashMap<MacAddr, u32, foldhash::fast::RandomState>,
+    /// Keyed by the address as a number (`mac_key`): one word to hash and
+    /// compare instead of six bytes behind a length.
+    macs: HashMap<u64, u32, foldhash::fast::RandomState>,
     /// The answer, encoded once per version; only the match fields, buffer
     /// id and output port change per packet.
     flow10: LearntFlow,
     flow13: LearntFlow,
     pub malformed: u64,
+}
+
+/// A MAC address as the low 48 bits of a word.
+fn mac_key(m: MacAddr) -> u64 {
+    let b = m.0;
+    u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]])
 }
 
 impl Default for L2Learning {
@@ -139,12 +147,12 @@ impl SwitchApp for L2Learning {
         dst.0.copy_from_slice(&pi.data[0..6]);
         src.0.copy_from_slice(&pi.data[6..12]);
         if !src.is_multicast() {
-            self.macs.insert(src, pi.in_port);
+            self.macs.insert(mac_key(src), pi.in_port);
         }
         let out_port = if dst.is_multicast() {
             None
         } else {
-            self.macs.get(&dst).copied()
+            self.macs.get(&mac_key(dst)).copied()
         };
         let Some(port) = out_port else {
             packet_out(sw, pi, flood_port(sw.version()));

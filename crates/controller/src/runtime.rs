@@ -24,6 +24,14 @@ use tokio::sync::mpsc;
 pub struct Config {
     pub listen: Vec<SocketAddr>,
     pub workers: usize,
+    /// How many of the workers take switches that connect from this
+    /// machine (a loopback address, or the address they connected to):
+    /// whatever emulates those switches (Open vSwitch, Mininet, a
+    /// benchmark's driver) shares the cores with the controller, and a
+    /// worker per core then makes three busy threads on two cores that
+    /// park and wake on every message. None: half the workers, at least
+    /// one. Switches from other machines go to every worker.
+    pub local_workers: Option<usize>,
     pub apps: Vec<AppFactory>,
     pub session: ofconn::Config,
     /// Log each session's start and end to stderr.
@@ -48,6 +56,7 @@ impl Default for Config {
         Config {
             listen: Vec::new(),
             workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            local_workers: None,
             apps: Vec::new(),
             session: ofconn::Config::default(),
             verbose: false,
@@ -286,12 +295,24 @@ fn watch_active(active: SocketAddr, shared: Arc<Shared>) {
     }
 }
 
+/// Whether a switch connected from this machine: from a loopback address,
+/// or from the address it connected to.
+fn same_machine(peer: std::net::IpAddr, local: Option<std::net::IpAddr>) -> bool {
+    peer.is_loopback() || local == Some(peer)
+}
+
 fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accepted>>, shared: Arc<Shared>) {
     // One descriptor kept in reserve: when the limit is reached we release it,
     // accept the connection and close it at once (a clean refusal) instead
     // of leaving it to hang in the backlog.
     let mut reserve = std::fs::File::open("/dev/null").ok();
-    let mut next = 0usize;
+    // Switches from this machine and from others take turns apart.
+    let local_pool = shared
+        .cfg
+        .local_workers
+        .unwrap_or(workers.len() / 2)
+        .clamp(1, workers.len());
+    let (mut next_local, mut next_remote) = (0usize, 0usize);
     while !shared.stop.load(Ordering::Relaxed) {
         match l.accept() {
             Ok((s, peer)) => {
@@ -320,12 +341,18 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accept
                 if let Some(victim) = evict {
                     victim.notify_one();
                 }
-                let _ = workers[next % workers.len()].send(Accepted {
+                let w = if same_machine(peer.ip(), s.local_addr().ok().map(|a| a.ip())) {
+                    next_local += 1;
+                    (next_local - 1) % local_pool
+                } else {
+                    next_remote += 1;
+                    (next_remote - 1) % workers.len()
+                };
+                let _ = workers[w].send(Accepted {
                     stream: s,
                     tls,
                     admitted: (id, kill),
                 });
-                next += 1;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
             // EMFILE (24) or ENFILE (23): out of descriptors.
@@ -531,4 +558,20 @@ thread_local! {
     static READ_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
     /// Each worker's buffer for decrypted bytes (TLS sessions).
     static PLAIN_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switches_from_this_machine_are_told_apart() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert!(same_machine(ip("127.0.0.1"), Some(ip("127.0.0.1"))));
+        assert!(same_machine(ip("127.3.2.1"), Some(ip("10.0.0.1"))));
+        assert!(same_machine(ip("::1"), None));
+        assert!(same_machine(ip("10.0.0.1"), Some(ip("10.0.0.1"))));
+        assert!(!same_machine(ip("10.0.0.2"), Some(ip("10.0.0.1"))));
+        assert!(!same_machine(ip("192.168.1.9"), None));
+    }
 }

@@ -165,8 +165,13 @@ struct ControllerArgs {
     #[arg(long, value_name = "FILE", requires = "tls_listen")]
     tls_ca: Option<std::path::PathBuf>,
     /// Worker threads (default: one per core).
-    #[arg(long)]
-    workers: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    workers: Option<u16>,
+    /// Of those, how many take switches that connect from this machine (a loopback address or
+    /// the one they connected to), whose emulation shares its cores (default: half the workers,
+    /// at least one; switches from other machines go to every worker).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    local_workers: Option<u16>,
     /// Switch connections held at once (default: the open-file limit, raised to its hard
     /// value, less an eighth of it, at most 128); a newcomer over the limit takes the place of the oldest connection
     /// still in its handshake, or is refused.
@@ -602,7 +607,9 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         listen,
         workers: args
             .workers
+            .map(usize::from)
             .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+        local_workers: args.local_workers.map(usize::from),
         apps: set.factories.clone(),
         session: ofconn::Config {
             versions,
@@ -623,6 +630,11 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         }),
     };
     let workers = cfg.workers;
+    if let Some(l) = cfg.local_workers.filter(|&l| l > workers) {
+        return net_cmd::fail(format!(
+            "--local-workers {l} is more than the {workers} workers: give at most {workers}, or more --workers"
+        ));
+    }
     let handle = match controller::runtime::start(cfg) {
         Ok(h) => h,
         Err(e) => return net_cmd::fail(format!("{e} (another controller on the port? use --listen)")),

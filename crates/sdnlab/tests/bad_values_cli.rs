@@ -49,6 +49,11 @@ fn bench_ctl_refuses_values_out_of_range() {
             vec!["--vlan", "5000"],
             "--vlan 5000: must be at least 1 and at most 4094",
         ),
+        (
+            vec!["--driver-threads", "2000"],
+            "--driver-threads 2000: must be at least 0 and at most 1024",
+        ),
+        (vec!["--driver-threads", "-1"], "invalid value '-1'"),
         (vec!["--match-by", "new-source"], "add --ofp 1.3"),
         (vec!["--peer", "faucet"], "Faucet speaks OpenFlow 1.3 only"),
         (
@@ -57,6 +62,23 @@ fn bench_ctl_refuses_values_out_of_range() {
         ),
     ] {
         refused(&[&["bench", "ctl"], a.as_slice()].concat(), says);
+    }
+}
+
+#[test]
+fn the_controller_refuses_worker_counts_out_of_range() {
+    for (a, says) in [
+        (vec!["--workers", "0"], "invalid value '0' for '--workers"),
+        (vec!["--local-workers", "0"], "invalid value '0' for '--local-workers"),
+        (
+            vec!["--workers", "2", "--local-workers", "3"],
+            "--local-workers 3 is more than the 2 workers",
+        ),
+    ] {
+        refused_exactly(
+            &[&["controller", "--listen", "127.0.0.1:0"], a.as_slice()].concat(),
+            says,
+        );
     }
 }
 
