@@ -59,6 +59,8 @@ struct conn {
     uint32_t mask;
     uint64_t count; /* responses; read by the main thread */
     const struct ofref_gen_cfg *cfg;
+    /* 1.3: when the controller asked for our features (0: not yet). */
+    double features_at;
     uint8_t tpl[128];
     uint32_t tpl_len, frame_at;
 };
@@ -402,6 +404,23 @@ static int put_packet_in(struct conn *c, const struct ofref_gen_cfg *cfg, uint32
     return 0;
 }
 
+static double now_s(void);
+
+/* 1.3 switches of this thread that have their features asked and are
+ * waiting for the port-list request (or 200 ms) to end their handshake. */
+static __thread uint32_t awaiting_ports;
+
+/* The handshake is over: every MAC once, as a broadcast, is what a learning
+ * controller learns from; the requests follow (`top_up`). */
+static int establish(struct conn *c) {
+    if (c->established) return 0;
+    if (c->features_at > 0) awaiting_ports--;
+    __atomic_store_n(&c->established, 1, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < c->cfg->macs; i++)
+        if (put_packet_in(c, c->cfg, i, 1, 0) < 0) return -1;
+    return 0;
+}
+
 /* Sends what the window allows, once the handshake is done. */
 static void top_up(struct conn *c) {
     const struct ofref_gen_cfg *cfg = c->cfg;
@@ -448,11 +467,14 @@ static int gen_one(struct conn *c, const uint8_t *m, uint16_t len) {
                 q[9] = (uint8_t)('0' + (i + 1) % 10);
             }
         }
-        if (!c->established) {
-            __atomic_store_n(&c->established, 1, __ATOMIC_RELAXED);
-            /* Every MAC once, as a broadcast: what a learning controller learns from. */
-            for (uint32_t i = 0; i < cfg->macs; i++)
-                if (put_packet_in(c, cfg, i, 1, 0) < 0) return -1;
+        /* A 1.0 handshake ends here. In 1.3 controllers (sdnlab's, os-ken)
+           drop PACKET_INs until they have the port list: it ends when the
+           controller asks for it, or 200 ms after this for one that never
+           does (ovs-testcontroller), as sdnlab's driver does. */
+        if (v == 0x01) return establish(c);
+        if (!c->established && c->features_at == 0) {
+            c->features_at = now_s();
+            awaiting_ports++;
         }
         return 0;
     }
@@ -497,6 +519,7 @@ static int gen_one(struct conn *c, const uint8_t *m, uint16_t len) {
             q[16] = 'p';
             q[17] = (uint8_t)('0' + (i + 1) % 10);
         }
+        if (v == 0x04 && type == 13) return establish(c);
     }
     return 0;
 }
@@ -512,10 +535,24 @@ static void *generator_thread(void *arg) {
     }
     struct epoll_event evs[64];
     while (!__atomic_load_n(g->stop, __ATOMIC_RELAXED)) {
-        int n = epoll_wait(ep, evs, 64, 100);
+        int n = epoll_wait(ep, evs, 64, awaiting_ports ? 20 : 100);
         for (int i = 0; i < n; i++) {
             struct conn *c = evs[i].data.ptr;
             serve(c, ep, gen_one, top_up);
+        }
+        /* 1.3 handshakes the controller never asked the port list of. */
+        for (uint32_t i = 0; awaiting_ports && i < g->n; i++) {
+            struct conn *c = g->conns[i];
+            if (c->fd < 0 && !c->established && c->features_at > 0) {
+                c->features_at = 0; /* closed while waiting */
+                awaiting_ports--;
+                continue;
+            }
+            if (c->fd >= 0 && !c->established && c->features_at > 0 && now_s() - c->features_at >= 0.2) {
+                establish(c);
+                top_up(c);
+                flush(c, ep);
+            }
         }
     }
     close(ep);

@@ -43,6 +43,22 @@ fn the_generator_loads_the_responder_in_both_versions_and_modes() {
     }
 }
 
+/// In 1.3 a learning controller (sdnlab's, os-ken) drops PACKET_INs until
+/// it has the switch's port list: the generator's handshake ends when the
+/// controller asks for it, so every switch is answered in every loop.
+#[test]
+fn the_generator_waits_for_a_13_controllers_port_list() {
+    let ctl = controller::embedded::start_local("l2-learning", 1).unwrap();
+    for latency in [false, true] {
+        let rep = ofref::generate(&gen(ctl.local_addrs[0], 0x04, latency)).unwrap();
+        assert_eq!(rep.established, 4, "{latency}");
+        for l in &rep.loops {
+            assert!(l.per_switch.iter().all(|&n| n > 0), "{latency}: {l:?}");
+        }
+    }
+    ctl.stop();
+}
+
 fn hello(version: u8) -> Vec<u8> {
     Message::new(version, 1, Body::Hello(ofwire::Hello::with_versions(&[version])))
         .to_bytes()
