@@ -194,8 +194,49 @@ impl SwitchApp for Hub {
     }
 }
 
-/// Answers every PACKET_IN with the same FLOW_MOD and nothing else.
-pub struct NullResponder;
+/// Answers every PACKET_IN with the same FLOW_MOD and nothing else: the
+/// least an app can do, so what the controller's framework costs alone.
+/// The FLOW_MOD is encoded once per version; each answer is a copy with
+/// its xid and buffer id patched in.
+pub struct NullResponder {
+    v10: Vec<u8>,
+    v13: Vec<u8>,
+}
+
+/// Where a FLOW_MOD's buffer id is: after the 1.0 header, match, cookie,
+/// command and three 16-bit fields; after the 1.3 header, cookie, mask,
+/// table, command and three 16-bit fields.
+const FLOW_MOD_BUFFER_AT_10: usize = 64;
+const FLOW_MOD_BUFFER_AT_13: usize = 32;
+
+impl Default for NullResponder {
+    fn default() -> Self {
+        let fm = v10::FlowMod {
+            match_: v10::Match::all(),
+            cookie: 0,
+            command: v10::FlowModCommand::Add,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            priority: 1,
+            buffer_id: 0,
+            out_port: v10::port::NONE,
+            flags: 0,
+            actions: Vec::new(),
+        };
+        let (mut v10, mut v13) = (Vec::new(), Vec::new());
+        let _ = write_flow_mod10(&mut v10, 0, &fm, &[]);
+        let _ = write_flow_mod13::<&[v13::Action]>(&mut v13, 0, &v13::FlowMod::add(1), &[], &[]);
+        NullResponder { v10, v13 }
+    }
+}
+
+/// Appends `template` with `xid` and the buffer id (at `buffer_at`) patched.
+fn patched(out: &mut Vec<u8>, template: &[u8], buffer_at: usize, xid: u32, buffer_id: u32) {
+    let start = out.len();
+    out.extend_from_slice(template);
+    out[start + 4..start + 8].copy_from_slice(&xid.to_be_bytes());
+    out[start + buffer_at..start + buffer_at + 4].copy_from_slice(&buffer_id.to_be_bytes());
+}
 
 impl SwitchApp for NullResponder {
     fn name(&self) -> &'static str {
@@ -203,7 +244,25 @@ impl SwitchApp for NullResponder {
     }
     fn packet_in(&mut self, sw: &mut Session, pi: &PacketInView) -> Verdict {
         let xid = sw.xid();
-        if sw.version() == OFP10_VERSION {
+        let (template, at) = match sw.version() {
+            OFP10_VERSION => (&self.v10, FLOW_MOD_BUFFER_AT_10),
+            _ => (&self.v13, FLOW_MOD_BUFFER_AT_13),
+        };
+        patched(sw.transmit(), template, at, xid, pi.buffer_id);
+        Verdict::Done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The null app's answer is what the encoder writes for the same xid
+    /// and buffer id, in both versions.
+    #[test]
+    fn the_null_answer_is_the_encoders() {
+        let n = NullResponder::default();
+        for (xid, buffer) in [(7u32, 0x0102_0304u32), (0xfeed_beef, 0xa0b0_c0d0)] {
             let fm = v10::FlowMod {
                 match_: v10::Match::all(),
                 cookie: 0,
@@ -211,17 +270,21 @@ impl SwitchApp for NullResponder {
                 idle_timeout: 0,
                 hard_timeout: 0,
                 priority: 1,
-                buffer_id: pi.buffer_id,
+                buffer_id: buffer,
                 out_port: v10::port::NONE,
                 flags: 0,
                 actions: Vec::new(),
             };
-            let _ = write_flow_mod10(sw.transmit(), xid, &fm, &[]);
-        } else {
-            let mut fm = v13::FlowMod::add(1);
-            fm.buffer_id = pi.buffer_id;
-            let _ = write_flow_mod13::<&[v13::Action]>(sw.transmit(), xid, &fm, &[], &[]);
+            let (mut want, mut got) = (Vec::new(), vec![9u8]);
+            write_flow_mod10(&mut want, xid, &fm, &[]).unwrap();
+            patched(&mut got, &n.v10, FLOW_MOD_BUFFER_AT_10, xid, buffer);
+            assert_eq!(got[1..], want[..]);
+            let mut fm13 = v13::FlowMod::add(1);
+            fm13.buffer_id = buffer;
+            let (mut want, mut got) = (Vec::new(), Vec::new());
+            write_flow_mod13::<&[v13::Action]>(&mut want, xid, &fm13, &[], &[]).unwrap();
+            patched(&mut got, &n.v13, FLOW_MOD_BUFFER_AT_13, xid, buffer);
+            assert_eq!(got, want);
         }
-        Verdict::Done
     }
 }

@@ -71,7 +71,7 @@ pub fn by_name(name: &str) -> Result<AppFactory, String> {
     Ok(match name {
         "l2-learning" => Arc::new(|_: &Context| Box::new(crate::apps::L2Learning::default()) as Box<dyn SwitchApp>),
         "hub" => Arc::new(|_: &Context| Box::new(crate::apps::Hub) as Box<dyn SwitchApp>),
-        "null" => Arc::new(|_: &Context| Box::new(crate::apps::NullResponder) as Box<dyn SwitchApp>),
+        "null" => Arc::new(|_: &Context| Box::new(crate::apps::NullResponder::default()) as Box<dyn SwitchApp>),
         "topology" => build(&["topology"])?.factories.remove(0),
         "paths" | "paths-proactive" => {
             return Err(format!(
