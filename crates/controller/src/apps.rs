@@ -209,22 +209,26 @@ pub struct NullResponder {
 const FLOW_MOD_BUFFER_AT_10: usize = 64;
 const FLOW_MOD_BUFFER_AT_13: usize = 32;
 
+/// The null app's 1.0 FLOW_MOD: match everything, priority 1, no actions.
+fn null_flow_mod10(buffer_id: u32) -> v10::FlowMod {
+    v10::FlowMod {
+        match_: v10::Match::all(),
+        cookie: 0,
+        command: v10::FlowModCommand::Add,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority: 1,
+        buffer_id,
+        out_port: v10::port::NONE,
+        flags: 0,
+        actions: Vec::new(),
+    }
+}
+
 impl Default for NullResponder {
     fn default() -> Self {
-        let fm = v10::FlowMod {
-            match_: v10::Match::all(),
-            cookie: 0,
-            command: v10::FlowModCommand::Add,
-            idle_timeout: 0,
-            hard_timeout: 0,
-            priority: 1,
-            buffer_id: 0,
-            out_port: v10::port::NONE,
-            flags: 0,
-            actions: Vec::new(),
-        };
         let (mut v10, mut v13) = (Vec::new(), Vec::new());
-        let _ = write_flow_mod10(&mut v10, 0, &fm, &[]);
+        let _ = write_flow_mod10(&mut v10, 0, &null_flow_mod10(0), &[]);
         let _ = write_flow_mod13::<&[v13::Action]>(&mut v13, 0, &v13::FlowMod::add(1), &[], &[]);
         NullResponder { v10, v13 }
     }
@@ -263,20 +267,8 @@ mod tests {
     fn the_null_answer_is_the_encoders() {
         let n = NullResponder::default();
         for (xid, buffer) in [(7u32, 0x0102_0304u32), (0xfeed_beef, 0xa0b0_c0d0)] {
-            let fm = v10::FlowMod {
-                match_: v10::Match::all(),
-                cookie: 0,
-                command: v10::FlowModCommand::Add,
-                idle_timeout: 0,
-                hard_timeout: 0,
-                priority: 1,
-                buffer_id: buffer,
-                out_port: v10::port::NONE,
-                flags: 0,
-                actions: Vec::new(),
-            };
             let (mut want, mut got) = (Vec::new(), vec![9u8]);
-            write_flow_mod10(&mut want, xid, &fm, &[]).unwrap();
+            write_flow_mod10(&mut want, xid, &null_flow_mod10(buffer), &[]).unwrap();
             patched(&mut got, &n.v10, FLOW_MOD_BUFFER_AT_10, xid, buffer);
             assert_eq!(got[1..], want[..]);
             let mut fm13 = v13::FlowMod::add(1);
