@@ -3,12 +3,12 @@
 //! with one fixed FLOW_MOD: the ceiling of what a benchmark can measure).
 
 use crate::app::{SwitchApp, Verdict};
+use crate::mactable::MacTable;
 use ofconn::{Session, SwitchInfo};
 use ofwire::hot::{
     write_flow_mod10, write_flow_mod13, write_packet_out10, write_packet_out13, Learnt, LearntFlow, PacketInView,
 };
 use ofwire::{v10, v13, MacAddr, OFP10_VERSION};
-use std::collections::HashMap;
 
 /// Idle timeout of learnt flows, seconds.
 pub const IDLE_TIMEOUT: u16 = 60;
@@ -81,13 +81,9 @@ fn packet_out(sw: &mut Session, pi: &PacketInView, port: u32) {
 
 /// Per-switch MAC learning.
 pub struct L2Learning {
-    /// Where each source was last seen. Hashed with foldhash, seeded at
-    /// random per table: SipHash was a sixth of the controller's time in
-    /// throughput mode, and the keys come from the network, so the hash must
-    /// not be one an attacker can aim collisions at (FxHash could be).
-    /// Keyed by the address as a number (`mac_key`): one word to hash and
-    /// compare instead of six bytes behind a length.
-    macs: HashMap<u64, u32, foldhash::fast::RandomState>,
+    /// Where each source was last seen (`MacTable`: one word per address,
+    /// hashed with a per-table random seed, bounded).
+    macs: MacTable,
     /// The answer, encoded once per version; only the match fields, buffer
     /// id and output port change per packet.
     flow10: LearntFlow,
@@ -120,7 +116,7 @@ impl Default for L2Learning {
         fm13.idle_timeout = IDLE_TIMEOUT;
         fm13.cookie = 0x5d1a;
         L2Learning {
-            macs: HashMap::default(),
+            macs: MacTable::default(),
             flow10: LearntFlow::v10(&fm10),
             flow13: LearntFlow::v13(&fm13),
             malformed: 0,
@@ -152,7 +148,7 @@ impl SwitchApp for L2Learning {
         let out_port = if dst.is_multicast() {
             None
         } else {
-            self.macs.get(&mac_key(dst)).copied()
+            self.macs.get(mac_key(dst))
         };
         let Some(port) = out_port else {
             packet_out(sw, pi, flood_port(sw.version()));

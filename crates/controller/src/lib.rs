@@ -9,6 +9,7 @@ pub mod driver;
 pub mod embedded;
 pub mod flows;
 pub mod lldp;
+pub mod mactable;
 pub mod paths;
 pub mod rest;
 pub mod rest_access;
