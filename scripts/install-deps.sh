@@ -24,6 +24,10 @@ debs=(
   mininet bridge-utils   # bench fidelity: Mininet's Python API only (never `mn`, never its cleanup)
   qemu-user-static       # the router builds of the switch run under it in the tests
   gcc-arm-linux-gnueabihf libc6-dev-armhf-cross  # links the armv7 router build (static glibc)
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross    # links the aarch64 router build (static glibc)
+  clang                  # compiles the XDP and tc programs (crates/afxdp/bpf/*.bpf.c)
+  libelf-dev zlib1g-dev  # libbpf's static libelf and zlib (x86-64 builds)
+  autoconf automake autopoint libtool flex bison gawk gettext  # libbpf-sys builds libelf for the router builds
   ca-certificates curl build-essential pkg-config
 )
 missing=()
@@ -49,7 +53,7 @@ fi
 rustup show active-toolchain >/dev/null
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 # The router builds' standard libraries (scripts/build-router.sh).
-for t in aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf; do
+for t in aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf; do
   rustup target list --installed | grep -qx "$t" || rustup target add "$t" >/dev/null
 done
 

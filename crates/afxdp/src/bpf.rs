@@ -56,7 +56,7 @@ pub enum XdpMode {
 }
 
 impl XdpMode {
-    fn flags(self) -> u32 {
+    pub(crate) fn flags(self) -> u32 {
         match self {
             XdpMode::Native => XDP_FLAGS_DRV_MODE,
             XdpMode::Generic => XDP_FLAGS_SKB_MODE,

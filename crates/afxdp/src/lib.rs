@@ -9,6 +9,7 @@ pub mod btf;
 pub mod fastpath;
 pub mod live;
 pub mod netdev;
+mod objects;
 pub mod patch;
 pub mod tc;
 pub mod xsk;

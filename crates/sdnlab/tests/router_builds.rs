@@ -1,5 +1,5 @@
 //! The router builds of the switch alone (`scripts/build-router.sh`:
-//! aarch64 musl and armv7, static) run under Debian's qemu-user on this
+//! aarch64 and armv7, static glibc) run under Debian's qemu-user on this
 //! machine: each forwards between two veths of this test's own (prefix
 //! `rtb`) so the hosts ping through it, and ovs-ofctl installs and dumps
 //! its flows. Sizes are printed, and the aarch64 binary is held to the
