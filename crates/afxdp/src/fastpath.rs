@@ -37,29 +37,14 @@
 //! (`clear_port`), and the program sends a held flow's frames for an
 //! empty slot to the slow path instead.
 
-use crate::bpf::{
-    bpf, bpf_fd, insn, map_lookup, map_update, Attr, Insn, BPF_FUNC_REDIRECT_MAP, BPF_MAP_CREATE, BPF_MAP_TYPE_DEVMAP,
-    BPF_PSEUDO_MAP_FD,
-};
+use crate::objects;
+use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
-const BPF_MAP_LOOKUP_BATCH: libc::c_long = 24;
-const BPF_MAP_DELETE_BATCH: libc::c_long = 27;
-const BPF_MAP_TYPE_HASH: u32 = 1;
-const BPF_MAP_TYPE_ARRAY: u32 = 2;
-const BPF_PSEUDO_MAP_VALUE: u8 = 2;
-const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
-const BPF_FUNC_XDP_GET_BUFF_LEN: i32 = 188;
-const XDP_PASS: i32 = 2;
-const XDP_REDIRECT: i32 = 4;
-
-/// Bytes of a flow key (an IPv4 key uses the first 32, the rest zero) and
-/// of a flow entry.
+/// Bytes of a flow key (an IPv4 key uses the first 32, the rest zero).
 pub const KEY_LEN: usize = 64;
 const KEY_LEN4: usize = 32;
-const VALUE_LEN: usize = 32;
 /// The shortest frame the program looks at (after any tag): an IPv4
 /// header and 4 bytes of transport header; the same for IPv6.
 const MIN_FRAME: usize = 38;
@@ -67,9 +52,26 @@ const MIN_FRAME6: usize = 58;
 /// Where the transport header starts (after any tag).
 const L4_AT: usize = 34;
 const L4_AT6: usize = 54;
-/// Where the transport word (ports, or ICMP type and code) goes in the key.
-const KEY_L4: usize = 28;
-const KEY_L4_6: usize = 60;
+/// Where each field sits in a key: `struct flow_key` of
+/// `bpf/flow_key.h`, held equal to it by a test through the BTF the
+/// compiler wrote into the program's object.
+mod at {
+    pub const IN_PORT: usize = 0;
+    pub const ETH_DST: usize = 4;
+    pub const ETH_SRC: usize = 10;
+    pub const ETH_TYPE: usize = 16;
+    pub const IP_TOS: usize = 18;
+    pub const IP_PROTO: usize = 19;
+    pub const V4_SRC: usize = 20;
+    pub const V4_DST: usize = 24;
+    /// The transport word: ports, or ICMP type and code.
+    pub const V4_L4: usize = 28;
+    pub const V6_FIRST_WORD: usize = 20;
+    pub const V6_SRC: usize = 24;
+    pub const V6_DST: usize = 40;
+    pub const V6_NEXT_HEADER: usize = 56;
+    pub const V6_L4: usize = 60;
+}
 const PROTO_ICMP: u8 = 1;
 const PROTO_ICMPV6: u8 = 58;
 
@@ -78,9 +80,6 @@ const PROTO_ICMPV6: u8 = 58;
 /// 65,536), with the DEI bit set to say "tagged" (OpenFlow cannot match
 /// DEI, and the frame leaves with its own), as Open vSwitch marks it.
 const TAG_AT: usize = if cfg!(target_endian = "little") { 2 } else { 0 };
-/// The DEI bit of the tag control information as the program's 16-bit
-/// load of the tag's bytes holds it.
-const DEI_IN_REGISTER: i32 = u16::from_ne_bytes([0x10, 0]) as i32;
 
 /// The fields of one flow, laid out as the XDP program builds them on its
 /// stack (every field at its natural alignment, as the verifier asks),
@@ -101,16 +100,16 @@ impl FlowKey {
     /// program never looks such a frame up (it always takes the slow path).
     pub fn of(in_port: u32, frame: &[u8]) -> Option<FlowKey> {
         let tagged = frame.get(12..14) == Some(&[0x81, 0x00][..]);
-        if tagged && in_port > 0xffff {
+        if tagged && (in_port > 0xffff || frame.len() < 18) {
             return None;
         }
         // The frame after the tag, if any.
         let s = if tagged { 4 } else { 0 };
         let mut k = [0u8; KEY_LEN];
-        k[0..4].copy_from_slice(&in_port.to_ne_bytes());
+        k[at::IN_PORT..at::IN_PORT + 4].copy_from_slice(&in_port.to_ne_bytes());
         if tagged {
-            k[TAG_AT] = frame[14] | 0x10;
-            k[TAG_AT + 1] = frame[15];
+            k[at::IN_PORT + TAG_AT] = frame[14] | 0x10;
+            k[at::IN_PORT + TAG_AT + 1] = frame[15];
         }
         match frame.get(s + 12..s + 14)? {
             [0x08, 0x00] => {
@@ -121,36 +120,39 @@ impl FlowKey {
                 {
                     return None;
                 }
-                k[18] = frame[s + 15];
-                k[19] = frame[s + 23];
-                k[20..28].copy_from_slice(&frame[s + 26..s + 34]);
+                k[at::IP_TOS] = frame[s + 15];
+                k[at::IP_PROTO] = frame[s + 23];
+                k[at::V4_SRC..at::V4_SRC + 4].copy_from_slice(&frame[s + 26..s + 30]);
+                k[at::V4_DST..at::V4_DST + 4].copy_from_slice(&frame[s + 30..s + 34]);
                 let l4 = transport_word(frame, s + L4_AT, frame[s + 23], PROTO_ICMP)?;
-                k[KEY_L4..KEY_L4 + 4].copy_from_slice(&l4);
+                k[at::V4_L4..at::V4_L4 + 4].copy_from_slice(&l4);
             }
             [0x86, 0xdd] => {
                 if frame.len() < MIN_FRAME6 + s || frame[s + 14] >> 4 != 6 {
                     return None;
                 }
-                k[20..24].copy_from_slice(&frame[s + 14..s + 18]);
-                k[24..56].copy_from_slice(&frame[s + 22..s + 54]);
+                k[at::V6_FIRST_WORD..at::V6_FIRST_WORD + 4].copy_from_slice(&frame[s + 14..s + 18]);
+                k[at::V6_SRC..at::V6_SRC + 16].copy_from_slice(&frame[s + 22..s + 38]);
+                k[at::V6_DST..at::V6_DST + 16].copy_from_slice(&frame[s + 38..s + 54]);
                 // Anything else may be an extension header, which the
                 // switch's parser looks behind and the program does not.
                 if !matches!(frame[s + 20], 6 | 17 | 132 | PROTO_ICMPV6) {
                     return None;
                 }
-                k[56] = frame[s + 20];
+                k[at::V6_NEXT_HEADER] = frame[s + 20];
                 let l4 = transport_word(frame, s + L4_AT6, frame[s + 20], PROTO_ICMPV6)?;
-                k[KEY_L4_6..KEY_L4_6 + 4].copy_from_slice(&l4);
+                k[at::V6_L4..at::V6_L4 + 4].copy_from_slice(&l4);
             }
             _ => return None,
         }
-        k[4..16].copy_from_slice(&frame[0..12]);
-        k[16..18].copy_from_slice(&frame[s + 12..s + 14]);
+        k[at::ETH_DST..at::ETH_DST + 6].copy_from_slice(&frame[0..6]);
+        k[at::ETH_SRC..at::ETH_SRC + 6].copy_from_slice(&frame[6..12]);
+        k[at::ETH_TYPE..at::ETH_TYPE + 2].copy_from_slice(&frame[s + 12..s + 14]);
         Some(FlowKey(k))
     }
 
     fn is_ipv6(&self) -> bool {
-        self.0[16..18] == [0x86, 0xdd]
+        self.0[at::ETH_TYPE..at::ETH_TYPE + 2] == [0x86, 0xdd]
     }
 }
 
@@ -175,10 +177,10 @@ fn transport_word(frame: &[u8], at: usize, proto: u8, icmp: u8) -> Option<[u8; 4
 }
 
 /// One entry: where the flow goes, under which generation, and what the
-/// program has counted for it.
+/// program has counted for it (`struct flow_entry` in `bpf/flow_key.h`).
 #[derive(Clone, Copy, Default, Debug)]
 #[repr(C)]
-struct Entry {
+pub(crate) struct Entry {
     out_slot: u32,
     generation: u32,
     packets: u64,
@@ -186,52 +188,82 @@ struct Entry {
     reserved: u64,
 }
 
-/// The maps one switch's ports share.
+impl Entry {
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: plain old data of 32 bytes with no padding.
+        unsafe { std::slice::from_raw_parts(self as *const Entry as *const u8, std::mem::size_of::<Entry>()) }
+    }
+
+    fn from_bytes(b: &[u8]) -> Entry {
+        let u32_at = |at: usize| u32::from_ne_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        let u64_at = |at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        Entry {
+            out_slot: u32_at(0),
+            generation: u32_at(4),
+            packets: u64_at(8),
+            bytes: u64_at(16),
+            reserved: u64_at(24),
+        }
+    }
+}
+
+/// The maps one switch's ports share; each port's program (`bpf/xsk.bpf.c`)
+/// is given their descriptors when it is loaded.
 pub struct FastPath {
-    flows4: OwnedFd,
-    flows6: OwnedFd,
-    ports: OwnedFd,
-    generation: OwnedFd,
+    flows4: MapHandle,
+    flows6: MapHandle,
+    ports: MapHandle,
+    /// The generation entries must carry: the one-entry array the programs
+    /// read as their `.data.generation` section (current, then 4 zero bytes).
+    generation: MapHandle,
     current: std::sync::atomic::AtomicU32,
+}
+
+fn create(kind: MapType, name: &str, key: u32, value: u32, entries: u32, what: &str) -> io::Result<MapHandle> {
+    let opts = libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    MapHandle::create(kind, Some(name), key, value, entries, &opts).map_err(objects::error(what))
 }
 
 impl FastPath {
     /// Maps for up to `capacity` flows and ports numbered below `slots`.
     pub fn new(capacity: u32, slots: u32) -> io::Result<FastPath> {
-        let create = |kind: u32, key: u32, value: u32, entries: u32, what: &str| {
-            bpf_fd(
-                BPF_MAP_CREATE,
-                Attr::new().u32(0, kind).u32(4, key).u32(8, value).u32(12, entries),
-                what,
-            )
-        };
-        let flows4 = create(
-            BPF_MAP_TYPE_HASH,
-            KEY_LEN4 as u32,
-            VALUE_LEN as u32,
-            capacity.max(1),
-            "creating the fast path's IPv4 flow map (needs root or CAP_BPF)",
-        )?;
-        let flows6 = create(
-            BPF_MAP_TYPE_HASH,
-            KEY_LEN as u32,
-            VALUE_LEN as u32,
-            capacity.max(1),
-            "creating the fast path's IPv6 flow map",
-        )?;
-        let ports = create(
-            BPF_MAP_TYPE_DEVMAP,
-            4,
-            4,
-            slots.max(1),
-            "creating the fast path's DEVMAP",
-        )?;
-        let generation = create(BPF_MAP_TYPE_ARRAY, 4, 8, 1, "creating the fast path's generation")?;
+        let value = std::mem::size_of::<Entry>() as u32;
         let fp = FastPath {
-            flows4,
-            flows6,
-            ports,
-            generation,
+            flows4: create(
+                MapType::Hash,
+                "flows4",
+                KEY_LEN4 as u32,
+                value,
+                capacity.max(1),
+                "creating the fast path's IPv4 flow map (needs root or CAP_BPF)",
+            )?,
+            flows6: create(
+                MapType::Hash,
+                "flows6",
+                KEY_LEN as u32,
+                value,
+                capacity.max(1),
+                "creating the fast path's IPv6 flow map",
+            )?,
+            ports: create(
+                MapType::Devmap,
+                "ports",
+                4,
+                4,
+                slots.max(1),
+                "creating the fast path's DEVMAP",
+            )?,
+            generation: create(
+                MapType::Array,
+                "generation",
+                4,
+                8,
+                1,
+                "creating the fast path's generation",
+            )?,
             current: std::sync::atomic::AtomicU32::new(1),
         };
         fp.write_generation(1)?;
@@ -239,39 +271,45 @@ impl FastPath {
     }
 
     fn write_generation(&self, g: u32) -> io::Result<()> {
-        map_update(
-            self.generation.as_raw_fd(),
-            &0u32,
-            &(g as u64),
-            "setting the fast path's generation",
-        )
+        let mut value = [0u8; 8];
+        value[..4].copy_from_slice(&g.to_ne_bytes());
+        self.generation
+            .update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
+            .map_err(objects::error("setting the fast path's generation"))
+    }
+
+    /// The shared maps by the names the program gives them, for its loader.
+    pub(crate) fn maps(&self) -> [(&'static str, BorrowedFd<'_>); 4] {
+        [
+            ("flows4", self.flows4.as_fd()),
+            ("flows6", self.flows6.as_fd()),
+            ("ports", self.ports.as_fd()),
+            (".data.generation", self.generation.as_fd()),
+        ]
     }
 
     /// Lets the program send frames out of interface `ifindex` as port `slot`.
     pub fn set_port(&self, slot: u32, ifindex: u32) -> io::Result<()> {
-        map_update(self.ports.as_raw_fd(), &slot, &ifindex, "adding a port to the DEVMAP")
+        self.ports
+            .update(&slot.to_ne_bytes(), &ifindex.to_ne_bytes(), MapFlags::ANY)
+            .map_err(objects::error("adding a port to the DEVMAP"))
     }
 
     /// The interface port `slot` sends out of now (None: not in the
     /// DEVMAP).
     pub fn port(&self, slot: u32) -> io::Result<Option<u32>> {
-        let mut ifindex = 0u32;
-        match map_lookup(self.ports.as_raw_fd(), &slot, &mut ifindex, "reading the DEVMAP") {
-            Ok(()) => Ok(Some(ifindex)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        let v = self
+            .ports
+            .lookup(&slot.to_ne_bytes(), MapFlags::ANY)
+            .map_err(objects::error("reading the DEVMAP"))?;
+        Ok(v.map(|v| u32::from_ne_bytes(v[..4].try_into().expect("4 bytes"))))
     }
 
     /// Stops the program sending frames out of port `slot`: the frames of
     /// flows held for it take the slow path (uncounted here) until
     /// `set_port` puts it back. No error if it was not there.
     pub fn clear_port(&self, slot: u32) -> io::Result<()> {
-        delete_elem(
-            self.ports.as_raw_fd(),
-            &slot as *const u32 as u64,
-            "taking a port out of the DEVMAP",
-        )
+        delete(&self.ports, &slot.to_ne_bytes(), "taking a port out of the DEVMAP")
     }
 
     /// Forwards `key`'s frames out of port `out_slot` from now on, until
@@ -283,27 +321,31 @@ impl FastPath {
             generation: self.current.load(std::sync::atomic::Ordering::Acquire),
             ..Entry::default()
         };
-        // A map reads as many bytes of the key as its keys have.
-        map_update(self.map_of(key), &key.0, &e, "adding a flow to the fast path")
+        let (map, len) = self.map_of(key);
+        map.update(&key.0[..len], e.as_bytes(), MapFlags::ANY)
+            .map_err(objects::error("adding a flow to the fast path"))
     }
 
     /// The packets and bytes the program has forwarded for `key` since it
     /// was inserted (None: no such entry).
     pub fn counts(&self, key: &FlowKey) -> io::Result<Option<(u64, u64)>> {
-        let mut e = Entry::default();
-        match map_lookup(self.map_of(key), &key.0, &mut e, "reading a fast-path flow") {
-            Ok(()) => Ok(Some((e.packets, e.bytes))),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(err),
-        }
+        let (map, len) = self.map_of(key);
+        let v = map
+            .lookup(&key.0[..len], MapFlags::ANY)
+            .map_err(objects::error("reading a fast-path flow"))?;
+        Ok(v.map(|v| {
+            let e = Entry::from_bytes(&v);
+            (e.packets, e.bytes)
+        }))
     }
 
-    /// The map `key`'s flow lives in.
-    fn map_of(&self, key: &FlowKey) -> RawFd {
+    /// The map `key`'s flow lives in, and how many of the key's bytes it
+    /// takes.
+    fn map_of(&self, key: &FlowKey) -> (&MapHandle, usize) {
         if key.is_ipv6() {
-            self.flows6.as_raw_fd()
+            (&self.flows6, KEY_LEN)
         } else {
-            self.flows4.as_raw_fd()
+            (&self.flows4, KEY_LEN4)
         }
     }
 
@@ -312,8 +354,8 @@ impl FastPath {
     /// costs a system call, a batch walks the whole table at once).
     pub fn counts_all(&self, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
         out.clear();
-        counts_of_map(self.flows4.as_raw_fd(), KEY_LEN4, out)?;
-        counts_of_map(self.flows6.as_raw_fd(), KEY_LEN, out)
+        counts_of_map(&self.flows4, KEY_LEN4, out)?;
+        counts_of_map(&self.flows6, KEY_LEN, out)
     }
 
     /// Removes the entries of `keys`, which must all be there, with a
@@ -326,24 +368,32 @@ impl FastPath {
             }
             // The batch takes the keys packed at the map's key size.
             let packed: Vec<u8> = group.iter().flat_map(|k| k.0[..len].iter().copied()).collect();
-            let mut attr = Attr::new();
-            attr.u64(16, packed.as_ptr() as u64)
-                .u32(32, group.len() as u32)
-                .u32(36, map.as_raw_fd() as u32);
-            if bpf(BPF_MAP_DELETE_BATCH, &mut attr, "removing fast-path flows").is_ok() {
+            let mut count = group.len() as u32;
+            let opts = libbpf_sys::bpf_map_batch_opts {
+                sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+                ..Default::default()
+            };
+            // SAFETY: `packed` holds `count` keys of the map's key size and
+            // outlives the call; libbpf writes back how many it deleted.
+            let r = unsafe {
+                libbpf_sys::bpf_map_delete_batch(map.as_fd().as_raw_fd(), packed.as_ptr().cast(), &mut count, &opts)
+            };
+            if r == 0 {
                 continue;
             }
             // The batch stops at the first key it cannot delete: the rest
             // one by one.
-            let done = u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize;
-            group[done.min(group.len())..].iter().try_for_each(|k| self.remove(k))?;
+            group[(count as usize).min(group.len())..]
+                .iter()
+                .try_for_each(|k| self.remove(k))?;
         }
         Ok(())
     }
 
     /// Removes `key`'s entry (no error if there is none).
     pub fn remove(&self, key: &FlowKey) -> io::Result<()> {
-        delete_elem(self.map_of(key), key.0.as_ptr() as u64, "removing a fast-path flow")
+        let (map, len) = self.map_of(key);
+        delete(map, &key.0[..len], "removing a fast-path flow")
     }
 
     /// The generation entries are inserted under now.
@@ -361,89 +411,65 @@ impl FastPath {
             .wrapping_add(1);
         self.write_generation(next)
     }
-
-    /// The program for the port numbered `in_port`: fast path first, else
-    /// the AF_XDP socket of the frame's receive queue in `xskmap`; frames
-    /// longer than `max_len` go to the stack.
-    pub(crate) fn program(&self, xskmap: RawFd, in_port: u32, max_len: u32) -> Vec<Insn> {
-        program(
-            xskmap,
-            [self.flows4.as_raw_fd(), self.flows6.as_raw_fd()],
-            self.ports.as_raw_fd(),
-            self.generation.as_raw_fd(),
-            in_port,
-            max_len,
-        )
-    }
 }
 
-/// Deletes the element at `key` (a pointer to the key's bytes) from map
-/// `map`; no error if there is none.
-fn delete_elem(map: RawFd, key: u64, what: &str) -> io::Result<()> {
-    match bpf(BPF_MAP_DELETE_ELEM, Attr::new().u32(0, map as u32).u64(8, key), what) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        r => r.map(drop),
+/// Deletes `key` from `map`; no error if it is not there.
+fn delete(map: &MapHandle, key: &[u8], what: &str) -> io::Result<()> {
+    match map.delete(key) {
+        Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
+        r => r.map_err(objects::error(what)),
     }
-}
-
-/// An instruction, a jump to a label, or a label.
-enum Item {
-    I(Insn),
-    Jump(Insn, &'static str),
-    Label(&'static str),
-}
-
-/// Resolves jump labels into offsets.
-fn assemble(items: Vec<Item>) -> Vec<Insn> {
-    let mut at = std::collections::HashMap::new();
-    let mut n = 0i32;
-    for it in &items {
-        match it {
-            Item::Label(l) => {
-                at.insert(*l, n);
-            }
-            _ => n += 1,
-        }
-    }
-    let mut out = Vec::with_capacity(n as usize);
-    for it in items {
-        match it {
-            Item::I(i) => out.push(i),
-            Item::Jump(mut i, l) => {
-                i.off = (at[l] - out.len() as i32 - 1) as i16;
-                out.push(i);
-            }
-            Item::Label(_) => {}
-        }
-    }
-    out
 }
 
 /// Every entry of hash map `map` (keys of `key_len` bytes) with its
-/// packets and bytes, added to `out`.
-fn counts_of_map(map: RawFd, key_len: usize, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
+/// packets and bytes, added to `out`: libbpf's batch lookup into buffers
+/// reused from one call to the next (libbpf-rs's iterator allocates per
+/// entry).
+fn counts_of_map(map: &MapHandle, key_len: usize, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
     const CHUNK: usize = 4096;
     let mut keys = vec![0u8; CHUNK * key_len];
     let mut values = vec![Entry::default(); CHUNK];
     let mut token = 0u32;
     let mut first = true;
+    let opts = libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
     loop {
-        let mut attr = Attr::new();
-        attr.u64(0, if first { 0 } else { &token as *const u32 as u64 })
-            .u64(8, &mut token as *mut u32 as u64)
-            .u64(16, keys.as_mut_ptr() as u64)
-            .u64(24, values.as_mut_ptr() as u64)
-            .u32(32, CHUNK as u32)
-            .u32(36, map as u32);
-        let r = bpf(BPF_MAP_LOOKUP_BATCH, &mut attr, "reading the fast path's flows");
+        let mut n = CHUNK as u32;
+        let in_token: *mut std::ffi::c_void = if first {
+            std::ptr::null_mut()
+        } else {
+            (&mut token as *mut u32).cast()
+        };
+        let mut next = 0u32;
+        // SAFETY: the buffers hold CHUNK keys and values of the map's sizes
+        // and outlive the call; libbpf writes how many it filled into `n`.
+        let r = unsafe {
+            libbpf_sys::bpf_map_lookup_batch(
+                map.as_fd().as_raw_fd(),
+                in_token,
+                (&mut next as *mut u32).cast(),
+                keys.as_mut_ptr().cast(),
+                values.as_mut_ptr().cast(),
+                &mut n,
+                &opts,
+            )
+        };
         // The kernel says how many it filled, also on its last call,
         // which ends with ENOENT.
         let last = match r {
-            Ok(_) => false,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => true,
-            Err(e) => return Err(e),
+            0 => false,
+            e if -e == libc::ENOENT => true,
+            e => {
+                let err = io::Error::from_raw_os_error(-e);
+                return Err(io::Error::new(
+                    err.kind(),
+                    format!("reading the fast path's flows: {err}"),
+                ));
+            }
         };
-        let n = (u32::from_ne_bytes(attr.0[32..36].try_into().expect("4 bytes")) as usize).min(CHUNK);
+        let n = (n as usize).min(CHUNK);
         out.extend(keys.chunks_exact(key_len).take(n).zip(&values).map(|(k, e)| {
             let mut key = FlowKey([0; KEY_LEN]);
             key.0[..key_len].copy_from_slice(k);
@@ -452,244 +478,9 @@ fn counts_of_map(map: RawFd, key_len: usize, out: &mut Vec<(FlowKey, (u64, u64))
         if last {
             return Ok(());
         }
+        token = next;
         first = false;
     }
-}
-
-fn program(xskmap: RawFd, flows: [RawFd; 2], ports: RawFd, generation: RawFd, in_port: u32, max_len: u32) -> Vec<Insn> {
-    use Item::{Jump as J, Label as L, I};
-    const LDX_B: u8 = 0x71;
-    const LDX_H: u8 = 0x69;
-    const LDX_W: u8 = 0x61;
-    const LDX_DW: u8 = 0x79;
-    const STX_B: u8 = 0x73;
-    const STX_H: u8 = 0x6b;
-    const STX_W: u8 = 0x63;
-    const STX_DW: u8 = 0x7b;
-    const ST_W: u8 = 0x62;
-    const ATOMIC_ADD_DW: u8 = 0xdb;
-    const ADD_K: u8 = 0x07;
-    const OR_K: u8 = 0x47;
-    const AND_K: u8 = 0x57;
-    const ST_DW: u8 = 0x7a;
-    const JLT_K: u8 = 0xa5;
-    const JLE_K: u8 = 0xb5;
-    const MOV_K: u8 = 0xb7;
-    const MOV_X: u8 = 0xbf;
-    const JA: u8 = 0x05;
-    const JEQ_K: u8 = 0x15;
-    const JNE_K: u8 = 0x55;
-    const JNE_X: u8 = 0x5d;
-    const JGT_X: u8 = 0x2d;
-    const JLE_X: u8 = 0xbd;
-    const JSET_K: u8 = 0x45;
-    const LD_IMM64: u8 = 0x18;
-    const CALL: u8 = 0x85;
-    const EXIT: u8 = 0x95;
-    let map = |reg: u8, kind: u8, fd: RawFd| [I(insn(LD_IMM64, reg, kind, 0, fd)), I(insn(0, 0, 0, 0, 0))];
-    // Key on the stack at fp-64 (offsets below are from fp).
-    let k = -(KEY_LEN as i16);
-    let mut p = vec![
-        I(insn(MOV_X, 6, 1, 0, 0)), // r6 = ctx
-        I(insn(LDX_W, 2, 6, 0, 0)), // r2 = data
-        I(insn(LDX_W, 3, 6, 4, 0)), // r3 = data_end
-        I(insn(MOV_X, 4, 2, 0, 0)), // r4 = data
-        I(insn(ADD_K, 4, 0, 0, max_len as i32 + 1)),
-        J(insn(JLE_X, 4, 3, 0, 0), "stack"), // longer than max_len: the stack
-        I(insn(MOV_X, 4, 2, 0, 0)),
-        I(insn(ADD_K, 4, 0, 0, MIN_FRAME as i32)),
-        J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
-    ];
-    // Fields that do not apply stay zero (an IPv6 key zeroes its second
-    // half itself).
-    p.extend((0..KEY_LEN4 as i16 / 8).map(|i| I(insn(ST_DW, 10, 0, k + 8 * i, 0))));
-    p.extend([
-        I(insn(ST_W, 10, 0, k, in_port as i32)),
-        I(insn(LDX_W, 5, 2, 0, 0)), // the Ethernet addresses
-        I(insn(STX_W, 10, 5, k + 4, 0)),
-        I(insn(LDX_DW, 5, 2, 4, 0)),
-        I(insn(STX_DW, 10, 5, k + 8, 0)),
-    ]);
-    if in_port <= 0xffff {
-        // One 802.1Q tag: its control information (DEI set: "tagged") in
-        // the key, then the rest read as an untagged frame 4 bytes on.
-        p.extend([
-            I(insn(LDX_H, 5, 2, 12, 0)),
-            J(
-                insn(JNE_K, 5, 0, 0, i32::from(u16::from_ne_bytes([0x81, 0x00]))),
-                "untagged",
-            ),
-            I(insn(LDX_H, 5, 2, 14, 0)),
-            I(insn(OR_K, 5, 0, 0, DEI_IN_REGISTER)),
-            I(insn(STX_H, 10, 5, k + TAG_AT as i16, 0)),
-            I(insn(ADD_K, 2, 0, 0, 4)),
-            I(insn(MOV_X, 4, 2, 0, 0)),
-            I(insn(ADD_K, 4, 0, 0, MIN_FRAME as i32)),
-            J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
-            L("untagged"),
-        ]);
-    }
-    // The transport word of a frame whose protocol is in r7 and whose
-    // transport header starts at `at`, into the key at `key_at`; then to
-    // `lookup` (`other`: where any other protocol goes). TCP, UDP and SCTP
-    // need their whole header; ICMPv6 neighbour discovery and router
-    // messages go to the slow path.
-    let transport =
-        |at: i16, key_at: i16, icmp: u8, lookup: &'static str, other: &'static str, names: [&'static str; 5]| {
-            let [tcp, udp, sctp, whole, icmp_label] = names;
-            let mut t = vec![
-                J(insn(JEQ_K, 7, 0, 0, 6), tcp),
-                J(insn(JEQ_K, 7, 0, 0, 17), udp),
-                J(insn(JEQ_K, 7, 0, 0, 132), sctp),
-                J(insn(JEQ_K, 7, 0, 0, i32::from(icmp)), icmp_label),
-                J(insn(JA, 0, 0, 0, 0), other),
-            ];
-            for (label, len, next) in [(tcp, 20, Some(whole)), (udp, 8, Some(whole)), (sctp, 12, None)] {
-                t.extend([
-                    L(label),
-                    I(insn(MOV_X, 4, 2, 0, 0)),
-                    I(insn(ADD_K, 4, 0, 0, i32::from(at) + len)),
-                ]);
-                if let Some(next) = next {
-                    t.push(J(insn(JA, 0, 0, 0, 0), next));
-                }
-            }
-            t.extend([
-                L(whole),
-                J(insn(JGT_X, 4, 3, 0, 0), "slow"), // the header is cut short
-                I(insn(LDX_W, 5, 2, at, 0)),
-                I(insn(STX_W, 10, 5, k + key_at, 0)),
-                J(insn(JA, 0, 0, 0, 0), lookup),
-                L(icmp_label),
-                I(insn(LDX_B, 5, 2, at, 0)),
-            ]);
-            if icmp == PROTO_ICMPV6 {
-                t.extend([
-                    J(insn(JLT_K, 5, 0, 0, 133), "icmp6_ok"),
-                    J(insn(JLE_K, 5, 0, 0, 137), "slow"),
-                    L("icmp6_ok"),
-                ]);
-            }
-            t.extend([
-                I(insn(LDX_H, 5, 2, at, 0)), // type and code
-                I(insn(STX_H, 10, 5, k + key_at, 0)),
-                J(insn(JA, 0, 0, 0, 0), lookup),
-            ]);
-            t
-        };
-    p.extend([
-        I(insn(LDX_H, 5, 2, 12, 0)),
-        I(insn(STX_H, 10, 5, k + 16, 0)), // the Ethernet type
-        J(
-            insn(JEQ_K, 5, 0, 0, i32::from(u16::from_ne_bytes([0x86, 0xdd]))),
-            "ipv6",
-        ),
-        J(
-            insn(JNE_K, 5, 0, 0, i32::from(u16::from_ne_bytes([0x08, 0x00]))),
-            "slow",
-        ),
-        I(insn(LDX_B, 5, 2, 14, 0)),
-        J(insn(JNE_K, 5, 0, 0, 0x45), "slow"), // options, or not version 4
-        I(insn(LDX_H, 5, 2, 20, 0)),
-        J(insn(JSET_K, 5, 0, 0, 0xff3f), "slow"), // a fragment (MF or an offset)
-        I(insn(LDX_B, 5, 2, 15, 0)),
-        I(insn(STX_B, 10, 5, k + 18, 0)),
-        I(insn(LDX_B, 7, 2, 23, 0)), // r7 = protocol
-        I(insn(STX_B, 10, 7, k + 19, 0)),
-        I(insn(LDX_W, 5, 2, 26, 0)),
-        I(insn(STX_W, 10, 5, k + 20, 0)),
-        I(insn(LDX_W, 5, 2, 30, 0)),
-        I(insn(STX_W, 10, 5, k + 24, 0)),
-    ]);
-    p.extend(transport(
-        L4_AT as i16,
-        KEY_L4 as i16,
-        PROTO_ICMP,
-        "lookup4",
-        "lookup4",
-        ["tcp4", "udp4", "sctp4", "whole4", "icmp4"],
-    ));
-    p.extend([
-        L("ipv6"),
-        I(insn(MOV_X, 4, 2, 0, 0)),
-        I(insn(ADD_K, 4, 0, 0, MIN_FRAME6 as i32)),
-        J(insn(JGT_X, 4, 3, 0, 0), "slow"), // too short for a key
-        I(insn(LDX_B, 5, 2, 14, 0)),
-        I(insn(AND_K, 5, 0, 0, 0xf0)),
-        J(insn(JNE_K, 5, 0, 0, 0x60), "slow"), // not version 6
-        I(insn(LDX_W, 5, 2, 14, 0)),           // version, traffic class, flow label
-        I(insn(STX_W, 10, 5, k + 20, 0)),
-    ]);
-    for at in [0i16, 8, 16, 24] {
-        p.extend([
-            I(insn(LDX_DW, 5, 2, 22 + at, 0)), // source and destination
-            I(insn(STX_DW, 10, 5, k + 24 + at, 0)),
-        ]);
-    }
-    p.extend([
-        I(insn(ST_DW, 10, 0, k + 56, 0)),
-        I(insn(LDX_B, 7, 2, 20, 0)), // r7 = next header
-        I(insn(STX_B, 10, 7, k + 56, 0)),
-    ]);
-    // Any other next header may be an extension header, which the
-    // switch's parser looks behind: the slow path.
-    p.extend(transport(
-        L4_AT6 as i16,
-        KEY_L4_6 as i16,
-        PROTO_ICMPV6,
-        "lookup6",
-        "slow",
-        ["tcp6", "udp6", "sctp6", "whole6", "icmp6"],
-    ));
-    // r9 = the family's flow map.
-    p.push(L("lookup4"));
-    p.extend(map(9, BPF_PSEUDO_MAP_FD, flows[0]));
-    p.push(J(insn(JA, 0, 0, 0, 0), "lookup"));
-    p.push(L("lookup6"));
-    p.extend(map(9, BPF_PSEUDO_MAP_FD, flows[1]));
-    p.extend([
-        L("lookup"),
-        I(insn(MOV_X, 1, 6, 0, 0)),
-        I(insn(CALL, 0, 0, 0, BPF_FUNC_XDP_GET_BUFF_LEN)),
-        I(insn(MOV_X, 8, 0, 0, 0)), // r8 = frame length
-        I(insn(MOV_X, 1, 9, 0, 0)),
-        I(insn(MOV_X, 2, 10, 0, 0)),
-        I(insn(ADD_K, 2, 0, 0, k as i32)),
-        I(insn(CALL, 0, 0, 0, BPF_FUNC_MAP_LOOKUP_ELEM)),
-        J(insn(JEQ_K, 0, 0, 0, 0), "slow"), // no entry
-        I(insn(LDX_W, 5, 0, 4, 0)),         // the entry's generation
-    ]);
-    p.extend(map(1, BPF_PSEUDO_MAP_VALUE, generation));
-    p.extend([
-        I(insn(LDX_W, 4, 1, 0, 0)),
-        J(insn(JNE_X, 5, 4, 0, 0), "slow"), // installed under older tables
-        I(insn(MOV_X, 7, 0, 0, 0)),         // r7 = the entry
-        I(insn(LDX_W, 2, 0, 0, 0)),         // r2 = output slot
-    ]);
-    p.extend(map(1, BPF_PSEUDO_MAP_FD, ports));
-    p.extend([
-        // A slot with no port (the switch took it out because the port
-        // cannot take redirected frames now): the slow path, uncounted.
-        I(insn(MOV_K, 3, 0, 0, 0)),
-        I(insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP)),
-        J(insn(JNE_K, 0, 0, 0, XDP_REDIRECT), "slow"),
-        I(insn(MOV_K, 4, 0, 0, 1)),
-        I(insn(ATOMIC_ADD_DW, 7, 4, 8, 0)),  // packets += 1
-        I(insn(ATOMIC_ADD_DW, 7, 8, 16, 0)), // bytes += length
-        I(insn(EXIT, 0, 0, 0, 0)),
-        L("slow"),
-        I(insn(LDX_W, 2, 6, 16, 0)), // r2 = rx_queue_index
-    ]);
-    p.extend(map(1, BPF_PSEUDO_MAP_FD, xskmap));
-    p.extend([
-        I(insn(MOV_K, 3, 0, 0, XDP_PASS)),
-        I(insn(CALL, 0, 0, 0, BPF_FUNC_REDIRECT_MAP)),
-        I(insn(EXIT, 0, 0, 0, 0)),
-        L("stack"),
-        I(insn(MOV_K, 0, 0, 0, XDP_PASS)),
-        I(insn(EXIT, 0, 0, 0, 0)),
-    ]);
-    assemble(p)
 }
 
 #[cfg(test)]
@@ -899,16 +690,222 @@ mod tests {
         assert_eq!(FlowKey::of(1, &f), Some(k));
     }
 
+    /// Every named field of a BTF struct (members of anonymous unions and
+    /// structs flattened, nested names joined by dots) at its byte offset.
+    fn fields(
+        btf: &libbpf_rs::btf::Btf<'_>,
+        ty: libbpf_rs::btf::BtfType<'_>,
+        prefix: &str,
+        base: usize,
+        out: &mut Vec<(String, usize)>,
+    ) {
+        use libbpf_rs::btf::types::{MemberAttr, Struct, Union};
+        let members: Vec<(Option<String>, libbpf_rs::btf::TypeId, u32)> = if let Ok(st) = Struct::try_from(ty) {
+            st.iter()
+                .map(|m| {
+                    (
+                        m.name.map(|n| n.to_string_lossy().into_owned()),
+                        m.ty,
+                        match m.attr {
+                            MemberAttr::Normal { offset } | MemberAttr::BitField { offset, .. } => offset,
+                        },
+                    )
+                })
+                .collect()
+        } else if let Ok(un) = Union::try_from(ty) {
+            un.iter()
+                .map(|m| {
+                    (
+                        m.name.map(|n| n.to_string_lossy().into_owned()),
+                        m.ty,
+                        match m.attr {
+                            MemberAttr::Normal { offset } | MemberAttr::BitField { offset, .. } => offset,
+                        },
+                    )
+                })
+                .collect()
+        } else {
+            return;
+        };
+        for (name, id, bits) in members {
+            let at = base + bits as usize / 8;
+            let inner = btf
+                .type_by_id::<libbpf_rs::btf::BtfType<'_>>(id)
+                .unwrap()
+                .skip_mods_and_typedefs();
+            let name = match name.filter(|n| !n.is_empty()) {
+                Some(n) if prefix.is_empty() => n,
+                Some(n) => format!("{prefix}.{n}"),
+                None => prefix.to_string(),
+            };
+            let composite = matches!(
+                inner.kind(),
+                libbpf_rs::btf::BtfKind::Struct | libbpf_rs::btf::BtfKind::Union
+            );
+            if composite {
+                fields(btf, inner, &name, at, out);
+            } else {
+                out.push((name, at));
+            }
+        }
+    }
+
+    /// The key's and the entry's Rust layouts are the C structs' in the
+    /// program's object (`bpf/flow_key.h`), field by field.
     #[test]
-    fn jumps_land_on_their_labels() {
-        let p = assemble(vec![
-            Item::Jump(insn(0x05, 0, 0, 0, 0), "end"),
-            Item::I(insn(0xb7, 0, 0, 0, 1)),
-            Item::I(insn(0xb7, 0, 0, 0, 2)),
-            Item::Label("end"),
-            Item::I(insn(0x95, 0, 0, 0, 0)),
-        ]);
-        assert_eq!(p.len(), 4);
-        assert_eq!(p[0].off, 2);
+    fn the_key_and_the_entry_are_laid_out_as_the_programs_structs() {
+        use libbpf_rs::btf::{types::Struct, Btf, HasSize};
+        let btf = Btf::from_raw("xsk", objects::XSK).unwrap().expect("the object has BTF");
+        let key: Struct<'_> = btf.type_by_name("flow_key").expect("struct flow_key");
+        assert_eq!(key.size(), KEY_LEN, "sizeof(struct flow_key)");
+        assert_eq!(std::mem::size_of::<FlowKey>(), KEY_LEN);
+        let mut got = Vec::new();
+        fields(&btf, *key, "", 0, &mut got);
+        let want = [
+            ("in_port", at::IN_PORT),
+            ("eth_dst", at::ETH_DST),
+            ("eth_src", at::ETH_SRC),
+            ("eth_type", at::ETH_TYPE),
+            ("ip_tos", at::IP_TOS),
+            ("ip_proto", at::IP_PROTO),
+            ("v4.src", at::V4_SRC),
+            ("v4.dst", at::V4_DST),
+            ("v4.l4", at::V4_L4),
+            ("v6.first_word", at::V6_FIRST_WORD),
+            ("v6.src", at::V6_SRC),
+            ("v6.dst", at::V6_DST),
+            ("v6.next_header", at::V6_NEXT_HEADER),
+            ("v6.pad", at::V6_NEXT_HEADER + 1),
+            ("v6.l4", at::V6_L4),
+        ];
+        let want: Vec<(String, usize)> = want.iter().map(|(n, a)| (n.to_string(), *a)).collect();
+        assert_eq!(got, want, "struct flow_key against FlowKey's offsets (fastpath::at)");
+        // The IPv4 map's keys end with the IPv4 transport word.
+        assert_eq!(KEY_LEN4, at::V4_L4 + 4);
+
+        let entry: Struct<'_> = btf.type_by_name("flow_entry").expect("struct flow_entry");
+        assert_eq!(entry.size(), std::mem::size_of::<Entry>(), "sizeof(struct flow_entry)");
+        let mut got = Vec::new();
+        fields(&btf, *entry, "", 0, &mut got);
+        let want: Vec<(String, usize)> = [
+            ("out_slot", std::mem::offset_of!(Entry, out_slot)),
+            ("generation", std::mem::offset_of!(Entry, generation)),
+            ("packets", std::mem::offset_of!(Entry, packets)),
+            ("bytes", std::mem::offset_of!(Entry, bytes)),
+            ("reserved", std::mem::offset_of!(Entry, reserved)),
+        ]
+        .iter()
+        .map(|(n, a)| (n.to_string(), *a))
+        .collect();
+        assert_eq!(got, want, "struct flow_entry against Entry");
+    }
+
+    /// Frames of every kind the key covers or refuses, untagged and
+    /// tagged, whole and cut at every length, and with bytes changed at
+    /// random (seeded): the cases the two parsers must agree on.
+    fn frames_to_agree_on() -> Vec<Vec<u8>> {
+        let eth = |ty: [u8; 2]| {
+            let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+            f.extend(ty);
+            f
+        };
+        let mut bases = Vec::new();
+        for (proto, l4) in [(17u8, 8usize), (6, 20), (132, 12), (1, 8), (47, 8)] {
+            for (ver, frag) in [
+                (0x45u8, [0u8, 0u8]),
+                (0x46, [0, 0]),
+                (0x45, [0x20, 0]),
+                (0x45, [0, 8]),
+                (0x45, [0x40, 0]),
+            ] {
+                let mut f = eth([0x08, 0x00]);
+                f.extend([
+                    ver, 0xb8, 0, 46, 0x12, 0x34, frag[0], frag[1], 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+                ]);
+                f.extend((0..l4 + 6).map(|i| 0x30 + i as u8));
+                bases.push(f);
+            }
+        }
+        for (next, l4) in [(17u8, 8usize), (6, 20), (132, 12), (58, 8), (0, 8), (44, 8)] {
+            for icmp_type in [1u8, 128, 133, 135, 137, 138] {
+                let mut f = eth([0x86, 0xdd]);
+                f.extend([0x6a, 0xbc, 0xde, 0xf1, 0, l4 as u8, next, 64]);
+                f.extend((0..32).map(|i| i as u8 * 7));
+                f.push(icmp_type);
+                f.extend((1..l4 + 6).map(|i| 0x40 + i as u8));
+                bases.push(f);
+                if next != 58 {
+                    break;
+                }
+            }
+        }
+        bases.push(eth([0x08, 0x06]).into_iter().chain([0u8; 46]).collect());
+        let mut out = Vec::new();
+        for b in &bases {
+            for tag in [None, Some([0x81u8, 0x00, 0xa0, 0x07]), Some([0x88, 0xa8, 0x00, 0x05])] {
+                let mut f = b.clone();
+                if let Some(t) = tag {
+                    f.splice(12..12, t);
+                }
+                for len in 14..=f.len() {
+                    out.push(f[..len].to_vec());
+                }
+            }
+        }
+        // Bytes changed at random in whole frames (a seeded xorshift).
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let whole: Vec<Vec<u8>> = out.iter().filter(|f| f.len() >= 60).cloned().collect();
+        for _ in 0..3000 {
+            let mut f = whole[next() as usize % whole.len()].clone();
+            for _ in 0..1 + next() % 3 {
+                let at = 12 + next() as usize % (f.len() - 12);
+                f[at] = next() as u8;
+            }
+            out.push(f);
+        }
+        out
+    }
+
+    /// The parser in the kernel (`flow_key_of` in `bpf/flow_key.h`, run by
+    /// BPF_PROG_TEST_RUN) and `FlowKey::of` give the same key, or both
+    /// none, for every frame, on a port that may carry tags and on one
+    /// that may not. Needs root (CAP_BPF).
+    #[test]
+    fn the_kernels_parser_and_flowkey_of_agree_on_every_frame() {
+        use libbpf_rs::{MapCore, MapFlags};
+        let frames = frames_to_agree_on();
+        let mut keys = 0;
+        for in_port in [3u32, 0x1_0002] {
+            let mut open = objects::open(objects::KEY_PROBE, "sdnlab_key_probe").unwrap();
+            objects::set_rodata(&mut open, objects::KEY_PROBE, "in_port", &in_port.to_ne_bytes()).unwrap();
+            let obj = objects::load(open, "loading the key probe (needs root or CAP_BPF)").unwrap();
+            let prog = obj.progs_mut().find(|p| p.name() == "sdnlab_key_probe").unwrap();
+            let out = obj.maps().find(|m| m.name() == "probe_out").unwrap();
+            for f in &frames {
+                let input = libbpf_rs::ProgramInput {
+                    data_in: Some(f),
+                    ..Default::default()
+                };
+                let r = prog.test_run(input).unwrap();
+                assert_eq!(r.return_value, 2, "XDP_PASS");
+                let v = out.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).unwrap().unwrap();
+                let kind = u32::from_ne_bytes(v[0..4].try_into().unwrap());
+                let kernel = (kind != 0).then(|| FlowKey(v[8..8 + KEY_LEN].try_into().unwrap()));
+                let ours = FlowKey::of(in_port, f);
+                assert_eq!(kernel, ours, "port {in_port:#x}, frame {f:02x?}");
+                if let Some(k) = ours {
+                    assert_eq!(kind, if k.is_ipv6() { 6 } else { 4 });
+                    keys += 1;
+                }
+            }
+        }
+        // Not only refusals: many frames have keys.
+        assert!(keys > 1000, "{keys} keys");
     }
 }

@@ -5,7 +5,6 @@
 //! generator. Needs root (or CAP_NET_RAW, CAP_BPF and CAP_NET_ADMIN).
 
 pub mod bpf;
-pub mod btf;
 pub mod fastpath;
 pub mod live;
 pub mod netdev;

@@ -13,21 +13,16 @@
 //! (`enable_gro`). The frame layout is the `traffic` crate's: sequence at
 //! byte 46 (48 bits), time at 52 (64 bits), UDP source port at 34.
 
-use crate::bpf::{bpf, bpf_fd, insn, load_xdp, map_lookup, map_update, Attr, Insn, BPF_MAP_CREATE};
+use crate::objects;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const BPF_PROG_TEST_RUN: libc::c_long = 10;
-const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
-const BPF_FUNC_MAP_LOOKUP_ELEM: i32 = 1;
-const BPF_FUNC_KTIME_GET_NS: i32 = 5;
-const XDP_DROP: i32 = 1;
-const XDP_TX: i32 = 3;
-/// Where the stamps go in the frame.
+/// Where the stamps go in the frame (`bpf/gen.bpf.c` has them too).
 pub const SEQ_AT: i16 = 46;
 pub const TIME_AT: i16 = 52;
 pub const SPORT_AT: i16 = 34;
@@ -38,101 +33,60 @@ pub const SPORT_BASE: i32 = 10_000;
 /// Most runs the kernel does per batch in live mode.
 pub const MAX_BATCH: u32 = 256;
 
-/// The map's one value, as u64 words.
-const W_SEQ: i16 = 0;
-const W_OFFSET: i16 = 8;
-const W_NEXT: i16 = 16;
-const W_INTERVAL: i16 = 24;
-const W_END: i16 = 32;
-const W_SLACK: i16 = 40;
-/// How long a paced run lasts; its clock starts at its first frame, so the
-/// tens of milliseconds the kernel call takes to set up are not lost slots.
-const W_DURATION: i16 = 48;
-const VALUE_LEN: u32 = 56;
+/// The generator's state, as `struct gen_state` of `bpf/gen.bpf.c`.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+#[repr(C)]
+struct State {
+    seq: u64,
+    offset: u64,
+    next: u64,
+    interval: u64,
+    end: u64,
+    slack: u64,
+    /// How long a paced run lasts; its clock starts at its first frame, so
+    /// the tens of milliseconds the kernel call takes to set up are not
+    /// lost slots.
+    duration: u64,
+}
 
-fn stamp_program(map_fd: RawFd, streams: u32) -> Vec<Insn> {
-    const LDX_W: u8 = 0x61;
-    const LDX_DW: u8 = 0x79;
-    const STX_W: u8 = 0x63;
-    const STX_H: u8 = 0x6b;
-    const STX_DW: u8 = 0x7b;
-    const MOV_X: u8 = 0xbf;
-    const MOV_K: u8 = 0xb7;
-    const ADD_K: u8 = 0x07;
-    const ADD_X: u8 = 0x0f;
-    const LSH_K: u8 = 0x67;
-    const MOD_K: u8 = 0x97;
-    const TO_BE: u8 = 0xdc; // BPF_ALU | BPF_END | BPF_TO_BE
-    const JGT_X: u8 = 0x2d;
-    const JGE_X: u8 = 0x3d;
-    const JLT_X: u8 = 0xad;
-    const JLE_X: u8 = 0xbd;
-    const JEQ_K: u8 = 0x15;
-    const JNE_K: u8 = 0x55;
-    const LD_IMM64: u8 = 0x18;
-    const CALL: u8 = 0x85;
-    const EXIT: u8 = 0x95;
-    const DROP: i16 = 52;
-    let mut p = vec![
-        insn(LDX_W, 2, 1, 0, 0),                       // 0: r2 = data
-        insn(LDX_W, 3, 1, 4, 0),                       // 1: r3 = data_end
-        insn(MOV_X, 6, 2, 0, 0),                       // 2: r6 = data
-        insn(ADD_K, 2, 0, 0, MIN_FRAME as i32),        // 3: r2 += MIN_FRAME
-        insn(JGT_X, 2, 3, 0, 0),                       // 4: too short: drop
-        insn(MOV_K, 1, 0, 0, 0),                       // 5: key 0 on the stack
-        insn(STX_W, 10, 1, -4, 0),                     // 6
-        insn(MOV_X, 2, 10, 0, 0),                      // 7: r2 = &key
-        insn(ADD_K, 2, 0, 0, -4),                      // 8
-        insn(LD_IMM64, 1, 1, 0, map_fd),               // 9: r1 = &map
-        insn(0, 0, 0, 0, 0),                           // 10
-        insn(CALL, 0, 0, 0, BPF_FUNC_MAP_LOOKUP_ELEM), // 11: r0 = &value
-        insn(JEQ_K, 0, 0, 0, 0),                       // 12: null: drop
-        insn(MOV_X, 7, 0, 0, 0),                       // 13: r7 = value
-        insn(CALL, 0, 0, 0, BPF_FUNC_KTIME_GET_NS),    // 14: r0 = now (monotonic)
-        insn(MOV_X, 9, 0, 0, 0),                       // 15: r9 = now
-        insn(LDX_DW, 1, 7, W_END, 0),                  // 16: not started (end 0): the run
-        insn(JNE_K, 1, 0, 0, 0),                       // 17:   starts now (to 22)
-        insn(LDX_DW, 1, 7, W_DURATION, 0),             // 18: end = now + duration
-        insn(ADD_X, 1, 9, 0, 0),                       // 19
-        insn(STX_DW, 7, 1, W_END, 0),                  // 20
-        insn(STX_DW, 7, 9, W_NEXT, 0),                 // 21: next = now
-        insn(LDX_DW, 1, 7, W_END, 0),                  // 22: past the end: drop
-        insn(JGE_X, 9, 1, 0, 0),                       // 23
-        insn(LDX_DW, 1, 7, W_INTERVAL, 0),             // 24: unpaced: send
-        insn(JEQ_K, 1, 0, 0, 0),                       // 25 (to 34)
-        insn(LDX_DW, 2, 7, W_NEXT, 0),                 // 26: before its time: drop
-        insn(JLT_X, 9, 2, 0, 0),                       // 27
-        insn(LDX_DW, 3, 7, W_SLACK, 0),                // 28: far behind (the thread was
-        insn(ADD_X, 3, 2, 0, 0),                       // 29:   preempted): the missed slots
-        insn(JLE_X, 9, 3, 1, 0),                       // 30:   are skipped, not sent in a burst
-        insn(MOV_X, 2, 9, 0, 0),                       // 31: next = now
-        insn(ADD_X, 2, 1, 0, 0),                       // 32: next += interval
-        insn(STX_DW, 7, 2, W_NEXT, 0),                 // 33
-        insn(LDX_DW, 8, 7, W_SEQ, 0),                  // 34: r8 = seq
-        insn(MOV_X, 1, 8, 0, 0),                       // 35
-        insn(ADD_K, 1, 0, 0, 1),                       // 36
-        insn(STX_DW, 7, 1, W_SEQ, 0),                  // 37: seq + 1 back to the map
-        insn(MOV_X, 1, 8, 0, 0),                       // 38: seq, 48 bits big-endian
-        insn(LSH_K, 1, 0, 0, 16),                      // 39
-        insn(TO_BE, 1, 0, 0, 64),                      // 40
-        insn(STX_DW, 6, 1, SEQ_AT, 0),                 // 41: (its low 2 bytes are overwritten by the time)
-        insn(MOD_K, 8, 0, 0, streams.max(1) as i32),   // 42: source port = base + seq % streams
-        insn(ADD_K, 8, 0, 0, SPORT_BASE),              // 43
-        insn(TO_BE, 8, 0, 0, 16),                      // 44
-        insn(STX_H, 6, 8, SPORT_AT, 0),                // 45
-        insn(LDX_DW, 1, 7, W_OFFSET, 0),               // 46: send time on CLOCK_REALTIME
-        insn(ADD_X, 9, 1, 0, 0),                       // 47
-        insn(TO_BE, 9, 0, 0, 64),                      // 48
-        insn(STX_DW, 6, 9, TIME_AT, 0),                // 49
-        insn(MOV_K, 0, 0, 0, XDP_TX),                  // 50
-        insn(EXIT, 0, 0, 0, 0),                        // 51
-        insn(MOV_K, 0, 0, 0, XDP_DROP),                // 52: drop
-        insn(EXIT, 0, 0, 0, 0),                        // 53
-    ];
-    for (at, to) in [(4usize, DROP), (12, DROP), (17, 22), (23, DROP), (25, 34), (27, DROP)] {
-        p[at].off = to - at as i16 - 1;
+impl State {
+    fn to_bytes(self) -> [u8; 56] {
+        let mut b = [0u8; 56];
+        let words = [
+            self.seq,
+            self.offset,
+            self.next,
+            self.interval,
+            self.end,
+            self.slack,
+            self.duration,
+        ];
+        for (chunk, w) in b.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
+        b
     }
-    p
+
+    fn from_bytes(b: &[u8]) -> State {
+        let w = |i: usize| u64::from_ne_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        State {
+            seq: w(0),
+            offset: w(1),
+            next: w(2),
+            interval: w(3),
+            end: w(4),
+            slack: w(5),
+            duration: w(6),
+        }
+    }
+}
+
+/// The generator's state map, read (`what`) or written.
+fn read_state(map: &MapHandle) -> io::Result<State> {
+    map.lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(objects::error("reading the generator's state"))?
+        .map(|v| State::from_bytes(&v))
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the generator's state is gone"))
 }
 
 fn monotonic_ns() -> u64 {
@@ -158,11 +112,11 @@ pub fn realtime_offset() -> u64 {
     r.wrapping_sub(m0 / 2 + m1 / 2)
 }
 
-/// The stamping program and its map, ready to send a frame out of one
-/// interface.
+/// The stamping program (`bpf/gen.bpf.c`) and its state, ready to send a
+/// frame out of one interface.
 pub struct LiveGenerator {
-    map: OwnedFd,
-    prog: OwnedFd,
+    state: MapHandle,
+    obj: libbpf_rs::Object,
     frame: Vec<u8>,
     ifindex: u32,
 }
@@ -170,19 +124,12 @@ pub struct LiveGenerator {
 /// Reads a running generator's next sequence number from elsewhere: every
 /// frame numbered below it has been stamped, none above.
 #[derive(Debug)]
-pub struct SeqReader(OwnedFd);
+pub struct SeqReader(MapHandle);
 
 impl SeqReader {
     pub fn next_seq(&self) -> io::Result<u64> {
-        Ok(read_state(self.0.as_raw_fd())?[0])
+        Ok(read_state(&self.0)?.seq)
     }
-}
-
-/// The generator's map value.
-fn read_state(map: RawFd) -> io::Result<[u64; 7]> {
-    let mut value = [0u64; 7];
-    map_lookup(map, &0u32, &mut value, "reading the generator's state")?;
-    Ok(value)
 }
 
 impl LiveGenerator {
@@ -197,43 +144,46 @@ impl LiveGenerator {
                 format!("frames shorter than {MIN_FRAME} bytes cannot be stamped"),
             ));
         }
-        let map = bpf_fd(
-            BPF_MAP_CREATE,
-            Attr::new()
-                .u32(0, BPF_MAP_TYPE_ARRAY)
-                .u32(4, 4)
-                .u32(8, VALUE_LEN)
-                .u32(12, 1),
-            "creating the generator's map (needs root or CAP_BPF)",
-        )?;
-        let prog = load_xdp(&stamp_program(map.as_raw_fd(), streams), b"sdnlab_gen", None)?;
+        let mut open = objects::open(objects::GEN, "sdnlab_gen")?;
+        objects::set_rodata(&mut open, objects::GEN, "streams", &streams.max(1).to_ne_bytes())?;
+        let obj = objects::load(open, "loading the generator (needs root or CAP_BPF)")?;
+        let state = obj
+            .maps()
+            .find(|m| m.name() == "gen_state")
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no map gen_state in the generator"))
+            .and_then(|m| MapHandle::try_from(&m).map_err(objects::error("holding the generator's map")))?;
         let g = LiveGenerator {
-            map,
-            prog,
+            state,
+            obj,
             frame: frame.to_vec(),
             ifindex,
         };
-        g.set([first_seq, realtime_offset(), 0, 0, u64::MAX, 0, 0])?;
+        g.set(State {
+            seq: first_seq,
+            offset: realtime_offset(),
+            end: u64::MAX,
+            ..State::default()
+        })?;
         Ok(g)
     }
 
-    fn set(&self, value: [u64; 7]) -> io::Result<()> {
-        map_update(self.map.as_raw_fd(), &0u32, &value, "setting the generator's sequence")
+    fn set(&self, s: State) -> io::Result<()> {
+        self.state
+            .update(&0u32.to_ne_bytes(), &s.to_bytes(), MapFlags::ANY)
+            .map_err(objects::error("setting the generator's sequence"))
     }
 
     /// The next sequence number (= frames stamped so far, from the first).
     pub fn next_seq(&self) -> io::Result<u64> {
-        Ok(self.read()?[0])
+        Ok(read_state(&self.state)?.seq)
     }
 
     /// A reader of the sequence number for another thread, while this
     /// generator runs (its own handle on the program's map).
     pub fn seq_reader(&self) -> io::Result<SeqReader> {
-        Ok(SeqReader(self.map.try_clone()?))
-    }
-
-    fn read(&self) -> io::Result<[u64; 7]> {
-        read_state(self.map.as_raw_fd())
+        MapHandle::try_from(&self.state)
+            .map(SeqReader)
+            .map_err(objects::error("holding the generator's map"))
     }
 
     /// Sends `count` frames as fast as it can, `batch` (1..=256) at a
@@ -248,20 +198,29 @@ impl LiveGenerator {
         let mut ctx = [0u32; 6];
         ctx[1] = self.frame.len() as u32;
         ctx[3] = self.ifindex;
-        bpf(
-            BPF_PROG_TEST_RUN,
-            Attr::new()
-                .u32(0, self.prog.as_raw_fd() as u32)
-                .u32(8, self.frame.len() as u32)
-                .u64(16, self.frame.as_ptr() as u64)
-                .u32(32, count)
-                .u32(40, std::mem::size_of_val(&ctx) as u32)
-                .u64(48, ctx.as_ptr() as u64)
-                .u32(64, BPF_F_TEST_XDP_LIVE_FRAMES)
-                .u32(72, batch.clamp(1, MAX_BATCH)),
-            "running the generator (live XDP frames need kernel 5.18+)",
-        )
-        .map(drop)
+        let mut opts = libbpf_sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+            data_in: self.frame.as_ptr().cast(),
+            data_size_in: self.frame.len() as u32,
+            ctx_in: ctx.as_ptr().cast(),
+            ctx_size_in: std::mem::size_of_val(&ctx) as u32,
+            repeat: count as i32,
+            flags: BPF_F_TEST_XDP_LIVE_FRAMES,
+            batch_size: batch.clamp(1, MAX_BATCH),
+            ..Default::default()
+        };
+        let prog = objects::prog(&self.obj, "sdnlab_gen")?;
+        // SAFETY: the frame and context outlive the call, and their sizes
+        // are given; libbpf writes only into `opts`.
+        let r = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+        if r < 0 {
+            let e = io::Error::from_raw_os_error(-r);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("running the generator (live XDP frames need kernel 5.18+): {e}"),
+            ));
+        }
+        Ok(())
     }
 
     /// Sends for `duration`, at `rate_pps` (None: as fast as it can), in
@@ -282,7 +241,15 @@ impl LiveGenerator {
         let slack = (interval * 8).max(20_000);
         let duration_ns = duration.as_nanos() as u64;
         // End 0: the program starts the run's clock at its first frame.
-        self.set([seq, realtime_offset(), 0, interval, 0, slack, duration_ns])?;
+        self.set(State {
+            seq,
+            offset: realtime_offset(),
+            next: 0,
+            interval,
+            end: 0,
+            slack,
+            duration: duration_ns,
+        })?;
         // SAFETY: the id of the calling thread, which outlives the timer
         // (joined below).
         // Carried as an integer: pthread_t is a pointer on musl (not Send)
@@ -290,13 +257,12 @@ impl LiveGenerator {
         let me = unsafe { libc::pthread_self() } as usize;
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
-        let map = self.map.as_raw_fd();
+        let map = MapHandle::try_from(&self.state).map_err(objects::error("holding the generator's map"))?;
         let timer = std::thread::spawn(move || {
             // Wait for the first frame to fix the end, then for the end.
             let give_up = Instant::now() + duration + Duration::from_secs(2);
             while !flag.load(Ordering::Acquire) && Instant::now() < give_up {
-                let mut v = [0u64; 7];
-                let end = map_lookup(map, &0u32, &mut v, "").map(|_| v[4]).unwrap_or(0);
+                let end = read_state(&map).map(|s| s.end).unwrap_or(0);
                 if end != 0 {
                     std::thread::sleep(Duration::from_nanos(end.saturating_sub(monotonic_ns())));
                     break;
@@ -315,7 +281,7 @@ impl LiveGenerator {
         let returned = monotonic_ns();
         done.store(true, Ordering::Release);
         let _ = timer.join();
-        let end = self.read()?[4];
+        let end = read_state(&self.state)?.end;
         // What was really spent sending: from the first frame to the end,
         // or to the call's return if it came first.
         let sending = if end == 0 {

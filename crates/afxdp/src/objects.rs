@@ -18,6 +18,13 @@ use std::sync::Once;
 
 /// The XDP patch cable (`patch.bpf.c`).
 pub(crate) const PATCH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/patch.bpf.o"));
+/// The steering program of AF_XDP ports, with the fast path (`xsk.bpf.c`).
+pub(crate) const XSK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xsk.bpf.o"));
+/// Test only: the fast path's parser alone (`key_probe.bpf.c`).
+#[cfg(test)]
+pub(crate) const KEY_PROBE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/key_probe.bpf.o"));
+/// The in-kernel traffic generator (`gen.bpf.c`).
+pub(crate) const GEN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/gen.bpf.o"));
 /// The tc egress VLAN tagger (`vlan_tag.bpf.c`).
 pub(crate) const VLAN_TAG: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/vlan_tag.bpf.o"));
 
