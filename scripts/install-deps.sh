@@ -25,7 +25,7 @@ debs=(
   qemu-user-static       # the router builds of the switch run under it in the tests
   gcc-arm-linux-gnueabihf libc6-dev-armhf-cross  # links the armv7 router build (static glibc)
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross    # links the aarch64 router build (static glibc)
-  clang                  # compiles the XDP and tc programs (crates/afxdp/bpf/*.bpf.c)
+  clang                  # compiles the XDP and tc programs (crates/packetio/bpf/*.bpf.c)
   libelf-dev zlib1g-dev  # libbpf's static libelf and zlib (x86-64 builds)
   autoconf automake autopoint libtool flex bison gawk gettext  # libbpf-sys builds libelf for the router builds
   ca-certificates curl build-essential pkg-config

@@ -108,7 +108,7 @@ impl Pair {
         let (ns, ifname) = (self.ns("s"), self.ifname("s"));
         std::thread::spawn(move || -> std::io::Result<()> {
             traffic::run::enter_netns(&ns)?;
-            afxdp::live::enable_gro(&ifname)
+            packetio::live::enable_gro(&ifname)
         })
         .join()
         .map_err(|_| "GRO thread panicked".to_string())?

@@ -126,18 +126,18 @@ fn bench(c: &mut Criterion) {
 /// A fold's read of the fast path's counters, per flow and batched.
 fn fast_path_reads(g: &mut criterion::BenchmarkGroup<criterion::measurement::WallTime>) {
     const FLOWS: u32 = 10_000;
-    let fp = match afxdp::fastpath::FastPath::new(65_536, 16) {
+    let fp = match packetio::fastpath::FastPath::new(65_536, 16) {
         Ok(fp) => fp,
         Err(e) => {
             eprintln!("fast path reads skipped: {e}");
             return;
         }
     };
-    let keys: Vec<afxdp::fastpath::FlowKey> = (0..FLOWS)
+    let keys: Vec<packetio::fastpath::FlowKey> = (0..FLOWS)
         .map(|i| {
             let mut f = frame();
             f[26..30].copy_from_slice(&i.to_be_bytes());
-            afxdp::fastpath::FlowKey::of(1, &f).expect("an IPv4 frame")
+            packetio::fastpath::FlowKey::of(1, &f).expect("an IPv4 frame")
         })
         .collect();
     for k in &keys {

@@ -8,7 +8,7 @@
 use crate::actions::{Packet, VnetHdr};
 use crate::pipeline::{Emitted, Pipeline, Step, ToController};
 use crate::port::PortIo;
-use afxdp::fastpath::{FastPath, FlowKey};
+use packetio::fastpath::{FastPath, FlowKey};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
@@ -69,7 +69,7 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// PACKET_INs dropped because the control thread was behind.
     pub packet_ins_dropped: std::sync::atomic::AtomicU64,
-    /// The AF_XDP ports' in-kernel fast path (see `afxdp::fastpath`), and
+    /// The AF_XDP ports' in-kernel fast path (see `packetio::fastpath`), and
     /// which ports it covers (index = port_no - 1).
     pub fast_path: Option<Arc<FastPath>>,
     pub fast_ports: Vec<bool>,

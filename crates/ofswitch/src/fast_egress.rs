@@ -3,14 +3,14 @@
 //! on or an XDP program, which the peer's owner may change at any time;
 //! a redirect into one that cannot is dropped by the kernel without a
 //! trace the switch could tell apart from overload. So the control thread
-//! asks the kernel (`afxdp::netdev`) whenever the kernel announces a
+//! asks the kernel (`packetio::netdev`) whenever the kernel announces a
 //! change to one of the ports, and again now and then in case an
 //! announcement was missed, and takes a port that cannot out of the
 //! DEVMAP: the program then hands its held flows' frames to user space,
 //! which forwards them through the port's socket.
 
-use afxdp::fastpath::FastPath;
-use afxdp::netdev::{Heard, NetdevQuery, NetdevWatch, XDP_ACT_NDO_XMIT};
+use packetio::fastpath::FastPath;
+use packetio::netdev::{Heard, NetdevQuery, NetdevWatch, XDP_ACT_NDO_XMIT};
 
 struct Egress {
     port_no: u32,

@@ -22,7 +22,8 @@ pub mod key;
 pub mod matching;
 pub mod openflow10;
 pub mod pipeline;
-pub mod port;
-pub mod port_xdp;
+/// The ports' frame I/O lives in `packetio`; these names stay for the
+/// switch's own code and its users.
+pub use packetio::{port, port_xdp};
 pub mod roles;
 pub mod switch;

@@ -41,7 +41,7 @@ pub struct Config {
     /// The AF_XDP ports' in-kernel fast path, and the ports (numbers) whose
     /// programs it has. The switch puts each in the DEVMAP while it can
     /// take redirected frames (`fast_egress`).
-    pub fast_path: Option<Arc<afxdp::fastpath::FastPath>>,
+    pub fast_path: Option<Arc<packetio::fastpath::FastPath>>,
     pub fast_ports: Vec<u32>,
     /// How often the fast path's ports are checked again besides when the
     /// kernel announces a change (in case an announcement was missed).

@@ -15,13 +15,13 @@
 
 mod common;
 
-use afxdp::fastpath::{FastPath, FlowKey};
 use common::Client;
-use ofswitch::port::PortIo;
-use ofswitch::port_xdp::XdpPort;
 use ofwire::oxm::{Match, Oxm};
 use ofwire::v13::{self, Action, Body as B, FlowMod, Instruction, MultipartReplyBody as R, MultipartRequestBody as Q};
 use ofwire::Body;
+use packetio::fastpath::{FastPath, FlowKey};
+use packetio::port::PortIo;
+use packetio::port_xdp::XdpPort;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,7 +52,7 @@ impl Links {
                     .success());
             }
             // The host end takes the frames the fast path redirects to it.
-            afxdp::live::enable_gro(h).unwrap();
+            packetio::live::enable_gro(h).unwrap();
         }
         links
     }
@@ -89,7 +89,7 @@ impl Host {
             let mut sll: libc::sockaddr_ll = std::mem::zeroed();
             sll.sll_family = libc::AF_PACKET as u16;
             sll.sll_protocol = proto;
-            sll.sll_ifindex = afxdp::ifindex(ifname).unwrap() as i32;
+            sll.sll_ifindex = packetio::ifindex(ifname).unwrap() as i32;
             let r = libc::bind(
                 fd,
                 &sll as *const _ as *const libc::sockaddr,
@@ -292,7 +292,7 @@ fn switch_on(links: &Links, fast_egress_recheck: Duration) -> (ofswitch::switch:
     let mut ports: Vec<Arc<dyn PortIo>> = Vec::new();
     for (i, (_, s)) in links.0.iter().enumerate() {
         let port_no = i as u32 + 1;
-        let p = XdpPort::open(s, Some(afxdp::XdpMode::Native), 1024, Some((&fp, port_no)))
+        let p = XdpPort::open(s, Some(packetio::XdpMode::Native), 1024, Some((&fp, port_no)))
             .unwrap_or_else(|e| panic!("{e}"));
         ports.push(Arc::new(p));
     }
@@ -494,7 +494,7 @@ fn a_port_that_cannot_take_redirected_frames_is_left_to_user_space_until_it_can(
     // it would be dropped. The switch sees it within a tick (100 ms) and
     // forwards the flow in user space instead: every frame arrives, none
     // counted by the kernel.
-    afxdp::live::set_gro(&host2, false).unwrap();
+    packetio::live::set_gro(&host2, false).unwrap();
     std::thread::sleep(Duration::from_millis(400));
     for i in 0..50 {
         s.h1.send(&f);
@@ -509,7 +509,7 @@ fn a_port_that_cannot_take_redirected_frames_is_left_to_user_space_until_it_can(
     assert_counted(&mut s.c, 50);
 
     // GRO back on: the port returns to the fast path.
-    afxdp::live::set_gro(&host2, true).unwrap();
+    packetio::live::set_gro(&host2, true).unwrap();
     let sent = send_until_held(&s.h1, &s.h2, &s.fp, std::slice::from_ref(&f));
     assert_counted(&mut s.c, 50 + sent);
 }
@@ -521,8 +521,8 @@ fn a_vlan_tag_the_kernel_holds_outside_the_frame_is_kept() {
     // tag rides beside the frame, and an XDP program sees an untagged
     // frame. The ports' programs send such frames to the stack, where the
     // AF_PACKET socket gets the tag with them.
-    let host1 = afxdp::ifindex(&s.links.0[0].0).unwrap();
-    let _tagging = afxdp::tc::VlanTagOutOfBand::attach(host1, 10).unwrap();
+    let host1 = packetio::ifindex(&s.links.0[0].0).unwrap();
+    let _tagging = packetio::tc::VlanTagOutOfBand::attach(host1, 10).unwrap();
     s.c.send(4, B::FlowMod(vlan_rule(10)));
     s.c.barrier(5);
 
@@ -556,7 +556,7 @@ fn a_port_leaves_and_rejoins_the_devmap_when_the_kernel_announces_it() {
     // announcement can move the port.
     let s = Setup::with_recheck("n", Duration::from_secs(60));
     let host2 = s.links.0[1].0.clone();
-    let port2 = afxdp::ifindex(&s.links.0[1].1).unwrap();
+    let port2 = packetio::ifindex(&s.links.0[1].1).unwrap();
     assert_eq!(s.fp.port(2).unwrap(), Some(port2));
     let within = |want: Option<u32>, what: &str| {
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -565,9 +565,9 @@ fn a_port_leaves_and_rejoins_the_devmap_when_the_kernel_announces_it() {
             std::thread::sleep(Duration::from_millis(5));
         }
     };
-    afxdp::live::set_gro(&host2, false).unwrap();
+    packetio::live::set_gro(&host2, false).unwrap();
     within(None, "port 2 still in the DEVMAP 2 s after its peer's GRO went off");
-    afxdp::live::set_gro(&host2, true).unwrap();
+    packetio::live::set_gro(&host2, true).unwrap();
     within(
         Some(port2),
         "port 2 not back in the DEVMAP 2 s after its peer's GRO came on",

@@ -9,10 +9,10 @@
 mod common;
 
 use common::Client;
-use ofswitch::port::{MemPort, PortIo};
 use ofwire::oxm::{Match, Oxm};
 use ofwire::v13::{self, Action, Body as B, FlowMod, Instruction};
 use ofwire::{Body, MacAddr};
+use packetio::port::{MemPort, PortIo};
 use std::sync::Arc;
 use std::time::Duration;
 

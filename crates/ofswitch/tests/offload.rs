@@ -5,8 +5,8 @@
 //! frames are left alone.
 
 use etherparse::PacketBuilder;
-use ofswitch::actions::VnetHdr;
-use ofswitch::port_xdp::offload_of;
+use packetio::port_xdp::offload_of;
+use packetio::vnet::VnetHdr;
 
 fn fold(mut s: u32) -> u16 {
     while s > 0xffff {

@@ -284,13 +284,13 @@ pub(crate) fn open_afpacket(
     ring: usize,
     through_qdisc: bool,
     warn: impl FnOnce(String),
-) -> std::io::Result<Arc<dyn ofswitch::port::PortIo>> {
+) -> std::io::Result<Arc<dyn packetio::port::PortIo>> {
     if through_qdisc {
-        let p = ofswitch::port::AfPacketPort::open(name, ring.max(8))?;
+        let p = packetio::port::AfPacketPort::open(name, ring.max(8))?;
         p.through_qdisc()?;
         return Ok(Arc::new(p));
     }
-    let (p, fallback) = ofswitch::port::open_packet_port(name, ring.max(8))?;
+    let (p, fallback) = packetio::port::open_packet_port(name, ring.max(8))?;
     if let Some(why) = fallback {
         warn(why);
     }
@@ -332,8 +332,8 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         listen.push("127.0.0.1:6634".parse().expect("literal"));
     }
     let xdp_mode = match spec.xdp_mode.as_str() {
-        "native" => Some(afxdp::XdpMode::Native),
-        "generic" => Some(afxdp::XdpMode::Generic),
+        "native" => Some(packetio::XdpMode::Native),
+        "generic" => Some(packetio::XdpMode::Generic),
         _ => None,
     };
     let fast_path = if spec.xdp_fast_path {
@@ -341,21 +341,22 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
             return Err("--xdp-fast-path works between AF_XDP ports; give them as --port afxdp:IF".into());
         }
         Some(Arc::new(
-            afxdp::fastpath::FastPath::new(FAST_PATH_FLOWS, spec.ports.len() as u32 + 1).map_err(|e| e.to_string())?,
+            packetio::fastpath::FastPath::new(FAST_PATH_FLOWS, spec.ports.len() as u32 + 1)
+                .map_err(|e| e.to_string())?,
         ))
     } else {
         None
     };
     let mut fast_ports = Vec::new();
-    let mut ports: Vec<Arc<dyn ofswitch::port::PortIo>> = Vec::new();
+    let mut ports: Vec<Arc<dyn packetio::port::PortIo>> = Vec::new();
     for port in &spec.ports {
         let (kind, name) = port.split_once(':').unwrap_or(("afpacket", port));
         let port_no = ports.len() as u32 + 1;
-        let opened: std::io::Result<Arc<dyn ofswitch::port::PortIo>> = match kind {
+        let opened: std::io::Result<Arc<dyn packetio::port::PortIo>> = match kind {
             _ if name.is_empty() => return Err(format!("--port {port}: the interface name is missing")),
             "afxdp" => {
                 let fast = fast_path.as_deref().map(|fp| (fp, port_no));
-                ofswitch::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32, fast).map(|p| {
+                packetio::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32, fast).map(|p| {
                     if fast_path.is_some() {
                         fast_ports.push(port_no);
                     }
@@ -372,7 +373,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                              use an AF_PACKET port for VLAN traffic"
                         );
                     }
-                    Arc::new(p) as Arc<dyn ofswitch::port::PortIo>
+                    Arc::new(p) as Arc<dyn packetio::port::PortIo>
                 })
             }
             "afpacket" => open_afpacket(name, spec.ring, spec.through_qdisc, |why| {
@@ -386,9 +387,9 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         };
         ports.push(opened.map_err(|e| e.to_string())?);
     }
-    let local: Option<Arc<dyn ofswitch::port::PortIo>> = match &spec.local {
+    let local: Option<Arc<dyn packetio::port::PortIo>> = match &spec.local {
         Some(name) => Some(Arc::new(
-            ofswitch::port::TapPort::create(name).map_err(|e| e.to_string())?,
+            packetio::port::TapPort::create(name).map_err(|e| e.to_string())?,
         )),
         None => None,
     };

@@ -8,5 +8,4 @@
 //!   on a thread whose AF_PACKET socket lives in a given network namespace.
 
 pub mod frame;
-pub mod ring;
 pub mod run;

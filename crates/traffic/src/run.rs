@@ -3,8 +3,8 @@
 //! socket, and the socket stays there).
 
 use crate::frame::{signature, Template};
-use ofswitch::actions::VnetHdr;
-use ofswitch::port::{AfPacketPort, PortIo, GSO_SLOT, MTU_SLOT};
+use packetio::port::{AfPacketPort, PortIo, GSO_SLOT, MTU_SLOT};
+use packetio::vnet::VnetHdr;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -100,7 +100,7 @@ pub struct GenSpec {
 /// frames were sent after an event (a BARRIER_REPLY, say).
 #[derive(Debug, Default)]
 pub struct SeqProbe {
-    xdp: std::sync::Mutex<Option<afxdp::live::SeqReader>>,
+    xdp: std::sync::Mutex<Option<packetio::live::SeqReader>>,
     /// The AF_PACKET generator's count of frames handed to the kernel.
     handed: AtomicU64,
 }
@@ -146,7 +146,7 @@ impl GenSpec {
 #[serde(rename_all = "lowercase")]
 pub enum GenMethod {
     /// An XDP program in live-frame mode stamps and transmits each frame
-    /// inside the kernel (`afxdp::live`): no socket, no skb on the way out.
+    /// inside the kernel (`packetio::live`): no socket, no skb on the way out.
     /// On a veth the peer must have GRO on or an XDP program.
     Xdp,
     /// An AF_PACKET socket, batches through sendmmsg.
@@ -252,8 +252,8 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
             let param = libc::sched_param { sched_priority: 0 };
             libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
         }
-        let ifindex = afxdp::ifindex(&spec.ifname)?;
-        let gen = afxdp::live::LiveGenerator::new(ifindex, &spec.template.bytes, spec.streams.max(1), 0)?;
+        let ifindex = packetio::ifindex(&spec.ifname)?;
+        let gen = packetio::live::LiveGenerator::new(ifindex, &spec.template.bytes, spec.streams.max(1), 0)?;
         if let Some(probe) = &spec.seq_probe {
             *probe.xdp.lock().unwrap_or_else(|e| e.into_inner()) = Some(gen.seq_reader()?);
         }
@@ -500,8 +500,8 @@ impl std::str::FromStr for RecvMethod {
 
 /// The receiver's sockets on one interface.
 struct RxSockets {
-    ring: crate::ring::RxRingV3,
-    xdp: Option<afxdp::XdpInterface>,
+    ring: packetio::ring::RxRingV3,
+    xdp: Option<packetio::XdpInterface>,
     via: String,
     /// CLOCK_REALTIME minus CLOCK_MONOTONIC, the clock XDP stamps with.
     realtime_offset: u64,
@@ -512,15 +512,15 @@ impl RxSockets {
     /// refuses in native mode, or that would lose 802.1Q tags, is not
     /// used: the ring alone counts, and `via` says why.
     fn open(ifname: &str, method: RecvMethod) -> io::Result<RxSockets> {
-        let ring = crate::ring::RxRingV3::open(ifname, 128, 2)?;
+        let ring = packetio::ring::RxRingV3::open(ifname, 128, 2)?;
         let (xdp, via) = match method {
             RecvMethod::AfPacket => (None, "afpacket".to_string()),
             RecvMethod::Xdp => {
-                let config = afxdp::XskConfig {
+                let config = packetio::XskConfig {
                     frames: 8192,
                     frame_size: 2048,
                 };
-                match afxdp::XdpInterface::open_stamped(ifname, afxdp::XdpMode::Native, config, 64) {
+                match packetio::XdpInterface::open_stamped(ifname, packetio::XdpMode::Native, config, 64) {
                     Ok(x) => match x.vlan_outside_frame() {
                         Ok(()) => (Some(x), "xdp".to_string()),
                         Err(why) => (None, format!("afpacket (xdp would lose 802.1Q tags: {why})")),
@@ -533,13 +533,13 @@ impl RxSockets {
             ring,
             xdp,
             via,
-            realtime_offset: afxdp::live::realtime_offset(),
+            realtime_offset: packetio::live::realtime_offset(),
         })
     }
 
     /// Hands what has arrived to `f`, waiting up to `timeout_ms` if
     /// nothing has; the number of frames.
-    fn poll(&mut self, timeout_ms: i32, f: &mut crate::ring::OnFrame) -> usize {
+    fn poll(&mut self, timeout_ms: i32, f: &mut packetio::ring::OnFrame) -> usize {
         let Some(xdp) = &self.xdp else {
             return self.ring.poll(timeout_ms, f);
         };

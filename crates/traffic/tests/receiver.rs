@@ -110,7 +110,7 @@ fn send_through_stack(ns: &str, ifname: &str, count: u64) {
     let (ns, ifname) = (ns.to_string(), ifname.to_string());
     std::thread::spawn(move || {
         traffic::run::enter_netns(&ns).unwrap();
-        let ifindex = afxdp::ifindex(&ifname).unwrap();
+        let ifindex = packetio::ifindex(&ifname).unwrap();
         // SAFETY: plain socket calls on a socket this thread owns; the
         // address and frame outlive the calls.
         unsafe {
@@ -153,7 +153,7 @@ fn with_xdp_a_tag_held_beside_the_frame_still_arrives() {
     std::thread::scope(|s| {
         s.spawn(|| {
             traffic::run::enter_netns(&g).unwrap();
-            let _tagging = afxdp::tc::VlanTagOutOfBand::attach(afxdp::ifindex(&g).unwrap(), 7).unwrap();
+            let _tagging = packetio::tc::VlanTagOutOfBand::attach(packetio::ifindex(&g).unwrap(), 7).unwrap();
             send_through_stack(&g, &g, 200);
         });
     });

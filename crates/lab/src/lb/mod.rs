@@ -351,7 +351,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
         let ns = h.netns.clone();
         std::thread::spawn(move || -> std::io::Result<()> {
             traffic::run::enter_netns(&ns)?;
-            afxdp::live::set_tx_checksum("eth0", false)
+            packetio::live::set_tx_checksum("eth0", false)
         })
         .join()
         .map_err(|_| "setting checksum offload panicked".to_string())?

@@ -93,7 +93,7 @@ pub(crate) struct Bed {
     pub(crate) children: Vec<std::process::Child>,
     pub(crate) ovs: Option<netlab::ovs::Ovs>,
     /// `xdp-patch`'s programs, attached while these live.
-    pub(crate) patches: Vec<afxdp::XdpPatch>,
+    pub(crate) patches: Vec<packetio::XdpPatch>,
     pub(crate) dir: PathBuf,
     /// An external switch's two interfaces (generator side, receiver
     /// side), lent to the hosts' namespaces for the run.
@@ -336,7 +336,7 @@ fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), String> {
         if let Some(ns) = &ns {
             traffic::run::enter_netns(ns)?;
         }
-        afxdp::live::enable_gro(&ifname)
+        packetio::live::enable_gro(&ifname)
     })
     .join()
     .map_err(|_| "GRO thread panicked".to_string())?
@@ -628,9 +628,9 @@ pub(crate) fn start_dut(
             }
             "xdp-patch" => {
                 // Not a switch: the least a switch hop in the kernel costs
-                // (see afxdp::patch).
-                let index = |name: &str| afxdp::ifindex(name).map_err(|e| format!("{name}: {e}"));
-                let patch = afxdp::XdpPatch::attach(index(&a)?, index(&b)?, afxdp::XdpMode::Native)
+                // (see packetio::patch).
+                let index = |name: &str| packetio::ifindex(name).map_err(|e| format!("{name}: {e}"));
+                let patch = packetio::XdpPatch::attach(index(&a)?, index(&b)?, packetio::XdpMode::Native)
                     .map_err(|e| format!("xdp-patch: {e}"))?;
                 bed.patches.push(patch);
                 if i == 0 {

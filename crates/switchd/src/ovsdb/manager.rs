@@ -302,9 +302,9 @@ impl Manager {
     }
 
     fn start_bridge(&self, b: &BridgeWant) -> Result<Running, String> {
-        let local: Option<Arc<dyn ofswitch::port::PortIo>> = match &b.local {
+        let local: Option<Arc<dyn packetio::port::PortIo>> = match &b.local {
             Some(l) => Some(Arc::new(
-                ofswitch::port::TapPort::create(&l.name).map_err(|e| format!("internal port {}: {e}", l.name))?,
+                packetio::port::TapPort::create(&l.name).map_err(|e| format!("internal port {}: {e}", l.name))?,
             )),
             None => None,
         };
@@ -354,16 +354,16 @@ impl Manager {
             if r.ports.contains_key(&i.name) {
                 continue;
             }
-            let opened: Result<Arc<dyn ofswitch::port::PortIo>, String> = match &i.kind {
+            let opened: Result<Arc<dyn packetio::port::PortIo>, String> = match &i.kind {
                 IfaceKind::System => crate::open_afpacket(&i.name, self.s.ring, self.s.through_qdisc, |why| {
                     log(format!("{}: warning: {why}", i.name))
                 })
                 .map_err(|e| format!("could not open network device {} ({e})", i.name)),
-                IfaceKind::AfXdp => ofswitch::port_xdp::XdpPort::open(&i.name, None, self.s.ring.max(64) as u32, None)
-                    .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
+                IfaceKind::AfXdp => packetio::port_xdp::XdpPort::open(&i.name, None, self.s.ring.max(64) as u32, None)
+                    .map(|p| Arc::new(p) as Arc<dyn packetio::port::PortIo>)
                     .map_err(|e| format!("could not open network device {} with AF_XDP ({e})", i.name)),
-                IfaceKind::Internal => ofswitch::port::TapPort::create(&i.name)
-                    .map(|p| Arc::new(p) as Arc<dyn ofswitch::port::PortIo>)
+                IfaceKind::Internal => packetio::port::TapPort::create(&i.name)
+                    .map(|p| Arc::new(p) as Arc<dyn packetio::port::PortIo>)
                     .map_err(|e| format!("could not create internal port {} ({e})", i.name)),
                 IfaceKind::Unsupported(t) => Err(format!(
                     "interface type {t:?} is not implemented by sdnlab's switch (\"\", system, internal and afxdp are)"
@@ -414,7 +414,7 @@ impl Manager {
                 .map(|r| r.handle.controllers().into_iter().collect())
                 .unwrap_or_default();
             // The bridge's ports, read once for all its interfaces.
-            let ios: HashMap<u32, Arc<dyn ofswitch::port::PortIo>> = running
+            let ios: HashMap<u32, Arc<dyn packetio::port::PortIo>> = running
                 .map(|r| r.handle.ports().into_iter().collect())
                 .unwrap_or_default();
             for c in &b.controllers {
@@ -547,12 +547,12 @@ impl Manager {
 }
 
 fn sysfs_int(name: &str, what: &str) -> Option<i64> {
-    ofswitch::port::read_sys(name, what)?.parse().ok()
+    packetio::port::read_sys(name, what)?.parse().ok()
 }
 
 /// The interface is administratively up (IFF_UP).
 fn sysfs_up(name: &str) -> bool {
-    ofswitch::port::read_sys(name, "flags")
+    packetio::port::read_sys(name, "flags")
         .and_then(|f| i64::from_str_radix(f.trim_start_matches("0x"), 16).ok())
         .is_some_and(|f| f & 1 != 0)
 }

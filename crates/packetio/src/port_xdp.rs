@@ -19,9 +19,9 @@
 //! whose real checksum happens to equal the pseudo-header sum is harmless:
 //! finishing it yields the same checksum again.
 
-use crate::actions::VnetHdr;
 use crate::port::{AfPacketPort, PortIo};
-use afxdp::{XdpInterface, XdpMode, XskConfig};
+use crate::vnet::VnetHdr;
+use crate::{XdpInterface, XdpMode, XskConfig};
 use ofwire::MacAddr;
 use std::io;
 use std::os::fd::RawFd;
@@ -48,7 +48,7 @@ impl XdpPort {
         ifname: &str,
         mode: Option<XdpMode>,
         frames: u32,
-        fast: Option<(&afxdp::fastpath::FastPath, u32)>,
+        fast: Option<(&crate::fastpath::FastPath, u32)>,
     ) -> io::Result<XdpPort> {
         let stack = AfPacketPort::open(ifname, STACK_RING_SLOTS)?;
         let config = XskConfig {

@@ -1,8 +1,14 @@
-//! AF_XDP for sdnlab: sockets with their UMEM and rings (`xsk`), the XDP
-//! program that steers an interface's frames into them (`bpf`), and
-//! `XdpInterface`, which puts the two together for every receive queue of
-//! one interface. Used by the switch's AF_XDP ports and by the traffic
-//! generator. Needs root (or CAP_NET_RAW, CAP_BPF and CAP_NET_ADMIN).
+//! Packet I/O for sdnlab, in one place: AF_PACKET sockets and rings
+//! (`port`: the switch's ports, also the traffic generator's; `ring`: the
+//! receivers' TPACKET_V3 ring), the virtio-net header (`vnet`), AF_XDP
+//! sockets with their UMEM and rings (`xsk`), the XDP program that steers
+//! an interface's frames into them (`bpf`), `XdpInterface`, which puts the
+//! two together for every receive queue of one interface, the switch port
+//! on top (`port_xdp`), the kernel fast path (`fastpath`), the in-kernel
+//! generator (`live`), the XDP patch and the tc tagger. The BPF programs are
+//! C (`bpf/*.bpf.c`), loaded through libbpf (`objects`). Used by the
+//! switch, the traffic generator and receiver, and the benches. Needs root
+//! (or CAP_NET_RAW, CAP_BPF and CAP_NET_ADMIN).
 
 pub mod bpf;
 pub mod fastpath;
@@ -10,7 +16,11 @@ pub mod live;
 pub mod netdev;
 mod objects;
 pub mod patch;
+pub mod port;
+pub mod port_xdp;
+pub mod ring;
 pub mod tc;
+pub mod vnet;
 pub mod xsk;
 
 pub use bpf::{XdpMode, XdpRedirect};

@@ -11,7 +11,7 @@
 //! - `XdpPort` (in `port_xdp`): AF_XDP sockets, with these AF_PACKET
 //!   sockets beside them for what AF_XDP cannot carry.
 
-use crate::actions::VnetHdr;
+use crate::vnet::VnetHdr;
 use ofwire::MacAddr;
 use std::collections::VecDeque;
 use std::io;

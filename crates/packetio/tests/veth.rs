@@ -9,8 +9,8 @@
 //! kernel's netdev family says a veth takes redirected frames exactly
 //! while its peer has GRO on.
 
-use afxdp::fastpath::{FastPath, FlowKey};
-use afxdp::{XdpInterface, XdpMode, XskConfig};
+use packetio::fastpath::{FastPath, FlowKey};
+use packetio::{XdpInterface, XdpMode, XskConfig};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -59,7 +59,7 @@ impl Raw {
     }
 
     fn open_proto(ifname: &str, ethertype: u16) -> Raw {
-        let ifindex = afxdp::ifindex(ifname).unwrap() as i32;
+        let ifindex = packetio::ifindex(ifname).unwrap() as i32;
         let proto = ethertype.to_be();
         // SAFETY: plain syscalls, results checked.
         unsafe {
@@ -222,7 +222,7 @@ fn realtime_ns() -> u64 {
 #[test]
 fn the_live_generator_keeps_its_rate_and_numbers_and_stamps_every_frame() {
     let veth = Veth::new("r", 1500);
-    afxdp::live::enable_gro(&veth.b).unwrap();
+    packetio::live::enable_gro(&veth.b).unwrap();
     let peer = Raw::open(&veth.b);
     // Read while it sends: frames made from XDP pages are big in the
     // socket's accounting, and a burst would overflow its buffer.
@@ -237,7 +237,7 @@ fn the_live_generator_keeps_its_rate_and_numbers_and_stamps_every_frame() {
         got
     });
     let template = frame(0, 60);
-    let gen = afxdp::live::LiveGenerator::new(afxdp::ifindex(&veth.a).unwrap(), &template, 4, 0).unwrap();
+    let gen = packetio::live::LiveGenerator::new(packetio::ifindex(&veth.a).unwrap(), &template, 4, 0).unwrap();
     let (rate, secs) = (20_000.0, 0.5);
     let before = realtime_ns();
     let sending = gen.run_for(Duration::from_secs_f64(secs), Some(rate), 8).unwrap();
@@ -322,7 +322,7 @@ impl FastBed {
         let b = Veth::new(&format!("{tag}b"), 1500);
         // A frame redirected out of b.a lands in b.b's queue, which takes
         // XDP frames only with NAPI on.
-        afxdp::live::enable_gro(&b.b).unwrap();
+        packetio::live::enable_gro(&b.b).unwrap();
         let fp = FastPath::new(1024, 16).unwrap();
         let cfg = XskConfig::default();
         let open = |ifname: &str, port: u32| {
@@ -517,23 +517,23 @@ fn the_fast_path_reads_and_removes_many_flows_in_batches() {
 
 #[test]
 fn a_veth_takes_redirected_frames_only_while_its_peer_has_gro_and_the_kernel_says_so_at_once() {
-    use afxdp::netdev::{NetdevQuery, XDP_ACT_NDO_XMIT};
+    use packetio::netdev::{NetdevQuery, XDP_ACT_NDO_XMIT};
     let v = Veth::new("nd", 1500);
     let mut q = NetdevQuery::open().unwrap_or_else(|e| panic!("{e}"));
     let mut watch = q.watch().unwrap_or_else(|e| panic!("{e}"));
-    let ifindex = afxdp::ifindex(&v.a).unwrap();
-    afxdp::live::set_gro(&v.b, false).unwrap();
+    let ifindex = packetio::ifindex(&v.a).unwrap();
+    packetio::live::set_gro(&v.b, false).unwrap();
     assert_eq!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
     // Each change is announced by the time the call that made it returns.
     // (Other tests' interfaces may add notifications, never remove ours.)
     watch.drain().unwrap();
-    afxdp::live::set_gro(&v.b, true).unwrap();
+    packetio::live::set_gro(&v.b, true).unwrap();
     let heard = watch.drain().unwrap();
     assert!(heard.ifindexes.contains(&ifindex), "GRO on: {heard:?}");
     assert_ne!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
     // Nothing changed: nothing about it.
     assert!(!watch.drain().unwrap().ifindexes.contains(&ifindex));
-    afxdp::live::set_gro(&v.b, false).unwrap();
+    packetio::live::set_gro(&v.b, false).unwrap();
     let heard = watch.drain().unwrap();
     assert!(heard.ifindexes.contains(&ifindex), "GRO off: {heard:?}");
     assert_eq!(q.xdp_features(ifindex).unwrap() & XDP_ACT_NDO_XMIT, 0);
@@ -603,7 +603,7 @@ fn receive_queues_are_counted_in_the_interfaces_own_namespace() {
         "netns",
         &ns,
     ]);
-    assert_eq!(afxdp::rx_queues(&a), 3, "here");
+    assert_eq!(packetio::rx_queues(&a), 3, "here");
     let inside = std::thread::spawn(move || {
         let f = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
         // SAFETY: joins a namespace from a file we hold; this thread only.
@@ -611,7 +611,7 @@ fn receive_queues_are_counted_in_the_interfaces_own_namespace() {
             unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) },
             0
         );
-        afxdp::rx_queues(&b)
+        packetio::rx_queues(&b)
     })
     .join()
     .unwrap();
@@ -625,11 +625,11 @@ fn the_patch_carries_every_frame_both_ways_in_the_kernel_until_dropped() {
     let b = Veth::new("pb", 1500);
     // Frames redirected out of a.a and b.a land in a.b's and b.b's
     // queues, which take XDP frames only with NAPI on.
-    afxdp::live::enable_gro(&a.b).unwrap();
-    afxdp::live::enable_gro(&b.b).unwrap();
+    packetio::live::enable_gro(&a.b).unwrap();
+    packetio::live::enable_gro(&b.b).unwrap();
     let (host_a, host_b) = (Raw::open(&a.b), Raw::open(&b.b));
-    let (ia, ib) = (afxdp::ifindex(&a.a).unwrap(), afxdp::ifindex(&b.a).unwrap());
-    let patch = afxdp::XdpPatch::attach(ia, ib, XdpMode::Native).unwrap_or_else(|e| panic!("{e}"));
+    let (ia, ib) = (packetio::ifindex(&a.a).unwrap(), packetio::ifindex(&b.a).unwrap());
+    let patch = packetio::XdpPatch::attach(ia, ib, XdpMode::Native).unwrap_or_else(|e| panic!("{e}"));
     let quiet = Duration::from_millis(300);
     let there: Vec<Vec<u8>> = (0..20).map(|i| frame(i, 60 + i as usize * 7)).collect();
     for f in &there {

@@ -2,7 +2,7 @@
 /* The fast path's flow key and flow entry, and the parser that builds a
  * key from a frame. Shared by the steering program (xsk.bpf.c) and the
  * parser probe the tests run (key_probe.bpf.c). Their Rust twins are
- * afxdp::fastpath::FlowKey (with FlowKey::of, the same parser in user
+ * packetio::fastpath::FlowKey (with FlowKey::of, the same parser in user
  * space) and Entry: tests hold the layouts equal through this object's BTF
  * and the two parsers equal on the same frames (BPF_PROG_TEST_RUN). */
 #ifndef SDNLAB_FLOW_KEY_H
@@ -112,7 +112,7 @@ static __always_inline int transport_word(__u8 *l4, void *end, __u8 proto, __u8 
 }
 
 /* Builds the key of the frame in `ctx` arriving on port `in_port` into
- * `k` (which must be zero), as afxdp::fastpath::FlowKey::of does. */
+ * `k` (which must be zero), as packetio::fastpath::FlowKey::of does. */
 static __always_inline enum key_kind flow_key_of(struct xdp_md *ctx, __u32 in_port, struct flow_key *k)
 {
 	__u8 *p = (__u8 *)(long)ctx->data;

@@ -26,7 +26,7 @@
 const volatile __u32 streams = 1;
 
 /* The generator's state; user space sets it between runs and reads it
- * during one (afxdp::live::State). */
+ * during one (packetio::live::State). */
 struct gen_state {
 	__u64 seq;      /* the next frame's number */
 	__u64 offset;   /* CLOCK_REALTIME - CLOCK_MONOTONIC */

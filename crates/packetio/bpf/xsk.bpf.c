@@ -24,7 +24,7 @@ const volatile __u32 max_len = 0;
 const volatile __u8 stamp = 0;
 const volatile __u8 fast = 0;
 
-/* Bytes of metadata the stamp takes (afxdp::bpf::RECEIVE_TIME_META). */
+/* Bytes of metadata the stamp takes (packetio::bpf::RECEIVE_TIME_META). */
 #define RECEIVE_TIME_META 8
 
 struct {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /* Test only: runs the fast path's parser (flow_key.h) on a frame given by
  * BPF_PROG_TEST_RUN and leaves what it built in `probe_out`, so the tests
- * hold it equal to afxdp::fastpath::FlowKey::of on the same frames. */
+ * hold it equal to packetio::fastpath::FlowKey::of on the same frames. */
 #include "flow_key.h"
 
 const volatile __u32 in_port = 0;

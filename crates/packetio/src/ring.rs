@@ -44,7 +44,7 @@ pub struct RxRingV3 {
 unsafe impl Send for RxRingV3 {}
 
 fn setopt<T>(fd: RawFd, opt: libc::c_int, v: &T, what: &str, ifname: &str) -> io::Result<()> {
-    ofswitch::port::setopt(fd, libc::SOL_PACKET, opt, v, what, ifname)
+    crate::port::setopt(fd, libc::SOL_PACKET, opt, v, what, ifname)
 }
 
 impl RxRingV3 {
@@ -99,7 +99,7 @@ impl RxRingV3 {
             mreq.mr_ifindex = ifindex;
             mreq.mr_type = 1; // PACKET_MR_PROMISC
             setopt(fd, PACKET_ADD_MEMBERSHIP, &mreq, "promiscuous mode", ifname)?;
-            ofswitch::port::bind(fd, ifindex, ifname, true)?;
+            crate::port::bind(fd, ifindex, ifname, true)?;
             Ok(m as *mut u8)
         };
         match ring(fd) {
@@ -195,7 +195,7 @@ impl RxRingV3 {
 
     /// Frames the ring lost since the last call.
     pub fn take_drops(&self) -> u64 {
-        ofswitch::port::ring_drops(self.fd)
+        crate::port::ring_drops(self.fd)
     }
 }
 
