@@ -40,7 +40,7 @@ fn main() {
             Ok(s) if s.success() => {}
             Ok(s) => panic!("clang could not compile {} ({s})", src.display()),
             Err(e) => panic!(
-                "afxdp: clang is needed to compile the XDP programs ({e}): run scripts/install-deps.sh, or apt-get install clang"
+                "packetio: clang is needed to compile the XDP programs ({e}): run scripts/install-deps.sh, or apt-get install clang"
             ),
         }
     }
