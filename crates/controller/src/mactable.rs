@@ -60,15 +60,23 @@ impl MacTable {
     /// Where `mac` (the address as the low 48 bits) was last seen.
     #[inline]
     pub fn get(&self, mac: u64) -> Option<u32> {
+        let (i, found) = self.probe(mac);
+        found.then(|| self.port_of(self.slots[i], mac))
+    }
+
+    /// The slot holding `mac` (true), or the empty slot where it would go
+    /// (false). The table is never more than half full, so there is one.
+    #[inline]
+    fn probe(&self, mac: u64) -> (usize, bool) {
         let mask = self.slots.len() - 1;
         let mut i = self.home(mac) & mask;
         loop {
             let s = self.slots[i];
             if s == 0 {
-                return None;
+                return (i, false);
             }
             if s & MAC_MASK == mac {
-                return Some(self.port_of(s, mac));
+                return (i, true);
             }
             i = (i + 1) & mask;
         }
@@ -81,21 +89,13 @@ impl MacTable {
         let mac = mac & MAC_MASK;
         let code = if port < WIDE as u32 - 1 { port as u64 + 1 } else { WIDE };
         let entry = (code << 48) | mac;
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(mac) & mask;
-        loop {
-            let s = self.slots[i];
-            if s == 0 {
-                break;
+        let (i, found) = self.probe(mac);
+        if found {
+            if self.slots[i] != entry {
+                self.slots[i] = entry;
             }
-            if s & MAC_MASK == mac {
-                if s != entry {
-                    self.slots[i] = entry;
-                }
-                self.note_wide(mac, code, port);
-                return true;
-            }
-            i = (i + 1) & mask;
+            self.note_wide(mac, code, port);
+            return true;
         }
         if self.len >= LIMIT {
             return false;

@@ -10,7 +10,7 @@
 
 use crate::objects;
 use std::io;
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 
 const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
 const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
@@ -89,10 +89,16 @@ impl XdpRedirect {
             let bytes = objects::XSK;
             let mut open = objects::open(bytes, "sdnlab_xsk")?;
             let in_port = fast.map_or(0, |(_, p)| p);
-            objects::set_rodata(&mut open, bytes, "in_port", &in_port.to_ne_bytes())?;
-            objects::set_rodata(&mut open, bytes, "max_len", &max_len.to_ne_bytes())?;
-            objects::set_rodata(&mut open, bytes, "stamp", &[stamp as u8])?;
-            objects::set_rodata(&mut open, bytes, "fast", &[fast.is_some() as u8])?;
+            objects::set_rodata(
+                &mut open,
+                bytes,
+                &[
+                    ("in_port", &in_port.to_ne_bytes()),
+                    ("max_len", &max_len.to_ne_bytes()),
+                    ("stamp", &[stamp as u8]),
+                    ("fast", &[fast.is_some() as u8]),
+                ],
+            )?;
             let shared = fast.map(|(fp, _)| fp.maps());
             for mut m in open.maps_mut() {
                 let name = m.name().to_string_lossy().into_owned();
@@ -134,7 +140,7 @@ impl XdpRedirect {
             Ok(obj) => (obj, "sdnlab_xsk_vlan", Ok(())),
             Err(why) => (load(false)?, "sdnlab_xsk", Err(why)),
         };
-        let link = objects::attach_xdp(objects::prog(&obj, prog)?, ifindex, mode)?;
+        let link = objects::attach_xdp(objects::prog(&obj, prog)?.as_fd(), ifindex, mode)?;
         Ok(XdpRedirect {
             obj,
             _link: link,

@@ -883,7 +883,7 @@ mod tests {
         let mut keys = 0;
         for in_port in [3u32, 0x1_0002] {
             let mut open = objects::open(objects::KEY_PROBE, "sdnlab_key_probe").unwrap();
-            objects::set_rodata(&mut open, objects::KEY_PROBE, "in_port", &in_port.to_ne_bytes()).unwrap();
+            objects::set_rodata(&mut open, objects::KEY_PROBE, &[("in_port", &in_port.to_ne_bytes())]).unwrap();
             let obj = objects::load(open, "loading the key probe (needs root or CAP_BPF)").unwrap();
             let prog = obj.progs_mut().find(|p| p.name() == "sdnlab_key_probe").unwrap();
             let out = obj.maps().find(|m| m.name() == "probe_out").unwrap();

@@ -16,7 +16,7 @@
 use crate::objects;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,7 +81,7 @@ impl State {
     }
 }
 
-/// The generator's state map, read (`what`) or written.
+/// The generator's state, as its map holds it now.
 fn read_state(map: &MapHandle) -> io::Result<State> {
     map.lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
         .map_err(objects::error("reading the generator's state"))?
@@ -145,7 +145,7 @@ impl LiveGenerator {
             ));
         }
         let mut open = objects::open(objects::GEN, "sdnlab_gen")?;
-        objects::set_rodata(&mut open, objects::GEN, "streams", &streams.max(1).to_ne_bytes())?;
+        objects::set_rodata(&mut open, objects::GEN, &[("streams", &streams.max(1).to_ne_bytes())])?;
         let obj = objects::load(open, "loading the generator (needs root or CAP_BPF)")?;
         let state = obj
             .maps()
@@ -212,7 +212,7 @@ impl LiveGenerator {
         let prog = objects::prog(&self.obj, "sdnlab_gen")?;
         // SAFETY: the frame and context outlive the call, and their sizes
         // are given; libbpf writes only into `opts`.
-        let r = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_raw_fd(), &mut opts) };
+        let r = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog.as_fd().as_raw_fd(), &mut opts) };
         if r < 0 {
             let e = io::Error::from_raw_os_error(-r);
             return Err(io::Error::new(
@@ -257,7 +257,7 @@ impl LiveGenerator {
         let me = unsafe { libc::pthread_self() } as usize;
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
-        let map = MapHandle::try_from(&self.state).map_err(objects::error("holding the generator's map"))?;
+        let map = self.seq_reader()?.0;
         let timer = std::thread::spawn(move || {
             // Wait for the first frame to fix the end, then for the end.
             let give_up = Instant::now() + duration + Duration::from_secs(2);

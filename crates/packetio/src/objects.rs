@@ -1,7 +1,8 @@
 //! The BPF programs as objects: compiled from `bpf/*.bpf.c` by clang at
 //! build time (build.rs), carried in the binary, opened, loaded and read
-//! through libbpf (libbpf-rs, and libbpf-sys for the two calls libbpf-rs
-//! does not wrap: an XDP link in a chosen mode, and a tcx link). Errors
+//! through libbpf (libbpf-rs, and libbpf-sys for what libbpf-rs does not
+//! wrap: an XDP link in a chosen mode, a tcx link, batch map calls into
+//! reused buffers, and live-frame test runs). Errors
 //! say what was being done, with libbpf's own reason (the verifier's log
 //! included when it refused a program).
 //!
@@ -13,7 +14,7 @@
 use libbpf_rs::{MapCore, Object, ObjectBuilder, OpenObject};
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Once;
 
 /// The XDP patch cable (`patch.bpf.c`).
@@ -89,11 +90,12 @@ pub(crate) fn load(open: OpenObject, what: &str) -> io::Result<Object> {
     })
 }
 
-/// Sets the `const volatile` variable `var` of object `bytes` (opened as
-/// `open`) to `value` before it is loaded: its place in `.rodata` comes
-/// from the object's BTF, and a value of another size is refused. The
-/// verifier then sees it as a constant (branches on it are pruned).
-pub(crate) fn set_rodata(open: &mut OpenObject, bytes: &[u8], var: &str, value: &[u8]) -> io::Result<()> {
+/// Sets `const volatile` variables of object `bytes` (opened as `open`)
+/// before it is loaded, each (name, value): their places in `.rodata` come
+/// from the object's BTF (read once for all), and a value of another size
+/// is refused. The verifier then sees them as constants (branches on them
+/// are pruned).
+pub(crate) fn set_rodata(open: &mut OpenObject, bytes: &[u8], vars: &[(&str, &[u8])]) -> io::Result<()> {
     let missing = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
     let btf = libbpf_rs::btf::Btf::from_raw("object", bytes)
         .map_err(error("reading the object's BTF"))?
@@ -101,21 +103,6 @@ pub(crate) fn set_rodata(open: &mut OpenObject, bytes: &[u8], var: &str, value: 
     let sec: libbpf_rs::btf::types::DataSec<'_> = btf
         .type_by_name(".rodata")
         .ok_or_else(|| missing("the BPF object has no .rodata".into()))?;
-    let (offset, size) = sec
-        .iter()
-        .find(|v| {
-            btf.type_by_id::<libbpf_rs::btf::BtfType<'_>>(v.ty)
-                .and_then(|t| t.name())
-                .is_some_and(|n| n == OsStr::new(var))
-        })
-        .map(|v| (v.offset as usize, v.size))
-        .ok_or_else(|| missing(format!("no constant {var} in the BPF object")))?;
-    if size != value.len() {
-        return Err(missing(format!(
-            "{var} is {size} bytes in the BPF object, {} given",
-            value.len()
-        )));
-    }
     let mut map = open
         .maps_mut()
         .find(|m| m.name().to_string_lossy().ends_with(".rodata"))
@@ -123,20 +110,31 @@ pub(crate) fn set_rodata(open: &mut OpenObject, bytes: &[u8], var: &str, value: 
     let data = map
         .initial_value_mut()
         .ok_or_else(|| missing("the .rodata map has no initial value".into()))?;
-    data[offset..offset + size].copy_from_slice(value);
+    for (var, value) in vars {
+        let (offset, size) = sec
+            .iter()
+            .find(|v| {
+                btf.type_by_id::<libbpf_rs::btf::BtfType<'_>>(v.ty)
+                    .and_then(|t| t.name())
+                    .is_some_and(|n| n == OsStr::new(var))
+            })
+            .map(|v| (v.offset as usize, v.size))
+            .ok_or_else(|| missing(format!("no constant {var} in the BPF object")))?;
+        if size != value.len() {
+            return Err(missing(format!(
+                "{var} is {size} bytes in the BPF object, {} given",
+                value.len()
+            )));
+        }
+        data[offset..offset + size].copy_from_slice(value);
+    }
     Ok(())
 }
 
-/// The descriptor of program `name` in `obj`.
-pub(crate) fn prog<'a>(obj: &'a Object, name: &str) -> io::Result<BorrowedFd<'a>> {
+/// Program `name` of `obj` (its descriptor: `.as_fd()`).
+pub(crate) fn prog<'a>(obj: &'a Object, name: &str) -> io::Result<libbpf_rs::Program<'a>> {
     obj.progs()
         .find(|p| p.name() == OsStr::new(name))
-        .map(|p| {
-            let fd = p.as_fd().as_raw_fd();
-            // SAFETY: the program's descriptor lives as long as the object
-            // it was found in, which outlives the borrow.
-            unsafe { BorrowedFd::borrow_raw(fd) }
-        })
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no program {name} in the object")))
 }
 

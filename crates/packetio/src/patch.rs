@@ -4,8 +4,8 @@
 //! counters, no header read, no control plane: not a switch, but the
 //! least any switch that forwards between these two interfaces in the
 //! kernel can cost (one XDP run and one DEVMAP redirect a frame); the
-//! program is `bpf/patch.bpf.c`. The switch benchmark uses it as the floor a switch hop adds, beside the
-//! bare veth pair (no hop at all).
+//! program is `bpf/patch.bpf.c`. The switch benchmark uses it as the
+//! floor a switch hop adds, beside the bare veth pair (no hop at all).
 //!
 //! The programs are attached through BPF links: dropping the `XdpPatch`
 //! detaches them, and so does the process ending.
@@ -13,7 +13,7 @@
 use crate::objects;
 use crate::XdpMode;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 /// Two interfaces patched to each other; dropping it unpatches them.
 pub struct XdpPatch {
@@ -36,8 +36,8 @@ impl XdpPatch {
         objects::update(&obj, "patch_ports", &0u32.to_ne_bytes(), &b.to_ne_bytes(), what)?;
         objects::update(&obj, "patch_ports", &1u32.to_ne_bytes(), &a.to_ne_bytes(), what)?;
         let links = [
-            objects::attach_xdp(objects::prog(&obj, "sdnlab_patch_a")?, a, mode)?,
-            objects::attach_xdp(objects::prog(&obj, "sdnlab_patch_b")?, b, mode)?,
+            objects::attach_xdp(objects::prog(&obj, "sdnlab_patch_a")?.as_fd(), a, mode)?,
+            objects::attach_xdp(objects::prog(&obj, "sdnlab_patch_b")?.as_fd(), b, mode)?,
         ];
         Ok(XdpPatch {
             _obj: obj,

@@ -9,7 +9,7 @@
 
 use crate::objects;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 
 /// Every frame sent out of one interface carries a VLAN tag outside its
 /// bytes while this lives.
@@ -22,10 +22,10 @@ impl VlanTagOutOfBand {
     /// Tags frames leaving `ifindex` with `vid` (TPID 0x8100, priority 0).
     pub fn attach(ifindex: u32, vid: u16) -> io::Result<VlanTagOutOfBand> {
         let mut open = objects::open(objects::VLAN_TAG, "sdnlab_vlan_tag")?;
-        objects::set_rodata(&mut open, objects::VLAN_TAG, "vid", &vid.to_ne_bytes())?;
+        objects::set_rodata(&mut open, objects::VLAN_TAG, &[("vid", &vid.to_ne_bytes())])?;
         let obj = objects::load(open, "loading the VLAN-tagging tc program")?;
         let link = objects::link(
-            objects::prog(&obj, "sdnlab_vlan_tag")?,
+            objects::prog(&obj, "sdnlab_vlan_tag")?.as_fd(),
             ifindex,
             libbpf_sys::BPF_TCX_EGRESS,
             0,
