@@ -198,41 +198,68 @@ fn cbench_output_ends_with_its_result_line() {
 
 /// Every run states the driver's own ceiling, measured against the
 /// reference null responder just before the scenario and on disk before
-/// any trial; a target as fast as that responder (the responder itself)
-/// is flagged as possibly limited by the driver.
+/// any trial; the flag agrees with the figures (set exactly when the
+/// target's mean comes within 20 % of the ceiling), and a target as fast
+/// as that responder (the responder itself) is flagged, with the warning
+/// in meta.json and the page.
+///
+/// The two figures are two measurements of the same thing, so on a busy
+/// machine they can differ by more than 20 % (a CI run saw 77 %): each
+/// attempt checks that the flag agrees with its own figures, and one of
+/// three attempts must be flagged.
 #[test]
 fn the_report_states_the_drivers_ceiling_and_flags_a_target_near_it() {
     let _serial = serial();
     // The same responder as the ceiling's (one event loop), and loops of
     // 500 ms as the ceiling's, so the two figures differ by the machine's
-    // noise alone (well within 20 % over seconds, unlike 200 ms loops).
+    // noise alone.
     let responder = ofref::Responder::start(1).unwrap();
-    let out = tmp("ceiling");
-    let r = sdnlab()
-        .args(["bench", "ctl", "--loops", "3", "--loop-ms", "500", "--warmup", "1"])
-        .args(["--macs", "20", "--trials", "1", "--switches", "2", "--json"])
-        .args([
-            "--target",
-            &responder.addr().to_string(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
-    let c = &v["ceilings"][0];
-    assert!(c["ceiling"]["responses_per_s"].as_f64().unwrap() > 0.0, "{v}");
-    assert_eq!(c["near_ceiling"], true, "{v}");
-    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
-    let first: serde_json::Value = serde_json::from_str(samples.lines().next().unwrap()).unwrap();
-    assert_eq!(first["kind"], "ceiling", "{samples}");
-    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
-    assert!(meta.contains("the driver's own ceiling on this machine"), "{meta}");
-    assert!(meta.contains("may be the limit"), "{meta}");
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("the driver's own ceiling") && html.contains("may be the limit"));
-    let _ = std::fs::remove_dir_all(out);
+    let mut flagged = false;
+    for attempt in 0..3 {
+        let out = tmp(&format!("ceiling{attempt}"));
+        let r = sdnlab()
+            .args(["bench", "ctl", "--loops", "3", "--loop-ms", "500", "--warmup", "1"])
+            .args(["--macs", "20", "--trials", "1", "--switches", "2", "--json"])
+            .args([
+                "--target",
+                &responder.addr().to_string(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let c = &v["ceilings"][0];
+        let ceiling = c["ceiling"]["responses_per_s"].as_f64().unwrap();
+        assert!(ceiling > 0.0, "{v}");
+        let loops = v["trials"][0]["report"]["loops"].as_array().unwrap();
+        let mean = loops
+            .iter()
+            .map(|l| l["responses_per_s"].as_f64().unwrap())
+            .sum::<f64>()
+            / loops.len() as f64;
+        let near = c["near_ceiling"].as_bool().unwrap();
+        assert_eq!(near, mean >= 0.8 * ceiling, "mean {mean}, ceiling {ceiling}: {v}");
+        let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+        let first: serde_json::Value = serde_json::from_str(samples.lines().next().unwrap()).unwrap();
+        assert_eq!(first["kind"], "ceiling", "{samples}");
+        let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+        assert!(meta.contains("the driver's own ceiling on this machine"), "{meta}");
+        assert_eq!(meta.contains("may be the limit"), near, "{meta}");
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(html.contains("the driver's own ceiling"));
+        assert_eq!(html.contains("may be the limit"), near);
+        let _ = std::fs::remove_dir_all(out);
+        if near {
+            flagged = true;
+            break;
+        }
+    }
+    assert!(
+        flagged,
+        "the responder itself was never flagged as near the driver's ceiling in three runs"
+    );
 }
 
 #[test]
