@@ -68,7 +68,7 @@ fn topology_finds_every_link_and_loses_cut_ones() {
         for sw in &net.switches {
             let lldp = sw.flows_with_cookie(controller::topology::LLDP_COOKIE);
             assert_eq!(lldp.len(), 1, "switch {}", sw.dpid);
-            assert_eq!(lldp[0].match_.eth_type, Some(0x88cc));
+            assert_eq!(fakenet::eth_type(&lldp[0]), Some(0x88cc));
         }
         // A cut link goes at once (PORT_STATUS), both directions.
         net.cut_link((11, 1));
@@ -161,7 +161,7 @@ fn paths_delivers_on_loops_without_storms() {
             assert_eq!(flows.len(), n, "leaf {leaf}: {flows:?}");
             assert!(flows
                 .iter()
-                .all(|f| f.match_.eth_dst.is_some() && f.match_.in_port.is_none()));
+                .all(|f| fakenet::eth_dst(f).is_some() && !fakenet::matches_in_port(f)));
         }
         assert!(
             net.max_hops <= 2,
@@ -202,10 +202,10 @@ fn paths_reroute_after_a_link_cut() {
         .switch(11)
         .flows_with_cookie(REACTIVE_COOKIE)
         .iter()
-        .find(|f| f.match_.eth_dst == Some(host_mac(2)))
-        .map(|f| f.actions.clone())
+        .find(|f| fakenet::eth_dst(f) == Some(host_mac(2)))
+        .map(|f| fakenet::outputs(f))
         .unwrap();
-    let fakenet::Act::Output(uplink) = out[0] else { panic!() };
+    let uplink = out[0];
     net.cut_link((11, uplink));
     net.run_for(PROBE * 2, STORM);
     assert!(

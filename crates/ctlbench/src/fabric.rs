@@ -1,14 +1,13 @@
 //! An emulated network for the RFC 8456 tests that need a topology: every
-//! switch is a `datapath::Datapath` with its own OpenFlow session (TCP) to
+//! switch is sdnlab's switch model (`ofswitch::emulated`: the pipeline and
+//! agent of the real switch, without I/O) with its own OpenFlow session (TCP) to
 //! the controller under test, and switch ports are wired to each other, so
 //! an LLDP frame the controller sends out of a port arrives as a PACKET_IN
 //! on the peer switch's port, as in a real network; hosts (the RFC's test
 //! ports) sit on edge ports and record what reaches them and when. Frames
 //! move between switches over in-process channels; nothing leaves loopback.
 
-use crate::datapath::{Datapath, Effect};
-use crate::roles;
-use crate::switch::Identity;
+use ofswitch::emulated::{Effect, Emulated};
 use ofwire::{v10, Body, Framer, Message};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -257,14 +256,7 @@ impl Fabric {
         let inboxes = Arc::new(senders);
         let mut tasks = Vec::new();
         for (&(dpid, ports), rx) in spec.switches.iter().zip(receivers) {
-            let dp = Datapath::new(
-                Identity {
-                    datapath_id: dpid,
-                    ports,
-                },
-                version,
-                4,
-            );
+            let dp = Emulated::new(dpid, ports, N_TABLES, MAX_RULES, crate::switch::desc());
             let net = Net {
                 malformed_per_mille,
                 stats: stats.clone(),
@@ -272,7 +264,7 @@ impl Fabric {
                 wiring: wiring.clone(),
                 received: received.clone(),
             };
-            tasks.push(tokio::spawn(run_switch(dp, targets.clone(), rx, net)));
+            tasks.push(tokio::spawn(run_switch(dp, version, targets.clone(), rx, net)));
             // Some controllers want a moment per new switch.
             if spec.switches.len() <= 64 {
                 tokio::time::sleep(Duration::from_millis(2)).await;
@@ -359,20 +351,40 @@ struct Net {
     received: Received,
 }
 
-/// Connects to `target` and completes the handshake; then a reader task
-/// turns what the controller sends into `Input::Controller { conn, .. }`
-/// (and `Input::Closed` at the end) and a writer task sends what it is given.
+/// Flow tables per emulated switch.
+const N_TABLES: usize = 4;
+/// Rules per emulated switch, at most (a FLOW_MOD beyond gets TABLE_FULL):
+/// as many as the switch's classifier is measured with, well above what
+/// the table-capacity test asks (65,535 addresses at most).
+const MAX_RULES: usize = 1_000_000;
+
+/// Connects to `target` and completes the handshake, the switch's agent
+/// answering as connection `conn`; then a reader task turns what the
+/// controller sends into `Input::Controller { conn, .. }` (and
+/// `Input::Closed` at the end) and a writer task sends what it is given.
 async fn connect(
     target: SocketAddr,
-    conn: usize,
-    dp: &Datapath,
+    version: u8,
+    dp: &mut Emulated,
     inbox: mpsc::UnboundedSender<Input>,
     tasks: &mut tokio::task::JoinSet<()>,
 ) -> Option<mpsc::UnboundedSender<Vec<u8>>> {
     let mut s = TcpStream::connect(target).await.ok()?;
     let _ = s.set_nodelay(true);
     let mut framer = Framer::default();
-    crate::handshake(&mut s, &mut framer, dp.version, dp.id).await.ok()?;
+    let conn = dp.connect(version);
+    let answer = |m: &Message| {
+        let mut effects = Vec::new();
+        dp.on_message(conn, m, &mut effects);
+        effects
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::ToController { conn: c, msg } if c == conn => Some(msg),
+                _ => None,
+            })
+            .collect()
+    };
+    crate::handshake_with(&mut s, &mut framer, version, answer).await.ok()?;
     let (mut rd, mut wr) = s.into_split();
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     tasks.spawn(async move {
@@ -402,33 +414,13 @@ async fn connect(
     Some(out_tx)
 }
 
-/// The asynchronous kind of a message to the controller, if it is one.
-fn async_kind(m: &Message) -> Option<roles::Async> {
-    use ofwire::v13::Body as B13;
-    match &m.body {
-        Body::V10(v10::Body::PacketIn(p)) => Some(roles::Async::PacketIn {
-            reason: p.reason.into(),
-        }),
-        Body::V13(B13::PacketIn(p)) => Some(roles::Async::PacketIn {
-            reason: p.reason.into(),
-        }),
-        Body::V10(v10::Body::PortStatus(p)) => Some(roles::Async::PortStatus {
-            reason: p.reason.into(),
-        }),
-        Body::V13(B13::PortStatus(p)) => Some(roles::Async::PortStatus {
-            reason: p.reason.into(),
-        }),
-        Body::V10(v10::Body::FlowRemoved(f)) => Some(roles::Async::FlowRemoved {
-            reason: f.reason.into(),
-        }),
-        Body::V13(B13::FlowRemoved(f)) => Some(roles::Async::FlowRemoved {
-            reason: f.reason.into(),
-        }),
-        _ => None,
-    }
-}
-
-async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc::UnboundedReceiver<Input>, net: Net) {
+async fn run_switch(
+    mut dp: Emulated,
+    version: u8,
+    targets: Vec<SocketAddr>,
+    mut inbox: mpsc::UnboundedReceiver<Input>,
+    net: Net,
+) {
     let Net {
         malformed_per_mille,
         stats,
@@ -436,15 +428,16 @@ async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc:
         wiring,
         received,
     } = net;
-    let dpid = dp.id.datapath_id;
+    let dpid = dp.datapath_id;
     // Dropping the set (the switch stops or is aborted) closes every connection.
     let mut io = tokio::task::JoinSet::new();
     let Some(own_inbox) = inboxes.get(&dpid).cloned() else {
         return;
     };
+    // By the agent's connection number (0, 1, .. in the order connected).
     let mut writers = Vec::new();
-    for (conn, &t) in targets.iter().enumerate() {
-        match connect(t, conn, &dp, own_inbox.clone(), &mut io).await {
+    for &t in &targets {
+        match connect(t, version, &mut dp, own_inbox.clone(), &mut io).await {
             Some(w) => writers.push(w),
             None => {
                 stats.lost.fetch_add(1, Ordering::Relaxed);
@@ -454,16 +447,14 @@ async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc:
     }
     drop(own_inbox);
     stats.connected.fetch_add(1, Ordering::Relaxed);
-    let mut roles = roles::Roles::new(writers.len());
     let mut pending = vec![Vec::new(); writers.len()];
     let mut effects = Vec::new();
     let mut out = Vec::new();
-    let mut reply_to = 0;
     let (mut sent_total, mut malformed_seq) = (0u64, 0u32);
     loop {
         for e in effects.drain(..) {
             match e {
-                Effect::ToController(m) => {
+                Effect::ToController { conn, msg: m } => {
                     let data = match &m.body {
                         Body::V10(v10::Body::PacketIn(pi)) => Some(&pi.data.0),
                         Body::V13(ofwire::v13::Body::PacketIn(pi)) => Some(&pi.data.0),
@@ -494,16 +485,8 @@ async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc:
                             stats.malformed_sent.fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                    match async_kind(&m) {
-                        Some(kind) => {
-                            for (c, p) in pending.iter_mut().enumerate() {
-                                if roles.wants(c, kind) {
-                                    p.extend_from_slice(&out);
-                                }
-                            }
-                        }
-                        None if roles.is_open(reply_to) => pending[reply_to].extend_from_slice(&out),
-                        None => {}
+                    if let Some(p) = pending.get_mut(conn) {
+                        p.extend_from_slice(&out);
                     }
                 }
                 Effect::Transmit { port, frame } => match wiring.get(&(dpid, port)) {
@@ -547,31 +530,21 @@ async fn run_switch(mut dp: Datapath, targets: Vec<SocketAddr>, mut inbox: mpsc:
                 let _ = stats
                     .first_message_ns
                     .compare_exchange(0, unix_ns(), Ordering::Relaxed, Ordering::Relaxed);
-                reply_to = conn;
-                match roles.on_message(conn, &msg) {
-                    roles::Verdict::Answer(a) => effects.push(Effect::ToController(a)),
-                    roles::Verdict::Taken => {}
-                    roles::Verdict::Pass => {
-                        dp.on_message(&msg, &mut effects);
-                        if let Some(n) = stats.flows.get(&dpid) {
-                            n.store(dp.tables.iter().map(|t| t.len() as u64).sum(), Ordering::Relaxed);
-                        }
-                    }
+                dp.on_message(conn, &msg, &mut effects);
+                if let Some(n) = stats.flows.get(&dpid) {
+                    n.store(dp.rule_count() as u64, Ordering::Relaxed);
                 }
             }
             Some(Input::Closed { conn }) => {
-                roles.close(conn);
-                if !roles.any_open() {
+                dp.disconnect(conn);
+                if !dp.agent.roles.any_open() {
                     // Fail-secure: the data plane keeps its flows and keeps forwarding.
                     stats.connected.fetch_sub(1, Ordering::Relaxed);
                     stats.lost.fetch_add(1, Ordering::Relaxed);
                 }
             }
             Some(Input::Frame { port, frame }) => dp.on_frame(port, frame, &mut effects),
-            Some(Input::Port { port, up }) => {
-                let m = dp.set_port(port, up);
-                effects.push(Effect::ToController(m));
-            }
+            Some(Input::Port { port, up }) => dp.set_link(port, up, &mut effects),
             None => break,
         }
     }

@@ -12,13 +12,11 @@
 //! `latency` keeps exactly one.
 
 pub mod capacity;
-pub mod datapath;
 pub mod fabric;
 mod load;
 pub mod method;
 pub mod northbound;
 pub mod rate;
-pub use ofswitch::roles;
 pub mod security;
 pub mod switch;
 pub mod synflood;
@@ -313,6 +311,18 @@ fn answered_buffer(version: u8, m: &[u8]) -> Option<u32> {
 }
 
 async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, id: switch::Identity) -> std::io::Result<()> {
+    handshake_with(s, framer, version, |m| switch::replies(id, m)).await
+}
+
+/// The handshake with `answer` giving the switch's replies to each
+/// controller message (the load switches' canned replies, or a fabric
+/// switch's agent).
+async fn handshake_with(
+    s: &mut TcpStream,
+    framer: &mut Framer,
+    version: u8,
+    mut answer: impl FnMut(&Message) -> Vec<Message>,
+) -> std::io::Result<()> {
     s.write_all(
         &Message::new(version, 1, Body::Hello(Hello::with_versions(&[version])))
             .to_bytes()
@@ -341,7 +351,7 @@ async fn handshake(s: &mut TcpStream, framer: &mut Framer, version: u8, id: swit
             if matches!(m.body, Body::V13(v13::Body::FeaturesRequest)) {
                 features_at.get_or_insert_with(std::time::Instant::now);
             }
-            for r in switch::replies(id, &m) {
+            for r in answer(&m) {
                 s.write_all(&r.to_bytes().expect("reply")).await?;
             }
             if done {

@@ -287,11 +287,13 @@ fn packet_in(version: u8, xid: u32, buffer_id: u32, data: Vec<u8>) -> Message {
 
 /// A PORT_STATUS whose port name fills its 16 bytes with no NUL.
 fn port_status_without_nul(version: u8) -> Vec<u8> {
-    let id = Identity {
-        datapath_id: 1,
-        ports: 1,
+    let mut dp = ofswitch::emulated::Emulated::new(1, 1, 1, 1, crate::switch::desc());
+    dp.connect(version);
+    let mut effects = Vec::new();
+    dp.set_link(1, false, &mut effects);
+    let Some(ofswitch::emulated::Effect::ToController { msg: m, .. }) = effects.pop() else {
+        unreachable!("a link going down is announced to the controller connected")
     };
-    let m = crate::datapath::Datapath::new(id, version, 1).set_port(1, true);
     let mut b = m.to_bytes().expect("port status");
     // The name follows reason (1), pad (7), then port_no and hw_addr (and pads in 1.3).
     let at = if version == OFP10_VERSION {

@@ -4,7 +4,7 @@
 //! controller may ask (answered empty, but well-formed), so controllers that
 //! probe a switch before using it accept ours.
 
-use ofwire::{v10, v13, Body, MacAddr, Message, OFP10_VERSION};
+use ofwire::{v10, v13, Body, Message, OFP10_VERSION};
 
 /// What the emulated switch is.
 #[derive(Clone, Copy, Debug)]
@@ -13,19 +13,11 @@ pub struct Identity {
     pub ports: u32,
 }
 
-/// The hardware address of an emulated port.
-pub fn port_mac(dpid: u64, port: u32) -> MacAddr {
-    MacAddr([
-        0x0e,
-        (dpid >> 16) as u8,
-        (dpid >> 8) as u8,
-        dpid as u8,
-        (port >> 8) as u8,
-        port as u8,
-    ])
-}
+/// The hardware address of an emulated port (the switch model's).
+pub use ofswitch::emulated::port_mac;
 
-fn desc() -> ofwire::DescStats {
+/// What an emulated switch says it is (DESC).
+pub fn desc() -> ofwire::DescStats {
     ofwire::DescStats {
         mfr_desc: "sdnlab".into(),
         hw_desc: "emulated switch".into(),

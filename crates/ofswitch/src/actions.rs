@@ -194,7 +194,7 @@ fn field_write(o: &Oxm) -> Result<FieldWrite, ErrorCode> {
     })
 }
 
-pub use packetio::vnet::VnetHdr;
+pub use ofwire::vnet::VnetHdr;
 
 /// A frame in flight, with the key and layout of its current headers.
 #[derive(Clone, Debug)]

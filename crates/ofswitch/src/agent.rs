@@ -164,7 +164,19 @@ impl Agent {
         let c = self.roles.add_connection();
         self.conn_versions.resize(c + 1, OFP13_VERSION);
         self.conn_versions[c] = version;
+        self.update_miss_to_controller();
         c
+    }
+
+    /// Table misses go to the controller while a 1.0 controller is
+    /// connected (the plans cached by the datapath are made again).
+    fn update_miss_to_controller(&mut self) {
+        let any_10 = (0..self.roles_len()).any(|c| self.is_10(c) && self.roles.is_open(c));
+        if self.read().miss_to_controller != any_10 {
+            let mut p = self.write();
+            p.miss_to_controller = any_10;
+            p.generation += 1;
+        }
     }
 
     fn is_10(&self, conn: usize) -> bool {
@@ -174,6 +186,7 @@ impl Agent {
     pub fn disconnect(&mut self, conn: usize) {
         self.roles.close(conn);
         self.partial_requests.remove(&conn);
+        self.update_miss_to_controller();
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Pipeline> {
@@ -230,11 +243,7 @@ impl Agent {
                     }),
                 )
             }
-            B::SetConfig(c) => {
-                let mut p = self.write();
-                p.config_flags = c.flags & 3;
-                p.miss_send_len = c.miss_send_len;
-            }
+            B::SetConfig(c) => self.set_config(c),
             B::BarrierRequest => answer(fx, B::BarrierReply),
             B::FlowMod(fm) => {
                 let result = self.write().flow_mod(fm, now);
@@ -362,11 +371,7 @@ impl Agent {
                 drop(p);
                 answer(fx, B10::GetConfigReply(c))
             }
-            B10::SetConfig(c) => {
-                let mut p = self.write();
-                p.config_flags = c.flags & 3;
-                p.miss_send_len = c.miss_send_len;
-            }
+            B10::SetConfig(c) => self.set_config(c),
             B10::BarrierRequest => answer(fx, B10::BarrierReply),
             B10::FlowMod(fm10) => {
                 let fm = match of10::flow_mod_in(fm10) {
@@ -655,6 +660,7 @@ impl Agent {
         let reason: u8 = tc.reason.into();
         let conns: Vec<usize> = (0..self.roles_len())
             .filter(|&c| self.roles.wants(c, Async::PacketIn { reason }))
+            .filter(|&c| !tc.implicit_miss || self.is_10(c))
             .collect();
         if conns.is_empty() {
             self.packet_ins_unsent += 1;
@@ -698,6 +704,17 @@ impl Agent {
                 Message::v13(0, B::PacketIn(pi.clone()))
             };
             fx.messages.push((c, msg));
+        }
+    }
+
+    /// SET_CONFIG: fragment handling and how much of a missed frame a
+    /// PACKET_IN carries (in the plans of implicit misses: made again).
+    fn set_config(&mut self, c: &SwitchConfig) {
+        let mut p = self.write();
+        p.config_flags = c.flags & 3;
+        if p.miss_send_len != c.miss_send_len {
+            p.miss_send_len = c.miss_send_len;
+            p.generation += 1;
         }
     }
 

@@ -1,4 +1,5 @@
-//! sdnlab's userspace OpenFlow switch.
+//! sdnlab's OpenFlow switch model, free of I/O: frames and controller
+//! messages in, frames and messages out.
 //!
 //! - `key`, `matching`: the flow key extracted from frames, matches as
 //!   (value, mask) keys;
@@ -7,23 +8,25 @@
 //! - `flow`: rules, groups, meters and their counters;
 //! - `pipeline`: tables, FLOW/GROUP/METER/PORT_MOD, forwarding plans;
 //! - `roles`: OpenFlow 1.3 controller roles;
-//! - `openflow10`: OpenFlow 1.0 translated onto the 1.3 pipeline.
+//! - `openflow10`: OpenFlow 1.0 translated onto the 1.3 pipeline;
+//! - `agent`: the OpenFlow agent (every controller message, PACKET_IN
+//!   buffers, FLOW_REMOVED, PORT_STATUS);
+//! - `emulated`: pipeline and agent as one switch fed whole frames, the
+//!   model behind the controller benchmark's emulated fabrics and the
+//!   controller's tests.
 //!
-//! Everything above is free of I/O and is tested by feeding frames and
-//! messages in.
+//! The switch that runs on real interfaces (ports, datapath threads,
+//! controller sessions, the in-kernel fast path) is `switchd`, on top of
+//! this crate. Everything here is tested by feeding frames and messages
+//! in.
 
 pub mod actions;
 pub mod agent;
 pub mod classifier;
-pub mod datapath;
-pub mod fast_egress;
+pub mod emulated;
 pub mod flow;
 pub mod key;
 pub mod matching;
 pub mod openflow10;
 pub mod pipeline;
-/// The ports' frame I/O lives in `packetio`; these names stay for the
-/// switch's own code and its users.
-pub use packetio::{port, port_xdp};
 pub mod roles;
-pub mod switch;

@@ -126,6 +126,9 @@ pub enum Step {
         reason: PacketInReason,
         table_id: u8,
         cookie: u64,
+        /// A miss with no table-miss rule, sent only to OpenFlow 1.0
+        /// controllers (`Pipeline::miss_to_controller`).
+        implicit_miss: bool,
     },
     /// Run the steps on a copy of the packet (a group bucket).
     Fork(Vec<Step>),
@@ -148,6 +151,8 @@ pub struct ToController {
     pub reason: PacketInReason,
     pub table_id: u8,
     pub cookie: u64,
+    /// A miss with no table-miss rule: for OpenFlow 1.0 controllers only.
+    pub implicit_miss: bool,
     pub data: Vec<u8>,
 }
 
@@ -166,6 +171,12 @@ pub struct Pipeline {
     pub timed_rules: usize,
     pub max_rules: usize,
     pub miss_send_len: u16,
+    /// Whether a miss with no table-miss rule goes to the controller:
+    /// OpenFlow 1.0 says it does, 1.3 that it is dropped (1.3.5 section
+    /// 5.4). The agent sets it while a 1.0 controller is connected, and
+    /// only 1.0 controllers get those PACKET_INs (Open vSwitch does the
+    /// same).
+    pub miss_to_controller: bool,
     /// OFPC_FRAG_* handling (only NORMAL is implemented).
     pub config_flags: u16,
     pub started: Instant,
@@ -194,6 +205,7 @@ impl Pipeline {
             timed_rules: 0,
             max_rules,
             miss_send_len: 128,
+            miss_to_controller: false,
             config_flags: 0,
             started: Instant::now(),
         }
@@ -796,8 +808,22 @@ impl Pipeline {
         loop {
             let t = &self.tables[table as usize];
             let Some(rule) = t.rules.lookup(&key) else {
-                // No table-miss rule: drop (1.3.5 section 5.4).
+                // No table-miss rule: drop (1.3.5 section 5.4), or to a
+                // 1.0 controller (1.0.0 section 3.4).
                 steps.push(Step::Lookup { table, matched: false });
+                let no_packet_in = self
+                    .ports
+                    .get(&in_port)
+                    .is_some_and(|q| q.config & port_config::NO_PACKET_IN != 0);
+                if self.miss_to_controller && !no_packet_in {
+                    steps.push(Step::ToController {
+                        max_len: self.miss_send_len,
+                        reason: PacketInReason::NoMatch,
+                        table_id: table,
+                        cookie: u64::MAX,
+                        implicit_miss: true,
+                    });
+                }
                 return steps;
             };
             steps.push(Step::Lookup { table, matched: true });
@@ -909,6 +935,7 @@ impl Pipeline {
                         reason: origin.0,
                         table_id: origin.1,
                         cookie: origin.2,
+                        implicit_miss: false,
                     });
                 }
             }
@@ -1103,6 +1130,7 @@ impl Pipeline {
                     reason,
                     table_id,
                     cookie,
+                    implicit_miss,
                 } => out.to_controller.push(ToController {
                     in_port: pkt.key.in_port(),
                     metadata: u64::from_be_bytes(pkt.key.0[8..16].try_into().unwrap()),
@@ -1110,6 +1138,7 @@ impl Pipeline {
                     reason: *reason,
                     table_id: *table_id,
                     cookie: *cookie,
+                    implicit_miss: *implicit_miss,
                     data: pkt.data_with_checksum(),
                 }),
                 Step::Fork(sub) => {

@@ -8,6 +8,9 @@
 //! * [`Framer`] splits a TCP byte stream into messages.
 //! * [`hot`] has the allocation-free paths: PACKET_IN views and FLOW_MOD /
 //!   PACKET_OUT writers into a reused buffer.
+//! * [`vnet`] is the virtio-net header Linux puts before a frame on
+//!   AF_PACKET and TAP (checksum and segmentation left undone): the ports
+//!   (`packetio`) read it and the switch's packets (`ofswitch`) carry it.
 
 #[cfg(feature = "capture")]
 pub mod capture;
@@ -21,6 +24,7 @@ pub mod oxm;
 pub mod types;
 pub mod v10;
 pub mod v13;
+pub mod vnet;
 mod wire_enum;
 
 pub use common::*;

@@ -1,6 +1,7 @@
 //! Packet I/O for sdnlab, in one place: AF_PACKET sockets and rings
 //! (`port`: the switch's ports, also the traffic generator's; `ring`: the
-//! receivers' TPACKET_V3 ring), the virtio-net header (`vnet`), AF_XDP
+//! receivers' TPACKET_V3 ring), the virtio-net header (`vnet`, from
+//! ofwire, where the switch's packets find it too), AF_XDP
 //! sockets with their UMEM and rings (`xsk`), the XDP program that steers
 //! an interface's frames into them (`bpf`), `XdpInterface`, which puts the
 //! two together for every receive queue of one interface, the switch port
@@ -20,7 +21,9 @@ pub mod port;
 pub mod port_xdp;
 pub mod ring;
 pub mod tc;
-pub mod vnet;
+/// The virtio-net header, a wire format: it lives in ofwire, beside the
+/// switch's other formats.
+pub use ofwire::vnet;
 pub mod xsk;
 
 pub use bpf::{XdpMode, XdpRedirect};

@@ -3,8 +3,17 @@
 //! or SIGTERM. The command line and the configuration file live here, apart
 //! from the rest of sdnlab, so a router build carries the switch alone
 //! (no controller, no TLS library, no benchmarks).
+//!
+//! The switch running lives here too, on top of the I/O-free model in
+//! `ofswitch`: `switch` (controller sessions, listeners, the agent's
+//! thread), `datapath` (the threads that move frames between ports
+//! through the pipeline, with their flow cache) and `fast_egress` (which
+//! ports the in-kernel fast path may redirect to).
 
+pub mod datapath;
+pub mod fast_egress;
 pub mod ovsdb;
+pub mod switch;
 
 use clap::Args;
 use std::process::ExitCode;
@@ -303,7 +312,7 @@ const FAST_PATH_FLOWS: u32 = 65_536;
 
 /// A running bridge and what to say about it.
 struct Running {
-    handle: ofswitch::switch::Handle,
+    handle: crate::switch::Handle,
     spec: BridgeSpec,
     dpid: u64,
     threads: usize,
@@ -401,7 +410,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
     let threads = spec
         .threads
         .unwrap_or_else(|| ports.len().min(cores.saturating_sub(1).max(1)));
-    let cfg = ofswitch::switch::Config {
+    let cfg = crate::switch::Config {
         datapath_id: dpid,
         ports,
         local,
@@ -420,7 +429,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         limits: Some(hygiene.limits),
         ..Default::default()
     };
-    let handle = ofswitch::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;
+    let handle = crate::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;
     Ok(Running {
         handle,
         spec: spec.clone(),

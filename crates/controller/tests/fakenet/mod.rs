@@ -1,7 +1,8 @@
 //! A network of emulated OpenFlow switches with no sockets and no kernel
-//! (in the manner of Faucet's fakeoftable): each switch is the benchmark's
-//! multi-table datapath (`ctlbench::datapath`), applying the FLOW_MODs and
-//! PACKET_OUTs the controller sends, wired to other switches and to hosts;
+//! (in the manner of Faucet's fakeoftable): each switch is sdnlab's switch
+//! model (`ofswitch::emulated`: the real switch's pipeline and agent, with
+//! no I/O), applying the FLOW_MODs and PACKET_OUTs the controller sends,
+//! wired to other switches and to hosts;
 //! each talks to the real controller core (`controller::driver::Driver`)
 //! through the real wire encoding. Tests send frames from hosts and read
 //! what every host got, what every table holds, and whether a packet went
@@ -11,9 +12,10 @@
 
 use controller::app::AppFactory;
 use controller::driver::{Command, Context, Driver, Environment, Stats};
-pub use ctlbench::datapath::{Action as Act, Datapath, Effect, Flow};
-use ctlbench::switch::Identity;
-use ofwire::{Body, Framer, Hello, MacAddr, Message};
+use ofswitch::emulated::{Effect, Emulated};
+use ofswitch::flow::Rule;
+use ofwire::oxm::Oxm;
+use ofwire::{v13, Body, Framer, Hello, MacAddr, Message};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,9 +26,50 @@ pub const N_TABLES: usize = 4;
 /// A switch port: (datapath id, port number).
 pub type Attach = (u64, u32);
 
+/// A rule as the switch holds it.
+pub type Flow = Arc<Rule>;
+
+/// A rule's destination MAC match, if it has one (exact).
+pub fn eth_dst(f: &Rule) -> Option<MacAddr> {
+    f.match_.fields.iter().find_map(|o| match o {
+        Oxm::EthDst(m, None) => Some(*m),
+        _ => None,
+    })
+}
+
+/// A rule's ethertype match, if it has one.
+pub fn eth_type(f: &Rule) -> Option<u16> {
+    f.match_.fields.iter().find_map(|o| match o {
+        Oxm::EthType(t) => Some(*t),
+        _ => None,
+    })
+}
+
+/// Whether a rule matches the input port.
+pub fn matches_in_port(f: &Rule) -> bool {
+    f.match_.fields.iter().any(|o| matches!(o, Oxm::InPort(_)))
+}
+
+/// The ports a rule's apply-actions output to, in order.
+pub fn outputs(f: &Rule) -> Vec<u32> {
+    f.instructions
+        .iter()
+        .filter_map(|i| match i {
+            v13::Instruction::ApplyActions(a) => Some(a),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|a| match a {
+            v13::Action::Output { port, .. } => Some(*port),
+            _ => None,
+        })
+        .collect()
+}
+
 pub struct FakeSwitch {
     pub dpid: u64,
-    pub dp: Datapath,
+    pub dp: Emulated,
+    conn: usize,
     driver: Option<Driver>,
     commands: mpsc::UnboundedReceiver<Command>,
     from_controller: Framer,
@@ -38,13 +81,15 @@ impl FakeSwitch {
         self.dp.counters.packet_ins
     }
 
-    pub fn tables(&self) -> &[Vec<Flow>] {
-        &self.dp.tables
+    /// The rules of each table.
+    pub fn tables(&self) -> Vec<Vec<Flow>> {
+        let n = self.dp.pipeline().tables.len();
+        (0..n as u8).map(|t| self.dp.rules(t)).collect()
     }
 
-    /// Flows of table 0 with this cookie.
-    pub fn flows_with_cookie(&self, cookie: u64) -> Vec<&Flow> {
-        self.dp.flows_with_cookie(cookie)
+    /// Rules of table 0 with this cookie.
+    pub fn flows_with_cookie(&self, cookie: u64) -> Vec<Flow> {
+        self.dp.rules(0).into_iter().filter(|r| r.cookie == cookie).collect()
     }
 
     fn send(&mut self, m: &Message) {
@@ -155,16 +200,13 @@ impl FakeNet {
             let (tx, rx) = mpsc::unbounded_channel();
             let id = net.next_session;
             net.next_session += 1;
+            let n_tables = if version == ofwire::OFP10_VERSION { 1 } else { N_TABLES };
+            let mut dp = Emulated::new(dpid, n_ports, n_tables, 100_000, ctlbench::switch::desc());
+            let conn = dp.connect(version);
             let mut sw = FakeSwitch {
                 dpid,
-                dp: Datapath::new(
-                    Identity {
-                        datapath_id: dpid,
-                        ports: n_ports,
-                    },
-                    version,
-                    if version == ofwire::OFP10_VERSION { 1 } else { N_TABLES },
-                ),
+                dp,
+                conn,
                 driver: Some(Driver::new(id, &net.env, tx, Instant::now())),
                 commands: rx,
                 from_controller: Framer::default(),
@@ -278,11 +320,25 @@ impl FakeNet {
         let mut effects = Vec::new();
         while let Ok(Some(raw)) = sw.from_controller.next_message() {
             let m = ofwire::decode(raw).expect("the controller sent a malformed message");
-            sw.dp.on_message(&m, &mut effects);
+            sw.dp.on_message(sw.conn, &m, &mut effects);
         }
-        assert_eq!(
-            sw.dp.counters.flow_mods_refused, 0,
-            "the controller sent a FLOW_MOD the fake switch does not model"
+        let errors: Vec<&Message> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::ToController { msg, .. }
+                    if matches!(
+                        msg.body,
+                        Body::V10(ofwire::v10::Body::Error(_)) | Body::V13(v13::Body::Error(_))
+                    ) =>
+                {
+                    Some(msg)
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "the switch refused what the controller sent: {errors:?}"
         );
         self.effects(i, effects, 0);
         true
@@ -293,7 +349,7 @@ impl FakeNet {
         let dpid = self.switches[i].dpid;
         for e in effects {
             match e {
-                Effect::ToController(m) => self.switches[i].send(&m),
+                Effect::ToController { msg, .. } => self.switches[i].send(&msg),
                 Effect::Transmit { port, frame } => self.transmit(dpid, port, frame, hops),
             }
         }
@@ -327,8 +383,9 @@ impl FakeNet {
         self.links.remove(&b);
         for (dpid, port) in [a, b] {
             let i = self.index(dpid);
-            let m = self.switches[i].dp.set_port(port, false);
-            self.switches[i].send(&m);
+            let mut effects = Vec::new();
+            self.switches[i].dp.set_link(port, false, &mut effects);
+            self.effects(i, effects, 0);
         }
     }
 }

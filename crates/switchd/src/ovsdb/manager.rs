@@ -69,7 +69,7 @@ fn log(msg: impl std::fmt::Display) {
 /// A bridge running as a row asked.
 struct Running {
     want: BridgeWant,
-    handle: ofswitch::switch::Handle,
+    handle: crate::switch::Handle,
     /// Interface name → its OpenFlow port number.
     ports: BTreeMap<String, u32>,
 }
@@ -308,7 +308,7 @@ impl Manager {
             )),
             None => None,
         };
-        let cfg = ofswitch::switch::Config {
+        let cfg = crate::switch::Config {
             datapath_id: b.dpid,
             ports: Vec::new(),
             local,
@@ -327,7 +327,7 @@ impl Manager {
             listen_unix: Some(self.s.rundir.join(format!("{}.mgmt", b.name))),
             ..Default::default()
         };
-        let handle = ofswitch::switch::start(cfg).map_err(|e| e.to_string())?;
+        let handle = crate::switch::start(cfg).map_err(|e| e.to_string())?;
         Ok(Running {
             want: b.clone(),
             handle,

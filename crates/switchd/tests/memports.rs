@@ -24,11 +24,11 @@ fn frame(dst_last: u8) -> Vec<u8> {
     f
 }
 
-fn switch() -> (ofswitch::switch::Handle, Vec<Arc<MemPort>>) {
+fn switch() -> (switchd::switch::Handle, Vec<Arc<MemPort>>) {
     let ports: Vec<Arc<MemPort>> = (1..=3)
         .map(|i| Arc::new(MemPort::new(&format!("mem{i}"), MacAddr([2, 0xee, 0, 0, 0, i])).unwrap()))
         .collect();
-    let h = ofswitch::switch::start(ofswitch::switch::Config {
+    let h = switchd::switch::start(switchd::switch::Config {
         ports: ports.iter().map(|p| p.clone() as Arc<dyn PortIo>).collect(),
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         ..Default::default()

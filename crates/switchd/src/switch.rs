@@ -4,14 +4,14 @@
 //! passive connections (`ovs-ofctl ... tcp:HOST:PORT`), and that expires
 //! flows and follows link state.
 
-use crate::agent::{Agent, Effects, Identity};
 use crate::datapath::{self, Shared};
 use crate::fast_egress::FastEgress;
-use crate::pipeline::{Pipeline, PortCounters, PortState};
-use crate::port::PortIo;
 use ofconn::admission::{open_file_limit, Admission, Admit, Limits};
+use ofswitch::agent::{Agent, Effects, Identity};
+use ofswitch::pipeline::{Pipeline, PortCounters, PortState};
 use ofwire::header::{negotiate_version, Framer, Header};
 use ofwire::{Body, DescStats, ErrorMsg, Message};
+use packetio::port::PortIo;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -524,7 +524,7 @@ async fn control(
     listeners: Vec<std::net::TcpListener>,
     unix_listener: Option<std::os::unix::net::UnixListener>,
     egress: Option<(FastEgress, Duration)>,
-    mut packet_ins: mpsc::Receiver<crate::pipeline::ToController>,
+    mut packet_ins: mpsc::Receiver<ofswitch::pipeline::ToController>,
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     let (mut fast_egress, recheck) = match egress {

@@ -5,10 +5,10 @@
 //! is taken once per batch; the control thread's writes wait for the batch
 //! to end, which is what makes a BARRIER_REPLY true.
 
-use crate::actions::{Packet, VnetHdr};
-use crate::pipeline::{Emitted, Pipeline, Step, ToController};
-use crate::port::PortIo;
+use ofswitch::actions::{Packet, VnetHdr};
+use ofswitch::pipeline::{Emitted, Pipeline, Step, ToController};
 use packetio::fastpath::{FastPath, FlowKey};
+use packetio::port::PortIo;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
@@ -365,7 +365,7 @@ pub fn run(shared: Arc<Shared>, thread: usize, threads: usize, core: Option<usiz
     if let Some(c) = core {
         pin_to_core(c);
     }
-    let mut cache: FxHashMap<crate::key::Key, Cached> = FxHashMap::default();
+    let mut cache: FxHashMap<ofswitch::key::Key, Cached> = FxHashMap::default();
     let mut fast = FastFlows::default();
     let mut tally = Tally::default();
     let mut cache_generation = u64::MAX;

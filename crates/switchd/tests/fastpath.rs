@@ -287,7 +287,7 @@ fn port_counts(c: &mut Client, xid: u32, port_no: u32) -> (u64, u64) {
 }
 
 /// The switch on `links`' switch ends, both AF_XDP ports in the fast path.
-fn switch_on(links: &Links, fast_egress_recheck: Duration) -> (ofswitch::switch::Handle, Arc<FastPath>) {
+fn switch_on(links: &Links, fast_egress_recheck: Duration) -> (switchd::switch::Handle, Arc<FastPath>) {
     let fp = Arc::new(FastPath::new(1024, 8).unwrap());
     let mut ports: Vec<Arc<dyn PortIo>> = Vec::new();
     for (i, (_, s)) in links.0.iter().enumerate() {
@@ -296,7 +296,7 @@ fn switch_on(links: &Links, fast_egress_recheck: Duration) -> (ofswitch::switch:
             .unwrap_or_else(|e| panic!("{e}"));
         ports.push(Arc::new(p));
     }
-    let h = ofswitch::switch::start(ofswitch::switch::Config {
+    let h = switchd::switch::start(switchd::switch::Config {
         ports,
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         fast_path: Some(fp.clone()),
@@ -363,7 +363,7 @@ fn send_until_held(h1: &Host, h2: &Host, fp: &FastPath, flows: &[Vec<u8>]) -> u6
 /// Dropped field by field in this order: the links last, after everything
 /// on their interfaces.
 struct Setup {
-    h: ofswitch::switch::Handle,
+    h: switchd::switch::Handle,
     fp: Arc<FastPath>,
     h1: Host,
     h2: Host,
@@ -373,7 +373,7 @@ struct Setup {
 
 impl Setup {
     fn new(test: &str) -> Setup {
-        Setup::with_recheck(test, ofswitch::switch::Config::default().fast_egress_recheck)
+        Setup::with_recheck(test, switchd::switch::Config::default().fast_egress_recheck)
     }
 
     /// With the fast path's ports checked every `recheck` besides when the
