@@ -24,6 +24,17 @@ fn main() {
         .filter(|p| p.to_string_lossy().ends_with(".bpf.c"))
         .collect();
     sources.sort();
+    // The architecture the programs will be JIT-compiled for (the seqlock
+    // read in xsk.bpf.c needs barriers off x86), named as libbpf names it.
+    let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
+        Ok("x86_64") => "x86",
+        Ok("aarch64") => "arm64",
+        Ok("arm") => "arm",
+        Ok("riscv64") => "riscv",
+        Ok("powerpc64") => "powerpc",
+        Ok("s390x") => "s390",
+        _ => "unknown",
+    };
     for src in sources {
         let name = src.file_name().unwrap().to_string_lossy().replace(".bpf.c", ".bpf.o");
         let mut cmd = Command::new(&clang);
@@ -31,7 +42,8 @@ fn main() {
             .arg("-I")
             .arg(&libbpf_include)
             .arg("-I")
-            .arg("bpf");
+            .arg("bpf")
+            .arg(format!("-D__TARGET_ARCH_{arch}"));
         if let Some(d) = host_asm {
             cmd.arg("-idirafter").arg(d);
         }

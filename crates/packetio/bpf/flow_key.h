@@ -44,17 +44,42 @@ struct flow_key {
 	};
 };
 
-/* Where a flow goes, under which generation, and what the program
- * counted for it. */
-struct flow_entry {
+#define FLOW_KEY_LEN4 32
+#define FLOW_KEY_LEN6 64
+
+/* One slot of the fast path's flow tables: open addressing in an array
+ * map that user space writes through its own mapping of the map's memory
+ * (packetio::fastpath). `seq` is odd while user space rewrites the slot;
+ * the program reads it before and after the rest, and acts on a slot only
+ * if it read the same even number both times, so it never sees a torn
+ * entry. A slot never written has `seq` 0: a lookup stops there, for an
+ * insertion takes the first free slot of its probes (a slot emptied
+ * later keeps its `seq` and does not stop a lookup). `used` is user
+ * space's own mark. An empty slot has generation 0, which is never
+ * current. */
+struct flow_slot4 {
+	__u32 seq;
+	__u32 used;
 	__u32 out_slot;
 	__u32 generation;
+	__u64 key[FLOW_KEY_LEN4 / 8];
 	__u64 packets;
 	__u64 bytes;
-	__u64 reserved;
 };
 
-#define FLOW_KEY_LEN4 32
+struct flow_slot6 {
+	__u32 seq;
+	__u32 used;
+	__u32 out_slot;
+	__u32 generation;
+	__u64 key[FLOW_KEY_LEN6 / 8];
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Slots a flow may sit in: its hash's, and the next PROBES - 1. */
+#define PROBES 16
+
 /* The shortest frames looked at (after any tag): an IP header and the
  * first 4 bytes of the transport header. */
 #define MIN_FRAME4 38

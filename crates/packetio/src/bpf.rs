@@ -62,6 +62,89 @@ fn kernel_has_vlan_tag_kfunc() -> bool {
     })
 }
 
+/// The steering program's object for `queues` receive queues of
+/// interface `ifindex`, loaded and not attached: with `vlan_check`, only
+/// the device-bound program that first asks the driver for a VLAN tag held
+/// outside the frame; else only the plain one.
+pub(crate) fn load_xsk(
+    ifindex: u32,
+    queues: u32,
+    max_len: u32,
+    fast: Option<(&crate::fastpath::FastPath, u32)>,
+    stamp: bool,
+    vlan_check: bool,
+) -> io::Result<libbpf_rs::Object> {
+    let bytes = objects::XSK;
+    let mut open = objects::open(bytes, "sdnlab_xsk")?;
+    let in_port = fast.map_or(0, |(_, p)| p);
+    let (mask, seed) = fast.map_or((0, 0), |(fp, _)| fp.slot_mask_and_seed());
+    objects::set_rodata(
+        &mut open,
+        bytes,
+        &[
+            ("in_port", &in_port.to_ne_bytes()),
+            ("max_len", &max_len.to_ne_bytes()),
+            ("stamp", &[stamp as u8]),
+            ("fast", &[fast.is_some() as u8]),
+            ("slot_mask", &mask.to_ne_bytes()),
+            ("hash_seed", &seed.to_ne_bytes()),
+        ],
+    )?;
+    let shared = fast.map(|(fp, _)| fp.maps());
+    for mut m in open.maps_mut() {
+        let name = m.name().to_string_lossy().into_owned();
+        if name == "xsks" {
+            m.set_max_entries(queues.max(1))
+                .map_err(objects::error("sizing the XSKMAP"))?;
+        }
+        if let Some(fd) = shared
+            .iter()
+            .flatten()
+            .find(|(n, _)| name == *n || (n.starts_with('.') && name.ends_with(n)))
+            .map(|(_, fd)| *fd)
+        {
+            m.reuse_fd(fd)
+                .map_err(objects::error("giving the program the fast path's maps"))?;
+        }
+    }
+    for mut p in open.progs_mut() {
+        let vlan = p.name() == "sdnlab_xsk_vlan";
+        p.set_autoload(vlan == vlan_check);
+        if vlan && vlan_check {
+            p.set_ifindex(ifindex);
+            p.set_flags(BPF_F_XDP_DEV_BOUND_ONLY);
+        }
+    }
+    objects::load(open, "loading the XDP program (needs root or CAP_BPF)")
+}
+
+/// What the steering program costs on `frame` arriving on port `in_port`,
+/// as the kernel times it: `repeat` runs through BPF_PROG_TEST_RUN (the
+/// program alone: not attached, no socket, the frame in cache), their
+/// mean time per run, and the action the program returned. With `fast`,
+/// the frame's flow is looked up in that fast path. For the benches.
+pub fn steering_cost(
+    fast: Option<&crate::fastpath::FastPath>,
+    in_port: u32,
+    frame: &[u8],
+    repeat: u32,
+) -> io::Result<(std::time::Duration, u32)> {
+    let obj = load_xsk(1, 1, 4096, fast.map(|f| (f, in_port)), false, false)?;
+    let prog = obj
+        .progs_mut()
+        .find(|p| p.name() == "sdnlab_xsk")
+        .ok_or_else(|| io::Error::other("the object has no sdnlab_xsk"))?;
+    let input = libbpf_rs::ProgramInput {
+        data_in: Some(frame),
+        repeat,
+        ..Default::default()
+    };
+    let out = prog
+        .test_run(input)
+        .map_err(objects::error("timing the steering program (needs root or CAP_BPF)"))?;
+    Ok((out.duration, out.return_value))
+}
+
 /// The steering program (`bpf/xsk.bpf.c`) attached to one interface with
 /// its XSKMAP; dropping it detaches the program.
 pub struct XdpRedirect {
@@ -85,47 +168,7 @@ impl XdpRedirect {
         fast: Option<(&crate::fastpath::FastPath, u32)>,
         stamp: bool,
     ) -> io::Result<XdpRedirect> {
-        let load = |vlan_check: bool| -> io::Result<libbpf_rs::Object> {
-            let bytes = objects::XSK;
-            let mut open = objects::open(bytes, "sdnlab_xsk")?;
-            let in_port = fast.map_or(0, |(_, p)| p);
-            objects::set_rodata(
-                &mut open,
-                bytes,
-                &[
-                    ("in_port", &in_port.to_ne_bytes()),
-                    ("max_len", &max_len.to_ne_bytes()),
-                    ("stamp", &[stamp as u8]),
-                    ("fast", &[fast.is_some() as u8]),
-                ],
-            )?;
-            let shared = fast.map(|(fp, _)| fp.maps());
-            for mut m in open.maps_mut() {
-                let name = m.name().to_string_lossy().into_owned();
-                if name == "xsks" {
-                    m.set_max_entries(queues.max(1))
-                        .map_err(objects::error("sizing the XSKMAP"))?;
-                }
-                if let Some(fd) = shared
-                    .iter()
-                    .flatten()
-                    .find(|(n, _)| name == *n || (n.starts_with('.') && name.ends_with(n)))
-                    .map(|(_, fd)| *fd)
-                {
-                    m.reuse_fd(fd)
-                        .map_err(objects::error("giving the program the fast path's maps"))?;
-                }
-            }
-            for mut p in open.progs_mut() {
-                let vlan = p.name() == "sdnlab_xsk_vlan";
-                p.set_autoload(vlan == vlan_check);
-                if vlan && vlan_check {
-                    p.set_ifindex(ifindex);
-                    p.set_flags(BPF_F_XDP_DEV_BOUND_ONLY);
-                }
-            }
-            objects::load(open, "loading the XDP program (needs root or CAP_BPF)")
-        };
+        let load = |vlan_check: bool| load_xsk(ifindex, queues, max_len, fast, stamp, vlan_check);
         // In the driver, a frame whose VLAN tag is held beside it (a veth
         // whose host sent it through a VLAN device; a NIC that strips
         // tags) would reach the socket or the fast path untagged: the

@@ -5,11 +5,22 @@
 //!
 //! The switch decides what goes here; this module only keeps the kernel's
 //! side of it:
-//! - `flows4` and `flows6`, hash maps from a `FlowKey` (its first 32
-//!   bytes for IPv4, all 64 for IPv6, so an IPv4 lookup hashes no more
-//!   than it needs) to the output port's DEVMAP slot
+//! - `flows4` and `flows6`, the flow tables: a `FlowKey` (its first 32
+//!   bytes for IPv4, all 64 for IPv6) to the output port's DEVMAP slot,
 //!   with packet and byte counters the program adds to atomically, so
-//!   the switch can fold them into its rule, table and port counters;
+//!   the switch can fold them into its rule, table and port counters.
+//!   Each is an array map searched by open addressing (a key's hash names
+//!   its first slot; it sits in that one or one of the next `PROBES - 1`),
+//!   so the program's lookup is a few array accesses the verifier inlines
+//!   rather than a call into the kernel's hash table. We write the slots
+//!   through a mapping of the map's memory, under a seqlock the program
+//!   checks (`seq` odd while a slot is rewritten; the program acts only on
+//!   a slot it read between two equal even values), so it never acts on a
+//!   torn entry. A lookup stops at a slot never written (`seq` 0): an
+//!   insertion takes the first free slot of its probes, so a miss among
+//!   few flows costs one probe; and we read the counters from there, without a system
+//!   call. A frame forwarded on another core at the very moment its slot
+//!   is rewritten for another flow may be counted to the new one;
 //! - `ports`, the DEVMAP: slot (the switch's port number) to ifindex;
 //! - `generation`, one number: an entry installed under another generation
 //!   is ignored (its frames take the slow path again), so one write
@@ -39,8 +50,11 @@
 
 use crate::objects;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Bytes of a flow key (an IPv4 key uses the first 32, the rest zero).
 pub const KEY_LEN: usize = 64;
@@ -176,47 +190,169 @@ fn transport_word(frame: &[u8], at: usize, proto: u8, icmp: u8) -> Option<[u8; 4
     (frame.len() >= at + whole).then(|| frame[at..at + 4].try_into().expect("4 bytes"))
 }
 
-/// One entry: where the flow goes, under which generation, and what the
-/// program has counted for it (`struct flow_entry` in `bpf/flow_key.h`).
-#[derive(Clone, Copy, Default, Debug)]
-#[repr(C)]
-pub(crate) struct Entry {
-    out_slot: u32,
-    generation: u32,
-    packets: u64,
-    bytes: u64,
-    reserved: u64,
+/// Where each field of a slot sits (`struct flow_slot4` and
+/// `struct flow_slot6` of `bpf/flow_key.h`, held equal to them by a test
+/// through the object's BTF): a seqlock word (odd while user space
+/// rewrites the slot), user space's own "in use" mark, the output port's
+/// DEVMAP slot, the generation it was written under (0: empty), the key
+/// (32 bytes for IPv4, 64 for IPv6), then the packets and bytes the
+/// program counted.
+mod slot {
+    pub const SEQ: usize = 0;
+    pub const USED: usize = 4;
+    pub const OUT_SLOT: usize = 8;
+    pub const GENERATION: usize = 12;
+    pub const KEY: usize = 16;
+    pub const fn packets(key_len: usize) -> usize {
+        KEY + key_len
+    }
+    pub const fn bytes(key_len: usize) -> usize {
+        KEY + key_len + 8
+    }
+    pub const fn size(key_len: usize) -> usize {
+        KEY + key_len + 16
+    }
 }
 
-impl Entry {
-    fn as_bytes(&self) -> &[u8] {
-        // SAFETY: plain old data of 32 bytes with no padding.
-        unsafe { std::slice::from_raw_parts(self as *const Entry as *const u8, std::mem::size_of::<Entry>()) }
+/// Slots a flow may sit in: its hash's and the next ones (`PROBES` in
+/// `bpf/flow_key.h`).
+pub const PROBES: u32 = 16;
+
+/// The hash that names a key's first slot: the program's `slot_hash`
+/// (`bpf/xsk.bpf.c`), over the key's first `len` bytes as 32-bit words in
+/// memory order.
+pub fn slot_hash(seed: u32, key: &FlowKey, len: usize) -> u32 {
+    key.0[..len].chunks_exact(4).fold(seed, |h, w| {
+        let h = (h ^ u32::from_ne_bytes(w.try_into().expect("4 bytes"))).wrapping_mul(0x9e37_79b1);
+        h ^ (h >> 16)
+    })
+}
+
+/// One flow table: an array map of slots, mapped into our memory, which
+/// the program reads and we write.
+struct SlotTable {
+    map: MapHandle,
+    mem: *mut u8,
+    mem_len: usize,
+    /// A power of two.
+    slots: u32,
+    key_len: usize,
+}
+
+// SAFETY: the mapping is shared memory; every access to it goes through
+// atomics, and rewrites of a slot are serialised by `FastPath::index`.
+unsafe impl Send for SlotTable {}
+unsafe impl Sync for SlotTable {}
+
+impl SlotTable {
+    fn new(name: &str, key_len: usize, slots: u32, what: &str) -> io::Result<SlotTable> {
+        let size = slot::size(key_len);
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+            map_flags: libbpf_sys::BPF_F_MMAPABLE,
+            ..Default::default()
+        };
+        let map = MapHandle::create(MapType::Array, Some(name), 4, size as u32, slots, &opts)
+            .map_err(objects::error(what))?;
+        let page = 4096usize.max(unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize);
+        let mem_len = (size * slots as usize).div_ceil(page) * page;
+        // SAFETY: a shared mapping of the map's memory, unmapped on drop.
+        let mem = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mem_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                map.as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if mem == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("{what}: mapping it into memory: {e}")));
+        }
+        Ok(SlotTable {
+            map,
+            mem: mem.cast(),
+            mem_len,
+            slots,
+            key_len,
+        })
     }
 
-    fn from_bytes(b: &[u8]) -> Entry {
-        let u32_at = |at: usize| u32::from_ne_bytes(b[at..at + 4].try_into().expect("4 bytes"));
-        let u64_at = |at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().expect("8 bytes"));
-        Entry {
-            out_slot: u32_at(0),
-            generation: u32_at(4),
-            packets: u64_at(8),
-            bytes: u64_at(16),
-            reserved: u64_at(24),
+    fn u32_at(&self, i: u32, at: usize) -> &AtomicU32 {
+        debug_assert!(i < self.slots);
+        // SAFETY: inside the mapping (i < slots), 4-byte aligned (slots are
+        // multiples of 8 bytes, fields at aligned offsets).
+        unsafe { &*(self.mem.add(i as usize * slot::size(self.key_len) + at) as *const AtomicU32) }
+    }
+
+    fn u64_at(&self, i: u32, at: usize) -> &AtomicU64 {
+        debug_assert!(i < self.slots);
+        // SAFETY: as above, 8-byte aligned.
+        unsafe { &*(self.mem.add(i as usize * slot::size(self.key_len) + at) as *const AtomicU64) }
+    }
+
+    /// Rewrites slot `i` as the program expects: `seq` odd, the fields,
+    /// `seq` even again (the seqlock's writer; `index`'s lock makes us
+    /// the only one).
+    fn write(&self, i: u32, key: &FlowKey, used: bool, out_slot: u32, generation: u32) {
+        let seq = self.u32_at(i, slot::SEQ);
+        let s = seq.load(Ordering::Relaxed);
+        seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        // The odd number before any field (on x86 stores stay in order).
+        std::sync::atomic::fence(Ordering::Release);
+        self.u32_at(i, slot::USED).store(used as u32, Ordering::Relaxed);
+        self.u32_at(i, slot::OUT_SLOT).store(out_slot, Ordering::Relaxed);
+        self.u32_at(i, slot::GENERATION).store(generation, Ordering::Relaxed);
+        for (w, chunk) in key.0[..self.key_len].chunks_exact(8).enumerate() {
+            let v = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+            self.u64_at(i, slot::KEY + 8 * w).store(v, Ordering::Relaxed);
         }
+        self.u64_at(i, slot::packets(self.key_len)).store(0, Ordering::Relaxed);
+        self.u64_at(i, slot::bytes(self.key_len)).store(0, Ordering::Relaxed);
+        // 0 means "never written" (a lookup stops there): skipped when
+        // the count wraps.
+        let next = match s.wrapping_add(2) {
+            0 => 2,
+            n => n,
+        };
+        seq.store(next, Ordering::Release);
+    }
+
+    fn used(&self, i: u32) -> bool {
+        self.u32_at(i, slot::USED).load(Ordering::Relaxed) != 0
+    }
+
+    fn counts(&self, i: u32) -> (u64, u64) {
+        (
+            self.u64_at(i, slot::packets(self.key_len)).load(Ordering::Relaxed),
+            self.u64_at(i, slot::bytes(self.key_len)).load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Drop for SlotTable {
+    fn drop(&mut self) {
+        // SAFETY: mapped in `new` with this length; nothing refers to it now.
+        unsafe { libc::munmap(self.mem.cast(), self.mem_len) };
     }
 }
 
 /// The maps one switch's ports share; each port's program (`bpf/xsk.bpf.c`)
 /// is given their descriptors when it is loaded.
 pub struct FastPath {
-    flows4: MapHandle,
-    flows6: MapHandle,
+    flows4: SlotTable,
+    flows6: SlotTable,
     ports: MapHandle,
     /// The generation entries must carry: the one-entry array the programs
     /// read as their `.data.generation` section (current, then 4 zero bytes).
     generation: MapHandle,
-    current: std::sync::atomic::AtomicU32,
+    current: AtomicU32,
+    seed: u32,
+    /// Which slot holds each flow (IPv4 and IPv6 keys apart, as the
+    /// tables are); its lock serialises every rewrite of a slot.
+    index: Mutex<HashMap<FlowKey, u32>>,
 }
 
 fn create(kind: MapType, name: &str, key: u32, value: u32, entries: u32, what: &str) -> io::Result<MapHandle> {
@@ -227,26 +363,40 @@ fn create(kind: MapType, name: &str, key: u32, value: u32, entries: u32, what: &
     MapHandle::create(kind, Some(name), key, value, entries, &opts).map_err(objects::error(what))
 }
 
+/// A seed for the slots' hash, so that which flows share slots differs
+/// from one switch to the next (and cannot be chosen from outside).
+fn random_seed() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: writes at most 4 bytes into `b`.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 4, 0) };
+    if n == 4 {
+        u32::from_ne_bytes(b)
+    } else {
+        // No entropy to be had: the clock's low bits.
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x5eed, |d| d.subsec_nanos())
+    }
+}
+
 impl FastPath {
-    /// Maps for up to `capacity` flows and ports numbered below `slots`.
+    /// Tables for up to `capacity` flows of each IP version (twice as many
+    /// slots, a power of two, so probes stay short) and ports numbered
+    /// below `slots`.
     pub fn new(capacity: u32, slots: u32) -> io::Result<FastPath> {
-        let value = std::mem::size_of::<Entry>() as u32;
+        let table_slots = (capacity.max(1) as u64 * 2).next_power_of_two().min(1 << 30) as u32;
         let fp = FastPath {
-            flows4: create(
-                MapType::Hash,
+            flows4: SlotTable::new(
                 "flows4",
-                KEY_LEN4 as u32,
-                value,
-                capacity.max(1),
-                "creating the fast path's IPv4 flow map (needs root or CAP_BPF)",
+                KEY_LEN4,
+                table_slots,
+                "creating the fast path's IPv4 flow table (needs root or CAP_BPF)",
             )?,
-            flows6: create(
-                MapType::Hash,
+            flows6: SlotTable::new(
                 "flows6",
-                KEY_LEN as u32,
-                value,
-                capacity.max(1),
-                "creating the fast path's IPv6 flow map",
+                KEY_LEN,
+                table_slots,
+                "creating the fast path's IPv6 flow table",
             )?,
             ports: create(
                 MapType::Devmap,
@@ -264,7 +414,9 @@ impl FastPath {
                 1,
                 "creating the fast path's generation",
             )?,
-            current: std::sync::atomic::AtomicU32::new(1),
+            current: AtomicU32::new(1),
+            seed: random_seed(),
+            index: Mutex::new(HashMap::new()),
         };
         fp.write_generation(1)?;
         Ok(fp)
@@ -281,11 +433,17 @@ impl FastPath {
     /// The shared maps by the names the program gives them, for its loader.
     pub(crate) fn maps(&self) -> [(&'static str, BorrowedFd<'_>); 4] {
         [
-            ("flows4", self.flows4.as_fd()),
-            ("flows6", self.flows6.as_fd()),
+            ("flows4", self.flows4.map.as_fd()),
+            ("flows6", self.flows6.map.as_fd()),
             ("ports", self.ports.as_fd()),
             (".data.generation", self.generation.as_fd()),
         ]
+    }
+
+    /// The constants the program is loaded with: the tables' slot mask
+    /// and the hash's seed.
+    pub(crate) fn slot_mask_and_seed(&self) -> (u32, u32) {
+        (self.flows4.slots - 1, self.seed)
     }
 
     /// Lets the program send frames out of interface `ifindex` as port `slot`.
@@ -309,177 +467,102 @@ impl FastPath {
     /// flows held for it take the slow path (uncounted here) until
     /// `set_port` puts it back. No error if it was not there.
     pub fn clear_port(&self, slot: u32) -> io::Result<()> {
-        delete(&self.ports, &slot.to_ne_bytes(), "taking a port out of the DEVMAP")
+        match self.ports.delete(&slot.to_ne_bytes()) {
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
+            r => r.map_err(objects::error("taking a port out of the DEVMAP")),
+        }
+    }
+
+    fn table_of(&self, key: &FlowKey) -> &SlotTable {
+        if key.is_ipv6() {
+            &self.flows6
+        } else {
+            &self.flows4
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<FlowKey, u32>> {
+        self.index.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Forwards `key`'s frames out of port `out_slot` from now on, until
     /// the next `invalidate` (replaces an entry for the same key, counters
-    /// reset).
+    /// reset). An error when every slot the key may sit in is taken (the
+    /// flow stays on the slow path).
     pub fn insert(&self, key: &FlowKey, out_slot: u32) -> io::Result<()> {
-        let e = Entry {
-            out_slot,
-            generation: self.current.load(std::sync::atomic::Ordering::Acquire),
-            ..Entry::default()
+        let table = self.table_of(key);
+        let generation = self.current.load(Ordering::Acquire);
+        let mut index = self.lock();
+        let at = match index.get(key) {
+            Some(&i) => i,
+            None => {
+                let h = slot_hash(self.seed, key, table.key_len);
+                let free = (0..PROBES)
+                    .map(|p| h.wrapping_add(p) & (table.slots - 1))
+                    .find(|&i| !table.used(i));
+                match free {
+                    Some(i) => i,
+                    None => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::StorageFull,
+                            format!("the fast path has no free slot for this flow ({PROBES} tried)"),
+                        ))
+                    }
+                }
+            }
         };
-        let (map, len) = self.map_of(key);
-        map.update(&key.0[..len], e.as_bytes(), MapFlags::ANY)
-            .map_err(objects::error("adding a flow to the fast path"))
+        table.write(at, key, true, out_slot, generation);
+        index.insert(*key, at);
+        Ok(())
     }
 
     /// The packets and bytes the program has forwarded for `key` since it
     /// was inserted (None: no such entry).
     pub fn counts(&self, key: &FlowKey) -> io::Result<Option<(u64, u64)>> {
-        let (map, len) = self.map_of(key);
-        let v = map
-            .lookup(&key.0[..len], MapFlags::ANY)
-            .map_err(objects::error("reading a fast-path flow"))?;
-        Ok(v.map(|v| {
-            let e = Entry::from_bytes(&v);
-            (e.packets, e.bytes)
-        }))
+        let index = self.lock();
+        Ok(index.get(key).map(|&i| self.table_of(key).counts(i)))
     }
 
-    /// The map `key`'s flow lives in, and how many of the key's bytes it
-    /// takes.
-    fn map_of(&self, key: &FlowKey) -> (&MapHandle, usize) {
-        if key.is_ipv6() {
-            (&self.flows6, KEY_LEN)
-        } else {
-            (&self.flows4, KEY_LEN4)
-        }
-    }
-
-    /// Every entry's packets and bytes, read with a few BPF_MAP_LOOKUP_BATCH
-    /// calls rather than one lookup per flow (for many flows: a lookup
-    /// costs a system call, a batch walks the whole table at once).
+    /// Every entry's packets and bytes, read from the tables' memory (no
+    /// system call).
     pub fn counts_all(&self, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
         out.clear();
-        counts_of_map(&self.flows4, KEY_LEN4, out)?;
-        counts_of_map(&self.flows6, KEY_LEN, out)
+        let index = self.lock();
+        out.extend(index.iter().map(|(k, &i)| (*k, self.table_of(k).counts(i))));
+        Ok(())
     }
 
-    /// Removes the entries of `keys`, which must all be there, with a
-    /// BPF_MAP_DELETE_BATCH per map (one at a time if a batch fails).
+    /// Removes the entries of `keys` (no error for one not there).
     pub fn remove_many(&self, keys: &[FlowKey]) -> io::Result<()> {
-        let (v6, v4): (Vec<&FlowKey>, Vec<&FlowKey>) = keys.iter().partition(|k| k.is_ipv6());
-        for (map, len, group) in [(&self.flows4, KEY_LEN4, v4), (&self.flows6, KEY_LEN, v6)] {
-            if group.is_empty() {
-                continue;
+        let mut index = self.lock();
+        for k in keys {
+            if let Some(i) = index.remove(k) {
+                self.table_of(k).write(i, &FlowKey([0; KEY_LEN]), false, 0, 0);
             }
-            // The batch takes the keys packed at the map's key size.
-            let packed: Vec<u8> = group.iter().flat_map(|k| k.0[..len].iter().copied()).collect();
-            let mut count = group.len() as u32;
-            let opts = libbpf_sys::bpf_map_batch_opts {
-                sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
-                ..Default::default()
-            };
-            // SAFETY: `packed` holds `count` keys of the map's key size and
-            // outlives the call; libbpf writes back how many it deleted.
-            let r = unsafe {
-                libbpf_sys::bpf_map_delete_batch(map.as_fd().as_raw_fd(), packed.as_ptr().cast(), &mut count, &opts)
-            };
-            if r == 0 {
-                continue;
-            }
-            // The batch stops at the first key it cannot delete: the rest
-            // one by one.
-            group[(count as usize).min(group.len())..]
-                .iter()
-                .try_for_each(|k| self.remove(k))?;
         }
         Ok(())
     }
 
     /// Removes `key`'s entry (no error if there is none).
     pub fn remove(&self, key: &FlowKey) -> io::Result<()> {
-        let (map, len) = self.map_of(key);
-        delete(map, &key.0[..len], "removing a fast-path flow")
+        self.remove_many(std::slice::from_ref(key))
     }
 
     /// The generation entries are inserted under now.
     pub fn generation(&self) -> u32 {
-        self.current.load(std::sync::atomic::Ordering::Acquire)
+        self.current.load(Ordering::Acquire)
     }
 
     /// Makes every entry installed so far inert at once: their frames take
     /// the slow path from the moment this returns. Entries stay (with
     /// their counters) until removed.
     pub fn invalidate(&self) -> io::Result<()> {
-        let next = self
-            .current
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
-            .wrapping_add(1);
-        self.write_generation(next)
-    }
-}
-
-/// Deletes `key` from `map`; no error if it is not there.
-fn delete(map: &MapHandle, key: &[u8], what: &str) -> io::Result<()> {
-    match map.delete(key) {
-        Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
-        r => r.map_err(objects::error(what)),
-    }
-}
-
-/// Every entry of hash map `map` (keys of `key_len` bytes) with its
-/// packets and bytes, added to `out`: libbpf's batch lookup into buffers
-/// reused from one call to the next (libbpf-rs's iterator allocates per
-/// entry).
-fn counts_of_map(map: &MapHandle, key_len: usize, out: &mut Vec<(FlowKey, (u64, u64))>) -> io::Result<()> {
-    const CHUNK: usize = 4096;
-    let mut keys = vec![0u8; CHUNK * key_len];
-    let mut values = vec![Entry::default(); CHUNK];
-    let mut token = 0u32;
-    let mut first = true;
-    let opts = libbpf_sys::bpf_map_batch_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
-        ..Default::default()
-    };
-    loop {
-        let mut n = CHUNK as u32;
-        let in_token: *mut std::ffi::c_void = if first {
-            std::ptr::null_mut()
-        } else {
-            (&mut token as *mut u32).cast()
-        };
-        let mut next = 0u32;
-        // SAFETY: the buffers hold CHUNK keys and values of the map's sizes
-        // and outlive the call; libbpf writes how many it filled into `n`.
-        let r = unsafe {
-            libbpf_sys::bpf_map_lookup_batch(
-                map.as_fd().as_raw_fd(),
-                in_token,
-                (&mut next as *mut u32).cast(),
-                keys.as_mut_ptr().cast(),
-                values.as_mut_ptr().cast(),
-                &mut n,
-                &opts,
-            )
-        };
-        // The kernel says how many it filled, also on its last call,
-        // which ends with ENOENT.
-        let last = match r {
-            0 => false,
-            e if -e == libc::ENOENT => true,
-            e => {
-                let err = io::Error::from_raw_os_error(-e);
-                return Err(io::Error::new(
-                    err.kind(),
-                    format!("reading the fast path's flows: {err}"),
-                ));
-            }
-        };
-        let n = (n as usize).min(CHUNK);
-        out.extend(keys.chunks_exact(key_len).take(n).zip(&values).map(|(k, e)| {
-            let mut key = FlowKey([0; KEY_LEN]);
-            key.0[..key_len].copy_from_slice(k);
-            (key, (e.packets, e.bytes))
-        }));
-        if last {
-            return Ok(());
+        // 0 marks an empty slot: never current.
+        let mut next = self.current.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        if next == 0 {
+            next = self.current.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
         }
-        token = next;
-        first = false;
+        self.write_generation(next)
     }
 }
 
@@ -750,12 +833,16 @@ mod tests {
         }
     }
 
-    /// The key's and the entry's Rust layouts are the C structs' in the
+    /// The key's and the slots' Rust layouts are the C structs' in the
     /// program's object (`bpf/flow_key.h`), field by field.
     #[test]
     fn the_key_and_the_entry_are_laid_out_as_the_programs_structs() {
         use libbpf_rs::btf::{types::Struct, Btf, HasSize};
-        let btf = Btf::from_raw("xsk", objects::XSK).unwrap().expect("the object has BTF");
+        // The key as the parser builds it (the probe's object carries it;
+        // the steering program's tables hold keys as words).
+        let btf = Btf::from_raw("key_probe", objects::KEY_PROBE)
+            .unwrap()
+            .expect("the object has BTF");
         let key: Struct<'_> = btf.type_by_name("flow_key").expect("struct flow_key");
         assert_eq!(key.size(), KEY_LEN, "sizeof(struct flow_key)");
         assert_eq!(std::mem::size_of::<FlowKey>(), KEY_LEN);
@@ -783,21 +870,26 @@ mod tests {
         // The IPv4 map's keys end with the IPv4 transport word.
         assert_eq!(KEY_LEN4, at::V4_L4 + 4);
 
-        let entry: Struct<'_> = btf.type_by_name("flow_entry").expect("struct flow_entry");
-        assert_eq!(entry.size(), std::mem::size_of::<Entry>(), "sizeof(struct flow_entry)");
-        let mut got = Vec::new();
-        fields(&btf, *entry, "", 0, &mut got);
-        let want: Vec<(String, usize)> = [
-            ("out_slot", std::mem::offset_of!(Entry, out_slot)),
-            ("generation", std::mem::offset_of!(Entry, generation)),
-            ("packets", std::mem::offset_of!(Entry, packets)),
-            ("bytes", std::mem::offset_of!(Entry, bytes)),
-            ("reserved", std::mem::offset_of!(Entry, reserved)),
-        ]
-        .iter()
-        .map(|(n, a)| (n.to_string(), *a))
-        .collect();
-        assert_eq!(got, want, "struct flow_entry against Entry");
+        let btf = Btf::from_raw("xsk", objects::XSK).unwrap().expect("the object has BTF");
+        for (name, key_len) in [("flow_slot4", KEY_LEN4), ("flow_slot6", KEY_LEN)] {
+            let st: Struct<'_> = btf.type_by_name(name).expect("struct flow_slot4 and flow_slot6");
+            assert_eq!(st.size(), slot::size(key_len), "sizeof(struct {name})");
+            let mut got = Vec::new();
+            fields(&btf, *st, "", 0, &mut got);
+            let want: Vec<(String, usize)> = [
+                ("seq", slot::SEQ),
+                ("used", slot::USED),
+                ("out_slot", slot::OUT_SLOT),
+                ("generation", slot::GENERATION),
+                ("key", slot::KEY),
+                ("packets", slot::packets(key_len)),
+                ("bytes", slot::bytes(key_len)),
+            ]
+            .iter()
+            .map(|(n, a)| (n.to_string(), *a))
+            .collect();
+            assert_eq!(got, want, "struct {name} against fastpath::slot");
+        }
     }
 
     /// Frames of every kind the key covers or refuses, untagged and
@@ -907,5 +999,111 @@ mod tests {
         }
         // Not only refusals: many frames have keys.
         assert!(keys > 1000, "{keys} keys");
+    }
+
+    /// The program (`bpf/xsk.bpf.c`, run on frames through
+    /// BPF_PROG_TEST_RUN) finds a flow wherever its probes put it, with
+    /// the hash, the slot layout and the seqlock as we write them, and
+    /// counts it where we read; a flow removed, one of an older generation
+    /// and one that found no free slot take the slow path.
+    #[test]
+    fn the_program_finds_every_flow_we_insert_and_no_other() {
+        const REDIRECT: u32 = 4;
+        const PASS: u32 = 2;
+        // 128 slots: a flow is found only where its hash says.
+        let fp = FastPath::new(64, 4).unwrap();
+        assert_eq!(fp.flows4.slots, 128);
+        fp.set_port(1, 1).unwrap(); // lo: a test run reports the redirect
+        let obj = crate::bpf::load_xsk(1, 1, 4096, Some((&fp, 2)), false, false).unwrap();
+        let prog = obj.progs_mut().find(|p| p.name() == "sdnlab_xsk").unwrap();
+        let run = |f: &[u8]| {
+            let input = libbpf_rs::ProgramInput {
+                data_in: Some(f),
+                ..Default::default()
+            };
+            prog.test_run(input).unwrap().return_value
+        };
+        let v4 = |i: u16| {
+            let mut f = udp_frame();
+            f[28..30].copy_from_slice(&i.to_be_bytes());
+            f
+        };
+        let v6 = |i: u16| {
+            let mut f = udp6_frame();
+            f[36..38].copy_from_slice(&i.to_be_bytes());
+            f
+        };
+        let home = |f: &[u8]| {
+            let k = FlowKey::of(2, f).unwrap();
+            let t = fp.table_of(&k);
+            slot_hash(fp.seed, &k, t.key_len) & (t.slots - 1)
+        };
+        // PROBES + 1 flows of each version whose hash names slot 5: the
+        // last finds every slot it may take taken.
+        let crowd = |make: &dyn Fn(u16) -> Vec<u8>| -> Vec<Vec<u8>> {
+            (0..u16::MAX)
+                .map(make)
+                .filter(|f| home(f) == 5)
+                .take(PROBES as usize + 1)
+                .collect()
+        };
+        let (mut crowd4, mut crowd6) = (crowd(&v4), crowd(&v6));
+        let last = [crowd4.pop().unwrap(), crowd6.pop().unwrap()];
+        // And 20 flows of each version at home in slots of their own,
+        // away from the crowd.
+        let spread = |make: &dyn Fn(u16) -> Vec<u8>| -> Vec<Vec<u8>> {
+            let mut homes = std::collections::HashSet::new();
+            (30_000..u16::MAX)
+                .map(make)
+                .filter(|f| {
+                    let h = home(f);
+                    (40..120).contains(&h) && h % 2 == 0 && homes.insert(h)
+                })
+                .take(20)
+                .collect()
+        };
+        let frames: Vec<Vec<u8>> = crowd4
+            .into_iter()
+            .chain(crowd6)
+            .chain(spread(&v4))
+            .chain(spread(&v6))
+            .collect();
+        assert_eq!(frames.len(), 2 * PROBES as usize + 40);
+        let keys: Vec<FlowKey> = frames.iter().map(|f| FlowKey::of(2, f).unwrap()).collect();
+        for k in &keys {
+            fp.insert(k, 1).unwrap();
+        }
+        for f in &last {
+            let k = FlowKey::of(2, f).unwrap();
+            let e = fp.insert(&k, 1).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+            assert_eq!(run(f), PASS);
+        }
+        for (f, k) in frames.iter().zip(&keys) {
+            assert_eq!(run(f), REDIRECT, "{k:?}");
+            assert_eq!(fp.counts(k).unwrap(), Some((1, f.len() as u64)));
+        }
+        // Removed: the slow path, the others still found.
+        fp.remove_many(&keys[..4]).unwrap();
+        fp.remove(&keys[40]).unwrap();
+        for (i, f) in frames.iter().enumerate() {
+            let want = if i < 4 || i == 40 { PASS } else { REDIRECT };
+            assert_eq!(run(f), want, "flow {i}");
+        }
+        assert_eq!(fp.counts(&keys[0]).unwrap(), None);
+        // A new generation: all inert until inserted again.
+        fp.invalidate().unwrap();
+        assert!(frames.iter().all(|f| run(f) == PASS));
+        fp.insert(&keys[5], 1).unwrap();
+        assert_eq!(run(&frames[5]), REDIRECT);
+        assert_eq!(fp.counts(&keys[5]).unwrap(), Some((1, frames[5].len() as u64)));
+        // A slot being rewritten (seq odd) is passed over.
+        let t = fp.table_of(&keys[5]);
+        let at = fp.lock()[&keys[5]];
+        let seq = t.u32_at(at, slot::SEQ);
+        seq.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(run(&frames[5]), PASS);
+        seq.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(run(&frames[5]), REDIRECT);
     }
 }

@@ -479,9 +479,9 @@ fn the_fast_path_holds_ipv6_flows_with_whole_transport_headers_only() {
 }
 
 #[test]
-fn the_fast_path_reads_and_removes_many_flows_in_batches() {
+fn the_fast_path_reads_and_removes_many_flows() {
     let fp = FastPath::new(65_536, 16).unwrap();
-    // IPv4 and IPv6 flows mixed (they live in two maps).
+    // IPv4 and IPv6 flows mixed (they live in two tables).
     let keys: Vec<FlowKey> = (0..10_000u32)
         .map(|i| {
             let f = if i % 4 == 0 {
@@ -497,7 +497,7 @@ fn the_fast_path_reads_and_removes_many_flows_in_batches() {
     }
     let mut all = Vec::new();
     fp.counts_all(&mut all).unwrap();
-    // Every key once (more than one 4,096-entry batch), nothing counted yet.
+    // Every key once, nothing counted yet.
     assert_eq!(all.len(), keys.len());
     let got: std::collections::HashSet<FlowKey> = all.iter().map(|(k, _)| *k).collect();
     assert_eq!(got, keys.iter().copied().collect());
@@ -508,7 +508,7 @@ fn the_fast_path_reads_and_removes_many_flows_in_batches() {
     assert_eq!(all.len(), 3_000);
     assert_eq!(fp.counts(&keys[0]).unwrap(), None);
     assert_eq!(fp.counts(&keys[7_000]).unwrap(), Some((0, 0)));
-    // A batch with a key no longer there still removes the rest.
+    // A key no longer there among them: the rest are removed.
     fp.remove_many(&keys[6_999..]).unwrap();
     fp.counts_all(&mut all).unwrap();
     assert!(all.is_empty(), "{}", all.len());

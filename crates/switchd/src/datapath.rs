@@ -183,17 +183,9 @@ struct FastFlows {
     retired: FxHashMap<FlowKey, Offloaded>,
     last_fold: Option<Instant>,
     /// Scratch for a fold: counters read, keys to remove.
-    read: Vec<(FlowKey, (u64, u64))>,
     read_index: FxHashMap<FlowKey, (u64, u64)>,
     gone: Vec<FlowKey>,
 }
-
-/// Up to this many flows, a fold reads each one's counters with its own
-/// lookup; beyond, it reads the whole map in batches. A lookup is a system
-/// call (about 1.5 µs here); a batch read walks every bucket of the
-/// 65,536-flow map (about 0.4 ms however few flows it holds): they cost
-/// the same near 256 flows.
-const FOLD_LOOKUPS_MAX: usize = 256;
 
 impl FastFlows {
     /// Puts `key`'s flow in the fast path unless it is there under the
@@ -261,24 +253,18 @@ impl FastFlows {
     /// for `FAST_IDLE`. Takes the pipeline's read lock only to count.
     fn fold(&mut self, fp: &FastPath, lock: &RwLock<Pipeline>, now: Instant) {
         self.last_fold = Some(now);
-        let n = self.flows.len() + self.retired.len();
         self.read_index.clear();
-        if n <= FOLD_LOOKUPS_MAX {
-            for key in self.flows.keys().chain(self.retired.keys()) {
-                match fp.counts(key) {
-                    Ok(Some(c)) => {
-                        self.read_index.insert(*key, c);
-                    }
-                    Ok(None) => {}
-                    // Counted at the next fold; nothing is removed unread.
-                    Err(_) => return,
+        // This thread's flows only: each a read of the table's memory (no
+        // system call), so no batch read of every thread's flows.
+        for key in self.flows.keys().chain(self.retired.keys()) {
+            match fp.counts(key) {
+                Ok(Some(c)) => {
+                    self.read_index.insert(*key, c);
                 }
+                Ok(None) => {}
+                // Counted at the next fold; nothing is removed unread.
+                Err(_) => return,
             }
-        } else if fp.counts_all(&mut self.read).is_ok() {
-            self.read_index.extend(self.read.drain(..));
-        } else {
-            // Counted at the next fold; nothing is removed unread.
-            return;
         }
         let counts = &self.read_index;
         self.gone.clear();

@@ -5,7 +5,7 @@
 //! the rule's and the ports' statistics; a rule deleted before a
 //! BARRIER_REPLY forwards nothing after it, also for a flow the kernel
 //! held; a flow the rule rewrites stays in user space; many flows are
-//! counted from batch reads and leave the kernel when the tables change;
+//! counted and leave the kernel when the tables change;
 //! a port whose peer cannot take redirected frames (GRO off) gets its
 //! flows from user space, and the kernel's again once GRO is back; such a
 //! port leaves the DEVMAP when the kernel announces the change, not at
@@ -446,11 +446,10 @@ fn flows_forwarded_in_the_kernel_are_counted_and_stop_at_a_barrier() {
 }
 
 #[test]
-fn many_flows_are_folded_from_batches_and_retired_when_the_tables_change() {
+fn many_flows_are_folded_and_retired_when_the_tables_change() {
     let mut s = Setup::new("b");
 
-    // More flows than a fold reads one by one: their counters come from
-    // batch reads of the whole map.
+    // 300 flows, every one counted at the folds.
     let flows: Vec<Vec<u8>> = (0..300).map(|i| udp(2000 + i)).collect();
     let sent = send_until_held(&s.h1, &s.h2, &s.fp, &flows);
     let mut held = Vec::new();
