@@ -34,8 +34,6 @@ pub enum Effect {
 pub struct Counters {
     /// PACKET_IN messages sent (one per connection that got it).
     pub packet_ins: u64,
-    pub packet_outs: u64,
-    pub flow_mods: u64,
     /// OFPT_ERROR messages sent.
     pub errors: u64,
     pub frames_in: u64,
@@ -62,7 +60,6 @@ pub struct Emulated {
     pub agent: Agent,
     pub datapath_id: u64,
     pub counters: Counters,
-    fx: Effects,
 }
 
 impl Emulated {
@@ -87,7 +84,6 @@ impl Emulated {
             agent,
             datapath_id,
             counters: Counters::default(),
-            fx: Effects::default(),
         }
     }
 
@@ -104,15 +100,7 @@ impl Emulated {
 
     /// A message from connection `conn`.
     pub fn on_message(&mut self, conn: usize, m: &Message, out: &mut Vec<Effect>) {
-        match &m.body {
-            Body::V10(v10::Body::FlowMod(_)) | Body::V13(v13::Body::FlowMod(_)) => self.counters.flow_mods += 1,
-            Body::V10(v10::Body::PacketOut(_)) | Body::V13(v13::Body::PacketOut(_)) => self.counters.packet_outs += 1,
-            _ => {}
-        }
-        let mut fx = std::mem::take(&mut self.fx);
-        self.agent.on_message(conn, m, Instant::now(), &mut fx);
-        self.drain(&mut fx, out);
-        self.fx = fx;
+        self.run(out, |agent, fx| agent.on_message(conn, m, Instant::now(), fx));
     }
 
     /// A frame arriving by `in_port`. A port whose link is down receives
@@ -130,28 +118,19 @@ impl Emulated {
             let mut pkt = Packet::new(frame, in_port);
             p.forward(&mut pkt, now, &mut emitted);
         }
-        let mut fx = std::mem::take(&mut self.fx);
-        self.agent.emit(emitted, &mut fx);
-        self.drain(&mut fx, out);
-        self.fx = fx;
+        self.run(out, |agent, fx| agent.emit(emitted, fx));
     }
 
     /// A port's link goes down or up: the controllers hear PORT_STATUS
     /// (when it changed).
     pub fn set_link(&mut self, port: u32, up: bool, out: &mut Vec<Effect>) {
-        let mut fx = std::mem::take(&mut self.fx);
-        self.agent.link_changed(port, up, &mut fx);
-        self.drain(&mut fx, out);
-        self.fx = fx;
+        self.run(out, |agent, fx| agent.link_changed(port, up, fx));
     }
 
     /// Removes the rules whose timeouts passed (FLOW_REMOVED for those
     /// that asked).
     pub fn expire(&mut self, now: Instant, out: &mut Vec<Effect>) {
-        let mut fx = std::mem::take(&mut self.fx);
-        self.agent.expire(now, &mut fx);
-        self.drain(&mut fx, out);
-        self.fx = fx;
+        self.run(out, |agent, fx| agent.expire(now, fx));
     }
 
     /// The pipeline, to read (tables, rules, ports, counters).
@@ -176,10 +155,14 @@ impl Emulated {
         self.pipeline().rule_count()
     }
 
-    fn drain(&mut self, fx: &mut Effects, out: &mut Vec<Effect>) {
+    /// Has the agent do `f`, then turns what it wants done into effects:
+    /// frames for ports whose link is up (counted), messages as they are.
+    fn run(&mut self, out: &mut Vec<Effect>, f: impl FnOnce(&mut Agent, &mut Effects)) {
+        let mut fx = Effects::default();
+        f(&mut self.agent, &mut fx);
         {
             let p = self.agent.pipeline.read().unwrap_or_else(|e| e.into_inner());
-            for (port, pkt) in fx.frames.drain(..) {
+            for (port, pkt) in fx.frames {
                 // A frame for a port whose link is down goes nowhere.
                 let Some(q) = p.ports.get(&port).filter(|q| q.link_up) else {
                     continue;
@@ -189,7 +172,7 @@ impl Emulated {
                 out.push(Effect::Transmit { port, frame: pkt.data });
             }
         }
-        for (conn, msg) in fx.messages.drain(..) {
+        for (conn, msg) in fx.messages {
             match &msg.body {
                 Body::V10(v10::Body::PacketIn(_)) | Body::V13(v13::Body::PacketIn(_)) => self.counters.packet_ins += 1,
                 Body::V10(v10::Body::Error(_)) | Body::V13(v13::Body::Error(_)) => self.counters.errors += 1,

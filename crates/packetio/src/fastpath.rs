@@ -254,8 +254,9 @@ impl SlotTable {
         };
         let map = MapHandle::create(MapType::Array, Some(name), 4, size as u32, slots, &opts)
             .map_err(objects::error(what))?;
-        let page = 4096usize.max(unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize);
-        let mem_len = (size * slots as usize).div_ceil(page) * page;
+        // mmap and munmap round the length up to whole pages, as the map's
+        // memory is.
+        let mem_len = size * slots as usize;
         // SAFETY: a shared mapping of the map's memory, unmapped on drop.
         let mem = unsafe {
             libc::mmap(
