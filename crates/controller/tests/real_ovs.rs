@@ -94,6 +94,7 @@ async fn check(shape: &str, protocol: &str, app: &str) {
             keep_loops: paths,
             ssl: None,
             ovsdb: false,
+            part: None,
         },
     )
     .await
@@ -307,6 +308,7 @@ async fn rest_flows_reach_the_switch() {
                 keep_loops: false,
                 ssl: None,
                 ovsdb: false,
+                part: None,
             },
         )
         .await
@@ -460,6 +462,7 @@ async fn switches_connect_over_tls() {
                     ca_certificate: dir.join("ca.pem"),
                 }),
                 ovsdb: false,
+                part: None,
             },
         )
         .await
@@ -513,6 +516,7 @@ async fn a_standby_controller_takes_over_real_switches() {
             keep_loops: false,
             ssl: None,
             ovsdb: false,
+            part: None,
         },
     )
     .await

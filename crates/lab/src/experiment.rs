@@ -36,6 +36,9 @@ pub enum Experiment {
     Lb(crate::lb::LbConfig),
     /// sdnlab's emulation against Mininet's (`sdnlab bench fidelity`).
     Fidelity(crate::fidelity::FidelityConfig),
+    /// A network brought up and checked (pings, iperf3), on this machine
+    /// or spread over workers.
+    Net(crate::net::NetConfig),
 }
 
 impl Experiment {
@@ -66,7 +69,7 @@ impl Experiment {
                 .unwrap_or_default();
             format!("{place}{}", e.message().replace('\n', " "))
         })?;
-        let kinds = "write experiment = \"ctl\", \"switch\", \"dp\", \"gen\", \"lb\" or \"fidelity\"";
+        let kinds = "write experiment = \"ctl\", \"switch\", \"dp\", \"gen\", \"lb\", \"fidelity\" or \"net\"";
         let kind = match table.remove("experiment") {
             Some(toml::Value::String(k)) => k,
             Some(other) => return Err(format!("experiment = {other}: {kinds}")),
@@ -96,6 +99,7 @@ impl Experiment {
             "gen" => Ok(Experiment::Gen(config(text, table)?)),
             "lb" => Ok(Experiment::Lb(config(text, table)?)),
             "fidelity" => Ok(Experiment::Fidelity(config(text, table)?)),
+            "net" => Ok(Experiment::Net(config(text, table)?)),
             other => Err(format!("experiment = \"{other}\" is not one sdnlab runs: {kinds}")),
         }
     }
@@ -118,11 +122,17 @@ impl Experiment {
             Experiment::Gen(c) => c.validate(),
             Experiment::Lb(c) => c.validate(),
             Experiment::Fidelity(c) => c.validate(),
+            Experiment::Net(c) => c.validate(),
         }
     }
 
     /// Runs the experiment into `place`.
     pub fn run(&self, place: &crate::rundir::Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+        if place.workers.is_some() && !matches!(self, Experiment::Net(_)) {
+            return Err(LabError::Config(
+                "--workers spreads experiment = \"net\" only so far; run this one without --workers".into(),
+            ));
+        }
         match self {
             Experiment::Ctl(c) => crate::ctl::run(c, place, obs),
             Experiment::Switch(c) => crate::switch::run(c, place, obs),
@@ -130,6 +140,7 @@ impl Experiment {
             Experiment::Gen(c) => crate::gen::run(c, place, obs),
             Experiment::Lb(c) => crate::lb::run(c, place, obs),
             Experiment::Fidelity(c) => crate::fidelity::run(c, place, obs),
+            Experiment::Net(c) => crate::net::run(c, place, obs),
         }
     }
 }

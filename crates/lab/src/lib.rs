@@ -20,6 +20,7 @@ pub mod gen;
 pub mod host;
 pub mod lb;
 pub mod method;
+pub mod net;
 pub mod observe;
 pub mod peers;
 pub mod rundir;

@@ -13,13 +13,16 @@ pub struct Place {
     pub dir: Option<PathBuf>,
     /// The run's name in reports (default `<kind>-<time>`).
     pub name: Option<String>,
+    /// An inventory of workers to spread the run over (crate `fleet`);
+    /// None: this machine alone.
+    pub workers: Option<PathBuf>,
 }
 
 impl Place {
     pub fn at(dir: impl Into<PathBuf>) -> Place {
         Place {
             dir: Some(dir.into()),
-            name: None,
+            ..Default::default()
         }
     }
 

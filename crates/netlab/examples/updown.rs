@@ -32,6 +32,7 @@ async fn main() {
                         keep_loops: false,
                         ssl: None,
                         ovsdb: false,
+                        part: None,
                     },
                 )
                 .await

@@ -232,6 +232,35 @@ impl Nl {
         req.execute().await
     }
 
+    /// Creates VXLAN device `name` (down, in `group`) for `t`: its VNI,
+    /// unicast to the other machine over this one's address, learning
+    /// addresses from what arrives as a bridge port does.
+    pub async fn vxlan(&self, name: &str, t: &crate::state::Tunnel, group: u32) -> io::Result<()> {
+        use netlink_packet_route::link::{InfoData, InfoKind, InfoVxlan, LinkInfo};
+        // rtnetlink's VxlanAddRequest has no way to add the device group,
+        // so the request is written whole.
+        let mut req = self.handle.link().add();
+        let msg = req.message_mut();
+        msg.attributes.push(LinkAttribute::IfName(name.to_string()));
+        msg.attributes.push(LinkAttribute::Group(group));
+        msg.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::Kind(InfoKind::Vxlan),
+            LinkInfo::Data(InfoData::Vxlan(vec![
+                InfoVxlan::Id(t.vni),
+                InfoVxlan::Local(t.local.octets().to_vec()),
+                InfoVxlan::Group(t.remote.octets().to_vec()),
+                InfoVxlan::Port(t.port),
+                InfoVxlan::Learning(true),
+            ])),
+        ]));
+        req.execute().await.map_err(|e| {
+            io_err(format!(
+                "create VXLAN {name} (VNI {}, {} -> {}): {e}",
+                t.vni, t.local, t.remote
+            ))
+        })
+    }
+
     /// Moves interface `name` into namespace `netns`, renaming it `new_name` there.
     pub async fn move_to(&self, name: &str, netns: &str, new_name: &str) -> io::Result<()> {
         let idx = self.index(name).await?;

@@ -101,27 +101,91 @@ pub fn loop_links(topo: &Topology) -> HashSet<usize> {
         .collect()
 }
 
+/// The part of `topo` on this machine: its nodes, and the links with at
+/// least one end among them (each with its index in `topo`). A link with
+/// one end here must be a switch link with a tunnel; hosts stay with their
+/// switch.
+fn restrict(topo: &Topology, part: &crate::state::Part) -> Result<(Topology, Vec<usize>), String> {
+    let here: HashSet<&str> = part.nodes.iter().map(String::as_str).collect();
+    for n in &here {
+        if topo.host(n).is_none() && !topo.is_switch(n) {
+            return Err(format!("the part names '{n}', which is not in the topology"));
+        }
+    }
+    let mut local = Topology {
+        hosts: topo
+            .hosts
+            .iter()
+            .filter(|h| here.contains(h.name.as_str()))
+            .cloned()
+            .collect(),
+        switches: topo
+            .switches
+            .iter()
+            .filter(|s| here.contains(s.name.as_str()))
+            .cloned()
+            .collect(),
+        links: Vec::new(),
+        mgmt: topo.mgmt.clone(),
+    };
+    let mut index = Vec::new();
+    for (i, l) in topo.links.iter().enumerate() {
+        let (a, b) = (here.contains(l.a.as_str()), here.contains(l.b.as_str()));
+        if !a && !b {
+            continue;
+        }
+        if a != b {
+            if topo.host(&l.a).is_some() || topo.host(&l.b).is_some() {
+                return Err(format!(
+                    "host and switch of link {}-{} are on different machines: a host stays with its switch",
+                    l.a, l.b
+                ));
+            }
+            if !part.tunnels.iter().any(|t| t.link == i) {
+                return Err(format!("link {}-{} leaves this machine but has no tunnel", l.a, l.b));
+            }
+        }
+        local.links.push(l.clone());
+        index.push(i);
+    }
+    Ok((local, index))
+}
+
 impl Net {
     /// Brings a topology up. On any failure everything created so far is removed.
-    pub async fn up(topo: Topology, options: UpOptions) -> Result<Net, String> {
-        let problems = topo.problems();
+    pub async fn up(whole: Topology, options: UpOptions) -> Result<Net, String> {
+        let problems = whole.problems();
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
+        // Loops are found on the whole topology, so every machine of a
+        // spread one leaves the same links down.
+        let blocked = if options.keep_loops {
+            HashSet::new()
+        } else {
+            loop_links(&whole)
+        };
+        let (topo, index) = match &options.part {
+            None => (whole.clone(), (0..whole.links.len()).collect::<Vec<usize>>()),
+            Some(part) => restrict(&whole, part)?,
+        };
         let id = new_id();
         let dir = Path::new(STATE_ROOT).join(&id);
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let p = |s: &str| format!("{LINK_PREFIX}{id}{s}");
-        let switch_names: HashMap<&str, String> = topo
+        // Names follow the whole topology's order, the same on every machine.
+        let switch_names: HashMap<&str, String> = whole
             .switches
             .iter()
             .enumerate()
+            .filter(|(_, s)| topo.is_switch(&s.name))
             .map(|(i, s)| (s.name.as_str(), p(&format!("s{}", i + 1))))
             .collect();
-        let hosts: Vec<HostState> = topo
+        let hosts: Vec<HostState> = whole
             .hosts
             .iter()
             .enumerate()
+            .filter(|(_, h)| topo.host(&h.name).is_some())
             .map(|(i, h)| HostState {
                 name: h.name.clone(),
                 netns: format!("{NETNS_PREFIX}{id}-{}", h.name),
@@ -129,18 +193,16 @@ impl Net {
                 root_end: p(&format!("h{}", i + 1)),
             })
             .collect();
-        let blocked = if options.keep_loops {
-            HashSet::new()
-        } else {
-            loop_links(&topo)
-        };
+        let tunnels = options.part.as_ref().map(|p| p.tunnels.as_slice()).unwrap_or(&[]);
         let links: Vec<LinkState> = topo
             .links
             .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let root_ends = match (topo.host(&l.a), topo.host(&l.b)) {
-                    (Some(h), _) | (_, Some(h)) => vec![hosts
+            .zip(&index)
+            .map(|(l, &i)| {
+                let tunnel = tunnels.iter().find(|t| t.link == i).cloned();
+                let root_ends = match (topo.host(&l.a), topo.host(&l.b), &tunnel) {
+                    (_, _, Some(_)) => vec![p(&format!("t{}", i + 1))],
+                    (Some(h), _, _) | (_, Some(h), _) => vec![hosts
                         .iter()
                         .find(|x| x.name == h.name)
                         .expect("host state")
@@ -153,6 +215,7 @@ impl Net {
                     b: l.b.clone(),
                     root_ends,
                     blocked: blocked.contains(&i),
+                    tunnel,
                 }
             })
             .collect();
@@ -222,7 +285,11 @@ impl Net {
             }
         }
         for l in &self.state.links {
-            if l.root_ends.len() == 1 {
+            if let Some(t) = &l.tunnel {
+                root.vxlan(&l.root_ends[0], t, device_group(&self.state.id))
+                    .await
+                    .map_err(err)?;
+            } else if l.root_ends.len() == 1 {
                 let h = self
                     .state
                     .hosts
@@ -239,13 +306,22 @@ impl Net {
             }
         }
         phase("veths");
+        if let Some(mtu) = self.state.options.part.as_ref().map(|p| p.mtu) {
+            for end in self.state.links.iter().flat_map(|l| &l.root_ends) {
+                root.set_mtu(end, mtu).await.map_err(err)?;
+            }
+        }
         // Hosts: configured concurrently, each through a netlink socket in its namespace.
         let jobs = self.topo.hosts.iter().zip(&self.state.hosts).map(|(h, hs)| {
             let (netns, ip, len, mac, gw) = (hs.netns.clone(), h.ip, h.prefix_len, h.mac, h.gateway);
+            let mtu = self.state.options.part.as_ref().map(|p| p.mtu);
             async move {
                 let nl = Nl::in_netns(&netns).map_err(err)?;
                 nl.set_up("lo", true).await.map_err(err)?;
                 nl.set_mac("eth0", mac).await.map_err(err)?;
+                if let Some(mtu) = mtu {
+                    nl.set_mtu("eth0", mtu).await.map_err(err)?;
+                }
                 nl.add_addr("eth0", ip, len).await.map_err(err)?;
                 nl.set_up("eth0", true).await.map_err(err)?;
                 if let Some(gw) = gw {
@@ -288,6 +364,9 @@ impl Net {
                     if l.root_ends.len() == 1 {
                         let sw = if by_name.contains_key(l.a.as_str()) { &l.a } else { &l.b };
                         root.enslave(&l.root_ends[0], by_name[sw.as_str()]).await.map_err(err)?;
+                        if l.blocked {
+                            root.set_up(&l.root_ends[0], false).await.map_err(err)?;
+                        }
                     } else {
                         root.enslave(&l.root_ends[0], by_name[l.a.as_str()])
                             .await
@@ -609,7 +688,7 @@ pub async fn clean() -> Result<Vec<String>, String> {
 }
 
 /// One ping result.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PingResult {
     pub from: String,
     pub to: String,
@@ -620,20 +699,22 @@ pub struct PingResult {
 
 /// Pings every ordered pair of hosts (`count` pings each, 32 at a time).
 pub async fn ping_all(st: &State, count: u32) -> Vec<PingResult> {
+    let targets: Vec<(String, std::net::Ipv4Addr)> = st.hosts.iter().map(|h| (h.name.clone(), h.ip)).collect();
+    ping_from(st, &targets, count).await
+}
+
+/// Pings each of `targets` (name and address, here or on another machine
+/// of a spread topology) from every host of this run but itself (`count`
+/// pings each, 32 at a time).
+pub async fn ping_from(st: &State, targets: &[(String, std::net::Ipv4Addr)], count: u32) -> Vec<PingResult> {
     let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
     let mut jobs = Vec::new();
     for a in &st.hosts {
-        for b in &st.hosts {
-            if a.name == b.name {
+        for (to, ip) in targets {
+            if a.name == *to {
                 continue;
             }
-            let (ns, from, to, ip, sem) = (
-                a.netns.clone(),
-                a.name.clone(),
-                b.name.clone(),
-                b.ip.to_string(),
-                sem.clone(),
-            );
+            let (ns, from, to, ip, sem) = (a.netns.clone(), a.name.clone(), to.clone(), ip.to_string(), sem.clone());
             jobs.push(tokio::spawn(async move {
                 let _permit = sem.acquire().await.expect("semaphore open");
                 let out = tokio::process::Command::new("ip")
@@ -694,7 +775,7 @@ fn parse_ping(from: String, to: String, sent: u32, text: &str) -> PingResult {
 }
 
 /// What one iperf3 run measured.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct IperfResult {
     /// What the receiver got, bits per second.
     pub received_bps: f64,
@@ -723,45 +804,56 @@ pub async fn iperf(
         .iter()
         .find(|h| h.name == server)
         .ok_or_else(|| format!("no host '{server}'"))?;
-    let mut server_proc = tokio::process::Command::from(command_in(st, server, &["iperf3", "-s", "-1", "-p", "5201"])?)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))?;
+    let mut server_proc = iperf_server(st, server)?;
     if let Some(pid) = server_proc.id() {
         started("iperf3 server", pid);
     }
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let ip = srv.ip.to_string();
+    let out = iperf_client(st, client, srv.ip, seconds, udp_rate, started).await;
+    let _ = server_proc.kill().await;
+    out.map_err(|e| format!("iperf3 {client} -> {server}: {e}"))
+}
+
+/// Starts a one-test iperf3 server (port 5201) on host `server`; it is
+/// killed when the handle is dropped.
+pub fn iperf_server(st: &State, server: &str) -> Result<tokio::process::Child, String> {
+    tokio::process::Command::from(command_in(st, server, &["iperf3", "-s", "-1", "-p", "5201"])?)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))
+}
+
+/// Runs iperf3's client on host `client` against a server at `server_ip`
+/// (on this machine or another) and reads its report.
+pub async fn iperf_client(
+    st: &State,
+    client: &str,
+    server_ip: std::net::Ipv4Addr,
+    seconds: u32,
+    udp_rate: Option<&str>,
+    started: &(dyn Fn(&str, u32) + Sync),
+) -> Result<IperfResult, String> {
+    let ip = server_ip.to_string();
     let secs = seconds.to_string();
     let mut argv = vec!["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"];
     if let Some(r) = udp_rate {
         argv.extend(["-u", "-b", r]);
     }
-    let client_proc = tokio::process::Command::from(command_in(st, client, &argv)?)
+    let c = tokio::process::Command::from(command_in(st, client, &argv)?)
         .kill_on_drop(true)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn();
-    let out = match client_proc {
-        Ok(c) => {
-            if let Some(pid) = c.id() {
-                started("iperf3 client", pid);
-            }
-            c.wait_with_output().await.map_err(|e| format!("iperf3: {e}"))
-        }
-        Err(e) => Err(format!("iperf3: {e}")),
-    };
-    let _ = server_proc.kill().await;
-    let out = out?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|_| {
-        format!(
-            "iperf3 {client} -> {server} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )
-    })?;
-    iperf_figures(&v, udp_rate.is_some()).map_err(|e| format!("iperf3 {client} -> {server}: {e}"))
+        .spawn()
+        .map_err(|e| format!("iperf3: {e}"))?;
+    if let Some(pid) = c.id() {
+        started("iperf3 client", pid);
+    }
+    let out = c.wait_with_output().await.map_err(|e| format!("iperf3: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|_| format!("failed: {}", String::from_utf8_lossy(&out.stderr).trim()))?;
+    iperf_figures(&v, udp_rate.is_some())
 }
 
 /// iperf3's JSON report (`-J`) read: TCP, or UDP (`udp`). Its own error,

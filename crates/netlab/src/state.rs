@@ -100,7 +100,43 @@ pub struct UpOptions {
     /// of one process per switch configured on its command line).
     #[serde(default)]
     pub ovsdb: bool,
+    /// Only this machine's part of a topology spread over several (crate
+    /// `fleet`); None: the whole topology here.
+    #[serde(default)]
+    pub part: Option<Part>,
 }
+
+/// One machine's part of a topology spread over several: the nodes it
+/// brings up, and a VXLAN tunnel for each link to a node on another one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// Hosts and switches brought up here.
+    pub nodes: Vec<String>,
+    /// One per link with one end here and the other on another machine.
+    pub tunnels: Vec<Tunnel>,
+    /// The MTU of every interface of the run, tunnels, veths and hosts'
+    /// `eth0` alike (the underlay's less VXLAN's 50 bytes), so a frame that
+    /// fits one link fits them all and TCP's MSS follows from the hosts'.
+    pub mtu: u32,
+}
+
+/// A link of the topology carried between two machines as VXLAN.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tunnel {
+    /// The link's index in the topology.
+    pub link: usize,
+    /// Its VXLAN network identifier (one per link, the same at both ends).
+    pub vni: u32,
+    /// This machine's underlay address and the other's.
+    pub local: Ipv4Addr,
+    pub remote: Ipv4Addr,
+    /// The UDP port both ends use (4789, IANA's, by default).
+    pub port: u16,
+}
+
+/// VXLAN's overhead on an IPv4 underlay: outer IPv4 20, UDP 8, VXLAN 8,
+/// inner Ethernet 14.
+pub const VXLAN_OVERHEAD: u32 = 50;
 
 /// What an OVS switch needs to reach a controller over TLS.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -146,6 +182,9 @@ pub struct LinkState {
     pub root_ends: Vec<String>,
     /// Left down by netlab to break a loop (see `UpOptions::keep_loops`).
     pub blocked: bool,
+    /// Carried to another machine: `root_ends` is then the VXLAN device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<Tunnel>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -61,6 +61,7 @@ async fn api_up_exec_counters_link_failure_mgmt_and_down() {
             keep_loops: false,
             ssl: None,
             ovsdb: false,
+            part: None,
         },
     )
     .await
@@ -109,6 +110,7 @@ async fn a_net_dropped_without_down_is_still_removed() {
             keep_loops: false,
             ssl: None,
             ovsdb: false,
+            part: None,
         },
     )
     .await

@@ -10,6 +10,7 @@ mod bench_ref;
 mod bench_switch;
 mod net_cmd;
 mod run_cmd;
+mod worker_cmd;
 
 use clap::{Args, Parser, Subcommand};
 use ofwire::capture::{self as ofp_decode, CaptureDecoder, Record};
@@ -70,6 +71,19 @@ enum Command {
         /// Print the experiment, every parameter resolved, and exit.
         #[arg(long)]
         print_config: bool,
+        /// Spread the run over the workers of this inventory (TOML: credentials, workers or
+        /// discover; docs/manual/workers.md).
+        #[arg(long, value_name = "FILE")]
+        workers: Option<PathBuf>,
+    },
+    /// Serve a coordinator (`sdnlab run --workers`) on this machine, as root: bring up its part
+    /// of a topology, VXLAN tunnels to the other workers, run what it asks, tear down when told,
+    /// when it goes or after its lease.
+    Worker(worker_cmd::WorkerArgs),
+    /// Make a lab's credentials in DIR: a CA, the workers' certificate and the coordinator's.
+    Credentials {
+        /// Where they go (must not hold a CA yet).
+        dir: PathBuf,
     },
     /// Rebuild the report of one run (or suite), show several side by side, or
     /// `sdnlab report compare BASE OTHER...`: each run's change against the first per
@@ -367,15 +381,19 @@ fn main() -> ExitCode {
             out,
             json,
             print_config,
+            workers,
         } => run_cmd::run_file(
             &file,
             out,
+            workers,
             run_cmd::Show {
                 json,
                 print_config,
                 ..Default::default()
             },
         ),
+        Command::Worker(args) => worker_cmd::run(args),
+        Command::Credentials { dir } => worker_cmd::credentials(&dir),
         Command::Net { command } => {
             let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                 Ok(rt) => rt,
@@ -748,6 +766,7 @@ async fn net(command: NetCommand) -> ExitCode {
                 keep_loops,
                 ssl,
                 ovsdb,
+                part: None,
             };
             net_cmd::up(&spec, options, app, prompt).await
         }

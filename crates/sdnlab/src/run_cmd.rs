@@ -26,6 +26,11 @@ fn fail(e: &LabError) -> ExitCode {
 
 /// Validates and runs (or prints) `e` into `out` (default under results/).
 pub fn run(e: &Experiment, out: Option<PathBuf>, how: Show) -> ExitCode {
+    run_on(e, out, None, how)
+}
+
+/// Like [`run`], spread over the workers of inventory `workers`.
+pub fn run_on(e: &Experiment, out: Option<PathBuf>, workers: Option<PathBuf>, how: Show) -> ExitCode {
     if let Err(err) = e.validate() {
         return fail(&err);
     }
@@ -35,7 +40,11 @@ pub fn run(e: &Experiment, out: Option<PathBuf>, how: Show) -> ExitCode {
     }
     let mut progress = labconsole::live::Progress::new(!NO_LIVE.load(std::sync::atomic::Ordering::Relaxed));
     progress.cbench_output = how.cbench_output;
-    let place = Place { dir: out, name: None };
+    let place = Place {
+        dir: out,
+        name: None,
+        workers,
+    };
     let result = e.run(&place, &progress);
     progress.finish();
     match result {
@@ -56,9 +65,9 @@ pub fn run(e: &Experiment, out: Option<PathBuf>, how: Show) -> ExitCode {
 }
 
 /// `sdnlab run FILE.toml`.
-pub fn run_file(file: &std::path::Path, out: Option<PathBuf>, how: Show) -> ExitCode {
+pub fn run_file(file: &std::path::Path, out: Option<PathBuf>, workers: Option<PathBuf>, how: Show) -> ExitCode {
     match Experiment::load(file) {
-        Ok(e) => run(&e, out, how),
+        Ok(e) => run_on(&e, out, workers, how),
         Err(err) => fail(&err),
     }
 }

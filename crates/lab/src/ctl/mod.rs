@@ -919,6 +919,7 @@ fn run_peers(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         let place = Place {
             dir: Some(sub.clone()),
             name: Some(name.clone()),
+            workers: None,
         };
         match run(&one, &place, obs) {
             Ok(o) => {

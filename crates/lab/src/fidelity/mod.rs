@@ -127,6 +127,7 @@ impl Emulation for Sdnlab {
             keep_loops: false,
             ssl: None,
             ovsdb: false,
+            part: None,
         };
         self.net = Some(self.rt.block_on(netlab::run::Net::up(topo, options))?);
         Ok(())

@@ -341,6 +341,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
             keep_loops: false,
             ssl: None,
             ovsdb: false,
+            part: None,
         },
     ))?;
     // Hosts finish their own checksums: a first segment the controller

@@ -1,0 +1,422 @@
+//! The coordinator's side of the channel: connect to every worker of an
+//! inventory, say hello, measure each one's clock, keep their leases with
+//! heartbeats, make calls and wait for their answers. A worker whose
+//! connection breaks is *lost*: every call to it fails with
+//! [`FleetError::Lost`] naming it. Dropping the [`Fleet`] closes every
+//! connection, and each worker tears down what it made.
+//!
+//! [`SpreadNet`] is a topology brought up over the fleet.
+
+use crate::clock::{self, Exchange, Offset};
+use crate::inventory::Inventory;
+use crate::partition::{self, Underlay};
+use crate::proto::{self, Call, Reply, Request, Response, VERSION, WORKER_NAME};
+use crate::FleetError;
+use futures::future::join_all;
+use netlab::run::{IperfResult, PingResult, SwitchKind};
+use netlab::state::Part;
+use netlab::topo::Topology;
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Clock exchanges per worker.
+const EXCHANGES: usize = 16;
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
+
+/// One connected worker.
+pub struct Worker {
+    /// What the inventory calls it.
+    pub name: String,
+    pub addr: SocketAddrV4,
+    /// Its host name, as it says.
+    pub host: String,
+    /// Its clock against ours.
+    pub clock: Option<Offset>,
+    tx: mpsc::UnboundedSender<Request>,
+    pending: Pending,
+    lost: Arc<Mutex<Option<String>>>,
+    /// Turns true when the worker is lost.
+    gone: tokio::sync::watch::Receiver<bool>,
+    next: AtomicU64,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Worker {
+    async fn connect(
+        name: &str,
+        addr: SocketAddrV4,
+        inv: &Inventory,
+        tls: Arc<rustls::ClientConfig>,
+    ) -> Result<Worker, FleetError> {
+        let fail = |message: String| FleetError::Worker {
+            worker: name.to_string(),
+            message,
+        };
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr))
+            .await
+            .map_err(|_| fail(format!("no answer from {addr} within {CONNECT_TIMEOUT:?}")))?
+            .map_err(|e| fail(format!("cannot connect to {addr}: {e}")))?;
+        let _ = tcp.set_nodelay(true);
+        let server = rustls::pki_types::ServerName::try_from(WORKER_NAME).expect("a valid name");
+        let stream = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            tokio_rustls::TlsConnector::from(tls).connect(server, tcp),
+        )
+        .await
+        .map_err(|_| fail(format!("no TLS handshake with {addr} within {CONNECT_TIMEOUT:?}")))?
+        .map_err(|e| fail(format!("TLS with {addr}: {e}")))?;
+        let (r, mut w) = tokio::io::split(stream);
+        let (tx, mut rx) = mpsc::unbounded_channel::<Request>();
+        let pending: Pending = Arc::default();
+        let lost: Arc<Mutex<Option<String>>> = Arc::default();
+        let writer = tokio::spawn(async move {
+            while let Some(req) = rx.recv().await {
+                if w.write_all(&proto::line(&req)).await.is_err() || w.flush().await.is_err() {
+                    break;
+                }
+            }
+            let _ = w.shutdown().await;
+        });
+        let (p, l) = (pending.clone(), lost.clone());
+        let (gone_tx, gone) = tokio::sync::watch::channel(false);
+        let reader = tokio::spawn(async move {
+            let mut r = BufReader::new(r);
+            let why = loop {
+                match proto::read_line(&mut r).await {
+                    Ok(Some(line)) => match serde_json::from_slice::<Response>(&line) {
+                        Ok(resp) => {
+                            let waiting = p.lock().expect("pending").remove(&resp.id);
+                            match waiting {
+                                Some(w) => {
+                                    let _ = w.send(resp.reply);
+                                }
+                                // Id 0 answers no call: the worker refusing the session.
+                                None => {
+                                    if let Reply::Error { message } = resp.reply {
+                                        break message;
+                                    }
+                                }
+                            }
+                        }
+                        Err(e) => break format!("it sent something that is not a response: {e}"),
+                    },
+                    Ok(None) => break "the connection closed".to_string(),
+                    Err(e) => break format!("the connection failed: {e}"),
+                }
+            };
+            *l.lock().expect("lost") = Some(why);
+            // Every call still waiting fails: its sender is dropped.
+            p.lock().expect("pending").clear();
+            let _ = gone_tx.send(true);
+        });
+        let mut w = Worker {
+            name: name.to_string(),
+            addr,
+            host: String::new(),
+            clock: None,
+            tx,
+            pending,
+            lost,
+            gone,
+            next: AtomicU64::new(1),
+            tasks: vec![writer, reader],
+        };
+        let lease_ms = inv.lease_s * 1000;
+        match w
+            .call(Call::Hello {
+                version: VERSION,
+                lease_ms,
+            })
+            .await?
+        {
+            Reply::Hello { host, .. } => w.host = host,
+            other => return Err(fail(format!("answered hello with {other:?}"))),
+        }
+        let mut exchanges = Vec::with_capacity(EXCHANGES);
+        for _ in 0..EXCHANGES {
+            let t0 = clock::unix_ns();
+            let reply = w.call(Call::Clock).await?;
+            let t2 = clock::unix_ns();
+            if let Reply::Clock { unix_ns } = reply {
+                exchanges.push(Exchange { t0, t1: unix_ns, t2 });
+            }
+        }
+        w.clock = clock::estimate(&exchanges);
+        // Heartbeats: three per lease.
+        let (tx, every) = (w.tx.clone(), Duration::from_millis((lease_ms / 3).max(1)));
+        w.tasks.push(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if tx
+                    .send(Request {
+                        id: 0,
+                        call: Call::Heartbeat,
+                    })
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        }));
+        Ok(w)
+    }
+
+    /// Why the worker is lost, if it is.
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().expect("lost").clone()
+    }
+
+    /// Makes `call` and waits for its answer; an error answer is an error.
+    pub async fn call(&self, call: Call) -> Result<Reply, FleetError> {
+        let lost = |why: String| FleetError::Lost {
+            worker: self.name.clone(),
+            message: why,
+        };
+        if let Some(why) = self.lost() {
+            return Err(lost(why));
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending").insert(id, tx);
+        if self.tx.send(Request { id, call }).is_err() {
+            return Err(lost(self.lost().unwrap_or_else(|| "the connection closed".into())));
+        }
+        match rx.await {
+            Ok(Reply::Error { message }) => Err(FleetError::Failed {
+                worker: self.name.clone(),
+                message,
+            }),
+            Ok(reply) => Ok(reply),
+            Err(_) => {
+                // The reader records why before it drops the senders.
+                Err(lost(self.lost().unwrap_or_else(|| "the connection closed".into())))
+            }
+        }
+    }
+}
+
+/// The workers of an inventory, connected.
+pub struct Fleet {
+    pub workers: Vec<Worker>,
+    pub inventory: Inventory,
+}
+
+impl Fleet {
+    /// Connects to every worker (side by side); fails naming the first
+    /// that cannot be reached or refuses us.
+    pub async fn connect(inv: &Inventory) -> Result<Fleet, FleetError> {
+        let tls = crate::creds::coordinator_config(&inv.credentials)?;
+        let jobs = inv
+            .workers
+            .iter()
+            .map(|(name, addr)| Worker::connect(name, *addr, inv, tls.clone()));
+        let mut workers = Vec::new();
+        for r in join_all(jobs).await {
+            workers.push(r?);
+        }
+        Ok(Fleet {
+            workers,
+            inventory: inv.clone(),
+        })
+    }
+
+    /// Waits until some worker is lost; the error names it.
+    pub async fn first_lost(&self) -> FleetError {
+        let waits = self.workers.iter().map(|w| {
+            let mut gone = w.gone.clone();
+            Box::pin(async move {
+                let _ = gone.wait_for(|g| *g).await;
+                FleetError::Lost {
+                    worker: w.name.clone(),
+                    message: w.lost().unwrap_or_else(|| "the connection closed".into()),
+                }
+            })
+        });
+        futures::future::select_all(waits).await.0
+    }
+
+    /// `f`, unless a worker is lost first (a call to one worker may wait
+    /// on another's part: traffic through its tunnels).
+    pub async fn unless_lost<T>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, FleetError>>,
+    ) -> Result<T, FleetError> {
+        tokio::select! {
+            r = f => r,
+            e = self.first_lost() => Err(e),
+        }
+    }
+
+    /// The first worker lost, with why.
+    pub fn lost(&self) -> Option<(String, String)> {
+        self.workers
+            .iter()
+            .find_map(|w| w.lost().map(|why| (w.name.clone(), why)))
+    }
+
+    /// Each worker's clock offset, for meta.json.
+    pub fn clocks(&self) -> serde_json::Value {
+        serde_json::Value::Array(
+            self.workers
+                .iter()
+                .map(|w| {
+                    serde_json::json!({
+                        "worker": w.name, "address": w.addr.to_string(), "host": w.host,
+                        "clock_offset_us": w.clock.map(|c| c.offset_us),
+                        "clock_uncertainty_us": w.clock.map(|c| c.uncertainty_us),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// Brings `topo` up spread over the workers.
+    pub async fn net_up(
+        &self,
+        topo: &Topology,
+        kind: SwitchKind,
+        controller: Option<String>,
+    ) -> Result<SpreadNet<'_>, FleetError> {
+        let assignment = partition::assign(topo, self.workers.len());
+        let underlay = Underlay {
+            addresses: self.workers.iter().map(|w| *w.addr.ip()).collect(),
+            vni_base: self.inventory.vni_base,
+            port: self.inventory.vxlan_port,
+            mtu: self.inventory.underlay_mtu,
+        };
+        let parts = partition::parts(topo, &assignment, &underlay)?;
+        let calls = self.workers.iter().zip(&parts).map(|(w, part)| {
+            w.call(Call::NetUp {
+                topology: topo.clone(),
+                part: part.clone(),
+                kind,
+                controller: controller.clone(),
+            })
+        });
+        let results = self.unless_lost(async { Ok(join_all(calls).await) }).await?;
+        let mut runs = Vec::new();
+        let mut first_error = None;
+        for r in results {
+            match r {
+                Ok(Reply::NetUp { run, .. }) => runs.push(run),
+                Ok(other) => {
+                    first_error = first_error.or(Some(FleetError::Partition(format!("net-up answered {other:?}"))))
+                }
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        if let Some(e) = first_error {
+            // What did come up goes down again.
+            let _ = join_all(self.workers.iter().map(|w| w.call(Call::Down))).await;
+            return Err(e);
+        }
+        let host_worker = topo
+            .hosts
+            .iter()
+            .map(|h| {
+                let w = parts
+                    .iter()
+                    .position(|p| p.nodes.contains(&h.name))
+                    .expect("every host placed");
+                (h.name.clone(), (h.ip, w))
+            })
+            .collect();
+        Ok(SpreadNet {
+            fleet: self,
+            parts,
+            runs,
+            cut: partition::cut(topo, &assignment),
+            hosts: host_worker,
+        })
+    }
+}
+
+/// A topology up over a fleet.
+pub struct SpreadNet<'a> {
+    fleet: &'a Fleet,
+    /// Each worker's part.
+    pub parts: Vec<Part>,
+    /// Each worker's netlab run id.
+    pub runs: Vec<String>,
+    /// Links carried between workers.
+    pub cut: usize,
+    /// Each host's address and worker.
+    pub hosts: HashMap<String, (Ipv4Addr, usize)>,
+}
+
+impl SpreadNet<'_> {
+    /// Every host pings every other, `count` times.
+    pub async fn ping_all(&self, count: u32) -> Result<Vec<PingResult>, FleetError> {
+        let mut targets: Vec<(String, Ipv4Addr)> = self.hosts.iter().map(|(n, (ip, _))| (n.clone(), *ip)).collect();
+        targets.sort();
+        let calls = self.fleet.workers.iter().map(|w| {
+            w.call(Call::Ping {
+                targets: targets.clone(),
+                count,
+            })
+        });
+        let mut out = Vec::new();
+        for r in self.fleet.unless_lost(async { Ok(join_all(calls).await) }).await? {
+            match r? {
+                Reply::Ping { results } => out.extend(results),
+                other => return Err(FleetError::Partition(format!("ping answered {other:?}"))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// iperf3 (TCP) from host `client` to host `server`, wherever they are.
+    pub async fn iperf(&self, client: &str, server: &str, seconds: u32) -> Result<IperfResult, FleetError> {
+        let find = |h: &str| {
+            self.hosts
+                .get(h)
+                .copied()
+                .ok_or_else(|| FleetError::Partition(format!("no host '{h}' in the topology")))
+        };
+        let ((_, cw), (sip, sw)) = (find(client)?, find(server)?);
+        let workers = &self.fleet.workers;
+        self.fleet
+            .unless_lost(workers[sw].call(Call::IperfServer { host: server.into() }))
+            .await?;
+        let reply = self
+            .fleet
+            .unless_lost(workers[cw].call(Call::Iperf {
+                client: client.into(),
+                server_ip: sip,
+                seconds,
+            }))
+            .await?;
+        match reply {
+            Reply::Iperf { result } => Ok(result),
+            other => Err(FleetError::Partition(format!("iperf answered {other:?}"))),
+        }
+    }
+
+    /// The worker a host is on.
+    pub fn worker_of(&self, host: &str) -> Option<&str> {
+        self.hosts.get(host).map(|(_, w)| self.fleet.workers[*w].name.as_str())
+    }
+
+    /// Every worker tears its part down.
+    pub async fn down(self) -> Result<(), FleetError> {
+        for r in join_all(self.fleet.workers.iter().map(|w| w.call(Call::Down))).await {
+            r?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,178 @@
+//! The coordinator–worker protocol: one JSON object per line over the TLS
+//! stream, each way. The coordinator sends [`Request`]s, each with an id;
+//! the worker answers each with one [`Response`] carrying the same id, in
+//! any order between requests (calls run side by side). Heartbeats have
+//! no answer: they only keep the lease.
+
+use netlab::run::{IperfResult, PingResult, SwitchKind};
+use netlab::state::Part;
+use netlab::topo::Topology;
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+
+/// The protocol's version; a worker refuses a coordinator of another.
+pub const VERSION: u32 = 1;
+
+/// The longest line either side accepts (a topology of thousands of nodes
+/// fits many times over).
+pub const MAX_LINE: usize = 16 << 20;
+
+/// The name every worker certificate carries and the coordinator checks:
+/// the lab's CA vouches that the peer is one of its workers.
+pub const WORKER_NAME: &str = "sdnlab-worker";
+/// The name in the coordinator's certificate.
+pub const COORDINATOR_NAME: &str = "sdnlab-coordinator";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Request {
+    pub id: u64,
+    #[serde(flatten)]
+    pub call: Call,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "kebab-case")]
+pub enum Call {
+    /// The first call: the protocol version, and how long the worker keeps
+    /// what it made once it hears nothing (a heartbeat or any call).
+    Hello { version: u32, lease_ms: u64 },
+    /// Keeps the lease; no answer.
+    Heartbeat,
+    /// The worker's clock now (`Reply::Clock`).
+    Clock,
+    /// Brings up this worker's part of `topology` (`Reply::NetUp`).
+    NetUp {
+        topology: Topology,
+        part: Part,
+        kind: SwitchKind,
+        controller: Option<String>,
+    },
+    /// Pings `targets` from every host of this worker (`Reply::Ping`).
+    Ping {
+        targets: Vec<(String, Ipv4Addr)>,
+        count: u32,
+    },
+    /// Starts a one-test iperf3 server on `host` (`Reply::Done` once listening).
+    IperfServer { host: String },
+    /// iperf3 from `client` to a server at `server_ip` (`Reply::Iperf`).
+    Iperf {
+        client: String,
+        server_ip: Ipv4Addr,
+        seconds: u32,
+    },
+    /// Removes everything this worker made for the coordinator (`Reply::Done`).
+    Down,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Response {
+    pub id: u64,
+    #[serde(flatten)]
+    pub reply: Reply,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "kebab-case")]
+pub enum Reply {
+    Hello {
+        version: u32,
+        /// The worker's host name.
+        host: String,
+    },
+    Clock {
+        unix_ns: u64,
+    },
+    NetUp {
+        /// netlab's run id on the worker.
+        run: String,
+        /// The kernel objects made: namespaces and root-namespace interfaces.
+        namespaces: Vec<String>,
+        interfaces: Vec<String>,
+    },
+    Ping {
+        results: Vec<PingResult>,
+    },
+    Iperf {
+        result: IperfResult,
+    },
+    Done,
+    /// The call failed; nothing else follows for its id.
+    Error {
+        message: String,
+    },
+}
+
+/// A line of JSON for `v`, with its newline.
+pub fn line<T: Serialize>(v: &T) -> Vec<u8> {
+    let mut out = serde_json::to_vec(v).expect("protocol messages serialise");
+    out.push(b'\n');
+    out
+}
+
+/// Reads one line (without its newline) from `r`; None at the end of the
+/// stream; an error for a line longer than [`MAX_LINE`].
+pub async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> std::io::Result<Option<Vec<u8>>> {
+    use tokio::io::AsyncBufReadExt;
+    let mut out = Vec::new();
+    loop {
+        let buf = r.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(if out.is_empty() { None } else { Some(out) });
+        }
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                out.extend_from_slice(&buf[..i]);
+                r.consume(i + 1);
+                return Ok(Some(out));
+            }
+            None => {
+                let n = buf.len();
+                out.extend_from_slice(buf);
+                r.consume(n);
+            }
+        }
+        if out.len() > MAX_LINE {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a line longer than {MAX_LINE} bytes"),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_read_back_as_written() {
+        let r = Request {
+            id: 7,
+            call: Call::Iperf {
+                client: "h1".into(),
+                server_ip: Ipv4Addr::new(10, 0, 0, 6),
+                seconds: 2,
+            },
+        };
+        let text = line(&r);
+        assert!(text.ends_with(b"\n"));
+        let s = std::str::from_utf8(&text).unwrap();
+        assert!(s.contains("\"call\":\"iperf\""), "{s}");
+        let back: Request = serde_json::from_slice(&text).unwrap();
+        assert_eq!(back.id, 7);
+        assert!(matches!(back.call, Call::Iperf { seconds: 2, .. }));
+        let e: Response = serde_json::from_str(r#"{"id":3,"reply":"error","message":"no"}"#).unwrap();
+        assert!(matches!(e.reply, Reply::Error { ref message } if message == "no"));
+    }
+
+    #[tokio::test]
+    async fn a_line_too_long_is_an_error_not_a_buffer_without_end() {
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut r = tokio::io::BufReader::new(&long[..]);
+        assert!(read_line(&mut r).await.is_err());
+        let mut r = tokio::io::BufReader::new(&b"one\ntwo"[..]);
+        assert_eq!(read_line(&mut r).await.unwrap().unwrap(), b"one");
+        assert_eq!(read_line(&mut r).await.unwrap().unwrap(), b"two");
+        assert!(read_line(&mut r).await.unwrap().is_none());
+    }
+}

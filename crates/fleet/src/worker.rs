@@ -1,0 +1,339 @@
+//! `sdnlab worker`: one per machine, run as root, serving one coordinator
+//! at a time over mutual TLS (the lab's certificates, [`crate::creds`]).
+//! A peer that fails the handshake, or whose certificate is not the
+//! coordinator's, gets nothing and is logged; so is a second coordinator
+//! while one is served.
+//!
+//! What the worker makes for a coordinator (a netlab run: namespaces,
+//! veths, VXLAN tunnels, switches; iperf3 servers) lives as long as the
+//! coordinator does: it is removed when the coordinator says `down`, when
+//! its connection closes, when it has sent nothing (not even a heartbeat)
+//! for its lease, and when the worker is stopped.
+
+use crate::creds::{peer_is, Role};
+use crate::proto::{self, Call, Reply, Request, Response, VERSION};
+use netlab::run::{Net, UpOptions};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Mutex};
+
+/// How long a coordinator has to finish the TLS handshake and say hello.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest lease a coordinator may ask for.
+pub const MAX_LEASE: Duration = Duration::from_secs(3600);
+
+/// Moves this process into network namespace `name` (under /run/netns),
+/// before any other thread starts: every thread and process it starts
+/// afterwards is there too. For several workers on one machine, each in a
+/// namespace of its own.
+pub fn enter_netns(name: &str) -> Result<(), crate::FleetError> {
+    let path = netlab::kernel::netns_path(name);
+    let f = std::fs::File::open(&path).map_err(|e| crate::FleetError::Credentials {
+        path: path.clone(),
+        message: format!("no such network namespace: {e}"),
+    })?;
+    nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| crate::FleetError::Credentials {
+        path,
+        message: format!("setns: {e}"),
+    })
+}
+
+fn log(what: impl std::fmt::Display) {
+    eprintln!("sdnlab worker: {what}");
+}
+
+/// Removes what a worker that died (killed, its machine rebooted) left of
+/// its parts of spread topologies: netlab runs brought up with a part
+/// whose process is gone. Runs of anything else are left alone. Returns
+/// the run ids removed.
+pub async fn clean_stale() -> Vec<String> {
+    let mut removed = Vec::new();
+    for (dir, st) in netlab::run::list_states() {
+        let Ok(st) = st else { continue };
+        if st.options.part.is_none() || netlab::run::is_sdnlab(st.pid) {
+            continue;
+        }
+        match netlab::run::teardown(&st).await {
+            Ok(()) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                removed.push(st.id.clone());
+            }
+            Err(e) => log(format!("stale run {}: {e}", st.id)),
+        }
+    }
+    removed
+}
+
+/// Serves coordinators on `listener` until `stop` turns true; whatever is
+/// up then is torn down before this returns.
+pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, mut stop: watch::Receiver<bool>) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let busy = Arc::new(AtomicBool::new(false));
+    let mut sessions = tokio::task::JoinSet::new();
+    loop {
+        let (tcp, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    log(format!("accept: {e}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => break,
+        };
+        let (acceptor, busy, stop) = (acceptor.clone(), busy.clone(), stop.clone());
+        sessions.spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Err(_) => return log(format!("refused {peer}: no TLS handshake within {HANDSHAKE_TIMEOUT:?}")),
+                Ok(Err(e)) => return log(format!("refused {peer}: {e}")),
+                Ok(Ok(s)) => s,
+            };
+            let coordinator = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .is_some_and(|c| peer_is(c, Role::Coordinator));
+            if !coordinator {
+                return log(format!(
+                    "refused {peer}: its certificate is the lab's but not the coordinator's"
+                ));
+            }
+            if busy.swap(true, Ordering::SeqCst) {
+                log(format!("refused {peer}: serving another coordinator"));
+                let mut tls = tls;
+                let _ = tls
+                    .write_all(&proto::line(&Response {
+                        id: 0,
+                        reply: Reply::Error {
+                            message: "this worker is serving another coordinator".into(),
+                        },
+                    }))
+                    .await;
+                let _ = tls.shutdown().await;
+                return;
+            }
+            log(format!("serving the coordinator at {peer}"));
+            session(tls, peer, stop).await;
+            busy.store(false, Ordering::SeqCst);
+        });
+        while sessions.try_join_next().is_some() {}
+    }
+    // Stopping: every session tears down (they watch `stop` too).
+    while sessions.join_next().await.is_some() {}
+}
+
+/// What the worker made for its coordinator.
+#[derive(Default)]
+struct Made {
+    net: Option<Net>,
+    iperf: Vec<tokio::process::Child>,
+}
+
+impl Made {
+    async fn tear_down(&mut self) -> Result<Option<String>, String> {
+        for mut c in self.iperf.drain(..) {
+            let _ = c.kill().await;
+        }
+        match self.net.take() {
+            Some(net) => {
+                let id = net.state.id.clone();
+                net.down().await.map(|()| Some(id))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+async fn session(tls: tokio_rustls::server::TlsStream<TcpStream>, peer: SocketAddr, mut stop: watch::Receiver<bool>) {
+    let (r, mut w) = tokio::io::split(tls);
+    let mut r = BufReader::new(r);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Response>();
+    let writer = tokio::spawn(async move {
+        while let Some(resp) = rx.recv().await {
+            if w.write_all(&proto::line(&resp)).await.is_err() || w.flush().await.is_err() {
+                break;
+            }
+        }
+        let _ = w.shutdown().await;
+    });
+    let made = Arc::new(Mutex::new(Made::default()));
+    let mut calls = tokio::task::JoinSet::new();
+    let mut lease: Option<Duration> = None;
+    let why = loop {
+        let wait = lease.unwrap_or(HANDSHAKE_TIMEOUT);
+        let line = tokio::select! {
+            l = tokio::time::timeout(wait, proto::read_line(&mut r)) => l,
+            _ = stop.changed() => break "the worker is stopping".to_string(),
+        };
+        let line = match line {
+            Err(_) => break format!("the coordinator said nothing for {:.1} s", wait.as_secs_f64()),
+            Ok(Ok(None)) => break "the coordinator closed the connection".to_string(),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                break "the coordinator closed the connection".to_string()
+            }
+            Ok(Err(e)) => break format!("the connection failed: {e}"),
+            Ok(Ok(Some(l))) => l,
+        };
+        let req: Request = match serde_json::from_slice(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = tx.send(Response {
+                    id: 0,
+                    reply: Reply::Error {
+                        message: format!("not a request of protocol {VERSION}: {e}"),
+                    },
+                });
+                break format!("the coordinator sent something that is not a request ({e})");
+            }
+        };
+        let id = req.id;
+        let answer = |reply: Reply| {
+            let _ = tx.send(Response { id, reply });
+        };
+        match req.call {
+            Call::Hello { version, lease_ms } => {
+                if version != VERSION {
+                    answer(Reply::Error {
+                        message: format!(
+                            "this worker speaks protocol {VERSION}, not {version}: run the same sdnlab on both sides"
+                        ),
+                    });
+                    break format!("protocol {version}, not {VERSION}");
+                }
+                let asked = Duration::from_millis(lease_ms);
+                if asked.is_zero() || asked > MAX_LEASE {
+                    answer(Reply::Error {
+                        message: format!("a lease of {lease_ms} ms: ask for 1 ms to {} s", MAX_LEASE.as_secs()),
+                    });
+                    break "a lease out of range".to_string();
+                }
+                lease = Some(asked);
+                answer(Reply::Hello {
+                    version: VERSION,
+                    host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                        .map(|h| h.trim().to_string())
+                        .unwrap_or_default(),
+                });
+            }
+            _ if lease.is_none() => {
+                answer(Reply::Error {
+                    message: "say hello first".into(),
+                });
+                break "a call before hello".to_string();
+            }
+            Call::Heartbeat => {}
+            // Answered at once, not behind other calls: its timing is the point.
+            Call::Clock => answer(Reply::Clock {
+                unix_ns: crate::clock::unix_ns(),
+            }),
+            call => {
+                let (made, tx) = (made.clone(), tx.clone());
+                calls.spawn(async move {
+                    let reply = run(call, &made)
+                        .await
+                        .unwrap_or_else(|message| Reply::Error { message });
+                    let _ = tx.send(Response { id, reply });
+                });
+            }
+        }
+        while calls.try_join_next().is_some() {}
+    };
+    calls.abort_all();
+    while calls.join_next().await.is_some() {}
+    match made.lock().await.tear_down().await {
+        Ok(Some(run)) => log(format!("{why} ({peer}): netlab run {run} torn down")),
+        Ok(None) => log(format!("{why} ({peer}): nothing to tear down")),
+        Err(e) => log(format!("{why} ({peer}): teardown failed: {e}")),
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+/// Runs one call.
+async fn run(call: Call, made: &Mutex<Made>) -> Result<Reply, String> {
+    match call {
+        Call::NetUp {
+            topology,
+            part,
+            kind,
+            controller,
+        } => {
+            let mut m = made.lock().await;
+            if m.net.is_some() {
+                return Err("a network is already up here: bring it down first".into());
+            }
+            let net = Net::up(
+                topology,
+                UpOptions {
+                    kind,
+                    controller,
+                    keep_loops: false,
+                    ssl: None,
+                    ovsdb: false,
+                    part: Some(part),
+                },
+            )
+            .await?;
+            let reply = Reply::NetUp {
+                run: net.state.id.clone(),
+                namespaces: net.state.hosts.iter().map(|h| h.netns.clone()).collect(),
+                interfaces: net
+                    .state
+                    .links
+                    .iter()
+                    .flat_map(|l| l.root_ends.iter().cloned())
+                    .chain(net.state.switches.iter().map(|(_, s)| s.clone()))
+                    .collect(),
+            };
+            m.net = Some(net);
+            Ok(reply)
+        }
+        Call::Ping { targets, count } => {
+            let state = up(made).await?;
+            Ok(Reply::Ping {
+                results: netlab::run::ping_from(&state, &targets, count).await,
+            })
+        }
+        Call::IperfServer { host } => {
+            let state = up(made).await?;
+            let child = netlab::run::iperf_server(&state, &host)?;
+            made.lock().await.iperf.push(child);
+            // iperf3 listens within a few milliseconds of starting.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok(Reply::Done)
+        }
+        Call::Iperf {
+            client,
+            server_ip,
+            seconds,
+        } => {
+            let state = up(made).await?;
+            let result = netlab::run::iperf_client(&state, &client, server_ip, seconds, None, &|_, _| {}).await?;
+            Ok(Reply::Iperf { result })
+        }
+        Call::Down => {
+            if let Some(run) = made.lock().await.tear_down().await? {
+                log(format!("the coordinator asked: netlab run {run} torn down"));
+            }
+            Ok(Reply::Done)
+        }
+        Call::Hello { .. } | Call::Heartbeat | Call::Clock => Err("answered by the session".into()),
+    }
+}
+
+/// The running network's state, or an error if none is up.
+async fn up(made: &Mutex<Made>) -> Result<netlab::run::State, String> {
+    made.lock()
+        .await
+        .net
+        .as_ref()
+        .map(|n| n.state.clone())
+        .ok_or_else(|| "no network is up here: bring one up first".to_string())
+}

@@ -1,0 +1,455 @@
+//! Experiments spread over workers, as root: three "machines" are three
+//! network namespaces on an underlay bridge, each running `sdnlab worker`
+//! on its own address. A leaf-spine topology is split over them (links
+//! between them as VXLAN): every host pings every other and iperf3 runs
+//! between two workers; a coordinator with another lab's credentials is
+//! refused and nothing is made; the workers are found through one name
+//! that resolves to all three (a hosts file, as `ip netns exec` mounts
+//! it); a worker killed mid-run is named, the others tear down, and its
+//! restart removes what it left. Nothing of a run is left in any
+//! namespace afterwards.
+
+mod common;
+use common::{leftovers, ok, sh, text};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sdnlab");
+
+/// The underlay: a bridge in the test's namespace, three worker
+/// namespaces on it, their workers; all removed on drop.
+struct Lab {
+    tag: String,
+    subnet: u8,
+    dir: PathBuf,
+    workers: Vec<Option<Child>>,
+}
+
+impl Lab {
+    fn new(test: &str) -> Lab {
+        let tag = format!("fw{test}{}", std::process::id() % 1000);
+        let subnet = 100 + (std::process::id() % 50) as u8 + test.len() as u8;
+        let dir = std::env::temp_dir().join(format!("sdnlab-{tag}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let lab = Lab {
+            tag,
+            subnet,
+            dir,
+            workers: Vec::new(),
+        };
+        lab.remove_kernel_objects();
+        let br = lab.bridge();
+        ok(&["ip", "link", "add", &br, "type", "bridge"]);
+        ok(&["ip", "addr", "add", &format!("10.{subnet}.0.254/24"), "dev", &br]);
+        ok(&["ip", "link", "set", &br, "up"]);
+        for i in 1..=3 {
+            let (ns, port) = (lab.ns(i), format!("{}v{i}", lab.tag));
+            ok(&["ip", "netns", "add", &ns]);
+            ok(&[
+                "ip", "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+            ]);
+            ok(&["ip", "link", "set", &port, "master", &br, "up"]);
+            ok(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/24", lab.addr(i)),
+                "dev",
+                "eth0",
+            ]);
+            ok(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
+            ok(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        }
+        let out = Command::new(BIN)
+            .args(["credentials", lab.dir.join("creds").to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        lab
+    }
+
+    fn bridge(&self) -> String {
+        format!("{}br", self.tag)
+    }
+    fn ns(&self, i: usize) -> String {
+        format!("{}-m{i}", self.tag)
+    }
+    fn addr(&self, i: usize) -> String {
+        format!("10.{}.0.{i}", self.subnet)
+    }
+
+    fn log(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("worker{i}.log"))
+    }
+
+    fn start_worker(&mut self, i: usize) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log(i))
+            .unwrap();
+        let before = self.worker_log(i).matches("listening").count();
+        let child = Command::new(BIN)
+            .args([
+                "worker",
+                "--netns",
+                &self.ns(i),
+                "--listen",
+                &format!("{}:7700", self.addr(i)),
+                "--credentials",
+                self.dir.join("creds").to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        if self.workers.len() < i {
+            self.workers.resize_with(i, || None);
+        }
+        self.workers[i - 1] = Some(child);
+        let start = Instant::now();
+        while self.worker_log(i).matches("listening").count() == before {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "worker {i} did not start: {}",
+                self.worker_log(i)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn worker_log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.log(i)).unwrap_or_default()
+    }
+
+    fn inventory(&self, creds: &str, workers: &str) -> PathBuf {
+        let p = self.dir.join(format!("inventory-{creds}.toml"));
+        std::fs::write(&p, format!("credentials = \"{creds}\"\n{workers}\nlease_s = 3\n")).unwrap();
+        p
+    }
+
+    fn listed(&self) -> String {
+        let list: Vec<String> = (1..=3).map(|i| format!("\"{}:7700\"", self.addr(i))).collect();
+        format!("workers = [{}]", list.join(", "))
+    }
+
+    /// Interfaces of netlab runs, or VXLAN devices, in worker `i`'s namespace.
+    fn made_in(&self, i: usize) -> Vec<String> {
+        let out = ok(&["ip", "-n", &self.ns(i), "-o", "-d", "link", "show"]);
+        out.lines()
+            .filter(|l| {
+                let name = l.split(": ").nth(1).unwrap_or("");
+                (name.starts_with("sl") && name.len() > 6) || l.contains(" vxlan ")
+            })
+            .map(|l| l.split(": ").nth(1).unwrap_or("").to_string())
+            .collect()
+    }
+
+    /// The netlab runs worker `i` says it tore down (for a coordinator,
+    /// or left by a worker that died).
+    fn runs_of(&self, i: usize) -> Vec<String> {
+        self.worker_log(i)
+            .lines()
+            .filter(|l| l.contains("torn down") || l.contains("left by a worker that died"))
+            .filter_map(|l| l.split("netlab run ").nth(1))
+            .filter_map(|r| r.split(|c: char| !c.is_ascii_hexdigit()).next())
+            .filter(|r| r.len() == 4)
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn run(&self, experiment: &str, inventory: &Path, out: &str) -> (bool, String, String) {
+        let file = self.dir.join(format!("{out}.toml"));
+        std::fs::write(&file, experiment).unwrap();
+        let o = Command::new(BIN)
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--workers",
+                inventory.to_str().unwrap(),
+                "--json",
+                "--no-live",
+                "--out",
+                self.dir.join(out).to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        (o.status.success(), text(&o.stdout), text(&o.stderr))
+    }
+
+    fn remove_kernel_objects(&self) {
+        for i in 1..=3 {
+            let _ = sh(&["ip", "netns", "del", &self.ns(i)]);
+        }
+        let _ = sh(&["ip", "link", "del", &self.bridge()]);
+        let _ = std::fs::remove_dir_all(format!("/etc/netns/{}-c", self.tag));
+        let _ = sh(&["ip", "netns", "del", &format!("{}-c", self.tag)]);
+    }
+
+    /// Nothing of any run a worker made is left anywhere.
+    fn assert_nothing_left(&self) {
+        for i in 1..=3 {
+            let made = self.made_in(i);
+            assert!(made.is_empty(), "worker {i} left {made:?}\n{}", self.worker_log(i));
+            for run in self.runs_of(i) {
+                let left = leftovers(&run);
+                assert!(left.is_empty(), "run {run} of worker {i} left {left:?}");
+            }
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in self.workers.iter_mut().flatten() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        for c in self.workers.iter_mut().flatten() {
+            let _ = c.wait();
+        }
+        self.remove_kernel_objects();
+    }
+}
+
+const LEAF_SPINE: &str =
+    "experiment = \"net\"\ntopology = \"leaf-spine,2,3,1\"\nping_count = 1\niperf = [\"h1>h3\"]\niperf_s = 2\n";
+
+#[test]
+fn a_leaf_spine_spread_over_three_workers_pings_and_carries_iperf_between_them() {
+    let mut lab = Lab::new("a");
+    for i in 1..=3 {
+        lab.start_worker(i);
+    }
+    // Another lab's credentials: refused by every worker, nothing made.
+    let other = lab.dir.join("other");
+    assert!(Command::new(BIN)
+        .args(["credentials", other.to_str().unwrap()])
+        .status()
+        .unwrap()
+        .success());
+    let (okay, _, err) = lab.run(LEAF_SPINE, &lab.inventory("other", &lab.listed()), "refused");
+    assert!(!okay, "a coordinator of another lab ran: {err}");
+    assert!(
+        err.contains("TLS") || err.contains("refused") || err.contains("lost"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    for i in 1..=3 {
+        assert!(
+            lab.worker_log(i).contains("refused"),
+            "worker {i}: {}",
+            lab.worker_log(i)
+        );
+        let log = lab.worker_log(i);
+        assert!(
+            !log.contains("torn down"),
+            "worker {i} made a network for a stranger: {log}"
+        );
+        assert!(lab.made_in(i).is_empty());
+    }
+
+    let (okay, out, err) = lab.run(LEAF_SPINE, &lab.inventory("creds", &lab.listed()), "spread");
+    assert!(
+        okay,
+        "{out}{err}\n{}\n{}\n{}",
+        lab.worker_log(1),
+        lab.worker_log(2),
+        lab.worker_log(3)
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // Three hosts: six ordered pairs, all reached.
+    assert_eq!(v["pairs"], 6, "{v}");
+    assert_eq!(v["reached"], 6, "{v}");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.dir.join("spread/meta.json")).unwrap()).unwrap();
+    let workers = meta["parameters"]["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3, "{meta}");
+    for w in workers {
+        // Three namespaces share one clock: the offset is within its own bound.
+        let (off, unc) = (
+            w["clock_offset_us"].as_f64().unwrap(),
+            w["clock_uncertainty_us"].as_f64().unwrap(),
+        );
+        assert!(off.abs() <= unc + 1.0, "{w}");
+    }
+    assert!(
+        meta["parameters"]["links_between_workers"].as_u64().unwrap() >= 2,
+        "{meta}"
+    );
+    // iperf3 between hosts on two different workers, through a tunnel.
+    let samples = std::fs::read_to_string(lab.dir.join("spread/samples.jsonl")).unwrap();
+    let iperf: serde_json::Value = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|s| s["scenario"].as_str().unwrap().starts_with("iperf h1>h3"))
+        .unwrap_or_else(|| panic!("no iperf sample: {samples}"));
+    let scenario = iperf["scenario"].as_str().unwrap();
+    let (from, to) = scenario
+        .split_once('(')
+        .unwrap()
+        .1
+        .trim_end_matches(')')
+        .split_once(" -> ")
+        .unwrap();
+    assert_ne!(from, to, "{scenario}: both hosts on one worker");
+    assert!(iperf["values"]["iperf_mbit_s"].as_f64().unwrap() > 1.0, "{iperf}");
+    // Every worker made its part and tore it down.
+    for i in 1..=3 {
+        assert_eq!(
+            lab.worker_log(i).matches("torn down").count(),
+            1,
+            "worker {i}: {}",
+            lab.worker_log(i)
+        );
+    }
+    lab.assert_nothing_left();
+
+    // Found through one name with three addresses (the coordinator's own
+    // hosts file, mounted by `ip netns exec`).
+    let c = format!("{}-c", lab.tag);
+    ok(&["ip", "netns", "add", &c]);
+    let port = format!("{}vc", lab.tag);
+    ok(&[
+        "ip", "link", "add", &port, "type", "veth", "peer", "name", "eth0", "netns", &c,
+    ]);
+    ok(&["ip", "link", "set", &port, "master", &lab.bridge(), "up"]);
+    ok(&[
+        "ip",
+        "-n",
+        &c,
+        "addr",
+        "add",
+        &format!("10.{}.0.10/24", lab.subnet),
+        "dev",
+        "eth0",
+    ]);
+    ok(&["ip", "-n", &c, "link", "set", "eth0", "up"]);
+    std::fs::create_dir_all(format!("/etc/netns/{c}")).unwrap();
+    let hosts: String = (1..=3).map(|i| format!("{} sdnlab-workers\n", lab.addr(i))).collect();
+    std::fs::write(format!("/etc/netns/{c}/hosts"), format!("127.0.0.1 localhost\n{hosts}")).unwrap();
+    let inv = lab.inventory("creds", "discover = \"sdnlab-workers:7700\"");
+    let file = lab.dir.join("discover.toml");
+    std::fs::write(&file, "experiment = \"net\"\ntopology = \"linear,3\"\nping_count = 1\n").unwrap();
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &c,
+            BIN,
+            "run",
+            file.to_str().unwrap(),
+            "--workers",
+            inv.to_str().unwrap(),
+        ])
+        .args([
+            "--json",
+            "--no-live",
+            "--out",
+            lab.dir.join("discovered").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.dir.join("discovered/meta.json")).unwrap()).unwrap();
+    let found: Vec<&str> = meta["parameters"]["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["address"].as_str().unwrap())
+        .collect();
+    assert_eq!(found.len(), 3, "{meta}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["reached"], v["pairs"], "{v}");
+    lab.assert_nothing_left();
+}
+
+#[test]
+fn a_worker_killed_mid_run_is_named_and_nothing_of_the_run_is_left() {
+    let mut lab = Lab::new("k");
+    for i in 1..=3 {
+        lab.start_worker(i);
+    }
+    let inv = lab.inventory("creds", &lab.listed());
+    let file = lab.dir.join("long.toml");
+    // h1 and h3 sit on different workers (the first test checks how
+    // leaf-spine,2,3,1 splits); a long iperf3 keeps the run going.
+    std::fs::write(
+        &file,
+        "experiment = \"net\"\ntopology = \"leaf-spine,2,3,1\"\nping_count = 1\niperf = [\"h1>h3\"]\niperf_s = 30\n",
+    )
+    .unwrap();
+    let mut coordinator = Command::new(BIN)
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--workers",
+            inv.to_str().unwrap(),
+            "--no-live",
+        ])
+        .args(["--out", lab.dir.join("killed").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once every worker has its part up, kill the third outright.
+    let start = Instant::now();
+    while (1..=3).any(|i| lab.made_in(i).is_empty()) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the parts did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    let victim = lab.workers[2].take().unwrap();
+    let pid = victim.id();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let mut victim = victim;
+    let _ = victim.wait();
+    let t_killed = Instant::now();
+    let status = coordinator.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(coordinator.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!status.success(), "the run passed without a worker: {err}");
+    let killed = format!("{}:7700", lab.addr(3));
+    assert!(err.contains(&format!("worker {killed} lost")), "{err}");
+    assert!(
+        t_killed.elapsed() < Duration::from_secs(30),
+        "the coordinator took {:?} to notice",
+        t_killed.elapsed()
+    );
+    let meta = std::fs::read_to_string(lab.dir.join("killed/meta.json")).unwrap();
+    assert!(
+        meta.contains(&killed),
+        "meta.json does not name the lost worker: {meta}"
+    );
+    // The other two tear down at once.
+    let start = Instant::now();
+    while (1..=2).any(|i| !lab.made_in(i).is_empty()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{}\n{}",
+            lab.worker_log(1),
+            lab.worker_log(2)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The killed one's part is there until a worker starts again on its
+    // machine and removes it.
+    assert!(!lab.made_in(3).is_empty());
+    lab.start_worker(3);
+    assert!(
+        lab.worker_log(3).contains("left by a worker that died"),
+        "{}",
+        lab.worker_log(3)
+    );
+    lab.assert_nothing_left();
+}
