@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Throughput,
@@ -42,7 +42,7 @@ pub enum Mode {
     Flood,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     pub target: SocketAddr,
     pub switches: usize,
@@ -105,7 +105,7 @@ impl Config {
 }
 
 /// How the controller's answers are matched to the PACKET_INs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Answers {
     /// cbench's way: a FLOW_MOD or PACKET_OUT carrying the PACKET_IN's
@@ -124,7 +124,7 @@ pub enum Answers {
 }
 
 /// What one loop measured.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LoopResult {
     pub loop_index: usize,
     pub seconds: f64,
@@ -148,7 +148,7 @@ pub struct LoopResult {
     pub per_switch: Vec<u64>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     pub config: Config,
     pub loops: Vec<LoopResult>,
@@ -158,6 +158,27 @@ pub struct Report {
     /// The round-trip distribution as (microseconds, cumulative fraction).
     pub rtt_cdf: Vec<(f64, f64)>,
     pub sessions_lost: u64,
+    /// Every round trip recorded (nanoseconds), for merging runs exactly
+    /// (the shards of a run spread over workers); not written out.
+    #[serde(skip)]
+    pub rtt_histogram: Option<hdrhistogram::Histogram<u64>>,
+}
+
+/// The round-trip figures of a histogram of nanoseconds: median, 99th
+/// percentile, largest (microseconds) and the distribution as
+/// (microseconds, cumulative fraction) at every percent and at 99.5, 99.9
+/// and 99.99 %.
+pub fn rtt_figures(hist: &hdrhistogram::Histogram<u64>) -> (f64, f64, f64, Vec<(f64, f64)>) {
+    let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    let cdf = if hist.is_empty() {
+        Vec::new()
+    } else {
+        let mut qs: Vec<f64> = (0..=100).map(|i| i as f64 / 100.0).collect();
+        qs.extend([0.995, 0.999, 0.9999]);
+        qs.sort_by(|a, b| a.total_cmp(b));
+        qs.iter().map(|&q| (us(q), q)).collect()
+    };
+    (us(0.5), us(0.99), hist.max() as f64 / 1000.0, cdf)
 }
 
 /// Buffer ids of malformed PACKET_INs have the top bit set; good ones never do.
@@ -381,6 +402,14 @@ async fn handshake_with(
 /// future only starts them, paces their connections and reads counters.
 pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
     let shared = Arc::new(Shared::default());
+    // A run dropped part-way (its caller gave up) still stops its threads.
+    struct StopOnDrop(Arc<Shared>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.stop.store(true, Ordering::Relaxed);
+        }
+    }
+    let _stop = StopOnDrop(shared.clone());
     let counters: Vec<Arc<SwitchCounters>> = (0..cfg.switches).map(|_| Arc::new(SwitchCounters::default())).collect();
     let shared_cfg = Arc::new(cfg.clone());
     // A loop that cannot start (threads exhausted): its switches count as lost.
@@ -452,22 +481,15 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
     for l in event_loops.into_iter().flatten() {
         let _ = hist.add(l.finish().await);
     }
-    let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
-    let rtt_cdf = if hist.is_empty() {
-        Vec::new()
-    } else {
-        let mut qs: Vec<f64> = (0..=100).map(|i| i as f64 / 100.0).collect();
-        qs.extend([0.995, 0.999, 0.9999]);
-        qs.sort_by(|a, b| a.total_cmp(b));
-        qs.iter().map(|&q| (us(q), q)).collect()
-    };
+    let (rtt_us_p50, rtt_us_p99, rtt_us_max, rtt_cdf) = rtt_figures(&hist);
     Report {
         rtt_cdf,
-        rtt_us_p50: us(0.5),
-        rtt_us_p99: us(0.99),
-        rtt_us_max: hist.max() as f64 / 1000.0,
+        rtt_us_p50,
+        rtt_us_p99,
+        rtt_us_max,
         sessions_lost: shared.lost.load(Ordering::Relaxed),
         config: cfg,
         loops,
+        rtt_histogram: Some(hist),
     }
 }

@@ -22,13 +22,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Clock exchanges per worker.
 const EXCHANGES: usize = 16;
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
+type Pending = Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<Reply>>>>;
 
 /// One connected worker.
 pub struct Worker {
@@ -100,7 +100,14 @@ impl Worker {
                 match proto::read_line(&mut r).await {
                     Ok(Some(line)) => match serde_json::from_slice::<Response>(&line) {
                         Ok(resp) => {
-                            let waiting = p.lock().expect("pending").remove(&resp.id);
+                            let waiting = {
+                                let mut pending = p.lock().expect("pending");
+                                if resp.reply.is_final() {
+                                    pending.remove(&resp.id)
+                                } else {
+                                    pending.get(&resp.id).cloned()
+                                }
+                            };
                             match waiting {
                                 Some(w) => {
                                     let _ = w.send(resp.reply);
@@ -183,6 +190,12 @@ impl Worker {
 
     /// Makes `call` and waits for its answer; an error answer is an error.
     pub async fn call(&self, call: Call) -> Result<Reply, FleetError> {
+        self.call_with(call, |_| {}).await
+    }
+
+    /// Makes `call`, hands every answer before the last to `partial` as it
+    /// comes, and returns the last.
+    pub async fn call_with(&self, call: Call, mut partial: impl FnMut(Reply)) -> Result<Reply, FleetError> {
         let lost = |why: String| FleetError::Lost {
             worker: self.name.clone(),
             message: why,
@@ -191,20 +204,23 @@ impl Worker {
             return Err(lost(why));
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = mpsc::unbounded_channel();
         self.pending.lock().expect("pending").insert(id, tx);
         if self.tx.send(Request { id, call }).is_err() {
             return Err(lost(self.lost().unwrap_or_else(|| "the connection closed".into())));
         }
-        match rx.await {
-            Ok(Reply::Error { message }) => Err(FleetError::Failed {
-                worker: self.name.clone(),
-                message,
-            }),
-            Ok(reply) => Ok(reply),
-            Err(_) => {
+        loop {
+            match rx.recv().await {
+                Some(Reply::Error { message }) => {
+                    return Err(FleetError::Failed {
+                        worker: self.name.clone(),
+                        message,
+                    })
+                }
+                Some(reply) if reply.is_final() => return Ok(reply),
+                Some(reply) => partial(reply),
                 // The reader records why before it drops the senders.
-                Err(lost(self.lost().unwrap_or_else(|| "the connection closed".into())))
+                None => return Err(lost(self.lost().unwrap_or_else(|| "the connection closed".into()))),
             }
         }
     }
@@ -283,6 +299,99 @@ impl Fleet {
                 })
                 .collect(),
         )
+    }
+
+    /// Runs the controller benchmark `cfg` with its switches shared out over
+    /// the workers ([`crate::shard`]), all starting together; `on_loop`
+    /// sees each loop merged over the shards once every shard has measured
+    /// it. Returns the merged report and each shard's own.
+    pub async fn ctl(
+        &self,
+        cfg: &ctlbench::Config,
+        mut on_loop: impl FnMut(&ctlbench::LoopResult),
+    ) -> Result<(ctlbench::Report, Vec<crate::shard::Shard>), FleetError> {
+        let configs = crate::shard::split(cfg, self.workers.len());
+        // Everyone starts a moment from now, each by its own clock.
+        let start = clock::unix_ns() + 500_000_000;
+        let (tx, mut rx) = mpsc::unbounded_channel::<(usize, ctlbench::LoopResult)>();
+        let calls = self
+            .workers
+            .iter()
+            .zip(&configs)
+            .enumerate()
+            .filter(|(_, (_, c))| c.switches > 0)
+            .map(|(i, (w, c))| {
+                let offset_ns = w.clock.map(|o| (o.offset_us * 1e3) as i64).unwrap_or(0);
+                let tx = tx.clone();
+                async move {
+                    let r = w
+                        .call_with(
+                            Call::Ctl {
+                                config: c.clone(),
+                                start_unix_ns: start.saturating_add_signed(offset_ns),
+                            },
+                            |reply| {
+                                if let Reply::CtlLoop { result } = reply {
+                                    let _ = tx.send((i, result));
+                                }
+                            },
+                        )
+                        .await;
+                    (i, r)
+                }
+            });
+        let calls: Vec<_> = calls.collect();
+        drop(tx);
+        let shards = configs.iter().filter(|c| c.switches > 0).count();
+        let mut merger = crate::shard::LoopMerger::new(shards);
+        let all = join_all(calls);
+        tokio::pin!(all);
+        let results = loop {
+            tokio::select! {
+                Some((i, l)) = rx.recv() => {
+                    if let Some(merged) = merger.add(i, l) {
+                        on_loop(&merged);
+                    }
+                }
+                r = &mut all => break r,
+                e = self.first_lost() => return Err(e),
+            }
+        };
+        while let Ok((i, l)) = rx.try_recv() {
+            if let Some(merged) = merger.add(i, l) {
+                on_loop(&merged);
+            }
+        }
+        let mut out = Vec::new();
+        for (i, r) in results {
+            match r? {
+                Reply::Ctl {
+                    mut report,
+                    rtt_histogram,
+                } => {
+                    report.rtt_histogram =
+                        Some(
+                            crate::shard::decode_histogram(&rtt_histogram).map_err(|message| FleetError::Failed {
+                                worker: self.workers[i].name.clone(),
+                                message,
+                            })?,
+                        );
+                    out.push(crate::shard::Shard {
+                        worker: self.workers[i].name.clone(),
+                        switches: configs[i].switches,
+                        first_dpid: configs[i].first_dpid,
+                        report: *report,
+                    })
+                }
+                other => {
+                    return Err(FleetError::Failed {
+                        worker: self.workers[i].name.clone(),
+                        message: format!("answered the benchmark with {other:?}"),
+                    })
+                }
+            }
+        }
+        Ok((crate::shard::merge(cfg, &out), out))
     }
 
     /// Brings `topo` up spread over the workers.

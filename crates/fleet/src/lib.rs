@@ -7,8 +7,8 @@
 //! coordinator has been silent for longer than its lease. The
 //! [`coordinator`] side finds the workers ([`inventory`]), measures each
 //! one's clock against its own ([`clock`]), splits a topology over them
-//! ([`partition`]) and makes the calls; [`proto`] is what goes over the
-//! wire.
+//! ([`partition`]) or the controller benchmark's switches ([`shard`]) and
+//! makes the calls; [`proto`] is what goes over the wire.
 
 pub mod clock;
 pub mod coordinator;
@@ -17,6 +17,7 @@ mod error;
 pub mod inventory;
 pub mod partition;
 pub mod proto;
+pub mod shard;
 pub mod worker;
 
 pub use error::FleetError;

@@ -1,7 +1,8 @@
 //! The coordinator–worker protocol: one JSON object per line over the TLS
 //! stream, each way. The coordinator sends [`Request`]s, each with an id;
-//! the worker answers each with one [`Response`] carrying the same id, in
-//! any order between requests (calls run side by side). Heartbeats have
+//! the worker answers each with [`Response`]s carrying the same id (the
+//! last one [`Reply::is_final`]), in any order between requests (calls run
+//! side by side). Heartbeats have
 //! no answer: they only keep the lease.
 
 use netlab::run::{IperfResult, PingResult, SwitchKind};
@@ -60,6 +61,14 @@ pub enum Call {
         server_ip: Ipv4Addr,
         seconds: u32,
     },
+    /// Runs a shard of the controller benchmark: `config`'s switches
+    /// against its target, starting at `start_unix_ns` on the worker's
+    /// clock (so the shards' loops line up); each loop as it is measured
+    /// (`Reply::CtlLoop`), then the whole (`Reply::Ctl`).
+    Ctl {
+        config: ctlbench::Config,
+        start_unix_ns: u64,
+    },
     /// Removes everything this worker made for the coordinator (`Reply::Done`).
     Down,
 }
@@ -95,11 +104,29 @@ pub enum Reply {
     Iperf {
         result: IperfResult,
     },
+    /// One loop of a controller benchmark shard, as measured (more follow).
+    CtlLoop {
+        result: ctlbench::LoopResult,
+    },
+    Ctl {
+        report: Box<ctlbench::Report>,
+        /// Every round trip the shard recorded: an HdrHistogram of
+        /// nanoseconds, V2 serialised with deflate, in base64 (so shards
+        /// merge exactly).
+        rtt_histogram: String,
+    },
     Done,
     /// The call failed; nothing else follows for its id.
     Error {
         message: String,
     },
+}
+
+impl Reply {
+    /// Whether this is the last response to its call.
+    pub fn is_final(&self) -> bool {
+        !matches!(self, Reply::CtlLoop { .. })
+    }
 }
 
 /// A line of JSON for `v`, with its newline.

@@ -236,10 +236,13 @@ async fn session(tls: tokio_rustls::server::TlsStream<TcpStream>, peer: SocketAd
             call => {
                 let (made, tx) = (made.clone(), tx.clone());
                 calls.spawn(async move {
-                    let reply = run(call, &made)
+                    let partial = |reply: Reply| {
+                        let _ = tx.send(Response { id, reply });
+                    };
+                    let reply = run(call, &made, &partial)
                         .await
                         .unwrap_or_else(|message| Reply::Error { message });
-                    let _ = tx.send(Response { id, reply });
+                    partial(reply);
                 });
             }
         }
@@ -256,9 +259,30 @@ async fn session(tls: tokio_rustls::server::TlsStream<TcpStream>, peer: SocketAd
     let _ = writer.await;
 }
 
-/// Runs one call.
-async fn run(call: Call, made: &Mutex<Made>) -> Result<Reply, String> {
+/// The longest a shard waits for its start time.
+const MAX_START_WAIT: Duration = Duration::from_secs(30);
+
+/// Runs one call; `partial` sends what comes before its final answer.
+async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -> Result<Reply, String> {
     match call {
+        Call::Ctl { config, start_unix_ns } => {
+            raise_fd_limit();
+            let wait = Duration::from_nanos(start_unix_ns.saturating_sub(crate::clock::unix_ns()));
+            if wait > MAX_START_WAIT {
+                return Err(format!(
+                    "asked to start in {:.1} s (more than {} s): are the clocks far apart?",
+                    wait.as_secs_f64(),
+                    MAX_START_WAIT.as_secs()
+                ));
+            }
+            tokio::time::sleep(wait).await;
+            let report = ctlbench::run(config, |l| partial(Reply::CtlLoop { result: l.clone() })).await;
+            let rtt_histogram = crate::shard::encode_histogram(report.rtt_histogram.as_ref())?;
+            Ok(Reply::Ctl {
+                report: Box::new(report),
+                rtt_histogram,
+            })
+        }
         Call::NetUp {
             topology,
             part,
@@ -325,6 +349,15 @@ async fn run(call: Call, made: &Mutex<Made>) -> Result<Reply, String> {
             Ok(Reply::Done)
         }
         Call::Hello { .. } | Call::Heartbeat | Call::Clock => Err("answered by the session".into()),
+    }
+}
+
+/// Thousands of emulated switches need thousands of descriptors: the soft
+/// limit goes up to the hard one.
+fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
 }
 

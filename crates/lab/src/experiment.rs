@@ -128,10 +128,23 @@ impl Experiment {
 
     /// Runs the experiment into `place`.
     pub fn run(&self, place: &crate::rundir::Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-        if place.workers.is_some() && !matches!(self, Experiment::Net(_)) {
-            return Err(LabError::Config(
-                "--workers spreads experiment = \"net\" only so far; run this one without --workers".into(),
-            ));
+        if place.workers.is_some() {
+            match self {
+                Experiment::Net(_) => {}
+                Experiment::Ctl(c) if c.test == "cbench" && c.suite.is_none() && c.peers.is_empty() => {
+                    if c.target.is_none() {
+                        return Err(LabError::Config(
+                            "--workers: name the controller the workers reach (--target HOST:PORT, target = in a file)"
+                                .into(),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(LabError::Config(
+                        "--workers spreads experiment = \"net\" and the controller benchmark's cbench test (with a target) so far; run this one without --workers".into(),
+                    ))
+                }
+            }
         }
         match self {
             Experiment::Ctl(c) => crate::ctl::run(c, place, obs),

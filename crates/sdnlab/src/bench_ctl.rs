@@ -150,6 +150,10 @@ pub struct CtlArgs {
     /// Where the run's results go (default results/ctl-<time>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Run the emulated switches on the workers of this inventory (needs --target: the
+    /// controller they reach; docs/manual/workers.md).
+    #[arg(long, value_name = "FILE")]
+    pub workers: Option<PathBuf>,
     /// Print cbench's own lines (per loop, and its RESULT line per scenario).
     #[arg(long)]
     pub cbench_output: bool,
@@ -226,5 +230,5 @@ pub fn run(a: CtlArgs) -> std::process::ExitCode {
         cbench_output: a.cbench_output,
         print_config: a.print_config,
     };
-    crate::run_cmd::run(&experiment, a.out.clone(), how)
+    crate::run_cmd::run_on(&experiment, a.out.clone(), a.workers.clone(), how)
 }

@@ -29,7 +29,13 @@ struct Lab {
 impl Lab {
     fn new(test: &str) -> Lab {
         let tag = format!("fw{test}{}", std::process::id() % 1000);
-        let subnet = 100 + (std::process::id() % 50) as u8 + test.len() as u8;
+        // Each test its own underlay subnet (they run side by side).
+        let which = match test {
+            "a" => 0,
+            "k" => 1,
+            _ => 2,
+        };
+        let subnet = 100 + (std::process::id() % 30) as u8 + 30 * which;
         let dir = std::env::temp_dir().join(format!("sdnlab-{tag}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -452,4 +458,144 @@ fn a_worker_killed_mid_run_is_named_and_nothing_of_the_run_is_left() {
         lab.worker_log(3)
     );
     lab.assert_nothing_left();
+}
+
+/// sdnlab's controller on the underlay (the test's own namespace), killed on drop.
+struct Controller(Child);
+
+impl Controller {
+    fn start(addr: &str) -> Controller {
+        let c = Command::new(BIN)
+            .args(["controller", "--listen", addr])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while std::net::TcpStream::connect(addr).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the controller did not listen on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Controller(c)
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
+    let mut lab = Lab::new("c");
+    for i in 1..=3 {
+        lab.start_worker(i);
+    }
+    let target = format!("10.{}.0.254:16653", lab.subnet);
+    let _ctl = Controller::start(&target);
+    let inv = lab.inventory("creds", &lab.listed());
+    let out = lab.dir.join("ctl");
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "ctl",
+            "--target",
+            &target,
+            "--ofp",
+            "1.3",
+            "--switches",
+            "7",
+            "--macs",
+            "100",
+        ])
+        .args([
+            "--trials",
+            "2",
+            "--loops",
+            "2",
+            "--loop-ms",
+            "300",
+            "--warmup",
+            "1",
+            "--cooldown-ms",
+            "100",
+        ])
+        .args([
+            "--workers",
+            inv.to_str().unwrap(),
+            "--json",
+            "--no-live",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr),
+        lab.worker_log(1)
+    );
+    let samples: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for trial in 0..2 {
+        let shards: Vec<&serde_json::Value> = samples
+            .iter()
+            .filter(|s| s["kind"] == "shard" && s["trial"] == trial)
+            .collect();
+        assert_eq!(shards.len(), 3, "trial {trial}: {samples:?}");
+        // Seven switches: 3, 2 and 2, datapath ids 1-3, 4-5, 6-7.
+        let layout: Vec<(f64, f64)> = shards
+            .iter()
+            .map(|s| {
+                (
+                    s["values"]["switches"].as_f64().unwrap(),
+                    s["values"]["first_dpid"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(layout, [(3.0, 1.0), (2.0, 4.0), (2.0, 6.0)]);
+        let t = samples
+            .iter()
+            .find(|s| s["kind"] == "trial" && s["trial"] == trial)
+            .unwrap();
+        let matched = t["values"]["matched_per_s"].as_f64().unwrap();
+        let sum: f64 = shards
+            .iter()
+            .map(|s| s["values"]["matched_per_s"].as_f64().unwrap())
+            .sum();
+        assert!(matched > 0.0, "{t}");
+        assert!(
+            (matched - sum).abs() <= 1e-6 * matched,
+            "trial {trial}: {matched} merged, {sum} over the shards"
+        );
+        // Every response matched to its request, none lost.
+        assert_eq!(t["values"]["unmatched"].as_f64().unwrap(), 0.0, "{t}");
+        assert_eq!(t["values"]["sessions_lost"].as_f64().unwrap(), 0.0, "{t}");
+        for s in &shards {
+            assert!(
+                s["values"]["matched_per_s"].as_f64().unwrap() > 0.0,
+                "a shard answered nothing: {s}"
+            );
+        }
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["parameters"]["workers"].as_array().unwrap().len(), 3, "{meta}");
+    // Without a target the workers could not reach: one line, nothing run.
+    let o = Command::new(BIN)
+        .args(["bench", "ctl", "--workers", inv.to_str().unwrap(), "--no-live"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--target"), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
 }

@@ -221,6 +221,28 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         ..started(&run_id)
     };
     let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    // Spread over workers: connected once for the run, clocks measured.
+    let fleet = match &place.workers {
+        None => None,
+        Some(path) => {
+            let inv = fleet::inventory::Inventory::load(path).map_err(|e| LabError::Config(e.to_string()))?;
+            let f = rt.block_on(fleet::coordinator::Fleet::connect(&inv));
+            let f = match f {
+                Ok(f) => f,
+                Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+            };
+            meta.parameters["workers"] = f.clocks();
+            say(
+                obs,
+                format!(
+                    "sdnlab bench ctl: the switches spread over {} worker(s): {}",
+                    f.workers.len(),
+                    f.workers.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            );
+            Some(f)
+        }
+    };
     say(
         obs,
         format!(
@@ -242,7 +264,14 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     let mut ceilings = Vec::new();
     for (name, cfg) in &list {
         let mut cbench_rates = Vec::new();
-        let ceiling = measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?;
+        let ceiling = if fleet.is_some() {
+            meta.events.push(format!(
+                "{name}: the driver's own ceiling is measured on one machine only, not on workers (yet)"
+            ));
+            None
+        } else {
+            measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?
+        };
         for trial in 0..a.trials {
             let (cfg, embedded) = match target_of(a) {
                 Ok((addr, target, running)) => {
@@ -268,7 +297,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 }
             };
             let mut write_errors = Vec::new();
-            let report = rt.block_on(ctlbench::run(cfg.clone(), |l| {
+            let on_loop = |l: &ctlbench::LoopResult| {
                 let s = Sample::of(
                     "loop",
                     name.clone(),
@@ -292,7 +321,39 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     per_switch: &l.per_switch,
                     version: cfg.version,
                 });
-            }));
+            };
+            let report = match &fleet {
+                None => rt.block_on(ctlbench::run(cfg.clone(), on_loop)),
+                Some(f) => match rt.block_on(f.ctl(&cfg, on_loop)) {
+                    Ok((report, shards)) => {
+                        for (k, sh) in shards.iter().enumerate() {
+                            let loops = sh.report.loops.len().max(1) as f64;
+                            let mean = |g: &dyn Fn(&ctlbench::LoopResult) -> f64| {
+                                sh.report.loops.iter().map(g).sum::<f64>() / loops
+                            };
+                            let s = Sample::of(
+                                "shard",
+                                name.clone(),
+                                trial,
+                                [
+                                    ("worker", k as f64),
+                                    ("switches", sh.switches as f64),
+                                    ("first_dpid", sh.first_dpid as f64),
+                                    ("responses_per_s", mean(&|l| l.responses_per_s)),
+                                    ("matched_per_s", mean(&|l| l.matched_per_s)),
+                                    ("rtt_p50_us", sh.report.rtt_us_p50),
+                                    ("sessions_lost", sh.report.sessions_lost as f64),
+                                ],
+                            )
+                            .at(k as u32)
+                            .noted(Some(sh.worker.clone()));
+                            writer.append(&s).map_err(io_error(&dir))?;
+                        }
+                        report
+                    }
+                    Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                },
+            };
             if let Some(r) = embedded {
                 r.stop();
             }
@@ -998,6 +1059,15 @@ impl Drop for DropSynAcks {
 }
 
 /// `outcome` with `n` trials that did not complete, said as `what` when any.
+/// Ends a run that cannot go on: the error is the run's last event in
+/// its meta.json (with what was measured before it), then goes up.
+fn fail_run(writer: RunWriter, meta: &mut Meta, e: LabError) -> LabError {
+    meta.events.push(e.to_string());
+    meta.finished_unix = Some(report::now_unix());
+    let _ = writer.finish(meta);
+    e
+}
+
 pub(crate) fn incomplete(mut outcome: Outcome, n: usize, what: &str, obs: &dyn Observer) -> Outcome {
     if n > 0 {
         say(obs, format!("sdnlab bench ctl: {n} trial(s) {what}"));

@@ -1,0 +1,268 @@
+//! The controller benchmark over several workers: its switches shared out
+//! (each worker a contiguous range of datapath ids, counts differing by
+//! one at most), and the shards' results merged back into one run's. Loops
+//! are merged by index (the shards start together, each by its own clock
+//! corrected by the coordinator's estimate of it): rates and counts add
+//! up, per-switch figures are laid side by side in datapath-id order.
+//! Round trips merge exactly: each shard sends its whole histogram.
+
+use base64::Engine;
+use ctlbench::{Config, LoopResult, Report};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
+/// One worker's shard, done.
+#[derive(Clone, Debug)]
+pub struct Shard {
+    pub worker: String,
+    pub switches: usize,
+    pub first_dpid: u64,
+    pub report: Report,
+}
+
+/// `cfg` shared out over `workers`: worker i gets its switch count and the
+/// datapath ids that follow the previous worker's. A worker may get none
+/// (fewer switches than workers).
+pub fn split(cfg: &Config, workers: usize) -> Vec<Config> {
+    let workers = workers.max(1);
+    let (each, extra) = (cfg.switches / workers, cfg.switches % workers);
+    let mut first = cfg.first_dpid;
+    (0..workers)
+        .map(|i| {
+            let n = each + usize::from(i < extra);
+            let c = Config {
+                switches: n,
+                first_dpid: first,
+                // A paced load is shared out like the switches.
+                offered_rate: cfg.offered_rate * n as f64 / cfg.switches.max(1) as f64,
+                ..cfg.clone()
+            };
+            first = first.wrapping_add(n as u64);
+            c
+        })
+        .collect()
+}
+
+/// One loop over every shard: rates and counts added, per-switch figures
+/// side by side in shard order, the longest loop's length.
+pub fn merge_loop(parts: &[&LoopResult]) -> LoopResult {
+    let sum_f = |f: &dyn Fn(&LoopResult) -> f64| parts.iter().map(|l| f(l)).sum::<f64>();
+    let sum_u = |f: &dyn Fn(&LoopResult) -> u64| parts.iter().map(|l| f(l)).sum::<u64>();
+    let per_switch: Vec<u64> = parts.iter().flat_map(|l| l.per_switch.iter().copied()).collect();
+    LoopResult {
+        loop_index: parts.first().map(|l| l.loop_index).unwrap_or(0),
+        seconds: parts.iter().map(|l| l.seconds).fold(0.0, f64::max),
+        responses_per_s: sum_f(&|l| l.responses_per_s),
+        matched_per_s: sum_f(&|l| l.matched_per_s),
+        unmatched: sum_u(&|l| l.unmatched),
+        requests_per_s: sum_f(&|l| l.requests_per_s),
+        malformed_sent: sum_u(&|l| l.malformed_sent),
+        malformed_acted: sum_u(&|l| l.malformed_acted),
+        errors: sum_u(&|l| l.errors),
+        unanswered: sum_u(&|l| l.unanswered),
+        per_switch_min: per_switch.iter().copied().min().unwrap_or(0),
+        per_switch_max: per_switch.iter().copied().max().unwrap_or(0),
+        per_switch,
+    }
+}
+
+/// Merges loops as shards report them: a loop is complete once every
+/// shard has sent it.
+pub struct LoopMerger {
+    shards: usize,
+    waiting: BTreeMap<usize, BTreeMap<usize, LoopResult>>,
+}
+
+impl LoopMerger {
+    pub fn new(shards: usize) -> LoopMerger {
+        LoopMerger {
+            shards,
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    /// Shard `shard`'s loop; the merged loop if it completes one.
+    pub fn add(&mut self, shard: usize, l: LoopResult) -> Option<LoopResult> {
+        let index = l.loop_index;
+        let got = self.waiting.entry(index).or_default();
+        got.insert(shard, l);
+        if got.len() < self.shards {
+            return None;
+        }
+        let got = self.waiting.remove(&index)?;
+        let parts: Vec<&LoopResult> = got.values().collect();
+        Some(merge_loop(&parts))
+    }
+}
+
+/// The run's report from its shards' (in worker order): loops merged by
+/// index (those every shard measured), round trips from the merged
+/// histograms, lost sessions added.
+pub fn merge(cfg: &Config, shards: &[Shard]) -> Report {
+    let n = shards.iter().map(|s| s.report.loops.len()).min().unwrap_or(0);
+    let loops = (0..n)
+        .map(|i| {
+            let parts: Vec<&LoopResult> = shards.iter().map(|s| &s.report.loops[i]).collect();
+            merge_loop(&parts)
+        })
+        .collect();
+    let mut hist: Option<Histogram<u64>> = None;
+    for h in shards.iter().filter_map(|s| s.report.rtt_histogram.as_ref()) {
+        match &mut hist {
+            None => hist = Some(h.clone()),
+            Some(all) => {
+                let _ = all.add(h);
+            }
+        }
+    }
+    let (p50, p99, max, cdf) = hist
+        .as_ref()
+        .map(ctlbench::rtt_figures)
+        .unwrap_or((0.0, 0.0, 0.0, Vec::new()));
+    Report {
+        config: cfg.clone(),
+        loops,
+        rtt_us_p50: p50,
+        rtt_us_p99: p99,
+        rtt_us_max: max,
+        rtt_cdf: cdf,
+        sessions_lost: shards.iter().map(|s| s.report.sessions_lost).sum(),
+        rtt_histogram: hist,
+    }
+}
+
+/// A histogram for the wire: V2 with deflate, base64 (empty: none).
+pub fn encode_histogram(h: Option<&Histogram<u64>>) -> Result<String, String> {
+    let Some(h) = h else { return Ok(String::new()) };
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .map_err(|e| format!("cannot serialise the round trips: {e:?}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(buf))
+}
+
+/// The histogram [`encode_histogram`] wrote (an empty one for "").
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+    if text.is_empty() {
+        return Histogram::new(3).map_err(|e| e.to_string());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("round trips not in base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("round trips unreadable: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(switches: usize) -> Config {
+        Config {
+            target: "127.0.0.1:6653".parse().unwrap(),
+            switches,
+            macs: 100,
+            mode: ctlbench::Mode::Throughput,
+            version: 4,
+            loops: 2,
+            loop_ms: 100,
+            warmup: 0,
+            window: 8,
+            connect_rate: 0.0,
+            first_dpid: 100,
+            ports: 4,
+            malformed_per_mille: 0,
+            offered_rate: 0.0,
+            vlan: None,
+            answers: ctlbench::Answers::Buffer,
+            unanswered_after_ms: 0,
+            threads: 0,
+        }
+    }
+
+    #[test]
+    fn switches_are_shared_out_with_ranges_of_datapath_ids_that_do_not_overlap() {
+        let parts = split(&cfg(16), 3);
+        assert_eq!(parts.iter().map(|c| c.switches).collect::<Vec<_>>(), [6, 5, 5]);
+        assert_eq!(parts.iter().map(|c| c.first_dpid).collect::<Vec<_>>(), [100, 106, 111]);
+        let parts = split(&cfg(2), 3);
+        assert_eq!(parts.iter().map(|c| c.switches).collect::<Vec<_>>(), [1, 1, 0]);
+    }
+
+    fn loop_of(i: usize, per: &[u64], secs: f64) -> LoopResult {
+        let total: u64 = per.iter().sum();
+        LoopResult {
+            loop_index: i,
+            seconds: secs,
+            responses_per_s: total as f64 / secs,
+            matched_per_s: total as f64 / secs,
+            unmatched: 1,
+            requests_per_s: total as f64 / secs,
+            malformed_sent: 0,
+            malformed_acted: 0,
+            errors: 2,
+            unanswered: 0,
+            per_switch_min: *per.iter().min().unwrap(),
+            per_switch_max: *per.iter().max().unwrap(),
+            per_switch: per.to_vec(),
+        }
+    }
+
+    #[test]
+    fn loops_merge_once_every_shard_has_sent_them_and_add_up() {
+        let mut m = LoopMerger::new(2);
+        assert!(m.add(0, loop_of(0, &[10, 20], 1.0)).is_none());
+        assert!(m.add(0, loop_of(1, &[11, 21], 1.0)).is_none());
+        let l0 = m.add(1, loop_of(0, &[5], 1.0)).unwrap();
+        assert_eq!(l0.responses_per_s, 35.0);
+        assert_eq!(l0.per_switch, [10, 20, 5]);
+        assert_eq!(
+            (l0.per_switch_min, l0.per_switch_max, l0.unmatched, l0.errors),
+            (5, 20, 2, 4)
+        );
+        let l1 = m.add(1, loop_of(1, &[6], 1.0)).unwrap();
+        assert_eq!(l1.loop_index, 1);
+        assert_eq!(l1.matched_per_s, 38.0);
+    }
+
+    #[test]
+    fn round_trips_merge_exactly_through_the_wire() {
+        let mut a = Histogram::<u64>::new(3).unwrap();
+        let mut b = Histogram::<u64>::new(3).unwrap();
+        for _ in 0..900 {
+            a.record(10_000).unwrap(); // 10 us
+        }
+        for _ in 0..100 {
+            b.record(1_000_000).unwrap(); // 1 ms
+        }
+        let b2 = decode_histogram(&encode_histogram(Some(&b)).unwrap()).unwrap();
+        assert_eq!(b2.len(), 100);
+        let shard = |h: Histogram<u64>, l: LoopResult| Shard {
+            worker: "w".into(),
+            switches: 1,
+            first_dpid: 1,
+            report: Report {
+                config: cfg(1),
+                loops: vec![l],
+                rtt_us_p50: 0.0,
+                rtt_us_p99: 0.0,
+                rtt_us_max: 0.0,
+                rtt_cdf: Vec::new(),
+                sessions_lost: 1,
+                rtt_histogram: Some(h),
+            },
+        };
+        let r = merge(
+            &cfg(2),
+            &[shard(a, loop_of(0, &[4], 1.0)), shard(b2, loop_of(0, &[6], 1.0))],
+        );
+        // 90 % of the round trips were 10 us: the median; the 99th percentile is 1 ms.
+        assert!((r.rtt_us_p50 - 10.0).abs() < 0.1, "{}", r.rtt_us_p50);
+        assert!((r.rtt_us_p99 - 1000.0).abs() < 1.0, "{}", r.rtt_us_p99);
+        assert_eq!(r.loops[0].responses_per_s, 10.0);
+        assert_eq!(r.sessions_lost, 2);
+        assert_eq!(r.config.switches, 2);
+    }
+}
