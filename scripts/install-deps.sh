@@ -28,8 +28,12 @@ debs=(
   clang                  # compiles the XDP and tc programs (crates/packetio/bpf/*.bpf.c)
   libelf-dev zlib1g-dev  # libbpf's static libelf and zlib (x86-64 builds)
   autoconf automake autopoint libtool flex bison gawk gettext  # libbpf-sys builds libelf for the router builds
+  buildah                # deploy/container/build.sh: the container image, FROM scratch, no registry
   ca-certificates curl build-essential pkg-config
 )
+# `kubectl kustomize` renders deploy/kubernetes (the tests); any kubectl
+# will do, Debian's (1.20, kustomize v2) when there is none.
+command -v kubectl > /dev/null 2>&1 || debs+=(kubernetes-client)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,7 +19,7 @@
 use crate::creds::{Credentials, Role};
 use crate::FleetError;
 use serde::Deserialize;
-use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 
 /// The port `sdnlab worker` listens on by default.
@@ -131,25 +131,46 @@ impl Inventory {
 }
 
 /// Every IPv4 address `name` (HOST:PORT, or HOST for the default port)
-/// resolves to, through the system's resolver (hosts file, DNS).
+/// resolves to: the hosts file, then DNS as /etc/resolv.conf says (search
+/// domains included), read by hickory rather than the C library, so a
+/// static binary alone in a container resolves as well as any.
 pub fn resolve(name: &str) -> Result<Vec<SocketAddrV4>, String> {
-    let with_port = if name.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
-        name.to_string()
-    } else {
-        format!("{name}:{DEFAULT_PORT}")
+    let (host, port) = match name.rsplit_once(':') {
+        Some((h, p)) => match p.parse::<u16>() {
+            Ok(p) => (h.to_string(), p),
+            Err(_) => return Err(format!("{name}: '{p}' is not a port")),
+        },
+        None => (name.to_string(), DEFAULT_PORT),
     };
-    let addrs: Vec<SocketAddrV4> = with_port
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {name}: {e}"))?
-        .filter_map(|a| match a {
-            SocketAddr::V4(v4) => Some(v4),
-            SocketAddr::V6(_) => None,
-        })
-        .collect();
-    if addrs.is_empty() {
+    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
+        return Ok(vec![SocketAddrV4::new(ip, port)]);
+    }
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return Err(format!("{name}: an IPv6 address; the tunnels need IPv4"));
+    }
+    // The resolver runs a runtime of its own: on a thread of its own, so
+    // this works from inside another runtime too.
+    let h = host.clone();
+    let found = std::thread::spawn(move || -> Result<Vec<std::net::Ipv4Addr>, String> {
+        let r =
+            hickory_resolver::Resolver::from_system_conf().map_err(|e| format!("cannot read /etc/resolv.conf: {e}"))?;
+        let ips = r
+            .lookup_ip(h.as_str())
+            .map_err(|e| format!("cannot resolve {h}: {e}"))?;
+        Ok(ips
+            .iter()
+            .filter_map(|ip| match ip {
+                std::net::IpAddr::V4(v4) => Some(v4),
+                std::net::IpAddr::V6(_) => None,
+            })
+            .collect())
+    })
+    .join()
+    .map_err(|_| format!("cannot resolve {host}: the resolver failed"))??;
+    if found.is_empty() {
         return Err(format!("{name} has no IPv4 address (the tunnels need one)"));
     }
-    Ok(addrs)
+    Ok(found.into_iter().map(|ip| SocketAddrV4::new(ip, port)).collect())
 }
 
 #[cfg(test)]
@@ -171,6 +192,11 @@ mod tests {
         assert_eq!(inv.workers[1].1, "127.0.0.2:7700".parse().unwrap());
         assert_eq!(inv.credentials.ca, p.parent().unwrap().join("c/ca.pem"));
         assert_eq!((inv.lease_s, inv.vxlan_port, inv.underlay_mtu), (15, 4789, 1500));
+        // Names go through the hosts file.
+        assert!(resolve("localhost:7700")
+            .unwrap()
+            .contains(&"127.0.0.1:7700".parse().unwrap()));
+        assert!(resolve("127.0.0.1:x").unwrap_err().contains("not a port"));
         for (text, says) in [
             ("credentials = \"c\"\n", "no workers"),
             (
