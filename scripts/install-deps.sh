@@ -29,6 +29,7 @@ debs=(
   libelf-dev zlib1g-dev  # libbpf's static libelf and zlib (x86-64 builds)
   autoconf automake autopoint libtool flex bison gawk gettext  # libbpf-sys builds libelf for the router builds
   buildah                # deploy/container/build.sh: the container image, FROM scratch, no registry
+  etcd-server unzip openssl  # a real Kubernetes API server's store (scripts/install-kube-apiserver.sh builds it)
   ca-certificates curl build-essential pkg-config
 )
 # `kubectl kustomize` renders deploy/kubernetes (the tests); any kubectl
@@ -46,6 +47,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   # nginx inside namespaces and needs no server in the root namespace.
   if [[ " ${missing[*]} " == *" nginx "* ]] && command -v systemctl >/dev/null 2>&1; then
     as_root systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
+  # Likewise etcd: the tests start their own, on ports of their own.
+  if [[ " ${missing[*]} " == *" etcd-server "* ]] && command -v systemctl >/dev/null 2>&1; then
+    as_root systemctl disable --now etcd >/dev/null 2>&1 || true
   fi
 fi
 

@@ -9,6 +9,13 @@ export PATH="$HOME/.cargo/bin:$PATH"
 step() { printf '\n== %s (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 
 step "dependencies"; scripts/install-deps.sh
+# What some tests use, built before them so no build competes with timed
+# tests: a real kube-apiserver (Go module proxy), kubernetes-validate
+# (PyPI), the static binary the container image holds.
+step "built for the tests: kube-apiserver, kubernetes-validate, the static binary"
+scripts/install-kube-apiserver.sh > /dev/null
+scripts/install-kubevalidate.sh > /dev/null
+scripts/build-static.sh > /dev/null
 step "format";       cargo fmt --all --check
 step "lint";         cargo clippy --all-targets --quiet -- -D warnings
 step "tests";        cargo test --workspace --quiet

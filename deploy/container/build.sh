@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the sdnlab container image with buildah (Debian's), from this
-# machine, no registry needed: the binary linked statically (glibc, the
-# `router` profile), then an image FROM scratch holding it alone.
+# machine, no registry needed: the binary linked statically
+# (scripts/build-static.sh), then an image FROM scratch holding it alone.
 #   deploy/container/build.sh [TAG]        -> localhost/sdnlab:TAG (default 0.1.0)
 #   deploy/container/build.sh net [TAG]    -> localhost/sdnlab-net:TAG (pulls debian:12-slim)
 # Prints the image's name. Push it where the cluster's nodes pull from
@@ -13,14 +13,10 @@ kind=sdnlab file=Containerfile
 if [ "${1:-}" = net ]; then kind=sdnlab-net file=Containerfile.net; shift; fi
 tag=${1:-0.1.0}
 command -v buildah > /dev/null || { echo "build.sh: buildah missing: run scripts/install-deps.sh" >&2; exit 2; }
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-static}
-# Static glibc: name lookup does not need the C library's modules (the
-# fleet crate resolves with hickory); libbpf, libelf and zlib are linked in.
-CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
-  cargo build --quiet --profile router --target x86_64-unknown-linux-gnu -p sdnlab >&2
+bin=$(scripts/build-static.sh)
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-cp "$CARGO_TARGET_DIR/x86_64-unknown-linux-gnu/router/sdnlab" "deploy/container/$file" "$ctx/"
+cp "$bin" "deploy/container/$file" "$ctx/"
 buildah ${BUILDAH_STORAGE:+--storage-driver "$BUILDAH_STORAGE"} bud --quiet --layers=false \
   -f "$ctx/$file" -t "localhost/$kind:$tag" "$ctx" > /dev/null
 echo "localhost/$kind:$tag"

@@ -276,3 +276,178 @@ fn the_image_is_the_static_binary_alone_and_runs() {
     assert!(text.contains("/nowhere/"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A free TCP port on loopback (taken, then given back).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// etcd (Debian's) and a real kube-apiserver (scripts/install-kube-apiserver.sh)
+/// on loopback ports of their own, as kubeadm runs it (privileged pods
+/// allowed); both stopped and their files removed on drop.
+struct ApiServer {
+    dir: PathBuf,
+    etcd: std::process::Child,
+    api: std::process::Child,
+    port: u16,
+}
+
+const TOKEN: &str = "sdnlab-deploy-test";
+
+impl ApiServer {
+    fn start() -> ApiServer {
+        let bin = PathBuf::from(run(Command::new("bash").arg(root().join("scripts/install-kube-apiserver.sh"))).trim());
+        let dir = std::env::temp_dir().join(format!("sdnlab-kube-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (client, peer, port) = (free_port(), free_port(), free_port());
+        let log = |name: &str| std::fs::File::create(dir.join(name)).unwrap();
+        let etcd = Command::new("etcd")
+            .args(["--data-dir", dir.join("etcd").to_str().unwrap()])
+            .args(["--listen-client-urls", &format!("http://127.0.0.1:{client}")])
+            .args(["--advertise-client-urls", &format!("http://127.0.0.1:{client}")])
+            .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+            .stdout(log("etcd.log"))
+            .stderr(log("etcd.err"))
+            .spawn()
+            .expect("etcd (scripts/install-deps.sh installs etcd-server)");
+        run(Command::new("openssl").args(["genrsa", "-out", dir.join("sa.key").to_str().unwrap(), "2048"]));
+        run(Command::new("openssl").args([
+            "rsa",
+            "-in",
+            dir.join("sa.key").to_str().unwrap(),
+            "-pubout",
+            "-out",
+            dir.join("sa.pub").to_str().unwrap(),
+        ]));
+        std::fs::write(dir.join("tokens.csv"), format!("{TOKEN},admin,admin,system:masters\n")).unwrap();
+        let api = Command::new(bin)
+            .args(["--etcd-servers", &format!("http://127.0.0.1:{client}")])
+            .args(["--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+            .args(["--cert-dir", dir.join("certs").to_str().unwrap()])
+            .args(["--token-auth-file", dir.join("tokens.csv").to_str().unwrap()])
+            .args(["--service-account-issuer", "https://kubernetes.default.svc"])
+            .args(["--service-account-key-file", dir.join("sa.pub").to_str().unwrap()])
+            .args([
+                "--service-account-signing-key-file",
+                dir.join("sa.key").to_str().unwrap(),
+            ])
+            .args(["--service-cluster-ip-range", "10.96.0.0/16", "--allow-privileged=true"])
+            .stdout(log("apiserver.log"))
+            .stderr(log("apiserver.err"))
+            .spawn()
+            .unwrap();
+        let s = ApiServer { dir, etcd, api, port };
+        let start = std::time::Instant::now();
+        loop {
+            let out = s.kubectl().args(["get", "--raw", "/readyz"]).output().unwrap();
+            if out.status.success() {
+                break;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(120),
+                "the API server did not become ready: {}",
+                std::fs::read_to_string(s.dir.join("apiserver.err")).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        s
+    }
+
+    fn kubectl(&self) -> Command {
+        let mut c = Command::new("kubectl");
+        c.args([
+            "--server",
+            &format!("https://127.0.0.1:{}", self.port),
+            "--token",
+            TOKEN,
+        ])
+        .arg("--insecure-skip-tls-verify");
+        c
+    }
+
+    fn get(&self, what: &str) -> Value {
+        serde_json::from_str(&run(self.kubectl().args(["-n", "sdnlab", "get", what, "-o", "json"]))).unwrap()
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let _ = self.api.kill();
+        let _ = self.api.wait();
+        let _ = self.etcd.kill();
+        let _ = self.etcd.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn the_manifests_deploy_to_a_real_api_server() {
+    let api = ApiServer::start();
+    let manifests = root().join("deploy/kubernetes");
+    run(api
+        .kubectl()
+        .args(["apply", "-f", manifests.join("namespace.yaml").to_str().unwrap()]));
+    let creds = api.dir.join("creds");
+    run(Command::new(BIN).args(["credentials", creds.to_str().unwrap()]));
+    run(api
+        .kubectl()
+        .args(["-n", "sdnlab", "create", "secret", "generic", "sdnlab-credentials"])
+        .arg(format!("--from-file={}", creds.display())));
+    // Every field is checked against the server's own schema, and the
+    // server admits each object.
+    let applied = run(api
+        .kubectl()
+        .args(["apply", "--validate=true", "-k", manifests.to_str().unwrap()]));
+    for what in [
+        "daemonset.apps/sdnlab-worker",
+        "service/sdnlab-workers",
+        "job.batch/sdnlab-run",
+        "persistentvolumeclaim/sdnlab-results",
+    ] {
+        assert!(applied.contains(what), "{what} not applied: {applied}");
+    }
+    let ds = api.get("daemonset/sdnlab-worker");
+    let pod = &ds["spec"]["template"]["spec"];
+    assert_eq!(pod["hostNetwork"], true);
+    assert_eq!(pod["containers"][0]["securityContext"]["privileged"], true);
+    assert_eq!(pod["dnsPolicy"], "ClusterFirstWithHostNet");
+    let svc = api.get("service/sdnlab-workers");
+    assert_eq!(svc["spec"]["clusterIP"], "None");
+    let job = api.get("job/sdnlab-run");
+    assert_eq!(job["spec"]["backoffLimit"], 0);
+    let secret = api.get("secret/sdnlab-credentials");
+    for key in [
+        "ca.pem",
+        "worker.pem",
+        "worker-key.pem",
+        "coordinator.pem",
+        "coordinator-key.pem",
+    ] {
+        assert!(secret["data"][key].is_string(), "the Secret lacks {key}");
+    }
+    // Applying again changes nothing (the manifests are declarative).
+    let again = run(api.kubectl().args(["apply", "-k", manifests.to_str().unwrap()]));
+    assert!(!again.contains("created"), "{again}");
+    // The check is live: a misspelt field is refused.
+    let broken = render().replacen("hostNetwork: true", "hostNetwrk: true", 1);
+    let file = api.dir.join("broken.yaml");
+    std::fs::write(&file, broken).unwrap();
+    let out = api
+        .kubectl()
+        .args([
+            "apply",
+            "--validate=true",
+            "--dry-run=server",
+            "-f",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hostNetwrk"), "{out:?}");
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The controller benchmark spread over workers, on this one machine: three
+# network namespaces on a bridge are three "machines", each running
+# `sdnlab worker`; sdnlab's controller (l2-learning, its own process,
+# started afresh for each run) listens on the bridge in the root namespace.
+#   1. the same total switches driven by one process (`bench ctl --target`)
+#      and by 1, 2 and 3 workers, the runs interleaved, then compared by
+#      `sdnlab report compare` (Mann-Whitney U per metric);
+#   2. the largest number of OpenFlow 1.3 switches held through 3 workers,
+#      growing until sessions are lost or nothing is matched.
+# Usage: scripts/bench-workers.sh [SWITCHES] [TRIALS] [MAX_SWITCHES]
+#        (defaults 16, 10, 6144). Results under results/bench-workers-<time>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+switches=${1:-16} trials=${2:-10} max=${3:-6144}
+cargo build --quiet --release -p sdnlab
+bin=$PWD/target/release/sdnlab
+out=$PWD/results/bench-workers-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+tag=bw$(( $$ % 1000 )) net=10.199.0
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for i in 1 2 3; do ip netns del "$tag-m$i" 2>/dev/null || true; done
+  ip link del "${tag}br" 2>/dev/null || true
+}
+trap cleanup EXIT
+ip link add "${tag}br" type bridge
+ip addr add "$net.254/24" dev "${tag}br"
+ip link set "${tag}br" up
+"$bin" credentials "$out/creds" > /dev/null
+for i in 1 2 3; do
+  ip netns add "$tag-m$i"
+  ip link add "${tag}v$i" type veth peer name eth0 netns "$tag-m$i"
+  ip link set "${tag}v$i" master "${tag}br" up
+  ip -n "$tag-m$i" addr add "$net.$i/24" dev eth0
+  ip -n "$tag-m$i" link set eth0 up
+  ip -n "$tag-m$i" link set lo up
+  "$bin" worker --netns "$tag-m$i" --listen "$net.$i:7700" --credentials "$out/creds" 2>> "$out/worker$i.log" &
+  pids+=($!)
+done
+inventory() { # N workers
+  local list=""
+  for i in $(seq "$1"); do list+="\"$net.$i:7700\", "; done
+  printf 'credentials = "creds"\nworkers = [%s]\n' "${list%, }" > "$out/inventory$1.toml"
+  echo "$out/inventory$1.toml"
+}
+target=$net.254:6653
+controller() {
+  "$bin" controller --listen "$target" --max-connections 30000 > /dev/null 2>&1 &
+  ctl=$!
+  for _ in $(seq 100); do (exec 3<>/dev/tcp/$net.254/6653) 2>/dev/null && break; sleep 0.1; done
+}
+sleep 1
+common=(--target "$target" --ofp 1.3 --switches "$switches" --trials 1 --no-live)
+# 1. Interleaved: each trial of each arm in turn, the controller fresh each time.
+for t in $(seq "$trials"); do
+  for arm in one w1 w2 w3; do
+    controller
+    case $arm in
+      one) "$bin" bench ctl "${common[@]}" --out "$out/$arm-$t" > /dev/null ;;
+      w*) "$bin" bench ctl "${common[@]}" --workers "$(inventory "${arm#w}")" --out "$out/$arm-$t" > /dev/null ;;
+    esac
+    kill "$ctl"; wait "$ctl" 2>/dev/null || true
+  done
+done
+python3 - "$out" "$trials" <<'PY'
+import json, sys, statistics as st
+out, trials = sys.argv[1], int(sys.argv[2])
+print("| driven by | responses/s (mean of trials) | min..max | matched/s | rtt p50 (us) | rtt p99 (us) |")
+print("|---|---:|---|---:|---:|---:|")
+arms = {"one": "one process", "w1": "1 worker", "w2": "2 workers", "w3": "3 workers"}
+figs = {}
+for arm, name in arms.items():
+    rows = []
+    for t in range(1, trials + 1):
+        for line in open(f"{out}/{arm}-{t}/samples.jsonl"):
+            s = json.loads(line)
+            if s["kind"] == "trial":
+                rows.append(s["values"])
+    r = [v["responses_per_s"] for v in rows]
+    figs[arm] = r
+    print(f"| {name} | {st.mean(r):,.0f} | {min(r):,.0f}..{max(r):,.0f} | {st.mean(v['matched_per_s'] for v in rows):,.0f} | "
+          f"{st.median(v['rtt_p50_us'] for v in rows):.0f} | {st.median(v['rtt_p99_us'] for v in rows):.0f} |")
+# Mann-Whitney U, two-sided, exact by enumeration for small samples (normal approximation above).
+import itertools, math
+def mwu(a, b):
+    u = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
+    n1, n2 = len(a), len(b)
+    mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    z = (abs(u - mu) - 0.5) / sd if sd else 0
+    return u, math.erfc(z / math.sqrt(2))
+for arm in ("w1", "w2", "w3"):
+    u, p = mwu(figs[arm], figs["one"])
+    print(f"\n{arms[arm]} against one process: {100 * (st.mean(figs[arm]) / st.mean(figs['one']) - 1):+.1f} %, Mann-Whitney U = {u:.0f}, p = {p:.3f}", end="")
+print()
+PY
+# 2. The largest number of switches held through three workers.
+echo
+echo "| switches (3 workers) | sessions lost | responses/s | matched/s | time to connect and measure (s) |"
+echo "|---:|---:|---:|---:|---:|"
+n=768
+while [ "$n" -le "$max" ]; do
+  controller
+  start=$(date +%s.%N)
+  "$bin" bench ctl --target "$target" --ofp 1.3 --switches "$n" --macs 100 --trials 1 --loops 2 --warmup 1 \
+    --workers "$(inventory 3)" --no-live --out "$out/scale-$n" > /dev/null 2>&1 || true
+  secs=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+  kill "$ctl"; wait "$ctl" 2>/dev/null || true
+  line=$(python3 - "$out/scale-$n" <<'PY'
+import json, sys
+try:
+    t = [json.loads(l) for l in open(sys.argv[1] + "/samples.jsonl") if json.loads(l)["kind"] == "trial"][0]["values"]
+    print(f"{t['sessions_lost']:.0f} | {t['responses_per_s']:,.0f} | {t['matched_per_s']:,.0f}")
+except Exception as e:
+    print(f"failed ({e}) | | ")
+PY
+)
+  echo "| $n | $line | $secs |"
+  case "$line" in failed*|0\ \|\ 0*) break ;; esac
+  case "$line" in 0\ \|*) ;; *) break ;; esac
+  n=$(( n * 2 ))
+done
+echo
+echo "results: $out"
