@@ -4,12 +4,18 @@
 # `sdnlab worker`; sdnlab's controller (l2-learning, its own process,
 # started afresh for each run) listens on the bridge in the root namespace.
 #   1. the same total switches driven by one process (`bench ctl --target`)
-#      and by 1, 2 and 3 workers, the runs interleaved, then compared by
-#      `sdnlab report compare` (Mann-Whitney U per metric);
+#      in the root namespace, by one process in a worker's namespace (the
+#      same path to the controller as a worker's, through a veth and the
+#      bridge, without the fleet), and by 1, 2 and 3 workers; the runs
+#      interleaved, the controller fresh for each; Mann-Whitney U of each
+#      against the first;
 #   2. the largest number of OpenFlow 1.3 switches held through 3 workers,
 #      growing until sessions are lost or nothing is matched.
 # Usage: scripts/bench-workers.sh [SWITCHES] [TRIALS] [MAX_SWITCHES]
-#        (defaults 16, 10, 6144). Results under results/bench-workers-<time>/.
+#        (defaults 16, 10, 6144; TRIALS 0 skips part 1). Environment:
+#        SCALE_FROM (768), CONNECT_RATE (new sessions per second over all
+#        workers in part 2; 0: as fast as accepted). Results under
+#        results/bench-workers-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -20,8 +26,9 @@ out=$PWD/results/bench-workers-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 tag=bw$(( $$ % 1000 )) net=10.199.0
 pids=()
+ctl=
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" $ctl; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for i in 1 2 3; do ip netns del "$tag-m$i" 2>/dev/null || true; done
   ip link del "${tag}br" 2>/dev/null || true
@@ -49,29 +56,35 @@ inventory() { # N workers
 }
 target=$net.254:6653
 controller() {
+  if (exec 3<>/dev/tcp/$net.254/6653) 2>/dev/null; then
+    echo "bench-workers: something already listens on $target" >&2; exit 1
+  fi
   "$bin" controller --listen "$target" --max-connections 30000 > /dev/null 2>&1 &
   ctl=$!
   for _ in $(seq 100); do (exec 3<>/dev/tcp/$net.254/6653) 2>/dev/null && break; sleep 0.1; done
+  kill -0 "$ctl" || { echo "bench-workers: the controller did not start" >&2; exit 1; }
 }
+stop_controller() { kill "$ctl"; wait "$ctl" 2>/dev/null || true; ctl=; }
 sleep 1
 common=(--target "$target" --ofp 1.3 --switches "$switches" --trials 1 --no-live)
 # 1. Interleaved: each trial of each arm in turn, the controller fresh each time.
 for t in $(seq "$trials"); do
-  for arm in one w1 w2 w3; do
+  for arm in one ns w1 w2 w3; do
     controller
     case $arm in
       one) "$bin" bench ctl "${common[@]}" --out "$out/$arm-$t" > /dev/null ;;
+      ns) ip netns exec "$tag-m1" "$bin" bench ctl "${common[@]}" --out "$out/$arm-$t" > /dev/null ;;
       w*) "$bin" bench ctl "${common[@]}" --workers "$(inventory "${arm#w}")" --out "$out/$arm-$t" > /dev/null ;;
     esac
-    kill "$ctl"; wait "$ctl" 2>/dev/null || true
+    stop_controller
   done
 done
-python3 - "$out" "$trials" <<'PY'
+[ "$trials" -gt 0 ] && python3 - "$out" "$trials" <<'PY'
 import json, sys, statistics as st
 out, trials = sys.argv[1], int(sys.argv[2])
 print("| driven by | responses/s (mean of trials) | min..max | matched/s | rtt p50 (us) | rtt p99 (us) |")
 print("|---|---:|---|---:|---:|---:|")
-arms = {"one": "one process", "w1": "1 worker", "w2": "2 workers", "w3": "3 workers"}
+arms = {"one": "one process", "ns": "one process in a worker's namespace", "w1": "1 worker", "w2": "2 workers", "w3": "3 workers"}
 figs = {}
 for arm, name in arms.items():
     rows = []
@@ -92,7 +105,7 @@ def mwu(a, b):
     mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
     z = (abs(u - mu) - 0.5) / sd if sd else 0
     return u, math.erfc(z / math.sqrt(2))
-for arm in ("w1", "w2", "w3"):
+for arm in ("ns", "w1", "w2", "w3"):
     u, p = mwu(figs[arm], figs["one"])
     print(f"\n{arms[arm]} against one process: {100 * (st.mean(figs[arm]) / st.mean(figs['one']) - 1):+.1f} %, Mann-Whitney U = {u:.0f}, p = {p:.3f}", end="")
 print()
@@ -101,14 +114,15 @@ PY
 echo
 echo "| switches (3 workers) | sessions lost | responses/s | matched/s | time to connect and measure (s) |"
 echo "|---:|---:|---:|---:|---:|"
-n=768
+n=${SCALE_FROM:-768}
 while [ "$n" -le "$max" ]; do
   controller
   start=$(date +%s.%N)
   "$bin" bench ctl --target "$target" --ofp 1.3 --switches "$n" --macs 100 --trials 1 --loops 2 --warmup 1 \
+    --connect-rate "${CONNECT_RATE:-0}" \
     --workers "$(inventory 3)" --no-live --out "$out/scale-$n" > /dev/null 2>&1 || true
   secs=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
-  kill "$ctl"; wait "$ctl" 2>/dev/null || true
+  stop_controller
   line=$(python3 - "$out/scale-$n" <<'PY'
 import json, sys
 try:

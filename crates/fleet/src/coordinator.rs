@@ -27,6 +27,8 @@ use tokio::sync::mpsc;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Clock exchanges per worker.
 const EXCHANGES: usize = 16;
+/// A worker's clock known less well than this (microseconds) is flagged.
+pub const CLOCK_LOOSE_US: f64 = 1000.0;
 
 type Pending = Arc<Mutex<HashMap<u64, mpsc::UnboundedSender<Reply>>>>;
 
@@ -283,6 +285,27 @@ impl Fleet {
         self.workers
             .iter()
             .find_map(|w| w.lost().map(|why| (w.name.clone(), why)))
+    }
+
+    /// A warning for each worker whose clock is known only loosely (its
+    /// offset's uncertainty above `CLOCK_LOOSE_US`): figures that compare
+    /// instants taken on two machines (one-way delays) are not comparable
+    /// across it; a worker whose clock could not be read at all, likewise.
+    pub fn clock_warnings(&self) -> Vec<String> {
+        self.workers
+            .iter()
+            .filter_map(|w| match w.clock {
+                None => Some(format!(
+                    "worker {}: its clock could not be read; instants taken there are not comparable with others",
+                    w.name
+                )),
+                Some(c) if c.uncertainty_us > CLOCK_LOOSE_US => Some(format!(
+                    "worker {}: its clock is known within {:.0} us only (offset {:.0} us): one-way figures across machines are not comparable to better than that",
+                    w.name, c.uncertainty_us, c.offset_us
+                )),
+                Some(_) => None,
+            })
+            .collect()
     }
 
     /// Each worker's clock offset, for meta.json.

@@ -34,8 +34,10 @@ pub fn split(cfg: &Config, workers: usize) -> Vec<Config> {
             let c = Config {
                 switches: n,
                 first_dpid: first,
-                // A paced load is shared out like the switches.
+                // A paced load, and the pace of new connections, are
+                // shared out like the switches.
                 offered_rate: cfg.offered_rate * n as f64 / cfg.switches.max(1) as f64,
+                connect_rate: cfg.connect_rate * n as f64 / cfg.switches.max(1) as f64,
                 ..cfg.clone()
             };
             first = first.wrapping_add(n as u64);
@@ -189,6 +191,16 @@ mod tests {
         assert_eq!(parts.iter().map(|c| c.first_dpid).collect::<Vec<_>>(), [100, 106, 111]);
         let parts = split(&cfg(2), 3);
         assert_eq!(parts.iter().map(|c| c.switches).collect::<Vec<_>>(), [1, 1, 0]);
+        // Paces add up to the run's.
+        let paced = Config {
+            connect_rate: 1000.0,
+            offered_rate: 1600.0,
+            ..cfg(16)
+        };
+        let parts = split(&paced, 3);
+        let sum = |f: &dyn Fn(&Config) -> f64| parts.iter().map(f).sum::<f64>();
+        assert!((sum(&|c| c.connect_rate) - 1000.0).abs() < 1e-9);
+        assert!((sum(&|c| c.offered_rate) - 1600.0).abs() < 1e-9);
     }
 
     fn loop_of(i: usize, per: &[u64], secs: f64) -> LoopResult {

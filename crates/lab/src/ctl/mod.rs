@@ -232,6 +232,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
             };
             meta.parameters["workers"] = f.clocks();
+            meta.events.extend(f.clock_warnings());
             say(
                 obs,
                 format!(
