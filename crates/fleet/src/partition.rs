@@ -37,19 +37,7 @@ pub fn assign(topo: &Topology, workers: usize) -> Vec<usize> {
     if n == 0 || workers <= 1 {
         return vec![0; n];
     }
-    let index: HashMap<&str, usize> = topo
-        .switches
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.name.as_str(), i))
-        .collect();
-    let mut adj = vec![Vec::new(); n];
-    for l in &topo.links {
-        if let (Some(&a), Some(&b)) = (index.get(l.a.as_str()), index.get(l.b.as_str())) {
-            adj[a].push(b);
-            adj[b].push(a);
-        }
-    }
+    let adj = switch_graph(topo);
     // Breadth-first order over every component.
     let mut order = Vec::with_capacity(n);
     let mut seen = vec![false; n];
@@ -87,19 +75,32 @@ pub fn assign(topo: &Topology, workers: usize) -> Vec<usize> {
 
 /// Links cut by `part`.
 pub fn cut(topo: &Topology, part: &[usize]) -> usize {
+    // Each switch link is in both ends' lists.
+    switch_graph(topo)
+        .iter()
+        .enumerate()
+        .map(|(u, vs)| vs.iter().filter(|&&v| part[u] != part[v]).count())
+        .sum::<usize>()
+        / 2
+}
+
+/// The switches' neighbours (by index in the topology's switch order), one
+/// entry per link.
+fn switch_graph(topo: &Topology) -> Vec<Vec<usize>> {
     let index: HashMap<&str, usize> = topo
         .switches
         .iter()
         .enumerate()
         .map(|(i, s)| (s.name.as_str(), i))
         .collect();
-    topo.links
-        .iter()
-        .filter(|l| match (index.get(l.a.as_str()), index.get(l.b.as_str())) {
-            (Some(&a), Some(&b)) => part[a] != part[b],
-            _ => false,
-        })
-        .count()
+    let mut adj = vec![Vec::new(); topo.switches.len()];
+    for l in &topo.links {
+        if let (Some(&a), Some(&b)) = (index.get(l.a.as_str()), index.get(l.b.as_str())) {
+            adj[a].push(b);
+            adj[b].push(a);
+        }
+    }
+    adj
 }
 
 fn refine(adj: &[Vec<usize>], part: &mut [usize]) {
@@ -260,19 +261,7 @@ mod tests {
         // from a bad start too.
         let n = topo.switches.len();
         let mut part: Vec<usize> = (0..n).map(|i| i % 3).collect();
-        let index: HashMap<&str, usize> = topo
-            .switches
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.as_str(), i))
-            .collect();
-        let mut adj = vec![Vec::new(); n];
-        for l in &topo.links {
-            if let (Some(&a), Some(&b)) = (index.get(l.a.as_str()), index.get(l.b.as_str())) {
-                adj[a].push(b);
-                adj[b].push(a);
-            }
-        }
+        let adj = switch_graph(&topo);
         let before = cut(&topo, &part);
         refine(&adj, &mut part);
         assert!(cut(&topo, &part) < before, "{before} -> {}", cut(&topo, &part));
