@@ -12,6 +12,7 @@
 //! `latency` keeps exactly one.
 
 pub mod capacity;
+pub mod ceiling;
 pub mod fabric;
 mod load;
 pub mod method;

@@ -417,6 +417,44 @@ impl Fleet {
         Ok((crate::shard::merge(cfg, &out), out))
     }
 
+    /// The driver's own ceiling for `cfg` over the workers: each measures
+    /// its shard of the load against the reference null responder on its
+    /// machine, all at once (as the shards will run), and the figures add
+    /// up (the round trip is the slowest worker's median). None when the
+    /// load cannot be answered by the reference responder.
+    pub async fn ceiling(&self, cfg: &ctlbench::Config) -> Result<Option<ctlbench::ceiling::Ceiling>, FleetError> {
+        let configs = crate::shard::split(cfg, self.workers.len());
+        let calls = self
+            .workers
+            .iter()
+            .zip(&configs)
+            .filter(|(_, c)| c.switches > 0)
+            .map(|(w, c)| async move { (w, w.call(Call::Ceiling { config: c.clone() }).await) });
+        let results = self.unless_lost(async { Ok(join_all(calls).await) }).await?;
+        let mut sum = ctlbench::ceiling::Ceiling {
+            responses_per_s: 0.0,
+            matched_per_s: 0.0,
+            rtt_us_p50: 0.0,
+        };
+        for (w, r) in results {
+            match r? {
+                Reply::Ceiling { ceiling: None } => return Ok(None),
+                Reply::Ceiling { ceiling: Some(c) } => {
+                    sum.responses_per_s += c.responses_per_s;
+                    sum.matched_per_s += c.matched_per_s;
+                    sum.rtt_us_p50 = sum.rtt_us_p50.max(c.rtt_us_p50);
+                }
+                other => {
+                    return Err(FleetError::Failed {
+                        worker: w.name.clone(),
+                        message: format!("answered the ceiling with {other:?}"),
+                    })
+                }
+            }
+        }
+        Ok(Some(sum))
+    }
+
     /// Brings `topo` up spread over the workers.
     pub async fn net_up(
         &self,

@@ -69,6 +69,10 @@ pub enum Call {
         config: ctlbench::Config,
         start_unix_ns: u64,
     },
+    /// The driver's own ceiling on this worker for `config`'s load: the
+    /// same switches against the reference null responder here
+    /// (`Reply::Ceiling`).
+    Ceiling { config: ctlbench::Config },
     /// Removes everything this worker made for the coordinator (`Reply::Done`).
     Down,
 }
@@ -114,6 +118,10 @@ pub enum Reply {
         /// nanoseconds, V2 serialised with deflate, in base64 (so shards
         /// merge exactly).
         rtt_histogram: String,
+    },
+    /// None: the load's answers cannot be matched by the reference responder.
+    Ceiling {
+        ceiling: Option<ctlbench::ceiling::Ceiling>,
     },
     Done,
     /// The call failed; nothing else follows for its id.

@@ -265,6 +265,12 @@ const MAX_START_WAIT: Duration = Duration::from_secs(30);
 /// Runs one call; `partial` sends what comes before its final answer.
 async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -> Result<Reply, String> {
     match call {
+        Call::Ceiling { config } => {
+            raise_fd_limit();
+            Ok(Reply::Ceiling {
+                ceiling: ctlbench::ceiling::measure(&config).await?,
+            })
+        }
         Call::Ctl { config, start_unix_ns } => {
             raise_fd_limit();
             let wait = Duration::from_nanos(start_unix_ns.saturating_sub(crate::clock::unix_ns()));

@@ -590,6 +590,24 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     }
     let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["parameters"]["workers"].as_array().unwrap().len(), 3, "{meta}");
+    // The instrument's own ceiling, taken on the workers with their shards
+    // of the load, is on disk and in the run's events.
+    let ceiling = samples
+        .iter()
+        .find(|s| s["kind"] == "ceiling")
+        .unwrap_or_else(|| panic!("no ceiling sample: {samples:?}"));
+    assert!(
+        ceiling["values"]["responses_per_s"].as_f64().unwrap() > 0.0,
+        "{ceiling}"
+    );
+    assert!(
+        meta["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().contains("ceiling over 3 worker(s)")),
+        "{meta}"
+    );
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)
         .args(["bench", "ctl", "--workers", inv.to_str().unwrap(), "--no-live"])

@@ -11,7 +11,8 @@ use report::Sample;
 /// A target within this share of the ceiling is flagged.
 pub const NEAR: f64 = 0.8;
 
-/// The driver against the reference responder, for one scenario.
+/// The driver against the reference responder, for one scenario
+/// (measured by `ctlbench::ceiling`).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Ceiling {
     /// cbench's figure (every FLOW_MOD or PACKET_OUT), per second.
@@ -19,6 +20,21 @@ pub struct Ceiling {
     /// Answers matched to a request, per second.
     pub matched_per_s: f64,
     pub rtt_us_p50: f64,
+    /// Where the driver ran: "on this machine", or over which workers.
+    #[serde(skip)]
+    pub place: String,
+}
+
+impl Ceiling {
+    /// The ceiling measured on this machine.
+    pub fn here(c: ctlbench::ceiling::Ceiling) -> Ceiling {
+        Ceiling {
+            responses_per_s: c.responses_per_s,
+            matched_per_s: c.matched_per_s,
+            rtt_us_p50: c.rtt_us_p50,
+            place: "on this machine".into(),
+        }
+    }
 }
 
 impl Ceiling {
@@ -39,7 +55,8 @@ impl Ceiling {
     /// The report's line for it.
     pub fn line(&self, scenario: &str) -> String {
         format!(
-            "{scenario}: the driver's own ceiling on this machine, against the reference null responder (crates/ofref) with the same load just before: {} responses/s ({} matched/s, rtt p50 {:.1} us)",
+            "{scenario}: the driver's own ceiling {}, against the reference null responder (crates/ofref) with the same load just before: {} responses/s ({} matched/s, rtt p50 {:.1} us)",
+            self.place,
             report::fmt_num(self.responses_per_s),
             report::fmt_num(self.matched_per_s),
             self.rtt_us_p50
@@ -59,41 +76,9 @@ impl Ceiling {
     }
 }
 
-/// Measures the ceiling for `cfg` (its target is replaced by the
-/// reference responder): one warm-up loop and two measured loops of at
-/// most 500 ms. None when the answers are not matched by buffer (the
-/// responder answers by buffer only); an error when the responder cannot
-/// start or the driver lost sessions to it.
+/// Measures the ceiling for `cfg` on this machine (`ctlbench::ceiling`).
 pub fn measure(cfg: &ctlbench::Config, rt: &tokio::runtime::Runtime) -> Result<Option<Ceiling>, String> {
-    if cfg.answers != ctlbench::Answers::Buffer {
-        return Ok(None);
-    }
-    // One event loop: on a machine of two cores it measured as fast as two
-    // against the driver and leaves the driver a core of its own.
-    let responder = ofref::Responder::start(1).map_err(|e| e.to_string())?;
-    let probe = ctlbench::Config {
-        target: responder.addr(),
-        loops: 2,
-        warmup: 1,
-        loop_ms: cfg.loop_ms.min(500),
-        malformed_per_mille: 0,
-        offered_rate: 0.0,
-        ..cfg.clone()
-    };
-    let r = rt.block_on(ctlbench::run(probe, |_| {}));
-    drop(responder);
-    if r.loops.is_empty() || r.sessions_lost > 0 {
-        return Err(format!(
-            "the driver against the reference responder: {} session(s) lost",
-            r.sessions_lost
-        ));
-    }
-    let n = r.loops.len() as f64;
-    Ok(Some(Ceiling {
-        responses_per_s: r.loops.iter().map(|l| l.responses_per_s).sum::<f64>() / n,
-        matched_per_s: r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / n,
-        rtt_us_p50: r.rtt_us_p50,
-    }))
+    Ok(rt.block_on(ctlbench::ceiling::measure(cfg))?.map(Ceiling::here))
 }
 
 #[cfg(test)]
@@ -106,6 +91,7 @@ mod tests {
             responses_per_s: 1_000_000.0,
             matched_per_s: 1_000_000.0,
             rtt_us_p50: 10.0,
+            place: "on this machine".into(),
         };
         assert!(c.warning("s", 799_000.0).is_none());
         let w = c.warning("s", 800_000.0).unwrap();
@@ -113,7 +99,7 @@ mod tests {
         assert!(c.warning("s", 1_200_000.0).is_some());
         let none = Ceiling {
             responses_per_s: 0.0,
-            ..c
+            ..c.clone()
         };
         assert!(none.warning("s", 10.0).is_none());
     }

@@ -265,13 +265,38 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     let mut ceilings = Vec::new();
     for (name, cfg) in &list {
         let mut cbench_rates = Vec::new();
-        let ceiling = if fleet.is_some() {
-            meta.events.push(format!(
-                "{name}: the driver's own ceiling is measured on one machine only, not on workers (yet)"
-            ));
-            None
-        } else {
-            measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?
+        let ceiling = match &fleet {
+            None => measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?,
+            Some(f) => {
+                obs.event(Event::Status(&format!(
+                    "{name}: measuring the driver's own ceiling on every worker"
+                )));
+                match rt.block_on(f.ceiling(cfg)) {
+                    Ok(Some(c)) => {
+                        let c = ceiling::Ceiling {
+                            place: format!(
+                                "over {} worker(s) (their sum, each against a responder on its own machine)",
+                                f.workers.len()
+                            ),
+                            ..ceiling::Ceiling::here(c)
+                        };
+                        writer.append(&c.sample(name)).map_err(io_error(&dir))?;
+                        let line = c.line(name);
+                        obs.event(Event::Status(&line));
+                        meta.events.push(line);
+                        Some(c)
+                    }
+                    Ok(None) => None,
+                    Err(e @ fleet::FleetError::Lost { .. }) => {
+                        return Err(fail_run(writer, &mut meta, LabError::setup(e)))
+                    }
+                    Err(e) => {
+                        meta.events
+                            .push(format!("{name}: the driver's own ceiling was not measured: {e}"));
+                        None
+                    }
+                }
+            }
         };
         for trial in 0..a.trials {
             let (cfg, embedded) = match target_of(a) {
