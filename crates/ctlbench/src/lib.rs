@@ -165,6 +165,13 @@ pub struct Report {
     pub rtt_histogram: Option<hdrhistogram::Histogram<u64>>,
 }
 
+impl Report {
+    /// The mean over the measured loops of `f` (0 without loops).
+    pub fn mean(&self, f: impl Fn(&LoopResult) -> f64) -> f64 {
+        self.loops.iter().map(f).sum::<f64>() / self.loops.len().max(1) as f64
+    }
+}
+
 /// The round-trip figures of a histogram of nanoseconds: median, 99th
 /// percentile, largest (microseconds) and the distribution as
 /// (microseconds, cumulative fraction) at every percent and at 99.5, 99.9

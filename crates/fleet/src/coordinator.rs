@@ -21,7 +21,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::BufReader;
 use tokio::sync::mpsc;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,9 +43,9 @@ pub struct Worker {
     pub clock: Option<Offset>,
     tx: mpsc::UnboundedSender<Request>,
     pending: Pending,
-    lost: Arc<Mutex<Option<String>>>,
-    /// Turns true when the worker is lost.
-    gone: tokio::sync::watch::Receiver<bool>,
+    /// Why the worker is lost, once it is (set by the reader when the
+    /// connection ends).
+    lost: tokio::sync::watch::Receiver<Option<String>>,
     next: AtomicU64,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -82,20 +82,12 @@ impl Worker {
         .await
         .map_err(|_| fail(format!("no TLS handshake with {addr} within {CONNECT_TIMEOUT:?}")))?
         .map_err(|e| fail(format!("TLS with {addr}: {e}")))?;
-        let (r, mut w) = tokio::io::split(stream);
-        let (tx, mut rx) = mpsc::unbounded_channel::<Request>();
+        let (r, w) = tokio::io::split(stream);
+        let (tx, rx) = mpsc::unbounded_channel::<Request>();
         let pending: Pending = Arc::default();
-        let lost: Arc<Mutex<Option<String>>> = Arc::default();
-        let writer = tokio::spawn(async move {
-            while let Some(req) = rx.recv().await {
-                if w.write_all(&proto::line(&req)).await.is_err() || w.flush().await.is_err() {
-                    break;
-                }
-            }
-            let _ = w.shutdown().await;
-        });
-        let (p, l) = (pending.clone(), lost.clone());
-        let (gone_tx, gone) = tokio::sync::watch::channel(false);
+        let writer = tokio::spawn(proto::write_lines(w, rx));
+        let p = pending.clone();
+        let (lost_tx, lost) = tokio::sync::watch::channel(None);
         let reader = tokio::spawn(async move {
             let mut r = BufReader::new(r);
             let why = loop {
@@ -128,10 +120,9 @@ impl Worker {
                     Err(e) => break format!("the connection failed: {e}"),
                 }
             };
-            *l.lock().expect("lost") = Some(why);
-            // Every call still waiting fails: its sender is dropped.
+            // Why first: a call whose sender is dropped reads it.
+            let _ = lost_tx.send(Some(why));
             p.lock().expect("pending").clear();
-            let _ = gone_tx.send(true);
         });
         let mut w = Worker {
             name: name.to_string(),
@@ -141,7 +132,6 @@ impl Worker {
             tx,
             pending,
             lost,
-            gone,
             next: AtomicU64::new(1),
             tasks: vec![writer, reader],
         };
@@ -187,7 +177,7 @@ impl Worker {
 
     /// Why the worker is lost, if it is.
     pub fn lost(&self) -> Option<String> {
-        self.lost.lock().expect("lost").clone()
+        self.lost.borrow().clone()
     }
 
     /// Makes `call` and waits for its answer; an error answer is an error.
@@ -256,9 +246,9 @@ impl Fleet {
     /// Waits until some worker is lost; the error names it.
     pub async fn first_lost(&self) -> FleetError {
         let waits = self.workers.iter().map(|w| {
-            let mut gone = w.gone.clone();
+            let mut lost = w.lost.clone();
             Box::pin(async move {
-                let _ = gone.wait_for(|g| *g).await;
+                let _ = lost.wait_for(|why| why.is_some()).await;
                 FleetError::Lost {
                     worker: w.name.clone(),
                     message: w.lost().unwrap_or_else(|| "the connection closed".into()),
@@ -278,13 +268,6 @@ impl Fleet {
             r = f => r,
             e = self.first_lost() => Err(e),
         }
-    }
-
-    /// The first worker lost, with why.
-    pub fn lost(&self) -> Option<(String, String)> {
-        self.workers
-            .iter()
-            .find_map(|w| w.lost().map(|why| (w.name.clone(), why)))
     }
 
     /// A warning for each worker whose clock is known only loosely (its

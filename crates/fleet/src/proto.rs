@@ -144,6 +144,22 @@ pub fn line<T: Serialize>(v: &T) -> Vec<u8> {
     out
 }
 
+/// Writes each message `rx` gives as a line to `w`, until the channel
+/// closes or a write fails; then closes `w`. The writing half of either
+/// side of a session.
+pub async fn write_lines<T: Serialize, W: tokio::io::AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<T>,
+) {
+    use tokio::io::AsyncWriteExt;
+    while let Some(m) = rx.recv().await {
+        if w.write_all(&line(&m)).await.is_err() || w.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
 /// Reads one line (without its newline) from `r`; None at the end of the
 /// stream; an error for a line longer than [`MAX_LINE`].
 pub async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> std::io::Result<Option<Vec<u8>>> {

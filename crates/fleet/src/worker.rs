@@ -152,17 +152,10 @@ impl Made {
 }
 
 async fn session(tls: tokio_rustls::server::TlsStream<TcpStream>, peer: SocketAddr, mut stop: watch::Receiver<bool>) {
-    let (r, mut w) = tokio::io::split(tls);
+    let (r, w) = tokio::io::split(tls);
     let mut r = BufReader::new(r);
-    let (tx, mut rx) = mpsc::unbounded_channel::<Response>();
-    let writer = tokio::spawn(async move {
-        while let Some(resp) = rx.recv().await {
-            if w.write_all(&proto::line(&resp)).await.is_err() || w.flush().await.is_err() {
-                break;
-            }
-        }
-        let _ = w.shutdown().await;
-    });
+    let (tx, rx) = mpsc::unbounded_channel::<Response>();
+    let writer = tokio::spawn(proto::write_lines(w, rx));
     let made = Arc::new(Mutex::new(Made::default()));
     let mut calls = tokio::task::JoinSet::new();
     let mut lease: Option<Duration> = None;
@@ -333,10 +326,8 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
         }
         Call::IperfServer { host } => {
             let state = up(made).await?;
-            let child = netlab::run::iperf_server(&state, &host)?;
+            let child = netlab::run::iperf_server(&state, &host).await?;
             made.lock().await.iperf.push(child);
-            // iperf3 listens within a few milliseconds of starting.
-            tokio::time::sleep(Duration::from_millis(300)).await;
             Ok(Reply::Done)
         }
         Call::Iperf {

@@ -5,7 +5,7 @@
 //! them, links between them carried as VXLAN, each worker's clock offset
 //! in `meta.json`.
 
-use crate::rundir::{io_error, open_run, started, Place};
+use crate::rundir::{fail_run, io_error, open_run, started, Place};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, Sample};
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct NetConfig {
     /// A built-in shape (`single,N`, `linear,N`, `tree,D,F`,
-    /// `leaf-spine,S,L,H`) or `file:PATH` (netlab's TOML).
+    /// `leaf-spine,S,L,H`) or a topology file (netlab's TOML), as `sdnlab
+    /// net up` takes them.
     pub topology: String,
     /// The switches: "bridge", "ovs" or "sdnlab".
     pub switch: String,
@@ -42,47 +43,41 @@ impl Default for NetConfig {
     }
 }
 
+/// A `NetConfig` read: the topology, the switch kind, the iperf3 pairs
+/// (client, server).
+type Read = (netlab::topo::Topology, netlab::run::SwitchKind, Vec<(String, String)>);
+
 impl NetConfig {
-    /// The topology, read.
-    pub fn topology(&self) -> Result<netlab::topo::Topology, LabError> {
-        let t = match self.topology.strip_prefix("file:") {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| LabError::Config(format!("topology = \"{}\": {e}", self.topology)))?;
-                netlab::topo::from_toml(&text).map_err(|e| LabError::Config(format!("{path}: {}", e.join("; "))))?
-            }
-            None => netlab::topo::shape(&self.topology).map_err(|e| LabError::Config(format!("topology = {e}")))?,
-        };
-        Ok(t)
-    }
-
-    fn pairs(&self) -> Result<Vec<(String, String)>, LabError> {
-        self.iperf
-            .iter()
-            .map(|p| {
-                p.split_once('>')
-                    .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
-                    .filter(|(a, b)| !a.is_empty() && !b.is_empty() && a != b)
-                    .ok_or_else(|| LabError::Config(format!("iperf = \"{p}\": write \"CLIENT>SERVER\", two hosts")))
-            })
-            .collect()
-    }
-
-    pub fn validate(&self) -> Result<(), LabError> {
-        let topo = self.topology()?;
-        self.switch
+    /// Every parameter checked, and read: the topology, the switch kind
+    /// and the iperf3 pairs.
+    fn read(&self) -> Result<Read, LabError> {
+        let topo = netlab::topo::load(&self.topology)
+            .map_err(|e| LabError::Config(format!("topology = \"{}\": {}", self.topology, e.join("; "))))?;
+        let kind = self
+            .switch
             .parse::<netlab::run::SwitchKind>()
             .map_err(|e| LabError::Config(format!("switch = {e}")))?;
         crate::check::range("ping-count", self.ping_count, 0, 100)?;
         crate::check::range("iperf-s", self.iperf_s, 1, 3600)?;
-        for (a, b) in self.pairs()? {
+        let mut pairs = Vec::new();
+        for p in &self.iperf {
+            let (a, b) = p
+                .split_once('>')
+                .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+                .filter(|(a, b)| !a.is_empty() && !b.is_empty() && a != b)
+                .ok_or_else(|| LabError::Config(format!("iperf = \"{p}\": write \"CLIENT>SERVER\", two hosts")))?;
             for h in [&a, &b] {
                 if topo.host(h).is_none() {
                     return Err(LabError::Config(format!("iperf: no host '{h}' in the topology")));
                 }
             }
+            pairs.push((a, b));
         }
-        Ok(())
+        Ok((topo, kind, pairs))
+    }
+
+    pub fn validate(&self) -> Result<(), LabError> {
+        self.read().map(|_| ())
     }
 }
 
@@ -98,10 +93,7 @@ fn say(obs: &dyn Observer, s: String) {
 
 /// Runs `c` into `place`: on this machine, or over `place.workers`.
 pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-    c.validate()?;
-    let topo = c.topology()?;
-    let kind: netlab::run::SwitchKind = c.switch.parse().map_err(LabError::Config)?;
-    let pairs = c.pairs()?;
+    let (topo, kind, pairs) = c.read()?;
     let inventory = match &place.workers {
         Some(p) => Some(fleet::inventory::Inventory::load(p).map_err(|e| LabError::Config(e.to_string()))?),
         None => None,
@@ -197,13 +189,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     });
     let (pings, iperfs) = match checked {
         Ok(x) => x,
-        Err(e) => {
-            // The run says what failed in its meta.json before the error goes up.
-            meta.events.push(e.to_string());
-            meta.finished_unix = Some(report::now_unix());
-            let _ = writer.finish(&meta);
-            return Err(e);
-        }
+        Err(e) => return Err(fail_run(writer, &mut meta, e)),
     };
     let mut reached = 0;
     for p in &pings {

@@ -81,6 +81,15 @@ pub fn open_run(dir: &Path, meta: &Meta, e: &Experiment) -> Result<(RunWriter, t
     Ok((writer, rt))
 }
 
+/// Ends a run that cannot go on: the error is the run's last event in its
+/// meta.json (beside what was measured before it), then goes up.
+pub fn fail_run(writer: RunWriter, meta: &mut Meta, e: LabError) -> LabError {
+    meta.events.push(e.to_string());
+    meta.finished_unix = Some(report::now_unix());
+    let _ = writer.finish(meta);
+    e
+}
+
 /// An error writing a run's files.
 pub fn io_error(dir: &Path) -> impl FnOnce(std::io::Error) -> LabError + '_ {
     move |source| LabError::Io {

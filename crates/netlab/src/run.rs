@@ -804,25 +804,27 @@ pub async fn iperf(
         .iter()
         .find(|h| h.name == server)
         .ok_or_else(|| format!("no host '{server}'"))?;
-    let mut server_proc = iperf_server(st, server)?;
+    let mut server_proc = iperf_server(st, server).await?;
     if let Some(pid) = server_proc.id() {
         started("iperf3 server", pid);
     }
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let out = iperf_client(st, client, srv.ip, seconds, udp_rate, started).await;
     let _ = server_proc.kill().await;
     out.map_err(|e| format!("iperf3 {client} -> {server}: {e}"))
 }
 
-/// Starts a one-test iperf3 server (port 5201) on host `server`; it is
-/// killed when the handle is dropped.
-pub fn iperf_server(st: &State, server: &str) -> Result<tokio::process::Child, String> {
-    tokio::process::Command::from(command_in(st, server, &["iperf3", "-s", "-1", "-p", "5201"])?)
+/// Starts a one-test iperf3 server (port 5201) on host `server` and gives
+/// it the moment it takes to listen; it is killed when the handle is
+/// dropped.
+pub async fn iperf_server(st: &State, server: &str) -> Result<tokio::process::Child, String> {
+    let child = tokio::process::Command::from(command_in(st, server, &["iperf3", "-s", "-1", "-p", "5201"])?)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))
+        .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))?;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    Ok(child)
 }
 
 /// Runs iperf3's client on host `client` against a server at `server_ip`

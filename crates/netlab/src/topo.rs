@@ -417,6 +417,18 @@ fn parse_cidr(s: &str, what: &str) -> Result<(Ipv4Addr, u8), String> {
     Ok((ip, len))
 }
 
+/// Reads `spec` as a built-in shape (`linear,4`), or as a topology file
+/// (TOML) when it names one (ends in `.toml`, or is a file); each problem
+/// found is one line.
+pub fn load(spec: &str) -> Result<Topology, Vec<String>> {
+    if spec.ends_with(".toml") || std::path::Path::new(spec).is_file() {
+        let text = std::fs::read_to_string(spec).map_err(|e| vec![format!("{spec}: {e}")])?;
+        from_toml(&text).map_err(|ps| ps.into_iter().map(|p| format!("{spec}: {p}")).collect())
+    } else {
+        shape(spec).map_err(|e| vec![e])
+    }
+}
+
 /// Parses and validates a topology file's text. Every problem is one line.
 pub fn from_toml(text: &str) -> Result<Topology, Vec<String>> {
     let f: FileTopo = toml::from_str(text).map_err(|e| vec![e.to_string().lines().collect::<Vec<_>>().join(" ")])?;

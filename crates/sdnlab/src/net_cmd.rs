@@ -13,16 +13,6 @@ pub fn fail(msg: impl std::fmt::Display) -> ExitCode {
 
 pub use ofconn::admission::warn_plain_listeners;
 
-/// Reads `SPEC` as a built-in shape, or a `.toml` file.
-pub fn load_topology(spec: &str) -> Result<topo::Topology, Vec<String>> {
-    if spec.ends_with(".toml") || std::path::Path::new(spec).is_file() {
-        let text = std::fs::read_to_string(spec).map_err(|e| vec![format!("{spec}: {e}")])?;
-        topo::from_toml(&text).map_err(|ps| ps.into_iter().map(|p| format!("{spec}: {p}")).collect())
-    } else {
-        topo::shape(spec).map_err(|e| vec![e])
-    }
-}
-
 /// `net up --cli`: the prompt instead of waiting for Ctrl-C.
 pub struct Prompt {
     /// Leave the network up when the prompt ends.
@@ -75,7 +65,7 @@ pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Opt
             return fail("--controller needs OpenFlow switches: add --switch ovs");
         }
     }
-    let t = match load_topology(spec) {
+    let t = match topo::load(spec) {
         Ok(t) => t,
         Err(problems) => {
             for p in &problems {

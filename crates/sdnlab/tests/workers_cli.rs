@@ -617,3 +617,38 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     assert!(text(&o.stderr).contains("--target"), "{}", text(&o.stderr));
     assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
 }
+
+/// The same experiment runs on one machine without workers: netlab alone,
+/// every pair reached, iperf3 measured, nothing of the run left.
+#[test]
+fn the_network_experiment_runs_on_one_machine_too() {
+    let dir = std::env::temp_dir().join(format!("sdnlab-net-local-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/experiments/net-leaf-spine.toml");
+    let o = Command::new(BIN)
+        .args([
+            "run",
+            example.to_str().unwrap(),
+            "--json",
+            "--no-live",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((v["pairs"].as_u64(), v["reached"].as_u64()), (Some(6), Some(6)), "{v}");
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let iperf: serde_json::Value = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|s| s["scenario"] == "iperf h1>h3")
+        .unwrap_or_else(|| panic!("no iperf sample: {samples}"));
+    assert!(iperf["values"]["iperf_mbit_s"].as_f64().unwrap() > 1.0, "{iperf}");
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
+    assert!(meta["parameters"]["workers"].is_null(), "{meta}");
+    let run = text(&o.stderr);
+    assert!(run.contains("on this machine"), "{run}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,7 +16,7 @@ pub mod topology;
 
 pub use config::{all_tests, CtlConfig, TESTS};
 
-use crate::rundir::{io_error, open_run, started, Place};
+use crate::rundir::{fail_run, io_error, open_run, started, Place};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, RunWriter, Sample, Target};
 use std::collections::BTreeMap;
@@ -156,17 +156,42 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
 
 /// The driver's ceiling for a scenario (`ceiling`), on disk and in the
 /// report before the scenario is measured; None when it does not apply.
+/// With `fleet`, it is taken on the workers (their sum); a worker lost
+/// meanwhile is an error.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measured_ceiling(
     name: &str,
     cfg: &ctlbench::Config,
+    fleet: Option<&fleet::coordinator::Fleet>,
     rt: &tokio::runtime::Runtime,
     writer: &mut RunWriter,
     meta: &mut Meta,
     dir: &Path,
     obs: &dyn Observer,
 ) -> Result<Option<ceiling::Ceiling>, LabError> {
-    obs.event(Event::Status(&format!("{name}: measuring the driver's own ceiling")));
-    match ceiling::measure(cfg, rt) {
+    let measured = match fleet {
+        None => {
+            obs.event(Event::Status(&format!("{name}: measuring the driver's own ceiling")));
+            ceiling::measure(cfg, rt)
+        }
+        Some(f) => {
+            obs.event(Event::Status(&format!(
+                "{name}: measuring the driver's own ceiling on every worker"
+            )));
+            match rt.block_on(f.ceiling(cfg)) {
+                Ok(c) => Ok(c.map(|c| ceiling::Ceiling {
+                    place: format!(
+                        "over {} worker(s) (their sum, each against a responder on its own machine)",
+                        f.workers.len()
+                    ),
+                    ..ceiling::Ceiling::here(c)
+                })),
+                Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+    };
+    match measured {
         Ok(Some(c)) => {
             writer.append(&c.sample(name)).map_err(io_error(dir))?;
             // (Printed with the run's other events at its end.)
@@ -265,38 +290,9 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     let mut ceilings = Vec::new();
     for (name, cfg) in &list {
         let mut cbench_rates = Vec::new();
-        let ceiling = match &fleet {
-            None => measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?,
-            Some(f) => {
-                obs.event(Event::Status(&format!(
-                    "{name}: measuring the driver's own ceiling on every worker"
-                )));
-                match rt.block_on(f.ceiling(cfg)) {
-                    Ok(Some(c)) => {
-                        let c = ceiling::Ceiling {
-                            place: format!(
-                                "over {} worker(s) (their sum, each against a responder on its own machine)",
-                                f.workers.len()
-                            ),
-                            ..ceiling::Ceiling::here(c)
-                        };
-                        writer.append(&c.sample(name)).map_err(io_error(&dir))?;
-                        let line = c.line(name);
-                        obs.event(Event::Status(&line));
-                        meta.events.push(line);
-                        Some(c)
-                    }
-                    Ok(None) => None,
-                    Err(e @ fleet::FleetError::Lost { .. }) => {
-                        return Err(fail_run(writer, &mut meta, LabError::setup(e)))
-                    }
-                    Err(e) => {
-                        meta.events
-                            .push(format!("{name}: the driver's own ceiling was not measured: {e}"));
-                        None
-                    }
-                }
-            }
+        let ceiling = match measured_ceiling(name, cfg, fleet.as_ref(), &rt, &mut writer, &mut meta, &dir, obs) {
+            Ok(c) => c,
+            Err(e) => return Err(fail_run(writer, &mut meta, e)),
         };
         for trial in 0..a.trials {
             let (cfg, embedded) = match target_of(a) {
@@ -353,10 +349,6 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 Some(f) => match rt.block_on(f.ctl(&cfg, on_loop)) {
                     Ok((report, shards)) => {
                         for (k, sh) in shards.iter().enumerate() {
-                            let loops = sh.report.loops.len().max(1) as f64;
-                            let mean = |g: &dyn Fn(&ctlbench::LoopResult) -> f64| {
-                                sh.report.loops.iter().map(g).sum::<f64>() / loops
-                            };
                             let s = Sample::of(
                                 "shard",
                                 name.clone(),
@@ -365,8 +357,8 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                                     ("worker", k as f64),
                                     ("switches", sh.switches as f64),
                                     ("first_dpid", sh.first_dpid as f64),
-                                    ("responses_per_s", mean(&|l| l.responses_per_s)),
-                                    ("matched_per_s", mean(&|l| l.matched_per_s)),
+                                    ("responses_per_s", sh.report.mean(|l| l.responses_per_s)),
+                                    ("matched_per_s", sh.report.mean(|l| l.matched_per_s)),
                                     ("rtt_p50_us", sh.report.rtt_us_p50),
                                     ("sessions_lost", sh.report.sessions_lost as f64),
                                 ],
@@ -387,9 +379,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 return Err(io_error(&dir)(e));
             }
             cbench_rates.extend(report.loops.iter().map(|l| l.responses_per_s));
-            let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| {
-                report.loops.iter().map(f).sum::<f64>() / report.loops.len().max(1) as f64
-            };
+            let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| report.mean(f);
             let matched = mean(&|l| l.matched_per_s);
             let mut note = None;
             if report.sessions_lost > 0 || matched == 0.0 {
@@ -763,7 +753,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
     );
     let mut invalid = 0;
     for (name, cfg) in &list {
-        let ceiling = measured_ceiling(name, cfg, &rt, &mut writer, &mut meta, &dir, obs)?;
+        let ceiling = measured_ceiling(name, cfg, None, &rt, &mut writer, &mut meta, &dir, obs)?;
         let mut rates = Vec::new();
         for trial in 0..a.trials {
             let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
@@ -932,16 +922,13 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         if let Some(r) = embedded {
             r.stop();
         }
-        let flood_rate = flood
-            .as_ref()
-            .map(|f| f.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / f.loops.len().max(1) as f64)
-            .unwrap_or(0.0);
+        let flood_rate = flood.as_ref().map(|f| f.mean(|l| l.matched_per_s)).unwrap_or(0.0);
         let mut phases = vec![("alone", &alone), ("under attack", &under)];
         if let Some((r, _)) = &syn {
             phases.push(("under SYN flood", r));
         }
         for (scenario, r) in phases {
-            let matched = r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / r.loops.len().max(1) as f64;
+            let matched = r.mean(|l| l.matched_per_s);
             let note = (r.sessions_lost > 0).then(|| {
                 format!(
                     "{scenario} trial {trial}: {} well-behaved session(s) lost",
@@ -1085,15 +1072,6 @@ impl Drop for DropSynAcks {
 }
 
 /// `outcome` with `n` trials that did not complete, said as `what` when any.
-/// Ends a run that cannot go on: the error is the run's last event in
-/// its meta.json (with what was measured before it), then goes up.
-fn fail_run(writer: RunWriter, meta: &mut Meta, e: LabError) -> LabError {
-    meta.events.push(e.to_string());
-    meta.finished_unix = Some(report::now_unix());
-    let _ = writer.finish(meta);
-    e
-}
-
 pub(crate) fn incomplete(mut outcome: Outcome, n: usize, what: &str, obs: &dyn Observer) -> Outcome {
     if n > 0 {
         say(obs, format!("sdnlab bench ctl: {n} trial(s) {what}"));
