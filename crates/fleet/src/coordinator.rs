@@ -560,6 +560,141 @@ impl SpreadNet<'_> {
         }
     }
 
+    /// Runs `flows` at once between hosts wherever they are: every
+    /// receiver listening first (on its host's worker), then every sender
+    /// from one moment, each worker starting by its own clock. Each
+    /// receiver takes the two workers' clock offset off its latencies;
+    /// the result says how well that offset is known. `on_interval` sees
+    /// each flow's intervals (by index in `flows`) as they arrive.
+    pub async fn flows(
+        &self,
+        flows: &[netlab::flow::Flow],
+        interval_ms: u32,
+        mut on_interval: impl FnMut(usize, &traffic::run::Interval),
+    ) -> Result<Vec<netlab::flow::FlowResult>, FleetError> {
+        let workers = &self.fleet.workers;
+        let worker = |h: &str| {
+            self.hosts
+                .get(h)
+                .map(|(_, w)| *w)
+                .ok_or_else(|| FleetError::Partition(format!("no host '{h}' in the topology")))
+        };
+        let clock = |w: usize| {
+            workers[w].clock.unwrap_or(Offset {
+                offset_us: 0.0,
+                uncertainty_us: f64::INFINITY,
+                exchanges: 0,
+            })
+        };
+        let ns = |us: f64| (us * 1e3) as i64;
+        let mut ends = Vec::new();
+        for f in flows {
+            ends.push((worker(&f.from.host)?, worker(&f.to.host)?));
+        }
+        // Receivers count until the senders' planned end; a sender that
+        // starts later only makes its receiver wait for the frames to stop.
+        let planned = clock::unix_ns() + 1_000_000_000;
+        let (tx, mut rx) = mpsc::unbounded_channel::<(usize, Reply)>();
+        let receive = flows
+            .iter()
+            .zip(&ends)
+            .enumerate()
+            .map(|(i, (f, &(sw, rw)))| {
+                let tx = tx.clone();
+                let ahead = if sw == rw {
+                    0
+                } else {
+                    ns(clock(rw).offset_us - clock(sw).offset_us)
+                };
+                let until = (planned as i64 + ns(clock(rw).offset_us)) as u64 + (f.seconds * 1e9) as u64;
+                workers[rw].call_with(
+                    Call::FlowReceive {
+                        flow: f.clone(),
+                        clock_ahead_ns: ahead,
+                        until_unix_ns: until,
+                        interval_ms,
+                    },
+                    move |r| {
+                        let _ = tx.send((i, r));
+                    },
+                )
+            })
+            .collect::<Vec<_>>();
+        drop(tx);
+        let run = async {
+            let received = join_all(receive);
+            tokio::pin!(received);
+            let mut received_all = None;
+            let mut listening = 0;
+            while listening < flows.len() {
+                tokio::select! {
+                    Some((i, r)) = rx.recv() => match r {
+                        Reply::FlowListening => listening += 1,
+                        Reply::FlowInterval { interval } => on_interval(i, &interval),
+                        _ => {}
+                    },
+                    r = &mut received => {
+                        received_all = Some(r);
+                        break;
+                    }
+                }
+            }
+            if let Some(r) = received_all {
+                // A receiver ended before all were listening: it failed.
+                for r in r {
+                    r?;
+                }
+                return Err(FleetError::Partition(
+                    "a flow's receiver ended before it counted".into(),
+                ));
+            }
+            let start = planned.max(clock::unix_ns() + 100_000_000);
+            let send = join_all(flows.iter().zip(&ends).map(|(f, &(sw, _))| {
+                workers[sw].call(Call::FlowSend {
+                    flow: f.clone(),
+                    start_unix_ns: (start as i64 + ns(clock(sw).offset_us)) as u64,
+                })
+            }));
+            tokio::pin!(send);
+            let mut sent_all = None;
+            while sent_all.is_none() || received_all.is_none() {
+                tokio::select! {
+                    Some((i, r)) = rx.recv() => {
+                        if let Reply::FlowInterval { interval } = r {
+                            on_interval(i, &interval);
+                        }
+                    }
+                    r = &mut send, if sent_all.is_none() => sent_all = Some(r),
+                    r = &mut received, if received_all.is_none() => received_all = Some(r),
+                }
+            }
+            while let Ok((i, r)) = rx.try_recv() {
+                if let Reply::FlowInterval { interval } = r {
+                    on_interval(i, &interval);
+                }
+            }
+            let (sent_all, received_all) = (sent_all.unwrap_or_default(), received_all.unwrap_or_default());
+            let mut out = Vec::new();
+            for ((f, &(sw, rw)), (s, r)) in flows.iter().zip(&ends).zip(sent_all.into_iter().zip(received_all)) {
+                let (Reply::FlowSent { report: sent }, Reply::FlowReceived { report: received }) = (s?, r?) else {
+                    return Err(FleetError::Partition("a flow's ends answered out of turn".into()));
+                };
+                out.push(netlab::flow::FlowResult {
+                    flow: f.clone(),
+                    sent,
+                    received: *received,
+                    clock_uncertainty_us: if sw == rw {
+                        0.0
+                    } else {
+                        clock(sw).uncertainty_us + clock(rw).uncertainty_us
+                    },
+                });
+            }
+            Ok(out)
+        };
+        self.fleet.unless_lost(run).await
+    }
+
     /// The worker a host is on.
     pub fn worker_of(&self, host: &str) -> Option<&str> {
         self.hosts.get(host).map(|(_, w)| self.fleet.workers[*w].name.as_str())

@@ -61,6 +61,25 @@ pub enum Call {
         server_ip: Ipv4Addr,
         seconds: u32,
     },
+    /// Counts `flow`'s frames on its receiving host here: says
+    /// `Reply::FlowListening` once its socket is open, sends what each
+    /// `interval_ms` counted as it is counted (`Reply::FlowInterval`),
+    /// and, once this machine's clock has passed `until_unix_ns` and the
+    /// frames have stopped, the whole (`Reply::FlowReceived`).
+    /// `clock_ahead_ns` (this worker's clock minus the sender's) comes
+    /// off every latency.
+    FlowReceive {
+        flow: netlab::flow::Flow,
+        clock_ahead_ns: i64,
+        until_unix_ns: u64,
+        interval_ms: u32,
+    },
+    /// Sends `flow` from its sending host here, starting at
+    /// `start_unix_ns` on this worker's clock (`Reply::FlowSent`).
+    FlowSend {
+        flow: netlab::flow::Flow,
+        start_unix_ns: u64,
+    },
     /// Runs a shard of the controller benchmark: `config`'s switches
     /// against its target, starting at `start_unix_ns` on the worker's
     /// clock (so the shards' loops line up); each loop as it is measured
@@ -119,6 +138,18 @@ pub enum Reply {
         /// merge exactly).
         rtt_histogram: String,
     },
+    /// A flow's receiver is counting (more follow).
+    FlowListening,
+    /// What a flow's receiver counted in one interval (more follow).
+    FlowInterval {
+        interval: traffic::run::Interval,
+    },
+    FlowReceived {
+        report: Box<traffic::run::RecvReport>,
+    },
+    FlowSent {
+        report: traffic::run::GenReport,
+    },
     /// None: the load's answers cannot be matched by the reference responder.
     Ceiling {
         ceiling: Option<ctlbench::ceiling::Ceiling>,
@@ -133,7 +164,10 @@ pub enum Reply {
 impl Reply {
     /// Whether this is the last response to its call.
     pub fn is_final(&self) -> bool {
-        !matches!(self, Reply::CtlLoop { .. })
+        !matches!(
+            self,
+            Reply::CtlLoop { .. } | Reply::FlowListening | Reply::FlowInterval { .. }
+        )
     }
 }
 

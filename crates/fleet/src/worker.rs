@@ -339,6 +339,59 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
             let result = netlab::run::iperf_client(&state, &client, server_ip, seconds, None, &|_, _| {}).await?;
             Ok(Reply::Iperf { result })
         }
+        Call::FlowReceive {
+            flow,
+            clock_ahead_ns,
+            until_unix_ns,
+            interval_ms,
+        } => {
+            let state = up(made).await?;
+            let until = Duration::from_nanos(until_unix_ns.saturating_sub(crate::clock::unix_ns()));
+            if until > MAX_START_WAIT + Duration::from_secs_f64(flow.seconds) {
+                return Err(format!(
+                    "asked to count until {:.1} s from now: are the clocks far apart?",
+                    until.as_secs_f64()
+                ));
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            let every = Duration::from_millis(interval_ms.max(10).into());
+            let receiver = netlab::flow::receive(&state, &flow, clock_ahead_ns, Some((every, tx)))?;
+            partial(Reply::FlowListening);
+            let seconds = flow.seconds;
+            // The receiver counts on its own thread; this one hands its
+            // intervals on as they come and, past the time, stops it.
+            let report = tokio::task::block_in_place(|| {
+                let end = std::time::Instant::now() + until;
+                while std::time::Instant::now() < end {
+                    if let Ok(i) = rx.recv_timeout(Duration::from_millis(50)) {
+                        partial(Reply::FlowInterval { interval: i });
+                    }
+                }
+                let report = netlab::flow::finish(receiver, seconds + 5.0);
+                while let Ok(i) = rx.try_recv() {
+                    partial(Reply::FlowInterval { interval: i });
+                }
+                report
+            });
+            Ok(Reply::FlowReceived {
+                report: Box::new(report),
+            })
+        }
+        Call::FlowSend { flow, start_unix_ns } => {
+            let state = up(made).await?;
+            let wait = Duration::from_nanos(start_unix_ns.saturating_sub(crate::clock::unix_ns()));
+            if wait > MAX_START_WAIT {
+                return Err(format!(
+                    "asked to start in {:.1} s (more than {} s): are the clocks far apart?",
+                    wait.as_secs_f64(),
+                    MAX_START_WAIT.as_secs()
+                ));
+            }
+            let report = tokio::task::spawn_blocking(move || netlab::flow::send(&state, &flow, start_unix_ns))
+                .await
+                .map_err(|e| format!("sender: {e}"))??;
+            Ok(Reply::FlowSent { report })
+        }
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {
                 log(format!("the coordinator asked: netlab run {run} torn down"));

@@ -5,6 +5,7 @@
 //! prefix and is removed on teardown.
 
 pub mod beds;
+pub mod flow;
 pub mod kernel;
 pub mod ovs;
 pub mod procs;

@@ -224,8 +224,9 @@ impl Drop for Lab {
     }
 }
 
-const LEAF_SPINE: &str =
-    "experiment = \"net\"\ntopology = \"leaf-spine,2,3,1\"\nping_count = 1\niperf = [\"h1>h3\"]\niperf_s = 2\n";
+const LEAF_SPINE: &str = "experiment = \"net\"\ntopology = \"leaf-spine,2,3,1\"\nping_count = 1\n\
+     iperf = [\"h1>h3\"]\niperf_s = 2\n\
+     flows = [\"h1>h3\", \"h3>h2\"]\nflow_pps = 1000\nflow_s = 2\ninterval_ms = 500\n";
 
 #[test]
 fn a_leaf_spine_spread_over_three_workers_pings_and_carries_iperf_between_them() {
@@ -306,6 +307,47 @@ fn a_leaf_spine_spread_over_three_workers_pings_and_carries_iperf_between_them()
         .unwrap();
     assert_ne!(from, to, "{scenario}: both hosts on one worker");
     assert!(iperf["values"]["iperf_mbit_s"].as_f64().unwrap() > 1.0, "{iperf}");
+    // Test-frame flows between workers: every frame arrives, the latency
+    // is the clocks' offset corrected and bounded by their uncertainty,
+    // and each receiver's intervals came back as it counted them.
+    let samples: Vec<serde_json::Value> = samples.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for name in ["h1>h3", "h3>h2"] {
+        let ends = &meta["parameters"]["flow_workers"][name];
+        assert_ne!(ends[0], ends[1], "{name}: both ends on one worker: {meta}");
+        let flow = samples
+            .iter()
+            .find(|s| s["scenario"] == format!("flow {name}"))
+            .unwrap_or_else(|| panic!("no flow {name}: {samples:?}"));
+        let v = &flow["values"];
+        assert_eq!(v["sent"].as_f64(), Some(2000.0), "{flow}");
+        assert_eq!(v["received"], v["sent"], "{flow}");
+        assert_eq!(v["flow_loss_ratio"].as_f64(), Some(0.0), "{flow}");
+        assert_eq!(v["duplicates"].as_f64(), Some(0.0), "{flow}");
+        let (p50, unc) = (
+            v["latency_us_p50"].as_f64().unwrap(),
+            v["clock_uncertainty_us"].as_f64().unwrap(),
+        );
+        assert!(unc > 0.0, "two workers' clocks are known only so well: {flow}");
+        assert!((1.0..50_000.0).contains(&p50), "{flow}");
+        let intervals: Vec<&serde_json::Value> = samples
+            .iter()
+            .filter(|s| s["kind"] == "flow-interval" && s["scenario"] == name)
+            .collect();
+        assert!(intervals.len() >= 4, "{name}: {intervals:?}");
+        let frames: f64 = intervals.iter().map(|s| s["values"]["frames"].as_f64().unwrap()).sum();
+        assert_eq!(frames, 2000.0, "{name}: the intervals add up to the flow");
+        let ends: Vec<f64> = intervals
+            .iter()
+            .map(|s| s["values"]["end_unix_ns"].as_f64().unwrap())
+            .collect();
+        for w in ends.windows(2) {
+            let gap_ms = (w[1] - w[0]) / 1e6;
+            assert!(
+                (400.0..800.0).contains(&gap_ms),
+                "{name}: intervals {gap_ms} ms apart: {ends:?}"
+            );
+        }
+    }
     // Every worker made its part and tore it down.
     for i in 1..=3 {
         assert_eq!(
@@ -619,7 +661,8 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
 }
 
 /// The same experiment runs on one machine without workers: netlab alone,
-/// every pair reached, iperf3 measured, nothing of the run left.
+/// every pair reached, iperf3 measured, both flows counted, nothing of the
+/// run left.
 #[test]
 fn the_network_experiment_runs_on_one_machine_too() {
     let dir = std::env::temp_dir().join(format!("sdnlab-net-local-{}", std::process::id()));
@@ -646,6 +689,29 @@ fn the_network_experiment_runs_on_one_machine_too() {
         .find(|s| s["scenario"] == "iperf h1>h3")
         .unwrap_or_else(|| panic!("no iperf sample: {samples}"));
     assert!(iperf["values"]["iperf_mbit_s"].as_f64().unwrap() > 1.0, "{iperf}");
+    // Both flows, at once, one clock: every frame, no clock uncertainty,
+    // and the intervals add up to the flow.
+    for name in ["h1>h3", "h2>h3"] {
+        let flow: serde_json::Value = samples
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|s| s["scenario"] == format!("flow {name}"))
+            .unwrap_or_else(|| panic!("no flow {name}: {samples}"));
+        let v = &flow["values"];
+        assert_eq!(
+            (v["sent"].as_f64(), v["received"].as_f64()),
+            (Some(4000.0), Some(4000.0)),
+            "{flow}"
+        );
+        assert_eq!(v["clock_uncertainty_us"].as_f64(), Some(0.0), "{flow}");
+        let frames: f64 = samples
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|s| s["kind"] == "flow-interval" && s["scenario"] == name)
+            .map(|s| s["values"]["frames"].as_f64().unwrap())
+            .sum();
+        assert_eq!(frames, 4000.0, "{name}");
+    }
     let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
     assert!(meta["parameters"]["workers"].is_null(), "{meta}");
     let run = text(&o.stderr);

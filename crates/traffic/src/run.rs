@@ -164,7 +164,7 @@ impl std::str::FromStr for GenMethod {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct GenReport {
     pub sent: u64,
     /// Frames the socket refused (the generator's own limit, not the DUT's).
@@ -326,14 +326,24 @@ fn generate_afpacket(spec: &GenSpec) -> io::Result<GenReport> {
         }
         let start = Instant::now();
         let end = start + length;
-        let per_batch = rate.map(|r| Duration::from_secs_f64(BATCH as f64 / r.max(1.0)));
+        // Paced, a batch holds at most a millisecond's frames (a burst of
+        // 32 at a low rate would queue behind itself and read as latency),
+        // and the phase sends exactly rate x length frames.
+        let batch = rate.map_or(BATCH, |r| ((r / 1000.0) as usize).clamp(1, BATCH));
+        let quota = rate.map(|r| (r * length.as_secs_f64()).round() as u64);
+        let per_batch = rate.map(|r| Duration::from_secs_f64(batch as f64 / r.max(1.0)));
         let mut next = start;
+        let phase_start = seq;
+        // A generator that cannot keep the pace stops on time all the same.
+        let late = end + per_batch.unwrap_or_default();
         loop {
-            let want = match spec.burst {
-                Some(n) if seq >= n => break,
-                Some(n) => (n - seq).min(BATCH as u64) as usize,
-                None if Instant::now() >= end => break,
-                None => BATCH,
+            let want = match (spec.burst, quota) {
+                (Some(n), _) if seq >= n => break,
+                (Some(n), _) => (n - seq).min(batch as u64) as usize,
+                (None, Some(q)) if seq - phase_start >= q || Instant::now() >= late => break,
+                (None, Some(q)) => (q - (seq - phase_start)).min(batch as u64) as usize,
+                (None, None) if Instant::now() >= end => break,
+                (None, None) => batch,
             };
             if let (Some(step), None) = (per_batch, spec.burst) {
                 wait_until(next);
@@ -372,7 +382,7 @@ fn generate_afpacket(spec: &GenSpec) -> io::Result<GenReport> {
     })
 }
 
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct RecvReport {
     /// Test frames received (duplicates included).
     pub received: u64,
@@ -384,6 +394,11 @@ pub struct RecvReport {
     /// Frames the receiver's own ring lost: a trial with any is invalid
     /// (the loss is the measuring side's, not the switch's).
     pub receiver_drops: u64,
+    /// Frames whose latency came out below zero once the clocks' offset
+    /// was taken off (`RecvOptions::clock_ahead_ns`): the offset is known
+    /// less well than the latency is long. Counted at 1 µs.
+    #[serde(default)]
+    pub early: u64,
     pub latency_us_p50: f64,
     pub latency_us_p99: f64,
     pub latency_us_p999: f64,
@@ -465,6 +480,40 @@ impl RecvReport {
     }
 }
 
+/// What a receiver counted over one interval (see `RecvOptions::intervals`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Interval {
+    /// The interval's number, from 0.
+    pub index: u32,
+    /// When it ended, CLOCK_REALTIME ns on the receiver's clock.
+    pub end_ns: u64,
+    /// Test frames received in it (duplicates included).
+    pub frames: u64,
+    /// The highest sequence number seen so far, plus one (0: none yet).
+    pub next_seq: u64,
+    /// One-way latency of its frames, µs (0 when none came).
+    pub latency_us_p50: f64,
+    pub latency_us_p99: f64,
+    pub latency_us_max: f64,
+}
+
+/// How a receiver counts (`Receiver::start_with`).
+#[derive(Clone, Debug, Default)]
+pub struct RecvOptions {
+    /// The core its thread is pinned to.
+    pub core: Option<usize>,
+    pub method: RecvMethod,
+    /// Only frames of this stream count as test frames; others go to
+    /// `other` (several receivers can then share an interface).
+    pub stream: Option<u32>,
+    /// How far the receiver's clock is ahead of the sender's, ns: taken
+    /// off every latency (two machines; 0 on one).
+    pub clock_ahead_ns: i64,
+    /// Every so long, what the interval counted goes to the channel, as
+    /// it is counted.
+    pub intervals: Option<(Duration, std::sync::mpsc::Sender<Interval>)>,
+}
+
 /// A receiver running on its own thread until `stop`.
 pub struct Receiver {
     stop: Arc<AtomicBool>,
@@ -474,7 +523,7 @@ pub struct Receiver {
 }
 
 /// How the receiver takes frames off its interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RecvMethod {
     /// An XDP program (native mode) hands each frame to an AF_XDP socket:
@@ -484,6 +533,7 @@ pub enum RecvMethod {
     Xdp,
     /// An AF_PACKET ring (TPACKET_V3) only: every frame is built into a
     /// socket buffer and passes the stack's receive path.
+    #[default]
     AfPacket,
 }
 
@@ -609,7 +659,18 @@ impl Receiver {
         core: Option<usize>,
         method: RecvMethod,
     ) -> io::Result<Receiver> {
-        let (ns, name) = (netns.map(str::to_string), ifname.to_string());
+        let opts = RecvOptions {
+            core,
+            method,
+            ..RecvOptions::default()
+        };
+        Receiver::start_with(netns, ifname, opts)
+    }
+
+    /// Starts counting test frames arriving on `ifname` (in `netns`) as
+    /// `opts` says.
+    pub fn start_with(netns: Option<&str>, ifname: &str, opts: RecvOptions) -> io::Result<Receiver> {
+        let (ns, name, method) = (netns.map(str::to_string), ifname.to_string(), opts.method);
         let mut ring = std::thread::spawn(move || {
             if let Some(ns) = &ns {
                 enter_netns(ns)?;
@@ -624,17 +685,25 @@ impl Receiver {
         let counted = Arc::new(AtomicU64::new(0));
         let counter = counted.clone();
         let thread = std::thread::spawn(move || {
-            if let Some(c) = core {
+            if let Some(c) = opts.core {
                 let _ = pin_thread(c);
             }
             let mut r = RecvReport::default();
             let mut seen: Vec<u64> = Vec::new();
             let mut highest: Option<u64> = None;
-            let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
+            let new_hist = || hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
+            let mut hist = new_hist();
+            // The interval under way: its histogram, frames, number and end.
+            let mut part = (
+                new_hist(),
+                0u64,
+                0u32,
+                opts.intervals.as_ref().map(|(d, _)| Instant::now() + *d),
+            );
             loop {
                 let stopping = flag.load(Relaxed);
                 let n = ring.poll(10, &mut |f, rx_ns, vlan| match signature(f) {
-                    Some((_, seq, sent)) => {
+                    Some((stream, seq, sent)) if opts.stream.is_none_or(|s| s == stream) => {
                         r.received += 1;
                         if r.first_rx_ns == 0 {
                             r.first_rx_ns = rx_ns;
@@ -667,15 +736,41 @@ impl Receiver {
                             r.reordered += 1;
                         }
                         highest = Some(highest.map_or(seq, |h| h.max(seq)));
-                        let lat_us = rx_ns.saturating_sub(sent) / 1000;
-                        let _ = hist.record(lat_us.max(1));
+                        let lat_ns = rx_ns as i64 - opts.clock_ahead_ns - sent as i64;
+                        if lat_ns < 0 {
+                            r.early += 1;
+                        }
+                        let lat_us = (lat_ns.max(0) / 1000).max(1) as u64;
+                        let _ = hist.record(lat_us);
+                        let _ = part.0.record(lat_us);
+                        part.1 += 1;
                     }
-                    None => r.other += 1,
+                    _ => r.other += 1,
                 });
                 if n > 0 {
                     counter.store(r.received, Relaxed);
                 }
-                if n == 0 && stopping {
+                let last = n == 0 && stopping;
+                if let (Some((every, tx)), Some(end)) = (&opts.intervals, part.3) {
+                    // The last interval, cut short, goes too if it counted
+                    // anything: the intervals add up to the whole.
+                    if Instant::now() >= end || (last && part.1 > 0) {
+                        let h = &part.0;
+                        let i = Interval {
+                            index: part.2,
+                            end_ns: now_ns(),
+                            frames: part.1,
+                            next_seq: highest.map_or(0, |h| h + 1),
+                            latency_us_p50: h.value_at_quantile(0.5) as f64,
+                            latency_us_p99: h.value_at_quantile(0.99) as f64,
+                            latency_us_max: h.max() as f64,
+                        };
+                        // A listener gone is no reason to stop counting.
+                        let _ = tx.send(i);
+                        part = (new_hist(), 0, part.2 + 1, Some(end + *every));
+                    }
+                }
+                if last {
                     break;
                 }
             }
