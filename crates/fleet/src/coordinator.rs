@@ -25,8 +25,22 @@ use tokio::io::BufReader;
 use tokio::sync::mpsc;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Clock exchanges per worker.
+/// Clock exchanges per worker over the session (when probes fail).
 const EXCHANGES: usize = 16;
+/// Clock probes per worker (UDP; a few ms in all).
+const PROBES: usize = 64;
+
+/// A token written in hex.
+fn parse_token(hex: &str) -> Option<clock::Token> {
+    let mut t = [0u8; 16];
+    if hex.len() != 32 {
+        return None;
+    }
+    for (i, b) in t.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(t)
+}
 /// A worker's clock known less well than this (microseconds) is flagged.
 pub const CLOCK_LOOSE_US: f64 = 1000.0;
 
@@ -41,6 +55,9 @@ pub struct Worker {
     pub host: String,
     /// Its clock against ours.
     pub clock: Option<Offset>,
+    /// How it was measured: "udp" (the worker's clock probes) or "tls"
+    /// (exchanges over the session, when probes got no answer).
+    pub clock_via: &'static str,
     tx: mpsc::UnboundedSender<Request>,
     pending: Pending,
     /// Why the worker is lost, once it is (set by the reader when the
@@ -129,6 +146,7 @@ impl Worker {
             addr,
             host: String::new(),
             clock: None,
+            clock_via: "tls",
             tx,
             pending,
             lost,
@@ -143,19 +161,44 @@ impl Worker {
             })
             .await?
         {
-            Reply::Hello { host, .. } => w.host = host,
+            Reply::Hello {
+                host,
+                clock_port,
+                clock_token,
+                ..
+            } => {
+                w.host = host;
+                w.clock = match (clock_port, clock_token.as_deref().and_then(parse_token)) {
+                    (Some(port), Some(token)) => {
+                        let to = std::net::SocketAddr::from((*addr.ip(), port));
+                        tokio::task::spawn_blocking(move || clock::probe(to, token, PROBES))
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .filter(|ex| ex.len() >= PROBES / 2)
+                            .and_then(|ex| clock::estimate(&ex))
+                    }
+                    _ => None,
+                };
+            }
             other => return Err(fail(format!("answered hello with {other:?}"))),
         }
-        let mut exchanges = Vec::with_capacity(EXCHANGES);
-        for _ in 0..EXCHANGES {
-            let t0 = clock::unix_ns();
-            let reply = w.call(Call::Clock).await?;
-            let t2 = clock::unix_ns();
-            if let Reply::Clock { unix_ns } = reply {
-                exchanges.push(Exchange { t0, t1: unix_ns, t2 });
+        if w.clock.is_some() {
+            w.clock_via = "udp";
+        } else {
+            // No probes answered (a firewall, an older worker): exchanges
+            // over the session, known less well.
+            let mut exchanges = Vec::with_capacity(EXCHANGES);
+            for _ in 0..EXCHANGES {
+                let t0 = clock::unix_ns();
+                let reply = w.call(Call::Clock).await?;
+                let t2 = clock::unix_ns();
+                if let Reply::Clock { unix_ns } = reply {
+                    exchanges.push(Exchange { t0, t1: unix_ns, t2 });
+                }
             }
+            w.clock = clock::estimate(&exchanges);
         }
-        w.clock = clock::estimate(&exchanges);
         // Heartbeats: three per lease.
         let (tx, every) = (w.tx.clone(), Duration::from_millis((lease_ms / 3).max(1)));
         w.tasks.push(tokio::spawn(async move {
@@ -301,6 +344,7 @@ impl Fleet {
                         "worker": w.name, "address": w.addr.to_string(), "host": w.host,
                         "clock_offset_us": w.clock.map(|c| c.offset_us),
                         "clock_uncertainty_us": w.clock.map(|c| c.uncertainty_us),
+                        "clock_via": w.clock_via,
                     })
                 })
                 .collect(),

@@ -110,6 +110,13 @@ pub enum Reply {
         version: u32,
         /// The worker's host name.
         host: String,
+        /// Where the worker answers clock probes for this session (UDP on
+        /// the session's address), and the token a probe must carry, in
+        /// hex ([`crate::clock::ProbeServer`]).
+        #[serde(default)]
+        clock_port: Option<u16>,
+        #[serde(default)]
+        clock_token: Option<String>,
     },
     Clock {
         unix_ns: u64,

@@ -120,7 +120,8 @@ pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, mut st
                 return;
             }
             log(format!("serving the coordinator at {peer}"));
-            session(tls, peer, stop).await;
+            let local = tls.get_ref().0.local_addr().ok();
+            session(tls, peer, local, stop).await;
             busy.store(false, Ordering::SeqCst);
         });
         while sessions.try_join_next().is_some() {}
@@ -151,7 +152,12 @@ impl Made {
     }
 }
 
-async fn session(tls: tokio_rustls::server::TlsStream<TcpStream>, peer: SocketAddr, mut stop: watch::Receiver<bool>) {
+async fn session(
+    tls: tokio_rustls::server::TlsStream<TcpStream>,
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    mut stop: watch::Receiver<bool>,
+) {
     let (r, w) = tokio::io::split(tls);
     let mut r = BufReader::new(r);
     let (tx, rx) = mpsc::unbounded_channel::<Response>();
@@ -159,6 +165,15 @@ async fn session(tls: tokio_rustls::server::TlsStream<TcpStream>, peer: SocketAd
     let made = Arc::new(Mutex::new(Made::default()));
     let mut calls = tokio::task::JoinSet::new();
     let mut lease: Option<Duration> = None;
+    // Clock probes for this session, answered while it lasts.
+    let token = crate::clock::token();
+    let probes = local.and_then(|l| {
+        crate::clock::ProbeServer::start(l.ip(), token, move |from| {
+            log(format!("refused a clock probe from {from}: not this session's token"))
+        })
+        .map_err(|e| log(format!("no clock probes for {peer} (exchanges over TLS instead): {e}")))
+        .ok()
+    });
     let why = loop {
         let wait = lease.unwrap_or(HANDSHAKE_TIMEOUT);
         let line = tokio::select! {
@@ -213,6 +228,10 @@ async fn session(tls: tokio_rustls::server::TlsStream<TcpStream>, peer: SocketAd
                     host: std::fs::read_to_string("/proc/sys/kernel/hostname")
                         .map(|h| h.trim().to_string())
                         .unwrap_or_default(),
+                    clock_port: probes.as_ref().map(|p| p.port),
+                    clock_token: probes
+                        .as_ref()
+                        .map(|_| token.iter().map(|b| format!("{b:02x}")).collect()),
                 });
             }
             _ if lease.is_none() => {

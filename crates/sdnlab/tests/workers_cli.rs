@@ -285,6 +285,8 @@ fn a_leaf_spine_spread_over_three_workers_pings_and_carries_iperf_between_them()
             w["clock_uncertainty_us"].as_f64().unwrap(),
         );
         assert!(off.abs() <= unc + 1.0, "{w}");
+        // Measured by the worker's clock probes, not over the session.
+        assert_eq!(w["clock_via"], "udp", "{w}");
     }
     assert!(
         meta["parameters"]["links_between_workers"].as_u64().unwrap() >= 2,
