@@ -579,13 +579,7 @@ impl SpreadNet<'_> {
 
     /// iperf3 (TCP) from host `client` to host `server`, wherever they are.
     pub async fn iperf(&self, client: &str, server: &str, seconds: u32) -> Result<IperfResult, FleetError> {
-        let find = |h: &str| {
-            self.hosts
-                .get(h)
-                .copied()
-                .ok_or_else(|| FleetError::Partition(format!("no host '{h}' in the topology")))
-        };
-        let ((_, cw), (sip, sw)) = (find(client)?, find(server)?);
+        let ((_, cw), (sip, sw)) = (self.find(client)?, self.find(server)?);
         let workers = &self.fleet.workers;
         self.fleet
             .unless_lost(workers[sw].call(Call::IperfServer { host: server.into() }))
@@ -617,12 +611,7 @@ impl SpreadNet<'_> {
         mut on_interval: impl FnMut(usize, &traffic::run::Interval),
     ) -> Result<Vec<netlab::flow::FlowResult>, FleetError> {
         let workers = &self.fleet.workers;
-        let worker = |h: &str| {
-            self.hosts
-                .get(h)
-                .map(|(_, w)| *w)
-                .ok_or_else(|| FleetError::Partition(format!("no host '{h}' in the topology")))
-        };
+        let worker = |h: &str| self.find(h).map(|(_, w)| w);
         let clock = |w: usize| {
             workers[w].clock.unwrap_or(Offset {
                 offset_us: 0.0,
@@ -737,6 +726,58 @@ impl SpreadNet<'_> {
             Ok(out)
         };
         self.fleet.unless_lost(run).await
+    }
+
+    /// Starts nginx on host `host`, on its worker (port 80, until the
+    /// network comes down).
+    pub async fn http_server(&self, host: &str) -> Result<(), FleetError> {
+        let (_, w) = self.find(host)?;
+        self.fleet
+            .unless_lost(self.fleet.workers[w].call(Call::HttpServer { host: host.into() }))
+            .await
+            .map(drop)
+    }
+
+    /// Open-loop HTTP load from host `client` to host `server` (whose
+    /// nginx is started), on the client's worker; `on_batch` sees the
+    /// requests done in each interval as they come back (every request,
+    /// once).
+    pub async fn http_load(
+        &self,
+        client: &str,
+        server: &str,
+        rate: f64,
+        seconds: f64,
+        interval_ms: u32,
+        mut on_batch: impl FnMut(Vec<lb::load::Request>),
+    ) -> Result<(), FleetError> {
+        let ((_, cw), (sip, _)) = (self.find(client)?, self.find(server)?);
+        let call = self.fleet.workers[cw].call_with(
+            Call::HttpLoad {
+                client: client.into(),
+                server_ip: sip,
+                rate,
+                seconds,
+                interval_ms,
+            },
+            |r| {
+                if let Reply::HttpRequests { requests } = r {
+                    on_batch(requests);
+                }
+            },
+        );
+        match self.fleet.unless_lost(call).await? {
+            Reply::Done => Ok(()),
+            other => Err(FleetError::Partition(format!("http-load answered {other:?}"))),
+        }
+    }
+
+    /// A host's address and worker.
+    fn find(&self, h: &str) -> Result<(Ipv4Addr, usize), FleetError> {
+        self.hosts
+            .get(h)
+            .copied()
+            .ok_or_else(|| FleetError::Partition(format!("no host '{h}' in the topology")))
     }
 
     /// The worker a host is on.

@@ -80,6 +80,20 @@ pub enum Call {
         flow: netlab::flow::Flow,
         start_unix_ns: u64,
     },
+    /// Starts nginx on `host` here, serving on port 80 (`Reply::Done` once
+    /// it accepts connections); it stops when the network comes down.
+    HttpServer { host: String },
+    /// Open-loop HTTP load from `client` here to the server at
+    /// `server_ip`: `rate` requests a second for `seconds`, each on a new
+    /// connection; the requests done in each `interval_ms` as they end
+    /// (`Reply::HttpRequests`, the last ones included), then `Reply::Done`.
+    HttpLoad {
+        client: String,
+        server_ip: Ipv4Addr,
+        rate: f64,
+        seconds: f64,
+        interval_ms: u32,
+    },
     /// Runs a shard of the controller benchmark: `config`'s switches
     /// against its target, starting at `start_unix_ns` on the worker's
     /// clock (so the shards' loops line up); each loop as it is measured
@@ -145,6 +159,10 @@ pub enum Reply {
         /// merge exactly).
         rtt_histogram: String,
     },
+    /// HTTP requests done (more follow).
+    HttpRequests {
+        requests: Vec<lb::load::Request>,
+    },
     /// A flow's receiver is counting (more follow).
     FlowListening,
     /// What a flow's receiver counted in one interval (more follow).
@@ -173,7 +191,7 @@ impl Reply {
     pub fn is_final(&self) -> bool {
         !matches!(
             self,
-            Reply::CtlLoop { .. } | Reply::FlowListening | Reply::FlowInterval { .. }
+            Reply::CtlLoop { .. } | Reply::FlowListening | Reply::FlowInterval { .. } | Reply::HttpRequests { .. }
         )
     }
 }

@@ -135,6 +135,7 @@ pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, mut st
 struct Made {
     net: Option<Net>,
     iperf: Vec<tokio::process::Child>,
+    http: Vec<lb::replica::Server>,
 }
 
 impl Made {
@@ -142,6 +143,8 @@ impl Made {
         for mut c in self.iperf.drain(..) {
             let _ = c.kill().await;
         }
+        let servers = std::mem::take(&mut self.http);
+        let _ = tokio::task::spawn_blocking(move || drop(servers)).await;
         match self.net.take() {
             Some(net) => {
                 let id = net.state.id.clone();
@@ -410,6 +413,46 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
                 .await
                 .map_err(|e| format!("sender: {e}"))??;
             Ok(Reply::FlowSent { report })
+        }
+        Call::HttpServer { host } => {
+            let (state, dir) = {
+                let m = made.lock().await;
+                let net = m.net.as_ref().ok_or("no network is up here: bring one up first")?;
+                (net.state.clone(), net.dir.join(format!("http-{host}")))
+            };
+            let ns = state.netns_of(&host)?.to_string();
+            let server = tokio::task::spawn_blocking(move || lb::replica::start_in(&ns, &dir, &host, 80))
+                .await
+                .map_err(|e| format!("nginx: {e}"))??;
+            made.lock().await.http.push(server);
+            Ok(Reply::Done)
+        }
+        Call::HttpLoad {
+            client,
+            server_ip,
+            rate,
+            seconds,
+            interval_ms,
+        } => {
+            let state = up(made).await?;
+            let ns = state.netns_of(&client)?.to_string();
+            let uris = vec![format!("/{}", lb::replica::HOMOGENEOUS_FILE)];
+            let every = Duration::from_millis(interval_ms.max(10).into());
+            // Requests handed on as they end, a batch each interval.
+            tokio::task::block_in_place(|| {
+                lb::load::open_loop_batched(
+                    &ns,
+                    server_ip,
+                    80,
+                    uris,
+                    rate,
+                    seconds,
+                    lb::load::REQUEST_TIMEOUT,
+                    every,
+                    |b| partial(Reply::HttpRequests { requests: b }),
+                )
+            })?;
+            Ok(Reply::Done)
         }
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {

@@ -30,8 +30,15 @@ pub struct NetConfig {
     pub iperf: Vec<String>,
     /// Length of each iperf3 run, seconds.
     pub iperf_s: u32,
+    /// Open-loop HTTP loads (nginx on the server, every request a new
+    /// connection), each "CLIENT>SERVER"; one after another, after iperf3.
+    pub http: Vec<String>,
+    /// Each HTTP load's requests per second.
+    pub http_rate: f64,
+    /// Each HTTP load's length, seconds.
+    pub http_s: f64,
     /// Test-frame flows (UDP, sdnlab's generator and receiver), each
-    /// "FROM>TO"; they run at once, after iperf3.
+    /// "FROM>TO"; they run at once, after the HTTP loads.
     pub flows: Vec<String>,
     /// Each flow's rate, frames per second.
     pub flow_pps: f64,
@@ -53,6 +60,9 @@ impl Default for NetConfig {
             ping_count: 2,
             iperf: Vec::new(),
             iperf_s: 3,
+            http: Vec::new(),
+            http_rate: 20.0,
+            http_s: 3.0,
             flows: Vec::new(),
             flow_pps: 1000.0,
             flow_s: 3.0,
@@ -68,6 +78,8 @@ struct Read {
     kind: netlab::run::SwitchKind,
     /// iperf3's (client, server) pairs.
     pairs: Vec<(String, String)>,
+    /// The HTTP loads' (client, server) pairs.
+    http: Vec<(String, String)>,
     flows: Vec<netlab::flow::Flow>,
 }
 
@@ -103,6 +115,9 @@ impl NetConfig {
         crate::check::range("ping-count", self.ping_count, 0, 100)?;
         crate::check::range("iperf-s", self.iperf_s, 1, 3600)?;
         let pairs = host_pairs("iperf", &self.iperf, &topo)?;
+        let http = host_pairs("http", &self.http, &topo)?;
+        crate::check::real("http-rate", self.http_rate, 0.1, 100_000.0)?;
+        crate::check::real("http-s", self.http_s, 0.1, 3600.0)?;
         crate::check::real("flow-pps", self.flow_pps, 1.0, 10_000_000.0)?;
         crate::check::real("flow-s", self.flow_s, 0.1, 3600.0)?;
         crate::check::range("flow-bytes", self.flow_bytes, traffic::frame::MIN_LEN, 9000)?;
@@ -119,6 +134,7 @@ impl NetConfig {
             topo,
             kind,
             pairs,
+            http,
             flows,
         })
     }
@@ -128,13 +144,148 @@ impl NetConfig {
     }
 }
 
-/// What the checks found: the pings, each iperf3 run's figures, and the
-/// flows' (or why they did not run).
+/// What the checks found: the pings, each iperf3 run's figures, why the
+/// HTTP loads stopped short (if they did), and the flows' figures (or why
+/// they did not run).
 type Checked = (
     Vec<netlab::run::PingResult>,
     Vec<(String, Result<netlab::run::IperfResult, String>)>,
+    Result<(), String>,
     Result<Vec<netlab::flow::FlowResult>, String>,
 );
+
+/// What the run writes as it goes: each flow's intervals and each HTTP
+/// load's requests as they come (from this machine or a worker), the
+/// requests' records in `requests.csv`.
+struct Recorder<'a> {
+    writer: report::RunWriter,
+    obs: &'a dyn Observer,
+    errors: Vec<std::io::Error>,
+    flow_names: Vec<String>,
+    interval_s: f64,
+    /// Each HTTP load's name, requests so far, and intervals so far.
+    http: Vec<(String, Vec<lb::load::Request>, u32)>,
+    csv: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl Recorder<'_> {
+    fn append(&mut self, s: Sample) {
+        if let Err(e) = self.writer.append(&s) {
+            self.errors.push(e);
+        }
+    }
+
+    fn flow_interval(&mut self, i: usize, iv: &traffic::run::Interval) {
+        let name = self.flow_names[i].clone();
+        self.append(
+            Sample::of(
+                "flow-interval",
+                name.clone(),
+                0,
+                [
+                    ("frames", iv.frames as f64),
+                    ("rate_pps", iv.frames as f64 / self.interval_s),
+                    // (Not the flow's own metrics' names: an interval's
+                    // figures are a time series, not trials of the flow.)
+                    ("p50_us", iv.latency_us_p50),
+                    ("p99_us", iv.latency_us_p99),
+                    ("max_us", iv.latency_us_max),
+                    ("end_unix_ns", iv.end_ns as f64),
+                ],
+            )
+            .at(iv.index),
+        );
+        say(
+            self.obs,
+            format!(
+                "sdnlab net: flow {name} interval {}: {} frames, latency p50 {} µs",
+                iv.index, iv.frames, iv.latency_us_p50
+            ),
+        );
+    }
+
+    fn http_batch(&mut self, i: usize, batch: Vec<lb::load::Request>) {
+        use std::io::Write;
+        let name = self.http[i].0.clone();
+        if let Some(csv) = &mut self.csv {
+            for q in &batch {
+                if let Err(e) = writeln!(
+                    csv,
+                    "{name},{},{},{},{}",
+                    q.intended_us,
+                    q.latency_us,
+                    q.bytes,
+                    q.error.unwrap_or("")
+                )
+                .and_then(|()| csv.flush())
+                {
+                    self.errors.push(e);
+                }
+            }
+        }
+        let f = HttpFigures::of(&batch, self.interval_s);
+        let index = self.http[i].2;
+        self.append(
+            Sample::of(
+                "http-interval",
+                name.clone(),
+                0,
+                [
+                    ("requests", f.requests),
+                    ("errors", f.errors),
+                    ("p50_ms", f.p50_ms),
+                    ("p99_ms", f.p99_ms),
+                    ("goodput_mbit_s", f.goodput_mbit_s),
+                ],
+            )
+            .at(index),
+        );
+        say(
+            self.obs,
+            format!(
+                "sdnlab net: http {name} interval {index}: {} requests done, {} failed, p50 {:.2} ms",
+                f.requests, f.errors, f.p50_ms
+            ),
+        );
+        self.http[i].1.extend(batch);
+        self.http[i].2 += 1;
+    }
+}
+
+/// Requests summed up: how many ended, failed, their latency (of those
+/// answered), and the bytes they brought over `seconds`.
+struct HttpFigures {
+    requests: f64,
+    errors: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    goodput_mbit_s: f64,
+}
+
+impl HttpFigures {
+    fn of(reqs: &[lb::load::Request], seconds: f64) -> HttpFigures {
+        let mut ok: Vec<u64> = reqs
+            .iter()
+            .filter(|q| q.error.is_none())
+            .map(|q| q.latency_us)
+            .collect();
+        ok.sort_unstable();
+        let at = |q: f64| {
+            if ok.is_empty() {
+                0.0
+            } else {
+                ok[((ok.len() - 1) as f64 * q).round() as usize] as f64 / 1e3
+            }
+        };
+        HttpFigures {
+            requests: reqs.len() as f64,
+            errors: (reqs.len() - ok.len()) as f64,
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            goodput_mbit_s: reqs.iter().map(|q| q.bytes).sum::<u64>() as f64 * 8.0 / seconds / 1e6,
+        }
+    }
+}
 
 fn say(obs: &dyn Observer, s: String) {
     obs.event(Event::Line(&s));
@@ -146,6 +297,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         topo,
         kind,
         pairs,
+        http,
         flows,
     } = c.read()?;
     let inventory = match &place.workers {
@@ -169,19 +321,22 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         benchmark: "net".into(),
         parameters: serde_json::json!({
             "topology": c.topology, "switch": c.switch, "ping_count": c.ping_count, "iperf": c.iperf, "iperf_s": c.iperf_s,
+            "http": c.http, "http_rate": c.http_rate, "http_s": c.http_s,
             "flows": c.flows, "flow_pps": c.flow_pps, "flow_s": c.flow_s, "flow_bytes": c.flow_bytes, "interval_ms": c.interval_ms,
             "hosts": topo.hosts.len(), "switches": topo.switches.len(), "links": topo.links.len(),
         }),
         metrics: vec![
             Metric::new("reached_share", "share", stats::Better::Higher).titled("Host pairs that reach each other"),
             Metric::new("iperf_mbit_s", "Mbit/s", stats::Better::Higher).titled("iperf3 TCP throughput"),
+            Metric::new("http_latency_ms_p50", "ms", stats::Better::Lower).titled("HTTP request latency, median"),
+            Metric::new("http_error_ratio", "share", stats::Better::Lower).titled("HTTP requests failed"),
             Metric::new("flow_loss_ratio", "share", stats::Better::Lower).titled("Test frames lost"),
             Metric::new("latency_us_p50", "µs", stats::Better::Lower).titled("One-way latency, median"),
             Metric::new("latency_us_p99", "µs", stats::Better::Lower).titled("One-way latency, 99th percentile"),
         ],
         ..started(&run_id)
     };
-    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Net(c.clone()))?;
+    let (writer, rt) = open_run(&dir, &meta, &Experiment::Net(c.clone()))?;
     let where_ = match &inventory {
         Some(inv) => format!("over {} worker(s)", inv.workers.len()),
         None => "on this machine".into(),
@@ -200,38 +355,32 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     let write = |w: &mut report::RunWriter, s: Sample| w.append(&s).map_err(io_error(&dir));
     let mut incomplete = 0;
     let controller = c.controller.clone();
-    let mut write_errors = Vec::new();
     let names: Vec<String> = flows.iter().map(netlab::flow::Flow::name).collect();
-    let interval_s = c.interval_ms as f64 / 1e3;
-    // Each flow's intervals go to disk as they are counted.
-    let mut on_interval = |i: usize, iv: &traffic::run::Interval| {
-        let s = Sample::of(
-            "flow-interval",
-            names[i].clone(),
-            0,
-            [
-                ("frames", iv.frames as f64),
-                ("rate_pps", iv.frames as f64 / interval_s),
-                // (Not the flow's own metrics' names: an interval's
-                // figures are a time series, not trials of the flow.)
-                ("p50_us", iv.latency_us_p50),
-                ("p99_us", iv.latency_us_p99),
-                ("max_us", iv.latency_us_max),
-                ("end_unix_ns", iv.end_ns as f64),
-            ],
-        )
-        .at(iv.index);
-        if let Err(e) = writer.append(&s) {
-            write_errors.push(e);
-        }
-        say(
-            obs,
-            format!(
-                "sdnlab net: flow {} interval {}: {} frames, latency p50 {} µs",
-                names[i], iv.index, iv.frames, iv.latency_us_p50
-            ),
-        );
+    let csv = if http.is_empty() {
+        None
+    } else {
+        let path = dir.join("requests.csv");
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io_error(&path))?);
+        std::io::Write::write_all(&mut f, b"load,intended_us,latency_us,bytes,error\n").map_err(io_error(&path))?;
+        Some(f)
     };
+    let rec = std::cell::RefCell::new(Recorder {
+        writer,
+        obs,
+        errors: Vec::new(),
+        flow_names: names.clone(),
+        interval_s: c.interval_ms as f64 / 1e3,
+        http: http.iter().map(|(a, b)| (format!("{a}>{b}"), Vec::new(), 0)).collect(),
+        csv,
+    });
+    // Each flow's intervals and each HTTP load's requests go to disk as
+    // they come.
+    let mut on_interval = |i: usize, iv: &traffic::run::Interval| rec.borrow_mut().flow_interval(i, iv);
+    let mut servers: Vec<&str> = http.iter().map(|(_, s)| s.as_str()).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    let uris = vec![format!("/{}", lb::replica::HOMOGENEOUS_FILE)];
+    let every = std::time::Duration::from_millis(c.interval_ms.into());
     let checked: Result<Checked, LabError> = rt.block_on(async {
         let mut iperfs = Vec::new();
         match &inventory {
@@ -258,14 +407,36 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     let r = netlab::run::iperf(&net.state, a, b, c.iperf_s, None, &|_, _| {}).await;
                     iperfs.push((format!("{a}>{b}"), r));
                 }
+                let loaded = tokio::task::block_in_place(|| -> Result<(), String> {
+                    let mut up = Vec::new();
+                    for s in &servers {
+                        let dir = net.dir.join(format!("http-{s}"));
+                        up.push(lb::replica::start_in(net.state.netns_of(s)?, &dir, s, 80)?);
+                    }
+                    for (i, (a, b)) in http.iter().enumerate() {
+                        let ip = topo.host(b).expect("checked").ip;
+                        let ns = net.state.netns_of(a)?;
+                        lb::load::open_loop_batched(
+                            ns,
+                            ip,
+                            80,
+                            uris.clone(),
+                            c.http_rate,
+                            c.http_s,
+                            lb::load::REQUEST_TIMEOUT,
+                            every,
+                            |batch| rec.borrow_mut().http_batch(i, batch),
+                        )?;
+                    }
+                    Ok(())
+                });
                 let flowed = if flows.is_empty() {
                     Ok(Vec::new())
                 } else {
-                    let every = std::time::Duration::from_millis(c.interval_ms.into());
                     tokio::task::block_in_place(|| netlab::flow::run(&net.state, &flows, every, &mut on_interval))
                 };
                 net.down().await.map_err(LabError::Setup)?;
-                Ok((pings, iperfs, flowed))
+                Ok((pings, iperfs, loaded, flowed))
             }
             Some(inv) => {
                 let fleet = fleet::coordinator::Fleet::connect(inv).await.map_err(LabError::setup)?;
@@ -289,6 +460,26 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     );
                     iperfs.push((what, r.map_err(|e| e.to_string())));
                 }
+                let loaded = async {
+                    for s in &servers {
+                        spread.http_server(s).await?;
+                    }
+                    for (i, (a, b)) in http.iter().enumerate() {
+                        let batch = |batch| rec.borrow_mut().http_batch(i, batch);
+                        spread
+                            .http_load(a, b, c.http_rate, c.http_s, c.interval_ms, batch)
+                            .await?;
+                    }
+                    Ok::<(), fleet::FleetError>(())
+                };
+                let loaded = match loaded.await {
+                    Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
+                    r => r.map_err(|e| e.to_string()),
+                };
+                for (a, b) in &http {
+                    let (wa, wb) = (spread.worker_of(a), spread.worker_of(b));
+                    meta.parameters["http_workers"][format!("{a}>{b}")] = serde_json::json!([wa, wb]);
+                }
                 let flowed = if flows.is_empty() {
                     Ok(Vec::new())
                 } else {
@@ -302,14 +493,20 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     meta.parameters["flow_workers"][name] = serde_json::json!([a, b]);
                 }
                 spread.down().await.map_err(LabError::setup)?;
-                Ok((pings, iperfs, flowed))
+                Ok((pings, iperfs, loaded, flowed))
             }
         }
     });
-    if let Some(e) = write_errors.into_iter().next() {
+    let Recorder {
+        mut writer,
+        errors,
+        http: loads,
+        ..
+    } = rec.into_inner();
+    if let Some(e) = errors.into_iter().next() {
         return Err(io_error(&dir)(e));
     }
-    let (pings, iperfs, flowed) = match checked {
+    let (pings, iperfs, loaded, flowed) = match checked {
         Ok(x) => x,
         Err(e) => return Err(fail_run(writer, &mut meta, e)),
     };
@@ -375,6 +572,40 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 meta.events.push(format!("iperf3 {what}: {e}"));
             }
         }
+    }
+    for (name, reqs, _) in &loads {
+        let f = HttpFigures::of(reqs, c.http_s);
+        write(
+            &mut writer,
+            Sample::trial(
+                format!("http {name}"),
+                0,
+                [
+                    ("http_latency_ms_p50", f.p50_ms),
+                    ("http_latency_ms_p99", f.p99_ms),
+                    ("http_error_ratio", f.errors / f.requests.max(1.0)),
+                    ("requests", f.requests),
+                    ("errors", f.errors),
+                    ("goodput_mbit_s", f.goodput_mbit_s),
+                ],
+            ),
+        )?;
+        if f.errors > 0.0 {
+            incomplete += 1;
+            let mut kinds: Vec<&str> = reqs.iter().filter_map(|q| q.error).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            meta.events.push(format!(
+                "http {name}: {} of {} requests failed ({})",
+                f.errors,
+                f.requests,
+                kinds.join(", ")
+            ));
+        }
+    }
+    if let Err(e) = &loaded {
+        incomplete += 1;
+        meta.events.push(format!("http: {e}"));
     }
     match &flowed {
         Ok(results) => {

@@ -64,3 +64,60 @@ pub fn prepare(dir: &Path, name: &str, port: u16, chunks: &[usize]) -> std::io::
 pub fn chunk_name(i: usize) -> String {
     format!("chunk{i:03}.bin")
 }
+
+/// An nginx started by `start_in`; dropping it stops it (SIGTERM, so the
+/// master takes its workers with it; SIGKILL after 5 s).
+pub struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: a signal to our own child's pid.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while self.0.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts nginx serving the homogeneous load's file (and `index.html`) on
+/// `port` in network namespace `netns`, its files under `dir`; returns
+/// once it accepts connections (at most 10 s).
+pub fn start_in(netns: &str, dir: &Path, name: &str, port: u16) -> Result<Server, String> {
+    let argv = prepare(dir, name, port, &[]).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", netns])
+        .args(&argv)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("nginx: {e} (install it: scripts/install-deps.sh)"))?;
+    let ns = netns.to_string();
+    let listening = std::thread::spawn(move || -> std::io::Result<bool> {
+        traffic::run::enter_netns(&ns)?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        while std::time::Instant::now() < deadline {
+            if std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(200)).is_ok() {
+                return Ok(true);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Ok(false)
+    })
+    .join()
+    .map_err(|_| "nginx: the waiting thread panicked".to_string())?
+    .map_err(|e| format!("nginx: {e}"))?;
+    if !listening {
+        let _ = child.kill();
+        let _ = child.wait();
+        let log = std::fs::read_to_string(dir.join("nginx-error.log")).unwrap_or_default();
+        return Err(format!(
+            "nginx did not listen on port {port} within 10 s: {}",
+            log.lines().last().unwrap_or("(nothing in its error log)")
+        ));
+    }
+    Ok(Server(child))
+}

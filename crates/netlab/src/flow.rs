@@ -62,15 +62,6 @@ impl Flow {
     }
 }
 
-/// The namespace of host `name` in the running network `st`.
-fn netns<'a>(st: &'a State, name: &str) -> Result<&'a str, String> {
-    st.hosts
-        .iter()
-        .find(|h| h.name == name)
-        .map(|h| h.netns.as_str())
-        .ok_or_else(|| format!("host '{name}' is not up here"))
-}
-
 /// Starts the receiving end of `flow` on its host's `eth0`. Frames of
 /// other streams are not counted; `clock_ahead_ns` (the receiver's clock
 /// minus the sender's) comes off every latency; each `interval`, what it
@@ -81,7 +72,7 @@ pub fn receive(
     clock_ahead_ns: i64,
     intervals: Option<(Duration, std::sync::mpsc::Sender<Interval>)>,
 ) -> Result<Receiver, String> {
-    let ns = netns(st, &flow.to.host)?;
+    let ns = st.netns_of(&flow.to.host)?;
     let opts = RecvOptions {
         stream: Some(flow.stream),
         clock_ahead_ns,
@@ -101,7 +92,7 @@ pub fn finish(r: Receiver, seconds: f64) -> RecvReport {
 /// works on any link, VXLAN included), starting when this machine's clock
 /// reads `start_unix_ns`; blocks until done.
 pub fn send(st: &State, flow: &Flow, start_unix_ns: u64) -> Result<GenReport, String> {
-    let ns = netns(st, &flow.from.host)?;
+    let ns = st.netns_of(&flow.from.host)?;
     let template = Template::udp(
         flow.frame_bytes,
         flow.from.mac,

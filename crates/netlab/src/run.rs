@@ -546,20 +546,9 @@ impl Net {
 }
 
 pub fn command_in(state: &State, host: &str, argv: &[&str]) -> Result<Command, String> {
-    let h = state.hosts.iter().find(|h| h.name == host).ok_or_else(|| {
-        format!(
-            "no host '{host}' in run {} (hosts: {})",
-            state.id,
-            state
-                .hosts
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        )
-    })?;
+    let ns = state.netns_of(host)?;
     let mut c = Command::new("ip");
-    c.args(["netns", "exec", &h.netns]).args(argv);
+    c.args(["netns", "exec", ns]).args(argv);
     Ok(c)
 }
 

@@ -33,6 +33,21 @@ pub enum SwitchKind {
 }
 
 impl State {
+    /// Host `name`'s namespace; the error names the run's hosts.
+    pub fn netns_of(&self, name: &str) -> Result<&str, String> {
+        self.hosts
+            .iter()
+            .find(|h| h.name == name)
+            .map(|h| h.netns.as_str())
+            .ok_or_else(|| {
+                format!(
+                    "no host '{name}' in run {} (hosts: {})",
+                    self.id,
+                    self.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(" ")
+                )
+            })
+    }
+
     /// Each switch's ports, in the order the switch numbers them.
     pub fn ports(&self) -> Vec<(String, Vec<Port>)> {
         let mut out: Vec<(String, Vec<Port>)> = self.switches.iter().map(|(n, _)| (n.clone(), Vec::new())).collect();

@@ -226,6 +226,7 @@ impl Drop for Lab {
 
 const LEAF_SPINE: &str = "experiment = \"net\"\ntopology = \"leaf-spine,2,3,1\"\nping_count = 1\n\
      iperf = [\"h1>h3\"]\niperf_s = 2\n\
+     http = [\"h3>h1\"]\nhttp_rate = 40\nhttp_s = 1.5\n\
      flows = [\"h1>h3\", \"h3>h2\"]\nflow_pps = 1000\nflow_s = 2\ninterval_ms = 500\n";
 
 #[test]
@@ -350,6 +351,24 @@ fn a_leaf_spine_spread_over_three_workers_pings_and_carries_iperf_between_them()
             );
         }
     }
+    // HTTP between workers: nginx on h1's worker, the client on h3's, the
+    // requests back as they ended, each on disk.
+    let ends = &meta["parameters"]["http_workers"]["h3>h1"];
+    assert_ne!(ends[0], ends[1], "both ends on one worker: {meta}");
+    let http = samples
+        .iter()
+        .find(|s| s["scenario"] == "http h3>h1")
+        .unwrap_or_else(|| panic!("no http sample: {samples:?}"));
+    assert_eq!(http["values"]["requests"].as_f64(), Some(60.0), "{http}");
+    assert_eq!(http["values"]["errors"].as_f64(), Some(0.0), "{http}");
+    assert!(http["values"]["http_latency_ms_p50"].as_f64().unwrap() > 0.0, "{http}");
+    let batches: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "http-interval").collect();
+    assert!(batches.len() >= 3, "{batches:?}");
+    let done: f64 = batches.iter().map(|s| s["values"]["requests"].as_f64().unwrap()).sum();
+    assert_eq!(done, 60.0, "the batches add up to the load");
+    let csv = std::fs::read_to_string(lab.dir.join("spread/requests.csv")).unwrap();
+    assert_eq!(csv.lines().filter(|l| l.starts_with("h3>h1,")).count(), 60, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",102400,")), "{csv}");
     // Every worker made its part and tore it down.
     for i in 1..=3 {
         assert_eq!(
@@ -663,8 +682,8 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
 }
 
 /// The same experiment runs on one machine without workers: netlab alone,
-/// every pair reached, iperf3 measured, both flows counted, nothing of the
-/// run left.
+/// every pair reached, iperf3 measured, the HTTP load answered, both flows
+/// counted, nothing of the run left.
 #[test]
 fn the_network_experiment_runs_on_one_machine_too() {
     let dir = std::env::temp_dir().join(format!("sdnlab-net-local-{}", std::process::id()));
@@ -714,6 +733,13 @@ fn the_network_experiment_runs_on_one_machine_too() {
             .sum();
         assert_eq!(frames, 4000.0, "{name}");
     }
+    let http: serde_json::Value = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|s| s["scenario"] == "http h1>h3")
+        .unwrap_or_else(|| panic!("no http sample: {samples}"));
+    assert_eq!(http["values"]["requests"].as_f64(), Some(40.0), "{http}");
+    assert_eq!(http["values"]["errors"].as_f64(), Some(0.0), "{http}");
     let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
     assert!(meta["parameters"]["workers"].is_null(), "{meta}");
     let run = text(&o.stderr);

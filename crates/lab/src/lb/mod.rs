@@ -7,13 +7,11 @@
 //! Every request's record is on disk (`requests.csv`) before the run is
 //! summarised; the figures go through the report engine.
 
-pub mod load;
-
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use ::lb::app::LbSlot;
+use ::lb::load::{self, Videos};
 use ::lb::{Config, Lb};
-use load::Videos;
 use report::{Meta, Metric, RunWriter, Sample, Target};
 use serde::{Deserialize, Serialize};
 use stats::Better;
@@ -111,7 +109,7 @@ const VIP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 100);
 const VIP_MAC: &str = "02:00:00:00:01:00";
 const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const REPLICAS: usize = 4;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+use ::lb::load::REQUEST_TIMEOUT;
 
 fn replica_ip(r: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 0, 0, 11 + r as u8)
@@ -503,10 +501,8 @@ fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Res
             };
             load::httperf(&ns, VIP, 80, target, rate, count, REQUEST_TIMEOUT.as_secs_f64()).map(ClientRun::Httperf)
         } else {
-            traffic::run::enter_netns(&ns).map_err(|e| e.to_string())?;
-            load::open_loop(VIP, 80, &uris_owned, rate, seconds, REQUEST_TIMEOUT, 8192)
+            load::open_loop_in(&ns, VIP, 80, uris_owned, rate, seconds, REQUEST_TIMEOUT, 8192, |_| {})
                 .map(ClientRun::Requests)
-                .map_err(|e| e.to_string())
         }
     });
     // The replicas' CPU while the load runs, from their agents.

@@ -48,8 +48,11 @@ impl Videos {
     }
 }
 
+/// How long a request may take before it counts as an error "timeout".
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// One request as the open-loop client saw it.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Request {
     /// Intended start, microseconds after the run began.
     pub intended_us: u64,
@@ -60,6 +63,47 @@ pub struct Request {
     pub replica: Option<String>,
     pub error: Option<&'static str>,
 }
+
+/// A `Request` as read back (from another machine): its error any string.
+#[derive(serde::Deserialize)]
+struct RequestRead {
+    intended_us: u64,
+    latency_us: u64,
+    bytes: u64,
+    replica: Option<String>,
+    error: Option<String>,
+}
+
+/// The error read back as one of `ERRORS`; a name this build does not
+/// know is "other". (Written out: a derived impl would borrow the error
+/// from the input for 'static.)
+impl<'de> serde::Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Request, D::Error> {
+        let r = RequestRead::deserialize(d)?;
+        Ok(Request {
+            intended_us: r.intended_us,
+            latency_us: r.latency_us,
+            bytes: r.bytes,
+            replica: r.replica,
+            error: r
+                .error
+                .map(|e| ERRORS.iter().find(|k| **k == e).copied().unwrap_or("other")),
+        })
+    }
+}
+
+/// What went wrong with a request, as `fetch` and `open_loop` name it.
+pub const ERRORS: [&str; 9] = [
+    "client-limit",
+    "connrefused",
+    "connreset",
+    "connect-other",
+    "closed-early",
+    "bad-reply",
+    "bad-status",
+    "short-body",
+    "timeout",
+];
 
 /// Sends requests for `uris` (cycled) to `host:port` at `rate` per second
 /// for `seconds`, each on a new connection; at most `max_open` at once (a
@@ -74,53 +118,138 @@ pub fn open_loop(
     timeout: Duration,
     max_open: usize,
 ) -> std::io::Result<Vec<Request>> {
+    open_loop_with(host, port, uris, rate, seconds, timeout, max_open, |_| {})
+}
+
+/// As `open_loop`, `on_done` seeing each request as it ends (in the order
+/// they end).
+#[allow(clippy::too_many_arguments)]
+pub fn open_loop_with(
+    host: std::net::Ipv4Addr,
+    port: u16,
+    uris: &[String],
+    rate: f64,
+    seconds: f64,
+    timeout: Duration,
+    max_open: usize,
+    mut on_done: impl FnMut(&Request),
+) -> std::io::Result<Vec<Request>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let count = (rate * seconds).round().max(1.0) as u64;
         let start = tokio::time::Instant::now();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let open = std::sync::Arc::new(tokio::sync::Semaphore::new(max_open));
-        let mut out = Vec::with_capacity(count as usize);
-        for n in 0..count {
-            let intended = Duration::from_secs_f64(n as f64 / rate);
-            tokio::time::sleep_until(start + intended).await;
-            let uri = uris[(n as usize) % uris.len()].clone();
-            let Ok(permit) = open.clone().try_acquire_owned() else {
-                out.push(Request {
-                    intended_us: intended.as_micros() as u64,
-                    latency_us: 0,
-                    bytes: 0,
-                    replica: None,
-                    error: Some("client-limit"),
-                });
-                continue;
-            };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let r = tokio::time::timeout(timeout, fetch(host, port, &uri)).await;
-                let done = start.elapsed();
-                let (bytes, replica, error) = match r {
-                    Ok(Ok((b, rep))) => (b, rep, None),
-                    Ok(Err(kind)) => (0, None, Some(kind)),
-                    Err(_) => (0, None, Some("timeout")),
+        // Requests leave on schedule while those done are taken in.
+        let schedule = async move {
+            for n in 0..count {
+                let intended = Duration::from_secs_f64(n as f64 / rate);
+                tokio::time::sleep_until(start + intended).await;
+                let uri = uris[(n as usize) % uris.len()].clone();
+                let Ok(permit) = open.clone().try_acquire_owned() else {
+                    let _ = tx.send(Request {
+                        intended_us: intended.as_micros() as u64,
+                        latency_us: 0,
+                        bytes: 0,
+                        replica: None,
+                        error: Some("client-limit"),
+                    });
+                    continue;
                 };
-                let _ = tx.send(Request {
-                    intended_us: intended.as_micros() as u64,
-                    latency_us: done.saturating_sub(intended).as_micros() as u64,
-                    bytes,
-                    replica,
-                    error,
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let r = tokio::time::timeout(timeout, fetch(host, port, &uri)).await;
+                    let done = start.elapsed();
+                    let (bytes, replica, error) = match r {
+                        Ok(Ok((b, rep))) => (b, rep, None),
+                        Ok(Err(kind)) => (0, None, Some(kind)),
+                        Err(_) => (0, None, Some("timeout")),
+                    };
+                    let _ = tx.send(Request {
+                        intended_us: intended.as_micros() as u64,
+                        latency_us: done.saturating_sub(intended).as_micros() as u64,
+                        bytes,
+                        replica,
+                        error,
+                    });
+                    drop(permit);
                 });
-                drop(permit);
-            });
-        }
-        drop(tx);
-        while let Some(r) = rx.recv().await {
-            out.push(r);
-        }
+            }
+        };
+        let mut out = Vec::with_capacity(count as usize);
+        let take = async {
+            while let Some(r) = rx.recv().await {
+                on_done(&r);
+                out.push(r);
+            }
+        };
+        tokio::join!(schedule, take);
         out.sort_by_key(|r| r.intended_us);
         Ok(out)
     })
+}
+
+/// `open_loop_with` from network namespace `netns` (on a thread of its
+/// own, which joins it).
+#[allow(clippy::too_many_arguments)]
+pub fn open_loop_in(
+    netns: &str,
+    host: std::net::Ipv4Addr,
+    port: u16,
+    uris: Vec<String>,
+    rate: f64,
+    seconds: f64,
+    timeout: Duration,
+    max_open: usize,
+    on_done: impl FnMut(&Request) + Send + 'static,
+) -> Result<Vec<Request>, String> {
+    let ns = netns.to_string();
+    std::thread::spawn(move || {
+        traffic::run::enter_netns(&ns).map_err(|e| format!("{ns}: {e}"))?;
+        open_loop_with(host, port, &uris, rate, seconds, timeout, max_open, on_done).map_err(|e| e.to_string())
+    })
+    .join()
+    .map_err(|_| "the HTTP client panicked".to_string())?
+}
+
+/// `open_loop_in`, the requests handed to `on_batch` on the calling
+/// thread, those done in each `every` as they end (a batch may be empty),
+/// the last ones once the load is over.
+#[allow(clippy::too_many_arguments)]
+pub fn open_loop_batched(
+    netns: &str,
+    host: std::net::Ipv4Addr,
+    port: u16,
+    uris: Vec<String>,
+    rate: f64,
+    seconds: f64,
+    timeout: Duration,
+    every: Duration,
+    mut on_batch: impl FnMut(Vec<Request>),
+) -> Result<(), String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let ns = netns.to_string();
+    let load = std::thread::spawn(move || {
+        open_loop_in(&ns, host, port, uris, rate, seconds, timeout, 8192, move |r| {
+            let _ = tx.send(r.clone());
+        })
+    });
+    let mut batch = Vec::new();
+    let mut next = Instant::now() + every;
+    loop {
+        match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+            Ok(r) => batch.push(r),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                on_batch(std::mem::take(&mut batch));
+                next += every;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    on_batch(batch);
+    load.join()
+        .map_err(|_| "the HTTP client panicked".to_string())?
+        .map(drop)
 }
 
 /// One GET on a new connection: the body's length and the replica, or
@@ -289,6 +418,25 @@ pub fn jain(xs: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_reads_back_from_another_machine_with_its_error_kind() {
+        let mut q = Request {
+            intended_us: 5,
+            latency_us: 700,
+            bytes: 100,
+            replica: Some("r1".into()),
+            error: None,
+        };
+        let back = |q: &Request| serde_json::from_str::<Request>(&serde_json::to_string(q).unwrap()).unwrap();
+        assert_eq!(back(&q), q);
+        for kind in ERRORS {
+            q.error = Some(kind);
+            assert_eq!(back(&q).error, Some(kind));
+        }
+        let strange = r#"{"intended_us":1,"latency_us":2,"bytes":0,"replica":null,"error":"new-kind"}"#;
+        assert_eq!(serde_json::from_str::<Request>(strange).unwrap().error, Some("other"));
+    }
 
     #[test]
     fn the_heterogeneous_load_is_reproducible_and_as_described() {
