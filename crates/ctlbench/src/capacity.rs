@@ -6,7 +6,7 @@
 
 use crate::switch::{self, Identity};
 use ofwire::{v10, v13, Body, Framer, Message, OFP10_VERSION};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,10 +20,13 @@ pub const FIRST_DPID: u64 = 0x5e55_0000_0000_0001;
 /// Ports each session's switch reports.
 pub const PORTS: u32 = 1;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CapacityConfig {
     pub target: SocketAddr,
     pub version: u8,
+    /// The datapath id of the first session (the others follow).
+    #[serde(default = "first_dpid")]
+    pub first_dpid: u64,
     /// Stop here if the controller has not failed before.
     pub max_sessions: usize,
     /// Probe every held session with an echo after this many new ones.
@@ -31,13 +34,18 @@ pub struct CapacityConfig {
     pub timeout: Duration,
 }
 
-#[derive(Clone, Debug, Serialize)]
+fn first_dpid() -> u64 {
+    FIRST_DPID
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CapacityResult {
     /// Sessions open and answering when the test ended.
     pub held: usize,
     /// "limit" (max_sessions reached), "refused", "connect timed out",
     /// "closed during handshake", "handshake timed out", "closed earlier
-    /// sessions", "stopped answering echo", "our open-file limit".
+    /// sessions", "stopped answering echo", "our open-file limit",
+    /// "stopped" (told to: another shard of the test ended it).
     pub ended_by: String,
     pub detail: String,
     pub seconds: f64,
@@ -104,8 +112,24 @@ async fn hold(
     shared.closed.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Runs the test.
-pub async fn run(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64)) -> CapacityResult {
+/// Runs the test; the sessions are closed when it returns.
+pub async fn run(cfg: CapacityConfig, on_progress: impl FnMut(usize, f64)) -> CapacityResult {
+    let (_never, stop) = watch::channel(false);
+    open(cfg, on_progress, stop).await.result
+}
+
+/// Sessions opened by [`open`], still held (answering the controller)
+/// until this is dropped.
+pub struct Held {
+    pub result: CapacityResult,
+    _probe: watch::Sender<u64>,
+}
+
+/// Opens sessions as `run` does, also ending ("stopped") once `stop` turns
+/// true (checked before each new session), and leaves them open: the
+/// shards of one test on several machines are counted while all of them
+/// hold theirs.
+pub async fn open(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64), stop: watch::Receiver<bool>) -> Held {
     let shared = Arc::new(Shared::default());
     let (probe_tx, probe_rx) = watch::channel(0u64);
     let start = Instant::now();
@@ -115,6 +139,9 @@ pub async fn run(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64)) -
     let (ended_by, detail): (String, String) = loop {
         if held >= cfg.max_sessions {
             break ("limit".into(), format!("{} sessions asked for", cfg.max_sessions));
+        }
+        if *stop.borrow() {
+            break ("stopped".into(), "told to stop: the test ended elsewhere".into());
         }
         let connect = tokio::time::timeout(cfg.timeout, TcpStream::connect(cfg.target)).await;
         let mut s = match connect {
@@ -133,7 +160,7 @@ pub async fn run(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64)) -
         };
         let _ = s.set_nodelay(true);
         let id = Identity {
-            datapath_id: FIRST_DPID + held as u64,
+            datapath_id: cfg.first_dpid + held as u64,
             ports: PORTS,
         };
         let mut framer = Framer::default();
@@ -194,13 +221,15 @@ pub async fn run(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64)) -
     let closed = shared.closed.load(Ordering::Relaxed) as usize;
     let held_now = held.saturating_sub(closed);
     let seconds = start.elapsed().as_secs_f64();
-    drop(probe_tx);
-    CapacityResult {
-        held: held_now,
-        ended_by,
-        detail,
-        seconds,
-        sessions_per_s: held as f64 / seconds.max(1e-9),
-        progress,
+    Held {
+        result: CapacityResult {
+            held: held_now,
+            ended_by,
+            detail,
+            seconds,
+            sessions_per_s: held as f64 / seconds.max(1e-9),
+            progress,
+        },
+        _probe: probe_tx,
     }
 }

@@ -351,6 +351,104 @@ impl Fleet {
         )
     }
 
+    /// The control session capacity test `cfg` with its sessions shared
+    /// out over the workers ([`crate::shard::split_sessions`]), all opening
+    /// at once. When one shard ends because the controller failed, the
+    /// others are told to stop; every shard holds its sessions until all
+    /// have ended, so the sum is what the controller held at once.
+    /// `on_progress` sees the total held as the shards report it. Returns
+    /// the merged result and each worker's own.
+    pub async fn sessions(
+        &self,
+        cfg: &ctlbench::capacity::CapacityConfig,
+        mut on_progress: impl FnMut(usize),
+    ) -> Result<
+        (
+            ctlbench::capacity::CapacityResult,
+            Vec<(String, ctlbench::capacity::CapacityResult)>,
+        ),
+        FleetError,
+    > {
+        let configs = crate::shard::split_sessions(cfg, self.workers.len());
+        let (tx, mut rx) = mpsc::unbounded_channel::<(usize, Reply)>();
+        let mut active = Vec::new();
+        let mut calls = Vec::new();
+        for (i, (w, c)) in self.workers.iter().zip(&configs).enumerate() {
+            if c.max_sessions == 0 {
+                continue;
+            }
+            active.push(i);
+            let tx = tx.clone();
+            calls.push(w.call_with(Call::Sessions { config: c.clone() }, move |r| {
+                let _ = tx.send((i, r));
+            }));
+        }
+        drop(tx);
+        let run = async {
+            let all = join_all(calls);
+            tokio::pin!(all);
+            let mut held = vec![0usize; self.workers.len()];
+            let mut ended: Vec<Option<ctlbench::capacity::CapacityResult>> = vec![None; self.workers.len()];
+            let mut stopped = false;
+            let mut finished = None;
+            while active.iter().any(|&i| ended[i].is_none()) {
+                tokio::select! {
+                    Some((i, r)) = rx.recv() => match r {
+                        Reply::SessionsProgress { held: n, .. } => {
+                            held[i] = n;
+                            on_progress(held.iter().sum());
+                        }
+                        Reply::SessionsEnded { result } => {
+                            held[i] = result.held;
+                            on_progress(held.iter().sum());
+                            if result.ended_by != "limit" && !stopped {
+                                // The controller failed: the test is over everywhere.
+                                stopped = true;
+                                let stops = active
+                                    .iter()
+                                    .filter(|&&j| j != i && ended[j].is_none())
+                                    .map(|&j| self.workers[j].call(Call::SessionsStop { release: false }));
+                                for r in join_all(stops).await {
+                                    r?;
+                                }
+                            }
+                            ended[i] = Some(*result);
+                        }
+                        _ => {}
+                    },
+                    r = &mut all, if finished.is_none() => {
+                        // Every call ended before all said how: one failed.
+                        for r in r {
+                            r?;
+                        }
+                        finished = Some(());
+                    }
+                }
+            }
+            // Every shard holds its count: now they may let go.
+            for r in join_all(
+                active
+                    .iter()
+                    .map(|&i| self.workers[i].call(Call::SessionsStop { release: true })),
+            )
+            .await
+            {
+                r?;
+            }
+            if finished.is_none() {
+                for r in all.await {
+                    r?;
+                }
+            }
+            let shards: Vec<(String, ctlbench::capacity::CapacityResult)> = active
+                .iter()
+                .map(|&i| (self.workers[i].name.clone(), ended[i].take().expect("ended")))
+                .collect();
+            Ok((crate::shard::merge_sessions(&shards), shards))
+        };
+        self.unless_lost(run).await
+    }
+
     /// Runs the controller benchmark `cfg` with its switches shared out over
     /// the workers ([`crate::shard`]), all starting together; `on_loop`
     /// sees each loop merged over the shards once every shard has measured

@@ -94,6 +94,16 @@ pub enum Call {
         seconds: f64,
         interval_ms: u32,
     },
+    /// A shard of the control session capacity test: opens `config`'s
+    /// sessions (its own datapath ids) until the controller fails, the
+    /// shard's count is reached, or `SessionsStop` says stop; streams the
+    /// count held at each check (`Reply::SessionsProgress`), says how it
+    /// ended while still holding them (`Reply::SessionsEnded`), holds them
+    /// until `SessionsStop { release: true }`, then `Reply::Done`.
+    Sessions { config: ctlbench::capacity::CapacityConfig },
+    /// Stops the capacity shard opening sessions (`release` false) or
+    /// lets it close them (true) (`Reply::Done`).
+    SessionsStop { release: bool },
     /// Runs a shard of the controller benchmark: `config`'s switches
     /// against its target, starting at `start_unix_ns` on the worker's
     /// clock (so the shards' loops line up); each loop as it is measured
@@ -163,6 +173,16 @@ pub enum Reply {
     HttpRequests {
         requests: Vec<lb::load::Request>,
     },
+    /// A capacity shard's sessions held so far (more follow).
+    SessionsProgress {
+        held: usize,
+        seconds: f64,
+    },
+    /// A capacity shard stopped opening sessions and holds what it has
+    /// (more follow).
+    SessionsEnded {
+        result: Box<ctlbench::capacity::CapacityResult>,
+    },
     /// A flow's receiver is counting (more follow).
     FlowListening,
     /// What a flow's receiver counted in one interval (more follow).
@@ -191,7 +211,12 @@ impl Reply {
     pub fn is_final(&self) -> bool {
         !matches!(
             self,
-            Reply::CtlLoop { .. } | Reply::FlowListening | Reply::FlowInterval { .. } | Reply::HttpRequests { .. }
+            Reply::CtlLoop { .. }
+                | Reply::FlowListening
+                | Reply::FlowInterval { .. }
+                | Reply::HttpRequests { .. }
+                | Reply::SessionsProgress { .. }
+                | Reply::SessionsEnded { .. }
         )
     }
 }

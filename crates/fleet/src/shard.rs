@@ -21,6 +21,57 @@ pub struct Shard {
     pub report: Report,
 }
 
+/// The capacity test's `cfg` shared out over `workers`: worker i may open
+/// its share of `max_sessions` (counts differing by one at most), with the
+/// datapath ids that follow the previous worker's share.
+pub fn split_sessions(
+    cfg: &ctlbench::capacity::CapacityConfig,
+    workers: usize,
+) -> Vec<ctlbench::capacity::CapacityConfig> {
+    let workers = workers.max(1);
+    let (each, extra) = (cfg.max_sessions / workers, cfg.max_sessions % workers);
+    let mut first = cfg.first_dpid;
+    (0..workers)
+        .map(|i| {
+            let n = each + usize::from(i < extra);
+            let c = ctlbench::capacity::CapacityConfig {
+                max_sessions: n,
+                first_dpid: first,
+                ..cfg.clone()
+            };
+            first += n as u64;
+            c
+        })
+        .collect()
+}
+
+/// The capacity shards' results as one: the sessions all of them held at
+/// once; how the test ended (the first shard the controller failed, named,
+/// or "limit" when every shard reached its count); the slowest shard's
+/// time.
+pub fn merge_sessions(shards: &[(String, ctlbench::capacity::CapacityResult)]) -> ctlbench::capacity::CapacityResult {
+    let held: usize = shards.iter().map(|(_, r)| r.held).sum();
+    let seconds = shards.iter().map(|(_, r)| r.seconds).fold(0.0, f64::max);
+    let failed = shards
+        .iter()
+        .find(|(_, r)| r.ended_by != "limit" && r.ended_by != "stopped");
+    let (ended_by, detail) = match failed {
+        Some((w, r)) => (r.ended_by.clone(), format!("worker {w}: {}", r.detail)),
+        None => (
+            "limit".to_string(),
+            format!("every shard opened its share ({held} sessions)"),
+        ),
+    };
+    ctlbench::capacity::CapacityResult {
+        held,
+        ended_by,
+        detail,
+        seconds,
+        sessions_per_s: held as f64 / seconds.max(1e-9),
+        progress: Vec::new(),
+    }
+}
+
 /// `cfg` shared out over `workers`: worker i gets its switch count and the
 /// datapath ids that follow the previous worker's. A worker may get none
 /// (fewer switches than workers).
@@ -160,6 +211,38 @@ pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_are_shared_out_and_their_shards_merge_into_what_was_held_at_once() {
+        let cfg = ctlbench::capacity::CapacityConfig {
+            target: "127.0.0.1:6653".parse().unwrap(),
+            version: 4,
+            first_dpid: 100,
+            max_sessions: 10,
+            check_every: 500,
+            timeout: std::time::Duration::from_secs(5),
+        };
+        let parts = split_sessions(&cfg, 3);
+        assert_eq!(parts.iter().map(|c| c.max_sessions).collect::<Vec<_>>(), [4, 3, 3]);
+        assert_eq!(parts.iter().map(|c| c.first_dpid).collect::<Vec<_>>(), [100, 104, 107]);
+        let r = |held, ended_by: &str, seconds| ctlbench::capacity::CapacityResult {
+            held,
+            ended_by: ended_by.into(),
+            detail: format!("{ended_by} here"),
+            seconds,
+            sessions_per_s: 0.0,
+            progress: Vec::new(),
+        };
+        let m = merge_sessions(&[
+            ("a".into(), r(4, "stopped", 1.0)),
+            ("b".into(), r(2, "refused", 2.0)),
+            ("c".into(), r(3, "stopped", 1.5)),
+        ]);
+        assert_eq!((m.held, m.ended_by.as_str(), m.seconds), (9, "refused", 2.0));
+        assert_eq!(m.detail, "worker b: refused here");
+        let all = merge_sessions(&[("a".into(), r(4, "limit", 1.0)), ("b".into(), r(3, "limit", 1.0))]);
+        assert_eq!((all.held, all.ended_by.as_str()), (7, "limit"));
+    }
 
     fn cfg(switches: usize) -> Config {
         Config {

@@ -136,9 +136,19 @@ struct Made {
     net: Option<Net>,
     iperf: Vec<tokio::process::Child>,
     http: Vec<lb::replica::Server>,
+    /// The capacity shard running: its stop and its release.
+    sessions: Option<(watch::Sender<bool>, Arc<tokio::sync::Notify>)>,
 }
 
 impl Made {
+    /// The capacity shard's stop and release, made by the first call
+    /// that needs them.
+    fn sessions(&mut self) -> (watch::Sender<bool>, Arc<tokio::sync::Notify>) {
+        self.sessions
+            .get_or_insert_with(|| (watch::channel(false).0, Arc::default()))
+            .clone()
+    }
+
     async fn tear_down(&mut self) -> Result<Option<String>, String> {
         for mut c in self.iperf.drain(..) {
             let _ = c.kill().await;
@@ -452,6 +462,34 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
                     |b| partial(Reply::HttpRequests { requests: b }),
                 )
             })?;
+            Ok(Reply::Done)
+        }
+        Call::Sessions { config } => {
+            raise_fd_limit();
+            // (A stop that came first, from a shard that ended at once, holds.)
+            let (stop, release) = made.lock().await.sessions();
+            let held = ctlbench::capacity::open(
+                config,
+                |held, seconds| partial(Reply::SessionsProgress { held, seconds }),
+                stop.subscribe(),
+            )
+            .await;
+            partial(Reply::SessionsEnded {
+                result: Box::new(held.result.clone()),
+            });
+            release.notified().await;
+            drop(held);
+            made.lock().await.sessions = None;
+            Ok(Reply::Done)
+        }
+        Call::SessionsStop { release } => {
+            let (stop, done) = made.lock().await.sessions();
+            if release {
+                // (A permit kept if the shard is not waiting yet.)
+                done.notify_one();
+            } else {
+                stop.send_replace(true);
+            }
             Ok(Reply::Done)
         }
         Call::Down => {

@@ -529,7 +529,7 @@ struct Controller(Child);
 impl Controller {
     fn start(addr: &str) -> Controller {
         let c = Command::new(BIN)
-            .args(["controller", "--listen", addr])
+            .args(["controller", "--no-rest", "--listen", addr])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -745,4 +745,131 @@ fn the_network_experiment_runs_on_one_machine_too() {
     let run = text(&o.stderr);
     assert!(run.contains("on this machine"), "{run}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `bench ctl --test sessions` over three workers with `--max-sessions`,
+/// against `target`: the run's JSON and its samples.
+fn sessions_over(lab: &Lab, target: &str, max: &str, out: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let inv = lab.inventory("creds", &lab.listed());
+    let out = lab.dir.join(out);
+    let o = Command::new(BIN)
+        .args(["bench", "ctl", "--test", "sessions", "--target", target, "--ofp", "1.3"])
+        .args([
+            "--max-sessions",
+            max,
+            "--trials",
+            "1",
+            "--workers",
+            inv.to_str().unwrap(),
+        ])
+        .args(["--json", "--no-live", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr),
+        lab.worker_log(1)
+    );
+    let samples = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (serde_json::from_slice(&o.stdout).unwrap(), samples)
+}
+
+/// The control session capacity test spread over three workers: each opens
+/// its share of the sessions, and the total is what the controller held
+/// at once. A shard that meets a failure (its worker's own limit here)
+/// stops the others; against a controller that runs out of descriptors,
+/// every shard fails where it stands, and the shards' counts add up to
+/// what it held.
+#[test]
+fn the_session_capacity_test_counts_what_all_workers_hold_at_once() {
+    let mut lab = Lab::new("s");
+    for i in 1..=3 {
+        lab.start_worker(i);
+    }
+    let shards_of = |samples: &[serde_json::Value]| -> Vec<(f64, String)> {
+        samples
+            .iter()
+            .filter(|s| s["kind"] == "shard")
+            .map(|s| {
+                (
+                    s["values"]["sessions_held"].as_f64().unwrap(),
+                    s["note"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let target = format!("10.{}.0.254:16653", lab.subnet);
+    let _ctl = Controller::start(&target);
+    let (v, samples) = sessions_over(&lab, &target, "300", "plenty");
+    let t = &v["trials"][0];
+    assert_eq!(
+        (t["held"].as_u64(), t["ended_by"].as_str()),
+        (Some(300), Some("limit")),
+        "{v}"
+    );
+    let shards = shards_of(&samples);
+    assert_eq!(shards.iter().map(|s| s.0).collect::<Vec<_>>(), [100.0; 3], "{shards:?}");
+
+    // A controller that can open 150 files: fewer sessions than asked for,
+    // every shard failing where it stands.
+    {
+        let target = format!("10.{}.0.254:16654", lab.subnet);
+        let c = Command::new("prlimit")
+            .args(["--nofile=150:150", BIN, "controller", "--no-rest", "--listen", &target])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let _ctl = Controller(c);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(&target).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the controller did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let (v, samples) = sessions_over(&lab, &target, "600", "few");
+        let t = &v["trials"][0];
+        let held = t["held"].as_u64().unwrap();
+        assert_ne!(t["ended_by"], "limit", "{v}");
+        assert!((30..150).contains(&held), "{v}");
+        let shards = shards_of(&samples);
+        assert_eq!(shards.len(), 3, "{shards:?}");
+        assert_eq!(shards.iter().map(|s| s.0).sum::<f64>(), held as f64, "{shards:?}");
+        assert!(
+            shards.iter().all(|s| s.0 < 200.0),
+            "no shard reached its share: {shards:?}"
+        );
+        assert!(t["detail"].as_str().unwrap().starts_with("worker "), "{v}");
+    }
+
+    // One worker that runs out of descriptors ends the test: the others
+    // are told to stop, short of their share.
+    let pid = lab.workers[2].as_ref().unwrap().id().to_string();
+    assert!(Command::new("prlimit")
+        .args(["--pid", &pid, "--nofile=60:60"])
+        .status()
+        .unwrap()
+        .success());
+    let (v, samples) = sessions_over(&lab, &target, "900", "one-short");
+    let t = &v["trials"][0];
+    assert_eq!(t["ended_by"], "our open-file limit", "{v}");
+    let shards = shards_of(&samples);
+    assert!(shards[2].0 < 60.0, "{shards:?}");
+    for s in &shards[..2] {
+        assert!(s.1.contains("ended by stopped") && s.0 < 300.0, "{shards:?}");
+    }
+    assert_eq!(
+        shards.iter().map(|s| s.0).sum::<f64>(),
+        t["held"].as_f64().unwrap(),
+        "{shards:?}"
+    );
+    lab.assert_nothing_left();
 }

@@ -247,27 +247,9 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     };
     let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
     // Spread over workers: connected once for the run, clocks measured.
-    let fleet = match &place.workers {
-        None => None,
-        Some(path) => {
-            let inv = fleet::inventory::Inventory::load(path).map_err(|e| LabError::Config(e.to_string()))?;
-            let f = rt.block_on(fleet::coordinator::Fleet::connect(&inv));
-            let f = match f {
-                Ok(f) => f,
-                Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
-            };
-            meta.parameters["workers"] = f.clocks();
-            meta.events.extend(f.clock_warnings());
-            say(
-                obs,
-                format!(
-                    "sdnlab bench ctl: the switches spread over {} worker(s): {}",
-                    f.workers.len(),
-                    f.workers.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join(", ")
-                ),
-            );
-            Some(f)
-        }
+    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the switches") {
+        Ok(f) => f,
+        Err(e) => return Err(fail_run(writer, &mut meta, e)),
     };
     say(
         obs,
@@ -626,6 +608,34 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
 }
 
 /// `--test sessions`: how many sessions the controller holds, and how it fails.
+/// The run's workers, connected once for the run (their clocks measured
+/// and recorded in `meta`), when it is spread over them; `what` is what
+/// they share out.
+fn connect_fleet(
+    place: &Place,
+    rt: &tokio::runtime::Runtime,
+    meta: &mut Meta,
+    obs: &dyn Observer,
+    what: &str,
+) -> Result<Option<fleet::coordinator::Fleet>, LabError> {
+    let Some(path) = &place.workers else { return Ok(None) };
+    let inv = fleet::inventory::Inventory::load(path).map_err(|e| LabError::Config(e.to_string()))?;
+    let f = rt
+        .block_on(fleet::coordinator::Fleet::connect(&inv))
+        .map_err(LabError::setup)?;
+    meta.parameters["workers"] = f.clocks();
+    meta.events.extend(f.clock_warnings());
+    say(
+        obs,
+        format!(
+            "sdnlab bench ctl: {what} spread over {} worker(s): {}",
+            f.workers.len(),
+            f.workers.iter().map(|w| w.name.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+    );
+    Ok(Some(f))
+}
+
 fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let limit = controller::runtime::raise_fd_limit();
     let run_id = place.name("ctl-sessions");
@@ -654,6 +664,10 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             dir.display()
         ),
     );
+    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the sessions") {
+        Ok(f) => f,
+        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+    };
     let mut results = Vec::new();
     for trial in 0..a.trials {
         // A fresh controller for each trial when sdnlab starts it.
@@ -664,15 +678,38 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         let cfg = ctlbench::capacity::CapacityConfig {
             target: addr,
             version,
+            first_dpid: ctlbench::capacity::FIRST_DPID,
             max_sessions: a.max_sessions,
             check_every: 500,
             timeout: Duration::from_secs(5),
         };
-        let r = rt.block_on(ctlbench::capacity::run(cfg, |n, secs| {
-            obs.event(Event::Status(&format!(
-                "trial {trial}: {n} sessions held after {secs:.1} s"
-            )));
-        }));
+        let r = match &fleet {
+            None => rt.block_on(ctlbench::capacity::run(cfg, |n, secs| {
+                obs.event(Event::Status(&format!(
+                    "trial {trial}: {n} sessions held after {secs:.1} s"
+                )));
+            })),
+            Some(f) => {
+                let r = rt.block_on(f.sessions(&cfg, |n| {
+                    obs.event(Event::Status(&format!("trial {trial}: {n} sessions held")));
+                }));
+                let (r, shards) = match r {
+                    Ok(x) => x,
+                    Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                };
+                for (worker, s) in &shards {
+                    let sample = Sample::of(
+                        "shard",
+                        "sessions",
+                        trial,
+                        [("sessions_held", s.held as f64), ("seconds", s.seconds)],
+                    )
+                    .noted(Some(format!("worker {worker}: ended by {}: {}", s.ended_by, s.detail)));
+                    writer.append(&sample).map_err(io_error(&dir))?;
+                }
+                r
+            }
+        };
         say(
             obs,
             format!(
