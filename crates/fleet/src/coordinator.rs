@@ -58,6 +58,10 @@ pub struct Worker {
     /// How it was measured: "udp" (the worker's clock probes) or "tls"
     /// (exchanges over the session, when probes got no answer).
     pub clock_via: &'static str,
+    /// When it was measured.
+    clock_at: std::time::Instant,
+    /// Where the worker answers clock probes, and their token.
+    probes: Option<(std::net::SocketAddr, clock::Token)>,
     tx: mpsc::UnboundedSender<Request>,
     pending: Pending,
     /// Why the worker is lost, once it is (set by the reader when the
@@ -147,6 +151,8 @@ impl Worker {
             host: String::new(),
             clock: None,
             clock_via: "tls",
+            clock_at: std::time::Instant::now(),
+            probes: None,
             tx,
             pending,
             lost,
@@ -168,37 +174,14 @@ impl Worker {
                 ..
             } => {
                 w.host = host;
-                w.clock = match (clock_port, clock_token.as_deref().and_then(parse_token)) {
-                    (Some(port), Some(token)) => {
-                        let to = std::net::SocketAddr::from((*addr.ip(), port));
-                        tokio::task::spawn_blocking(move || clock::probe(to, token, PROBES))
-                            .await
-                            .ok()
-                            .and_then(Result::ok)
-                            .filter(|ex| ex.len() >= PROBES / 2)
-                            .and_then(|ex| clock::estimate(&ex))
-                    }
-                    _ => None,
-                };
+                if let (Some(port), Some(token)) = (clock_port, clock_token.as_deref().and_then(parse_token)) {
+                    w.probes = Some((std::net::SocketAddr::from((*addr.ip(), port)), token));
+                }
             }
             other => return Err(fail(format!("answered hello with {other:?}"))),
         }
-        if w.clock.is_some() {
-            w.clock_via = "udp";
-        } else {
-            // No probes answered (a firewall, an older worker): exchanges
-            // over the session, known less well.
-            let mut exchanges = Vec::with_capacity(EXCHANGES);
-            for _ in 0..EXCHANGES {
-                let t0 = clock::unix_ns();
-                let reply = w.call(Call::Clock).await?;
-                let t2 = clock::unix_ns();
-                if let Reply::Clock { unix_ns } = reply {
-                    exchanges.push(Exchange { t0, t1: unix_ns, t2 });
-                }
-            }
-            w.clock = clock::estimate(&exchanges);
-        }
+        (w.clock, w.clock_via) = w.measure_clock().await?;
+        w.clock_at = std::time::Instant::now();
         // Heartbeats: three per lease.
         let (tx, every) = (w.tx.clone(), Duration::from_millis((lease_ms / 3).max(1)));
         w.tasks.push(tokio::spawn(async move {
@@ -216,6 +199,34 @@ impl Worker {
             }
         }));
         Ok(w)
+    }
+
+    /// Its clock against ours now: by its probes if it answers them
+    /// (`"udp"`), else by exchanges over the session (`"tls"`).
+    async fn measure_clock(&self) -> Result<(Option<Offset>, &'static str), FleetError> {
+        if let Some((to, token)) = self.probes {
+            let probed = tokio::task::spawn_blocking(move || clock::probe(to, token, PROBES))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .filter(|ex| ex.len() >= PROBES / 2)
+                .and_then(|ex| clock::estimate(&ex));
+            if probed.is_some() {
+                return Ok((probed, "udp"));
+            }
+        }
+        // No probes answered (a firewall, an older worker): exchanges over
+        // the session, known less well.
+        let mut exchanges = Vec::with_capacity(EXCHANGES);
+        for _ in 0..EXCHANGES {
+            let t0 = clock::unix_ns();
+            let reply = self.call(Call::Clock).await?;
+            let t2 = clock::unix_ns();
+            if let Reply::Clock { unix_ns } = reply {
+                exchanges.push(Exchange { t0, t1: unix_ns, t2 });
+            }
+        }
+        Ok((clock::estimate(&exchanges), "tls"))
     }
 
     /// Why the worker is lost, if it is.
@@ -332,6 +343,36 @@ impl Fleet {
                 Some(_) => None,
             })
             .collect()
+    }
+
+    /// Each worker's clock measured again: how far it moved against ours
+    /// since it was first measured, for meta.json, and a warning for each
+    /// that moved by more than the two measurements' uncertainty (the
+    /// offsets used all run long were off by up to that by its end).
+    pub async fn clock_drift(&self) -> Result<(serde_json::Value, Vec<String>), FleetError> {
+        let mut out = Vec::new();
+        let mut warnings = Vec::new();
+        for w in &self.workers {
+            let (now, _) = w.measure_clock().await?;
+            let secs = w.clock_at.elapsed().as_secs_f64();
+            let (Some(then), Some(now)) = (w.clock, now) else {
+                out.push(serde_json::json!({ "worker": w.name, "moved_us": null }));
+                continue;
+            };
+            let moved = now.offset_us - then.offset_us;
+            let bound = now.uncertainty_us + then.uncertainty_us;
+            out.push(serde_json::json!({
+                "worker": w.name, "moved_us": moved, "within_us": bound, "over_s": secs,
+                "us_per_s": moved / secs.max(1e-9),
+            }));
+            if moved.abs() > bound {
+                warnings.push(format!(
+                    "worker {}: its clock moved {moved:.0} us against ours in {secs:.0} s (more than the {bound:.0} us its offset is known within): one-way figures late in the run are off by up to that",
+                    w.name
+                ));
+            }
+        }
+        Ok((serde_json::Value::Array(out), warnings))
     }
 
     /// Each worker's clock offset, for meta.json.

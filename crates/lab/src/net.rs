@@ -441,6 +441,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             Some(inv) => {
                 let fleet = fleet::coordinator::Fleet::connect(inv).await.map_err(LabError::setup)?;
                 meta.parameters["workers"] = fleet.clocks();
+                meta.events.extend(fleet.clock_warnings());
                 let spread = fleet.net_up(&topo, kind, controller).await.map_err(LabError::setup)?;
                 meta.parameters["links_between_workers"] = spread.cut.into();
                 let pings = if c.ping_count > 0 {
@@ -492,6 +493,10 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     let (a, b) = (spread.worker_of(&f.from.host), spread.worker_of(&f.to.host));
                     meta.parameters["flow_workers"][name] = serde_json::json!([a, b]);
                 }
+                // Clocks that moved during the run make its one-way figures drift.
+                let (drift, warnings) = fleet.clock_drift().await.map_err(LabError::setup)?;
+                meta.parameters["clock_drift"] = drift;
+                meta.events.extend(warnings);
                 spread.down().await.map_err(LabError::setup)?;
                 Ok((pings, iperfs, loaded, flowed))
             }

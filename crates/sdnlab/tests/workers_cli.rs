@@ -289,6 +289,14 @@ fn a_leaf_spine_spread_over_three_workers_pings_and_carries_iperf_between_them()
         // Measured by the worker's clock probes, not over the session.
         assert_eq!(w["clock_via"], "udp", "{w}");
     }
+    // Measured again at the end: one clock did not move, beyond what the
+    // two measurements leave open.
+    let drift = meta["parameters"]["clock_drift"].as_array().unwrap();
+    assert_eq!(drift.len(), 3, "{meta}");
+    for d in drift {
+        let (moved, within) = (d["moved_us"].as_f64().unwrap(), d["within_us"].as_f64().unwrap());
+        assert!(moved.abs() <= within + 1.0 && within > 0.0, "{d}");
+    }
     assert!(
         meta["parameters"]["links_between_workers"].as_u64().unwrap() >= 2,
         "{meta}"
