@@ -29,18 +29,29 @@ pub struct RateResult {
 
 /// Runs the search; `cfg` gives switches, MACs, version and the round
 /// length (`loops` x `loop_ms` after `warmup`).
-pub async fn search(
+pub async fn search(cfg: Config, max_rounds: usize, tolerance: f64, on_round: impl FnMut(&Round)) -> RateResult {
+    let one = |c: Config| async move { Ok::<_, std::convert::Infallible>(run(c, |_| {}).await) };
+    match search_with(cfg, max_rounds, tolerance, on_round, one).await {
+        Ok(r) => r,
+        Err(never) => match never {},
+    }
+}
+
+/// The search with each round run by `run_round` (the load spread over
+/// several machines, say); its error ends the search.
+pub async fn search_with<E, F: std::future::Future<Output = Result<crate::Report, E>>>(
     mut cfg: Config,
     max_rounds: usize,
     tolerance: f64,
     mut on_round: impl FnMut(&Round),
-) -> RateResult {
+    mut run_round: impl FnMut(Config) -> F,
+) -> Result<RateResult, E> {
     cfg.mode = Mode::Throughput;
     let mut search = crate::method::LossFreeRate::new(max_rounds, tolerance);
     let mut rounds = Vec::new();
     while let Some(offered) = search.next_offer() {
         cfg.offered_rate = offered;
-        let r = run(cfg.clone(), |_| {}).await;
+        let r = run_round(cfg.clone()).await?;
         let n = r.loops.len().max(1) as f64;
         let sent = r.loops.iter().map(|l| l.requests_per_s).sum::<f64>() / n;
         let answered = r.loops.iter().map(|l| l.matched_per_s).sum::<f64>() / n;
@@ -62,10 +73,10 @@ pub async fn search(
             sessions_lost: r.sessions_lost,
         });
     }
-    RateResult {
+    Ok(RateResult {
         loss_free_per_s: search.rate(),
         converged: search.converged(),
         sessions_lost: search.sessions_lost(),
         rounds,
-    }
+    })
 }

@@ -679,6 +679,36 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
             .any(|e| e.as_str().unwrap().contains("ceiling over 3 worker(s)")),
         "{meta}"
     );
+    // The loss-free rate search, each round's load shared out over the
+    // workers: rounds on disk, a rate found, the ceiling taken there too.
+    let out = lab.dir.join("rate");
+    let o = Command::new(BIN)
+        .args(["bench", "ctl", "--test", "rate", "--target", &target, "--ofp", "1.3"])
+        .args(["--switches", "6", "--macs", "100", "--trials", "1", "--loops", "1"])
+        .args(["--loop-ms", "300", "--warmup", "0", "--workers", inv.to_str().unwrap()])
+        .args(["--json", "--no-live", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let samples: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rounds: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "round").collect();
+    assert!(rounds.len() >= 2, "{samples:?}");
+    assert!(
+        rounds.iter().all(|r| r["values"]["sent_per_s"].as_f64().unwrap() > 0.0),
+        "{rounds:?}"
+    );
+    let found = samples
+        .iter()
+        .find(|s| s["kind"] == "trial")
+        .unwrap_or_else(|| panic!("no trial: {samples:?}"));
+    assert!(found["values"]["loss_free_per_s"].as_f64().unwrap() > 0.0, "{found}");
+    assert!(samples.iter().any(|s| s["kind"] == "ceiling"), "{samples:?}");
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["parameters"]["workers"].as_array().unwrap().len(), 3, "{meta}");
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)
         .args(["bench", "ctl", "--workers", inv.to_str().unwrap(), "--no-live"])

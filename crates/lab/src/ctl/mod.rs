@@ -788,9 +788,13 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
             dir.display()
         ),
     );
+    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the switches") {
+        Ok(f) => f,
+        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+    };
     let mut invalid = 0;
     for (name, cfg) in &list {
-        let ceiling = measured_ceiling(name, cfg, None, &rt, &mut writer, &mut meta, &dir, obs)?;
+        let ceiling = measured_ceiling(name, cfg, fleet.as_ref(), &rt, &mut writer, &mut meta, &dir, obs)?;
         let mut rates = Vec::new();
         for trial in 0..a.trials {
             let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
@@ -802,7 +806,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                 ..cfg.clone()
             };
             let mut rounds = Vec::new();
-            let r = rt.block_on(ctlbench::rate::search(cfg, 10, a.rate_tolerance, |round| {
+            let on_round = |round: &ctlbench::rate::Round| {
                 say(
                     obs,
                     format!(
@@ -818,7 +822,18 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                     ),
                 );
                 rounds.push(round.clone());
-            }));
+            };
+            let r = match &fleet {
+                None => rt.block_on(ctlbench::rate::search(cfg, 10, a.rate_tolerance, on_round)),
+                Some(f) => {
+                    // Each round's load shared out over the workers, as cbench's.
+                    let round = |c: ctlbench::Config| async move { f.ctl(&c, |_| {}).await.map(|(r, _)| r) };
+                    match rt.block_on(ctlbench::rate::search_with(cfg, 10, a.rate_tolerance, on_round, round)) {
+                        Ok(r) => r,
+                        Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                    }
+                }
+            };
             if let Some(r) = embedded {
                 r.stop();
             }
