@@ -131,7 +131,7 @@ impl Experiment {
         if place.workers.is_some() {
             match self {
                 Experiment::Net(_) => {}
-                Experiment::Ctl(c) if ["cbench", "sessions", "rate"].contains(&c.test.as_str()) && c.suite.is_none() && c.peers.is_empty() => {
+                Experiment::Ctl(c) if ["cbench", "sessions", "rate", "dos"].contains(&c.test.as_str()) && c.suite.is_none() && c.peers.is_empty() => {
                     if c.target.is_none() {
                         return Err(LabError::Config(
                             "--workers: name the controller the workers reach (--target HOST:PORT, target = in a file)"
@@ -141,7 +141,7 @@ impl Experiment {
                 }
                 _ => {
                     return Err(LabError::Config(
-                        "--workers spreads experiment = \"net\" and the controller benchmark's cbench, rate and sessions tests (with a target) so far; run this one without --workers".into(),
+                        "--workers spreads experiment = \"net\" and the controller benchmark's cbench, rate, sessions and dos tests (with a target) so far; run this one without --workers".into(),
                     ))
                 }
             }

@@ -709,6 +709,53 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     assert!(samples.iter().any(|s| s["kind"] == "ceiling"), "{samples:?}");
     let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["parameters"]["workers"].as_array().unwrap().len(), 3, "{meta}");
+    // A flood from the workers against the controller while two
+    // well-behaved switches on this machine measure it.
+    let out = lab.dir.join("dos");
+    let dos = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["bench", "ctl", "--test", "dos", "--target", &target, "--ofp", "1.3"])
+            .args(["--switches", "2", "--attackers", "6", "--macs", "100", "--trials", "1"])
+            .args([
+                "--loops",
+                "2",
+                "--loop-ms",
+                "300",
+                "--warmup",
+                "1",
+                "--workers",
+                inv.to_str().unwrap(),
+            ])
+            .args(["--json", "--no-live", "--out", out.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = dos(&[]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let samples: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let phase = |name: &str| {
+        samples
+            .iter()
+            .find(|s| s["scenario"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {samples:?}"))
+    };
+    assert!(phase("alone")["values"]["matched_per_s"].as_f64().unwrap() > 0.0);
+    let under = phase("under attack");
+    assert!(under["values"]["matched_per_s"].as_f64().unwrap() > 0.0, "{under}");
+    assert!(
+        under["values"]["attackers_answered_per_s"].as_f64().unwrap() > 0.0,
+        "{under}"
+    );
+    let log: String = (1..=3).map(|i| lab.worker_log(i)).collect();
+    assert!(!log.contains("failed"), "{log}");
+    let o = dos(&["--syn-flood-pps", "100"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--syn-flood-pps"), "{}", text(&o.stderr));
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)
         .args(["bench", "ctl", "--workers", inv.to_str().unwrap(), "--no-live"])

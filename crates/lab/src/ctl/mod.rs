@@ -893,6 +893,11 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     let Some((_, base)) = scenarios(a)?.into_iter().next() else {
         return Err(LabError::Config("--test dos: no scenario".into()));
     };
+    if place.workers.is_some() && a.syn_flood_pps > 0 {
+        return Err(LabError::Config(
+            "--syn-flood-pps: not over workers (the SYN flood runs on this machine's loopback)".into(),
+        ));
+    }
     let run_id = place.name("ctl-dos");
     let dir = place.dir(&run_id);
     let mut meta = Meta {
@@ -919,6 +924,10 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         a.trials,
         dir.display()
     ));
+    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the attackers") {
+        Ok(f) => f,
+        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+    };
     for trial in 0..a.trials {
         let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
         if meta.targets.is_empty() {
@@ -942,19 +951,37 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             ..base.clone()
         };
         let alone = rt.block_on(ctlbench::run(good.clone(), |_| {}));
-        // The attackers run on a thread and runtime of their own, so the
-        // well-behaved switches' side of the driver is not queued behind them.
-        let flood = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()
-                .map(|rt| rt.block_on(ctlbench::run(attack, |_| {})))
-        });
-        // Let the flood build up first.
-        std::thread::sleep(Duration::from_millis(good.loop_ms));
-        let under = rt.block_on(ctlbench::run(good.clone(), |_| {}));
-        let flood = flood.join().ok().flatten();
+        let (under, flood) = match &fleet {
+            None => {
+                // The attackers run on a thread and runtime of their own, so the
+                // well-behaved switches' side of the driver is not queued behind them.
+                let flood = std::thread::spawn(move || {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .ok()
+                        .map(|rt| rt.block_on(ctlbench::run(attack, |_| {})))
+                });
+                // Let the flood build up first.
+                std::thread::sleep(Duration::from_millis(good.loop_ms));
+                let under = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+                (under, flood.join().ok().flatten())
+            }
+            // The attackers on the workers, the well-behaved switches here:
+            // a flood from other machines.
+            Some(f) => {
+                let (flood, under) = rt.block_on(async {
+                    tokio::join!(f.ctl(&attack, |_| {}), async {
+                        tokio::time::sleep(Duration::from_millis(good.loop_ms)).await;
+                        ctlbench::run(good.clone(), |_| {}).await
+                    })
+                });
+                match flood {
+                    Ok((flood, _)) => (under, Some(flood)),
+                    Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                }
+            }
+        };
         // Under a SYN flood (the well-behaved switches connect anew during it).
         let mut syn = None;
         if a.syn_flood_pps > 0 {
