@@ -287,6 +287,20 @@ async fn session(
 /// The longest a shard waits for its start time.
 const MAX_START_WAIT: Duration = Duration::from_secs(30);
 
+/// How long until this machine's clock reads `start_unix_ns`; an error if
+/// that is further off than `MAX_START_WAIT`.
+fn until(start_unix_ns: u64) -> Result<Duration, String> {
+    let wait = Duration::from_nanos(start_unix_ns.saturating_sub(crate::clock::unix_ns()));
+    if wait > MAX_START_WAIT {
+        return Err(format!(
+            "asked to start in {:.1} s (more than {} s): are the clocks far apart?",
+            wait.as_secs_f64(),
+            MAX_START_WAIT.as_secs()
+        ));
+    }
+    Ok(wait)
+}
+
 /// Runs one call; `partial` sends what comes before its final answer.
 async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -> Result<Reply, String> {
     match call {
@@ -298,14 +312,7 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
         }
         Call::Ctl { config, start_unix_ns } => {
             raise_fd_limit();
-            let wait = Duration::from_nanos(start_unix_ns.saturating_sub(crate::clock::unix_ns()));
-            if wait > MAX_START_WAIT {
-                return Err(format!(
-                    "asked to start in {:.1} s (more than {} s): are the clocks far apart?",
-                    wait.as_secs_f64(),
-                    MAX_START_WAIT.as_secs()
-                ));
-            }
+            let wait = until(start_unix_ns)?;
             tokio::time::sleep(wait).await;
             let report = ctlbench::run(config, |l| partial(Reply::CtlLoop { result: l.clone() })).await;
             let rtt_histogram = crate::shard::encode_histogram(report.rtt_histogram.as_ref())?;
@@ -411,14 +418,7 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
         }
         Call::FlowSend { flow, start_unix_ns } => {
             let state = up(made).await?;
-            let wait = Duration::from_nanos(start_unix_ns.saturating_sub(crate::clock::unix_ns()));
-            if wait > MAX_START_WAIT {
-                return Err(format!(
-                    "asked to start in {:.1} s (more than {} s): are the clocks far apart?",
-                    wait.as_secs_f64(),
-                    MAX_START_WAIT.as_secs()
-                ));
-            }
+            until(start_unix_ns)?; // (the sender waits for it itself)
             let report = tokio::task::spawn_blocking(move || netlab::flow::send(&state, &flow, start_unix_ns))
                 .await
                 .map_err(|e| format!("sender: {e}"))??;

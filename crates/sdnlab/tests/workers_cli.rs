@@ -571,53 +571,8 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     let _ctl = Controller::start(&target);
     let inv = lab.inventory("creds", &lab.listed());
     let out = lab.dir.join("ctl");
-    let o = Command::new(BIN)
-        .args([
-            "bench",
-            "ctl",
-            "--target",
-            &target,
-            "--ofp",
-            "1.3",
-            "--switches",
-            "7",
-            "--macs",
-            "100",
-        ])
-        .args([
-            "--trials",
-            "2",
-            "--loops",
-            "2",
-            "--loop-ms",
-            "300",
-            "--warmup",
-            "1",
-            "--cooldown-ms",
-            "100",
-        ])
-        .args([
-            "--workers",
-            inv.to_str().unwrap(),
-            "--json",
-            "--no-live",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{}{}\n{}",
-        text(&o.stdout),
-        text(&o.stderr),
-        lab.worker_log(1)
-    );
-    let samples: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let cbench = format!("--target {target} --ofp 1.3 --switches 7 --macs 100 --trials 2 --loops 2 --loop-ms 300 --warmup 1 --cooldown-ms 100");
+    let (_, samples) = bench_ctl_ok(&lab, &cbench, "ctl");
     for trial in 0..2 {
         let shards: Vec<&serde_json::Value> = samples
             .iter()
@@ -681,20 +636,11 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     );
     // The loss-free rate search, each round's load shared out over the
     // workers: rounds on disk, a rate found, the ceiling taken there too.
+    let rate = format!(
+        "--test rate --target {target} --ofp 1.3 --switches 6 --macs 100 --trials 1 --loops 1 --loop-ms 300 --warmup 0"
+    );
+    let (_, samples) = bench_ctl_ok(&lab, &rate, "rate");
     let out = lab.dir.join("rate");
-    let o = Command::new(BIN)
-        .args(["bench", "ctl", "--test", "rate", "--target", &target, "--ofp", "1.3"])
-        .args(["--switches", "6", "--macs", "100", "--trials", "1", "--loops", "1"])
-        .args(["--loop-ms", "300", "--warmup", "0", "--workers", inv.to_str().unwrap()])
-        .args(["--json", "--no-live", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
-    let samples: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let rounds: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "round").collect();
     assert!(rounds.len() >= 2, "{samples:?}");
     assert!(
@@ -711,33 +657,8 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     assert_eq!(meta["parameters"]["workers"].as_array().unwrap().len(), 3, "{meta}");
     // A flood from the workers against the controller while two
     // well-behaved switches on this machine measure it.
-    let out = lab.dir.join("dos");
-    let dos = |extra: &[&str]| {
-        Command::new(BIN)
-            .args(["bench", "ctl", "--test", "dos", "--target", &target, "--ofp", "1.3"])
-            .args(["--switches", "2", "--attackers", "6", "--macs", "100", "--trials", "1"])
-            .args([
-                "--loops",
-                "2",
-                "--loop-ms",
-                "300",
-                "--warmup",
-                "1",
-                "--workers",
-                inv.to_str().unwrap(),
-            ])
-            .args(["--json", "--no-live", "--out", out.to_str().unwrap()])
-            .args(extra)
-            .output()
-            .unwrap()
-    };
-    let o = dos(&[]);
-    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
-    let samples: Vec<serde_json::Value> = std::fs::read_to_string(out.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let dos = format!("--test dos --target {target} --ofp 1.3 --switches 2 --attackers 6 --macs 100 --trials 1 --loops 2 --loop-ms 300 --warmup 1");
+    let (_, samples) = bench_ctl_ok(&lab, &dos, "dos");
     let phase = |name: &str| {
         samples
             .iter()
@@ -753,7 +674,7 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     );
     let log: String = (1..=3).map(|i| lab.worker_log(i)).collect();
     assert!(!log.contains("failed"), "{log}");
-    let o = dos(&["--syn-flood-pps", "100"]);
+    let o = bench_ctl(&lab, &format!("{dos} --syn-flood-pps 100"), "dos-syn");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("--syn-flood-pps"), "{}", text(&o.stderr));
     // Without a target the workers could not reach: one line, nothing run.
@@ -832,24 +753,23 @@ fn the_network_experiment_runs_on_one_machine_too() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `bench ctl --test sessions` over three workers with `--max-sessions`,
-/// against `target`: the run's JSON and its samples.
-fn sessions_over(lab: &Lab, target: &str, max: &str, out: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+/// `bench ctl ARGS` (a line of them) over the lab's three workers into
+/// `out`: its output.
+fn bench_ctl(lab: &Lab, args: &str, out: &str) -> std::process::Output {
     let inv = lab.inventory("creds", &lab.listed());
     let out = lab.dir.join(out);
-    let o = Command::new(BIN)
-        .args(["bench", "ctl", "--test", "sessions", "--target", target, "--ofp", "1.3"])
-        .args([
-            "--max-sessions",
-            max,
-            "--trials",
-            "1",
-            "--workers",
-            inv.to_str().unwrap(),
-        ])
+    Command::new(BIN)
+        .args(["bench", "ctl"])
+        .args(args.split_whitespace())
+        .args(["--workers", inv.to_str().unwrap()])
         .args(["--json", "--no-live", "--out", out.to_str().unwrap()])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `bench_ctl` that must succeed: its JSON and its samples.
+fn bench_ctl_ok(lab: &Lab, args: &str, out: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let o = bench_ctl(lab, args, out);
     assert!(
         o.status.success(),
         "{}{}\n{}",
@@ -857,12 +777,18 @@ fn sessions_over(lab: &Lab, target: &str, max: &str, out: &str) -> (serde_json::
         text(&o.stderr),
         lab.worker_log(1)
     );
-    let samples = std::fs::read_to_string(out.join("samples.jsonl"))
+    let samples = std::fs::read_to_string(lab.dir.join(out).join("samples.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     (serde_json::from_slice(&o.stdout).unwrap(), samples)
+}
+
+/// `bench ctl --test sessions` against `target` with `--max-sessions`.
+fn sessions_over(lab: &Lab, target: &str, max: &str, out: &str) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let args = format!("--test sessions --target {target} --ofp 1.3 --max-sessions {max} --trials 1");
+    bench_ctl_ok(lab, &args, out)
 }
 
 /// The control session capacity test spread over three workers: each opens
