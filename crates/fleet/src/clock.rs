@@ -66,10 +66,11 @@ const ANSWER: usize = 32;
 
 /// The worker's end of the clock probes: a UDP socket answered on a
 /// thread of its own, at once, with the clock read as the probe is taken.
-/// Exchanges over the session's TLS stream take hundreds of µs (two
-/// encryptions, four task wake-ups): half that is how well an offset is
-/// known, more than a one-way delay between two machines on one switch.
-/// A bare datagram answered by a blocked thread halves or better that.
+/// Exchanges over the session's TLS stream take tens to hundreds of µs
+/// (two encryptions, four task wake-ups): half that is how well an offset
+/// is known, more than a one-way delay between two machines on one
+/// switch. A bare datagram answered by a blocked thread is about three
+/// times tighter here (docs/BENCHMARKS.md).
 /// Probes without the session's token get nothing (the answer is no
 /// larger than the probe either). The thread ends soon after the
 /// server is dropped.
