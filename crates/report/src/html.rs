@@ -257,6 +257,69 @@ fn by_x(runs: &[Run], metric: &str) -> (&'static str, Vec<Line>) {
 /// or the frame size (a line per switch under test).
 pub(crate) fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
     let (axis, lines) = by_x(runs, metric);
+    line_plot(&lines, &format!("{axis} (mean {metric} per size, {unit})"))
+}
+
+/// Samples streamed as they were taken (kinds ending in "-interval": a
+/// flow's receiver, an HTTP client), one chart per kind and figure: a
+/// line per scenario (and run), over the interval's index.
+pub(crate) fn interval_plots(runs: &[Run]) -> String {
+    let many = runs.len() > 1;
+    let mut kinds: Vec<&str> = runs
+        .iter()
+        .flat_map(|r| r.samples.iter().map(|s| s.kind.as_str()))
+        .filter(|k| k.ends_with("-interval"))
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let mut h = String::new();
+    for kind in kinds {
+        let of_kind = || {
+            runs.iter()
+                .flat_map(move |r| r.samples.iter().filter(move |s| s.kind == kind).map(move |s| (r, s)))
+        };
+        let mut keys: Vec<&str> = of_kind()
+            .flat_map(|(_, s)| s.values.keys().map(String::as_str))
+            .filter(|k| !k.ends_with("_ns"))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for key in keys {
+            let mut lines: Vec<Line> = Vec::new();
+            for (r, s) in of_kind() {
+                let Some(&v) = s.values.get(key) else { continue };
+                let label = if many {
+                    format!("{} / {}", r.meta.run_id, s.scenario)
+                } else {
+                    s.scenario.clone()
+                };
+                match lines.iter_mut().find(|(l, _)| *l == label) {
+                    Some((_, pts)) => pts.push((s.index as f64, v)),
+                    None => lines.push((label, vec![(s.index as f64, v)])),
+                }
+            }
+            for (_, pts) in &mut lines {
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            let _ = write!(h, "<h3>{}: {}</h3>", esc(kind), esc(key));
+            h.push_str(&line_plot(&lines, &format!("{key} per interval (interval number)")));
+        }
+    }
+    h
+}
+
+/// A tick's label: whole numbers without decimals (an interval's number,
+/// a frame size), others as `fmt_num` writes them.
+fn tick(t: f64) -> String {
+    if t.fract() == 0.0 && t.abs() < 1000.0 {
+        format!("{}", t as i64)
+    } else {
+        fmt_num(t)
+    }
+}
+
+/// `lines` drawn over a shared x axis, `caption` under it.
+fn line_plot(lines: &[Line], caption: &str) -> String {
     if lines.is_empty() {
         return String::new();
     }
@@ -279,7 +342,7 @@ pub(crate) fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
             x(t),
             h - bottom,
             h - bottom + 15.0,
-            fmt_num(t)
+            tick(t)
         );
     }
     for t in ticks(0.0, y_hi) {
@@ -290,16 +353,15 @@ pub(crate) fn size_plot(runs: &[Run], metric: &str, unit: &str) -> String {
             yy = y(t),
             tx = left - 5.0,
             ty = y(t) + 4.0,
-            v = fmt_num(t)
+            v = tick(t)
         );
     }
     let _ = write!(
         s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{axis} (mean {} per size, {})</text>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
         w / 2.0,
         h - 8.0,
-        esc(metric),
-        esc(unit)
+        esc(caption)
     );
     for (i, (name, pts)) in lines.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -563,6 +625,11 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
             );
         }
         h.push_str("</table>");
+    }
+    let streamed = interval_plots(runs);
+    if !streamed.is_empty() {
+        h.push_str("<h2 id=\"over-time\">Over time, as measured</h2><p>Figures streamed while the run went on (each receiver's or client's intervals), as they were written to samples.jsonl.</p>");
+        h.push_str(&streamed);
     }
     let cdf = cdf_plot(runs);
     if !cdf.is_empty() {

@@ -1112,6 +1112,44 @@ mod tests {
         assert!(page.contains("concurrency (new connections/s)"));
     }
 
+    /// Samples streamed in intervals (a flow's receiver) are drawn over
+    /// the interval's index, a line per scenario, a chart per figure; the
+    /// send times (`_ns`) are not figures.
+    #[test]
+    fn intervals_are_drawn_as_they_were_measured() {
+        let mut samples = Vec::new();
+        for (scenario, rates) in [("h1>h3", [100.0, 120.0, 110.0]), ("h3>h2", [90.0, 95.0, 99.0])] {
+            for (i, r) in rates.into_iter().enumerate() {
+                let mut s = sample("flow-interval", scenario, 0, r);
+                s.index = i as u32;
+                s.values.insert("end_unix_ns".into(), 1e18);
+                samples.push(s);
+            }
+        }
+        samples.push(sample("trial", "flow h1>h3", 0, 5.0));
+        let run = Run {
+            dir: PathBuf::new(),
+            meta: Meta {
+                run_id: "net".into(),
+                metrics: vec![Metric::new("rate", "frames/s", stats::Better::Higher)],
+                ..Default::default()
+            },
+            samples,
+        };
+        let charts = html::interval_plots(std::slice::from_ref(&run));
+        assert!(charts.contains("<h3>flow-interval: rate</h3>"), "{charts}");
+        assert!(!charts.contains("end_unix_ns"), "{charts}");
+        assert_eq!(charts.matches("<polyline").count(), 2, "{charts}");
+        assert_eq!(charts.matches("<circle").count(), 6, "{charts}");
+        let page = html::render(std::slice::from_ref(&run), &summarise(std::slice::from_ref(&run)));
+        assert!(page.contains("Over time, as measured"));
+        let none = Run {
+            samples: vec![sample("trial", "s", 0, 1.0)],
+            ..run
+        };
+        assert!(html::interval_plots(std::slice::from_ref(&none)).is_empty());
+    }
+
     #[test]
     fn numbers_read_well() {
         assert_eq!(fmt_num(12157045.3), "12,157,045");

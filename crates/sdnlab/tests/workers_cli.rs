@@ -10,7 +10,7 @@
 //! namespace afterwards.
 
 mod common;
-use common::{leftovers, ok, sh, text};
+use common::{chromium, leftovers, ok, sh, text};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -746,6 +746,20 @@ fn the_network_experiment_runs_on_one_machine_too() {
         .unwrap_or_else(|| panic!("no http sample: {samples}"));
     assert_eq!(http["values"]["requests"].as_f64(), Some(40.0), "{http}");
     assert_eq!(http["values"]["errors"].as_f64(), Some(0.0), "{http}");
+    // The report shows the intervals as they were measured: a chart per
+    // figure, a line per flow.
+    let (dom, _) = chromium(&dir.join("report.html"), &dir.join("report.png"));
+    let over = dom.split("id=\"over-time\"").nth(1).expect("no 'over time' section");
+    let frames = over
+        .split("<h3>flow-interval: frames</h3>")
+        .nth(1)
+        .expect("no chart of the flows' frames")
+        .split("</svg>")
+        .next()
+        .unwrap();
+    assert_eq!(frames.matches("<polyline").count(), 2, "{frames}");
+    assert!(frames.contains("h1&gt;h3") && frames.contains("h2&gt;h3"), "{frames}");
+    assert!(over.contains("<h3>http-interval: p50_ms</h3>"), "{over}");
     let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
     assert!(meta["parameters"]["workers"].is_null(), "{meta}");
     let run = text(&o.stderr);

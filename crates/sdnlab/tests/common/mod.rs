@@ -136,3 +136,46 @@ impl Drop for Hosts {
         self.remove();
     }
 }
+
+/// The page as headless Chromium (Debian's) builds it: the serialised DOM
+/// after load, what it logged (console messages included), and a
+/// screenshot at `png`.
+pub fn chromium(page: &Path, png: &Path) -> (String, String) {
+    let profile = page.with_file_name("chromium-profile");
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let dom = Command::new("chromium")
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(["--dump-dom", &url])
+        .output()
+        .expect("chromium (apt-get install chromium; scripts/install-deps.sh does)");
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let shot = Command::new("chromium")
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args([
+            "--window-size=1200,2600",
+            &format!("--screenshot={}", png.display()),
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
+    let _ = std::fs::remove_dir_all(profile);
+    (
+        String::from_utf8_lossy(&dom.stdout).into_owned(),
+        String::from_utf8_lossy(&dom.stderr).into_owned(),
+    )
+}
