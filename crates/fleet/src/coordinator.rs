@@ -223,7 +223,12 @@ impl Worker {
             let reply = self.call(Call::Clock).await?;
             let t2 = clock::unix_ns();
             if let Reply::Clock { unix_ns } = reply {
-                exchanges.push(Exchange { t0, t1: unix_ns, t2 });
+                exchanges.push(Exchange {
+                    t0,
+                    t1: unix_ns,
+                    t1b: unix_ns,
+                    t2,
+                });
             }
         }
         Ok((clock::estimate(&exchanges), "tls"))
