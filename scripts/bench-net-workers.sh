@@ -25,28 +25,9 @@ bin=$PWD/target/release/sdnlab
 out=$PWD/results/bench-net-workers-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 tag=bn$(( $$ % 1000 )) net=10.198.0
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  for i in 1 2 3; do ip netns del "$tag-m$i" 2>/dev/null || true; done
-  ip link del "${tag}br" 2>/dev/null || true
-}
-trap cleanup EXIT
-ip link add "${tag}br" type bridge
-ip addr add "$net.254/24" dev "${tag}br"
-ip link set "${tag}br" up
-"$bin" credentials "$out/creds" > /dev/null
-for i in 1 2 3; do
-  ip netns add "$tag-m$i"
-  ip link add "${tag}v$i" type veth peer name eth0 netns "$tag-m$i"
-  ip link set "${tag}v$i" master "${tag}br" up
-  ip -n "$tag-m$i" addr add "$net.$i/24" dev eth0
-  ip -n "$tag-m$i" link set eth0 up
-  ip -n "$tag-m$i" link set lo up
-  "$bin" worker --netns "$tag-m$i" --listen "$net.$i:7700" --credentials "$out/creds" 2>> "$out/worker$i.log" &
-  pids+=($!)
-done
+. scripts/lib/workers-lab.sh
+trap workers_lab_down EXIT
+workers_lab_up "$bin" "$out" "$tag" "$net"
 printf 'credentials = "creds"\nworkers = ["%s.1:7700", "%s.2:7700", "%s.3:7700"]\n' $net $net $net > "$out/inventory.toml"
 cat > "$out/net.toml" <<EOF
 experiment = "net"
