@@ -30,17 +30,6 @@ const EXCHANGES: usize = 16;
 /// Clock probes per worker (UDP; a few ms in all).
 const PROBES: usize = 64;
 
-/// A token written in hex.
-fn parse_token(hex: &str) -> Option<clock::Token> {
-    let mut t = [0u8; 16];
-    if hex.len() != 32 {
-        return None;
-    }
-    for (i, b) in t.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(t)
-}
 /// A worker's clock known less well than this (microseconds) is flagged.
 pub const CLOCK_LOOSE_US: f64 = 1000.0;
 
@@ -174,7 +163,7 @@ impl Worker {
                 ..
             } => {
                 w.host = host;
-                if let (Some(port), Some(token)) = (clock_port, clock_token.as_deref().and_then(parse_token)) {
+                if let (Some(port), Some(token)) = (clock_port, clock_token) {
                     w.probes = Some((std::net::SocketAddr::from((*addr.ip(), port)), token));
                 }
             }

@@ -135,12 +135,12 @@ pub enum Reply {
         /// The worker's host name.
         host: String,
         /// Where the worker answers clock probes for this session (UDP on
-        /// the session's address), and the token a probe must carry, in
-        /// hex ([`crate::clock::ProbeServer`]).
+        /// the session's address), and the token a probe must carry
+        /// ([`crate::clock::ProbeServer`]).
         #[serde(default)]
         clock_port: Option<u16>,
         #[serde(default)]
-        clock_token: Option<String>,
+        clock_token: Option<crate::clock::Token>,
     },
     Clock {
         unix_ns: u64,

@@ -242,9 +242,7 @@ async fn session(
                         .map(|h| h.trim().to_string())
                         .unwrap_or_default(),
                     clock_port: probes.as_ref().map(|p| p.port),
-                    clock_token: probes
-                        .as_ref()
-                        .map(|_| token.iter().map(|b| format!("{b:02x}")).collect()),
+                    clock_token: probes.as_ref().map(|_| token),
                 });
             }
             _ if lease.is_none() => {
@@ -428,7 +426,7 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
             let (state, dir) = {
                 let m = made.lock().await;
                 let net = m.net.as_ref().ok_or("no network is up here: bring one up first")?;
-                (net.state.clone(), net.dir.join(format!("http-{host}")))
+                (net.state.clone(), net.dir.clone())
             };
             let ns = state.netns_of(&host)?.to_string();
             let server = tokio::task::spawn_blocking(move || lb::replica::start_in(&ns, &dir, &host, 80))
@@ -446,7 +444,7 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
         } => {
             let state = up(made).await?;
             let ns = state.netns_of(&client)?.to_string();
-            let uris = vec![format!("/{}", lb::replica::HOMOGENEOUS_FILE)];
+            let uris = vec![lb::replica::homogeneous_uri()];
             let every = Duration::from_millis(interval_ms.max(10).into());
             // Requests handed on as they end, a batch each interval.
             tokio::task::block_in_place(|| {

@@ -379,7 +379,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     let mut servers: Vec<&str> = http.iter().map(|(_, s)| s.as_str()).collect();
     servers.sort_unstable();
     servers.dedup();
-    let uris = vec![format!("/{}", lb::replica::HOMOGENEOUS_FILE)];
+    let uris = vec![lb::replica::homogeneous_uri()];
     let every = std::time::Duration::from_millis(c.interval_ms.into());
     let checked: Result<Checked, LabError> = rt.block_on(async {
         let mut iperfs = Vec::new();
@@ -410,8 +410,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 let loaded = tokio::task::block_in_place(|| -> Result<(), String> {
                     let mut up = Vec::new();
                     for s in &servers {
-                        let dir = net.dir.join(format!("http-{s}"));
-                        up.push(lb::replica::start_in(net.state.netns_of(s)?, &dir, s, 80)?);
+                        up.push(lb::replica::start_in(net.state.netns_of(s)?, &net.dir, s, 80)?);
                     }
                     for (i, (a, b)) in http.iter().enumerate() {
                         let ip = topo.host(b).expect("checked").ip;

@@ -61,6 +61,11 @@ pub fn prepare(dir: &Path, name: &str, port: u16, chunks: &[usize]) -> std::io::
     ])
 }
 
+/// The URI of the homogeneous load's file.
+pub fn homogeneous_uri() -> String {
+    format!("/{HOMOGENEOUS_FILE}")
+}
+
 pub fn chunk_name(i: usize) -> String {
     format!("chunk{i:03}.bin")
 }
@@ -83,9 +88,10 @@ impl Drop for Server {
 }
 
 /// Starts nginx serving the homogeneous load's file (and `index.html`) on
-/// `port` in network namespace `netns`, its files under `dir`; returns
-/// once it accepts connections (at most 10 s).
-pub fn start_in(netns: &str, dir: &Path, name: &str, port: u16) -> Result<Server, String> {
+/// `port` in network namespace `netns`, its files under
+/// `run_dir/http-NAME`; returns once it accepts connections (at most 10 s).
+pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Server, String> {
+    let dir = &run_dir.join(format!("http-{name}"));
     let argv = prepare(dir, name, port, &[]).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut child = std::process::Command::new("ip")
         .args(["netns", "exec", netns])

@@ -663,7 +663,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     if let Err(e) = std::fs::write(&wlog, hetero_uris.join("\0") + "\0") {
         return Err(LabError::setup(format!("{}: {e}", wlog.display())));
     }
-    let homo_uris = vec![format!("/{}", ::lb::replica::HOMOGENEOUS_FILE)];
+    let homo_uris = vec![::lb::replica::homogeneous_uri()];
     let mut meta = Meta {
         run_id,
         benchmark: "bench lb".into(),
