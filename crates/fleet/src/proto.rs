@@ -116,6 +116,29 @@ pub enum Call {
     /// same switches against the reference null responder here
     /// (`Reply::Ceiling`).
     Ceiling { config: ctlbench::Config },
+    /// The interfaces here that lead to a switch under test (`bench dp`'s
+    /// external switch), as they are (`Reply::TesterPorts`); an error
+    /// names one that is missing or down.
+    TesterPorts { ifaces: Vec<String> },
+    /// Starts counting the test frames that arrive on `iface` here, taken
+    /// as `method` says (`Reply::Done` once it counts); `clock_ahead_ns`
+    /// (this worker's clock minus the generator's) comes off every latency.
+    TesterListen {
+        iface: String,
+        method: traffic::run::RecvMethod,
+        clock_ahead_ns: i64,
+    },
+    /// Sends `spec`'s frames from its interface here, at once, in this
+    /// worker's namespace, on a core of the scheduler's choosing
+    /// (`Reply::FlowSent` when done).
+    TesterSend { spec: traffic::run::GenSpec },
+    /// Ends the count on `iface` once no test frame has come for
+    /// `quiet_ms` (at most `at_most_ms` from now): `Reply::TesterReceived`.
+    TesterFinish {
+        iface: String,
+        quiet_ms: u32,
+        at_most_ms: u32,
+    },
     /// Removes everything this worker made for the coordinator (`Reply::Done`).
     Down,
 }
@@ -194,6 +217,16 @@ pub enum Reply {
     },
     FlowSent {
         report: traffic::run::GenReport,
+    },
+    TesterPorts {
+        ports: Vec<netlab::kernel::PortInfo>,
+    },
+    /// What a tester port counted. Its index of the frames that arrived
+    /// travels packed (`crate::shard::pack_words`): one bit a frame.
+    TesterReceived {
+        report: Box<traffic::run::RecvReport>,
+        seen: String,
+        blocks: String,
     },
     /// None: the load's answers cannot be matched by the reference responder.
     Ceiling {

@@ -208,9 +208,53 @@ pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
         .map_err(|e| format!("round trips unreadable: {e:?}"))
 }
 
+/// 64-bit words for the wire: little-endian bytes, deflated, base64 (a
+/// receiver's bitmap of a million frames that all arrived is a few
+/// hundred bytes this way, not megabytes of JSON numbers).
+pub fn pack_words(words: &[u64]) -> Result<String, String> {
+    use std::io::Write;
+    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    for w in words {
+        z.write_all(&w.to_le_bytes()).map_err(|e| e.to_string())?;
+    }
+    let bytes = z.finish().map_err(|e| e.to_string())?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// The words [`pack_words`] packed.
+pub fn unpack_words(text: &str) -> Result<Vec<u64>, String> {
+    use std::io::Read;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("packed words not in base64: {e}"))?;
+    let mut raw = Vec::new();
+    flate2::read::DeflateDecoder::new(&bytes[..])
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("packed words unreadable: {e}"))?;
+    if raw.len() % 8 != 0 {
+        return Err(format!("packed words: {} bytes is not whole words", raw.len()));
+    }
+    Ok(raw
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_words_come_back_as_they_were_and_a_full_bitmap_packs_small() {
+        let full = vec![u64::MAX; 1 << 14];
+        let packed = pack_words(&full).unwrap();
+        assert!(packed.len() < 2000, "{} chars", packed.len());
+        assert_eq!(unpack_words(&packed).unwrap(), full);
+        let odd: Vec<u64> = (0..1000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        assert_eq!(unpack_words(&pack_words(&odd).unwrap()).unwrap(), odd);
+        assert_eq!(unpack_words(&pack_words(&[]).unwrap()).unwrap(), Vec::<u64>::new());
+        assert!(unpack_words("not base64!").is_err());
+    }
 
     #[test]
     fn sessions_are_shared_out_and_their_shards_merge_into_what_was_held_at_once() {

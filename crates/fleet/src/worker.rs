@@ -12,6 +12,7 @@
 
 use crate::creds::{peer_is, Role};
 use crate::proto::{self, Call, Reply, Request, Response, VERSION};
+use futures::FutureExt;
 use netlab::run::{Net, UpOptions};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,6 +139,8 @@ struct Made {
     http: Vec<lb::replica::Server>,
     /// The capacity shard running: its stop and its release.
     sessions: Option<(watch::Sender<bool>, Arc<tokio::sync::Notify>)>,
+    /// Tester ports counting test frames, by interface.
+    testers: std::collections::HashMap<String, traffic::run::Receiver>,
 }
 
 impl Made {
@@ -150,6 +153,8 @@ impl Made {
     }
 
     async fn tear_down(&mut self) -> Result<Option<String>, String> {
+        // (A receiver dropped stops counting.)
+        self.testers.clear();
         for mut c in self.iperf.drain(..) {
             let _ = c.kill().await;
         }
@@ -262,9 +267,25 @@ async fn session(
                     let partial = |reply: Reply| {
                         let _ = tx.send(Response { id, reply });
                     };
-                    let reply = run(call, &made, &partial)
+                    // A call that panics still gets its answer: the
+                    // coordinator would otherwise wait on it for ever.
+                    let reply = match std::panic::AssertUnwindSafe(run(call, &made, &partial))
+                        .catch_unwind()
                         .await
-                        .unwrap_or_else(|message| Reply::Error { message });
+                    {
+                        Ok(r) => r.unwrap_or_else(|message| Reply::Error { message }),
+                        Err(panic) => {
+                            let what = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_else(|| "a panic".into());
+                            log(format!("a call failed inside the worker (a bug): {what}"));
+                            Reply::Error {
+                                message: format!("the call failed inside the worker (a bug): {what}"),
+                            }
+                        }
+                    };
                     partial(reply);
                 });
             }
@@ -489,6 +510,78 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
                 stop.send_replace(true);
             }
             Ok(Reply::Done)
+        }
+        Call::TesterPorts { ifaces } => {
+            let nl = netlab::kernel::Nl::here().map_err(|e| e.to_string())?;
+            let mut ports = Vec::new();
+            for i in &ifaces {
+                let l = nl.link(i).await.map_err(|e| e.to_string())?;
+                ports.push(netlab::kernel::port_info_of(i, &l));
+            }
+            if let Some(p) = ports.iter().find(|p| !p.up) {
+                return Err(format!(
+                    "interface {} is down: bring it up (ip link set {} up)",
+                    p.name, p.name
+                ));
+            }
+            Ok(Reply::TesterPorts { ports })
+        }
+        Call::TesterListen {
+            iface,
+            method,
+            clock_ahead_ns,
+        } => {
+            let mut m = made.lock().await;
+            if m.testers.contains_key(&iface) {
+                return Err(format!("{iface} is counting already"));
+            }
+            let opts = traffic::run::RecvOptions {
+                method,
+                clock_ahead_ns,
+                ..traffic::run::RecvOptions::default()
+            };
+            let name = iface.clone();
+            let r = tokio::task::block_in_place(|| traffic::run::Receiver::start_with(None, &name, opts))
+                .map_err(|e| format!("receiver on {iface}: {e}"))?;
+            m.testers.insert(iface, r);
+            Ok(Reply::Done)
+        }
+        Call::TesterSend { mut spec } => {
+            // This machine's namespace and scheduler, whatever the
+            // coordinator's bed would use on its own.
+            spec.netns = None;
+            spec.core = None;
+            let report = tokio::task::spawn_blocking(move || traffic::run::generate(&spec))
+                .await
+                .map_err(|e| format!("generator: {e}"))?
+                .map_err(|e| format!("generator: {e}"))?;
+            Ok(Reply::FlowSent { report })
+        }
+        Call::TesterFinish {
+            iface,
+            quiet_ms,
+            at_most_ms,
+        } => {
+            let r = made
+                .lock()
+                .await
+                .testers
+                .remove(&iface)
+                .ok_or_else(|| format!("nothing counts on {iface}: listen first"))?;
+            let (quiet, at_most) = (
+                Duration::from_millis(quiet_ms.into()),
+                Duration::from_millis(at_most_ms.into()),
+            );
+            let report = tokio::task::spawn_blocking(move || r.finish_when_quiet(quiet, at_most))
+                .await
+                .map_err(|e| format!("receiver: {e}"))?;
+            let (seen, blocks) = report.index();
+            let (seen, blocks) = (crate::shard::pack_words(seen)?, crate::shard::pack_words(blocks)?);
+            Ok(Reply::TesterReceived {
+                report: Box::new(report),
+                seen,
+                blocks,
+            })
         }
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {

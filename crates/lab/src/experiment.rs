@@ -131,6 +131,8 @@ impl Experiment {
         if place.workers.is_some() {
             match self {
                 Experiment::Net(_) => {}
+                // (Its own checks: the external switch only, ports named WORKER:IF.)
+                Experiment::Dp(_) => {}
                 Experiment::Ctl(c) if ["cbench", "sessions", "rate", "dos"].contains(&c.test.as_str()) && c.suite.is_none() && c.peers.is_empty() => {
                     if c.target.is_none() {
                         return Err(LabError::Config(
@@ -141,7 +143,7 @@ impl Experiment {
                 }
                 _ => {
                     return Err(LabError::Config(
-                        "--workers spreads experiment = \"net\" and the controller benchmark's cbench, rate, sessions and dos tests (with a target) so far; run this one without --workers".into(),
+                        "--workers spreads experiment = \"net\", the controller benchmark's cbench, rate, sessions and dos tests (with a target), and bench dp's external switch so far; run this one without --workers".into(),
                     ))
                 }
             }

@@ -434,6 +434,36 @@ pub struct Counters {
     pub tx_dropped: u64,
 }
 
+/// An interface as a tester port sees it: its MAC, MTU, whether it is
+/// administratively up and whether its link is (carrier).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PortInfo {
+    pub name: String,
+    pub mac: [u8; 6],
+    pub mtu: u32,
+    pub up: bool,
+    pub carrier: bool,
+}
+
+pub fn port_info_of(name: &str, l: &LinkMessage) -> PortInfo {
+    use netlink_packet_route::link::LinkFlag;
+    let mut p = PortInfo {
+        name: name.to_string(),
+        mac: [0; 6],
+        mtu: 0,
+        up: l.header.flags.contains(&LinkFlag::Up),
+        carrier: l.header.flags.contains(&LinkFlag::LowerUp),
+    };
+    for a in &l.attributes {
+        match a {
+            LinkAttribute::Address(b) if b.len() == 6 => p.mac.copy_from_slice(b),
+            LinkAttribute::Mtu(m) => p.mtu = *m,
+            _ => {}
+        }
+    }
+    p
+}
+
 pub fn counters_of(l: &LinkMessage) -> Counters {
     for a in &l.attributes {
         if let LinkAttribute::Stats64(s) = a {

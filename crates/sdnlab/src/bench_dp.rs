@@ -17,6 +17,8 @@ pub struct DpBenchArgs {
     /// The `external` switch: the two interfaces of this machine that lead
     /// to it (frames leave by the first and come back by the second). They
     /// are moved into the bench's host namespaces for the run, and back.
+    /// With --workers, WORKER:IF each: interfaces on the workers' machines,
+    /// left where they are.
     #[arg(long, value_delimiter = ',')]
     pub external_ports: Vec<String>,
     /// The external switch's OpenFlow listener (HOST:PORT), to install the
@@ -123,6 +125,11 @@ pub struct DpBenchArgs {
     /// Run directory (default results/bench-dp-<time>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The external switch's ports are on the machines of this inventory's workers
+    /// (--external-ports WORKER:IF,WORKER:IF): the generator runs on the first's, the
+    /// receiver on the second's (docs/manual/workers.md).
+    #[arg(long, value_name = "FILE")]
+    pub workers: Option<PathBuf>,
     /// Print the experiment file these flags describe, and run nothing.
     #[arg(long)]
     pub print_config: bool,
@@ -170,5 +177,5 @@ pub fn run(a: DpBenchArgs) -> std::process::ExitCode {
         print_config: a.print_config,
         ..Default::default()
     };
-    crate::run_cmd::run(&lab::Experiment::Dp(config), a.out, how)
+    crate::run_cmd::run_on(&lab::Experiment::Dp(config), a.out, a.workers, how)
 }

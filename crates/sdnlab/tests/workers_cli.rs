@@ -33,7 +33,9 @@ impl Lab {
         let which = match test {
             "a" => 0,
             "k" => 1,
-            _ => 2,
+            "c" => 2,
+            "s" => 3,
+            _ => 4,
         };
         let subnet = 100 + (std::process::id() % 30) as u8 + 30 * which;
         let dir = std::env::temp_dir().join(format!("sdnlab-{tag}"));
@@ -192,6 +194,9 @@ impl Lab {
             let _ = sh(&["ip", "netns", "del", &self.ns(i)]);
         }
         let _ = sh(&["ip", "link", "del", &self.bridge()]);
+        for i in 1..=3 {
+            let _ = sh(&["ip", "link", "del", &format!("{}x{i}", self.tag)]);
+        }
         let _ = std::fs::remove_dir_all(format!("/etc/netns/{}-c", self.tag));
         let _ = sh(&["ip", "netns", "del", &format!("{}-c", self.tag)]);
     }
@@ -765,6 +770,224 @@ fn the_network_experiment_runs_on_one_machine_too() {
     let run = text(&o.stderr);
     assert!(run.contains("on this machine"), "{run}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An OpenFlow switch between two machines, as a hardware switch between a
+/// rack's servers: sdnlab's own switch in the test's namespace, its two
+/// ports veths whose other ends (`xp`) are in workers 1 and 2's
+/// namespaces. `bench dp --dut external --workers` drives it: frames from
+/// worker 1's `xp` come back on worker 2's, every RFC 2544 trial and
+/// OpenFlow scenario runs there, latencies corrected by the two clocks.
+#[test]
+fn bench_dp_tests_a_switch_whose_ports_are_on_two_workers() {
+    let mut lab = Lab::new("d");
+    for i in 1..=2 {
+        lab.start_worker(i);
+        let end = format!("{}x{i}", lab.tag);
+        ok(&[
+            "ip",
+            "link",
+            "add",
+            &end,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "xp",
+            "netns",
+            &lab.ns(i),
+        ]);
+        ok(&["ip", "link", "set", &end, "up"]);
+        ok(&["ip", "-n", &lab.ns(i), "link", "set", "xp", "up"]);
+    }
+    // Worker 3's xp is there but down.
+    ok(&[
+        "ip",
+        "link",
+        "add",
+        &format!("{}x3", lab.tag),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "xp",
+        "netns",
+        &lab.ns(3),
+    ]);
+    lab.start_worker(3);
+    let of_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = std::fs::File::create(lab.dir.join("switch.log")).unwrap();
+    let _switch = Controller(
+        Command::new(BIN)
+            .args([
+                "switch",
+                "--port",
+                &format!("{}x1", lab.tag),
+                "--port",
+                &format!("{}x2", lab.tag),
+            ])
+            .args(["--listen", &format!("ptcp:{of_port}"), "--threads", "1"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let openflow = format!("127.0.0.1:{of_port}");
+    let start = Instant::now();
+    while std::net::TcpStream::connect(&openflow).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the switch did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let inv = lab.inventory("creds", &lab.listed());
+    let w = |i: usize| format!("{}:7700", lab.addr(i));
+    let dp = |ports: &str, extra: &[&str], out: &str| {
+        Command::new(BIN)
+            .args(["bench", "dp", "--dut", "external", "--external-ports", ports])
+            .args(["--external-openflow", &openflow, "--workers", inv.to_str().unwrap()])
+            .args([
+                "--quick",
+                "--frames",
+                "64",
+                "--generator",
+                "afpacket",
+                "--receiver",
+                "afpacket",
+            ])
+            .args(extra)
+            .args(["--json", "--no-live", "--out", lab.dir.join(out).to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let ports = format!("{}:xp,{}:xp", w(1), w(2));
+    let o = dp(
+        &ports,
+        &["--tests", "throughput,latency,recovery,tcp,match,insertion"],
+        "dp",
+    );
+    assert!(
+        o.status.success(),
+        "{}{}\n{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr),
+        lab.worker_log(1),
+        lab.worker_log(2)
+    );
+    let dir = lab.dir.join("dp");
+    let trials: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let frame_trials: Vec<&serde_json::Value> = trials.iter().filter(|t| t["sent"].is_u64()).collect();
+    assert!(frame_trials.len() >= 5, "{trials:?}");
+    for t in &frame_trials {
+        // Two workers: their clocks' offset came off, known this well.
+        let u = t["clock_uncertainty_us"].as_f64().unwrap();
+        assert!(u > 0.0 && u < 1000.0, "{t}");
+        // The frames crossed the switch: its port 1 took in what was
+        // sent and port 2 gave out what arrived (a test frame nobody
+        // else sends).
+        let sp = &t["switch_ports"];
+        assert!(
+            sp["1"]["rx"].as_u64().unwrap() >= t["received"].as_u64().unwrap(),
+            "{t}"
+        );
+        assert!(
+            sp["2"]["tx"].as_u64().unwrap() >= t["received"].as_u64().unwrap(),
+            "{t}"
+        );
+    }
+    let latency: Vec<&&serde_json::Value> = frame_trials.iter().filter(|t| t["test"] == "latency").collect();
+    assert!(!latency.is_empty(), "{trials:?}");
+    for t in &latency {
+        assert!(t["received"].as_u64().unwrap() > 0, "{t}");
+        let p50 = t["latency_us"]["p50"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 < 20_000.0, "{t}");
+    }
+    // RFC 2544's recovery needs the receiver's index of the frames that
+    // arrived: it came back from worker 2 whole.
+    let recovery = frame_trials
+        .iter()
+        .find(|t| t["test"] == "recovery")
+        .expect("a recovery trial");
+    assert!(recovery["generator"]["second_phase"].is_array(), "{recovery}");
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let figure = |name: &str| {
+        samples
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|s| s["values"][name].is_number())
+            .unwrap_or_else(|| panic!("no {name}: {samples}"))
+    };
+    assert!(figure("throughput_fps")["values"]["throughput_fps"].as_f64().unwrap() > 0.0);
+    // Without the index every frame would read as lost and the recovery
+    // time as the whole reduced phase (500 ms with --quick).
+    let recovery_ms = figure("recovery_ms")["values"]["recovery_ms"].as_f64().unwrap();
+    assert!((0.0..500.0).contains(&recovery_ms), "{recovery_ms}");
+    assert!(
+        trials
+            .iter()
+            .any(|t| t["test"].as_str().unwrap_or("").starts_with("match:")),
+        "{trials:?}"
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["parameters"]["workers"].as_array().unwrap().len(), 3, "{meta}");
+    let seen = meta["parameters"]["external_ports_seen"].as_array().unwrap();
+    assert_eq!(seen.len(), 2, "{meta}");
+    assert!(seen.iter().all(|p| p["name"] == "xp" && p["up"] == true), "{meta}");
+    let events = meta["events"].to_string();
+    for said in ["known within", "tcp, udp left out", "insertion: the delay"] {
+        assert!(events.contains(said), "{said}: {events}");
+    }
+    // Wrong ends, in one line each, nothing run: a port without its
+    // worker, a worker not in the inventory, an interface missing or
+    // down there; a switch of ours with --workers; a worker's port
+    // without --workers.
+    let refused = |o: std::process::Output, says: &str| {
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{says}: {}", text(&o.stdout));
+        assert!(err.contains(says), "{says}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    };
+    refused(dp("xp,xp", &[], "bad1"), "WORKER:IF");
+    refused(
+        dp(&format!("10.9.9.9:7700:xp,{}:xp", w(2)), &[], "bad2"),
+        "no worker '10.9.9.9:7700'",
+    );
+    refused(dp(&format!("{}:nosuch,{}:xp", w(1), w(2)), &[], "bad3"), "nosuch");
+    refused(dp(&format!("{}:xp,{}:xp", w(1), w(3)), &[], "bad4"), "xp is down");
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "dp",
+            "--dut",
+            "sdnlab",
+            "--workers",
+            inv.to_str().unwrap(),
+            "--no-live",
+        ])
+        .output()
+        .unwrap();
+    refused(o, "--dut external");
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "dp",
+            "--dut",
+            "external",
+            "--external-ports",
+            &ports,
+            "--no-live",
+        ])
+        .output()
+        .unwrap();
+    refused(o, "--workers FILE");
+    let log: String = (1..=3).map(|i| lab.worker_log(i)).collect();
+    assert!(!log.contains("panicked"), "{log}");
 }
 
 /// `bench ctl ARGS` (a line of them) over the lab's three workers into

@@ -9,7 +9,7 @@ const SIG_AT: usize = 42;
 pub const MIN_LEN: usize = 60;
 
 /// A frame template for one stream; `stamp` fills in sequence and time.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Template {
     pub bytes: Vec<u8>,
 }

@@ -70,7 +70,9 @@ fn open_in(netns: Option<&str>, ifname: &str, slots: usize, frame_len: usize) ->
     .map_err(|_| io::Error::other("socket thread panicked"))?
 }
 
-#[derive(Clone, Debug)]
+/// What a generator sends. It serialises (the generator may run on a
+/// worker's machine), its progress probe left out.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct GenSpec {
     pub netns: Option<String>,
     pub ifname: String,
@@ -91,6 +93,7 @@ pub struct GenSpec {
     /// sequence numbers running on (RFC 2544's system recovery).
     pub then: Option<(Duration, f64)>,
     /// Where the generator tells its progress while it runs (see `SeqProbe`).
+    #[serde(skip)]
     pub seq_probe: Option<Arc<SeqProbe>>,
 }
 
@@ -433,6 +436,20 @@ pub struct RecvReport {
 const SEQ_BLOCK: u64 = 256;
 
 impl RecvReport {
+    /// Which frames arrived (one bit per sequence number, in 64-bit
+    /// words) and, per block of them, the first one's send time: the
+    /// report's index, which its serde form leaves out (it grows with the
+    /// trial), for a report that travels between machines in its own form.
+    pub fn index(&self) -> (&[u64], &[u64]) {
+        (&self.seen, &self.block_sent_ns)
+    }
+
+    /// Puts back an index taken by [`RecvReport::index`].
+    pub fn set_index(&mut self, seen: Vec<u64>, block_sent_ns: Vec<u64>) {
+        self.seen = seen;
+        self.block_sent_ns = block_sent_ns;
+    }
+
     /// Whether the frame numbered `seq` arrived.
     pub fn got(&self, seq: u64) -> bool {
         self.seen
@@ -519,7 +536,16 @@ pub struct Receiver {
     stop: Arc<AtomicBool>,
     /// Test frames counted so far (updated after each batch).
     counted: Arc<AtomicU64>,
-    thread: std::thread::JoinHandle<RecvReport>,
+    /// (Taken by `finish_when_quiet`.)
+    thread: Option<std::thread::JoinHandle<RecvReport>>,
+}
+
+impl Drop for Receiver {
+    /// A receiver dropped unfinished stops counting (its thread ends at
+    /// its next look at the flag).
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+    }
 }
 
 /// How the receiver takes frames off its interface.
@@ -793,12 +819,16 @@ impl Receiver {
             }
             r
         });
-        Ok(Receiver { stop, counted, thread })
+        Ok(Receiver {
+            stop,
+            counted,
+            thread: Some(thread),
+        })
     }
 
     /// Stops once no test frame has arrived for `quiet` (what was in
     /// flight has drained), or after `at_most` if frames keep coming.
-    pub fn finish_when_quiet(self, quiet: Duration, at_most: Duration) -> RecvReport {
+    pub fn finish_when_quiet(mut self, quiet: Duration, at_most: Duration) -> RecvReport {
         let start = std::time::Instant::now();
         let mut last = (self.counted.load(Relaxed), start);
         while start.elapsed() < at_most {
@@ -811,6 +841,6 @@ impl Receiver {
             }
         }
         self.stop.store(true, Relaxed);
-        self.thread.join().unwrap_or_default()
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
     }
 }

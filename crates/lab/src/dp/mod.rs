@@ -526,6 +526,7 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, Stri
             trials_run: 0,
             host_bound: Vec::new(),
             last_bound: None,
+            clock_loose: Vec::new(),
         };
         let figures = path_figures(&mut cr, p, &format!("{} switches", p.long_path));
         // What went wrong on the chain goes to the run's events too.
@@ -696,6 +697,26 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             "bench dp needs root (network namespaces, AF_PACKET, XDP)",
         ));
     }
+    if place.workers.is_some() {
+        if args.duts.iter().any(|d| d != "external") {
+            return Err(LabError::Config(
+                "bench dp --workers tests an external switch whose ports are on the workers' machines: give --dut external --external-ports WORKER:IF,WORKER:IF (the switches sdnlab starts run on this machine: leave --workers out)".into(),
+            ));
+        }
+        if let Some(p) = args
+            .external_ports
+            .iter()
+            .find(|p| crate::switch::bed::split_remote_port(p).is_none())
+        {
+            return Err(LabError::Config(format!(
+                "--external-ports {p}: with --workers, name each port's worker: WORKER:IF"
+            )));
+        }
+    } else if let Some(p) = args.external_ports.iter().find(|p| p.contains(':')) {
+        return Err(LabError::Config(format!(
+            "--external-ports {p} names a worker's port: give --workers FILE (an interface name has no ':')"
+        )));
+    }
     let run_id = place.name("bench-dp");
     let dir = place.dir(&run_id);
     let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
@@ -785,10 +806,29 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             },
             None => Ports { inp: 1, out: 2 },
         };
-        let (bed, of_addr) = match open_bed(dut, &dir, links, external.as_ref()) {
+        let (bed, of_addr) = match open_bed(dut, &dir, links, external.as_ref(), place.workers.as_deref()) {
             Ok(b) => b,
             Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
         };
+        if let Some(rm) = &bed.remote {
+            meta.parameters["workers"] = rm.fleet.clocks();
+            meta.parameters["external_ports_seen"] = json!(rm.seen);
+            meta.parameters["ports"] = json!(format!(
+                "frames leave by {} and come back by {}, each in its worker's own namespace",
+                rm.name(&rm.gen),
+                rm.name(&rm.rcv)
+            ));
+            meta.parameters["cores"] = json!("the workers' schedulers' choice");
+            meta.events.extend(rm.fleet.clock_warnings());
+            let line = match rm.clock_uncertainty_us() {
+                0.0 => format!("{dut}: both ports on one worker: latencies on one clock"),
+                u => format!(
+                    "{dut}: the ports are on two workers: every latency has their clocks' offset taken off, known within {u:.1} us"
+                ),
+            };
+            obs.event(Event::Line(&line));
+            meta.events.push(line);
+        }
         if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {
             let rate = format!("{}kbit", (mbit * 1000.0) as u64);
             if let Err(e) = sh(&[
@@ -839,6 +879,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             trials_run: 0,
             host_bound: Vec::new(),
             last_bound: None,
+            clock_loose: Vec::new(),
         };
         for &frame in &p.frames {
             if !RFC_TESTS.iter().any(|t| wants(t)) {
@@ -981,7 +1022,13 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                     .unwrap_or_else(|| "-".into()),
             ));
         }
-        if wants("tcp") || wants("udp") {
+        if (wants("tcp") || wants("udp")) && bed.remote.is_some() {
+            let line = format!(
+                "{dut}: tcp, udp left out: iperf3 needs addresses on the ports, and with --workers they stay as their machines have them"
+            );
+            obs.event(Event::Line(&line));
+            meta.events.push(line);
+        } else if wants("tcp") || wants("udp") {
             let row = iperf_tests(&mut runner, &p, wants("tcp"), wants("udp"));
             add_row(&mut iperf_table, &mut meta.events, obs, dut, row);
         }
@@ -1007,6 +1054,10 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             }
         }
         meta.events.append(&mut runner.problems);
+        if let Some(line) = runner.clock_loose_summary() {
+            obs.event(Event::Line(&line));
+            meta.events.push(line);
+        }
         if let Some(line) = runner.host_bound_summary() {
             obs.event(Event::Line(&line));
             meta.events.push(line);

@@ -73,6 +73,9 @@ pub(crate) struct Runner<'a> {
     pub(crate) host_bound: Vec<String>,
     /// The operational bound of the last trial run (frames/s).
     pub(crate) last_bound: Option<crate::host::Bound>,
+    /// Trials whose median latency is smaller than the two clocks'
+    /// offset is known (ports on two workers).
+    pub(crate) clock_loose: Vec<String>,
 }
 
 /// Each port's (received, sent) packets, by the switch's OpenFlow statistics.
@@ -130,6 +133,9 @@ impl Runner<'_> {
         }
         let t = t?;
         r?;
+        if t.received > 0 && t.clock_uncertainty_us > t.latency_us_p50 {
+            self.clock_loose.push(format!("{test} {frame} B"));
+        }
         let after = port_counts(self.of_addr);
         let switch_ports = match (before, after) {
             (Some(b), Some(a)) => json!(a
@@ -170,7 +176,7 @@ impl Runner<'_> {
             "reordered": t.reordered, "duplicates": t.duplicates,
             "latency_us": {"min": t.latency_us_min, "mean": t.latency_us_mean, "p50": t.latency_us_p50,
                 "p99": t.latency_us_p99, "p999": t.latency_us_p999, "max": t.latency_us_max},
-            "receiver_drops": t.receiver_drops, "received_via": t.rx.via, "generator_short": short, "valid": valid,
+            "receiver_drops": t.receiver_drops, "received_via": t.rx.via, "clock_uncertainty_us": t.clock_uncertainty_us, "generator_short": short, "valid": valid,
             "switch_ports": switch_ports, "loss_split": loss_split, "cpu": cpu, "generator": t.gen,
             "host_bound": host.host_bound, "host": host, "bound": bound,
             "ended_unix_s": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
@@ -210,6 +216,18 @@ pub(crate) fn bound_cell(b: &Option<crate::host::Bound>) -> String {
 }
 
 impl Runner<'_> {
+    /// One line for the run's events when trials' latencies were smaller
+    /// than the clocks' offset is known.
+    pub(crate) fn clock_loose_summary(&self) -> Option<String> {
+        let first = self.clock_loose.first()?;
+        Some(format!(
+            "{}: in {} of {} trials the median latency was below what the two workers' clocks are known within: those latencies say little; the first: {first}",
+            self.dut,
+            self.clock_loose.len(),
+            self.trials_run
+        ))
+    }
+
     /// One line for the run's events when trials were host-bound.
     pub(crate) fn host_bound_summary(&self) -> Option<String> {
         let first = self.host_bound.first()?;

@@ -471,6 +471,12 @@ fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Sock
         format!("{per_s:.0} FLOW_MODs/s"),
         format!("{errors} refused"),
     );
+    if r.bed.remote.is_some() {
+        r.problems.push(format!(
+            "{dut}: insertion: the delay to the first frame forwarded left out: it reads the generator's progress as it sends, and with --workers the generator is on another machine"
+        ));
+        return Ok(());
+    }
     let seconds = p.scenario_s.max(1.0);
     let (mut delays, mut dropped_after, mut lies) = (Vec::new(), Vec::new(), 0);
     for i in 0..p.scenario_repetitions {

@@ -98,6 +98,49 @@ pub(crate) struct Bed {
     /// An external switch's two interfaces (generator side, receiver
     /// side), lent to the hosts' namespaces for the run.
     pub(crate) external: Option<(String, String)>,
+    /// An external switch whose ports are on workers' machines: no host
+    /// of this machine; each trial runs there.
+    pub(crate) remote: Option<Remote>,
+}
+
+/// The two ends of an external switch that lie on workers' machines (a
+/// hardware switch between a rack's servers): frames leave from one
+/// worker's interface and come back on another's (or the same worker's),
+/// driven over the fleet connected for the run. The interfaces stay in
+/// their machines' own namespaces with their own addresses and MACs:
+/// nothing is moved or configured there, so nothing needs restoring if a
+/// machine is lost.
+pub(crate) struct Remote {
+    pub(crate) rt: tokio::runtime::Runtime,
+    pub(crate) fleet: fleet::coordinator::Fleet,
+    /// Each end: (its worker's index in the fleet, its interface there).
+    pub(crate) gen: (usize, String),
+    pub(crate) rcv: (usize, String),
+    /// The two ports as their workers saw them, for meta.json.
+    pub(crate) seen: Vec<netlab::kernel::PortInfo>,
+}
+
+impl Remote {
+    /// "WORKER:IF" of an end.
+    pub(crate) fn name(&self, end: &(usize, String)) -> String {
+        format!("{}:{}", self.fleet.workers[end.0].name, end.1)
+    }
+
+    /// The two workers' clocks' offset is known within this much (µs; 0
+    /// when both ends are on one worker).
+    pub(crate) fn clock_uncertainty_us(&self) -> f64 {
+        if self.gen.0 == self.rcv.0 {
+            return 0.0;
+        }
+        let u = |w: usize| self.fleet.workers[w].clock.map_or(f64::INFINITY, |c| c.uncertainty_us);
+        u(self.gen.0) + u(self.rcv.0)
+    }
+}
+
+/// An external port on a worker, "WORKER:IF" (the worker as the inventory
+/// or its host names it; an interface name never holds a colon).
+pub(crate) fn split_remote_port(end: &str) -> Option<(&str, &str)> {
+    end.rsplit_once(':').filter(|(w, i)| !w.is_empty() && !i.is_empty())
 }
 
 /// A switch sdnlab does not start (real hardware): the interfaces that
@@ -127,12 +170,18 @@ impl Bed {
         format!("{}r", self.tag)
     }
     pub(crate) fn gen_if(&self) -> String {
+        if let Some(r) = &self.remote {
+            return r.gen.1.clone();
+        }
         match &self.external {
             Some((g, _)) => g.clone(),
             None => format!("{}g", self.tag),
         }
     }
     pub(crate) fn rcv_if(&self) -> String {
+        if let Some(r) = &self.remote {
+            return r.rcv.1.clone();
+        }
         match &self.external {
             Some((_, r)) => r.clone(),
             None => format!("{}r", self.tag),
@@ -192,6 +241,7 @@ impl Bed {
             patches: Vec::new(),
             dir: dir.to_path_buf(),
             external: None,
+            remote: None,
         };
         bed.teardown();
         // On record until torn down: if this process is killed outright,
@@ -329,6 +379,72 @@ impl Drop for Bed {
     }
 }
 
+impl Bed {
+    /// A bed whose two ends are interfaces on workers' machines, "WORKER:IF"
+    /// each (`ext.ifaces`), the workers those of inventory `inv`: the
+    /// fleet connected (every clock measured) and both ports checked there.
+    fn remote(dir: &Path, links: Links, ext: &External, inv: &Path) -> Result<Bed, String> {
+        crate::stop::catch_stop_signals();
+        let inventory = fleet::inventory::Inventory::load(inv).text()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("tokio: {e}"))?;
+        let fleet = rt.block_on(fleet::coordinator::Fleet::connect(&inventory)).text()?;
+        let mut ends = Vec::new();
+        for end in [&ext.ifaces.0, &ext.ifaces.1] {
+            let (w, iface) = split_remote_port(end)
+                .ok_or_else(|| format!("--external-ports {end}: with --workers, name each port WORKER:IF"))?;
+            let i = fleet.worker_named(w).ok_or_else(|| {
+                let names: Vec<&str> = fleet.workers.iter().map(|w| w.name.as_str()).collect();
+                format!(
+                    "--external-ports {end}: no worker '{w}' in {} (its workers: {})",
+                    inv.display(),
+                    names.join(", ")
+                )
+            })?;
+            ends.push((i, iface.to_string()));
+        }
+        let mut seen = Vec::new();
+        for (w, iface) in &ends {
+            let port = rt
+                .block_on(fleet.tester_ports(*w, std::slice::from_ref(iface)))
+                .map_err(|e| format!("--external-ports: {e}"))?
+                .remove(0);
+            if let Some(mtu) = links.mtu.filter(|m| port.mtu < *m) {
+                return Err(format!(
+                    "jumbo frames need MTU {mtu} on {}:{iface} (it has {}): raise it there",
+                    fleet.workers[*w].name, port.mtu
+                ));
+            }
+            seen.push(port);
+        }
+        let rcv = ends.pop().expect("two ends");
+        let gen = ends.pop().expect("two ends");
+        Ok(Bed {
+            tag: format!("sbsw{:04x}w", std::process::id() & 0xffff),
+            generator: links.generator,
+            receiver: links.receiver,
+            mtu: links.mtu,
+            cores: None,
+            ports: Vec::new(),
+            children: Vec::new(),
+            ovs: None,
+            patches: Vec::new(),
+            dir: dir.to_path_buf(),
+            external: None,
+            remote: Some(Remote {
+                rt,
+                fleet,
+                gen,
+                rcv,
+                seen,
+            }),
+        })
+    }
+}
+
 /// Turns GRO on at interface `ifname` of namespace `ns` (None: this one),
 /// so that the veth takes frames redirected to it by XDP.
 fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), String> {
@@ -388,6 +504,10 @@ impl Bed {
     /// the switch's (its processes, or Open vSwitch's daemon) and this one
     /// (the generator and the receiver run in it).
     pub(crate) fn path_processes(&self) -> Vec<(String, u32)> {
+        if self.remote.is_some() {
+            // (On the workers' machines: none of this one's processes.)
+            return Vec::new();
+        }
         let mut v: Vec<(String, u32)> = self.children.iter().map(|c| ("switch".to_string(), c.id())).collect();
         if let Some(o) = &self.ovs {
             v.push(("ovs-vswitchd".into(), o.state.vswitchd_pid));
@@ -676,12 +796,16 @@ pub(crate) fn open_bed(
     dir: &Path,
     links: Links,
     external: Option<&External>,
+    workers: Option<&Path>,
 ) -> Result<(Bed, Option<std::net::SocketAddr>), String> {
     let dut_dir = dir.join(dut);
     let _ = std::fs::remove_dir_all(&dut_dir);
     std::fs::create_dir_all(&dut_dir).map_err(|e| format!("{}: {e}", dut_dir.display()))?;
     if let Some(ext) = external {
-        let bed = Bed::chain(dut, &dut_dir, links, "", 0, Some(ext))?;
+        let bed = match workers {
+            Some(inv) => Bed::remote(&dut_dir, links, ext, inv)?,
+            None => Bed::chain(dut, &dut_dir, links, "", 0, Some(ext))?,
+        };
         if let Some(addr) = ext.openflow {
             OfClient::connect(addr)
                 .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
@@ -709,6 +833,9 @@ pub(crate) struct Trial {
     pub(crate) reordered: u64,
     pub(crate) duplicates: u64,
     pub(crate) receiver_drops: u64,
+    /// How far the latencies may be off because the generator's and the
+    /// receiver's clocks are two machines' (µs; 0 on one machine).
+    pub(crate) clock_uncertainty_us: f64,
     pub(crate) gen: traffic::run::GenReport,
     pub(crate) rx: traffic::run::RecvReport,
 }
@@ -769,6 +896,20 @@ pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) ->
 /// after the traffic has stopped and drained.
 pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
     crate::stop::check()?;
+    if let Some(rm) = &bed.remote {
+        let (g, r, uncertainty) = rm
+            .rt
+            .block_on(rm.fleet.tester_trial(
+                rm.gen.0,
+                (rm.rcv.0, &rm.rcv.1),
+                bed.receiver,
+                spec,
+                Duration::from_millis(100),
+                Duration::from_secs(2),
+            ))
+            .text()?;
+        return Ok(Trial::of(g, r, uncertainty));
+    }
     let rx = Receiver::start_on(
         Some(&bed.rcv_ns()),
         &bed.rcv_if(),
@@ -781,23 +922,31 @@ pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
     // delivered everything is done long before, so stop after 100 ms of
     // silence and wait the 2 s only for one still delivering.
     let r = rx.finish_when_quiet(Duration::from_millis(100), Duration::from_secs(2));
-    Ok(Trial {
-        offered_pps: g.achieved_pps,
-        sent: g.sent,
-        received: r.received - r.duplicates,
-        rx_pps: (r.received - r.duplicates) as f64 / g.elapsed_s,
-        latency_us_p50: r.latency_us_p50,
-        latency_us_p99: r.latency_us_p99,
-        latency_us_p999: r.latency_us_p999,
-        latency_us_min: r.latency_us_min,
-        latency_us_mean: r.latency_us_mean,
-        latency_us_max: r.latency_us_max,
-        reordered: r.reordered,
-        duplicates: r.duplicates,
-        receiver_drops: r.receiver_drops,
-        gen: g,
-        rx: r,
-    })
+    Ok(Trial::of(g, r, 0.0))
+}
+
+impl Trial {
+    /// A trial of what the generator sent and the receiver counted.
+    fn of(g: traffic::run::GenReport, r: traffic::run::RecvReport, clock_uncertainty_us: f64) -> Trial {
+        Trial {
+            offered_pps: g.achieved_pps,
+            sent: g.sent,
+            received: r.received - r.duplicates,
+            rx_pps: (r.received - r.duplicates) as f64 / g.elapsed_s,
+            latency_us_p50: r.latency_us_p50,
+            latency_us_p99: r.latency_us_p99,
+            latency_us_p999: r.latency_us_p999,
+            latency_us_min: r.latency_us_min,
+            latency_us_mean: r.latency_us_mean,
+            latency_us_max: r.latency_us_max,
+            reordered: r.reordered,
+            duplicates: r.duplicates,
+            receiver_drops: r.receiver_drops,
+            clock_uncertainty_us,
+            gen: g,
+            rx: r,
+        }
+    }
 }
 
 /// iperf3 from the generating host to the receiving one for `seconds`:

@@ -253,6 +253,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 mtu: None,
             },
             None,
+            None,
         ) {
             Ok(b) => b,
             Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
