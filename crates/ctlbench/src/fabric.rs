@@ -5,7 +5,13 @@
 //! an LLDP frame the controller sends out of a port arrives as a PACKET_IN
 //! on the peer switch's port, as in a real network; hosts (the RFC's test
 //! ports) sit on edge ports and record what reaches them and when. Frames
-//! move between switches over in-process channels; nothing leaves loopback.
+//! move between switches over in-process channels.
+//!
+//! A fabric too big for one machine runs in parts (a [`Shard`] each, one
+//! per worker): a part runs its own switches, and a frame out of a port
+//! whose link leads to another part's switch goes to that part as a UDP
+//! datagram (the emulated link crosses the machines' network, lossy as
+//! a link is: a datagram that does not fit the socket's buffer is dropped).
 
 use ofswitch::emulated::{Effect, Emulated};
 use ofwire::{v10, Body, Framer, Message};
@@ -27,7 +33,7 @@ type Received = Arc<Mutex<Vec<Vec<(Instant, Vec<u8>)>>>>;
 /// The shape of an emulated network. As JSON (`--fabric file:PATH`):
 /// `{"switches": [[DPID, PORTS], ...], "links": [[[DPID, PORT], [DPID, PORT]], ...],
 /// "hosts": [[DPID, PORT], ...]}`.
-#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
     /// (datapath id, number of ports).
@@ -141,6 +147,44 @@ enum Input {
 enum Far {
     Switch(u64, u32),
     Host(usize),
+    /// A switch port of another part, and where that part takes frames.
+    Remote(SocketAddr, u64, u32),
+}
+
+/// One part of a fabric run over several machines.
+#[derive(Clone, Debug)]
+pub struct Shard {
+    /// The switches this part runs (the rest of the spec runs elsewhere).
+    pub here: Vec<u64>,
+    /// Where this part takes frames from the others.
+    pub socket: Arc<tokio::net::UdpSocket>,
+    /// Every switch of the other parts: where its part takes frames.
+    pub elsewhere: HashMap<u64, SocketAddr>,
+}
+
+/// A frame between parts: magic, the receiving switch's datapath id and
+/// port, then the frame.
+const SHARD_MAGIC: [u8; 2] = [0x5d, 0x1b];
+const SHARD_HEADER: usize = 2 + 8 + 4;
+
+/// The datagram carrying `frame` to port `port` of switch `dpid`.
+fn shard_datagram(dpid: u64, port: u32, frame: &[u8]) -> Vec<u8> {
+    let mut d = Vec::with_capacity(SHARD_HEADER + frame.len());
+    d.extend_from_slice(&SHARD_MAGIC);
+    d.extend_from_slice(&dpid.to_be_bytes());
+    d.extend_from_slice(&port.to_be_bytes());
+    d.extend_from_slice(frame);
+    d
+}
+
+/// The switch, port and frame of a datagram from another part.
+fn parse_shard_datagram(d: &[u8]) -> Option<(u64, u32, &[u8])> {
+    if d.len() < SHARD_HEADER || d[..2] != SHARD_MAGIC {
+        return None;
+    }
+    let dpid = u64::from_be_bytes(d[2..10].try_into().ok()?);
+    let port = u32::from_be_bytes(d[10..14].try_into().ok()?);
+    Some((dpid, port, &d[SHARD_HEADER..]))
 }
 
 /// What the fabric counts (all switches together).
@@ -162,6 +206,10 @@ pub struct FabricStats {
     pub flows: HashMap<u64, AtomicU64>,
     /// Malformed messages sent (`Options::malformed_per_mille`).
     pub malformed_sent: AtomicU64,
+    /// Frames this part's switches took from other parts (a fabric in parts).
+    pub frames_from_other_parts: AtomicU64,
+    /// Datagrams refused: not from another part, or not a frame for a switch here.
+    pub refused_datagrams: AtomicU64,
 }
 
 impl FabricStats {
@@ -190,10 +238,14 @@ pub struct Options {
     /// message type and a PACKET_IN too short for its header), which the
     /// controller should answer with an error and otherwise ignore.
     pub malformed_per_mille: u32,
+    /// Run only one part of the fabric here (None: all of it).
+    pub shard: Option<Shard>,
 }
 
 pub struct Fabric {
     pub spec: Spec,
+    /// The switches running here, in the order of `tasks`.
+    running: Vec<u64>,
     pub stats: Arc<FabricStats>,
     inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
     wiring: Arc<HashMap<Attach, Far>>,
@@ -219,6 +271,7 @@ impl Fabric {
                 version,
                 timeout,
                 malformed_per_mille: 0,
+                shard: None,
             },
         )
         .await
@@ -231,15 +284,23 @@ impl Fabric {
             version,
             timeout,
             malformed_per_mille,
+            shard,
         } = o;
+        let here: Option<std::collections::HashSet<u64>> = shard.as_ref().map(|s| s.here.iter().copied().collect());
+        let runs_here = |d: u64| here.as_ref().is_none_or(|h| h.contains(&d));
+        let switches: Vec<(u64, u32)> = spec.switches.iter().copied().filter(|&(d, _)| runs_here(d)).collect();
         let stats = Arc::new(FabricStats {
-            flows: spec.switches.iter().map(|&(d, _)| (d, AtomicU64::new(0))).collect(),
+            flows: switches.iter().map(|&(d, _)| (d, AtomicU64::new(0))).collect(),
             ..Default::default()
         });
+        let far = |(d, p): Attach| match shard.as_ref().and_then(|s| s.elsewhere.get(&d)) {
+            Some(addr) if !runs_here(d) => Far::Remote(*addr, d, p),
+            _ => Far::Switch(d, p),
+        };
         let mut wiring = HashMap::new();
         for &(a, b) in &spec.links {
-            wiring.insert(a, Far::Switch(b.0, b.1));
-            wiring.insert(b, Far::Switch(a.0, a.1));
+            wiring.insert(a, far(b));
+            wiring.insert(b, far(a));
         }
         for (i, &h) in spec.hosts.iter().enumerate() {
             wiring.insert(h, Far::Host(i));
@@ -248,14 +309,15 @@ impl Fabric {
         let received = Arc::new(Mutex::new(vec![Vec::new(); spec.hosts.len()]));
         let mut senders = HashMap::new();
         let mut receivers = Vec::new();
-        for &(dpid, _) in &spec.switches {
+        for &(dpid, _) in &switches {
             let (tx, rx) = mpsc::unbounded_channel();
             senders.insert(dpid, tx);
             receivers.push(rx);
         }
         let inboxes = Arc::new(senders);
         let mut tasks = Vec::new();
-        for (&(dpid, ports), rx) in spec.switches.iter().zip(receivers) {
+        let socket = shard.as_ref().map(|s| s.socket.clone());
+        for (&(dpid, ports), rx) in switches.iter().zip(receivers) {
             let dp = Emulated::new(dpid, ports, N_TABLES, MAX_RULES, crate::switch::desc());
             let net = Net {
                 malformed_per_mille,
@@ -263,6 +325,7 @@ impl Fabric {
                 inboxes: inboxes.clone(),
                 wiring: wiring.clone(),
                 received: received.clone(),
+                socket: socket.clone(),
             };
             tasks.push(tokio::spawn(run_switch(dp, version, targets.clone(), rx, net)));
             // Some controllers want a moment per new switch.
@@ -270,14 +333,22 @@ impl Fabric {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
         }
+        if let Some(s) = &shard {
+            tasks.push(tokio::spawn(take_from_other_parts(
+                s.clone(),
+                inboxes.clone(),
+                stats.clone(),
+            )));
+        }
         let t = Instant::now();
-        let n = spec.switches.len() as u64;
+        let n = switches.len() as u64;
         while stats.connected.load(Ordering::Relaxed) + stats.lost.load(Ordering::Relaxed) < n && t.elapsed() < timeout
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         Fabric {
             spec,
+            running: switches.iter().map(|&(d, _)| d).collect(),
             stats,
             inboxes,
             wiring,
@@ -315,7 +386,7 @@ impl Fabric {
     /// Switch `dpid` fails as if powered off: its OpenFlow connection
     /// closes and the ports wired to it go down (PORT_STATUS from its neighbours).
     pub fn disconnect(&self, dpid: u64) {
-        if let Some(i) = self.spec.switches.iter().position(|&(d, _)| d == dpid) {
+        if let Some(i) = self.running.iter().position(|&d| d == dpid) {
             self.tasks[i].abort();
         }
         for (&(d, _), far) in self.wiring.iter() {
@@ -349,6 +420,37 @@ struct Net {
     inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
     wiring: Arc<HashMap<Attach, Far>>,
     received: Received,
+    /// Where frames to other parts leave from (a fabric in parts).
+    socket: Option<Arc<tokio::net::UdpSocket>>,
+}
+
+/// Hands the frames other parts send to this part's switches; datagrams
+/// from anywhere else, or for a switch not here, are dropped.
+async fn take_from_other_parts(
+    shard: Shard,
+    inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
+    stats: Arc<FabricStats>,
+) {
+    let peers: std::collections::HashSet<SocketAddr> = shard.elsewhere.values().copied().collect();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let Ok((n, from)) = shard.socket.recv_from(&mut buf).await else {
+            break;
+        };
+        let parsed = parse_shard_datagram(&buf[..n]).filter(|_| peers.contains(&from));
+        match parsed.and_then(|(dpid, port, frame)| Some((inboxes.get(&dpid)?, port, frame))) {
+            Some((tx, port, frame)) => {
+                stats.frames_from_other_parts.fetch_add(1, Ordering::Relaxed);
+                let _ = tx.send(Input::Frame {
+                    port,
+                    frame: frame.to_vec(),
+                });
+            }
+            None => {
+                stats.refused_datagrams.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// Flow tables per emulated switch.
@@ -427,6 +529,7 @@ async fn run_switch(
         inboxes,
         wiring,
         received,
+        socket,
     } = net;
     let dpid = dp.datapath_id;
     // Dropping the set (the switch stops or is aborted) closes every connection.
@@ -502,6 +605,19 @@ async fn run_switch(
                             let _ = tx.send(Input::Frame { port: *p, frame });
                         }
                     }
+                    Some(Far::Remote(addr, d, p)) => {
+                        stats.frames_between_switches.fetch_add(1, Ordering::Relaxed);
+                        if frame.get(12..14) == Some(&[0x88, 0xcc][..]) {
+                            stats.last_lldp_out_ns.fetch_max(unix_ns(), Ordering::Relaxed);
+                        } else {
+                            let mut m = stats.link_frames.lock().unwrap_or_else(|p| p.into_inner());
+                            *m.entry((dpid, port)).or_insert(0) += 1;
+                        }
+                        if let Some(s) = &socket {
+                            // (A full buffer drops it, as a congested link would.)
+                            let _ = s.try_send_to(&shard_datagram(*d, *p, &frame), *addr);
+                        }
+                    }
                     // Hosts ignore the controller's LLDP probes (os-ken probes host ports too).
                     Some(Far::Host(_)) if frame.get(12..14) == Some(&[0x88, 0xcc][..]) => {}
                     Some(Far::Host(h)) => {
@@ -570,6 +686,16 @@ mod tests {
         );
         let one = Spec::tree(1, 3);
         assert_eq!((one.switches.len(), one.links.len(), one.hosts.len()), (1, 0, 3));
+    }
+
+    #[test]
+    fn a_frame_between_parts_reads_back_and_others_are_refused() {
+        let d = shard_datagram(0x1002, 3, &[0xaa; 60]);
+        assert_eq!(parse_shard_datagram(&d), Some((0x1002, 3, &[0xaa; 60][..])));
+        assert_eq!(parse_shard_datagram(&d[..SHARD_HEADER - 1]), None);
+        let mut other = d.clone();
+        other[0] = 0;
+        assert_eq!(parse_shard_datagram(&other), None);
     }
 
     #[test]

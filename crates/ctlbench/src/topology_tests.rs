@@ -53,6 +53,7 @@ pub async fn discovery_time(spec: Spec, target: SocketAddr, version: u8, nb: &No
         version,
         timeout: td,
         malformed_per_mille: 0,
+        shard: None,
     };
     discovery_time_with(spec, opts, nb, td).await
 }
@@ -64,6 +65,29 @@ pub async fn discovery_time_with(spec: Spec, opts: crate::fabric::Options, nb: &
     let start = Instant::now();
     let fabric = Fabric::start_with(spec, opts).await;
     let connected = fabric.stats.connected.load(std::sync::atomic::Ordering::Relaxed);
+    let (links_seen, seconds, note) = view_complete(nb, links_expected, start, td).await;
+    fabric.stop();
+    Discovery {
+        switches,
+        links_expected,
+        links_seen,
+        seconds,
+        connected,
+        adapter: nb.name(),
+        note,
+    }
+}
+
+/// Polls the controller's view every 10 ms until it holds `expected`
+/// links or `td` has passed since `start`: the links it last held, the
+/// seconds from `start` to a complete view (None: not within `td`), and
+/// why not.
+pub async fn view_complete(
+    nb: &Northbound,
+    expected: usize,
+    start: Instant,
+    td: Duration,
+) -> (usize, Option<f64>, String) {
     let mut seen = 0;
     let mut last_error = String::new();
     let mut seconds = None;
@@ -72,7 +96,7 @@ pub async fn discovery_time_with(spec: Spec, opts: crate::fabric::Options, nb: &
         match nb.links().await {
             Ok(Some(n)) => {
                 seen = n;
-                if n >= links_expected {
+                if n >= expected {
                     seconds = Some(start.elapsed().as_secs_f64());
                     break;
                 }
@@ -94,22 +118,13 @@ pub async fn discovery_time_with(spec: Spec, opts: crate::fabric::Options, nb: &
             format!("; last error: {last_error}")
         };
         format!(
-            "did not converge within {:.1} s ({seen} of {links_expected} links){why}",
+            "did not converge within {:.1} s ({seen} of {expected} links){why}",
             td.as_secs_f64()
         )
     } else {
         String::new()
     };
-    fabric.stop();
-    Discovery {
-        switches,
-        links_expected,
-        links_seen: seen,
-        seconds,
-        connected,
-        adapter: nb.name(),
-        note,
-    }
+    (seen, seconds, note)
 }
 
 /// Reactive Path Provisioning Time (RFC 8456): the controller already knows

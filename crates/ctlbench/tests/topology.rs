@@ -59,6 +59,71 @@ async fn discovery_finds_every_link() {
     }
 }
 
+/// A fabric run in two parts (as on two workers), its links between the
+/// parts carried as UDP datagrams: the controller sees every link, LLDP
+/// having crossed between the parts both ways; a datagram from anywhere
+/// but the other part is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fabric_in_two_parts_is_discovered_whole() {
+    use ctlbench::fabric::{Options, Shard};
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::sync::Arc;
+    let (ctl, rest) = controller(&["topology"]);
+    let nb = Northbound::Sdnlab(rest, Some(TOKEN.into()));
+    let spec = Spec::leaf_spine(2, 4, 1);
+    // Spines and the first two leaves in one part, the other two leaves in the other.
+    let dpids: Vec<u64> = spec.switches.iter().map(|s| s.0).collect();
+    let (first, second) = dpids.split_at(4);
+    let sockets = [
+        Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap()),
+        Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap()),
+    ];
+    let addr = |i: usize| sockets[i].local_addr().unwrap();
+    let part = |i: usize, here: &[u64], there: &[u64]| Options {
+        targets: vec![ctl.local_addrs[0]],
+        version: ofwire::OFP13_VERSION,
+        timeout: Duration::from_secs(10),
+        malformed_per_mille: 0,
+        shard: Some(Shard {
+            here: here.to_vec(),
+            socket: sockets[i].clone(),
+            elsewhere: there.iter().map(|&d| (d, addr(1 - i))).collect(),
+        }),
+    };
+    let start = std::time::Instant::now();
+    let (a, b) = tokio::join!(
+        Fabric::start_with(spec.clone(), part(0, first, second)),
+        Fabric::start_with(spec.clone(), part(1, second, first))
+    );
+    assert_eq!(a.stats.connected.load(Relaxed), 4);
+    assert_eq!(b.stats.connected.load(Relaxed), 2);
+    let expected = spec.links.len() * 2;
+    let (seen, seconds, note) = view_complete(&nb, expected, start, Duration::from_secs(10)).await;
+    assert!(seconds.is_some(), "{seen} of {expected}: {note}");
+    for f in [&a, &b] {
+        assert!(f.stats.frames_from_other_parts.load(Relaxed) > 0);
+        assert!(f.stats.lldp_packet_ins.load(Relaxed) > 0);
+    }
+    // A stranger's datagram, well formed, for a switch that is there.
+    let stranger = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut forged = vec![0x5d, 0x1b];
+    forged.extend_from_slice(&1u64.to_be_bytes());
+    forged.extend_from_slice(&1u32.to_be_bytes());
+    forged.extend_from_slice(&[0u8; 60]);
+    stranger.send_to(&forged, addr(0)).await.unwrap();
+    let t = std::time::Instant::now();
+    while a.stats.refused_datagrams.load(Relaxed) == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the stranger's datagram was taken"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.stop();
+    b.stop();
+    ctl.stop();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_without_discovery_does_not_converge() {
     let (ctl, rest) = controller(&["l2-learning"]);

@@ -266,6 +266,20 @@ impl Worker {
     }
 }
 
+/// One worker's part of an emulated fabric, as it reported.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FabricPart {
+    pub worker: String,
+    pub switches: usize,
+    pub connected: u64,
+    pub lost: u64,
+    pub lldp_packet_ins: u64,
+    /// Frames its switches took from other parts' switches.
+    pub frames_from_other_parts: u64,
+    /// Datagrams it refused (not from another part).
+    pub refused_datagrams: u64,
+}
+
 /// The workers of an inventory, connected.
 pub struct Fleet {
     pub workers: Vec<Worker>,
@@ -456,6 +470,98 @@ impl Fleet {
             Ok((sent, *received, uncertainty_us))
         };
         self.unless_lost(run).await
+    }
+
+    /// Brings up the emulated fabric `spec` over the workers: its switches
+    /// dealt out as a topology's are (balanced, few links cut), each
+    /// worker running its part and carrying the links to other parts over
+    /// UDP between the workers' addresses, every switch connected to
+    /// `targets`. Returns once every part has answered (its switches
+    /// connected, or `timeout` passed): each worker's part as it stands.
+    pub async fn fabric_up(
+        &self,
+        spec: &ctlbench::fabric::Spec,
+        targets: &[std::net::SocketAddr],
+        version: u8,
+        timeout: Duration,
+        malformed_per_mille: u32,
+    ) -> Result<Vec<FabricPart>, FleetError> {
+        let assignment = partition::assign_fabric(spec, self.workers.len());
+        let bound = join_all(self.workers.iter().map(|w| w.call(Call::FabricBind)));
+        let mut sockets = Vec::new();
+        for (w, r) in self
+            .workers
+            .iter()
+            .zip(self.unless_lost(async { Ok(bound.await) }).await?)
+        {
+            match r? {
+                Reply::FabricBound { port } => sockets.push(std::net::SocketAddr::from((*w.addr.ip(), port))),
+                other => return Err(FleetError::Partition(format!("fabric-bind answered {other:?}"))),
+            }
+        }
+        let start = self.workers.iter().enumerate().map(|(i, w)| {
+            let here: Vec<u64> = spec
+                .switches
+                .iter()
+                .zip(&assignment)
+                .filter(|(_, &p)| p == i)
+                .map(|(s, _)| s.0)
+                .collect();
+            let elsewhere = spec
+                .switches
+                .iter()
+                .zip(&assignment)
+                .filter(|(_, &p)| p != i)
+                .map(|(s, &p)| (s.0, sockets[p]))
+                .collect();
+            w.call(Call::FabricStart {
+                spec: spec.clone(),
+                here,
+                elsewhere,
+                targets: targets.to_vec(),
+                version,
+                timeout_ms: timeout.as_millis() as u64,
+                malformed_per_mille,
+            })
+        });
+        let up = self.unless_lost(async { Ok(join_all(start).await) }).await?;
+        self.parts(up, &assignment)
+    }
+
+    /// Stops every worker's part of the fabric: what each counted.
+    pub async fn fabric_stop(&self, spec: &ctlbench::fabric::Spec) -> Result<Vec<FabricPart>, FleetError> {
+        let assignment = partition::assign_fabric(spec, self.workers.len());
+        let stopped = join_all(self.workers.iter().map(|w| w.call(Call::FabricStop))).await;
+        self.parts(stopped, &assignment)
+    }
+
+    fn parts(
+        &self,
+        replies: Vec<Result<Reply, FleetError>>,
+        assignment: &[usize],
+    ) -> Result<Vec<FabricPart>, FleetError> {
+        let mut out = Vec::new();
+        for (i, (w, r)) in self.workers.iter().zip(replies).enumerate() {
+            match r? {
+                Reply::FabricUp {
+                    connected,
+                    lost,
+                    lldp_packet_ins,
+                    frames_from_other_parts,
+                    refused_datagrams,
+                } => out.push(FabricPart {
+                    worker: w.name.clone(),
+                    switches: assignment.iter().filter(|&&p| p == i).count(),
+                    connected,
+                    lost,
+                    lldp_packet_ins,
+                    frames_from_other_parts,
+                    refused_datagrams,
+                }),
+                other => return Err(FleetError::Partition(format!("the fabric answered {other:?}"))),
+            }
+        }
+        Ok(out)
     }
 
     /// Each worker's clock offset, for meta.json.

@@ -33,11 +33,31 @@ pub struct Underlay {
 /// Which worker each switch goes to (index into the workers), in the
 /// topology's switch order.
 pub fn assign(topo: &Topology, workers: usize) -> Vec<usize> {
-    let n = topo.switches.len();
+    assign_graph(&switch_graph(topo), workers)
+}
+
+/// The same for an emulated fabric of the controller benchmark
+/// (`ctlbench::fabric::Spec`): which worker each switch goes to, in the
+/// spec's switch order.
+pub fn assign_fabric(spec: &ctlbench::fabric::Spec, workers: usize) -> Vec<usize> {
+    let index: HashMap<u64, usize> = spec.switches.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
+    let mut adj = vec![Vec::new(); spec.switches.len()];
+    for (a, b) in &spec.links {
+        if let (Some(&a), Some(&b)) = (index.get(&a.0), index.get(&b.0)) {
+            adj[a].push(b);
+            adj[b].push(a);
+        }
+    }
+    assign_graph(&adj, workers)
+}
+
+/// Switches `0..adj.len()` (their neighbours, one entry per link) dealt
+/// out over `workers`.
+fn assign_graph(adj: &[Vec<usize>], workers: usize) -> Vec<usize> {
+    let n = adj.len();
     if n == 0 || workers <= 1 {
         return vec![0; n];
     }
-    let adj = switch_graph(topo);
     // Breadth-first order over every component.
     let mut order = Vec::with_capacity(n);
     let mut seen = vec![false; n];
@@ -68,7 +88,7 @@ pub fn assign(topo: &Topology, workers: usize) -> Vec<usize> {
         at += take;
     }
     if n <= MAX_REFINED {
-        refine(&adj, &mut part);
+        refine(adj, &mut part);
     }
     part
 }

@@ -139,6 +139,27 @@ pub enum Call {
         quiet_ms: u32,
         at_most_ms: u32,
     },
+    /// Opens the UDP socket this worker's part of an emulated fabric takes
+    /// frames from the other parts on, on the session's address
+    /// (`Reply::FabricBound`).
+    FabricBind,
+    /// Runs this worker's part of the emulated fabric `spec` (the switches
+    /// `here`; frames to a switch of `elsewhere` go to that part's socket),
+    /// each switch connected to `targets`; answers once every switch here
+    /// has completed its handshake or `timeout_ms` passed
+    /// (`Reply::FabricUp`), and runs until `FabricStop` or the session ends.
+    FabricStart {
+        spec: ctlbench::fabric::Spec,
+        here: Vec<u64>,
+        elsewhere: Vec<(u64, std::net::SocketAddr)>,
+        targets: Vec<std::net::SocketAddr>,
+        version: u8,
+        timeout_ms: u64,
+        malformed_per_mille: u32,
+    },
+    /// Stops this worker's part of the fabric (`Reply::FabricUp`: what it
+    /// counted).
+    FabricStop,
     /// Removes everything this worker made for the coordinator (`Reply::Done`).
     Down,
 }
@@ -227,6 +248,17 @@ pub enum Reply {
         report: Box<traffic::run::RecvReport>,
         seen: String,
         blocks: String,
+    },
+    FabricBound {
+        port: u16,
+    },
+    /// A fabric part's switches and what crossed it so far.
+    FabricUp {
+        connected: u64,
+        lost: u64,
+        lldp_packet_ins: u64,
+        frames_from_other_parts: u64,
+        refused_datagrams: u64,
     },
     /// None: the load's answers cannot be matched by the reference responder.
     Ceiling {

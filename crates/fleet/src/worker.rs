@@ -141,6 +141,21 @@ struct Made {
     sessions: Option<(watch::Sender<bool>, Arc<tokio::sync::Notify>)>,
     /// Tester ports counting test frames, by interface.
     testers: std::collections::HashMap<String, traffic::run::Receiver>,
+    /// This worker's part of an emulated fabric, and its socket.
+    fabric: Option<ctlbench::fabric::Fabric>,
+    fabric_socket: Option<Arc<tokio::net::UdpSocket>>,
+}
+
+/// What a fabric part counted.
+fn fabric_up(f: &ctlbench::fabric::Fabric) -> Reply {
+    let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    Reply::FabricUp {
+        connected: n(&f.stats.connected),
+        lost: n(&f.stats.lost),
+        lldp_packet_ins: n(&f.stats.lldp_packet_ins),
+        frames_from_other_parts: n(&f.stats.frames_from_other_parts),
+        refused_datagrams: n(&f.stats.refused_datagrams),
+    }
 }
 
 impl Made {
@@ -155,6 +170,10 @@ impl Made {
     async fn tear_down(&mut self) -> Result<Option<String>, String> {
         // (A receiver dropped stops counting.)
         self.testers.clear();
+        if let Some(f) = self.fabric.take() {
+            f.stop();
+        }
+        self.fabric_socket = None;
         for mut c in self.iperf.drain(..) {
             let _ = c.kill().await;
         }
@@ -269,7 +288,7 @@ async fn session(
                     };
                     // A call that panics still gets its answer: the
                     // coordinator would otherwise wait on it for ever.
-                    let reply = match std::panic::AssertUnwindSafe(run(call, &made, &partial))
+                    let reply = match std::panic::AssertUnwindSafe(run(call, &made, local, &partial))
                         .catch_unwind()
                         .await
                     {
@@ -321,7 +340,12 @@ fn until(start_unix_ns: u64) -> Result<Duration, String> {
 }
 
 /// Runs one call; `partial` sends what comes before its final answer.
-async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -> Result<Reply, String> {
+async fn run(
+    call: Call,
+    made: &Mutex<Made>,
+    local: Option<SocketAddr>,
+    partial: &(dyn Fn(Reply) + Sync),
+) -> Result<Reply, String> {
     match call {
         Call::Ceiling { config } => {
             raise_fd_limit();
@@ -582,6 +606,54 @@ async fn run(call: Call, made: &Mutex<Made>, partial: &(dyn Fn(Reply) + Sync)) -
                 seen,
                 blocks,
             })
+        }
+        Call::FabricBind => {
+            let ip = local.map(|a| a.ip()).ok_or("the session's own address is unknown")?;
+            let socket = tokio::net::UdpSocket::bind((ip, 0))
+                .await
+                .map_err(|e| format!("fabric socket on {ip}: {e}"))?;
+            let port = socket.local_addr().map_err(|e| e.to_string())?.port();
+            made.lock().await.fabric_socket = Some(Arc::new(socket));
+            Ok(Reply::FabricBound { port })
+        }
+        Call::FabricStart {
+            spec,
+            here,
+            elsewhere,
+            targets,
+            version,
+            timeout_ms,
+            malformed_per_mille,
+        } => {
+            raise_fd_limit();
+            let socket = {
+                let m = made.lock().await;
+                if m.fabric.is_some() {
+                    return Err("a fabric part runs here already: stop it first".into());
+                }
+                m.fabric_socket.clone().ok_or("no fabric socket: bind one first")?
+            };
+            let opts = ctlbench::fabric::Options {
+                targets,
+                version,
+                timeout: Duration::from_millis(timeout_ms),
+                malformed_per_mille,
+                shard: Some(ctlbench::fabric::Shard {
+                    here,
+                    socket,
+                    elsewhere: elsewhere.into_iter().collect(),
+                }),
+            };
+            let f = ctlbench::fabric::Fabric::start_with(spec, opts).await;
+            let reply = fabric_up(&f);
+            made.lock().await.fabric = Some(f);
+            Ok(reply)
+        }
+        Call::FabricStop => {
+            let f = made.lock().await.fabric.take().ok_or("no fabric part runs here")?;
+            let reply = fabric_up(&f);
+            f.stop();
+            Ok(reply)
         }
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {

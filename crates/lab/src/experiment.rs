@@ -133,7 +133,11 @@ impl Experiment {
                 Experiment::Net(_) => {}
                 // (Its own checks: the external switch only, ports named WORKER:IF.)
                 Experiment::Dp(_) => {}
-                Experiment::Ctl(c) if ["cbench", "sessions", "rate", "dos"].contains(&c.test.as_str()) && c.suite.is_none() && c.peers.is_empty() => {
+                Experiment::Ctl(c)
+                    if ["cbench", "sessions", "rate", "dos", "discovery", "discovery-size"].contains(&c.test.as_str())
+                        && c.suite.is_none()
+                        && c.peers.is_empty() =>
+                {
                     if c.target.is_none() {
                         return Err(LabError::Config(
                             "--workers: name the controller the workers reach (--target HOST:PORT, target = in a file)"
@@ -143,7 +147,7 @@ impl Experiment {
                 }
                 _ => {
                     return Err(LabError::Config(
-                        "--workers spreads experiment = \"net\", the controller benchmark's cbench, rate, sessions and dos tests (with a target), and bench dp's external switch so far; run this one without --workers".into(),
+                        "--workers spreads experiment = \"net\", the controller benchmark's cbench, rate, sessions, dos, discovery and discovery-size tests (with a target), and bench dp's external switch so far; run this one without --workers".into(),
                     ))
                 }
             }

@@ -541,8 +541,14 @@ struct Controller(Child);
 
 impl Controller {
     fn start(addr: &str) -> Controller {
+        Controller::start_with(addr, &["--no-rest"])
+    }
+
+    /// With `args` of `sdnlab controller` besides its listening address.
+    fn start_with(addr: &str, args: &[&str]) -> Controller {
         let c = Command::new(BIN)
-            .args(["controller", "--no-rest", "--listen", addr])
+            .args(["controller", "--listen", addr])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -682,6 +688,42 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     let o = bench_ctl(&lab, &format!("{dos} --syn-flood-pps 100"), "dos-syn");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert!(text(&o.stderr).contains("--syn-flood-pps"), "{}", text(&o.stderr));
+    // RFC 8456's topology discovery on a fabric spread over the workers:
+    // each runs its part of the leaf-spine, the links between parts carried
+    // between the workers' addresses, and the controller (topology app, its
+    // view read through its REST API from here) sees every link.
+    let topo_target = format!("10.{}.0.254:16654", lab.subnet);
+    let rest = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let _topo = Controller::start_with(
+        &topo_target,
+        &["--app", "topology", "--rest", &rest.to_string(), "--workers", "1"],
+    );
+    let discovery = format!(
+        "--test discovery --target {topo_target} --northbound sdnlab:{rest} --fabric leaf-spine,2,4,1 --trials 2 --td-s 15 --ofp 1.3"
+    );
+    let (_, samples) = bench_ctl_ok(&lab, &discovery, "discovery");
+    let trials: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "trial").collect();
+    assert_eq!(trials.len(), 2, "{samples:?}");
+    for t in &trials {
+        let v = &t["values"];
+        assert!(v["discovery_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert_eq!(v["links_seen"], v["links"], "{t}");
+        assert_eq!(v["connected"].as_f64(), Some(6.0), "{t}");
+    }
+    let parts: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "shard").collect();
+    assert_eq!(parts.len(), 6, "two trials of three parts: {samples:?}");
+    for p in &parts {
+        let v = &p["values"];
+        // Two switches each; every part has links to another, and took
+        // frames over them; nothing came from elsewhere.
+        assert_eq!(v["switches"].as_f64(), Some(2.0), "{p}");
+        assert!(v["frames_from_other_parts"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(v["lldp_packet_ins"].as_f64().unwrap() > 0.0, "{p}");
+        assert_eq!(v["refused_datagrams"].as_f64(), Some(0.0), "{p}");
+    }
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)
         .args(["bench", "ctl", "--workers", inv.to_str().unwrap(), "--no-live"])

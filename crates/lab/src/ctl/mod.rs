@@ -611,7 +611,7 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
 /// The run's workers, connected once for the run (their clocks measured
 /// and recorded in `meta`), when it is spread over them; `what` is what
 /// they share out.
-fn connect_fleet(
+pub(super) fn connect_fleet(
     place: &Place,
     rt: &tokio::runtime::Runtime,
     meta: &mut Meta,

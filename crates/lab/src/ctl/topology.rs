@@ -376,6 +376,49 @@ fn mean_of(seconds: &[Option<f64>]) -> Option<f64> {
     (got.len() == seconds.len() && !got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
 }
 
+/// One discovery trial with the fabric spread over `fleet`'s workers:
+/// every part brought up at once, the controller's view polled from here
+/// until it holds every link, then every part stopped. The trial, and
+/// each worker's part as it stood at the end.
+async fn spread_discovery(
+    a: &CtlConfig,
+    s: &Scenario,
+    targets: &[SocketAddr],
+    version: u8,
+    nb: &Northbound,
+    fleet: &fleet::coordinator::Fleet,
+) -> Result<(Trial, Vec<fleet::coordinator::FabricPart>), LabError> {
+    let td = Duration::from_secs(a.td_s.max(1));
+    let mut t = Trial::new();
+    t.set("switches", s.spec.switches.len() as f64);
+    let expected = s.spec.links.len() * 2;
+    t.set("links", expected as f64);
+    let start = std::time::Instant::now();
+    let up = fleet.fabric_up(&s.spec, targets, version, td, 0).await;
+    let (seen, seconds, note) = match &up {
+        Ok(_) => tt::view_complete(nb, expected, start, td).await,
+        Err(_) => (0, None, String::new()),
+    };
+    // Every part stops, whether or not all came up.
+    let stopped = fleet.fabric_stop(&s.spec).await;
+    let up = up.map_err(LabError::setup)?;
+    let parts = stopped.map_err(LabError::setup)?;
+    let connected: u64 = up.iter().map(|p| p.connected).sum();
+    t.set("connected", connected as f64);
+    t.set("links_seen", seen as f64);
+    if let Some(x) = seconds {
+        t.set("discovery_s", x);
+    }
+    t.note(&note);
+    if (connected as usize) < s.spec.switches.len() {
+        t.note(&format!(
+            "{connected} of {} switches connected within Td",
+            s.spec.switches.len()
+        ));
+    }
+    Ok((t, parts))
+}
+
 /// Runs one trial of `a.test` on a fresh fabric connected to `targets`.
 async fn trial(
     a: &CtlConfig,
@@ -391,6 +434,7 @@ async fn trial(
         version,
         timeout: td,
         malformed_per_mille: (a.malformed_percent.clamp(0.0, 100.0) * 10.0).round() as u32,
+        shard: None,
     };
     let mut t = Trial::new();
     t.set("switches", s.spec.switches.len() as f64);
@@ -592,6 +636,18 @@ pub(crate) fn check(a: &CtlConfig) -> Result<(), LabError> {
 /// Runs one topology test, trial by trial, scenario by scenario.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     check(a)?;
+    if place.workers.is_some() {
+        if a.flood_pps > 0.0 {
+            return Err(LabError::Config(
+                "--flood-pps with --workers: the flood runs on this machine only; leave one of them out".into(),
+            ));
+        }
+        if a.malformed_percent > 0.0 {
+            return Err(LabError::Config(
+                "--malformed-percent with --workers: leave one of them out (the fabric's parts would each send their own share)".into(),
+            ));
+        }
+    }
     let list = scenarios(a).map_err(LabError::Config)?;
     let explicit_nb = a
         .northbound
@@ -630,6 +686,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         ..started(&run_id)
     };
     let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    let fleet = super::connect_fleet(place, &rt, &mut meta, obs, "the fabric's switches")?;
     let mut invalid = 0;
     let mut largest_discovered = None;
     for s in &list {
@@ -645,7 +702,29 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 None
             };
             let watch = crate::host::HostWatch::start(ctl.processes(), crate::host::Rule::default());
-            let mut t = rt.block_on(trial(a, s, targets, version, &nb, &mut ctl));
+            let mut t = match &fleet {
+                Some(f) => {
+                    let (t, parts) = rt.block_on(spread_discovery(a, s, &targets, version, &nb, f))?;
+                    for p in parts {
+                        let sample = Sample::of(
+                            "shard",
+                            s.name.clone(),
+                            trial_no,
+                            [
+                                ("switches", p.switches as f64),
+                                ("connected", p.connected as f64),
+                                ("lldp_packet_ins", p.lldp_packet_ins as f64),
+                                ("frames_from_other_parts", p.frames_from_other_parts as f64),
+                                ("refused_datagrams", p.refused_datagrams as f64),
+                            ],
+                        )
+                        .noted(Some(format!("worker {}", p.worker)));
+                        writer.append(&sample).map_err(crate::rundir::io_error(&dir))?;
+                    }
+                    t
+                }
+                None => rt.block_on(trial(a, s, targets, version, &nb, &mut ctl)),
+            };
             let host = watch.finish();
             if let Some(reason) = &host.reason {
                 t.note(&format!("host-bound: {reason}"));
