@@ -25,13 +25,8 @@ bin=$PWD/target/release/sdnlab
 out=$PWD/results/bench-workers-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 tag=bw$(( $$ % 1000 )) net=10.199.0
-ctl=
 . scripts/lib/workers-lab.sh
-cleanup() {
-  [ -n "$ctl" ] && kill "$ctl" 2>/dev/null
-  workers_lab_down
-}
-trap cleanup EXIT
+trap workers_lab_down EXIT
 workers_lab_up "$bin" "$out" "$tag" "$net"
 inventory() { # N workers
   local list=""
@@ -40,16 +35,8 @@ inventory() { # N workers
   echo "$out/inventory$1.toml"
 }
 target=$net.254:6653
-controller() {
-  if (exec 3<>/dev/tcp/$net.254/6653) 2>/dev/null; then
-    echo "bench-workers: something already listens on $target" >&2; exit 1
-  fi
-  "$bin" controller --listen "$target" --max-connections 30000 > /dev/null 2>&1 &
-  ctl=$!
-  for _ in $(seq 100); do (exec 3<>/dev/tcp/$net.254/6653) 2>/dev/null && break; sleep 0.1; done
-  kill -0 "$ctl" || { echo "bench-workers: the controller did not start" >&2; exit 1; }
-}
-stop_controller() { kill "$ctl"; wait "$ctl" 2>/dev/null || true; ctl=; }
+controller() { workers_lab_controller "$bin" "$net"; }
+stop_controller() { workers_lab_controller_stop; }
 sleep 1
 common=(--target "$target" --ofp 1.3 --switches "$switches" --trials 1 --no-live)
 # 1. Interleaved: each trial of each arm in turn, the controller fresh each time.

@@ -10,8 +10,8 @@
 //! A fabric too big for one machine runs in parts (a [`Shard`] each, one
 //! per worker): a part runs its own switches, and a frame out of a port
 //! whose link leads to another part's switch goes to that part as a UDP
-//! datagram (the emulated link crosses the machines' network, lossy as
-//! a link is: a datagram that does not fit the socket's buffer is dropped).
+//! datagram (the emulated link crosses the machines' network; what is
+//! lost on the way is counted, sent against taken).
 
 use ofswitch::emulated::{Effect, Emulated};
 use ofwire::{v10, Body, Framer, Message};
@@ -206,7 +206,10 @@ pub struct FabricStats {
     pub flows: HashMap<u64, AtomicU64>,
     /// Malformed messages sent (`Options::malformed_per_mille`).
     pub malformed_sent: AtomicU64,
-    /// Frames this part's switches took from other parts (a fabric in parts).
+    /// Frames this part's switches sent to other parts' and took from
+    /// them (a fabric in parts): what one part sent and the others did not
+    /// take was lost between the machines.
+    pub frames_to_other_parts: AtomicU64,
     pub frames_from_other_parts: AtomicU64,
     /// Datagrams refused: not from another part, or not a frame for a switch here.
     pub refused_datagrams: AtomicU64,
@@ -251,6 +254,8 @@ pub struct Fabric {
     wiring: Arc<HashMap<Attach, Far>>,
     received: Received,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Takes frames from other parts (a fabric in parts).
+    relay: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Fabric {
@@ -333,13 +338,9 @@ impl Fabric {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
         }
-        if let Some(s) = &shard {
-            tasks.push(tokio::spawn(take_from_other_parts(
-                s.clone(),
-                inboxes.clone(),
-                stats.clone(),
-            )));
-        }
+        let relay = shard
+            .as_ref()
+            .map(|s| tokio::spawn(take_from_other_parts(s.clone(), inboxes.clone(), stats.clone())));
         let t = Instant::now();
         let n = switches.len() as u64;
         while stats.connected.load(Ordering::Relaxed) + stats.lost.load(Ordering::Relaxed) < n && t.elapsed() < timeout
@@ -354,6 +355,7 @@ impl Fabric {
             wiring,
             received,
             tasks,
+            relay,
         }
     }
 
@@ -400,7 +402,16 @@ impl Fabric {
 
     /// Disconnects every switch.
     pub fn stop(self) {
-        for t in self.tasks {
+        self.stop_switches();
+        if let Some(r) = self.relay {
+            r.abort();
+        }
+    }
+
+    /// Stops every switch here, while frames other parts sent are still
+    /// taken in (and counted): before reading what crossed between parts.
+    pub fn stop_switches(&self) {
+        for t in &self.tasks {
             t.abort();
         }
     }
@@ -614,8 +625,11 @@ async fn run_switch(
                             *m.entry((dpid, port)).or_insert(0) += 1;
                         }
                         if let Some(s) = &socket {
-                            // (A full buffer drops it, as a congested link would.)
-                            let _ = s.try_send_to(&shard_datagram(*d, *p, &frame), *addr);
+                            // A full send buffer holds the switch back (a
+                            // burst of the controller's probes is not lost here).
+                            if s.send_to(&shard_datagram(*d, *p, &frame), *addr).await.is_ok() {
+                                stats.frames_to_other_parts.fetch_add(1, Ordering::Relaxed);
+                            }
                         }
                     }
                     // Hosts ignore the controller's LLDP probes (os-ken probes host ports too).

@@ -274,7 +274,8 @@ pub struct FabricPart {
     pub connected: u64,
     pub lost: u64,
     pub lldp_packet_ins: u64,
-    /// Frames its switches took from other parts' switches.
+    /// Frames its switches sent to other parts' switches, and took from them.
+    pub frames_to_other_parts: u64,
     pub frames_from_other_parts: u64,
     /// Datagrams it refused (not from another part).
     pub refused_datagrams: u64,
@@ -547,6 +548,7 @@ impl Fleet {
                     connected,
                     lost,
                     lldp_packet_ins,
+                    frames_to_other_parts,
                     frames_from_other_parts,
                     refused_datagrams,
                 } => out.push(FabricPart {
@@ -555,6 +557,7 @@ impl Fleet {
                     connected,
                     lost,
                     lldp_packet_ins,
+                    frames_to_other_parts,
                     frames_from_other_parts,
                     refused_datagrams,
                 }),

@@ -257,6 +257,7 @@ pub enum Reply {
         connected: u64,
         lost: u64,
         lldp_packet_ins: u64,
+        frames_to_other_parts: u64,
         frames_from_other_parts: u64,
         refused_datagrams: u64,
     },

@@ -153,6 +153,7 @@ fn fabric_up(f: &ctlbench::fabric::Fabric) -> Reply {
         connected: n(&f.stats.connected),
         lost: n(&f.stats.lost),
         lldp_packet_ins: n(&f.stats.lldp_packet_ins),
+        frames_to_other_parts: n(&f.stats.frames_to_other_parts),
         frames_from_other_parts: n(&f.stats.frames_from_other_parts),
         refused_datagrams: n(&f.stats.refused_datagrams),
     }
@@ -321,6 +322,11 @@ async fn session(
     drop(tx);
     let _ = writer.await;
 }
+
+/// A fabric part's socket buffers, bytes (the kernel charges a small
+/// datagram about a kilobyte).
+const FABRIC_RCVBUF: usize = 64 << 20;
+const FABRIC_SNDBUF: usize = 8 << 20;
 
 /// The longest a shard waits for its start time.
 const MAX_START_WAIT: Duration = Duration::from_secs(30);
@@ -493,17 +499,8 @@ async fn run(
             let every = Duration::from_millis(interval_ms.max(10).into());
             // Requests handed on as they end, a batch each interval.
             tokio::task::block_in_place(|| {
-                lb::load::open_loop_batched(
-                    &ns,
-                    server_ip,
-                    80,
-                    uris,
-                    rate,
-                    seconds,
-                    lb::load::REQUEST_TIMEOUT,
-                    every,
-                    |b| partial(Reply::HttpRequests { requests: b }),
-                )
+                lb::load::Load::new(server_ip, 80, uris, rate, seconds)
+                    .run_batched(&ns, every, |b| partial(Reply::HttpRequests { requests: b }))
             })?;
             Ok(Reply::Done)
         }
@@ -612,6 +609,15 @@ async fn run(
             let socket = tokio::net::UdpSocket::bind((ip, 0))
                 .await
                 .map_err(|e| format!("fabric socket on {ip}: {e}"))?;
+            // Room for a burst of the controller's probes (thousands of
+            // small datagrams at once): the kernel's default receive
+            // buffer drops most of one. Forced past the sysctl limits
+            // (the worker runs as root); the defaults stand if refused.
+            {
+                use nix::sys::socket::{setsockopt, sockopt};
+                let _ = setsockopt(&socket, sockopt::RcvBufForce, &FABRIC_RCVBUF);
+                let _ = setsockopt(&socket, sockopt::SndBufForce, &FABRIC_SNDBUF);
+            }
             let port = socket.local_addr().map_err(|e| e.to_string())?.port();
             made.lock().await.fabric_socket = Some(Arc::new(socket));
             Ok(Reply::FabricBound { port })
@@ -651,6 +657,10 @@ async fn run(
         }
         Call::FabricStop => {
             let f = made.lock().await.fabric.take().ok_or("no fabric part runs here")?;
+            // The switches first; what other parts sent until they stopped
+            // too is still taken in and counted before the reading.
+            f.stop_switches();
+            tokio::time::sleep(Duration::from_millis(200)).await;
             let reply = fabric_up(&f);
             f.stop();
             Ok(reply)

@@ -415,14 +415,8 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     for (i, (a, b)) in http.iter().enumerate() {
                         let ip = topo.host(b).expect("checked").ip;
                         let ns = net.state.netns_of(a)?;
-                        lb::load::open_loop_batched(
+                        lb::load::Load::new(ip, 80, uris.clone(), c.http_rate, c.http_s).run_batched(
                             ns,
-                            ip,
-                            80,
-                            uris.clone(),
-                            c.http_rate,
-                            c.http_s,
-                            lb::load::REQUEST_TIMEOUT,
                             every,
                             |batch| rec.borrow_mut().http_batch(i, batch),
                         )?;

@@ -92,7 +92,7 @@ impl<'de> serde::Deserialize<'de> for Request {
     }
 }
 
-/// What went wrong with a request, as `fetch` and `open_loop` name it.
+/// What went wrong with a request, as `fetch` and [`Load`] name it.
 pub const ERRORS: [&str; 9] = [
     "client-limit",
     "connrefused",
@@ -105,151 +105,156 @@ pub const ERRORS: [&str; 9] = [
     "timeout",
 ];
 
-/// Sends requests for `uris` (cycled) to `host:port` at `rate` per second
-/// for `seconds`, each on a new connection; at most `max_open` at once (a
-/// request that finds no free connection is an error "client-limit").
-/// Runs on the calling thread, in its network namespace.
-pub fn open_loop(
-    host: std::net::Ipv4Addr,
-    port: u16,
-    uris: &[String],
-    rate: f64,
-    seconds: f64,
-    timeout: Duration,
-    max_open: usize,
-) -> std::io::Result<Vec<Request>> {
-    open_loop_with(host, port, uris, rate, seconds, timeout, max_open, |_| {})
+/// An open-loop HTTP load: requests for `uris` (cycled) to `host:port` at
+/// `rate` per second for `seconds`, each on a new connection, at the time
+/// the schedule says whatever came before (no coordinated omission); at
+/// most `max_open` at once (a request that finds none free is an error
+/// "client-limit"); each given `timeout`.
+#[derive(Clone, Debug)]
+pub struct Load {
+    pub host: std::net::Ipv4Addr,
+    pub port: u16,
+    pub uris: Vec<String>,
+    pub rate: f64,
+    pub seconds: f64,
+    pub timeout: Duration,
+    pub max_open: usize,
 }
 
-/// As `open_loop`, `on_done` seeing each request as it ends (in the order
-/// they end).
-#[allow(clippy::too_many_arguments)]
-pub fn open_loop_with(
-    host: std::net::Ipv4Addr,
-    port: u16,
-    uris: &[String],
-    rate: f64,
-    seconds: f64,
-    timeout: Duration,
-    max_open: usize,
-    mut on_done: impl FnMut(&Request),
-) -> std::io::Result<Vec<Request>> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        let count = (rate * seconds).round().max(1.0) as u64;
-        let start = tokio::time::Instant::now();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let open = std::sync::Arc::new(tokio::sync::Semaphore::new(max_open));
-        // Requests leave on schedule while those done are taken in.
-        let schedule = async move {
-            for n in 0..count {
-                let intended = Duration::from_secs_f64(n as f64 / rate);
-                tokio::time::sleep_until(start + intended).await;
-                let uri = uris[(n as usize) % uris.len()].clone();
-                let Ok(permit) = open.clone().try_acquire_owned() else {
-                    let _ = tx.send(Request {
-                        intended_us: intended.as_micros() as u64,
-                        latency_us: 0,
-                        bytes: 0,
-                        replica: None,
-                        error: Some("client-limit"),
-                    });
-                    continue;
-                };
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    let r = tokio::time::timeout(timeout, fetch(host, port, &uri)).await;
-                    let done = start.elapsed();
-                    let (bytes, replica, error) = match r {
-                        Ok(Ok((b, rep))) => (b, rep, None),
-                        Ok(Err(kind)) => (0, None, Some(kind)),
-                        Err(_) => (0, None, Some("timeout")),
-                    };
-                    let _ = tx.send(Request {
-                        intended_us: intended.as_micros() as u64,
-                        latency_us: done.saturating_sub(intended).as_micros() as u64,
-                        bytes,
-                        replica,
-                        error,
-                    });
-                    drop(permit);
-                });
-            }
-        };
-        let mut out = Vec::with_capacity(count as usize);
-        let take = async {
-            while let Some(r) = rx.recv().await {
-                on_done(&r);
-                out.push(r);
-            }
-        };
-        tokio::join!(schedule, take);
-        out.sort_by_key(|r| r.intended_us);
-        Ok(out)
-    })
-}
-
-/// `open_loop_with` from network namespace `netns` (on a thread of its
-/// own, which joins it).
-#[allow(clippy::too_many_arguments)]
-pub fn open_loop_in(
-    netns: &str,
-    host: std::net::Ipv4Addr,
-    port: u16,
-    uris: Vec<String>,
-    rate: f64,
-    seconds: f64,
-    timeout: Duration,
-    max_open: usize,
-    on_done: impl FnMut(&Request) + Send + 'static,
-) -> Result<Vec<Request>, String> {
-    let ns = netns.to_string();
-    std::thread::spawn(move || {
-        traffic::run::enter_netns(&ns).map_err(|e| format!("{ns}: {e}"))?;
-        open_loop_with(host, port, &uris, rate, seconds, timeout, max_open, on_done).map_err(|e| e.to_string())
-    })
-    .join()
-    .map_err(|_| "the HTTP client panicked".to_string())?
-}
-
-/// `open_loop_in`, the requests handed to `on_batch` on the calling
-/// thread, those done in each `every` as they end (a batch may be empty),
-/// the last ones once the load is over.
-#[allow(clippy::too_many_arguments)]
-pub fn open_loop_batched(
-    netns: &str,
-    host: std::net::Ipv4Addr,
-    port: u16,
-    uris: Vec<String>,
-    rate: f64,
-    seconds: f64,
-    timeout: Duration,
-    every: Duration,
-    mut on_batch: impl FnMut(Vec<Request>),
-) -> Result<(), String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let ns = netns.to_string();
-    let load = std::thread::spawn(move || {
-        open_loop_in(&ns, host, port, uris, rate, seconds, timeout, 8192, move |r| {
-            let _ = tx.send(r.clone());
-        })
-    });
-    let mut batch = Vec::new();
-    let mut next = Instant::now() + every;
-    loop {
-        match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
-            Ok(r) => batch.push(r),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                on_batch(std::mem::take(&mut batch));
-                next += every;
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+impl Load {
+    /// `rate` requests a second for `seconds`, with the default timeout
+    /// ([`REQUEST_TIMEOUT`]) and at most 8192 open.
+    pub fn new(host: std::net::Ipv4Addr, port: u16, uris: Vec<String>, rate: f64, seconds: f64) -> Load {
+        Load {
+            host,
+            port,
+            uris,
+            rate,
+            seconds,
+            timeout: REQUEST_TIMEOUT,
+            max_open: 8192,
         }
     }
-    on_batch(batch);
-    load.join()
+
+    /// Runs the load on the calling thread, in its network namespace:
+    /// every request, in the order they were sent.
+    pub fn run(&self) -> std::io::Result<Vec<Request>> {
+        self.run_with(|_| {})
+    }
+
+    /// As `run`, `on_done` seeing each request as it ends (in the order
+    /// they end).
+    pub fn run_with(&self, mut on_done: impl FnMut(&Request)) -> std::io::Result<Vec<Request>> {
+        let Load {
+            host,
+            port,
+            rate,
+            seconds,
+            timeout,
+            max_open,
+            ..
+        } = *self;
+        let uris = &self.uris;
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        rt.block_on(async {
+            let count = (rate * seconds).round().max(1.0) as u64;
+            let start = tokio::time::Instant::now();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let open = std::sync::Arc::new(tokio::sync::Semaphore::new(max_open));
+            // Requests leave on schedule while those done are taken in.
+            let schedule = async move {
+                for n in 0..count {
+                    let intended = Duration::from_secs_f64(n as f64 / rate);
+                    tokio::time::sleep_until(start + intended).await;
+                    let uri = uris[(n as usize) % uris.len()].clone();
+                    let Ok(permit) = open.clone().try_acquire_owned() else {
+                        let _ = tx.send(Request {
+                            intended_us: intended.as_micros() as u64,
+                            latency_us: 0,
+                            bytes: 0,
+                            replica: None,
+                            error: Some("client-limit"),
+                        });
+                        continue;
+                    };
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let r = tokio::time::timeout(timeout, fetch(host, port, &uri)).await;
+                        let done = start.elapsed();
+                        let (bytes, replica, error) = match r {
+                            Ok(Ok((b, rep))) => (b, rep, None),
+                            Ok(Err(kind)) => (0, None, Some(kind)),
+                            Err(_) => (0, None, Some("timeout")),
+                        };
+                        let _ = tx.send(Request {
+                            intended_us: intended.as_micros() as u64,
+                            latency_us: done.saturating_sub(intended).as_micros() as u64,
+                            bytes,
+                            replica,
+                            error,
+                        });
+                        drop(permit);
+                    });
+                }
+            };
+            let mut out = Vec::with_capacity(count as usize);
+            let take = async {
+                while let Some(r) = rx.recv().await {
+                    on_done(&r);
+                    out.push(r);
+                }
+            };
+            tokio::join!(schedule, take);
+            out.sort_by_key(|r| r.intended_us);
+            Ok(out)
+        })
+    }
+
+    /// `run_with` from network namespace `netns` (on a thread of its own,
+    /// which joins it).
+    pub fn run_in(self, netns: &str, on_done: impl FnMut(&Request) + Send + 'static) -> Result<Vec<Request>, String> {
+        let ns = netns.to_string();
+        std::thread::spawn(move || {
+            traffic::run::enter_netns(&ns).map_err(|e| format!("{ns}: {e}"))?;
+            self.run_with(on_done).map_err(|e| e.to_string())
+        })
+        .join()
         .map_err(|_| "the HTTP client panicked".to_string())?
-        .map(drop)
+    }
+
+    /// `run_in`, the requests handed to `on_batch` on the calling thread,
+    /// those done in each `every` as they end (a batch may be empty), the
+    /// last ones once the load is over.
+    pub fn run_batched(
+        self,
+        netns: &str,
+        every: Duration,
+        mut on_batch: impl FnMut(Vec<Request>),
+    ) -> Result<(), String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ns = netns.to_string();
+        let load = std::thread::spawn(move || {
+            self.run_in(&ns, move |r| {
+                let _ = tx.send(r.clone());
+            })
+        });
+        let mut batch = Vec::new();
+        let mut next = Instant::now() + every;
+        loop {
+            match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                Ok(r) => batch.push(r),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    on_batch(std::mem::take(&mut batch));
+                    next += every;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        on_batch(batch);
+        load.join()
+            .map_err(|_| "the HTTP client panicked".to_string())?
+            .map(drop)
+    }
 }
 
 /// One GET on a new connection: the body's length and the replica, or

@@ -546,22 +546,23 @@ impl Controller {
 
     /// With `args` of `sdnlab controller` besides its listening address.
     fn start_with(addr: &str, args: &[&str]) -> Controller {
-        let c = Command::new(BIN)
-            .args(["controller", "--listen", addr])
+        let mut c = Command::new(BIN);
+        c.args(["controller", "--listen", addr])
             .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        Controller::listening(c, addr)
+    }
+
+    /// `cmd` started, once something listens on `addr` (an OpenFlow
+    /// listener: the controller's, or a switch's).
+    fn listening(mut cmd: Command, addr: &str) -> Controller {
+        let c = Controller(cmd.stdout(Stdio::null()).spawn().unwrap());
         let start = Instant::now();
         while std::net::TcpStream::connect(addr).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "the controller did not listen on {addr}"
-            );
+            assert!(start.elapsed() < Duration::from_secs(20), "nothing listened on {addr}");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Controller(c)
+        c
     }
 }
 
@@ -712,6 +713,8 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         assert!(v["discovery_s"].as_f64().unwrap() > 0.0, "{t}");
         assert_eq!(v["links_seen"], v["links"], "{t}");
         assert_eq!(v["connected"].as_f64(), Some(6.0), "{t}");
+        // What one part sent another took: nothing lost between them.
+        assert_eq!(v["frames_lost_between_parts"].as_f64(), Some(0.0), "{t}");
     }
     let parts: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "shard").collect();
     assert_eq!(parts.len(), 6, "two trials of three parts: {samples:?}");
@@ -863,27 +866,19 @@ fn bench_dp_tests_a_switch_whose_ports_are_on_two_workers() {
         .unwrap()
         .port();
     let log = std::fs::File::create(lab.dir.join("switch.log")).unwrap();
-    let _switch = Controller(
-        Command::new(BIN)
-            .args([
-                "switch",
-                "--port",
-                &format!("{}x1", lab.tag),
-                "--port",
-                &format!("{}x2", lab.tag),
-            ])
-            .args(["--listen", &format!("ptcp:{of_port}"), "--threads", "1"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
     let openflow = format!("127.0.0.1:{of_port}");
-    let start = Instant::now();
-    while std::net::TcpStream::connect(&openflow).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "the switch did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut switch = Command::new(BIN);
+    switch
+        .args([
+            "switch",
+            "--port",
+            &format!("{}x1", lab.tag),
+            "--port",
+            &format!("{}x2", lab.tag),
+        ])
+        .args(["--listen", &format!("ptcp:{of_port}"), "--threads", "1"])
+        .stderr(log);
+    let _switch = Controller::listening(switch, &openflow);
     let inv = lab.inventory("creds", &lab.listed());
     let w = |i: usize| format!("{}:7700", lab.addr(i));
     let dp = |ports: &str, extra: &[&str], out: &str| {
@@ -947,8 +942,11 @@ fn bench_dp_tests_a_switch_whose_ports_are_on_two_workers() {
     assert!(!latency.is_empty(), "{trials:?}");
     for t in &latency {
         assert!(t["received"].as_u64().unwrap() > 0, "{t}");
+        // (At the throughput rate on a loaded machine, queues hold frames
+        // for tens of milliseconds; a clock offset gone wrong would be
+        // far out of this.)
         let p50 = t["latency_us"]["p50"].as_f64().unwrap();
-        assert!(p50 > 0.0 && p50 < 20_000.0, "{t}");
+        assert!(p50 > 0.0 && p50 < 1e6, "{t}");
     }
     // RFC 2544's recovery needs the receiver's index of the frames that
     // arrived: it came back from worker 2 whole.

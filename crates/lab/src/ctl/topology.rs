@@ -404,6 +404,16 @@ async fn spread_discovery(
     let up = up.map_err(LabError::setup)?;
     let parts = stopped.map_err(LabError::setup)?;
     let connected: u64 = up.iter().map(|p| p.connected).sum();
+    // Frames lost between the machines: sent by one part, taken by none.
+    let sent: u64 = parts.iter().map(|p| p.frames_to_other_parts).sum();
+    let taken: u64 = parts.iter().map(|p| p.frames_from_other_parts).sum();
+    t.set("frames_lost_between_parts", sent.saturating_sub(taken) as f64);
+    if sent > taken {
+        t.note(&format!(
+            "{} of {sent} frames between the workers' parts were lost on the way",
+            sent - taken
+        ));
+    }
     t.set("connected", connected as f64);
     t.set("links_seen", seen as f64);
     if let Some(x) = seconds {
@@ -714,6 +724,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                                 ("switches", p.switches as f64),
                                 ("connected", p.connected as f64),
                                 ("lldp_packet_ins", p.lldp_packet_ins as f64),
+                                ("frames_to_other_parts", p.frames_to_other_parts as f64),
                                 ("frames_from_other_parts", p.frames_from_other_parts as f64),
                                 ("refused_datagrams", p.refused_datagrams as f64),
                             ],

@@ -431,7 +431,12 @@ impl Lab {
         let uris = vec!["/index.html".to_string()];
         let r = std::thread::spawn(move || {
             traffic::run::enter_netns(&ns)?;
-            load::open_loop(VIP, 80, &uris, 1.0, 1.0, Duration::from_secs(2), 1)
+            load::Load {
+                timeout: Duration::from_secs(2),
+                max_open: 1,
+                ..load::Load::new(VIP, 80, uris, 1.0, 1.0)
+            }
+            .run()
         })
         .join()
         .map_err(|_| "the probe panicked".to_string())?
@@ -501,7 +506,8 @@ fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Res
             };
             load::httperf(&ns, VIP, 80, target, rate, count, REQUEST_TIMEOUT.as_secs_f64()).map(ClientRun::Httperf)
         } else {
-            load::open_loop_in(&ns, VIP, 80, uris_owned, rate, seconds, REQUEST_TIMEOUT, 8192, |_| {})
+            load::Load::new(VIP, 80, uris_owned, rate, seconds)
+                .run_in(&ns, |_| {})
                 .map(ClientRun::Requests)
         }
     });
