@@ -68,7 +68,7 @@ def mwu(a, b):
     u = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
     n1, n2 = len(a), len(b)
     mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
-    z = (abs(u - mu) - 0.5) / sd if sd else 0
+    z = max(0.0, (abs(u - mu) - 0.5) / sd) if sd else 0
     return u, math.erfc(z / math.sqrt(2))
 if figs["one"] and figs["w3"]:
     u, p = mwu(figs["w3"], figs["one"])
