@@ -385,6 +385,15 @@ impl Fabric {
         }
     }
 
+    /// Port `at` (of a switch here) goes down or up: a PORT_STATUS from
+    /// that switch only (a fabric in parts: the link's other end is
+    /// another part's to change).
+    pub fn set_port(&self, at: Attach, up: bool) {
+        if let Some(tx) = self.inboxes.get(&at.0) {
+            let _ = tx.send(Input::Port { port: at.1, up });
+        }
+    }
+
     /// Switch `dpid` fails as if powered off: its OpenFlow connection
     /// closes and the ports wired to it go down (PORT_STATUS from its neighbours).
     pub fn disconnect(&self, dpid: u64) {

@@ -508,20 +508,52 @@ pub struct ChangeDetection {
     pub note: String,
 }
 
+/// What the change-detection test does to a fabric, wherever its switches
+/// run: on this machine ([`Fabric`]) or in parts on several.
+#[allow(async_fn_in_trait)] // (used with concrete types only, never as dyn)
+pub trait Failures {
+    fn spec(&self) -> &Spec;
+    /// Takes the link at `a` down on both ends (PORT_STATUS from both switches).
+    async fn link_down(&self, a: Attach) -> Result<(), String>;
+    /// Switch `dpid` fails as if powered off: its OpenFlow connection
+    /// closes and its neighbours' ports go down.
+    async fn switch_off(&self, dpid: u64) -> Result<(), String>;
+    /// When the latest LLDP frame left any switch's port, unix ns on this
+    /// machine's clock (0: none yet).
+    async fn last_probe_ns(&self) -> Result<u64, String>;
+}
+
+impl Failures for Fabric {
+    fn spec(&self) -> &Spec {
+        &self.spec
+    }
+    async fn link_down(&self, a: Attach) -> Result<(), String> {
+        self.set_link(a, false);
+        Ok(())
+    }
+    async fn switch_off(&self, dpid: u64) -> Result<(), String> {
+        self.disconnect(dpid);
+        Ok(())
+    }
+    async fn last_probe_ns(&self) -> Result<u64, String> {
+        Ok(self.stats.last_lldp_out_ns.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 /// Network Topology Change Detection Time on a fabric whose view is complete.
-pub async fn change_detection(fabric: &Fabric, nb: &Northbound, failure: Failure, td: Duration) -> ChangeDetection {
-    use std::sync::atomic::Ordering;
-    let before = fabric.spec.links.len() * 2;
+pub async fn change_detection(
+    fabric: &impl Failures,
+    nb: &Northbound,
+    failure: Failure,
+    td: Duration,
+) -> ChangeDetection {
+    let spec = fabric.spec();
+    let before = spec.links.len() * 2;
     let lost = match failure {
         Failure::Link => 2,
         Failure::Switch => {
-            let dpid = fabric.spec.switches[0].0;
-            2 * fabric
-                .spec
-                .links
-                .iter()
-                .filter(|(a, b)| a.0 == dpid || b.0 == dpid)
-                .count()
+            let dpid = spec.switches[0].0;
+            2 * spec.links.iter().filter(|(a, b)| a.0 == dpid || b.0 == dpid).count()
         }
     };
     let mut result = ChangeDetection {
@@ -534,16 +566,21 @@ pub async fn change_detection(fabric: &Fabric, nb: &Northbound, failure: Failure
     };
     let at_ns = crate::fabric::unix_ns();
     let at = Instant::now();
-    match failure {
-        Failure::Link => fabric.set_link(fabric.spec.links[0].0, false),
-        Failure::Switch => fabric.disconnect(fabric.spec.switches[0].0),
+    let failed = match failure {
+        Failure::Link => fabric.link_down(spec.links[0].0).await,
+        Failure::Switch => fabric.switch_off(spec.switches[0].0).await,
+    };
+    if let Err(e) = failed {
+        result.note = format!("the failure could not be made: {e}");
+        return result;
     }
     let mut last_error = String::new();
     while at.elapsed() < td && (result.view_s.is_none() || result.first_probe_s.is_none()) {
         if result.first_probe_s.is_none() {
-            let probe = fabric.stats.last_lldp_out_ns.load(Ordering::Relaxed);
-            if probe > at_ns {
-                result.first_probe_s = Some((probe - at_ns) as f64 / 1e9);
+            match fabric.last_probe_ns().await {
+                Ok(probe) if probe > at_ns => result.first_probe_s = Some((probe - at_ns) as f64 / 1e9),
+                Ok(_) => {}
+                Err(e) => last_error = e,
             }
         }
         if result.view_s.is_none() {

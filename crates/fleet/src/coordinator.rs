@@ -266,6 +266,107 @@ impl Worker {
     }
 }
 
+/// An emulated fabric up over the workers ([`Fleet::fabric_up`]), as the
+/// change-detection test acts on it: each failure made on the workers
+/// that run the switches concerned.
+pub struct SpreadFabric<'a> {
+    pub fleet: &'a Fleet,
+    pub spec: ctlbench::fabric::Spec,
+    /// Which worker runs each switch.
+    owner: HashMap<u64, usize>,
+}
+
+impl<'a> SpreadFabric<'a> {
+    /// `spec` as [`Fleet::fabric_up`] deals it out over `fleet`.
+    pub fn new(fleet: &'a Fleet, spec: &ctlbench::fabric::Spec) -> SpreadFabric<'a> {
+        let assignment = partition::assign_fabric(spec, fleet.workers.len());
+        SpreadFabric {
+            fleet,
+            spec: spec.clone(),
+            owner: spec.switches.iter().map(|s| s.0).zip(assignment).collect(),
+        }
+    }
+
+    fn owner(&self, dpid: u64) -> Result<&Worker, String> {
+        self.owner
+            .get(&dpid)
+            .map(|&w| &self.fleet.workers[w])
+            .ok_or_else(|| format!("no switch {dpid:#x} in the fabric"))
+    }
+
+    /// The ports wired to `at` (the far end of its link, if any).
+    fn peer(&self, at: ctlbench::fabric::Attach) -> Option<ctlbench::fabric::Attach> {
+        self.spec.links.iter().find_map(|&(a, b)| {
+            if a == at {
+                Some(b)
+            } else if b == at {
+                Some(a)
+            } else {
+                None
+            }
+        })
+    }
+
+    async fn port_down(&self, at: ctlbench::fabric::Attach) -> Result<(), String> {
+        let call = self.owner(at.0)?.call(Call::FabricPort { at, up: false });
+        self.fleet.unless_lost(call).await.map(drop).map_err(|e| e.to_string())
+    }
+}
+
+impl ctlbench::topology_tests::Failures for SpreadFabric<'_> {
+    fn spec(&self) -> &ctlbench::fabric::Spec {
+        &self.spec
+    }
+
+    async fn link_down(&self, a: ctlbench::fabric::Attach) -> Result<(), String> {
+        let b = self.peer(a).ok_or_else(|| format!("no link at {a:?}"))?;
+        let (x, y) = futures::join!(self.port_down(a), self.port_down(b));
+        x.and(y)
+    }
+
+    async fn switch_off(&self, dpid: u64) -> Result<(), String> {
+        let off = self.owner(dpid)?.call(Call::FabricSwitchOff { dpid });
+        self.fleet.unless_lost(off).await.map_err(|e| e.to_string())?;
+        // Its neighbours on other workers (those on its own went down with it).
+        let mine = self.owner.get(&dpid).copied();
+        let far: Vec<ctlbench::fabric::Attach> = self
+            .spec
+            .links
+            .iter()
+            .filter_map(|&(a, b)| match (a.0 == dpid, b.0 == dpid) {
+                (true, _) => Some(b),
+                (_, true) => Some(a),
+                _ => None,
+            })
+            .filter(|p| self.owner.get(&p.0).copied() != mine)
+            .collect();
+        for r in join_all(far.into_iter().map(|p| self.port_down(p))).await {
+            r?;
+        }
+        Ok(())
+    }
+
+    async fn last_probe_ns(&self) -> Result<u64, String> {
+        let counts = join_all(self.fleet.workers.iter().map(|w| w.call(Call::FabricCount)));
+        let counts = self
+            .fleet
+            .unless_lost(async { Ok(counts.await) })
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut latest = 0u64;
+        for (w, r) in self.fleet.workers.iter().zip(counts) {
+            if let Reply::FabricUp { last_lldp_out_ns, .. } = r.map_err(|e| e.to_string())? {
+                if last_lldp_out_ns > 0 {
+                    // On our clock: the worker's minus its offset.
+                    let offset_ns = w.clock.map_or(0.0, |c| c.offset_us * 1e3) as i64;
+                    latest = latest.max((last_lldp_out_ns as i64 - offset_ns).max(0) as u64);
+                }
+            }
+        }
+        Ok(latest)
+    }
+}
+
 /// One worker's part of an emulated fabric, as it reported.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FabricPart {
@@ -551,6 +652,7 @@ impl Fleet {
                     frames_to_other_parts,
                     frames_from_other_parts,
                     refused_datagrams,
+                    ..
                 } => out.push(FabricPart {
                     worker: w.name.clone(),
                     switches: assignment.iter().filter(|&&p| p == i).count(),

@@ -160,6 +160,13 @@ pub enum Call {
     /// Stops this worker's part of the fabric (`Reply::FabricUp`: what it
     /// counted).
     FabricStop,
+    /// What this worker's part of the fabric counted so far (`Reply::FabricUp`).
+    FabricCount,
+    /// Port `at` of a switch here goes down or up (`Reply::Done`).
+    FabricPort { at: (u64, u32), up: bool },
+    /// Switch `dpid` here fails as if powered off: its session closes, its
+    /// neighbours here see their ports go down (`Reply::Done`).
+    FabricSwitchOff { dpid: u64 },
     /// Removes everything this worker made for the coordinator (`Reply::Done`).
     Down,
 }
@@ -260,6 +267,10 @@ pub enum Reply {
         frames_to_other_parts: u64,
         frames_from_other_parts: u64,
         refused_datagrams: u64,
+        /// When the latest LLDP frame left a switch here, unix ns on this
+        /// worker's clock (0: none).
+        #[serde(default)]
+        last_lldp_out_ns: u64,
     },
     /// None: the load's answers cannot be matched by the reference responder.
     Ceiling {

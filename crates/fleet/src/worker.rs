@@ -156,6 +156,7 @@ fn fabric_up(f: &ctlbench::fabric::Fabric) -> Reply {
         frames_to_other_parts: n(&f.stats.frames_to_other_parts),
         frames_from_other_parts: n(&f.stats.frames_from_other_parts),
         refused_datagrams: n(&f.stats.refused_datagrams),
+        last_lldp_out_ns: n(&f.stats.last_lldp_out_ns),
     }
 }
 
@@ -654,6 +655,20 @@ async fn run(
             let reply = fabric_up(&f);
             made.lock().await.fabric = Some(f);
             Ok(reply)
+        }
+        Call::FabricCount => {
+            let m = made.lock().await;
+            Ok(fabric_up(m.fabric.as_ref().ok_or("no fabric part runs here")?))
+        }
+        Call::FabricPort { at, up } => {
+            let m = made.lock().await;
+            m.fabric.as_ref().ok_or("no fabric part runs here")?.set_port(at, up);
+            Ok(Reply::Done)
+        }
+        Call::FabricSwitchOff { dpid } => {
+            let m = made.lock().await;
+            m.fabric.as_ref().ok_or("no fabric part runs here")?.disconnect(dpid);
+            Ok(Reply::Done)
         }
         Call::FabricStop => {
             let f = made.lock().await.fabric.take().ok_or("no fabric part runs here")?;

@@ -134,7 +134,15 @@ impl Experiment {
                 // (Its own checks: the external switch only, ports named WORKER:IF.)
                 Experiment::Dp(_) => {}
                 Experiment::Ctl(c)
-                    if ["cbench", "sessions", "rate", "dos", "discovery", "discovery-size"].contains(&c.test.as_str())
+                    if [
+                        "cbench",
+                        "sessions",
+                        "rate",
+                        "dos",
+                        "discovery",
+                        "discovery-size",
+                        "change-detection",
+                    ].contains(&c.test.as_str())
                         && c.suite.is_none()
                         && c.peers.is_empty() =>
                 {
@@ -147,7 +155,7 @@ impl Experiment {
                 }
                 _ => {
                     return Err(LabError::Config(
-                        "--workers spreads experiment = \"net\", the controller benchmark's cbench, rate, sessions, dos, discovery and discovery-size tests (with a target), and bench dp's external switch so far; run this one without --workers".into(),
+                        "--workers spreads experiment = \"net\", the controller benchmark's cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests (with a target), and bench dp's external switch so far; run this one without --workers".into(),
                     ))
                 }
             }

@@ -727,6 +727,27 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         assert!(v["lldp_packet_ins"].as_f64().unwrap() > 0.0, "{p}");
         assert_eq!(v["refused_datagrams"].as_f64(), Some(0.0), "{p}");
     }
+    // RFC 8456's topology change detection on the same spread fabric: the
+    // first spine's link, then the whole spine, fail (its neighbours on
+    // the other workers told so); the view loses just those links, and
+    // the controller's next probe is seen on a worker's clock.
+    let change = format!(
+        "--test change-detection --target {topo_target} --northbound sdnlab:{rest} --fabric leaf-spine,2,4,1 --trials 1 --td-s 15 --ofp 1.3"
+    );
+    let (_, samples) = bench_ctl_ok(&lab, &change, "change");
+    let trials: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "trial").collect();
+    assert_eq!(trials.len(), 2, "{samples:?}");
+    for t in &trials {
+        let v = &t["values"];
+        let lost = if t["scenario"].as_str().unwrap().contains("link down") {
+            2.0
+        } else {
+            8.0
+        };
+        assert_eq!(v["links_after"].as_f64(), Some(16.0 - lost), "{t}");
+        assert!(v["detect_view_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(v["detect_probe_s"].as_f64().unwrap() > 0.0, "{t}");
+    }
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)
         .args(["bench", "ctl", "--workers", inv.to_str().unwrap(), "--no-live"])

@@ -376,11 +376,12 @@ fn mean_of(seconds: &[Option<f64>]) -> Option<f64> {
     (got.len() == seconds.len() && !got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
 }
 
-/// One discovery trial with the fabric spread over `fleet`'s workers:
-/// every part brought up at once, the controller's view polled from here
-/// until it holds every link, then every part stopped. The trial, and
-/// each worker's part as it stood at the end.
-async fn spread_discovery(
+/// One trial with the fabric spread over `fleet`'s workers: every part
+/// brought up at once, then discovery (the controller's view polled from
+/// here until it holds every link) or change detection (once it does, the
+/// failure made on the workers concerned), then every part stopped. The
+/// trial, and each worker's part as it stood at the end.
+async fn spread_trial(
     a: &CtlConfig,
     s: &Scenario,
     targets: &[SocketAddr],
@@ -395,15 +396,37 @@ async fn spread_discovery(
     t.set("links", expected as f64);
     let start = std::time::Instant::now();
     let up = fleet.fabric_up(&s.spec, targets, version, td, 0).await;
-    let (seen, seconds, note) = match &up {
-        Ok(_) => tt::view_complete(nb, expected, start, td).await,
-        Err(_) => (0, None, String::new()),
-    };
+    if up.is_ok() {
+        let (seen, seconds, note) = tt::view_complete(nb, expected, start, td).await;
+        match s.failure {
+            None => {
+                t.set("links_seen", seen as f64);
+                if let Some(x) = seconds {
+                    t.set("discovery_s", x);
+                }
+                t.note(&note);
+            }
+            Some(_) if seconds.is_none() => t.note(&note),
+            Some(failure) => {
+                let spread = fleet::coordinator::SpreadFabric::new(fleet, &s.spec);
+                let c = tt::change_detection(&spread, nb, failure, td).await;
+                if let Some(x) = c.view_s {
+                    t.set("detect_view_s", x);
+                }
+                if let Some(x) = c.first_probe_s {
+                    t.set("detect_probe_s", x);
+                }
+                t.set("links_after", c.links_after as f64);
+                t.note(&c.note);
+            }
+        }
+    }
     // Every part stops, whether or not all came up.
     let stopped = fleet.fabric_stop(&s.spec).await;
     let up = up.map_err(LabError::setup)?;
     let parts = stopped.map_err(LabError::setup)?;
     let connected: u64 = up.iter().map(|p| p.connected).sum();
+    t.set("connected", connected as f64);
     // Frames lost between the machines: sent by one part, taken by none.
     let sent: u64 = parts.iter().map(|p| p.frames_to_other_parts).sum();
     let taken: u64 = parts.iter().map(|p| p.frames_from_other_parts).sum();
@@ -414,12 +437,6 @@ async fn spread_discovery(
             sent - taken
         ));
     }
-    t.set("connected", connected as f64);
-    t.set("links_seen", seen as f64);
-    if let Some(x) = seconds {
-        t.set("discovery_s", x);
-    }
-    t.note(&note);
     if (connected as usize) < s.spec.switches.len() {
         t.note(&format!(
             "{connected} of {} switches connected within Td",
@@ -714,7 +731,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             let watch = crate::host::HostWatch::start(ctl.processes(), crate::host::Rule::default());
             let mut t = match &fleet {
                 Some(f) => {
-                    let (t, parts) = rt.block_on(spread_discovery(a, s, &targets, version, &nb, f))?;
+                    let (t, parts) = rt.block_on(spread_trial(a, s, &targets, version, &nb, f))?;
                     for p in parts {
                         let sample = Sample::of(
                             "shard",
