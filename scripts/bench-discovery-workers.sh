@@ -64,12 +64,8 @@ for arm, name in arms.items():
     span = f"{min(got):.2f}..{max(got):.2f}" if got else "-"
     med = f"{st.median(got):.2f}" if got else "-"
     print(f"| {name} | {med} | {span} | {len(got)} of {trials} | {links} |")
-def mwu(a, b):
-    u = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
-    n1, n2 = len(a), len(b)
-    mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
-    z = max(0.0, (abs(u - mu) - 0.5) / sd) if sd else 0
-    return u, math.erfc(z / math.sqrt(2))
+sys.path.insert(0, "scripts/lib")
+from mwu import mwu
 if figs["one"] and figs["w3"]:
     u, p = mwu(figs["w3"], figs["one"])
     print(f"\n3 workers against one process: {100 * (st.median(figs['w3']) / st.median(figs['one']) - 1):+.1f} % (medians), Mann-Whitney U = {u:.0f}, p = {p:.3f}")

@@ -69,14 +69,8 @@ for arm, name in arms.items():
     figs[arm] = r
     print(f"| {name} | {st.mean(r):,.0f} | {min(r):,.0f}..{max(r):,.0f} | {st.mean(v['matched_per_s'] for v in rows):,.0f} | "
           f"{st.median(v['rtt_p50_us'] for v in rows):.0f} | {st.median(v['rtt_p99_us'] for v in rows):.0f} |")
-# Mann-Whitney U, two-sided, exact by enumeration for small samples (normal approximation above).
-import itertools, math
-def mwu(a, b):
-    u = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
-    n1, n2 = len(a), len(b)
-    mu, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
-    z = max(0.0, (abs(u - mu) - 0.5) / sd) if sd else 0
-    return u, math.erfc(z / math.sqrt(2))
+sys.path.insert(0, "scripts/lib")
+from mwu import mwu
 for arm in ("ns", "w1", "w2", "w3"):
     u, p = mwu(figs[arm], figs["one"])
     print(f"\n{arms[arm]} against one process: {100 * (st.mean(figs[arm]) / st.mean(figs['one']) - 1):+.1f} %, Mann-Whitney U = {u:.0f}, p = {p:.3f}", end="")

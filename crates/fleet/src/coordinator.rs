@@ -355,7 +355,8 @@ impl ctlbench::topology_tests::Failures for SpreadFabric<'_> {
             .map_err(|e| e.to_string())?;
         let mut latest = 0u64;
         for (w, r) in self.fleet.workers.iter().zip(counts) {
-            if let Reply::FabricUp { last_lldp_out_ns, .. } = r.map_err(|e| e.to_string())? {
+            if let Reply::FabricUp { counts } = r.map_err(|e| e.to_string())? {
+                let last_lldp_out_ns = counts.last_lldp_out_ns;
                 if last_lldp_out_ns > 0 {
                     // On our clock: the worker's minus its offset.
                     let offset_ns = w.clock.map_or(0.0, |c| c.offset_us * 1e3) as i64;
@@ -372,14 +373,8 @@ impl ctlbench::topology_tests::Failures for SpreadFabric<'_> {
 pub struct FabricPart {
     pub worker: String,
     pub switches: usize,
-    pub connected: u64,
-    pub lost: u64,
-    pub lldp_packet_ins: u64,
-    /// Frames its switches sent to other parts' switches, and took from them.
-    pub frames_to_other_parts: u64,
-    pub frames_from_other_parts: u64,
-    /// Datagrams it refused (not from another part).
-    pub refused_datagrams: u64,
+    #[serde(flatten)]
+    pub counts: proto::FabricCounts,
 }
 
 /// The workers of an inventory, connected.
@@ -645,23 +640,10 @@ impl Fleet {
         let mut out = Vec::new();
         for (i, (w, r)) in self.workers.iter().zip(replies).enumerate() {
             match r? {
-                Reply::FabricUp {
-                    connected,
-                    lost,
-                    lldp_packet_ins,
-                    frames_to_other_parts,
-                    frames_from_other_parts,
-                    refused_datagrams,
-                    ..
-                } => out.push(FabricPart {
+                Reply::FabricUp { counts } => out.push(FabricPart {
                     worker: w.name.clone(),
                     switches: assignment.iter().filter(|&&p| p == i).count(),
-                    connected,
-                    lost,
-                    lldp_packet_ins,
-                    frames_to_other_parts,
-                    frames_from_other_parts,
-                    refused_datagrams,
+                    counts,
                 }),
                 other => return Err(FleetError::Partition(format!("the fabric answered {other:?}"))),
             }

@@ -171,6 +171,23 @@ pub enum Call {
     Down,
 }
 
+/// What a worker's part of an emulated fabric counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FabricCounts {
+    /// Its switches connected to the controller, and those whose session was lost.
+    pub connected: u64,
+    pub lost: u64,
+    pub lldp_packet_ins: u64,
+    /// Frames its switches sent to other parts' switches, and took from them.
+    pub frames_to_other_parts: u64,
+    pub frames_from_other_parts: u64,
+    /// Datagrams it refused (not from another part).
+    pub refused_datagrams: u64,
+    /// When the latest LLDP frame left one of its switches, unix ns on its
+    /// worker's clock (0: none).
+    pub last_lldp_out_ns: u64,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Response {
     pub id: u64,
@@ -261,16 +278,7 @@ pub enum Reply {
     },
     /// A fabric part's switches and what crossed it so far.
     FabricUp {
-        connected: u64,
-        lost: u64,
-        lldp_packet_ins: u64,
-        frames_to_other_parts: u64,
-        frames_from_other_parts: u64,
-        refused_datagrams: u64,
-        /// When the latest LLDP frame left a switch here, unix ns on this
-        /// worker's clock (0: none).
-        #[serde(default)]
-        last_lldp_out_ns: u64,
+        counts: FabricCounts,
     },
     /// None: the load's answers cannot be matched by the reference responder.
     Ceiling {

@@ -150,13 +150,15 @@ struct Made {
 fn fabric_up(f: &ctlbench::fabric::Fabric) -> Reply {
     let n = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     Reply::FabricUp {
-        connected: n(&f.stats.connected),
-        lost: n(&f.stats.lost),
-        lldp_packet_ins: n(&f.stats.lldp_packet_ins),
-        frames_to_other_parts: n(&f.stats.frames_to_other_parts),
-        frames_from_other_parts: n(&f.stats.frames_from_other_parts),
-        refused_datagrams: n(&f.stats.refused_datagrams),
-        last_lldp_out_ns: n(&f.stats.last_lldp_out_ns),
+        counts: crate::proto::FabricCounts {
+            connected: n(&f.stats.connected),
+            lost: n(&f.stats.lost),
+            lldp_packet_ins: n(&f.stats.lldp_packet_ins),
+            frames_to_other_parts: n(&f.stats.frames_to_other_parts),
+            frames_from_other_parts: n(&f.stats.frames_from_other_parts),
+            refused_datagrams: n(&f.stats.refused_datagrams),
+            last_lldp_out_ns: n(&f.stats.last_lldp_out_ns),
+        },
     }
 }
 

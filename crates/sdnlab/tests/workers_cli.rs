@@ -706,7 +706,7 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         "--test discovery --target {topo_target} --northbound sdnlab:{rest} --fabric leaf-spine,2,4,1 --trials 2 --td-s 15 --ofp 1.3"
     );
     let (_, samples) = bench_ctl_ok(&lab, &discovery, "discovery");
-    let trials: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "trial").collect();
+    let trials = of_kind(&samples, "trial");
     assert_eq!(trials.len(), 2, "{samples:?}");
     for t in &trials {
         let v = &t["values"];
@@ -716,7 +716,7 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         // What one part sent another took: nothing lost between them.
         assert_eq!(v["frames_lost_between_parts"].as_f64(), Some(0.0), "{t}");
     }
-    let parts: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "shard").collect();
+    let parts = of_kind(&samples, "shard");
     assert_eq!(parts.len(), 6, "two trials of three parts: {samples:?}");
     for p in &parts {
         let v = &p["values"];
@@ -735,7 +735,7 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         "--test change-detection --target {topo_target} --northbound sdnlab:{rest} --fabric leaf-spine,2,4,1 --trials 1 --td-s 15 --ofp 1.3"
     );
     let (_, samples) = bench_ctl_ok(&lab, &change, "change");
-    let trials: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "trial").collect();
+    let trials = of_kind(&samples, "trial");
     assert_eq!(trials.len(), 2, "{samples:?}");
     for t in &trials {
         let v = &t["values"];
@@ -1049,6 +1049,11 @@ fn bench_dp_tests_a_switch_whose_ports_are_on_two_workers() {
     refused(o, "--workers FILE");
     let log: String = (1..=3).map(|i| lab.worker_log(i)).collect();
     assert!(!log.contains("panicked"), "{log}");
+}
+
+/// The samples of one kind.
+fn of_kind<'a>(samples: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    samples.iter().filter(|s| s["kind"] == kind).collect()
 }
 
 /// `bench ctl ARGS` (a line of them) over the lab's three workers into

@@ -361,6 +361,18 @@ impl Trial {
         self.values.insert(k.to_string(), v);
     }
 
+    /// A change-detection test's figures.
+    fn change(&mut self, c: &tt::ChangeDetection) {
+        if let Some(x) = c.view_s {
+            self.set("detect_view_s", x);
+        }
+        if let Some(x) = c.first_probe_s {
+            self.set("detect_probe_s", x);
+        }
+        self.set("links_after", c.links_after as f64);
+        self.note(&c.note);
+    }
+
     fn note(&mut self, n: &str) {
         if !n.is_empty() {
             if !self.note.is_empty() {
@@ -409,15 +421,7 @@ async fn spread_trial(
             Some(_) if seconds.is_none() => t.note(&note),
             Some(failure) => {
                 let spread = fleet::coordinator::SpreadFabric::new(fleet, &s.spec);
-                let c = tt::change_detection(&spread, nb, failure, td).await;
-                if let Some(x) = c.view_s {
-                    t.set("detect_view_s", x);
-                }
-                if let Some(x) = c.first_probe_s {
-                    t.set("detect_probe_s", x);
-                }
-                t.set("links_after", c.links_after as f64);
-                t.note(&c.note);
+                t.change(&tt::change_detection(&spread, nb, failure, td).await);
             }
         }
     }
@@ -425,11 +429,11 @@ async fn spread_trial(
     let stopped = fleet.fabric_stop(&s.spec).await;
     let up = up.map_err(LabError::setup)?;
     let parts = stopped.map_err(LabError::setup)?;
-    let connected: u64 = up.iter().map(|p| p.connected).sum();
+    let connected: u64 = up.iter().map(|p| p.counts.connected).sum();
     t.set("connected", connected as f64);
     // Frames lost between the machines: sent by one part, taken by none.
-    let sent: u64 = parts.iter().map(|p| p.frames_to_other_parts).sum();
-    let taken: u64 = parts.iter().map(|p| p.frames_from_other_parts).sum();
+    let sent: u64 = parts.iter().map(|p| p.counts.frames_to_other_parts).sum();
+    let taken: u64 = parts.iter().map(|p| p.counts.frames_from_other_parts).sum();
     t.set("frames_lost_between_parts", sent.saturating_sub(taken) as f64);
     if sent > taken {
         t.note(&format!(
@@ -515,14 +519,7 @@ async fn trial(
         }
         "change-detection" => {
             let c = tt::change_detection(&fabric, nb, s.failure.unwrap_or(tt::Failure::Link), td).await;
-            if let Some(x) = c.view_s {
-                t.set("detect_view_s", x);
-            }
-            if let Some(x) = c.first_probe_s {
-                t.set("detect_probe_s", x);
-            }
-            t.set("links_after", c.links_after as f64);
-            t.note(&c.note);
+            t.change(&c);
         }
         "reprovisioning" => {
             let interval = Duration::from_micros(a.reprov_interval_us.max(100));
@@ -739,11 +736,11 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                             trial_no,
                             [
                                 ("switches", p.switches as f64),
-                                ("connected", p.connected as f64),
-                                ("lldp_packet_ins", p.lldp_packet_ins as f64),
-                                ("frames_to_other_parts", p.frames_to_other_parts as f64),
-                                ("frames_from_other_parts", p.frames_from_other_parts as f64),
-                                ("refused_datagrams", p.refused_datagrams as f64),
+                                ("connected", p.counts.connected as f64),
+                                ("lldp_packet_ins", p.counts.lldp_packet_ins as f64),
+                                ("frames_to_other_parts", p.counts.frames_to_other_parts as f64),
+                                ("frames_from_other_parts", p.counts.frames_from_other_parts as f64),
+                                ("refused_datagrams", p.counts.refused_datagrams as f64),
                             ],
                         )
                         .noted(Some(format!("worker {}", p.worker)));
