@@ -266,25 +266,109 @@ impl Worker {
     }
 }
 
-/// An emulated fabric up over the workers ([`Fleet::fabric_up`]), as the
-/// change-detection test acts on it: each failure made on the workers
-/// that run the switches concerned.
+/// An emulated fabric over the workers, in one part per worker: brought
+/// up and stopped, and acted on as the change-detection test does (each
+/// failure made on the workers that run the switches concerned).
 pub struct SpreadFabric<'a> {
     pub fleet: &'a Fleet,
     pub spec: ctlbench::fabric::Spec,
-    /// Which worker runs each switch.
+    /// Which worker runs each switch: in the spec's switch order, and by datapath id.
+    assignment: Vec<usize>,
     owner: HashMap<u64, usize>,
 }
 
 impl<'a> SpreadFabric<'a> {
-    /// `spec` as [`Fleet::fabric_up`] deals it out over `fleet`.
+    /// `spec` dealt out over `fleet` as a topology is (balanced, few links
+    /// cut), once: bringing it up, acting on it and stopping it all follow
+    /// this one assignment.
     pub fn new(fleet: &'a Fleet, spec: &ctlbench::fabric::Spec) -> SpreadFabric<'a> {
         let assignment = partition::assign_fabric(spec, fleet.workers.len());
         SpreadFabric {
             fleet,
             spec: spec.clone(),
-            owner: spec.switches.iter().map(|s| s.0).zip(assignment).collect(),
+            owner: spec
+                .switches
+                .iter()
+                .map(|s| s.0)
+                .zip(assignment.iter().copied())
+                .collect(),
+            assignment,
         }
+    }
+
+    /// Brings the fabric up: each worker runs its part and carries the
+    /// links to other parts over UDP between the workers' addresses,
+    /// every switch connected to `targets`. Returns once every part has
+    /// answered (its switches connected, or `timeout` passed): each
+    /// worker's part as it stands.
+    pub async fn up(
+        &self,
+        targets: &[std::net::SocketAddr],
+        version: u8,
+        timeout: Duration,
+        malformed_per_mille: u32,
+    ) -> Result<Vec<FabricPart>, FleetError> {
+        let (fleet, spec, assignment) = (self.fleet, &self.spec, &self.assignment);
+        let bound = join_all(fleet.workers.iter().map(|w| w.call(Call::FabricBind)));
+        let mut sockets = Vec::new();
+        for (w, r) in fleet
+            .workers
+            .iter()
+            .zip(fleet.unless_lost(async { Ok(bound.await) }).await?)
+        {
+            match r? {
+                Reply::FabricBound { port } => sockets.push(std::net::SocketAddr::from((*w.addr.ip(), port))),
+                other => return Err(FleetError::Partition(format!("fabric-bind answered {other:?}"))),
+            }
+        }
+        let start = fleet.workers.iter().enumerate().map(|(i, w)| {
+            let here: Vec<u64> = spec
+                .switches
+                .iter()
+                .zip(assignment)
+                .filter(|(_, &p)| p == i)
+                .map(|(s, _)| s.0)
+                .collect();
+            let elsewhere = spec
+                .switches
+                .iter()
+                .zip(assignment)
+                .filter(|(_, &p)| p != i)
+                .map(|(s, &p)| (s.0, sockets[p]))
+                .collect();
+            w.call(Call::FabricStart {
+                spec: spec.clone(),
+                here,
+                elsewhere,
+                targets: targets.to_vec(),
+                version,
+                timeout_ms: timeout.as_millis() as u64,
+                malformed_per_mille,
+            })
+        });
+        let up = fleet.unless_lost(async { Ok(join_all(start).await) }).await?;
+        self.parts(up)
+    }
+
+    /// Stops every worker's part of the fabric: what each counted.
+    pub async fn stop(&self) -> Result<Vec<FabricPart>, FleetError> {
+        let stopped = join_all(self.fleet.workers.iter().map(|w| w.call(Call::FabricStop))).await;
+        self.parts(stopped)
+    }
+
+    fn parts(&self, replies: Vec<Result<Reply, FleetError>>) -> Result<Vec<FabricPart>, FleetError> {
+        let mut out = Vec::new();
+        for (i, (w, r)) in self.fleet.workers.iter().zip(replies).enumerate() {
+            match r? {
+                Reply::FabricUp { counts } => out.push(FabricPart {
+                    worker: w.name.clone(),
+                    switches: self.assignment.iter().filter(|&&p| p == i).count(),
+                    counts,
+                }),
+                other => return Err(FleetError::Partition(format!("the fabric answered {other:?}"))),
+            }
+        }
+        Ok(out)
     }
 
     fn owner(&self, dpid: u64) -> Result<&Worker, String> {
@@ -567,88 +651,6 @@ impl Fleet {
             Ok((sent, *received, uncertainty_us))
         };
         self.unless_lost(run).await
-    }
-
-    /// Brings up the emulated fabric `spec` over the workers: its switches
-    /// dealt out as a topology's are (balanced, few links cut), each
-    /// worker running its part and carrying the links to other parts over
-    /// UDP between the workers' addresses, every switch connected to
-    /// `targets`. Returns once every part has answered (its switches
-    /// connected, or `timeout` passed): each worker's part as it stands.
-    pub async fn fabric_up(
-        &self,
-        spec: &ctlbench::fabric::Spec,
-        targets: &[std::net::SocketAddr],
-        version: u8,
-        timeout: Duration,
-        malformed_per_mille: u32,
-    ) -> Result<Vec<FabricPart>, FleetError> {
-        let assignment = partition::assign_fabric(spec, self.workers.len());
-        let bound = join_all(self.workers.iter().map(|w| w.call(Call::FabricBind)));
-        let mut sockets = Vec::new();
-        for (w, r) in self
-            .workers
-            .iter()
-            .zip(self.unless_lost(async { Ok(bound.await) }).await?)
-        {
-            match r? {
-                Reply::FabricBound { port } => sockets.push(std::net::SocketAddr::from((*w.addr.ip(), port))),
-                other => return Err(FleetError::Partition(format!("fabric-bind answered {other:?}"))),
-            }
-        }
-        let start = self.workers.iter().enumerate().map(|(i, w)| {
-            let here: Vec<u64> = spec
-                .switches
-                .iter()
-                .zip(&assignment)
-                .filter(|(_, &p)| p == i)
-                .map(|(s, _)| s.0)
-                .collect();
-            let elsewhere = spec
-                .switches
-                .iter()
-                .zip(&assignment)
-                .filter(|(_, &p)| p != i)
-                .map(|(s, &p)| (s.0, sockets[p]))
-                .collect();
-            w.call(Call::FabricStart {
-                spec: spec.clone(),
-                here,
-                elsewhere,
-                targets: targets.to_vec(),
-                version,
-                timeout_ms: timeout.as_millis() as u64,
-                malformed_per_mille,
-            })
-        });
-        let up = self.unless_lost(async { Ok(join_all(start).await) }).await?;
-        self.parts(up, &assignment)
-    }
-
-    /// Stops every worker's part of the fabric: what each counted.
-    pub async fn fabric_stop(&self, spec: &ctlbench::fabric::Spec) -> Result<Vec<FabricPart>, FleetError> {
-        let assignment = partition::assign_fabric(spec, self.workers.len());
-        let stopped = join_all(self.workers.iter().map(|w| w.call(Call::FabricStop))).await;
-        self.parts(stopped, &assignment)
-    }
-
-    fn parts(
-        &self,
-        replies: Vec<Result<Reply, FleetError>>,
-        assignment: &[usize],
-    ) -> Result<Vec<FabricPart>, FleetError> {
-        let mut out = Vec::new();
-        for (i, (w, r)) in self.workers.iter().zip(replies).enumerate() {
-            match r? {
-                Reply::FabricUp { counts } => out.push(FabricPart {
-                    worker: w.name.clone(),
-                    switches: assignment.iter().filter(|&&p| p == i).count(),
-                    counts,
-                }),
-                other => return Err(FleetError::Partition(format!("the fabric answered {other:?}"))),
-            }
-        }
-        Ok(out)
     }
 
     /// Each worker's clock offset, for meta.json.

