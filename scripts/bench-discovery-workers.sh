@@ -18,7 +18,7 @@ cargo build --quiet --release -p sdnlab
 bin=$PWD/target/release/sdnlab
 out=$PWD/results/bench-discovery-workers-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
-tag=bd$(( $$ % 1000 )) net=10.198.0
+tag=bd$(( $$ % 1000 )) net=10.196.0
 . scripts/lib/workers-lab.sh
 trap workers_lab_down EXIT
 workers_lab_up "$bin" "$out" "$tag" "$net"
