@@ -88,3 +88,39 @@ fn half_open_connections_go_first_and_a_switch_still_gets_in() {
     drop(flood);
     ctl.stop();
 }
+
+/// The listeners queue as many connections as the system allows (std's
+/// listen takes 128: a network of thousands of switches connecting at once
+/// had SYNs dropped and retried a second later). The kernel shows a
+/// listener's backlog as its Send-Q.
+#[test]
+fn listeners_take_the_systems_largest_backlog() {
+    let set = controller::catalog::build(&["l2-learning"]).unwrap();
+    let ctl = controller::runtime::start(controller::runtime::Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 1,
+        apps: set.factories,
+        ..Default::default()
+    })
+    .unwrap();
+    let port = ctl.local_addrs[0].port();
+    let ss = std::process::Command::new("ss")
+        .args(["-Hltn", &format!("sport = :{port}")])
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&ss.stdout);
+    let backlog: u32 = text
+        .split_whitespace()
+        .nth(2)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no listener on {port} in `ss`: {text:?}"));
+    let max: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The controller asks for SOMAXCONN (4096 in the C library's headers
+    // since Linux 5.4); the kernel caps it at the sysctl.
+    assert_eq!(backlog, max.min(4096), "{text}");
+    ctl.stop();
+}
