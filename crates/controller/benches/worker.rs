@@ -51,9 +51,8 @@ fn drain(d: &mut Driver) -> Vec<Message> {
 /// A driver through the OpenFlow 1.0 handshake.
 fn ready(env: &Environment, dpid: u64) -> Driver {
     let now = Instant::now();
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    std::mem::forget(rx);
-    let mut d = Driver::new(dpid, env, tx, now);
+    let outbox = controller::driver::Outbox::new(dpid, controller::driver::Mailbox::detached());
+    let mut d = Driver::new(dpid, env, outbox, now);
     let mut bytes = Vec::new();
     Message::new(1, 1, Body::Hello(Hello::with_versions(&[1])))
         .encode(&mut bytes)

@@ -6,13 +6,13 @@
 
 use crate::app::{AppFactory, SwitchApp, Verdict};
 use crate::shared::Registered;
-pub use crate::shared::{Answer, Command, Context, Ha, Registry, Stats, Wait};
+pub use crate::shared::{Answer, Command, Context, Ha, Mailbox, Outbox, Registry, Stats, Wait};
 use ofconn::{CloseReason, Event, Session};
 use ofwire::{v10, v13, Body, Message};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::oneshot;
 
 /// OpenFlow message types that change a switch (a SLAVE may not send them):
 /// PACKET_OUT, FLOW_MOD and PORT_MOD in 1.0; PACKET_OUT, FLOW_MOD,
@@ -80,8 +80,8 @@ pub struct Driver {
     stats: Arc<Stats>,
     id: u64,
     verbose: bool,
-    pub evict: Arc<Notify>,
-    commands: mpsc::UnboundedSender<Command>,
+    /// How other threads reach this session (kept in the registry).
+    outbox: Outbox,
     dpid: Option<u64>,
     reason: Option<CloseReason>,
     pending: Vec<Pending>,
@@ -102,8 +102,8 @@ fn dispatch_packet_in(apps: &mut [Box<dyn SwitchApp>], sw: &mut Session, pi: &of
 
 impl Driver {
     /// A new session (our HELLO queued) with fresh app instances. Commands
-    /// sent on `commands` must be given to `on_command`.
-    pub fn new(id: u64, env: &Environment, commands: mpsc::UnboundedSender<Command>, now: Instant) -> Driver {
+    /// posted through `outbox` must be given to `on_command`.
+    pub fn new(id: u64, env: &Environment, outbox: Outbox, now: Instant) -> Driver {
         env.stats.sessions_active.fetch_add(1, Ordering::Relaxed);
         env.stats.sessions_total.fetch_add(1, Ordering::Relaxed);
         Driver {
@@ -113,8 +113,7 @@ impl Driver {
             stats: env.stats.clone(),
             id,
             verbose: env.verbose,
-            evict: Arc::new(Notify::new()),
-            commands,
+            outbox,
             dpid: None,
             reason: None,
             pending: Vec::new(),
@@ -305,14 +304,13 @@ impl Driver {
                     let d = info.datapath_id;
                     let entry = Registered {
                         session: id,
-                        evict: self.evict.clone(),
                         info: info.clone(),
-                        commands: self.commands.clone(),
+                        outbox: self.outbox.clone(),
                     };
                     let old = self.ctx.registry.lock().insert(d, entry);
                     if let Some(old) = old {
                         // The switch reconnected: the older connection is stale.
-                        old.evict.notify_one();
+                        old.outbox.evict();
                         self.stats.replaced_duplicates.fetch_add(1, Ordering::Relaxed);
                         log(format_args!(
                             "datapath {d:#x}: new session {id} replaces session {}",

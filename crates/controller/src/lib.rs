@@ -17,3 +17,4 @@ pub mod runtime;
 pub mod shared;
 pub mod tls;
 pub mod topology;
+mod worker;

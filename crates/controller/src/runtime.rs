@@ -1,24 +1,18 @@
 //! The controller runtime: listeners, one acceptor thread per listener, and
-//! worker threads (one per core by default), each a single-threaded tokio
-//! runtime owning its switches' sessions and application instances. A
-//! switch's bytes are read in batches (64 KiB per read), every message in
-//! them handled, and all replies written with one write: many messages per
-//! syscall, and no lock or cross-thread hand-off on the PACKET_IN path.
-//! Reading stops while replies are unwritten, so a switch that floods us is
-//! bounded to one read's worth of work per turn and cannot starve the others.
+//! worker threads (one per core by default), each an event loop of its own
+//! (`worker`) owning its switches' sessions and application instances: no
+//! lock or cross-thread hand-off on the PACKET_IN path.
 
 use crate::app::AppFactory;
 pub use crate::driver::{Command, Stats, Wait};
-use crate::driver::{Context, Driver, Environment};
-use crate::tls::TlsStream;
-use ofconn::CloseReason;
+use crate::driver::{Context, Environment};
+use crate::shared::{Mail, Mailbox, Outbox};
+use crate::worker::Accepted;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
 
 #[derive(Clone)]
 pub struct Config {
@@ -68,22 +62,16 @@ impl Default for Config {
     }
 }
 
-/// A new connection for a worker; `tls` when it came in on a TLS listener;
-/// `admitted`: its admission id and what evicts it while in its handshake.
-struct Accepted {
-    stream: std::net::TcpStream,
-    tls: bool,
-    admitted: (u64, Arc<tokio::sync::Notify>),
-}
-
-struct Shared {
-    cfg: Config,
-    env: Environment,
-    next_session: AtomicU64,
-    stop: AtomicBool,
+pub(crate) struct Shared {
+    pub(crate) cfg: Config,
+    pub(crate) env: Environment,
+    pub(crate) next_session: AtomicU64,
+    pub(crate) stop: AtomicBool,
     /// The listeners' connections, each with what evicts it during its
     /// handshake.
-    admission: std::sync::Mutex<ofconn::admission::Admission<Arc<tokio::sync::Notify>>>,
+    pub(crate) admission: std::sync::Mutex<ofconn::admission::Admission<Outbox>>,
+    /// Every worker's mailbox.
+    pub(crate) workers: std::sync::OnceLock<Vec<Arc<Mailbox>>>,
 }
 
 /// A running controller.
@@ -97,18 +85,23 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// Stops accepting new switches (existing sessions end with the process).
+    /// Stops accepting new switches and ends every session (the sockets
+    /// close; the switches see the controller gone).
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        for m in self.shared.workers.get().into_iter().flatten() {
+            m.post(Mail::Stop);
+        }
     }
 
     /// Stops accepting and closes every switch's session at once, as if the
     /// process had died (failover tests of in-process controllers).
     pub fn kill(&self) {
-        self.stop();
-        for e in self.shared.env.ctx.registry.evictions() {
-            e.notify_one();
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for o in self.shared.env.ctx.registry.outboxes() {
+            o.evict();
         }
+        self.stop();
     }
 
     /// This controller's high-availability state, when it runs as (or was) a standby.
@@ -160,7 +153,7 @@ impl Handle {
     }
 }
 
-fn log(msg: impl std::fmt::Display) {
+pub(crate) fn log(msg: impl std::fmt::Display) {
     eprintln!("controller: {msg}");
 }
 
@@ -203,8 +196,11 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
             verbose: cfg.verbose,
             ha: cfg.standby_for.map(|_| Arc::new(crate::driver::Ha::default())),
         },
+        // From 1: a session's id is its token in its worker's epoll set,
+        // where 0 is the mailbox's.
         next_session: AtomicU64::new(1),
         stop: AtomicBool::new(false),
+        workers: std::sync::OnceLock::new(),
         // By default as many from one address as in all: an emulated
         // network's switches all come from one.
         admission: std::sync::Mutex::new(ofconn::admission::Admission::new(cfg.limits.unwrap_or_else(|| {
@@ -217,13 +213,14 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
     });
     let mut senders = Vec::new();
     for w in 0..workers {
-        let (tx, rx) = mpsc::unbounded_channel::<Accepted>();
-        senders.push(tx);
+        let (poll, mailbox) = crate::worker::prepare()?;
+        senders.push(mailbox.clone());
         let shared = shared.clone();
         std::thread::Builder::new()
             .name(format!("ctl-worker-{w}"))
-            .spawn(move || worker(rx, shared))?;
+            .spawn(move || crate::worker::run(poll, mailbox, shared))?;
     }
+    let _ = shared.workers.set(senders.clone());
     let mut local_addrs = Vec::new();
     let mut tls_addrs = Vec::new();
     let all = cfg
@@ -310,7 +307,7 @@ fn same_machine(peer: std::net::IpAddr, local: Option<std::net::IpAddr>) -> bool
 /// stop flag again.
 const ACCEPT_STOP_CHECK_MS: u16 = 50;
 
-fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accepted>>, shared: Arc<Shared>) {
+fn acceptor(l: TcpListener, tls: bool, workers: Vec<Arc<Mailbox>>, shared: Arc<Shared>) {
     // One descriptor kept in reserve: when the limit is reached we release it,
     // accept the connection and close it at once (a clean refusal) instead
     // of leaving it to hang in the backlog.
@@ -332,12 +329,20 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accept
                 if shared.cfg.verbose {
                     log(format_args!("connection from {peer}"));
                 }
-                let kill = Arc::new(tokio::sync::Notify::new());
-                let admit = shared.admission.lock().unwrap_or_else(|e| e.into_inner()).admit(
-                    peer.ip(),
-                    Instant::now(),
-                    kill.clone(),
-                );
+                let local = same_machine(peer.ip(), s.local_addr().ok().map(|a| a.ip()));
+                let w = if local {
+                    next_local % local_pool
+                } else {
+                    next_remote % workers.len()
+                };
+                let session = shared.next_session.fetch_add(1, Ordering::Relaxed);
+                let kill = Outbox::new(session, workers[w].clone());
+                let admit =
+                    shared
+                        .admission
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .admit(peer.ip(), Instant::now(), kill);
                 let ofconn::admission::Admit::Accept { id, evict } = admit else {
                     shared.env.stats.refused.fetch_add(1, Ordering::Relaxed);
                     if shared.cfg.verbose {
@@ -348,20 +353,19 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accept
                     continue;
                 };
                 if let Some(victim) = evict {
-                    victim.notify_one();
+                    victim.kill();
                 }
-                let w = if same_machine(peer.ip(), s.local_addr().ok().map(|a| a.ip())) {
+                if local {
                     next_local += 1;
-                    (next_local - 1) % local_pool
                 } else {
                     next_remote += 1;
-                    (next_remote - 1) % workers.len()
-                };
-                let _ = workers[w].send(Accepted {
+                }
+                workers[w].post(Mail::Accept(Accepted {
                     stream: s,
                     tls,
-                    admitted: (id, kill),
-                });
+                    session,
+                    admission: id,
+                }));
             }
             // Nothing waiting: sleep in poll(2) until a connection is, so
             // that it is taken at once. A 2 ms nap here used to delay every
@@ -394,189 +398,6 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<mpsc::UnboundedSender<Accept
             }
         }
     }
-}
-
-fn worker(mut rx: mpsc::UnboundedReceiver<Accepted>, shared: Arc<Shared>) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("worker runtime");
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        while let Some(a) = rx.recv().await {
-            let shared = shared.clone();
-            let tls = match (a.tls, &shared.cfg.tls) {
-                (true, Some(cfg)) => match TlsStream::new(cfg.clone()).map(Box::new) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        log(format_args!("TLS session: {e}"));
-                        continue;
-                    }
-                },
-                _ => None,
-            };
-            tokio::task::spawn_local(async move {
-                let (id, kill) = a.admitted;
-                if let Ok(stream) = tokio::net::TcpStream::from_std(a.stream) {
-                    serve(stream, tls, shared.clone(), id, kill).await;
-                }
-                shared.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
-            });
-        }
-    });
-}
-
-// TLS state is boxed: plain sessions (most of them) keep a small future.
-async fn serve(
-    mut stream: tokio::net::TcpStream,
-    mut tls: Option<Box<TlsStream>>,
-    shared: Arc<Shared>,
-    admission_id: u64,
-    kill: Arc<tokio::sync::Notify>,
-) {
-    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-    let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel::<Command>();
-    let mut d = Driver::new(id, &shared.env, cmd_tx, Instant::now());
-    let evict = d.evict.clone();
-    // Still in its handshake (and so evictable) until it has a datapath id.
-    let mut in_handshake = true;
-    // The futures waited on are made once, not once per message (each
-    // made afresh registered a timer or a waiter and removed it again, a
-    // tenth of a worker's time in latency mode). The timer is re-armed only
-    // for an earlier deadline: when it fires early, `on_timer` says when
-    // next (the keepalive deadline moves with every message received).
-    let far = || Instant::now() + Duration::from_secs(3600);
-    let mut armed = far();
-    let sleep = tokio::time::sleep_until(tokio::time::Instant::from_std(armed));
-    tokio::pin!(sleep);
-    let killed = kill.notified();
-    tokio::pin!(killed);
-    let evicted = evict.notified();
-    tokio::pin!(evicted);
-    loop {
-        if in_handshake && d.datapath_id().is_some() {
-            in_handshake = false;
-            if !shared
-                .admission
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .established(admission_id)
-            {
-                d.close(CloseReason::Local("evicted during its handshake".into()));
-            }
-        }
-        let tls_pending = tls.as_ref().is_some_and(|t| t.wants_write());
-        if !d.transmit().is_empty() || tls_pending {
-            let out = d.take_transmit();
-            let ok = match tls.as_mut() {
-                None => stream.write_all(&out).await.is_ok(),
-                Some(t) => match t.encrypt(&out) {
-                    Ok(()) => stream.write_all(t.ciphertext()).await.is_ok(),
-                    Err(e) => {
-                        d.close(CloseReason::Local(e));
-                        false
-                    }
-                },
-            };
-            d.give_back(out);
-            if !ok {
-                d.close(CloseReason::Local("write failed".into()));
-            }
-        }
-        if d.is_closed() {
-            break;
-        }
-        let wake = d.on_timer(Instant::now()).unwrap_or_else(far);
-        // The timers may have closed the session or queued messages.
-        if d.is_closed() || !d.transmit().is_empty() {
-            continue;
-        }
-        if wake < armed || sleep.is_elapsed() {
-            armed = wake;
-            sleep.as_mut().reset(tokio::time::Instant::from_std(wake));
-        }
-        tokio::select! {
-            biased;
-            r = stream.readable() => {
-                // Read into the worker's buffer (sessions keep none of their own):
-                // the borrow ends before the next await.
-                let got = READ_BUF.with(|b| {
-                    let mut b = b.borrow_mut();
-                    let n = match stream.try_read(&mut b[..]) {
-                        Ok(0) => return Some(Err(None)),
-                        Ok(n) => n,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                        Err(_) => return Some(Err(None)),
-                    };
-                    if n < b.len() {
-                        // A short read emptied the socket: readiness is
-                        // cleared now, or the next turn would read again
-                        // only to be told EAGAIN (a second system call per
-                        // message in latency mode). Bytes that come
-                        // meanwhile raise it anew (epoll reports a new edge).
-                        let _ = stream.try_io(tokio::io::Interest::READABLE, || {
-                            Err::<(), _>(io::ErrorKind::WouldBlock.into())
-                        });
-                    }
-                    match tls.as_mut() {
-                        None => {
-                            d.on_bytes(&b[..n], Instant::now());
-                            Some(Ok(()))
-                        }
-                        Some(t) => PLAIN_BUF.with(|p| {
-                            let mut p = p.borrow_mut();
-                            match t.decrypt(&b[..n], &mut p[..], |plain| d.on_bytes(plain, Instant::now())) {
-                                Ok(false) => Some(Ok(())),
-                                Ok(true) => Some(Err(None)),
-                                Err(e) => Some(Err(Some(e))),
-                            }
-                        }),
-                    }
-                });
-                match (r, got) {
-                    (_, Some(Err(Some(why)))) => d.close(CloseReason::Local(why)),
-                    (Err(_), _) | (_, Some(Err(None))) => d.on_eof(),
-                    _ => {}
-                }
-            },
-            _ = &mut sleep => armed = far(),
-            _ = killed.as_mut(), if in_handshake => {
-                d.close(CloseReason::Local(
-                    "evicted in its handshake: the connection limit was reached".into(),
-                ));
-            }
-            _ = evicted.as_mut() => {
-                let why = if shared.stop.load(Ordering::Relaxed) {
-                    "the controller was killed"
-                } else {
-                    "another connection announced the same datapath id"
-                };
-                d.close(CloseReason::Local(why.into()));
-            }
-            Some(cmd) = cmd_rx.recv() => d.on_command(cmd),
-        }
-    }
-    // Last words (an OFPT_ERROR before a close) go out before the socket closes.
-    if !d.transmit().is_empty() {
-        let out = d.take_transmit();
-        let bytes: &[u8] = match tls.as_mut() {
-            None => &out,
-            Some(t) => {
-                let _ = t.encrypt(&out);
-                t.ciphertext()
-            }
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(bytes)).await;
-    }
-    let _ = stream.shutdown().await;
-    d.finish();
-}
-
-thread_local! {
-    /// Each worker's read buffer, shared by all its sessions.
-    static READ_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
-    /// Each worker's buffer for decrypted bytes (TLS sessions).
-    static PLAIN_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 64 * 1024]);
 }
 
 #[cfg(test)]

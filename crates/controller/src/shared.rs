@@ -7,7 +7,7 @@ use ofwire::{v13, Body, Message};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::oneshot;
 
 /// Controller-wide counters (touched per session, never per message).
 #[derive(Default, Debug)]
@@ -94,12 +94,109 @@ pub enum Command {
     Counters(oneshot::Sender<ofconn::Counters>),
 }
 
+/// What reaches a worker from other threads: a new connection, a command
+/// or an eviction for one of its sessions, or the end.
+pub(crate) enum Mail {
+    Accept(crate::worker::Accepted),
+    Command(u64, Command),
+    /// Close the session: its datapath id was announced again elsewhere,
+    /// or the controller was killed.
+    Evict(u64),
+    /// Close the session if it is still in its handshake: the connection
+    /// limit was reached and it is the oldest half-open one.
+    Kill(u64),
+    Stop,
+}
+
+/// A worker's mailbox: mail is queued under a lock and the worker woken
+/// through its epoll set (an eventfd) when the queue was empty. The worker
+/// sleeps in one place, epoll, with nothing registered per session or per
+/// message; other threads reach a session through its `Outbox`.
+pub struct Mailbox {
+    mail: Mutex<Vec<Mail>>,
+    waker: Option<mio::Waker>,
+}
+
+impl Mailbox {
+    pub(crate) fn new(waker: mio::Waker) -> Mailbox {
+        Mailbox {
+            mail: Mutex::new(Vec::new()),
+            waker: Some(waker),
+        }
+    }
+
+    /// A mailbox no worker reads (drivers run by hand: benches, tests).
+    pub fn detached() -> Arc<Mailbox> {
+        Arc::new(Mailbox {
+            mail: Mutex::new(Vec::new()),
+            waker: None,
+        })
+    }
+
+    pub(crate) fn post(&self, m: Mail) {
+        let mut q = self.mail.lock().unwrap_or_else(|p| p.into_inner());
+        let was_empty = q.is_empty();
+        q.push(m);
+        drop(q);
+        if was_empty {
+            if let Some(w) = &self.waker {
+                let _ = w.wake();
+            }
+        }
+    }
+
+    /// The commands posted to a detached mailbox so far, in order (for
+    /// whoever runs the drivers by hand; evictions are dropped).
+    pub fn take_commands(&self) -> Vec<Command> {
+        let mut mail = Vec::new();
+        self.take(&mut mail);
+        mail.into_iter()
+            .filter_map(|m| match m {
+                Mail::Command(_, c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Everything posted so far, in order (`into` is left with it).
+    pub(crate) fn take(&self, into: &mut Vec<Mail>) {
+        let mut q = self.mail.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::swap(&mut *q, into);
+    }
+}
+
+/// How other threads reach one session: its id and its worker's mailbox.
+#[derive(Clone)]
+pub struct Outbox {
+    pub session: u64,
+    pub(crate) mailbox: Arc<Mailbox>,
+}
+
+impl Outbox {
+    pub fn new(session: u64, mailbox: Arc<Mailbox>) -> Outbox {
+        Outbox { session, mailbox }
+    }
+
+    /// Hands `cmd` to the session (dropped, and its reply with it, if the
+    /// session has ended meanwhile).
+    pub fn send(&self, cmd: Command) {
+        self.mailbox.post(Mail::Command(self.session, cmd));
+    }
+
+    pub(crate) fn evict(&self) {
+        self.mailbox.post(Mail::Evict(self.session));
+    }
+
+    pub(crate) fn kill(&self) {
+        self.mailbox.post(Mail::Kill(self.session));
+    }
+}
+
 /// A switch whose handshake completed, as other threads see it.
 pub(crate) struct Registered {
     pub(crate) session: u64,
-    pub(crate) evict: Arc<Notify>,
     pub(crate) info: ofconn::SwitchInfo,
-    pub(crate) commands: mpsc::UnboundedSender<Command>,
+    pub(crate) outbox: Outbox,
 }
 
 /// The switches that completed their handshake, by datapath id; the only
@@ -114,9 +211,9 @@ impl Registry {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Every registered session's eviction signal.
-    pub(crate) fn evictions(&self) -> Vec<Arc<Notify>> {
-        self.lock().values().map(|r| r.evict.clone()).collect()
+    /// Every registered session's outbox.
+    pub(crate) fn outboxes(&self) -> Vec<Outbox> {
+        self.lock().values().map(|r| r.outbox.clone()).collect()
     }
 
     pub fn datapath_ids(&self) -> Vec<u64> {
@@ -131,14 +228,17 @@ impl Registry {
         v
     }
 
-    pub fn commands(&self, dpid: u64) -> Option<mpsc::UnboundedSender<Command>> {
-        self.lock().get(&dpid).map(|r| r.commands.clone())
+    pub fn commands(&self, dpid: u64) -> Option<Outbox> {
+        self.lock().get(&dpid).map(|r| r.outbox.clone())
     }
 
     /// Hands a command to switch `dpid`'s session; false when there is no such switch.
     pub fn command(&self, dpid: u64, cmd: Command) -> bool {
         match self.commands(dpid) {
-            Some(tx) => tx.send(cmd).is_ok(),
+            Some(o) => {
+                o.send(cmd);
+                true
+            }
             None => false,
         }
     }

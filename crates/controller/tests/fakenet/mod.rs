@@ -11,7 +11,7 @@
 #![allow(dead_code)]
 
 use controller::app::AppFactory;
-use controller::driver::{Command, Context, Driver, Environment, Stats};
+use controller::driver::{Context, Driver, Environment, Stats};
 use ofswitch::emulated::{Effect, Emulated};
 use ofswitch::flow::Rule;
 use ofwire::oxm::Oxm;
@@ -19,7 +19,6 @@ use ofwire::{v13, Body, Framer, Hello, MacAddr, Message};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 
 pub const N_TABLES: usize = 4;
 
@@ -71,7 +70,7 @@ pub struct FakeSwitch {
     pub dp: Emulated,
     conn: usize,
     driver: Option<Driver>,
-    commands: mpsc::UnboundedReceiver<Command>,
+    commands: std::sync::Arc<controller::driver::Mailbox>,
     from_controller: Framer,
     to_controller: Vec<u8>,
 }
@@ -197,7 +196,7 @@ impl FakeNet {
             net.host_at.insert(h, i);
         }
         for &(dpid, n_ports) in switches {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let mailbox = controller::driver::Mailbox::detached();
             let id = net.next_session;
             net.next_session += 1;
             let n_tables = if version == ofwire::OFP10_VERSION { 1 } else { N_TABLES };
@@ -207,8 +206,13 @@ impl FakeNet {
                 dpid,
                 dp,
                 conn,
-                driver: Some(Driver::new(id, &net.env, tx, Instant::now())),
-                commands: rx,
+                driver: Some(Driver::new(
+                    id,
+                    &net.env,
+                    controller::driver::Outbox::new(id, mailbox.clone()),
+                    Instant::now(),
+                )),
+                commands: mailbox,
                 from_controller: Framer::default(),
                 to_controller: Vec::new(),
             };
@@ -303,7 +307,7 @@ impl FakeNet {
         let now = Instant::now();
         let sw = &mut self.switches[i];
         let Some(drv) = sw.driver.as_mut() else { return false };
-        while let Ok(cmd) = sw.commands.try_recv() {
+        for cmd in sw.commands.take_commands() {
             drv.on_command(cmd);
             moved = true;
         }
