@@ -76,29 +76,32 @@ failed = [r for r in rows if r.get("failed")]
 by = {}
 for r in rows:
     if not r.get("failed"):
-        by.setdefault((r["ofp"], r["mode"], r["gen"], r["target"]), []).append(r["value"])
-def med(k):
-    v = by.get(k, [])
-    return statistics.median(v) if v else float("nan")
-print("| OpenFlow | mode | generator | target | responses/s (median) | runs | share of the cell it is held to | Mann-Whitney p |")
+        by.setdefault((r["ofp"], r["mode"], r["gen"], r["target"]), {})[r["round"]] = r["value"]
+# A cell's share is taken round by round against the cell it is held to
+# (the machine drifts between rounds more than within one), then the
+# median of those ratios is given with their range.
+print("| OpenFlow | mode | generator | target | responses/s (median) | runs | share, median of the rounds' (range) | Mann-Whitney p |")
 print("|---|---|---|---|---:|---|---:|---:|")
+base = ("reference", "reference null responder")
 for ofp in ("1.0", "1.3"):
     for mode in ("latency", "throughput"):
-        base = ("reference", "reference null responder")
         for (gen, target) in (base, ("reference", "sdnlab l2-learning (own process)"),
                               ("reference", "ovs-testcontroller"), ("driver", "reference null responder")):
-            k = (ofp, mode, gen, target)
-            vals = by.get(k, [])
+            got = by.get((ofp, mode, gen, target), {})
+            vals = [got[r] for r in sorted(got)]
             runs = ", ".join(f"{v / 1e3:,.0f} k" if v < 1e6 else f"{v / 1e6:.2f} M" for v in vals)
-            if (gen, target) == base:
-                share, p = "", ""
-            else:
+            med = statistics.median(vals) if vals else float("nan")
+            share = p = ""
+            if (gen, target) != base:
                 # The driver against the responder is held to the reference
                 # generator against it; a controller to the responder.
-                ref = by.get((ofp, mode) + base, [])
-                share = f"{100 * med(k) / med((ofp, mode) + base):.0f} %"
-                p = f"{mwu(vals, ref)[1]:.3f}" if vals and ref else ""
-            print(f"| {ofp} | {mode} | {'reference (C)' if gen == 'reference' else 'sdnlab driver'} | {target} | {med(k):,.0f} | {runs} | {share} | {p} |")
+                ref = by.get((ofp, mode) + base, {})
+                ratios = sorted(got[r] / ref[r] for r in got if r in ref)
+                if ratios:
+                    share = f"{100 * statistics.median(ratios):.0f} % ({100 * ratios[0]:.0f}..{100 * ratios[-1]:.0f})"
+                    p = f"{mwu(vals, list(ref.values()))[1]:.3f}"
+            name = "reference (C)" if gen == "reference" else "sdnlab driver"
+            print(f"| {ofp} | {mode} | {name} | {target} | {med:,.0f} | {runs} | {share} | {p} |")
 if failed:
     print(f"\n{len(failed)} runs failed: " + ", ".join(f"{r['target']} by {r['gen']} ({r['ofp']} {r['mode']}, round {r['round']})" for r in failed))
     sys.exit(1)
