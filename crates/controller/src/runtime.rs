@@ -74,6 +74,13 @@ pub(crate) struct Shared {
     pub(crate) workers: std::sync::OnceLock<Vec<Arc<Mailbox>>>,
 }
 
+impl Shared {
+    /// A connection the listeners admitted is gone.
+    pub(crate) fn admission_closed(&self, id: u64) {
+        self.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
+    }
+}
+
 /// A running controller.
 #[derive(Clone)]
 pub struct Handle {

@@ -269,11 +269,7 @@ impl Worker {
                 Ok(t) => Some(t),
                 Err(e) => {
                     log(format_args!("TLS session: {e}"));
-                    shared
-                        .admission
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .closed(a.admission);
+                    shared.admission_closed(a.admission);
                     return;
                 }
             },
@@ -287,11 +283,7 @@ impl Worker {
             .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
         {
             log(format_args!("worker: epoll: {e}"));
-            shared
-                .admission
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .closed(a.admission);
+            shared.admission_closed(a.admission);
             return;
         }
         let outbox = Outbox::new(a.session, self.mailbox.clone());
@@ -414,10 +406,6 @@ impl Worker {
         let _ = c.stream.shutdown(std::net::Shutdown::Both);
         let admission = c.admission;
         c.d.finish();
-        self.shared
-            .admission
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .closed(admission);
+        self.shared.admission_closed(admission);
     }
 }
