@@ -113,14 +113,17 @@ pub(crate) enum Mail {
 /// sleeps in one place, epoll, with nothing registered per session or per
 /// message; other threads reach a session through its `Outbox`.
 pub struct Mailbox {
-    mail: Mutex<Vec<Mail>>,
+    /// The mail, and whether the worker has ended (mail then is dropped
+    /// at once: a connection handed to an ended worker is closed, not
+    /// left open unserved).
+    mail: Mutex<(Vec<Mail>, bool)>,
     waker: Option<mio::Waker>,
 }
 
 impl Mailbox {
     pub(crate) fn new(waker: mio::Waker) -> Mailbox {
         Mailbox {
-            mail: Mutex::new(Vec::new()),
+            mail: Mutex::new((Vec::new(), false)),
             waker: Some(waker),
         }
     }
@@ -128,15 +131,18 @@ impl Mailbox {
     /// A mailbox no worker reads (drivers run by hand: benches, tests).
     pub fn detached() -> Arc<Mailbox> {
         Arc::new(Mailbox {
-            mail: Mutex::new(Vec::new()),
+            mail: Mutex::new((Vec::new(), false)),
             waker: None,
         })
     }
 
     pub(crate) fn post(&self, m: Mail) {
         let mut q = self.mail.lock().unwrap_or_else(|p| p.into_inner());
-        let was_empty = q.is_empty();
-        q.push(m);
+        if q.1 {
+            return;
+        }
+        let was_empty = q.0.is_empty();
+        q.0.push(m);
         drop(q);
         if was_empty {
             if let Some(w) = &self.waker {
@@ -161,7 +167,16 @@ impl Mailbox {
     /// Everything posted so far, in order (`into` is left with it).
     pub(crate) fn take(&self, into: &mut Vec<Mail>) {
         let mut q = self.mail.lock().unwrap_or_else(|p| p.into_inner());
-        std::mem::swap(&mut *q, into);
+        std::mem::swap(&mut q.0, into);
+    }
+
+    /// The worker has ended: what is queued and what comes later is dropped.
+    pub(crate) fn close(&self) {
+        let mut q = self.mail.lock().unwrap_or_else(|p| p.into_inner());
+        q.1 = true;
+        let dropped = std::mem::take(&mut q.0);
+        drop(q);
+        drop(dropped);
     }
 }
 

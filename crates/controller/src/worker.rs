@@ -197,7 +197,8 @@ pub(crate) fn run(poll: Poll, mailbox: Arc<Mailbox>, shared: Arc<Shared>) {
         // Mail is looked at on every wake-up, not only the waker's: a busy
         // worker may see the waker's event late, never the mail.
         w.mailbox.take(&mut mail);
-        for m in mail.drain(..) {
+        let mut posted = mail.drain(..);
+        while let Some(m) = posted.next() {
             match m {
                 Mail::Accept(a) => w.accept(a, now),
                 Mail::Command(sid, cmd) => {
@@ -228,6 +229,12 @@ pub(crate) fn run(poll: Poll, mailbox: Arc<Mailbox>, shared: Arc<Shared>) {
                     }
                 }
                 Mail::Stop => {
+                    w.mailbox.close();
+                    for m in posted.by_ref() {
+                        if let Mail::Accept(a) = m {
+                            w.shared.admission_closed(a.admission);
+                        }
+                    }
                     let ids: Vec<u64> = w.conns.keys().copied().collect();
                     for sid in ids {
                         w.end(sid);
@@ -398,14 +405,14 @@ impl Worker {
         }
     }
 
-    /// The session is over: the socket is shut and closed, the driver
-    /// finished, and the admission slot freed.
+    /// The session is over: the driver finished (the registry and the apps
+    /// told), the admission slot freed, then the socket shut and closed.
     fn end(&mut self, sid: u64) {
         let Some(mut c) = self.conns.remove(&sid) else { return };
         let _ = self.poll.registry().deregister(&mut c.stream);
-        let _ = c.stream.shutdown(std::net::Shutdown::Both);
-        let admission = c.admission;
+        // The registry and the apps learn it first, then the switch.
         c.d.finish();
-        self.shared.admission_closed(admission);
+        self.shared.admission_closed(c.admission);
+        let _ = c.stream.shutdown(std::net::Shutdown::Both);
     }
 }

@@ -124,3 +124,41 @@ fn listeners_take_the_systems_largest_backlog() {
     assert_eq!(backlog, max.min(4096), "{text}");
     ctl.stop();
 }
+
+/// `stop` ends every session at once: a switch sees its connection closed.
+#[test]
+fn stop_closes_every_session() {
+    let set = controller::catalog::build(&["l2-learning"]).unwrap();
+    let ctl = controller::runtime::start(controller::runtime::Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        workers: 2,
+        apps: set.factories,
+        ..Default::default()
+    })
+    .unwrap();
+    let addr = ctl.local_addrs[0];
+    let mut switches = Vec::new();
+    for dpid in [0x51, 0x52] {
+        let mut sw = std::net::TcpStream::connect(addr).unwrap();
+        handshake(&mut sw, dpid);
+        switches.push(sw);
+    }
+    assert_eq!(ctl.switches(), vec![0x51, 0x52]);
+    ctl.stop();
+    for mut sw in switches {
+        sw.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut buf = [0u8; 4096];
+        let closed = loop {
+            match sw.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(_) => continue,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                    break false
+                }
+                Err(_) => break true,
+            }
+        };
+        assert!(closed, "a session was still open 3 s after stop");
+    }
+    assert!(ctl.switches().is_empty(), "{:?}", ctl.switches());
+}

@@ -226,6 +226,10 @@ impl Drop for Lab {
             let _ = c.wait();
         }
         self.remove_kernel_objects();
+        // The workers' logs and runs stay for a test that failed.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
