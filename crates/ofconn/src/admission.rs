@@ -6,11 +6,19 @@
 //! connection (of the same source when that source is over its own limit),
 //! so a flood of half-open connections cannot lock out `ovs-ofctl` or a
 //! controller; when every connection held has finished its handshake, the
-//! newcomer is refused. Connections a switch makes to its controllers are
-//! not counted: they are configured, not offered.
+//! newcomer is refused. A connection is only evicted once it has been in
+//! its handshake for `EVICTABLE_AFTER`: one whose handshake is under way
+//! (its last answer in flight) is not cut off for a newcomer, while a
+//! flood's silent connections soon age past it. Connections a switch makes
+//! to its controllers are not counted: they are configured, not offered.
 
 use std::net::IpAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long a connection must have been in its handshake before a newcomer
+/// may take its place: longer than a handshake's few round trips take on
+/// any sane network, much shorter than a flood's connections wait.
+pub const EVICTABLE_AFTER: Duration = Duration::from_millis(250);
 
 /// How many connections the listeners hold at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,13 +118,17 @@ impl<H> Admission<H> {
         let source_full = from_source >= self.limits.per_source;
         let full = self.conns.len() >= self.limits.total;
         let evict = if source_full || full {
-            // The oldest connection still in its handshake, of this source
-            // if it is the one over its limit.
+            // The oldest connection still in its handshake (and long
+            // enough), of this source if it is the one over its limit.
             let victim = self
                 .conns
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| c.handle.is_some() && (!source_full || c.source == source))
+                .filter(|(_, c)| {
+                    c.handle.is_some()
+                        && now.saturating_duration_since(c.since) >= EVICTABLE_AFTER
+                        && (!source_full || c.source == source)
+                })
                 .min_by_key(|(_, c)| c.since)
                 .map(|(i, _)| i);
             match victim {
@@ -244,5 +256,31 @@ mod tests {
         assert_eq!(evict, Some("fourth"));
         a.closed(second);
         assert_eq!(a.held(), 3);
+    }
+
+    /// A connection whose handshake is under way is not cut off for a
+    /// newcomer: at the limit, the newcomer is refused until the half-open
+    /// one has waited `EVICTABLE_AFTER`.
+    #[test]
+    fn a_handshake_under_way_is_not_cut_off() {
+        let t0 = Instant::now();
+        let mut a = Admission::new(Limits {
+            total: 2,
+            per_source: 2,
+        });
+        let Admit::Accept { id: done, .. } = a.admit(ip(1), t0, "done") else {
+            panic!()
+        };
+        assert!(a.established(done));
+        assert!(matches!(
+            a.admit(ip(1), t0, "under way"),
+            Admit::Accept { evict: None, .. }
+        ));
+        let soon = t0 + EVICTABLE_AFTER - Duration::from_millis(1);
+        assert_eq!(a.admit(ip(1), soon, "newcomer"), Admit::Refuse);
+        let Admit::Accept { evict, .. } = a.admit(ip(1), t0 + EVICTABLE_AFTER, "later") else {
+            panic!()
+        };
+        assert_eq!(evict, Some("under way"));
     }
 }
