@@ -71,7 +71,7 @@ pub(crate) struct Shared {
     /// handshake.
     pub(crate) admission: std::sync::Mutex<ofconn::admission::Admission<Outbox>>,
     /// Every worker's mailbox.
-    pub(crate) workers: std::sync::OnceLock<Vec<Arc<Mailbox>>>,
+    pub(crate) workers: Vec<Arc<Mailbox>>,
 }
 
 impl Shared {
@@ -96,7 +96,7 @@ impl Handle {
     /// close; the switches see the controller gone).
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        for m in self.shared.workers.get().into_iter().flatten() {
+        for m in &self.shared.workers {
             m.post(Mail::Stop);
         }
     }
@@ -193,6 +193,10 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         ));
     }
     let stats = Arc::new(Stats::default());
+    // Each worker's epoll set and mailbox, made before its thread.
+    let prepared = (0..workers)
+        .map(|_| crate::worker::prepare())
+        .collect::<io::Result<Vec<_>>>()?;
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
         env: Environment {
@@ -207,7 +211,7 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         // where 0 is the mailbox's.
         next_session: AtomicU64::new(1),
         stop: AtomicBool::new(false),
-        workers: std::sync::OnceLock::new(),
+        workers: prepared.iter().map(|(_, m)| m.clone()).collect(),
         // By default as many from one address as in all: an emulated
         // network's switches all come from one.
         admission: std::sync::Mutex::new(ofconn::admission::Admission::new(cfg.limits.unwrap_or_else(|| {
@@ -218,16 +222,13 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
             }
         }))),
     });
-    let mut senders = Vec::new();
-    for w in 0..workers {
-        let (poll, mailbox) = crate::worker::prepare()?;
-        senders.push(mailbox.clone());
+    let senders = shared.workers.clone();
+    for (w, (poll, mailbox)) in prepared.into_iter().enumerate() {
         let shared = shared.clone();
         std::thread::Builder::new()
             .name(format!("ctl-worker-{w}"))
             .spawn(move || crate::worker::run(poll, mailbox, shared))?;
     }
-    let _ = shared.workers.set(senders.clone());
     let mut local_addrs = Vec::new();
     let mut tls_addrs = Vec::new();
     let all = cfg
