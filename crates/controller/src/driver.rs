@@ -167,6 +167,34 @@ impl Driver {
         self.handle_events();
     }
 
+    /// See [`ofconn::Session::set_budget`].
+    pub fn set_budget(&mut self, n: usize) {
+        self.sess.set_budget(n);
+    }
+
+    /// Messages of the switch's handled so far.
+    #[cfg(test)]
+    pub(crate) fn handled(&self) -> u64 {
+        self.sess.counters.rx_messages
+    }
+
+    /// Messages read but not yet handled wait (call `work`).
+    pub fn backlog(&self) -> bool {
+        self.sess.backlog()
+    }
+
+    /// Handles the next budget's worth of the messages already read.
+    pub fn work(&mut self, now: Instant) {
+        let apps = &mut self.apps;
+        self.sess.work(now, &mut |s, pi| dispatch_packet_in(apps, s, pi));
+        while self.sess.held() {
+            self.handle_events();
+            let apps = &mut self.apps;
+            self.sess.resume(now, &mut |s, pi| dispatch_packet_in(apps, s, pi));
+        }
+        self.handle_events();
+    }
+
     pub fn on_eof(&mut self) {
         self.sess.on_eof();
         self.handle_events();

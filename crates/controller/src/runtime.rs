@@ -179,6 +179,35 @@ pub fn raise_fd_limit() -> u64 {
     }
 }
 
+/// What the workers, acceptors and handles share, for `cfg`.
+pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailbox>>, limit: u64) -> Arc<Shared> {
+    Arc::new(Shared {
+        cfg: cfg.clone(),
+        env: Environment {
+            apps: cfg.apps.clone(),
+            session: cfg.session.clone(),
+            ctx: Context::default(),
+            stats,
+            verbose: cfg.verbose,
+            ha: cfg.standby_for.map(|_| Arc::new(crate::driver::Ha::default())),
+        },
+        // From 1: a session's id is its token in its worker's epoll set,
+        // where 0 is the mailbox's.
+        next_session: AtomicU64::new(1),
+        stop: AtomicBool::new(false),
+        workers,
+        // By default as many from one address as in all: an emulated
+        // network's switches all come from one.
+        admission: std::sync::Mutex::new(ofconn::admission::Admission::new(cfg.limits.unwrap_or_else(|| {
+            let total = ofconn::admission::Limits::for_open_files(limit).total;
+            ofconn::admission::Limits {
+                total,
+                per_source: total,
+            }
+        }))),
+    })
+}
+
 /// Starts listeners and workers; returns once every listener is bound.
 pub fn start(cfg: Config) -> io::Result<Handle> {
     let limit = raise_fd_limit();
@@ -197,31 +226,12 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
     let prepared = (0..workers)
         .map(|_| crate::worker::prepare())
         .collect::<io::Result<Vec<_>>>()?;
-    let shared = Arc::new(Shared {
-        cfg: cfg.clone(),
-        env: Environment {
-            apps: cfg.apps.clone(),
-            session: cfg.session.clone(),
-            ctx: Context::default(),
-            stats: stats.clone(),
-            verbose: cfg.verbose,
-            ha: cfg.standby_for.map(|_| Arc::new(crate::driver::Ha::default())),
-        },
-        // From 1: a session's id is its token in its worker's epoll set,
-        // where 0 is the mailbox's.
-        next_session: AtomicU64::new(1),
-        stop: AtomicBool::new(false),
-        workers: prepared.iter().map(|(_, m)| m.clone()).collect(),
-        // By default as many from one address as in all: an emulated
-        // network's switches all come from one.
-        admission: std::sync::Mutex::new(ofconn::admission::Admission::new(cfg.limits.unwrap_or_else(|| {
-            let total = ofconn::admission::Limits::for_open_files(limit).total;
-            ofconn::admission::Limits {
-                total,
-                per_source: total,
-            }
-        }))),
-    });
+    let shared = new_shared(
+        &cfg,
+        stats.clone(),
+        prepared.iter().map(|(_, m)| m.clone()).collect(),
+        limit,
+    );
     let senders = shared.workers.clone();
     for (w, (poll, mailbox)) in prepared.into_iter().enumerate() {
         let shared = shared.clone();

@@ -78,7 +78,10 @@ pub fn generate(dir: &Path) -> Result<(), FleetError> {
             "already there: remove the directory's credentials or choose another directory",
         ));
     }
-    std::fs::create_dir_all(dir).map_err(|e| bad(dir, e))?;
+    // A private directory of this user's (made 0700, or one that is
+    // neither a symlink nor writable by others), and every file new: a key
+    // is never written through a link another user planted.
+    netlab::private::dir(dir).map_err(|e| bad(dir, e))?;
     let gen = |e: rcgen::Error| bad(dir, format!("cannot make a certificate: {e}"));
     let ca_key = KeyPair::generate().map_err(gen)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(gen)?;
@@ -86,17 +89,9 @@ pub fn generate(dir: &Path) -> Result<(), FleetError> {
     ca_params.distinguished_name.push(DnType::CommonName, "sdnlab lab CA");
     let ca = ca_params.self_signed(&ca_key).map_err(gen)?;
     let write = |name: &str, text: String, private: bool| -> Result<(), FleetError> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let path = dir.join(name);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(if private { 0o600 } else { 0o644 })
-            .open(&path)
-            .map_err(|e| bad(&path, e))?;
-        f.write_all(text.as_bytes()).map_err(|e| bad(&path, e))
+        netlab::private::write_new(&path, text.as_bytes(), if private { 0o600 } else { 0o644 })
+            .map_err(|e| bad(&path, e))
     };
     write("ca-key.pem", ca_key.serialize_pem(), true)?;
     for role in [Role::Worker, Role::Coordinator] {

@@ -80,7 +80,9 @@ pub struct Peer {
     pub addr: SocketAddr,
     pub rest: Option<ctlbench::northbound::Northbound>,
     child: Child,
-    dir: PathBuf,
+    /// The peer's launchers, configuration and log: a private temporary
+    /// directory (random name, 0700), removed when the peer is dropped.
+    _dir: netlab::private::TempDir,
 }
 
 impl Peer {
@@ -94,7 +96,7 @@ impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // `dir` goes when the fields are dropped, after this.
     }
 }
 
@@ -105,12 +107,16 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free loopback port: {e}"))
 }
 
-fn cache_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from("/tmp"))
-        .join("sdnlab/peers")
+/// Where the peers' environments are kept: this user's cache (never a
+/// world-writable place: what is there is run).
+fn cache_dir() -> Result<PathBuf, String> {
+    netlab::private::cache_dir("peers").map_err(|e| format!("the peers' cache: {e}"))
+}
+
+/// A new private directory for one peer's files (random name, 0700:
+/// another user cannot plant what the peer runs).
+fn peer_dir(name: &str) -> Result<netlab::private::TempDir, String> {
+    netlab::private::temp_dir(&format!("sdnlab-peer-{name}-")).map_err(|e| format!("a directory for {name}: {e}"))
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
@@ -132,7 +138,7 @@ fn which(program: &str) -> bool {
 
 /// A venv with `packages` installed (once), made with `python`.
 fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<PathBuf, String> {
-    let dir = cache_dir().join(name);
+    let dir = cache_dir()?.join(name);
     let py = dir.join("bin/python");
     let ready = py.exists()
         && Command::new(&py)
@@ -211,8 +217,8 @@ fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
     let port = free_port()?;
     let prometheus = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let dir = std::env::temp_dir().join(format!("sdnlab-peer-faucet-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let tmp = peer_dir("faucet")?;
+    let dir = tmp.path().to_path_buf();
     let py = venv("faucet", "python3", &[&["faucet==1.10.12"]], "import faucet")?;
     let bin = py.parent().map(Path::to_path_buf).unwrap_or_default();
     let conf = dir.join("faucet.yaml");
@@ -246,7 +252,7 @@ fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
     // again after (its event loop busy, no switch answered): seconds per
     // thousand datapaths. The peer is ready once a new switch is greeted.
     let within = Duration::from_secs(60) + Duration::from_millis(20) * dps.ids().count() as u32;
-    let mut peer = launch_within("faucet", c, version, addr, None, dir, within)?;
+    let mut peer = launch_within("faucet", c, version, addr, None, tmp, within)?;
     wait_greeting(&mut peer, within)?;
     Ok(peer)
 }
@@ -308,8 +314,8 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     }
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let dir = std::env::temp_dir().join(format!("sdnlab-peer-{name}-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let tmp = peer_dir(name)?;
+    let dir = tmp.path().to_path_buf();
     let (cmd, version) = match name {
         "sdnlab" => {
             let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
@@ -388,7 +394,7 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
         "faucet" => return Err("faucet is started with the datapaths it will meet (peers::start_for)".into()),
         other => return Err(format!("unknown peer '{other}': choose {}", NAMES.join(", "))),
     };
-    launch(name, cmd, version, addr, None, dir)
+    launch(name, cmd, version, addr, None, tmp)
 }
 
 /// A standby for the active peer whose REST API is at `active_rest`
@@ -408,8 +414,8 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
     let rest_port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let rest_addr: SocketAddr = ([127, 0, 0, 1], rest_port).into();
-    let dir = std::env::temp_dir().join(format!("sdnlab-peer-{name}-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let tmp = peer_dir(name)?;
+    let dir = tmp.path().to_path_buf();
     let (cmd, version, rest) = match name {
         "sdnlab" => {
             let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
@@ -417,7 +423,8 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
             // The REST API's token, for the bench's path requests.
             let token = controller::rest::new_token().map_err(|e| format!("a REST token: {e}"))?;
             let token_file = dir.join("rest-token");
-            std::fs::write(&token_file, &token).map_err(|e| format!("{}: {e}", token_file.display()))?;
+            netlab::private::write_secret(&token_file, token.as_bytes())
+                .map_err(|e| format!("{}: {e}", token_file.display()))?;
             let mut c = Command::new(exe);
             c.args([
                 "controller",
@@ -475,7 +482,7 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
             ))
         }
     };
-    let mut peer = launch(name, cmd, version, addr, Some(rest), dir)?;
+    let mut peer = launch(name, cmd, version, addr, Some(rest), tmp)?;
     // The REST API may come up after the OpenFlow port.
     let t = Instant::now();
     while std::net::TcpStream::connect_timeout(&rest_addr, Duration::from_millis(200)).is_err() {
@@ -497,7 +504,7 @@ fn launch(
     version: String,
     addr: SocketAddr,
     rest: Option<ctlbench::northbound::Northbound>,
-    dir: PathBuf,
+    dir: netlab::private::TempDir,
 ) -> Result<Peer, String> {
     launch_within(name, cmd, version, addr, rest, dir, Duration::from_secs(60))
 }
@@ -509,10 +516,10 @@ fn launch_within(
     version: String,
     addr: SocketAddr,
     rest: Option<ctlbench::northbound::Northbound>,
-    dir: PathBuf,
+    dir: netlab::private::TempDir,
     within: Duration,
 ) -> Result<Peer, String> {
-    let log = dir.join("log");
+    let log = dir.path().join("log");
     let logfile = || std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()));
     let command = format!("{cmd:?}").replace('"', "");
     let out = logfile()?;
@@ -520,14 +527,12 @@ fn launch_within(
     let mut child = match cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn() {
         Ok(c) => c,
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&dir);
             return Err(format!("starting {name} ({command}): {e}"));
         }
     };
     if let Err(e) = wait_listening(&mut child, addr, &log, name, within) {
         let _ = child.kill();
         let _ = child.wait();
-        let _ = std::fs::remove_dir_all(&dir);
         return Err(e);
     }
     Ok(Peer {
@@ -537,6 +542,6 @@ fn launch_within(
         addr,
         rest,
         child,
-        dir,
+        _dir: dir,
     })
 }

@@ -8,6 +8,7 @@ pub mod beds;
 pub mod flow;
 pub mod kernel;
 pub mod ovs;
+pub mod private;
 pub mod procs;
 pub mod run;
 pub mod sdnsw;

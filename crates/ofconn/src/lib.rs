@@ -155,6 +155,10 @@ pub struct Session {
     partial_since: Option<Instant>,
     info: Option<SwitchInfo>,
     hold: bool,
+    /// At most this many messages are handled per `on_bytes`/`work` call.
+    budget: usize,
+    /// The last call stopped at the budget: whole messages may be waiting.
+    backlog: bool,
     pub counters: Counters,
 }
 
@@ -177,6 +181,8 @@ impl Session {
             partial_since: None,
             info: None,
             hold: false,
+            budget: usize::MAX,
+            backlog: false,
             counters: Counters::default(),
         };
         let top = *s.cfg.versions.iter().max().unwrap_or(&ofwire::OFP13_VERSION);
@@ -285,6 +291,24 @@ impl Session {
         self.hold
     }
 
+    /// Handle at most `n` messages per call of `on_bytes`, `resume` or
+    /// `work` (at least one; unbounded by default), so that a caller serving
+    /// many sessions on one thread can take turns between them at message
+    /// granularity: a switch that sends a flood waits in its own framer.
+    pub fn set_budget(&mut self, n: usize) {
+        self.budget = n.max(1);
+    }
+
+    /// The last call stopped at its budget: messages may be waiting (call `work`).
+    pub fn backlog(&self) -> bool {
+        self.backlog
+    }
+
+    /// Handles the next budget's worth of messages already read.
+    pub fn work(&mut self, now: Instant, on_packet_in: &mut dyn FnMut(&mut Session, &PacketInView)) {
+        self.process(now, on_packet_in);
+    }
+
     /// Handles the messages held back after the handshake.
     pub fn resume(&mut self, now: Instant, on_packet_in: &mut dyn FnMut(&mut Session, &PacketInView)) {
         self.hold = false;
@@ -297,10 +321,17 @@ impl Session {
         let max = self.cfg.max_message;
         let mut framer = std::mem::replace(&mut self.framer, Framer::unallocated(max));
         let mut completed = false;
+        let mut handled = 0usize;
+        self.backlog = false;
         while !self.hold && self.phase != Phase::Closed {
+            if handled == self.budget {
+                self.backlog = framer.pending() > 0;
+                break;
+            }
             match framer.next_message() {
                 Ok(Some(m)) => {
                     completed = true;
+                    handled += 1;
                     self.on_message(m, now, on_packet_in)
                 }
                 Ok(None) => break,
@@ -918,6 +949,39 @@ mod tests {
             events(&mut s).last(),
             Some(Event::Closed(CloseReason::EchoTimeout))
         ));
+    }
+
+    #[test]
+    fn a_budget_bounds_the_messages_handled_per_call() {
+        let now = Instant::now();
+        let mut s = ready13(now);
+        let one = Message::v13(
+            0x66,
+            v13::Body::PacketIn(v13::PacketIn {
+                buffer_id: v13::NO_BUFFER,
+                total_len: 4,
+                reason: ofwire::PacketInReason::NoMatch,
+                table_id: 0,
+                cookie: 0,
+                match_: ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::InPort(2)]),
+                data: ofwire::Bytes(vec![1, 2, 3, 4]),
+            }),
+        )
+        .to_bytes()
+        .unwrap();
+        let ten: Vec<u8> = one.iter().copied().cycle().take(one.len() * 10).collect();
+        s.set_budget(4);
+        let mut seen = 0;
+        s.on_bytes(&ten, now, &mut |_, _| seen += 1);
+        assert_eq!((seen, s.backlog()), (4, true));
+        s.work(now, &mut |_, _| seen += 1);
+        assert_eq!((seen, s.backlog()), (8, true));
+        s.work(now, &mut |_, _| seen += 1);
+        assert_eq!((seen, s.backlog()), (10, false));
+        // Unbounded: everything at once.
+        s.set_budget(usize::MAX);
+        s.on_bytes(&ten, now, &mut |_, _| seen += 1);
+        assert_eq!((seen, s.backlog()), (20, false));
     }
 
     #[test]

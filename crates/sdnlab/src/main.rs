@@ -334,18 +334,36 @@ struct DecodeArgs {
     json: bool,
 }
 
+/// Whether a command only prints (a decoder, a report, a listing): it may
+/// end quietly when the reader of its output goes away (`| head`), as
+/// command-line tools do. Every other command keeps SIGPIPE ignored (Rust's
+/// default): a write to a closed socket or pipe is an error where it
+/// happens, so no peer (a REST client that resets, a coordinator that
+/// vanishes, a child that exits early) can kill a daemon or stop a
+/// benchmark before it has removed what it made.
+fn only_prints(c: &Command) -> bool {
+    matches!(
+        c,
+        Command::Ofp { .. }
+            | Command::Report { .. }
+            | Command::Net {
+                command: NetCommand::Show
+            }
+    )
+}
+
 fn main() -> ExitCode {
-    // Exit quietly when the reader of our output goes away (`| head`), as
-    // command-line tools do, instead of failing on a broken pipe.
-    // SAFETY: setting a signal's disposition to the default at start-up,
-    // before any thread exists.
-    unsafe {
-        let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
-    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return usage_error(e),
     };
+    if only_prints(&cli.command) {
+        // SAFETY: setting a signal's disposition at start-up, before any
+        // thread exists (clap starts none).
+        unsafe {
+            let _ = nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl);
+        }
+    }
     run_cmd::NO_LIVE.store(cli.no_live, std::sync::atomic::Ordering::Relaxed);
     match cli.command {
         Command::Ofp {

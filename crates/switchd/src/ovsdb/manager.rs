@@ -62,6 +62,12 @@ const WRITTEN: &[(&str, &str)] = &[
     ("Controller", "status"),
 ];
 
+/// Whether `name` can be used as one file name in a directory and stays
+/// in it (with a suffix of a few bytes): no '/', no NUL, not `.` or `..`.
+fn plain_file_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 250 && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
 fn log(msg: impl std::fmt::Display) {
     eprintln!("sdnlab switch: ovsdb: {msg}");
 }
@@ -302,6 +308,14 @@ impl Manager {
     }
 
     fn start_bridge(&self, b: &BridgeWant) -> Result<Running, String> {
+        // Its name becomes a file name (BRIDGE.mgmt in the run directory):
+        // a name from the database must not lead anywhere else.
+        if !plain_file_name(&b.name) {
+            return Err(format!(
+                "refused: a bridge's name must be a plain file name (1 to 250 bytes, no '/', not '.' or '..'): {:?}",
+                b.name
+            ));
+        }
         let local: Option<Arc<dyn packetio::port::PortIo>> = match &b.local {
             Some(l) => Some(Arc::new(
                 packetio::port::TapPort::create(&l.name).map_err(|e| format!("internal port {}: {e}", l.name))?,
@@ -328,6 +342,14 @@ impl Manager {
             ..Default::default()
         };
         let handle = crate::switch::start(cfg).map_err(|e| e.to_string())?;
+        // A controller row `ptcp:PORT` (every address) opens the switch to
+        // anyone who reaches the machine: said, as for the command line.
+        let passive: Vec<(&str, std::net::SocketAddr)> = b.passive().into_iter().map(|a| ("OpenFlow", a)).collect();
+        ofconn::admission::warn_plain_listeners(
+            &format!("sdnlab switch: bridge {}", b.name),
+            &passive,
+            "a controller target ptcp:PORT:127.0.0.1 keeps it on this machine",
+        );
         Ok(Running {
             want: b.clone(),
             handle,
@@ -555,4 +577,26 @@ fn sysfs_up(name: &str) -> bool {
     packetio::port::read_sys(name, "flags")
         .and_then(|f| i64::from_str_radix(f.trim_start_matches("0x"), 16).ok())
         .is_some_and(|f| f & 1 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_bridge_name_that_would_leave_the_run_directory_is_refused() {
+        for ok in ["br0", "br-int", "a.b", "..x"] {
+            assert!(super::plain_file_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../../../../tmp/x",
+            "a/b",
+            "/etc/passwd",
+            "x\0y",
+            &"b".repeat(251),
+        ] {
+            assert!(!super::plain_file_name(bad), "{bad:?}");
+        }
+    }
 }
