@@ -377,15 +377,14 @@ pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet, access: Access) -> std
                         eprintln!("controller: REST API stopped: {e}");
                     }
                 }
-                (Ok(tcp), Some(cfg)) => {
-                    let l = TlsListener {
-                        tcp,
-                        acceptor: tokio_rustls::TlsAcceptor::from(cfg),
-                    };
-                    if let Err(e) = axum::serve(l, app).await {
-                        eprintln!("controller: REST API stopped: {e}");
+                (Ok(tcp), Some(cfg)) => match TlsListener::start(tcp, tokio_rustls::TlsAcceptor::from(cfg)) {
+                    Ok(l) => {
+                        if let Err(e) = axum::serve(l, app).await {
+                            eprintln!("controller: REST API stopped: {e}");
+                        }
                     }
-                }
+                    Err(e) => eprintln!("controller: REST API: {e}"),
+                },
                 (Err(e), _) => eprintln!("controller: REST API: {e}"),
             }
         })

@@ -208,9 +208,48 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next)
 /// A listener that does the TLS handshake before handing a connection to
 /// axum (a connection whose handshake fails is dropped and the next one
 /// taken).
+/// HTTPS: connections are taken on a task of their own and each one's TLS
+/// handshake runs on a task of its own too, at most `HANDSHAKES` at once
+/// and each within `HANDSHAKE_DEADLINE`: a client that connects and says
+/// nothing holds its own slot, never the next client's request. Beyond
+/// that many handshakes under way, a new connection is closed at once.
 pub(crate) struct TlsListener {
-    pub tcp: tokio::net::TcpListener,
-    pub acceptor: tokio_rustls::TlsAcceptor,
+    ready: tokio::sync::mpsc::Receiver<(tokio_rustls::server::TlsStream<tokio::net::TcpStream>, SocketAddr)>,
+    local: SocketAddr,
+}
+
+const HANDSHAKES: usize = 256;
+const HANDSHAKE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl TlsListener {
+    /// Starts taking connections on `tcp` (call on the API's runtime).
+    pub(crate) fn start(
+        tcp: tokio::net::TcpListener,
+        acceptor: tokio_rustls::TlsAcceptor,
+    ) -> std::io::Result<TlsListener> {
+        let local = tcp.local_addr()?;
+        let (tx, ready) = tokio::sync::mpsc::channel(64);
+        let slots = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES));
+        tokio::spawn(async move {
+            loop {
+                let Ok((s, peer)) = tcp.accept().await else {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                };
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    continue;
+                };
+                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let _slot = slot;
+                    if let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_DEADLINE, acceptor.accept(s)).await {
+                        let _ = tx.send((tls, peer)).await;
+                    }
+                });
+            }
+        });
+        Ok(TlsListener { ready, local })
+    }
 }
 
 impl axum::serve::Listener for TlsListener {
@@ -218,20 +257,15 @@ impl axum::serve::Listener for TlsListener {
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((s, peer)) = self.tcp.accept().await else {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                continue;
-            };
-            let handshake = tokio::time::timeout(std::time::Duration::from_secs(10), self.acceptor.accept(s));
-            if let Ok(Ok(tls)) = handshake.await {
-                return (tls, peer);
-            }
+        match self.ready.recv().await {
+            Some(c) => c,
+            // The accepting task is gone (it never ends on its own).
+            None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
+        Ok(self.local)
     }
 }
 

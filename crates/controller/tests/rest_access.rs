@@ -165,27 +165,7 @@ fn reads_can_be_closed_and_the_api_served_over_https() {
     assert_eq!(curl(&["-H", &bearer, &format!("http://{a}/stats")]).0, 200);
 
     // HTTPS: a certificate for 127.0.0.1 signed by a CA curl is told of.
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-    let dir = std::env::temp_dir().join(format!("sdnlab-rest-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "sdnlab REST test CA");
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca, &ca_key)
-        .unwrap();
-    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-    std::fs::write(dir.join("rest.pem"), cert.pem()).unwrap();
-    std::fs::write(dir.join("rest-key.pem"), key.serialize_pem()).unwrap();
-    let mut access = Access::with_token(TOKEN.into());
-    access.tls = Some(controller::tls::server_config(&dir.join("rest.pem"), &dir.join("rest-key.pem"), None).unwrap());
-    let a = api(access);
+    let (a, dir) = https_api("tls");
     let ca_file = dir.join("ca.pem");
     let (st, text) = curl(&["--cacert", ca_file.to_str().unwrap(), &format!("https://{a}/stats")]);
     assert_eq!(st, 200, "{text}");
@@ -206,4 +186,51 @@ fn reads_can_be_closed_and_the_api_served_over_https() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "000");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn idle_connections_do_not_hold_an_https_request_back() {
+    let (a, dir) = https_api("idle");
+    // Three clients that connect and never start their handshake.
+    let idle: Vec<std::net::TcpStream> = (0..3).map(|_| std::net::TcpStream::connect(a).unwrap()).collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let t = std::time::Instant::now();
+    let ca_file = dir.join("ca.pem");
+    let (st, text) = curl(&["--cacert", ca_file.to_str().unwrap(), &format!("https://{a}/stats")]);
+    assert_eq!(st, 200, "{text}");
+    // Each idle handshake waits out its 10 s deadline: one at a time, the
+    // request would wait 30 s.
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(3),
+        "the request waited {:?} behind idle connections",
+        t.elapsed()
+    );
+    drop(idle);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The API over HTTPS with a certificate for 127.0.0.1 signed by a CA of
+/// its own (`DIR/ca.pem`); its address and DIR.
+fn https_api(test: &str) -> (SocketAddr, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let dir = std::env::temp_dir().join(format!("sdnlab-rest-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "sdnlab REST test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(dir.join("rest.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.join("rest-key.pem"), key.serialize_pem()).unwrap();
+    let mut access = Access::with_token(TOKEN.into());
+    access.tls = Some(controller::tls::server_config(&dir.join("rest.pem"), &dir.join("rest-key.pem"), None).unwrap());
+    (api(access), dir)
 }
