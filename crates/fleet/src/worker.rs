@@ -72,10 +72,44 @@ pub async fn clean_stale() -> Vec<String> {
 
 /// Serves coordinators on `listener` until `stop` turns true; whatever is
 /// up then is torn down before this returns.
-pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, mut stop: watch::Receiver<bool>) {
+pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, stop: watch::Receiver<bool>) {
+    let limits = ofconn::admission::Limits::for_open_files(ofconn::admission::open_file_limit());
+    serve_within(listener, tls, stop, limits).await
+}
+
+/// Admission to the worker's listener: at most `limits` connections at
+/// once (in all, and from one address), those not yet authenticated (no
+/// TLS handshake done, or not the coordinator's certificate yet) the first
+/// to go when a newcomer finds it full, each within `HANDSHAKE_TIMEOUT`
+/// (as the controller's and the switch's listeners: `ofconn::admission`).
+/// A flood of connections that never authenticate cannot keep the
+/// coordinator out.
+type Admission = std::sync::Mutex<ofconn::admission::Admission<Arc<tokio::sync::Notify>>>;
+
+/// A connection's place in the admission, given back however it ends.
+struct Held {
+    admission: Arc<Admission>,
+    id: u64,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(self.id);
+    }
+}
+
+/// `serve` with the admission's limits given.
+pub async fn serve_within(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    mut stop: watch::Receiver<bool>,
+    limits: ofconn::admission::Limits,
+) {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let busy = Arc::new(AtomicBool::new(false));
+    let admission: Arc<Admission> = Arc::new(std::sync::Mutex::new(ofconn::admission::Admission::new(limits)));
     let mut sessions = tokio::task::JoinSet::new();
+    let mut refused = 0u64;
     loop {
         let (tcp, peer) = tokio::select! {
             r = listener.accept() => match r {
@@ -88,12 +122,47 @@ pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, mut st
             },
             _ = stop.changed() => break,
         };
+        let kill = Arc::new(tokio::sync::Notify::new());
+        let admit = admission.lock().unwrap_or_else(|e| e.into_inner()).admit(
+            peer.ip(),
+            std::time::Instant::now(),
+            kill.clone(),
+        );
+        let held = match admit {
+            ofconn::admission::Admit::Refuse => {
+                // Every connection held is the coordinator's or on its way
+                // to being one: said once in a while, not per connection.
+                refused += 1;
+                if refused.is_power_of_two() {
+                    log(format!(
+                        "refused {peer} ({refused} so far): {} connections held, all authenticated",
+                        limits.total
+                    ));
+                }
+                drop(tcp);
+                continue;
+            }
+            ofconn::admission::Admit::Accept { id, evict } => {
+                if let Some(k) = evict {
+                    k.notify_one();
+                }
+                Held {
+                    admission: admission.clone(),
+                    id,
+                }
+            }
+        };
         let (acceptor, busy, stop) = (acceptor.clone(), busy.clone(), stop.clone());
         sessions.spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Err(_) => return log(format!("refused {peer}: no TLS handshake within {HANDSHAKE_TIMEOUT:?}")),
-                Ok(Err(e)) => return log(format!("refused {peer}: {e}")),
-                Ok(Ok(s)) => s,
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
+            let tls = tokio::select! {
+                r = handshake => match r {
+                    Err(_) => return log(format!("refused {peer}: no TLS handshake within {HANDSHAKE_TIMEOUT:?}")),
+                    Ok(Err(e)) => return log(format!("refused {peer}: {e}")),
+                    Ok(Ok(s)) => s,
+                },
+                // The listener was full: a newcomer took its place.
+                _ = kill.notified() => return,
             };
             let coordinator = tls
                 .get_ref()
@@ -105,6 +174,14 @@ pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, mut st
                 return log(format!(
                     "refused {peer}: its certificate is the lab's but not the coordinator's"
                 ));
+            }
+            if !held
+                .admission
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .established(held.id)
+            {
+                return;
             }
             if busy.swap(true, Ordering::SeqCst) {
                 log(format!("refused {peer}: serving another coordinator"));
@@ -124,6 +201,7 @@ pub async fn serve(listener: TcpListener, tls: Arc<rustls::ServerConfig>, mut st
             let local = tls.get_ref().0.local_addr().ok();
             session(tls, peer, local, stop).await;
             busy.store(false, Ordering::SeqCst);
+            drop(held);
         });
         while sessions.try_join_next().is_some() {}
     }

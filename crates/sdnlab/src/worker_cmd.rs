@@ -34,6 +34,9 @@ pub fn run(a: WorkerArgs) -> ExitCode {
             return fail(e);
         }
     }
+    // As many connections as the hard limit allows (the listener's
+    // admission keeps a reserve of it for everything else).
+    let _ = controller::runtime::raise_fd_limit();
     let tls = match fleet::creds::worker_config(&Credentials::in_dir(&a.credentials, Role::Worker)) {
         Ok(t) => t,
         Err(e) => return fail(e),

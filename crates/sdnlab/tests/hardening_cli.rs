@@ -211,3 +211,80 @@ fn a_peer_environment_planted_by_another_user_is_never_run() {
     assert!(!marker.exists(), "root ran a file another user planted: {err}");
     assert!(err.contains("belongs to user"), "{err}");
 }
+
+/// Raises this process's soft open-file limit to its hard one.
+fn raise_own_file_limit() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write one rlimit.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+    }
+}
+
+#[test]
+fn a_flood_of_connections_cannot_keep_the_coordinator_out_of_a_worker() {
+    use std::io::{BufRead, Write};
+    raise_own_file_limit();
+    let dir = Scratch::new("worker");
+    let creds = dir.0.join("creds");
+    let st = Command::new(BIN).arg("credentials").arg(&creds).output().unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let port = free_port();
+    // The worker as a systemd unit's default would leave it: 1,024 files.
+    let mut worker = Daemon(
+        Command::new("prlimit")
+            .arg("--nofile=1024:1024")
+            .arg(BIN)
+            .args(["worker", "--listen", &format!("127.0.0.1:{port}"), "--credentials"])
+            .arg(&creds)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(&mut worker.0, port);
+    // 1,100 connections that never start their TLS handshake.
+    let flood: Vec<std::net::TcpStream> = (0..1100)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    // The coordinator: its certificate, a hello, the worker's answer.
+    let t = Instant::now();
+    let cfg = fleet::creds::coordinator_config(&fleet::creds::Credentials::in_dir(
+        &creds,
+        fleet::creds::Role::Coordinator,
+    ))
+    .unwrap();
+    let name = rustls::pki_types::ServerName::try_from(fleet::proto::WORKER_NAME).unwrap();
+    let conn = rustls::ClientConnection::new(cfg, name).unwrap();
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    let hello = fleet::proto::Request {
+        id: 1,
+        call: fleet::proto::Call::Hello {
+            version: fleet::proto::VERSION,
+            lease_ms: 5000,
+        },
+    };
+    let answer = tls
+        .write_all(&fleet::proto::line(&hello))
+        .and_then(|_| {
+            let mut line = String::new();
+            std::io::BufReader::new(&mut tls).read_line(&mut line).map(|_| line)
+        })
+        .unwrap_or_else(|e| panic!("the coordinator was kept out ({:?}): {e}", t.elapsed()));
+    let r: fleet::proto::Response = serde_json::from_str(&answer).unwrap();
+    assert!(matches!(r.reply, fleet::proto::Reply::Hello { .. }), "{answer}");
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "the coordinator waited {:?} behind the flood",
+        t.elapsed()
+    );
+    drop(flood);
+}
