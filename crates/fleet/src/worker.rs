@@ -283,6 +283,8 @@ async fn session(
     let writer = tokio::spawn(proto::write_lines(w, rx));
     let made = Arc::new(Mutex::new(Made::default()));
     let mut calls = tokio::task::JoinSet::new();
+    // Set at teardown, for the calls that wait outside an await point.
+    let cancelled = Arc::new(AtomicBool::new(false));
     let mut lease: Option<Duration> = None;
     // Clock probes for this session, answered while it lasts.
     let token = crate::clock::token();
@@ -363,14 +365,14 @@ async fn session(
                 unix_ns: crate::clock::unix_ns(),
             }),
             call => {
-                let (made, tx) = (made.clone(), tx.clone());
+                let (made, tx, cancelled) = (made.clone(), tx.clone(), cancelled.clone());
                 calls.spawn(async move {
                     let partial = |reply: Reply| {
                         let _ = tx.send(Response { id, reply });
                     };
                     // A call that panics still gets its answer: the
                     // coordinator would otherwise wait on it for ever.
-                    let reply = match std::panic::AssertUnwindSafe(run(call, &made, local, &partial))
+                    let reply = match std::panic::AssertUnwindSafe(run(call, &made, local, &partial, &cancelled))
                         .catch_unwind()
                         .await
                     {
@@ -393,6 +395,7 @@ async fn session(
         }
         while calls.try_join_next().is_some() {}
     };
+    cancelled.store(true, Ordering::Relaxed);
     calls.abort_all();
     while calls.join_next().await.is_some() {}
     match made.lock().await.tear_down().await {
@@ -432,6 +435,7 @@ async fn run(
     made: &Mutex<Made>,
     local: Option<SocketAddr>,
     partial: &(dyn Fn(Reply) + Sync),
+    cancelled: &AtomicBool,
 ) -> Result<Reply, String> {
     match call {
         Call::Ceiling { config } => {
@@ -531,7 +535,9 @@ async fn run(
             // intervals on as they come and, past the time, stops it.
             let report = tokio::task::block_in_place(|| {
                 let end = std::time::Instant::now() + until;
-                while std::time::Instant::now() < end {
+                // A teardown (the coordinator gone) ends it at once: a
+                // blocking wait is not cancelled with its task.
+                while std::time::Instant::now() < end && !cancelled.load(Ordering::Relaxed) {
                     if let Ok(i) = rx.recv_timeout(Duration::from_millis(50)) {
                         partial(Reply::FlowInterval { interval: i });
                     }

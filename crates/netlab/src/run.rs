@@ -697,14 +697,17 @@ pub async fn ping_all(st: &State, count: u32) -> Vec<PingResult> {
 /// pings each, 32 at a time).
 pub async fn ping_from(st: &State, targets: &[(String, std::net::Ipv4Addr)], count: u32) -> Vec<PingResult> {
     let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
-    let mut jobs = Vec::new();
+    // Dropped (the call cancelled), the set aborts its tasks and each
+    // task's ping is killed with it: none outlives its caller.
+    let mut jobs = tokio::task::JoinSet::new();
     for a in &st.hosts {
         for (to, ip) in targets {
             if a.name == *to {
                 continue;
             }
+            let i = jobs.len();
             let (ns, from, to, ip, sem) = (a.netns.clone(), a.name.clone(), to.clone(), ip.to_string(), sem.clone());
-            jobs.push(tokio::spawn(async move {
+            jobs.spawn(async move {
                 let _permit = sem.acquire().await.expect("semaphore open");
                 let out = tokio::process::Command::new("ip")
                     .args([
@@ -722,22 +725,24 @@ pub async fn ping_from(st: &State, targets: &[(String, std::net::Ipv4Addr)], cou
                         "1",
                         &ip,
                     ])
+                    .kill_on_drop(true)
                     .output()
                     .await;
                 let text = out
                     .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
                     .unwrap_or_default();
-                parse_ping(from, to, count, &text)
-            }));
+                (i, parse_ping(from, to, count, &text))
+            });
         }
     }
     let mut out = Vec::new();
-    for j in jobs {
-        if let Ok(r) = j.await {
+    while let Some(r) = jobs.join_next().await {
+        if let Ok(r) = r {
             out.push(r);
         }
     }
-    out
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 fn parse_ping(from: String, to: String, sent: u32, text: &str) -> PingResult {

@@ -37,7 +37,12 @@ impl Lab {
             "s" => 3,
             _ => 4,
         };
-        let subnet = 100 + (std::process::id() % 30) as u8 + 30 * which;
+        // (100..249 for these; "t" below them.)
+        let subnet = if test == "t" {
+            70 + (std::process::id() % 30) as u8
+        } else {
+            100 + (std::process::id() % 30) as u8 + 30 * which
+        };
         let dir = std::env::temp_dir().join(format!("sdnlab-{tag}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -536,6 +541,82 @@ fn a_worker_killed_mid_run_is_named_and_nothing_of_the_run_is_left() {
         lab.worker_log(3).contains("left by a worker that died"),
         "{}",
         lab.worker_log(3)
+    );
+    lab.assert_nothing_left();
+}
+
+/// The processes whose parent is `pid`, by name.
+fn children_of(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(head.split_once(" (").map(|(_, c)| c.to_string()).unwrap_or_default());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_coordinator_killed_mid_call_leaves_the_worker_alive_and_nothing_running() {
+    let mut lab = Lab::new("t");
+    lab.start_worker(1);
+    let inv = lab.inventory("creds", &format!("workers = [\"{}:7700\"]", lab.addr(1)));
+    let file = lab.dir.join("pings.toml");
+    // 100 pings at 0.2 s from each host: a call of 20 s.
+    std::fs::write(
+        &file,
+        "experiment = \"net\"\ntopology = \"linear,2\"\nping_count = 100\n",
+    )
+    .unwrap();
+    let mut coordinator = Command::new(BIN)
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--workers",
+            inv.to_str().unwrap(),
+            "--no-live",
+        ])
+        .args(["--out", lab.dir.join("pings").to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let worker = lab.workers[0].as_ref().unwrap().id();
+    let start = Instant::now();
+    while !children_of(worker).iter().any(|c| c == "ping") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no ping started: {}",
+            lab.worker_log(1)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The coordinator dies with the call in flight and its replies unread.
+    let _ = coordinator.kill();
+    let _ = coordinator.wait();
+    let killed = Instant::now();
+    while !children_of(worker).is_empty() || !lab.made_in(1).is_empty() || !lab.worker_log(1).contains("torn down") {
+        assert!(
+            killed.elapsed() < Duration::from_secs(2),
+            "2 s after the coordinator died: children {:?}, made {:?}\n{}",
+            children_of(worker),
+            lab.made_in(1),
+            lab.worker_log(1)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        lab.workers[0].as_mut().unwrap().try_wait().unwrap().is_none(),
+        "the worker died: {}",
+        lab.worker_log(1)
     );
     lab.assert_nothing_left();
 }
