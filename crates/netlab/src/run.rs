@@ -494,7 +494,7 @@ impl Net {
     }
 
     /// Where `ovs-ofctl` reaches a switch: `unix:SOCKET` for Open vSwitch,
-    /// `tcp:127.0.0.1:PORT` for the sdnlab switch.
+    /// `unix:RUN_DIR/NAME.mgmt` for the sdnlab switch.
     pub fn ofctl_target(&self, switch: &str) -> Option<String> {
         if let Some(p) = self.state.sdnlab.iter().find(|p| p.name == switch) {
             return Some(p.ofp.clone());

@@ -1,7 +1,10 @@
 //! The `sdnlab` switch kind: one `sdnlab switch` process per switch, its
 //! ports the root-namespace ends of the switch's links (numbered as for
-//! Open vSwitch: in link order, from 1), listening on a loopback port for
-//! `ovs-ofctl` and connecting to the run's controller(s). The process
+//! Open vSwitch: in link order, from 1), listening for `ovs-ofctl` on a
+//! Unix socket in the run directory (`NAME.mgmt`, mode 0600: as Open
+//! vSwitch's management sockets, root's only; a loopback TCP port would
+//! let any local user reprogram the switch) and connecting to the run's
+//! controller(s). The process
 //! carries a pid file in the run directory on its command line, so
 //! teardown finds it even if the `up` process died.
 
@@ -50,10 +53,7 @@ fn spawn_one(
     shaped: bool,
 ) -> Result<(SwitchProcess, Child), String> {
     let pidfile = dir.join(format!("{}.pid", sw.name));
-    // The switch picks its own free port and says which (no race with
-    // other runs choosing ports at the same time).
-    let listen_file = dir.join(format!("{}.ofp", sw.name));
-    let _ = std::fs::remove_file(&listen_file);
+    let mgmt = mgmt_socket(dir, &sw.name);
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -65,9 +65,8 @@ fn spawn_one(
         c.args(["--port", p]);
     }
     c.args(["--dpid", &format!("{:016x}", sw.dpid)])
-        .args(["--listen", "ptcp:0"])
-        .arg("--listen-file")
-        .arg(&listen_file)
+        .arg("--listen")
+        .arg(format!("punix:{}", mgmt.display()))
         .args(["--threads", "1", "--ring", "1024"])
         .arg("--pidfile")
         .arg(&pidfile);
@@ -96,21 +95,22 @@ fn spawn_one(
     let p = SwitchProcess {
         name: sw.name.clone(),
         pid: child.id(),
-        ofp: String::new(),
+        ofp: format!("unix:{}", mgmt.display()),
     };
     Ok((p, child))
 }
 
-/// Waits (10 s at most) until a started switch has said where it listens.
+/// Where switch `name` of the run in `dir` listens for `ovs-ofctl`.
+pub fn mgmt_socket(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.mgmt"))
+}
+
+/// Waits (10 s at most) until a started switch listens on its socket.
 fn wait_listening(dir: &Path, s: &mut SwitchProcess, child: &mut Child) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(10);
-    let listen_file = dir.join(format!("{}.ofp", s.name));
+    let mgmt = mgmt_socket(dir, &s.name);
     loop {
-        if let Some(first) = std::fs::read_to_string(&listen_file)
-            .ok()
-            .and_then(|t| t.lines().next().map(str::to_string))
-        {
-            s.ofp = first;
+        if std::os::unix::net::UnixStream::connect(&mgmt).is_ok() {
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {

@@ -224,6 +224,44 @@ fn every_shape_with_the_sdnlab_switch_alone_and_under_the_built_in_controller() 
     }
 }
 
+/// An emulated sdnlab switch listens for tools on a Unix socket in the
+/// run directory, root's only: another local user cannot reprogram it
+/// (it listened on a loopback TCP port, open to every user).
+#[test]
+fn an_unprivileged_user_cannot_reach_an_emulated_switchs_listener() {
+    let up = Up::start(&["linear,2", "--switch", "sdnlab"]);
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("/run/sdnlab/net/{}/state.json", up.id)).unwrap())
+            .unwrap();
+    let switches = state["sdnlab"].as_array().unwrap();
+    assert_eq!(switches.len(), 2);
+    for sw in switches {
+        let ofp = sw["ofp"].as_str().unwrap();
+        assert!(ofp.starts_with("unix:"), "{ofp}");
+        // root's tools get in...
+        let o = Command::new("ovs-ofctl").args(["show", ofp]).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        // ...nobody's do not, nor can they add a flow.
+        let o = Command::new("setpriv")
+            .args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "ovs-ofctl",
+                "add-flow",
+                ofp,
+                "actions=drop",
+            ])
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "nobody reprogrammed {ofp}");
+        assert!(text(&o.stderr).contains("Permission denied"), "{}", text(&o.stderr));
+        let o = Command::new("ovs-ofctl").args(["dump-flows", ofp]).output().unwrap();
+        assert!(!text(&o.stdout).contains("actions=drop"), "{}", text(&o.stdout));
+    }
+    up.down();
+}
+
 /// `--ovsdb`: one sdnlab switch process runs every switch, configured
 /// through the run's own ovsdb-server by ovs-vsctl as the `ovs` kind is;
 /// what ovs-vsctl reads back says each bridge reached its controller.

@@ -46,7 +46,9 @@ pub struct SwitchArgs {
     #[arg(long = "controller", value_name = "tcp:HOST:PORT")]
     pub controllers: Vec<String>,
     /// Listen for controllers and tools (ovs-ofctl) on ptcp:PORT[:ADDR] or ADDR:PORT
-    /// (repeatable). Default: ptcp:6634 on 127.0.0.1 when no controller is given.
+    /// (repeatable), or on a Unix socket, punix:PATH (mode 0600: this user's tools only,
+    /// never refused for want of room). Default: ptcp:6634 on 127.0.0.1 when no controller
+    /// is given.
     #[arg(long = "listen", value_name = "ptcp:PORT")]
     pub listen: Vec<String>,
     /// Datapath id, in hex or decimal (default: from the first port's MAC address).
@@ -332,12 +334,24 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         .iter()
         .map(|c| parse_addr(c, false))
         .collect::<Result<_, _>>()?;
+    // punix:PATH: a Unix socket, for tools on this machine only (its
+    // permissions decide who; the connection limits do not apply to it).
+    let unix: Vec<std::path::PathBuf> = spec
+        .listen
+        .iter()
+        .filter_map(|l| l.strip_prefix("punix:"))
+        .map(std::path::PathBuf::from)
+        .collect();
+    if unix.len() > 1 || unix.iter().any(|p| p.as_os_str().is_empty()) {
+        return Err("--listen punix:PATH: give one path, once".into());
+    }
     let mut listen: Vec<_> = spec
         .listen
         .iter()
+        .filter(|l| !l.starts_with("punix:"))
         .map(|c| parse_addr(c, true))
         .collect::<Result<_, _>>()?;
-    if listen.is_empty() && controllers.is_empty() {
+    if listen.is_empty() && controllers.is_empty() && unix.is_empty() {
         listen.push("127.0.0.1:6634".parse().expect("literal"));
     }
     let xdp_mode = match spec.xdp_mode.as_str() {
@@ -427,6 +441,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         session_deadline: hygiene.deadline,
         inactivity_probe: hygiene.probe,
         limits: Some(hygiene.limits),
+        listen_unix: unix.into_iter().next(),
         ..Default::default()
     };
     let handle = crate::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;

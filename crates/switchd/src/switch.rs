@@ -436,6 +436,12 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
             let _ = std::fs::remove_file(path);
             let l = std::os::unix::net::UnixListener::bind(path)
                 .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", path.display())))?;
+            // This user's only (Open vSwitch's management sockets are
+            // likewise its own): whoever connects can reprogram the switch.
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            }
             l.set_nonblocking(true)?;
             Some(l)
         }
