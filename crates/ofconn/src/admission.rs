@@ -79,18 +79,22 @@ struct Conn<H> {
     id: u64,
     source: IpAddr,
     since: Instant,
-    /// What closes it while it is in its handshake (the caller's: a
-    /// notification, a channel); None once it is established.
-    handle: Option<H>,
+    /// What closes it early (the caller's: a notification, a channel).
+    handle: H,
+    /// Its handshake is done.
+    established: bool,
+    /// When it last did something besides keeping alive (established
+    /// connections; see [`Admission::evict_idle`]).
+    active: Instant,
 }
 
-/// The connections held, each with the handle that closes it early
-/// (`H`) until its handshake is done.
+/// The connections held, each with the handle that closes it early (`H`).
 #[derive(Debug)]
 pub struct Admission<H> {
     limits: Limits,
     next: u64,
     conns: Vec<Conn<H>>,
+    idle_after: Option<Duration>,
 }
 
 impl<H> Admission<H> {
@@ -99,7 +103,19 @@ impl<H> Admission<H> {
             limits,
             next: 0,
             conns: Vec::new(),
+            idle_after: None,
         }
+    }
+
+    /// When the listener is full of established connections, a newcomer
+    /// takes the place of the one idle longest (at least `after`: nothing
+    /// but echoes), of its own source if that source is over its limit,
+    /// else of the source holding the most: a crowd of idle sessions
+    /// cannot keep an operator's tool out. Off by default (a controller's
+    /// switches may be quiet for long and are not to be cut off).
+    pub fn evict_idle(mut self, after: Duration) -> Admission<H> {
+        self.idle_after = Some(after);
+        self
     }
 
     pub fn limits(&self) -> Limits {
@@ -125,14 +141,15 @@ impl<H> Admission<H> {
                 .iter()
                 .enumerate()
                 .filter(|(_, c)| {
-                    c.handle.is_some()
+                    !c.established
                         && now.saturating_duration_since(c.since) >= EVICTABLE_AFTER
                         && (!source_full || c.source == source)
                 })
                 .min_by_key(|(_, c)| c.since)
-                .map(|(i, _)| i);
+                .map(|(i, _)| i)
+                .or_else(|| self.idle_victim(source, source_full, now));
             match victim {
-                Some(i) => self.conns.swap_remove(i).handle,
+                Some(i) => Some(self.conns.swap_remove(i).handle),
                 None => return Admit::Refuse,
             }
         } else {
@@ -144,21 +161,51 @@ impl<H> Admission<H> {
             id,
             source,
             since: now,
-            handle: Some(handle),
+            handle,
+            established: false,
+            active: now,
         });
         Admit::Accept { id, evict }
     }
 
+    /// The established connection idle longest (past `idle_after`), of
+    /// `source` if it is over its limit, else of the source holding most.
+    fn idle_victim(&self, source: IpAddr, source_full: bool, now: Instant) -> Option<usize> {
+        let after = self.idle_after?;
+        let scope = if source_full {
+            source
+        } else {
+            let mut counts: std::collections::HashMap<IpAddr, usize> = std::collections::HashMap::new();
+            for c in &self.conns {
+                *counts.entry(c.source).or_default() += 1;
+            }
+            counts.into_iter().max_by_key(|&(_, n)| n)?.0
+        };
+        self.conns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.established && c.source == scope && now.saturating_duration_since(c.active) >= after)
+            .min_by_key(|(_, c)| c.active)
+            .map(|(i, _)| i)
+    }
+
     /// The connection finished its handshake: it is no longer the first to
-    /// go (its handle is dropped). False if it was evicted meanwhile (it
-    /// must close).
+    /// go. False if it was evicted meanwhile (it must close).
     pub fn established(&mut self, id: u64) -> bool {
         match self.conns.iter_mut().find(|c| c.id == id) {
             Some(c) => {
-                c.handle = None;
+                c.established = true;
+                c.active = Instant::now();
                 true
             }
             None => false,
+        }
+    }
+
+    /// The connection did something besides keeping alive.
+    pub fn active(&mut self, id: u64, now: Instant) {
+        if let Some(c) = self.conns.iter_mut().find(|c| c.id == id) {
+            c.active = now;
         }
     }
 
@@ -282,5 +329,45 @@ mod tests {
             panic!()
         };
         assert_eq!(evict, Some("under way"));
+    }
+
+    /// With idle eviction (the switch's listener): full of established
+    /// sessions that only keep alive, a newcomer takes the place of the
+    /// one idle longest, of the source holding most; an active one stays,
+    /// and without idle eviction (the controller's) the newcomer is refused.
+    #[test]
+    fn idle_sessions_make_room_for_a_newcomer_when_asked() {
+        let t0 = Instant::now();
+        let limits = Limits {
+            total: 3,
+            per_source: 3,
+        };
+        let fill = |a: &mut Admission<&'static str>| {
+            let mut ids = Vec::new();
+            for (who, name) in [(1, "crowd-a"), (1, "crowd-b"), (2, "controller")] {
+                let Admit::Accept { id, .. } = a.admit(ip(who), t0, name) else {
+                    panic!()
+                };
+                assert!(a.established(id));
+                ids.push(id);
+            }
+            ids
+        };
+        let later = Instant::now() + Duration::from_secs(10);
+        let mut plain = Admission::new(limits);
+        fill(&mut plain);
+        assert_eq!(plain.admit(ip(3), later, "tool"), Admit::Refuse);
+
+        let mut a = Admission::new(limits).evict_idle(Duration::from_secs(2));
+        let ids = fill(&mut a);
+        // Too soon: nothing has been idle long enough.
+        assert_eq!(a.admit(ip(3), Instant::now(), "tool"), Admit::Refuse);
+        // crowd-a was active lately; crowd-b was not: it goes, from the
+        // source holding most (the controller's source holds one).
+        a.active(ids[0], later - Duration::from_secs(1));
+        let Admit::Accept { evict, .. } = a.admit(ip(3), later, "tool") else {
+            panic!()
+        };
+        assert_eq!(evict, Some("crowd-b"));
     }
 }

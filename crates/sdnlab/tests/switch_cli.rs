@@ -204,6 +204,46 @@ fn connections_that_never_finish_are_closed_and_do_not_lock_out_ovs_ofctl() {
     );
 }
 
+/// A listener full of established sessions that only keep alive (here:
+/// say nothing, with no inactivity probe to close them) still lets an
+/// operator's tool in: it takes the place of the one idle longest.
+#[test]
+fn a_crowd_of_idle_sessions_does_not_keep_ovs_ofctl_out() {
+    use std::io::Write;
+    let hosts = Hosts::new("swi", "h");
+    let sw = Switch::start(&hosts, &["--max-connections", "100", "--inactivity-probe", "0"]);
+    let addr = sw.target.strip_prefix("tcp:").unwrap().to_string();
+    let hello = [4u8, 0, 0, 8, 0, 0, 0, 1];
+    let crowd: Vec<std::net::TcpStream> = (0..100)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            s.write_all(&hello).unwrap();
+            s
+        })
+        .collect();
+    // Past the time a session must have been idle to give its place.
+    std::thread::sleep(Duration::from_millis(2500));
+    sw.ofctl(&["show"]);
+    // One of the crowd was closed for it.
+    let closed = crowd
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            let mut b = [0u8; 64];
+            let mut s = *s;
+            loop {
+                match std::io::Read::read(&mut s, &mut b) {
+                    Ok(0) => return true,
+                    Ok(_) => continue, // the switch's HELLO
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+                    Err(_) => return true,
+                }
+            }
+        })
+        .count();
+    assert!(closed >= 1, "none of the crowd gave its place");
+}
+
 /// Open vSwitch's inactivity probe (1 s here): a session that says nothing
 /// is sent an ECHO_REQUEST after 1 s and closed when it does not answer
 /// within 1 s more; one that answers its echoes stays.

@@ -274,6 +274,9 @@ struct Writer {
 /// `STALLED` after that is closed.
 const MAX_BACKLOG: usize = 4 << 20;
 const STALLED: Duration = Duration::from_secs(10);
+/// A session that has done nothing but keep alive for this long may give
+/// its place on a full listener to a newcomer.
+const IDLE_EVICTABLE: Duration = Duration::from_secs(2);
 
 #[derive(Clone)]
 struct Ctx {
@@ -454,9 +457,12 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         verbose: cfg.verbose,
         deadline: cfg.session_deadline,
         probe: cfg.inactivity_probe,
-        admission: Arc::new(Mutex::new(Admission::new(
-            cfg.limits.unwrap_or_else(|| Limits::for_open_files(open_file_limit())),
-        ))),
+        // Full of sessions that only keep alive, the listener makes room:
+        // an operator's tool always gets in (docs/manual/switch.md).
+        admission: Arc::new(Mutex::new(
+            Admission::new(cfg.limits.unwrap_or_else(|| Limits::for_open_files(open_file_limit())))
+                .evict_idle(IDLE_EVICTABLE),
+        )),
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let egress = fast_egress.map(|e| (e, cfg.fast_egress_recheck));
@@ -872,6 +878,8 @@ async fn serve(
     let mut first = true;
     // Whole messages left in the framer while the peer's replies waited.
     let mut buffered = false;
+    // The peer did something besides keeping alive since it was last said.
+    let mut acted = false;
     'read: loop {
         // Replies waiting to be written past the bound: read nothing more
         // until the peer takes some, and close it if it takes none.
@@ -893,7 +901,12 @@ async fn serve(
                 (Some(p), None) => heard.max(*wrote.lock().unwrap_or_else(|e| e.into_inner())) + p,
                 (Some(p), Some(t)) => t + p,
             };
-            match tokio::time::timeout_at(finish_by.min(probe_at), read_more(&mut rd, &mut framer)).await {
+            let read = tokio::select! {
+                r = tokio::time::timeout_at(finish_by.min(probe_at), read_more(&mut rd, &mut framer)) => r,
+                // Idle on a full listener: a newcomer took its place.
+                _ = &mut evicted => break 'read,
+            };
+            match read {
                 Ok(true) => {
                     heard = tokio::time::Instant::now();
                     probed = None;
@@ -945,7 +958,17 @@ async fn serve(
                             completed = true;
                             let now = Instant::now();
                             match ofwire::decode_in_session(raw, version) {
-                                Ok(m) => agent.on_message(conn, &m, now, &mut fx),
+                                Ok(m) => {
+                                    // Keeping alive is not activity.
+                                    acted |= !matches!(
+                                        m.body,
+                                        Body::V10(ofwire::v10::Body::EchoRequest(_) | ofwire::v10::Body::EchoReply(_))
+                                            | Body::V13(
+                                                ofwire::v13::Body::EchoRequest(_) | ofwire::v13::Body::EchoReply(_)
+                                            )
+                                    );
+                                    agent.on_message(conn, &m, now, &mut fx)
+                                }
                                 Err(e) => {
                                     let xid = Header::peek(raw).map(|h| h.xid).unwrap_or(0);
                                     let err = ErrorMsg::for_decode_error(&e, raw);
@@ -985,6 +1008,12 @@ async fn serve(
             completed,
             tokio::time::Instant::now(),
         );
+        if let (true, Some((id, _))) = (std::mem::take(&mut acted), &admitted) {
+            ctx.admission
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .active(*id, Instant::now());
+        }
     }
     drop(session);
     // Let queued replies go out before the socket closes; a peer that
