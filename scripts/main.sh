@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
-scripts/install-deps.sh >&2
+scripts/install-deps.sh main >&2
 cargo build --release --quiet -p sdnlab
 exec target/release/sdnlab bench ctl "$@"

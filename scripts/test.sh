@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 step() { printf '\n== %s (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 
-step "dependencies"; scripts/install-deps.sh
+step "dependencies"; scripts/install-deps.sh test
 # What some tests use, built before them so no build competes with timed
 # tests: a real kube-apiserver (Go module proxy), kubernetes-validate
 # (PyPI), the static binary the container image holds.

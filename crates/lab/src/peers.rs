@@ -147,6 +147,23 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
             .status()
             .is_ok_and(|s| s.success());
     if !ready {
+        // Debian's python3 makes venvs only with python3-venv (not in the
+        // main job's packages: installed here, the first time a peer needs it).
+        if python == "python3"
+            && !Command::new("python3")
+                .args(["-c", "import ensurepip"])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        {
+            eprintln!("sdnlab: installing python3-venv (apt), for the {name} peer's environment");
+            run(
+                Command::new("apt-get")
+                    .args(["install", "-y", "-q", "python3-venv"])
+                    .env("DEBIAN_FRONTEND", "noninteractive"),
+                "apt-get install python3-venv",
+            )?;
+        }
         eprintln!("sdnlab: installing {name} into {} (PyPI)", dir.display());
         run(
             Command::new(python).args(["-m", "venv"]).arg(&dir),
