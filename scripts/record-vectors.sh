@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 raw=$(mktemp); trap 'rm -f "$raw"' EXIT
-SDNLAB_RECORD_VECTORS=$raw cargo test -q -p ofwire --test from_ovs_ofctl --test from_ovs_switch -- --test-threads=1 >/dev/null
+SDNLAB_RECORD_VECTORS=$raw cargo test -q -p ofwire --features system-tests --test from_ovs_ofctl --test from_ovs_switch -- --test-threads=1 >/dev/null
 {
   echo "# Messages captured from real Open vSwitch 3.1 peers: SOURCE HEX."
   echo "# Recorded by scripts/record-vectors.sh; checked by ofwire's unit tests."

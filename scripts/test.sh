@@ -17,8 +17,8 @@ scripts/install-kube-apiserver.sh > /dev/null
 scripts/install-kubevalidate.sh > /dev/null
 scripts/build-static.sh > /dev/null
 step "format";       cargo fmt --all --check
-step "lint";         cargo clippy --all-targets --quiet -- -D warnings
-step "tests";        cargo test --workspace --quiet
+step "lint";         cargo clippy --workspace --all-targets --features system-tests --quiet -- -D warnings
+step "tests";        cargo test --workspace --features system-tests --quiet
 step "fuzz (60 s)";  scripts/fuzz.sh 60
 step "bench smoke: codec vs os-ken"; scripts/bench-codec.sh --quick
 step "bench smoke: net up/down";    scripts/bench-net.sh 1
