@@ -970,6 +970,10 @@ mod tests {
     /// none, for every frame, on a port that may carry tags and on one
     /// that may not. Needs root (CAP_BPF).
     #[test]
+    #[cfg_attr(
+        not(feature = "system-tests"),
+        ignore = "loads a BPF program: needs root (--features system-tests)"
+    )]
     fn the_kernels_parser_and_flowkey_of_agree_on_every_frame() {
         use libbpf_rs::{MapCore, MapFlags};
         let frames = frames_to_agree_on();
@@ -1008,6 +1012,10 @@ mod tests {
     /// counts it where we read; a flow removed, one of an older generation
     /// and one that found no free slot take the slow path.
     #[test]
+    #[cfg_attr(
+        not(feature = "system-tests"),
+        ignore = "loads a BPF program: needs root (--features system-tests)"
+    )]
     fn the_program_finds_every_flow_we_insert_and_no_other() {
         const REDIRECT: u32 = 4;
         const PASS: u32 = 2;
