@@ -44,10 +44,11 @@ pub(crate) const BUDGET: usize = 16;
 /// Replies gathered while a session still has messages to handle are
 /// written once they reach this size.
 const FLUSH_AT: usize = 32 * 1024;
-/// A read this small is a light session's (a switch in latency mode, a
-/// few messages at a time): for `LIGHT_FOR` after one, the worker's turns
+/// A read this small is a light session's (a switch in latency mode, one
+/// or two messages at a time; a flood's reads are kilobytes): for
+/// `LIGHT_FOR` after one, the worker's turns
 /// are `BUDGET` messages.
-const LIGHT_READ: usize = 1024;
+const LIGHT_READ: usize = 256;
 const LIGHT_FOR: Duration = Duration::from_millis(20);
 
 /// A new connection for a worker; `tls` when it came in on a TLS listener.
