@@ -128,6 +128,17 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Installs Debian package `pkg` (the first time a peer needs it), saying so.
+fn apt_install(pkg: &str, why: &str) -> Result<String, String> {
+    eprintln!("sdnlab: installing {pkg} (apt), for {why}");
+    run(
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", pkg])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+        &format!("apt-get install {pkg}"),
+    )
+}
+
 fn which(program: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
@@ -156,13 +167,7 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
                 .status()
                 .is_ok_and(|s| s.success())
         {
-            eprintln!("sdnlab: installing python3-venv (apt), for the {name} peer's environment");
-            run(
-                Command::new("apt-get")
-                    .args(["install", "-y", "-q", "python3-venv"])
-                    .env("DEBIAN_FRONTEND", "noninteractive"),
-                "apt-get install python3-venv",
-            )?;
+            apt_install("python3-venv", &format!("the {name} peer's environment"))?;
         }
         eprintln!("sdnlab: installing {name} into {} (PyPI)", dir.display());
         run(
@@ -349,13 +354,7 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
         }
         "ovs-testcontroller" => {
             if !which("ovs-testcontroller") {
-                eprintln!("sdnlab: installing openvswitch-testcontroller (apt)");
-                run(
-                    Command::new("apt-get")
-                        .args(["install", "-y", "-q", "openvswitch-testcontroller"])
-                        .env("DEBIAN_FRONTEND", "noninteractive"),
-                    "apt-get install openvswitch-testcontroller",
-                )?;
+                apt_install("openvswitch-testcontroller", "the ovs-testcontroller peer")?;
             }
             let v = run(
                 Command::new("ovs-testcontroller").arg("--version"),

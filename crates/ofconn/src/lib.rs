@@ -951,11 +951,9 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn a_budget_bounds_the_messages_handled_per_call() {
-        let now = Instant::now();
-        let mut s = ready13(now);
-        let one = Message::v13(
+    /// An OpenFlow 1.3 PACKET_IN of four bytes from port 2.
+    fn packet_in_on_port_2() -> Vec<u8> {
+        Message::v13(
             0x66,
             v13::Body::PacketIn(v13::PacketIn {
                 buffer_id: v13::NO_BUFFER,
@@ -968,7 +966,14 @@ mod tests {
             }),
         )
         .to_bytes()
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_budget_bounds_the_messages_handled_per_call() {
+        let now = Instant::now();
+        let mut s = ready13(now);
+        let one = packet_in_on_port_2();
         let ten: Vec<u8> = one.iter().copied().cycle().take(one.len() * 10).collect();
         s.set_budget(4);
         let mut seen = 0;
@@ -988,20 +993,7 @@ mod tests {
     fn packet_ins_reach_the_hot_path_and_bad_ones_get_errors() {
         let now = Instant::now();
         let mut s = ready13(now);
-        let pi = Message::v13(
-            0x66,
-            v13::Body::PacketIn(v13::PacketIn {
-                buffer_id: v13::NO_BUFFER,
-                total_len: 4,
-                reason: ofwire::PacketInReason::NoMatch,
-                table_id: 0,
-                cookie: 0,
-                match_: ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::InPort(2)]),
-                data: ofwire::Bytes(vec![1, 2, 3, 4]),
-            }),
-        )
-        .to_bytes()
-        .unwrap();
+        let pi = packet_in_on_port_2();
         let mut seen = Vec::new();
         s.on_bytes(&pi, now, &mut |_, v| seen.push((v.in_port, v.data.to_vec())));
         assert_eq!(seen, vec![(2, vec![1, 2, 3, 4])]);

@@ -2,6 +2,9 @@
 //! resets a connection with replies unread must not kill a daemon (SIGPIPE),
 //! and nothing sdnlab makes may go through a path another user planted.
 
+mod common;
+
+use common::free_port;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,14 +37,6 @@ impl Drop for Daemon {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn wait_listening(child: &mut Child, port: u16) {

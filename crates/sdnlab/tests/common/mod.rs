@@ -4,6 +4,15 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// A loopback port free now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// What is left of run `id`: namespaces, root interfaces, state, processes.
 pub fn leftovers(id: &str) -> Vec<String> {
     let mut left = Vec::new();
