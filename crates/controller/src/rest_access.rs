@@ -206,9 +206,7 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next)
 }
 
 /// A listener that does the TLS handshake before handing a connection to
-/// axum (a connection whose handshake fails is dropped and the next one
-/// taken).
-/// HTTPS: connections are taken on a task of their own and each one's TLS
+/// axum (a connection whose handshake fails is dropped). Connections are taken on a task of their own and each one's TLS
 /// handshake runs on a task of its own too, at most `HANDSHAKES` at once
 /// and each within `HANDSHAKE_DEADLINE`: a client that connects and says
 /// nothing holds its own slot, never the next client's request. Beyond

@@ -46,8 +46,7 @@ pub(crate) const BUDGET: usize = 16;
 const FLUSH_AT: usize = 32 * 1024;
 /// A read this small is a light session's (a switch in latency mode, one
 /// or two messages at a time; a flood's reads are kilobytes): for
-/// `LIGHT_FOR` after one, the worker's turns
-/// are `BUDGET` messages.
+/// `LIGHT_FOR` after one, the worker's turns are `BUDGET` messages.
 const LIGHT_READ: usize = 256;
 const LIGHT_FOR: Duration = Duration::from_millis(20);
 
@@ -384,7 +383,7 @@ impl Worker {
                     .admission
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .established(c.admission)
+                    .established(c.admission, now)
                 {
                     c.d.close(CloseReason::Local("evicted during its handshake".into()));
                 }

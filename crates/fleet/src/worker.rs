@@ -179,7 +179,7 @@ pub async fn serve_within(
                 .admission
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .established(held.id)
+                .established(held.id, std::time::Instant::now())
             {
                 return;
             }

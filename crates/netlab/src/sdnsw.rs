@@ -4,9 +4,8 @@
 //! Unix socket in the run directory (`NAME.mgmt`, mode 0600: as Open
 //! vSwitch's management sockets, root's only; a loopback TCP port would
 //! let any local user reprogram the switch) and connecting to the run's
-//! controller(s). The process
-//! carries a pid file in the run directory on its command line, so
-//! teardown finds it even if the `up` process died.
+//! controller(s). The process carries a pid file in the run directory on
+//! its command line, so teardown finds it even if the `up` process died.
 
 use crate::state::State;
 pub use crate::state::SwitchProcess;
@@ -106,7 +105,7 @@ pub fn mgmt_socket(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Waits (10 s at most) until a started switch listens on its socket.
-fn wait_listening(dir: &Path, s: &mut SwitchProcess, child: &mut Child) -> Result<(), String> {
+fn wait_listening(dir: &Path, s: &SwitchProcess, child: &mut Child) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mgmt = mgmt_socket(dir, &s.name);
     loop {
@@ -149,8 +148,8 @@ pub fn start(
         out.push(p);
         children.push(child);
     }
-    // Ready when each has said where it listens.
-    for (s, child) in out.iter_mut().zip(children.iter_mut()) {
+    // Ready when each listens on its socket.
+    for (s, child) in out.iter().zip(children.iter_mut()) {
         wait_listening(dir, s, child)?;
     }
     Ok(out)
@@ -170,7 +169,7 @@ pub fn restart(st: &State, name: &str) -> Result<(SwitchProcess, Child), String>
     let ports = ports_of(st);
     let my_ports = ports.get(name).cloned().unwrap_or_default();
     let dir = st.dir();
-    let (mut p, mut child) = spawn_one(
+    let (p, mut child) = spawn_one(
         &binary()?,
         &dir,
         sw,
@@ -178,7 +177,7 @@ pub fn restart(st: &State, name: &str) -> Result<(SwitchProcess, Child), String>
         st.options.controller.as_deref(),
         shaped(topo),
     )?;
-    if let Err(e) = wait_listening(&dir, &mut p, &mut child) {
+    if let Err(e) = wait_listening(&dir, &p, &mut child) {
         let _ = child.kill();
         let _ = child.wait();
         return Err(e);

@@ -190,12 +190,13 @@ impl<H> Admission<H> {
     }
 
     /// The connection finished its handshake: it is no longer the first to
-    /// go. False if it was evicted meanwhile (it must close).
-    pub fn established(&mut self, id: u64) -> bool {
+    /// go (and, for idle eviction, active `now`). False if it was evicted
+    /// meanwhile (it must close).
+    pub fn established(&mut self, id: u64, now: Instant) -> bool {
         match self.conns.iter_mut().find(|c| c.id == id) {
             Some(c) => {
                 c.established = true;
-                c.active = Instant::now();
+                c.active = now;
                 true
             }
             None => false,
@@ -288,8 +289,8 @@ mod tests {
             a.admit(ip(2), at(3), "fourth"),
             Admit::Accept { evict: None, .. }
         ));
-        assert!(a.established(second) && a.established(third));
-        assert!(!a.established(first), "evicted: it must close");
+        assert!(a.established(second, at(3)) && a.established(third, at(3)));
+        assert!(!a.established(first, at(3)), "evicted: it must close");
         // Source 1's share is all sessions: refused.
         assert_eq!(a.admit(ip(1), at(4), "fifth"), Admit::Refuse);
         assert!(matches!(
@@ -318,7 +319,7 @@ mod tests {
         let Admit::Accept { id: done, .. } = a.admit(ip(1), t0, "done") else {
             panic!()
         };
-        assert!(a.established(done));
+        assert!(a.established(done, t0));
         assert!(matches!(
             a.admit(ip(1), t0, "under way"),
             Admit::Accept { evict: None, .. }
@@ -348,12 +349,12 @@ mod tests {
                 let Admit::Accept { id, .. } = a.admit(ip(who), t0, name) else {
                     panic!()
                 };
-                assert!(a.established(id));
+                assert!(a.established(id, t0));
                 ids.push(id);
             }
             ids
         };
-        let later = Instant::now() + Duration::from_secs(10);
+        let later = t0 + Duration::from_secs(10);
         let mut plain = Admission::new(limits);
         fill(&mut plain);
         assert_eq!(plain.admit(ip(3), later, "tool"), Admit::Refuse);
@@ -361,7 +362,7 @@ mod tests {
         let mut a = Admission::new(limits).evict_idle(Duration::from_secs(2));
         let ids = fill(&mut a);
         // Too soon: nothing has been idle long enough.
-        assert_eq!(a.admit(ip(3), Instant::now(), "tool"), Admit::Refuse);
+        assert_eq!(a.admit(ip(3), t0 + Duration::from_secs(1), "tool"), Admit::Refuse);
         // crowd-a was active lately; crowd-b was not: it goes, from the
         // source holding most (the controller's source holds one).
         a.active(ids[0], later - Duration::from_secs(1));

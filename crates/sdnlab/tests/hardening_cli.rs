@@ -39,6 +39,11 @@ impl Drop for Daemon {
     }
 }
 
+/// `sdnlab credentials DIR`, as a user would run it.
+fn credentials(dir: &Path) -> std::process::Output {
+    Command::new(BIN).arg("credentials").arg(dir).output().unwrap()
+}
+
 fn wait_listening(child: &mut Child, port: u16) {
     let t = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -80,7 +85,7 @@ for _ in range(int(sys.argv[3])):
 fn a_tls_client_resetting_after_pipelined_requests_does_not_kill_the_controller() {
     let dir = Scratch::new("rest");
     let creds = dir.0.join("creds");
-    let st = Command::new(BIN).arg("credentials").arg(&creds).output().unwrap();
+    let st = credentials(&creds);
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let (of, rest) = (free_port(), free_port());
     let mut ctl = Daemon(
@@ -131,7 +136,7 @@ fn credentials_go_into_a_private_directory_and_never_through_a_symlink() {
     let dir = Scratch::new("creds");
     // A fresh directory is made 0700, its keys 0600.
     let fresh = dir.0.join("fresh");
-    let st = Command::new(BIN).arg("credentials").arg(&fresh).output().unwrap();
+    let st = credentials(&fresh);
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     assert_eq!(mode(&fresh), 0o700);
     for key in ["ca-key.pem", "worker-key.pem", "coordinator-key.pem"] {
@@ -143,7 +148,7 @@ fn credentials_go_into_a_private_directory_and_never_through_a_symlink() {
     let victim = dir.0.join("victim");
     std::fs::write(&victim, "theirs\n").unwrap();
     std::os::unix::fs::symlink(&victim, planted.join("worker-key.pem")).unwrap();
-    let st = Command::new(BIN).arg("credentials").arg(&planted).output().unwrap();
+    let st = credentials(&planted);
     let err = String::from_utf8_lossy(&st.stderr);
     assert_eq!(st.status.code(), Some(1), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
@@ -151,14 +156,14 @@ fn credentials_go_into_a_private_directory_and_never_through_a_symlink() {
     // The directory itself a symlink: refused.
     let link = dir.0.join("link");
     std::os::unix::fs::symlink(&fresh, &link).unwrap();
-    let st = Command::new(BIN).arg("credentials").arg(&link).output().unwrap();
+    let st = credentials(&link);
     assert!(!st.status.success());
     // A directory others may write into: refused.
     let open = dir.0.join("open");
     std::fs::create_dir(&open).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let st = Command::new(BIN).arg("credentials").arg(&open).output().unwrap();
+    let st = credentials(&open);
     let err = String::from_utf8_lossy(&st.stderr);
     assert!(!st.status.success() && err.contains("others"), "{err}");
 }
@@ -227,7 +232,7 @@ fn a_flood_of_connections_cannot_keep_the_coordinator_out_of_a_worker() {
     raise_own_file_limit();
     let dir = Scratch::new("worker");
     let creds = dir.0.join("creds");
-    let st = Command::new(BIN).arg("credentials").arg(&creds).output().unwrap();
+    let st = credentials(&creds);
     assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
     let port = free_port();
     // The worker as a systemd unit's default would leave it: 1,024 files.

@@ -175,6 +175,26 @@ impl Lab {
             .collect()
     }
 
+    /// `sdnlab run` of `experiment` over the inventory's workers, results
+    /// in `out`, left running (its output piped).
+    fn start_run(&self, experiment: &str, inventory: &Path, out: &str) -> Child {
+        let file = self.dir.join(format!("{out}.toml"));
+        std::fs::write(&file, experiment).unwrap();
+        Command::new(BIN)
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--workers",
+                inventory.to_str().unwrap(),
+                "--no-live",
+            ])
+            .args(["--out", self.dir.join(out).to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     fn run(&self, experiment: &str, inventory: &Path, out: &str) -> (bool, String, String) {
         let file = self.dir.join(format!("{out}.toml"));
         std::fs::write(&file, experiment).unwrap();
@@ -469,27 +489,13 @@ fn a_worker_killed_mid_run_is_named_and_nothing_of_the_run_is_left() {
         lab.start_worker(i);
     }
     let inv = lab.inventory("creds", &lab.listed());
-    let file = lab.dir.join("long.toml");
     // h1 and h3 sit on different workers (the first test checks how
     // leaf-spine,2,3,1 splits); a long iperf3 keeps the run going.
-    std::fs::write(
-        &file,
+    let mut coordinator = lab.start_run(
         "experiment = \"net\"\ntopology = \"leaf-spine,2,3,1\"\nping_count = 1\niperf = [\"h1>h3\"]\niperf_s = 30\n",
-    )
-    .unwrap();
-    let mut coordinator = Command::new(BIN)
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--workers",
-            inv.to_str().unwrap(),
-            "--no-live",
-        ])
-        .args(["--out", lab.dir.join("killed").to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        &inv,
+        "killed",
+    );
     // Once every worker has its part up, kill the third outright.
     let start = Instant::now();
     while (1..=3).any(|i| lab.made_in(i).is_empty()) {
@@ -569,26 +575,12 @@ fn a_coordinator_killed_mid_call_leaves_the_worker_alive_and_nothing_running() {
     let mut lab = Lab::new("t");
     lab.start_worker(1);
     let inv = lab.inventory("creds", &format!("workers = [\"{}:7700\"]", lab.addr(1)));
-    let file = lab.dir.join("pings.toml");
     // 100 pings at 0.2 s from each host: a call of 20 s.
-    std::fs::write(
-        &file,
+    let mut coordinator = lab.start_run(
         "experiment = \"net\"\ntopology = \"linear,2\"\nping_count = 100\n",
-    )
-    .unwrap();
-    let mut coordinator = Command::new(BIN)
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--workers",
-            inv.to_str().unwrap(),
-            "--no-live",
-        ])
-        .args(["--out", lab.dir.join("pings").to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        &inv,
+        "pings",
+    );
     let worker = lab.workers[0].as_ref().unwrap().id();
     let start = Instant::now();
     while !children_of(worker).iter().any(|c| c == "ping") {

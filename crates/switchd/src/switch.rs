@@ -813,7 +813,12 @@ async fn serve(
     };
     if let Some((id, _)) = &admitted {
         // Evicted as its handshake ended: it goes before it is a session.
-        if !ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).established(*id) {
+        if !ctx
+            .admission
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .established(*id, Instant::now())
+        {
             return;
         }
     }
