@@ -15,11 +15,14 @@
 # Every controller runs with its defaults (sdnlab's driver: half the cores'
 # event loops; sdnlab's controller: switches from this machine on half its
 # workers).
-# Usage: scripts/bench-ctl.sh [LOOPS]   (default 5 loops of 1 s after 1 warm-up)
+# Usage: scripts/bench-ctl.sh [LOOPS [LOOP_MS]]   (default 5 loops of 1000 ms
+# after 1 warm-up; scripts/test.sh's smoke runs 1 of 300 ms: every cell
+# filled, not figures to quote)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 loops=${1:-5}
+loop_ms=${2:-1000}
 source scripts/peers/start-all.sh
 ref_port=$(port)
 "$bin" bench ref respond --listen 127.0.0.1:"$ref_port" --threads 1 >/dev/null 2>&1 & pids+=($!)
@@ -55,12 +58,12 @@ for mode in throughput latency; do
     case "$args" in
       --target*)
         # shellcheck disable=SC2086
-        json=$("$bin" bench ref generate $args --ofp "$ofp" --mode "$mode" --loops "$loops" --threads 1 --json 2>/dev/null || true)
+        json=$("$bin" bench ref generate $args --ofp "$ofp" --mode "$mode" --loops "$loops" --loop-ms "$loop_ms" --threads 1 --json 2>/dev/null || true)
         row "$name" "reference (C)" "$ofp" "$mode" "$json" || failed=1
         ;;
     esac
     # shellcheck disable=SC2086
-    json=$("$bin" bench ctl $args --ofp "$ofp" --mode "$mode" --loops "$loops" --trials 1 --out "$dir/run-$RANDOM$RANDOM" --json 2>/dev/null || true)
+    json=$("$bin" bench ctl $args --ofp "$ofp" --mode "$mode" --loops "$loops" --loop-ms "$loop_ms" --trials 1 --out "$dir/run-$RANDOM$RANDOM" --json 2>/dev/null || true)
     row "$name" "sdnlab driver" "$ofp" "$mode" "$json" || failed=1
   done
 done

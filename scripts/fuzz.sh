@@ -12,6 +12,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+if rustup run nightly rustc --version >/dev/null 2>&1; then
+  toolchain=(+nightly); sanitizer=address
+else
+  toolchain=(); sanitizer=none
+fi
+# --build: build the targets only (scripts/test.sh builds them beside its
+# other builds, so the run that follows starts fuzzing at once).
+if [ "$seconds" = --build ]; then
+  exec cargo "${toolchain[@]}" fuzz build --dev -s "$sanitizer"
+fi
 corpus=fuzz/corpus
 mkdir -p "$corpus/decode" "$corpus/switch_session" "$corpus/rest_bodies" "$corpus/worker_frames"
 cargo run -q -p ofwire --example corpus -- --seeds "$corpus/decode"
@@ -24,11 +34,6 @@ printf '%s' '{"table_id": 0, "priority": 700, "match": {"in_port": 1, "eth_type"
 printf '%s' '{"match": {"eth_dst": "02:00:00:00:00:02"}, "strict": true, "priority": 5, "cookie": 4660}' > "$corpus/rest_bodies/filter"
 # A coordinator's first calls, one per line.
 printf '%s\n' '{"id":1,"call":"hello","version":1,"lease_ms":5000}' '{"id":0,"call":"heartbeat"}' '{"id":2,"call":"clock"}' > "$corpus/worker_frames/hello"
-if rustup run nightly rustc --version >/dev/null 2>&1; then
-  toolchain=(+nightly); sanitizer=address
-else
-  toolchain=(); sanitizer=none
-fi
 share() { echo $(( seconds * $1 / 7 > 1 ? seconds * $1 / 7 : 1 )); }
 failed=0
 for spec in "decode:3" "switch_session:2" "rest_bodies:1" "worker_frames:1"; do

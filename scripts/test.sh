@@ -9,20 +9,44 @@ export PATH="$HOME/.cargo/bin:$PATH"
 step() { printf '\n== %s (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 
 step "dependencies"; scripts/install-deps.sh test
-# What some tests use, built before them so no build competes with timed
-# tests: a real kube-apiserver (Go module proxy), kubernetes-validate
-# (PyPI), the static binary the container image holds.
-step "built for the tests: kube-apiserver, kubernetes-validate, the static binary"
-scripts/install-kube-apiserver.sh > /dev/null
-scripts/install-kubevalidate.sh > /dev/null
-scripts/build-static.sh > /dev/null
+# Every build the checks need, each profile once, before anything is
+# timed: two lanes side by side (a lane's serial stretches, such as the
+# static binary's single codegen unit, leave a core free for the other).
+# This tree's target/: the tests (dev profile), the release binary and the
+# examples and benches the smokes run, then the lint. Other directories:
+# a real kube-apiserver (Go module proxy) and kubernetes-validate (PyPI),
+# the static binary the container image holds, the two router builds, the
+# fuzz targets.
+step "builds, two lanes: tests, release, benches, lint | kube-apiserver, static, router builds, fuzz targets"
+lane2_log=$(mktemp /tmp/sdnlab-test-lane2.XXXXXX)
+(
+  set -e
+  scripts/install-kube-apiserver.sh > /dev/null
+  scripts/install-kubevalidate.sh > /dev/null
+  scripts/build-static.sh > /dev/null
+  scripts/build-router.sh aarch64 > /dev/null
+  scripts/build-router.sh armv7 > /dev/null
+  scripts/fuzz.sh --build
+) > "$lane2_log" 2>&1 &
+lane2=$!
+trap 'kill "$lane2" 2>/dev/null || true; rm -f "$lane2_log"' EXIT
+cargo test --workspace --features system-tests --no-run --quiet
+cargo build --release --quiet -p sdnlab
+cargo build --release --quiet -p netlab --example updown
+cargo bench --quiet -p ofwire --bench hotpath --no-run
+cargo bench --quiet -p ofswitch --bench datapath --no-run
 step "format";       cargo fmt --all --check
 step "lint";         cargo clippy --workspace --all-targets --features system-tests --quiet -- -D warnings
-step "tests";        cargo test --workspace --features system-tests --quiet
+step "the other lane's builds"
+if ! wait "$lane2"; then cat "$lane2_log" >&2; echo "test.sh: a build of the second lane failed (above)" >&2; exit 1; fi
+rm -f "$lane2_log"; trap - EXIT
+# Test binaries side by side, those that measure alone (scripts/run-tests.py);
+# each binary's time in target/test-times.tsv.
+step "tests";        scripts/run-tests.py -- --workspace --features system-tests
 step "fuzz (60 s)";  scripts/fuzz.sh 60
 step "bench smoke: codec vs os-ken"; scripts/bench-codec.sh --quick
 step "bench smoke: net up/down";    scripts/bench-net.sh 1
-step "bench smoke: controller vs peers"; scripts/bench-ctl.sh 1
+step "bench smoke: controller vs peers"; scripts/bench-ctl.sh 1 300
 step "bench smoke: RFC 8456 tests, sdnlab vs peers"
 scripts/bench-peers.sh security --case-wait-ms 500
 # (short rounds are noisy on 2 shared cores: a looser agreement for the smoke)
