@@ -47,10 +47,9 @@ ALONE = {
 # Expected seconds, for the order of the first run (later runs read
 # target/test-times.tsv): measured on the 2-core CI VM, 2026-11-28.
 PRIOR = {
-    "sdnlab/bench_topology_cli": 275,
+    "sdnlab/bench_suite_cli": 215,
+    "sdnlab/bench_topology_cli": 55,
     "sdnlab/bench_dp_cli": 254,
-    "sdnlab/router_builds": 158,
-    "sdnlab/deploy": 75,
     "sdnlab/bench_ctl_cli": 63,
     "sdnlab/workers_cli": 37,
     "controller/real_ovs": 28,
