@@ -55,7 +55,6 @@ scripts/bench-peers.sh sessions --trials 1 --max-sessions 300
 scripts/bench-peers.sh dos --trials 1 --loops 1 --loop-ms 300 --switches 2 --attackers 1 --syn-flood-pps 10000
 step "bench smoke: Faucet (OpenFlow 1.3; new sources learnt per second)"
 smoke_fc=$(mktemp -d /tmp/sdnlab-faucet-smoke.XXXXXX)
-cargo build -q --release -p sdnlab
 target/release/sdnlab bench ctl --peer faucet --ofp 1.3 --switches 4 --loops 2 --loop-ms 1000 --trials 1 \
   --out "$smoke_fc/run" --json > "$smoke_fc/run.json"
 # Every measured loop learnt sources, and the report names Faucet.
@@ -96,7 +95,6 @@ PY
 rm -rf "$smoke_fc"
 step "bench smoke: generators (sdnlab's XDP and AF_PACKET, trafgen, tcpreplay)"
 smoke_gen=$(mktemp -d /tmp/sdnlab-gen-smoke.XXXXXX)
-cargo build -q --release -p sdnlab
 target/release/sdnlab bench gen --seconds 1 --rounds 1 --out "$smoke_gen/run"
 test -s "$smoke_gen/run/summary.md" && test "$(wc -l < "$smoke_gen/run/samples.jsonl")" = 4
 rm -rf "$smoke_gen"

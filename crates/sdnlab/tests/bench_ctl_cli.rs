@@ -3,6 +3,7 @@
 //! recorded as a result (not a crash), bad arguments answered in one line,
 //! and `sdnlab report` rebuilding and comparing runs.
 
+mod common;
 use std::path::Path;
 use std::process::Command;
 
@@ -19,9 +20,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("sdnlab-bench-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::scratch("bench-cli", name)
 }
 
 fn quick(out: &Path) -> Command {

@@ -6,6 +6,7 @@
 //! loses nothing at low rates, a known bottleneck is found, rewrites are
 //! seen in the frames that arrive, capacity covers what was verified.
 
+mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -38,9 +39,7 @@ fn trials(out: &Path) -> Vec<serde_json::Value> {
 }
 
 fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sdnlab-dp-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::scratch("dp-test", name)
 }
 
 /// The number in column `col` of the summary row that starts with `prefix`.

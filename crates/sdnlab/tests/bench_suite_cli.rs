@@ -10,9 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sdnlab-suite-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::scratch("suite-cli", name)
 }
 
 /// `--suite rfc8456 --quick` against sdnlab and os-ken: every test once,

@@ -17,9 +17,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sdnlab-topo-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    common::scratch("topo-cli", name)
 }
 
 fn bench(test: &str, out: &Path, extra: &[&str]) -> Output {

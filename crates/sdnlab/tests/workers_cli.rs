@@ -176,39 +176,36 @@ impl Lab {
     }
 
     /// `sdnlab run` of `experiment` over the inventory's workers, results
-    /// in `out`, left running (its output piped).
-    fn start_run(&self, experiment: &str, inventory: &Path, out: &str) -> Child {
+    /// in `out` (the experiment file beside them).
+    fn run_command(&self, experiment: &str, inventory: &Path, out: &str) -> Command {
         let file = self.dir.join(format!("{out}.toml"));
         std::fs::write(&file, experiment).unwrap();
-        Command::new(BIN)
-            .args([
-                "run",
-                file.to_str().unwrap(),
-                "--workers",
-                inventory.to_str().unwrap(),
-                "--no-live",
-            ])
-            .args(["--out", self.dir.join(out).to_str().unwrap()])
+        let mut c = Command::new(BIN);
+        c.args([
+            "run",
+            file.to_str().unwrap(),
+            "--workers",
+            inventory.to_str().unwrap(),
+            "--no-live",
+        ])
+        .args(["--out", self.dir.join(out).to_str().unwrap()]);
+        c
+    }
+
+    /// The run, left running (its output piped).
+    fn start_run(&self, experiment: &str, inventory: &Path, out: &str) -> Child {
+        self.run_command(experiment, inventory, out)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     }
 
+    /// The run to its end, with `--json`: success, stdout, stderr.
     fn run(&self, experiment: &str, inventory: &Path, out: &str) -> (bool, String, String) {
-        let file = self.dir.join(format!("{out}.toml"));
-        std::fs::write(&file, experiment).unwrap();
-        let o = Command::new(BIN)
-            .args([
-                "run",
-                file.to_str().unwrap(),
-                "--workers",
-                inventory.to_str().unwrap(),
-                "--json",
-                "--no-live",
-                "--out",
-                self.dir.join(out).to_str().unwrap(),
-            ])
+        let o = self
+            .run_command(experiment, inventory, out)
+            .arg("--json")
             .output()
             .unwrap();
         (o.status.success(), text(&o.stdout), text(&o.stderr))

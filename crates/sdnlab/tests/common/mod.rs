@@ -1,8 +1,16 @@
 //! Helpers the command-line tests share.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// A path of this test process's own under the temporary directory,
+/// `sdnlab-KIND-PID-NAME`, emptied if an earlier run left it there.
+pub fn scratch(kind: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sdnlab-{kind}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
 
 /// A loopback port free now.
 pub fn free_port() -> u16 {
