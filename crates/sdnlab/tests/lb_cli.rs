@@ -101,7 +101,7 @@ fn round_robin_reaches_every_replica_and_a_flow_keeps_its_replica() {
     // Ports follow the links: clients 1-3, replicas 4-7. Rules idle out
     // after 1 s, the app remembers flows for 30 s.
     let mut lb = String::from(
-        "policy = \"round-robin\"\nidle_timeout = 1\nmemory_s = 30\nhealth = { kind = \"tcp\", interval_ms = 200 }\n[vip]\nip = \"10.0.0.100\"\nmac = \"02:00:00:00:01:00\"\n",
+        "policy = \"round-robin\"\nidle_timeout = 1\nmemory_s = 30\nhealth = { kind = \"tcp\", interval_ms = 200, timeout_ms = 1000, failures = 3 }\n[vip]\nip = \"10.0.0.100\"\nmac = \"02:00:00:00:01:00\"\n",
     );
     for r in 1..=4 {
         lb += &format!(
@@ -258,7 +258,15 @@ fn round_robin_reaches_every_replica_and_a_flow_keeps_its_replica() {
         \x20   time.sleep(3 if i == 0 else 0)\n";
     let o = in_ns(&id, "c2", &["python3", "-c", sticky]).output().unwrap();
     let replicas: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    if !o.status.success() {
+        // What the controller saw (its metrics: refused flows, health
+        // events, returning flows) says which side lost the request.
+        let errs = children.stop();
+        panic!(
+            "{}\nprinted before: {replicas:?}\nthe controller and replicas: {errs:#?}",
+            text(&o.stderr)
+        );
+    }
     assert_eq!(replicas.len(), 2, "{replicas:?}");
     assert_eq!(replicas[0], replicas[1], "the flow came back to its replica");
 
