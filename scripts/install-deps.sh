@@ -39,6 +39,7 @@ debs=(
   clang                  # compiles the XDP and tc programs (crates/packetio/bpf/*.bpf.c)
   libelf-dev zlib1g-dev  # libbpf's static libelf and zlib (x86-64 builds)
   ca-certificates curl build-essential pkg-config
+  protobuf-compiler      # protoc: the etcd client's gRPC code is generated at build time (crates/cluster)
 )
 if want peers; then
   debs+=(
@@ -54,6 +55,7 @@ if want peers; then
     chromium               # headless: the tests load reports as a reader would and check the page
     tmux                   # the console's tests drive the sdnlab> prompt as a person would (send-keys, capture-pane)
     graphviz               # the console's `graph FILE.svg` (dot -Tsvg)
+    etcd-server            # the controller's cluster mode: a private etcd per test or run (crates/cluster)
   )
 fi
 if want mininet; then

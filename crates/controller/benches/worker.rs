@@ -115,6 +115,7 @@ fn bench_app(c: &mut Criterion, app: &str, io_traffic: bool) {
         stats: Arc::new(Stats::default()),
         verbose: false,
         ha: None,
+        membership: None,
     };
     let mut drivers: Vec<Driver> = (0..SWITCHES).map(|s| ready(&env, 1 + s as u64)).collect();
     let reqs: Vec<(Vec<u8>, Vec<usize>)> = (0..SWITCHES).map(requests).collect();

@@ -6,7 +6,7 @@
 
 use crate::app::{AppFactory, SwitchApp, Verdict};
 use crate::shared::Registered;
-pub use crate::shared::{Answer, Command, Context, Ha, Mailbox, Outbox, Registry, Stats, Wait};
+pub use crate::shared::{Answer, Command, Context, Ha, Mailbox, Membership, Outbox, Registry, Stats, Wait};
 use ofconn::{CloseReason, Event, Session};
 use ofwire::{v10, v13, Body, Message};
 use std::sync::atomic::Ordering;
@@ -26,8 +26,9 @@ fn changes_switch(version: u8, msg_type: u8) -> bool {
 }
 
 /// Removes the messages that change a switch from `buf` (whole messages,
-/// framed by their headers); returns how many went.
-fn hold_back_changes(buf: &mut Vec<u8>) -> u64 {
+/// framed by their headers), appending them to `keep` when given; returns
+/// how many went.
+fn hold_back_changes(buf: &mut Vec<u8>, mut keep: Option<&mut Vec<u8>>) -> u64 {
     let mut kept = 0;
     let mut at = 0;
     let mut dropped = 0;
@@ -36,6 +37,9 @@ fn hold_back_changes(buf: &mut Vec<u8>) -> u64 {
         let end = (at + len).min(buf.len());
         if changes_switch(buf[at], buf[at + 1]) {
             dropped += 1;
+            if let Some(k) = keep.as_deref_mut() {
+                k.extend_from_slice(&buf[at..end]);
+            }
         } else {
             buf.copy_within(at..end, kept);
             kept += end - at;
@@ -48,6 +52,10 @@ fn hold_back_changes(buf: &mut Vec<u8>) -> u64 {
     dropped
 }
 
+/// Why a request that would change a switch is refused.
+pub const STANDBY: &str = "this controller is the standby: ask the active one";
+pub const NOT_MASTER: &str = "this cluster member is not the switch's master: ask its master (GET /cluster)";
+
 /// What every switch's driver of one controller shares.
 #[derive(Clone)]
 pub struct Environment {
@@ -59,7 +67,25 @@ pub struct Environment {
     pub verbose: bool,
     /// Set when this controller is (or was) a standby.
     pub ha: Option<Arc<Ha>>,
+    /// Set when this controller is a cluster member.
+    pub membership: Option<Arc<dyn Membership>>,
 }
+
+/// A cluster member's role for one switch, as its session knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClusterRole {
+    /// Not in cluster mode.
+    Off,
+    /// Not elected yet: what would change the switch is kept back.
+    Pending,
+    Master,
+    /// What would change the switch is dropped (counted as held back).
+    Slave,
+}
+
+/// At most this much is kept back for a switch whose election is pending
+/// (the apps' first rules); beyond it, messages are dropped and counted.
+const DEFERRED_MAX: usize = 4 << 20;
 
 /// A command in flight inside a session.
 struct Pending {
@@ -86,6 +112,10 @@ pub struct Driver {
     reason: Option<CloseReason>,
     pending: Vec<Pending>,
     ha: Option<Arc<Ha>>,
+    membership: Option<Arc<dyn Membership>>,
+    role: ClusterRole,
+    /// What changes the switch, kept while the election is pending.
+    deferred: Vec<u8>,
 }
 
 fn log(msg: impl std::fmt::Display) {
@@ -118,6 +148,13 @@ impl Driver {
             reason: None,
             pending: Vec::new(),
             ha: env.ha.clone(),
+            membership: env.membership.clone(),
+            role: if env.membership.is_some() {
+                ClusterRole::Pending
+            } else {
+                ClusterRole::Off
+            },
+            deferred: Vec::new(),
         }
     }
 
@@ -138,15 +175,73 @@ impl Driver {
     /// standby holds back what would change the switch.
     pub fn take_transmit(&mut self) -> Vec<u8> {
         let mut out = self.sess.take_transmit();
-        if self.standby() {
-            let n = hold_back_changes(&mut out);
-            self.stats.standby_held_back.fetch_add(n, Ordering::Relaxed);
-        }
+        self.filter(&mut out);
         out
     }
 
+    /// What this session may send of `out`: all of it, unless a standby or
+    /// a cluster member that is not the switch's master.
+    fn filter(&mut self, out: &mut Vec<u8>) {
+        let n = match self.role {
+            ClusterRole::Master => 0,
+            ClusterRole::Off if !self.ha.as_ref().is_some_and(|h| h.is_standby()) => 0,
+            ClusterRole::Pending if self.deferred.len() < DEFERRED_MAX => {
+                hold_back_changes(out, Some(&mut self.deferred));
+                0
+            }
+            _ => hold_back_changes(out, None),
+        };
+        if n > 0 {
+            self.stats.standby_held_back.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// A standby, or a cluster member that is not (yet) the switch's master.
     fn standby(&self) -> bool {
-        self.ha.as_ref().is_some_and(|h| h.is_standby())
+        match self.role {
+            ClusterRole::Off => self.ha.as_ref().is_some_and(|h| h.is_standby()),
+            r => r != ClusterRole::Master,
+        }
+    }
+
+    /// Cluster mode: the election's word for this switch. The ROLE_REQUEST
+    /// goes first (OpenFlow 1.3; 1.0 has no roles and only the local
+    /// holding back applies), then, for a new master, what was kept back.
+    fn set_role(&mut self, master: bool, generation_id: u64) {
+        if self.role == ClusterRole::Off {
+            return;
+        }
+        // What is queued was written under the old role.
+        let mut queued = std::mem::take(self.sess.transmit());
+        self.filter(&mut queued);
+        self.sess.transmit().extend_from_slice(&queued);
+        if self.sess.version() == ofwire::OFP13_VERSION {
+            let role = if master {
+                v13::ControllerRole::Master
+            } else {
+                v13::ControllerRole::Slave
+            };
+            self.sess
+                .send13(v13::Body::RoleRequest(v13::Role { role, generation_id }));
+            if !master {
+                // A slave still hears PACKET_IN and PORT_STATUS, so its apps
+                // know the network when it becomes master.
+                self.sess.send13(v13::Body::SetAsync(v13::AsyncConfig {
+                    packet_in_mask: [0b111, 0b111],
+                    port_status_mask: [0b111, 0b111],
+                    flow_removed_mask: [0b1111, 0],
+                }));
+            }
+        }
+        let kept = std::mem::take(&mut self.deferred);
+        if master {
+            self.role = ClusterRole::Master;
+            self.sess.transmit().extend_from_slice(&kept);
+        } else {
+            self.role = ClusterRole::Slave;
+            let n = hold_back_changes(&mut kept.clone(), None);
+            self.stats.standby_held_back.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     pub fn give_back(&mut self, buf: Vec<u8>) {
@@ -230,6 +325,11 @@ impl Driver {
                 }
             }
             Command::Request { body, wait, reply } => self.start_request(body, wait, reply),
+            Command::Role { master, generation_id } => {
+                if self.sess.phase() == ofconn::Phase::Ready {
+                    self.set_role(master, generation_id);
+                }
+            }
         }
     }
 
@@ -262,7 +362,12 @@ impl Driver {
             let mut probe = Vec::new();
             let kind = Message::new(self.sess.version(), 0, body.clone()).encode(&mut probe);
             if kind.is_ok() && probe.len() >= 8 && changes_switch(probe[0], probe[1]) {
-                let _ = reply.send(Err("this controller is the standby: ask the active one".into()));
+                let why = if self.role == ClusterRole::Off {
+                    STANDBY
+                } else {
+                    NOT_MASTER
+                };
+                let _ = reply.send(Err(why.into()));
                 return;
             }
         }
@@ -368,6 +473,9 @@ impl Driver {
                     for app in self.apps.iter_mut() {
                         app.switch_up(&mut self.sess, &info);
                     }
+                    if let Some(m) = &self.membership {
+                        m.switch_up(d);
+                    }
                 }
                 Event::Message(m) => {
                     if self.complete_request(&m) {
@@ -411,6 +519,9 @@ impl Driver {
                 for app in self.apps.iter_mut() {
                     app.switch_down(d);
                 }
+                if let Some(m) = &self.membership {
+                    m.switch_down(d);
+                }
             }
             self.stats.switches_up.fetch_sub(1, Ordering::Relaxed);
         }
@@ -449,7 +560,7 @@ mod tests {
             m.resize(len, t);
             buf.extend_from_slice(&m);
         }
-        assert_eq!(hold_back_changes(&mut buf), 3);
+        assert_eq!(hold_back_changes(&mut buf, None), 3);
         let types: Vec<u8> = {
             let mut at = 0;
             let mut v = Vec::new();
@@ -461,5 +572,28 @@ mod tests {
         };
         assert_eq!(types, vec![24, 2, 16]);
         assert_eq!(buf.len(), 24 + 12 + 8);
+    }
+
+    #[test]
+    fn a_pending_cluster_member_keeps_what_changes_a_switch_in_order() {
+        let mut buf = Vec::new();
+        for (t, len) in [(14u8, 16usize), (2, 8), (13, 10), (14, 12)] {
+            let mut m = vec![ofwire::OFP13_VERSION, t, 0, len as u8, 0, 0, 0, t];
+            m.resize(len, t);
+            buf.extend_from_slice(&m);
+        }
+        let mut kept = Vec::new();
+        assert_eq!(hold_back_changes(&mut buf, Some(&mut kept)), 3);
+        assert_eq!(buf.len(), 8, "the ECHO_REQUEST goes out");
+        let lens: Vec<u8> = {
+            let mut at = 0;
+            let mut v = Vec::new();
+            while at < kept.len() {
+                v.push(kept[at + 3]);
+                at += kept[at + 3] as usize;
+            }
+            v
+        };
+        assert_eq!(lens, vec![16, 10, 12], "FLOW_MOD, PACKET_OUT, FLOW_MOD, in their order");
     }
 }

@@ -4,8 +4,10 @@
 //! port description) and to the `topology` and `paths` views; writes are
 //! FLOW_MODs followed by a barrier, so a 2xx answer means the switch has
 //! the change. Errors are JSON `{"error": "..."}` with 400 (bad request
-//! body), 404 (no such switch/host), 409 (the app it needs is not running),
-//! 502 (the switch refused or did not answer).
+//! body), 404 (no such switch/host), 409 (the app it needs is not
+//! running, or this controller may not change the switch: a standby, a
+//! cluster member that is not its master), 502 (the switch refused or did
+//! not answer).
 //!
 //!   GET    /switches                      handshake facts of every switch
 //!   GET    /switches/{dpid}               one switch, with its live counters
@@ -88,10 +90,18 @@ impl Api {
     }
 
     async fn ask(&self, dpid: u64, body: Body, wait: Wait) -> Result<Vec<Message>, ApiError> {
-        self.ctl
-            .request(dpid, body, wait)
-            .await
-            .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, e))
+        self.ctl.request(dpid, body, wait).await.map_err(|e| {
+            // A standby, or a cluster member that is not the switch's
+            // master, refuses to change it: the caller should ask
+            // another controller, not retry this one.
+            let refused = e.starts_with(crate::driver::NOT_MASTER) || e.starts_with(crate::driver::STANDBY);
+            let code = if refused {
+                StatusCode::CONFLICT
+            } else {
+                StatusCode::BAD_GATEWAY
+            };
+            ApiError(code, e)
+        })
     }
 }
 
@@ -329,6 +339,7 @@ async fn stats(State(api): State<Api>) -> Reply {
         "messages_out": m_out,
         "errors_sent": errs,
         "role": match api.ctl.ha() {
+            None if api.ctl.mastership().is_some() => "cluster member (see /cluster)".to_string(),
             None => "active".to_string(),
             Some(h) if h.is_standby() => "standby".to_string(),
             Some(h) => format!("active (took over, generation {})", h.generation.load(Relaxed)),
@@ -340,10 +351,38 @@ async fn stats(State(api): State<Api>) -> Reply {
     }))
 }
 
+/// Cluster mode: the members and who masters which switch (generation
+/// ids included), as this member sees them; 404 when not in a cluster.
+async fn cluster(State(api): State<Api>) -> Reply {
+    let Some(m) = api.ctl.mastership() else {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "this controller is not a cluster member (sdnlab controller --cluster ETCD --member NAME)".into(),
+        ));
+    };
+    let masters: serde_json::Map<String, Value> = m
+        .masters
+        .iter()
+        .map(|(d, (name, generation))| {
+            let connected: Vec<&String> = m.connected.get(d).into_iter().flatten().collect();
+            (
+                format!("{d:016x}"),
+                json!({"master": name, "generation_id": generation, "connected": connected}),
+            )
+        })
+        .collect();
+    ok(json!({
+        "member": m.member,
+        "members": m.members.keys().collect::<Vec<_>>(),
+        "etcd_reachable": m.etcd_reachable,
+        "masters": masters,
+    }))
+}
+
 async fn not_found() -> ApiError {
     ApiError(
         StatusCode::NOT_FOUND,
-        "no such resource: see /switches, /topology, /hosts, /paths, /stats".into(),
+        "no such resource: see /switches, /topology, /hosts, /paths, /stats, /cluster".into(),
     )
 }
 
@@ -365,6 +404,7 @@ pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet, access: Access) -> std
         .route("/hosts", get(hosts))
         .route("/paths", get(list_paths).post(add_path))
         .route("/stats", get(stats))
+        .route("/cluster", get(cluster))
         .fallback(not_found)
         .with_state(Api { ctl, apps })
         .layer(axum::middleware::from_fn_with_state(guard, crate::rest_access::guard));

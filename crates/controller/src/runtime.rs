@@ -42,6 +42,9 @@ pub struct Config {
     /// less a reserve, `ofconn::admission::Limits::for_open_files`, as many
     /// from one address as in all); half-open ones are evicted first.
     pub limits: Option<ofconn::admission::Limits>,
+    /// Run as a member of a cluster coordinated through etcd
+    /// (`cluster::member`): every switch's mastership is elected there.
+    pub cluster: Option<cluster::Config>,
 }
 
 impl Default for Config {
@@ -58,6 +61,7 @@ impl Default for Config {
             tls: None,
             standby_for: None,
             limits: None,
+            cluster: None,
         }
     }
 }
@@ -72,6 +76,8 @@ pub(crate) struct Shared {
     pub(crate) admission: std::sync::Mutex<ofconn::admission::Admission<Outbox>>,
     /// Every worker's mailbox.
     pub(crate) workers: Vec<Arc<Mailbox>>,
+    /// Cluster mode: the sessions' way to the member's etcd side.
+    member: Option<Arc<Member>>,
 }
 
 impl Shared {
@@ -89,12 +95,14 @@ pub struct Handle {
     pub tls_addrs: Vec<SocketAddr>,
     pub stats: Arc<Stats>,
     shared: Arc<Shared>,
+    member: Option<Arc<cluster::Handle>>,
 }
 
 impl Handle {
     /// Stops accepting new switches and ends every session (the sockets
     /// close; the switches see the controller gone).
     pub fn stop(&self) {
+        self.leave_cluster();
         self.shared.stop.store(true, Ordering::SeqCst);
         for m in &self.shared.workers {
             m.post(Mail::Stop);
@@ -109,6 +117,19 @@ impl Handle {
             o.evict();
         }
         self.stop();
+    }
+
+    /// Cluster mode: who masters what, as this member last saw it.
+    pub fn mastership(&self) -> Option<cluster::Mastership> {
+        self.member.as_ref().map(|m| m.mastership())
+    }
+
+    /// Cluster mode: leaves the cluster at once (the lease revoked, this
+    /// member's switches re-elected) instead of at the process's end.
+    pub fn leave_cluster(&self) {
+        if let Some(m) = &self.member {
+            m.leave();
+        }
     }
 
     /// This controller's high-availability state, when it runs as (or was) a standby.
@@ -181,6 +202,7 @@ pub fn raise_fd_limit() -> u64 {
 
 /// What the workers, acceptors and handles share, for `cfg`.
 pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailbox>>, limit: u64) -> Arc<Shared> {
+    let member = cfg.cluster.as_ref().map(|_| Arc::new(Member::default()));
     Arc::new(Shared {
         cfg: cfg.clone(),
         env: Environment {
@@ -190,7 +212,9 @@ pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailb
             stats,
             verbose: cfg.verbose,
             ha: cfg.standby_for.map(|_| Arc::new(crate::driver::Ha::default())),
+            membership: member.clone().map(|m| m as Arc<dyn crate::driver::Membership>),
         },
+        member,
         // From 1: a session's id is its token in its worker's epoll set,
         // where 0 is the mailbox's.
         next_session: AtomicU64::new(1),
@@ -232,6 +256,11 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         prepared.iter().map(|(_, m)| m.clone()).collect(),
         limit,
     );
+    // The cluster member joins before any switch can connect.
+    let member = match &cfg.cluster {
+        Some(c) => Some(join_cluster(c.clone(), &shared)?),
+        None => None,
+    };
     let senders = shared.workers.clone();
     for (w, (poll, mailbox)) in prepared.into_iter().enumerate() {
         let shared = shared.clone();
@@ -275,7 +304,65 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
         tls_addrs,
         stats,
         shared,
+        member,
     })
+}
+
+/// Cluster mode: the sessions' side of the member (the etcd side is
+/// started after the registry it steers exists, hence the cell).
+#[derive(Default)]
+struct Member(std::sync::OnceLock<Arc<cluster::Handle>>);
+
+impl crate::driver::Membership for Member {
+    fn switch_up(&self, dpid: u64) {
+        if let Some(h) = self.0.get() {
+            h.switch_up(dpid);
+        }
+    }
+    fn switch_down(&self, dpid: u64) {
+        if let Some(h) = self.0.get() {
+            h.switch_down(dpid);
+        }
+    }
+}
+
+/// Joins the cluster; the election's roles reach the sessions as commands.
+fn join_cluster(c: cluster::Config, shared: &Arc<Shared>) -> io::Result<Arc<cluster::Handle>> {
+    let registry = shared.env.ctx.registry.clone();
+    let verbose = shared.cfg.verbose;
+    let notify = move |n: cluster::Notice| match n {
+        cluster::Notice::Role {
+            dpid,
+            role,
+            generation,
+            master,
+        } => {
+            let is_master = role == cluster::Role::Master;
+            registry.command(
+                dpid,
+                Command::Role {
+                    master: is_master,
+                    generation_id: generation,
+                },
+            );
+            if verbose || is_master {
+                log(format_args!(
+                    "switch {dpid:#018x}: {} (master {master}, generation {generation})",
+                    if is_master { "MASTER" } else { "SLAVE" }
+                ));
+            }
+        }
+        cluster::Notice::MemberGone { member } => log(format_args!(
+            "cluster member {member} is gone: its lease revoked, its switches re-elected"
+        )),
+        cluster::Notice::Etcd { detail, .. } => log(format_args!("etcd: {detail}")),
+    };
+    let h = cluster::start(c, Box::new(notify)).map_err(|e| io::Error::other(e.to_string()))?;
+    let h = Arc::new(h);
+    if let Some(m) = &shared.member {
+        let _ = m.0.set(h.clone());
+    }
+    Ok(h)
 }
 
 /// How often a standby checks the active controller, and how many checks

@@ -92,6 +92,18 @@ pub enum Command {
     Send(Body),
     /// Report the session's counters.
     Counters(oneshot::Sender<ofconn::Counters>),
+    /// Cluster mode: this member's role for the switch, from the election
+    /// (`cluster::member`). Until the first one a session writes nothing
+    /// that changes the switch (it keeps it for a MASTER role).
+    Role { master: bool, generation_id: u64 },
+}
+
+/// Cluster mode: what the sessions tell the member's etcd side.
+pub trait Membership: Send + Sync {
+    /// A switch finished its handshake with this member.
+    fn switch_up(&self, dpid: u64);
+    /// The switch's session with this member ended.
+    fn switch_down(&self, dpid: u64);
 }
 
 /// What reaches a worker from other threads: a new connection, a command

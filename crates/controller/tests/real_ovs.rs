@@ -12,6 +12,7 @@ use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The REST API's token in these tests.
@@ -487,13 +488,31 @@ async fn switches_connect_over_tls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_controller_takes_over_real_switches() {
     let (active, active_rest) = start_controller("paths");
+    // What the standby watches: a listener that accepts (and closes) its
+    // probes until the active controller "dies". Never accepting would
+    // fill the backlog after ~128 probes (6 s), and the standby would take
+    // over early on a slow machine.
     let watched = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let watched_addr = watched.local_addr().unwrap();
+    let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let acceptor = {
+        let alive = alive.clone();
+        watched.set_nonblocking(true).unwrap();
+        std::thread::spawn(move || {
+            while alive.load(std::sync::atomic::Ordering::SeqCst) {
+                match watched.accept() {
+                    Ok(_) => {}
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        })
+    };
     let set = controller::catalog::build(&["paths"]).unwrap();
     let standby = runtime::start(Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         workers: 2,
         apps: set.factories.clone(),
-        standby_for: Some(watched.local_addr().unwrap()),
+        standby_for: Some(watched_addr),
         ..Default::default()
     })
     .unwrap();
@@ -550,7 +569,8 @@ async fn a_standby_controller_takes_over_real_switches() {
     assert_eq!(http(standby_rest, "GET", "/stats", "").1["role"], "standby");
 
     active.kill();
-    drop(watched);
+    alive.store(false, std::sync::atomic::Ordering::SeqCst);
+    acceptor.join().unwrap();
     wait_for("the standby takes over", || !standby.ha().unwrap().is_standby()).await;
     wait_for("OVS sees the standby as master", || role_of_standby(&net, "master")).await;
     // Paths set up by the dead controller go; the new master sets them up again.

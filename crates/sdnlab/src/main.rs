@@ -206,6 +206,23 @@ struct ControllerArgs {
     /// that address stops accepting connections.
     #[arg(long, value_name = "ADDR:PORT")]
     standby_for: Option<std::net::SocketAddr>,
+    /// Run as a member of a cluster coordinated through etcd at these client URLs (comma
+    /// separated, e.g. http://127.0.0.1:2379): every switch connects to every member, each
+    /// switch's master is elected in etcd (OpenFlow 1.3 roles), the others are SLAVEs.
+    #[arg(
+        long,
+        value_name = "URLS",
+        value_delimiter = ',',
+        requires = "member",
+        conflicts_with = "standby_for"
+    )]
+    cluster: Vec<String>,
+    /// This member's name, unique in the cluster (with --cluster).
+    #[arg(long, value_name = "NAME", requires = "cluster")]
+    member: Option<String>,
+    /// The cluster's name: clusters sharing one etcd keep apart by it (with --cluster).
+    #[arg(long, value_name = "NAME", default_value = "default", requires = "cluster")]
+    cluster_name: String,
 }
 
 #[derive(Subcommand)]
@@ -217,7 +234,7 @@ enum NetCommand {
         /// Switch kind: bridge (Linux bridge) or ovs (Open vSwitch, userspace datapath).
         #[arg(long = "switch", default_value = "bridge", value_parser = parse_kind)]
         kind: netlab::run::SwitchKind,
-        /// Controller for the OpenFlow switches: HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT.
+        /// Controller for the OpenFlow switches: HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT; several, comma separated, for a cluster (every switch connects to each)
         #[arg(long, conflicts_with = "app")]
         controller: Option<String>,
         /// For an ssl: controller: the switches' private key, certificate and CA certificate (PEM).
@@ -639,6 +656,9 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         },
         _ => None,
     };
+    // A cluster member's own socket (how the others notice its death)
+    // listens where its first OpenFlow listener does.
+    let member_ip = listen.first().map_or(std::net::Ipv4Addr::LOCALHOST.into(), |a| a.ip());
     let cfg = controller::runtime::Config {
         listen,
         workers: args
@@ -655,6 +675,11 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         tls_listen: args.tls_listen.clone(),
         tls,
         standby_for: args.standby_for,
+        cluster: args.member.as_ref().map(|member| {
+            let mut c = cluster::Config::new(args.cluster.clone(), member.clone(), (member_ip, 0).into());
+            c.cluster = args.cluster_name.clone();
+            c
+        }),
         limits: (args.max_connections.is_some() || args.max_per_address.is_some()).then(|| {
             let total = args.max_connections.unwrap_or_else(|| {
                 ofconn::admission::Limits::for_open_files(controller::runtime::raise_fd_limit()).total
@@ -673,7 +698,10 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
     }
     let handle = match controller::runtime::start(cfg) {
         Ok(h) => h,
-        Err(e) => return net_cmd::fail(format!("{e} (another controller on the port? use --listen)")),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            return net_cmd::fail(format!("{e} (another controller on the port? use --listen)"))
+        }
+        Err(e) => return net_cmd::fail(e),
     };
     let mut addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
     addrs.extend(handle.tls_addrs.iter().map(|a| format!("tls:{a}")));

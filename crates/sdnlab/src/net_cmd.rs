@@ -51,15 +51,19 @@ pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Opt
             Err(e) => return fail(e),
         }
     }
-    if let Some(c) = &options.controller {
-        let addr = c.strip_prefix("tcp:").or_else(|| c.strip_prefix("ssl:")).unwrap_or(c);
-        if addr.parse::<std::net::SocketAddr>().is_err() {
-            return fail(format!(
-                "--controller '{c}' is not HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT (e.g. 127.0.0.1:6653)"
-            ));
-        }
-        if c.starts_with("ssl:") && options.ssl.is_none() {
-            return fail("an ssl: controller needs --ssl KEY CERT CACERT (the switches' PEM files)");
+    if let Some(cs) = &options.controller {
+        // One controller, or several (a cluster's members; each switch
+        // connects to every one), comma separated.
+        for c in cs.split(',').map(str::trim) {
+            let addr = c.strip_prefix("tcp:").or_else(|| c.strip_prefix("ssl:")).unwrap_or(c);
+            if addr.parse::<std::net::SocketAddr>().is_err() {
+                return fail(format!(
+                    "--controller '{c}' is not HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT (e.g. 127.0.0.1:6653; several, comma separated, for a cluster)"
+                ));
+            }
+            if c.starts_with("ssl:") && options.ssl.is_none() {
+                return fail("an ssl: controller needs --ssl KEY CERT CACERT (the switches' PEM files)");
+            }
         }
         if kind == SwitchKind::Bridge {
             return fail("--controller needs OpenFlow switches: add --switch ovs");

@@ -176,6 +176,7 @@ impl FakeNet {
             stats: Arc::new(Stats::default()),
             verbose: false,
             ha: None,
+            membership: None,
         };
         let mut net = FakeNet {
             env,

@@ -1,0 +1,205 @@
+//! A private etcd for one run: 1, 3 or more members (Debian's
+//! `etcd-server`) on loopback ports of their own, data and logs in a
+//! directory the caller gives (a run directory, a test's scratch). The
+//! members are stopped when this is dropped; one can be killed and started
+//! again (quorum tests, failover).
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("starting etcd: {0} (scripts/install-deps.sh installs Debian's etcd-server)")]
+    Spawn(std::io::Error),
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("etcd member {name} did not become healthy within {secs} s; its log: {log}")]
+    Unhealthy { name: String, secs: u64, log: String },
+}
+
+struct Node {
+    name: String,
+    client: u16,
+    peer: u16,
+    child: Option<Child>,
+}
+
+/// A running private etcd cluster.
+pub struct Etcd {
+    dir: PathBuf,
+    nodes: Vec<Node>,
+    initial_cluster: String,
+}
+
+fn free_port() -> Result<u16, EtcdError> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| EtcdError::Io("finding a free port".into(), e))
+}
+
+impl Etcd {
+    /// Starts `members` etcd members with their files under `dir` (made
+    /// 0700 if missing) and waits until each one is healthy.
+    pub fn start(dir: &Path, members: usize) -> Result<Etcd, EtcdError> {
+        std::fs::create_dir_all(dir).map_err(|e| EtcdError::Io(dir.display().to_string(), e))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
+        let mut nodes = Vec::new();
+        for i in 1..=members.max(1) {
+            nodes.push(Node {
+                name: format!("etcd{i}"),
+                client: free_port()?,
+                peer: free_port()?,
+                child: None,
+            });
+        }
+        let initial_cluster = nodes
+            .iter()
+            .map(|n| format!("{}=http://127.0.0.1:{}", n.name, n.peer))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut e = Etcd {
+            dir: dir.to_path_buf(),
+            nodes,
+            initial_cluster,
+        };
+        for i in 0..e.nodes.len() {
+            e.spawn(i)?;
+        }
+        for i in 0..e.nodes.len() {
+            e.wait_healthy(i, Duration::from_secs(20))?;
+        }
+        Ok(e)
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<(), EtcdError> {
+        let n = &self.nodes[i];
+        let log = self.dir.join(format!("{}.log", n.name));
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| EtcdError::Io(log.display().to_string(), e))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| EtcdError::Io(log.display().to_string(), e))?;
+        let child = Command::new("etcd")
+            .args(["--name", &n.name])
+            .arg("--data-dir")
+            .arg(self.dir.join(&n.name))
+            .args(["--listen-client-urls", &format!("http://127.0.0.1:{}", n.client)])
+            .args(["--advertise-client-urls", &format!("http://127.0.0.1:{}", n.client)])
+            .args(["--listen-peer-urls", &format!("http://127.0.0.1:{}", n.peer)])
+            .args(["--initial-advertise-peer-urls", &format!("http://127.0.0.1:{}", n.peer)])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", &format!("sdnlab-{}", std::process::id())])
+            // Quick elections on loopback: leader loss is noticed in about
+            // half a second instead of a second.
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(EtcdError::Spawn)?;
+        self.nodes[i].child = Some(child);
+        Ok(())
+    }
+
+    /// Whether member `i` answers its /health with "true".
+    pub fn healthy(&self, i: usize) -> bool {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.nodes[i].client));
+        let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(300)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        if s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
+            return false;
+        }
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        body.contains("\"health\":\"true\"")
+    }
+
+    fn wait_healthy(&self, i: usize, within: Duration) -> Result<(), EtcdError> {
+        let t = Instant::now();
+        while !self.healthy(i) {
+            if t.elapsed() > within {
+                return Err(EtcdError::Unhealthy {
+                    name: self.nodes[i].name.clone(),
+                    secs: within.as_secs(),
+                    log: self
+                        .dir
+                        .join(format!("{}.log", self.nodes[i].name))
+                        .display()
+                        .to_string(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// The members' client URLs, comma separated.
+    pub fn endpoints(&self) -> String {
+        self.endpoint_list().join(",")
+    }
+
+    pub fn endpoint_list(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| format!("http://127.0.0.1:{}", n.client))
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Kills member `i` (SIGKILL); its data stays for `restart`.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.nodes[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts member `i` again on its data; it rejoins the cluster.
+    pub fn restart(&mut self, i: usize) -> Result<(), EtcdError> {
+        self.kill(i);
+        self.spawn(i)
+    }
+
+    /// Waits until member `i` answers healthy (a member answers unhealthy
+    /// while its cluster has no quorum).
+    pub fn wait(&self, i: usize, within: Duration) -> Result<(), EtcdError> {
+        self.wait_healthy(i, within)
+    }
+
+    /// etcd's version (`etcd --version`'s first line), for reports.
+    pub fn version() -> Option<String> {
+        let out = Command::new("etcd").arg("--version").output().ok()?;
+        String::from_utf8_lossy(&out.stdout).lines().next().map(str::to_string)
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+        for n in &self.nodes {
+            let _ = std::fs::remove_dir_all(self.dir.join(&n.name));
+        }
+    }
+}

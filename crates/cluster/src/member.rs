@@ -1,0 +1,792 @@
+//! One cluster member's etcd side: it registers the member (a key held by
+//! its lease), says which switches it has connected, claims the mastership
+//! of the switches `placement` gives it, resigns those a newcomer should
+//! hold, and watches the cluster's keys to know every other master. It
+//! runs on a thread of its own (a single-threaded tokio runtime: the
+//! etcd client is async); the controller drives it through a `Handle` and
+//! hears from it through a callback. The OpenFlow hot path never waits on
+//! it.
+//!
+//! Keys, under `/sdnlab/CLUSTER/`:
+//! - `members/NAME` = `{"lease":ID,"probe":"IP:PORT"}`, held by NAME's lease;
+//! - `switches/DPID/NAME` = "", held by NAME's lease: NAME has DPID connected;
+//! - `masters/DPID` = NAME, held by NAME's lease, created by a transaction
+//!   that succeeds only when the key does not exist (one election per
+//!   switch); its create revision is the generation id NAME sends in its
+//!   ROLE_REQUEST MASTER, and every member's SLAVE request carries it too.
+//!
+//! A member's death is noticed by the others at once: each member listens
+//! on a TCP socket of its own (`members/NAME`'s "probe") and every other
+//! member holds a connection to it. When the connection closes, they try
+//! to connect again every `probe_every`; after `probe_misses` failures in
+//! a row (a dead process refuses at once) they revoke its lease, which
+//! deletes its keys, and the watch re-elects at once. The lease's TTL is
+//! only the safety net (a member that hangs, a machine that vanishes).
+//!
+//! When etcd cannot be reached (quorum lost) the member keeps every role
+//! as it is, says so once, and retries; when etcd answers again it
+//! re-reads the keys and carries on.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, WatchOptions,
+};
+use tokio::sync::mpsc;
+
+/// What a member is told to be for one switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Master,
+    Slave,
+}
+
+/// What the member tells the controller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// This member's role for `dpid` (sent again when the switch
+    /// reconnects): send ROLE_REQUEST `role` with `generation`.
+    Role {
+        dpid: u64,
+        role: Role,
+        generation: u64,
+        master: String,
+    },
+    /// Another member stopped answering its probes: its lease was revoked.
+    MemberGone { member: String },
+    /// etcd stopped answering (roles are kept as they are) or answers again.
+    Etcd { reachable: bool, detail: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("etcd at {endpoints}: {source}")]
+    Etcd {
+        endpoints: String,
+        #[source]
+        source: etcd_client::Error,
+    },
+    #[error("etcd at {endpoints} did not answer within {secs} s (is it running? `etcdctl --endpoints {endpoints} endpoint health` tells)")]
+    Timeout { endpoints: String, secs: u64 },
+    #[error("member name {0:?}: use letters, digits, '-', '_' or '.' (it is part of etcd keys)")]
+    BadName(String),
+    #[error("another member named {0:?} is alive in this cluster: give each member its own --member name")]
+    Duplicate(String),
+    #[error("starting the cluster thread: {0}")]
+    Thread(#[from] std::io::Error),
+}
+
+/// A member's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// etcd's client URLs (`http://127.0.0.1:2379`).
+    pub endpoints: Vec<String>,
+    /// This member's name, unique in the cluster.
+    pub member: String,
+    /// The cluster's name: its keys live under `/sdnlab/CLUSTER/`.
+    pub cluster: String,
+    /// Where this member's cluster socket listens (port 0: any free one);
+    /// the other members hold a connection to it to notice its death.
+    pub listen: SocketAddr,
+    /// The lease's TTL: the safety net when probes cannot tell.
+    pub lease_ttl: Duration,
+    pub probe_every: Duration,
+    pub probe_misses: u32,
+    /// A switch with no master that its preferred member does not claim
+    /// within this is claimed by any member that has it.
+    pub claim_grace: Duration,
+    /// How long one etcd request may take before etcd counts as unreachable.
+    pub request_timeout: Duration,
+}
+
+impl Config {
+    pub fn new(endpoints: Vec<String>, member: String, listen: SocketAddr) -> Config {
+        Config {
+            endpoints,
+            member,
+            cluster: "default".into(),
+            listen,
+            lease_ttl: Duration::from_secs(5),
+            probe_every: Duration::from_millis(50),
+            probe_misses: 2,
+            claim_grace: Duration::from_millis(500),
+            request_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Who masters what, as this member last saw it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Mastership {
+    pub member: String,
+    pub members: BTreeMap<String, String>,
+    /// Datapath id -> (master, generation id).
+    pub masters: BTreeMap<u64, (String, u64)>,
+    /// Datapath id -> the members that have it connected.
+    pub connected: BTreeMap<u64, BTreeSet<String>>,
+    pub etcd_reachable: bool,
+}
+
+enum Msg {
+    Up(u64),
+    Down(u64),
+    Dead(String, i64),
+    Stop(std::sync::mpsc::Sender<()>),
+}
+
+/// The controller's side of a running member.
+pub struct Handle {
+    tx: mpsc::UnboundedSender<Msg>,
+    view: Arc<Mutex<Mastership>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Handle {
+    /// A switch (OpenFlow 1.3 or 1.0) finished its handshake with this member.
+    pub fn switch_up(&self, dpid: u64) {
+        let _ = self.tx.send(Msg::Up(dpid));
+    }
+
+    /// The switch's session with this member ended.
+    pub fn switch_down(&self, dpid: u64) {
+        let _ = self.tx.send(Msg::Down(dpid));
+    }
+
+    pub fn mastership(&self) -> Mastership {
+        self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Leaves the cluster: the lease is revoked (the switches this member
+    /// mastered are re-elected at once) and the thread ends. Later calls
+    /// do nothing.
+    pub fn leave(&self) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        if self.tx.send(Msg::Stop(tx)).is_ok() {
+            let _ = rx.recv_timeout(Duration::from_secs(3));
+        }
+        let t = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+/// Joins the cluster: connects to etcd, registers this member (refused
+/// when a live member has the name) and starts its thread. `notify` is
+/// called from that thread.
+pub fn start(cfg: Config, notify: Box<dyn Fn(Notice) + Send>) -> Result<Handle, Error> {
+    for name in [&cfg.member, &cfg.cluster] {
+        if !valid_name(name) {
+            return Err(Error::BadName(name.clone()));
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let view = Arc::new(Mutex::new(Mastership {
+        member: cfg.member.clone(),
+        etcd_reachable: true,
+        ..Default::default()
+    }));
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut m = rt.block_on(Member::join(cfg, view.clone(), tx.clone(), notify))?;
+    let thread = std::thread::Builder::new()
+        .name("ctl-cluster".into())
+        .spawn(move || rt.block_on(m.run(rx)))?;
+    Ok(Handle {
+        tx,
+        view,
+        thread: Mutex::new(Some(thread)),
+    })
+}
+
+struct Member {
+    cfg: Config,
+    /// This member's cluster socket (taken by `run`), and its address.
+    listener: Option<tokio::net::TcpListener>,
+    probe: SocketAddr,
+    client: Client,
+    lease: i64,
+    prefix: String,
+    view: Arc<Mutex<Mastership>>,
+    notify: Box<dyn Fn(Notice) + Send>,
+    tx: mpsc::UnboundedSender<Msg>,
+    /// What the keys say: members (name -> (lease, probe)), which members
+    /// have which switch, and masters (dpid -> (name, create revision)).
+    members: BTreeMap<String, (i64, String)>,
+    connected: BTreeMap<u64, BTreeSet<String>>,
+    masters: BTreeMap<u64, (String, i64)>,
+    /// The switches connected here, and since when each has had no master.
+    local: BTreeMap<u64, Option<Instant>>,
+    /// The role last told for each local switch.
+    told: HashMap<u64, (Role, i64)>,
+    probes: HashMap<String, tokio::task::JoinHandle<()>>,
+    reachable: bool,
+    /// etcd requests failed in a row.
+    failures: u32,
+}
+
+fn dpid_key(d: u64) -> String {
+    format!("{d:016x}")
+}
+
+impl Member {
+    async fn join(
+        cfg: Config,
+        view: Arc<Mutex<Mastership>>,
+        tx: mpsc::UnboundedSender<Msg>,
+        notify: Box<dyn Fn(Notice) + Send>,
+    ) -> Result<Member, Error> {
+        let endpoints = cfg.endpoints.join(",");
+        let etcd = |source| Error::Etcd {
+            endpoints: endpoints.clone(),
+            source,
+        };
+        let timeout = cfg.request_timeout;
+        let listener = tokio::net::TcpListener::bind(cfg.listen).await?;
+        let probe = listener.local_addr()?;
+        let setup = async {
+            let opts = ConnectOptions::new()
+                .with_connect_timeout(timeout)
+                .with_timeout(timeout)
+                .with_keep_alive(Duration::from_millis(500), timeout);
+            let mut client = Client::connect(&cfg.endpoints, Some(opts)).await.map_err(etcd)?;
+            let ttl = cfg.lease_ttl.as_secs().max(1) as i64;
+            let lease = client.lease_grant(ttl, None).await.map_err(etcd)?.id();
+            let prefix = format!("/sdnlab/{}/", cfg.cluster);
+            let me = format!("{prefix}members/{}", cfg.member);
+            let value = serde_json::json!({"lease": lease, "probe": probe.to_string()}).to_string();
+            let claimed = client
+                .txn(
+                    Txn::new()
+                        .when([Compare::create_revision(me.clone(), CompareOp::Equal, 0)])
+                        .and_then([TxnOp::put(
+                            me.clone(),
+                            value.clone(),
+                            Some(PutOptions::new().with_lease(lease)),
+                        )]),
+                )
+                .await
+                .map_err(etcd)?;
+            if !claimed.succeeded() {
+                // The name is taken: by a live member (refused), or by this
+                // member's previous process, killed before its lease ran
+                // out (its socket refuses: its lease is revoked and the
+                // name taken over).
+                let old = client.get(me.clone(), None).await.map_err(etcd)?;
+                let old: serde_json::Value = old
+                    .kvs()
+                    .first()
+                    .and_then(|kv| serde_json::from_slice(kv.value()).ok())
+                    .unwrap_or_default();
+                let alive = match old["probe"].as_str().and_then(|p| p.parse::<SocketAddr>().ok()) {
+                    Some(a) => matches!(
+                        tokio::time::timeout(cfg.probe_every * 4, tokio::net::TcpStream::connect(a)).await,
+                        Ok(Ok(_))
+                    ),
+                    None => true,
+                };
+                let taken_over = !alive && {
+                    if let Some(l) = old["lease"].as_i64() {
+                        let _ = client.lease_revoke(l).await;
+                    }
+                    client
+                        .txn(
+                            Txn::new()
+                                .when([Compare::create_revision(me.clone(), CompareOp::Equal, 0)])
+                                .and_then([TxnOp::put(
+                                    me.clone(),
+                                    value.clone(),
+                                    Some(PutOptions::new().with_lease(lease)),
+                                )]),
+                        )
+                        .await
+                        .map_err(etcd)?
+                        .succeeded()
+                };
+                if !taken_over {
+                    let _ = client.lease_revoke(lease).await;
+                    return Err(Error::Duplicate(cfg.member.clone()));
+                }
+            }
+            Ok((client, lease, prefix))
+        };
+        let (client, lease, prefix) =
+            tokio::time::timeout(timeout * 3, setup)
+                .await
+                .map_err(|_| Error::Timeout {
+                    endpoints: endpoints.clone(),
+                    secs: (timeout * 3).as_secs(),
+                })??;
+        Ok(Member {
+            cfg,
+            listener: Some(listener),
+            probe,
+            client,
+            lease,
+            prefix,
+            view,
+            notify,
+            tx,
+            members: BTreeMap::new(),
+            connected: BTreeMap::new(),
+            masters: BTreeMap::new(),
+            local: BTreeMap::new(),
+            told: HashMap::new(),
+            probes: HashMap::new(),
+            reachable: true,
+            failures: 0,
+        })
+    }
+
+    async fn run(&mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
+        if let Some(l) = self.listener.take() {
+            tokio::spawn(hold_connections(l));
+        }
+        let keep_every = (self.cfg.lease_ttl / 3).max(Duration::from_millis(200));
+        let mut keep = tokio::time::interval(keep_every);
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            // (Re)read every key, then follow the changes from there.
+            let mut watch = match self.resync().await {
+                Ok(w) => w,
+                Err(e) => {
+                    self.unreachable(e.to_string());
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    if let Ok(msg) = rx.try_recv() {
+                        if self.handle(msg).await {
+                            return;
+                        }
+                    }
+                    continue;
+                }
+            };
+            loop {
+                tokio::select! {
+                    msg = rx.recv() => {
+                        let Some(msg) = msg else { return };
+                        if self.handle(msg).await {
+                            return;
+                        }
+                    }
+                    ev = watch.message() => match ev {
+                        Ok(Some(resp)) if !resp.canceled() => {
+                            for e in resp.events() {
+                                let Some(kv) = e.kv() else { continue };
+                                let put = e.event_type() == EventType::Put;
+                                self.apply(kv.key(), kv.value(), kv.create_revision(), kv.lease(), put);
+                            }
+                            self.reconcile().await;
+                        }
+                        Ok(_) | Err(_) => {
+                            self.unreachable("the watch ended".into());
+                            break;
+                        }
+                    },
+                    _ = keep.tick() => match self.keep_alive().await {
+                        Err(e) => self.unreachable(e),
+                        // etcd answers again: read everything afresh.
+                        Ok(()) if !self.reachable => break,
+                        Ok(()) => self.failures = 0,
+                    },
+                    _ = tick.tick() => self.reconcile().await,
+                }
+            }
+        }
+    }
+
+    /// Returns true when the member should end.
+    async fn handle(&mut self, msg: Msg) -> bool {
+        match msg {
+            Msg::Up(d) => {
+                self.local.insert(d, None);
+                self.told.remove(&d);
+                let key = format!("{}switches/{}/{}", self.prefix, dpid_key(d), self.cfg.member);
+                let opts = PutOptions::new().with_lease(self.lease);
+                if let Err(e) = self.client.put(key, "", Some(opts)).await {
+                    self.unreachable(e.to_string());
+                }
+                self.connected.entry(d).or_default().insert(self.cfg.member.clone());
+                self.reconcile().await;
+            }
+            Msg::Down(d) => {
+                self.local.remove(&d);
+                self.told.remove(&d);
+                let key = format!("{}switches/{}/{}", self.prefix, dpid_key(d), self.cfg.member);
+                let _ = self.client.delete(key, None).await;
+                if self.masters.get(&d).is_some_and(|(m, _)| *m == self.cfg.member) {
+                    self.resign(d).await;
+                }
+            }
+            Msg::Dead(name, lease) => {
+                let current = self.members.get(&name).is_some_and(|(l, _)| *l == lease);
+                if current && self.client.lease_revoke(lease).await.is_ok() {
+                    (self.notify)(Notice::MemberGone { member: name });
+                }
+            }
+            Msg::Stop(done) => {
+                for (_, p) in self.probes.drain() {
+                    p.abort();
+                }
+                let _ = tokio::time::timeout(self.cfg.request_timeout, self.client.lease_revoke(self.lease)).await;
+                let _ = done.send(());
+                return true;
+            }
+        }
+        false
+    }
+
+    /// An etcd request failed. One failure alone is not an outage (the
+    /// client's balancer may have tried a member that just died while the
+    /// others keep quorum): two in a row, with no success between, are.
+    fn unreachable(&mut self, detail: String) {
+        self.failures += 1;
+        if self.reachable && self.failures >= 2 {
+            self.reachable = false;
+            self.view.lock().unwrap_or_else(|p| p.into_inner()).etcd_reachable = false;
+            (self.notify)(Notice::Etcd {
+                reachable: false,
+                detail: format!("{detail}; every switch keeps its roles and flows until etcd answers again"),
+            });
+        }
+    }
+
+    async fn keep_alive(&mut self) -> Result<(), String> {
+        let t = self.cfg.request_timeout;
+        let ka = async {
+            let (mut keeper, mut stream) = self.client.lease_keep_alive(self.lease).await?;
+            keeper.keep_alive().await?;
+            Ok::<_, etcd_client::Error>(stream.message().await?.map(|r| r.ttl()))
+        };
+        match tokio::time::timeout(t, ka).await {
+            Err(_) => Err("a lease keep-alive timed out".into()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Ok(Some(ttl))) if ttl > 0 => Ok(()),
+            Ok(Ok(_)) => {
+                // The lease is gone (revoked by a member that thought us
+                // dead, or expired while etcd could not hear us): join
+                // again with a new one.
+                self.rejoin().await
+            }
+        }
+    }
+
+    async fn rejoin(&mut self) -> Result<(), String> {
+        let ttl = self.cfg.lease_ttl.as_secs().max(1) as i64;
+        self.lease = self
+            .client
+            .lease_grant(ttl, None)
+            .await
+            .map_err(|e| e.to_string())?
+            .id();
+        let value = serde_json::json!({"lease": self.lease, "probe": self.probe.to_string()}).to_string();
+        let opts = || Some(PutOptions::new().with_lease(self.lease));
+        let me = format!("{}members/{}", self.prefix, self.cfg.member);
+        self.client.put(me, value, opts()).await.map_err(|e| e.to_string())?;
+        let local: Vec<u64> = self.local.keys().copied().collect();
+        for d in local {
+            let key = format!("{}switches/{}/{}", self.prefix, dpid_key(d), self.cfg.member);
+            self.client.put(key, "", opts()).await.map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Reads every key of the cluster and starts a watch after them.
+    async fn resync(&mut self) -> Result<etcd_client::WatchStream, etcd_client::Error> {
+        let t = self.cfg.request_timeout;
+        let timed =
+            |e: tokio::time::error::Elapsed| etcd_client::Error::InvalidArgs(format!("etcd did not answer: {e}"));
+        let resp = tokio::time::timeout(
+            t,
+            self.client
+                .get(self.prefix.clone(), Some(GetOptions::new().with_prefix())),
+        )
+        .await
+        .map_err(timed)??;
+        let rev = resp.header().map_or(0, |h| h.revision());
+        self.members.clear();
+        self.connected.clear();
+        self.masters.clear();
+        for kv in resp.kvs() {
+            self.apply(kv.key(), kv.value(), kv.create_revision(), kv.lease(), true);
+        }
+        // Our own keys may have gone, or never been written, while etcd
+        // could not hear us.
+        if !self.members.contains_key(&self.cfg.member) {
+            self.rejoin().await.map_err(etcd_client::Error::InvalidArgs)?;
+        }
+        let me = self.cfg.member.clone();
+        let missing: Vec<u64> = self
+            .local
+            .keys()
+            .copied()
+            .filter(|d| !self.connected.get(d).is_some_and(|c| c.contains(&me)))
+            .collect();
+        for d in missing {
+            let key = format!("{}switches/{}/{}", self.prefix, dpid_key(d), me);
+            let opts = PutOptions::new().with_lease(self.lease);
+            tokio::time::timeout(t, self.client.put(key, "", Some(opts)))
+                .await
+                .map_err(timed)??;
+            self.connected.entry(d).or_default().insert(me.clone());
+        }
+        let opts = WatchOptions::new().with_prefix().with_start_revision(rev + 1);
+        let watch = tokio::time::timeout(t, self.client.watch(self.prefix.clone(), Some(opts)))
+            .await
+            .map_err(timed)??;
+        self.failures = 0;
+        if !self.reachable {
+            self.reachable = true;
+            self.view.lock().unwrap_or_else(|p| p.into_inner()).etcd_reachable = true;
+            (self.notify)(Notice::Etcd {
+                reachable: true,
+                detail: "etcd answers again".into(),
+            });
+        }
+        self.reconcile().await;
+        Ok(watch)
+    }
+
+    /// One key put or deleted.
+    fn apply(&mut self, key: &[u8], value: &[u8], create_rev: i64, _lease: i64, put: bool) {
+        let Some(rest) = std::str::from_utf8(key).ok().and_then(|k| k.strip_prefix(&self.prefix)) else {
+            return;
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        match parts.as_slice() {
+            ["members", name] => {
+                if put {
+                    let v: serde_json::Value = serde_json::from_slice(value).unwrap_or_default();
+                    let lease = v["lease"].as_i64().unwrap_or(0);
+                    let probe = v["probe"].as_str().unwrap_or("").to_string();
+                    self.members.insert(name.to_string(), (lease, probe));
+                } else {
+                    self.members.remove(*name);
+                }
+            }
+            ["switches", d, name] => {
+                let Ok(d) = u64::from_str_radix(d, 16) else { return };
+                if put {
+                    self.connected.entry(d).or_default().insert(name.to_string());
+                } else if let Some(s) = self.connected.get_mut(&d) {
+                    s.remove(*name);
+                }
+            }
+            ["masters", d] => {
+                let Ok(d) = u64::from_str_radix(d, 16) else { return };
+                if put {
+                    let name = String::from_utf8_lossy(value).into_owned();
+                    self.masters.insert(d, (name, create_rev));
+                } else {
+                    self.masters.remove(&d);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Brings every local switch to the role the keys give this member,
+    /// claims and resigns as placement says, and keeps the probes in step
+    /// with the members.
+    async fn reconcile(&mut self) {
+        let me = self.cfg.member.clone();
+        // Probes: one task per other member.
+        self.probes.retain(|name, task| {
+            let keep = name != &me && self.members.contains_key(name) && !task.is_finished();
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for (name, (lease, probe)) in &self.members {
+            if name == &me || self.probes.contains_key(name) {
+                continue;
+            }
+            let Ok(addr) = probe.parse::<SocketAddr>() else {
+                continue;
+            };
+            let task = tokio::spawn(probe_member(
+                addr,
+                name.clone(),
+                *lease,
+                self.cfg.probe_every,
+                self.cfg.probe_misses,
+                self.tx.clone(),
+            ));
+            self.probes.insert(name.clone(), task);
+        }
+        if !self.reachable {
+            return;
+        }
+        let now = Instant::now();
+        let dpids: Vec<u64> = self.local.keys().copied().collect();
+        for d in dpids {
+            // The member placement prefers among all the live ones; if it
+            // does not have the switch connected, the one it prefers among
+            // those that do (after `claim_grace`, the time the switch takes
+            // to connect to every member).
+            let connected = self.connected.get(&d);
+            let is_connected = |m: &str| connected.is_some_and(|c| c.contains(m));
+            let wanted = crate::placement::preferred(d, self.members.keys().map(String::as_str)).map(str::to_string);
+            let wanted_here = wanted.as_deref().is_some_and(&is_connected);
+            let fallback =
+                crate::placement::preferred(d, self.members.keys().map(String::as_str).filter(|m| is_connected(m)))
+                    .map(str::to_string);
+            match self.masters.get(&d).cloned() {
+                None => {
+                    let since = self.local.get(&d).copied().flatten().unwrap_or(now);
+                    self.local.insert(d, Some(since));
+                    let waited = now.duration_since(since);
+                    let mine = wanted.as_deref() == Some(me.as_str())
+                        || (!wanted_here && fallback.as_deref() == Some(me.as_str()) && waited >= self.cfg.claim_grace)
+                        || waited >= self.cfg.claim_grace * 2;
+                    if mine {
+                        self.claim(d).await;
+                    }
+                }
+                Some((m, rev)) => {
+                    self.local.insert(d, None);
+                    if m == me {
+                        self.tell(d, Role::Master, rev, &m);
+                        if wanted_here && wanted.as_deref() != Some(me.as_str()) {
+                            self.resign(d).await;
+                        }
+                    } else {
+                        self.tell(d, Role::Slave, rev, &m);
+                    }
+                }
+            }
+        }
+        let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        v.members = self.members.iter().map(|(n, (_, p))| (n.clone(), p.clone())).collect();
+        v.masters = self
+            .masters
+            .iter()
+            .map(|(d, (m, r))| (*d, (m.clone(), *r as u64)))
+            .collect();
+        v.connected = self.connected.clone();
+    }
+
+    fn tell(&mut self, dpid: u64, role: Role, rev: i64, master: &str) {
+        if self.told.get(&dpid) == Some(&(role, rev)) {
+            return;
+        }
+        self.told.insert(dpid, (role, rev));
+        (self.notify)(Notice::Role {
+            dpid,
+            role,
+            generation: rev as u64,
+            master: master.to_string(),
+        });
+    }
+
+    /// Claims `dpid`'s mastership if nobody holds it.
+    async fn claim(&mut self, d: u64) {
+        let key = format!("{}masters/{}", self.prefix, dpid_key(d));
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key,
+                self.cfg.member.clone(),
+                Some(PutOptions::new().with_lease(self.lease)),
+            )]);
+        match self.client.txn(txn).await {
+            Ok(r) if r.succeeded() => {
+                let rev = r.header().map_or(0, |h| h.revision());
+                self.masters.insert(d, (self.cfg.member.clone(), rev));
+                let me = self.cfg.member.clone();
+                self.local.insert(d, None);
+                self.tell(d, Role::Master, rev, &me);
+            }
+            Ok(_) => {} // somebody else was first: the watch says who
+            Err(e) => self.unreachable(e.to_string()),
+        }
+    }
+
+    /// Gives up `dpid`'s mastership (its preferred member is another, or
+    /// the switch left): this member holds back at once, and the next
+    /// master's claim tells it its role.
+    async fn resign(&mut self, d: u64) {
+        let key = format!("{}masters/{}", self.prefix, dpid_key(d));
+        let txn = Txn::new()
+            .when([Compare::value(key.clone(), CompareOp::Equal, self.cfg.member.clone())])
+            .and_then([TxnOp::delete(key, None)]);
+        match self.client.txn(txn).await {
+            Ok(r) if r.succeeded() => {
+                if let Some((m, rev)) = self.masters.remove(&d) {
+                    if self.local.contains_key(&d) {
+                        self.tell(d, Role::Slave, rev, &m);
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => self.unreachable(e.to_string()),
+        }
+    }
+}
+
+/// Accepts the other members' connections and holds each open until its
+/// member closes it (or this process ends, which closes them all: that
+/// is how the others learn of this member's death).
+async fn hold_connections(l: tokio::net::TcpListener) {
+    loop {
+        let Ok((mut s, _)) = l.accept().await else { continue };
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = [0u8; 64];
+            while let Ok(n) = s.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+/// Holds a connection to one other member's cluster socket; when it
+/// closes, tries again every `every`, and after `misses` failures in a
+/// row reports the member dead and ends.
+async fn probe_member(
+    addr: SocketAddr,
+    name: String,
+    lease: i64,
+    every: Duration,
+    misses: u32,
+    tx: mpsc::UnboundedSender<Msg>,
+) {
+    use tokio::io::AsyncReadExt;
+    let mut missed = 0;
+    loop {
+        match tokio::time::timeout(every * 2, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(mut s)) => {
+                missed = 0;
+                let mut buf = [0u8; 64];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
+            _ => {
+                missed += 1;
+                if missed >= misses {
+                    let _ = tx.send(Msg::Dead(name, lease));
+                    return;
+                }
+                tokio::time::sleep(every).await;
+            }
+        }
+    }
+}

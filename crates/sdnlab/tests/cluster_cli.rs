@@ -1,0 +1,298 @@
+//! sdnlab's controller as a three-member cluster on a real etcd, with real
+//! Open vSwitch as the oracle for roles, through the command line a user
+//! types: `sdnlab controller --cluster URL --member NAME` three times,
+//! `sdnlab net up linear,4 --switch ovs --controller A,B,C` (every bridge
+//! given all three). OVS shows exactly one master per bridge, the masters
+//! spread over the members and agree with the members' GET /cluster;
+//! pingall passes. The master of a bridge killed with SIGKILL: another
+//! member becomes its master (OVS says so) well within the lease's TTL,
+//! pingall passes again, and the flow the REST API installed is still
+//! there.
+
+mod common;
+
+use common::{free_port, scratch};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "cluster-cli-test-token-0123456789abcdef";
+
+/// Processes killed (and reaped) when the test ends, however it ends.
+struct Kids(Vec<(String, Child)>);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for (_, c) in self.0.iter_mut().rev() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let t = Instant::now();
+            while c.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn http(rest: SocketAddr, method: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
+    let mut s = std::net::TcpStream::connect(rest).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {rest}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut t = String::new();
+    s.read_to_string(&mut t).unwrap();
+    let status = t[9..12].parse().unwrap();
+    let (_, payload) = t.split_once("\r\n\r\n").unwrap();
+    (status, serde_json::from_str(payload).unwrap_or(serde_json::Value::Null))
+}
+
+fn wait_until(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(t.elapsed() < within, "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Bridge name -> [(controller port, role, connected)], from OVS's database.
+fn ovs_roles(db: &str) -> std::collections::BTreeMap<String, Vec<(u16, String, bool)>> {
+    let mut out = std::collections::BTreeMap::new();
+    let bridges = common::ok(&["ovs-vsctl", &format!("--db={db}"), "list-br"]);
+    for br in bridges.lines() {
+        let list = common::ok(&["ovs-vsctl", &format!("--db={db}"), "get-controller", br]);
+        let mut rows = Vec::new();
+        for target in list.lines() {
+            let port: u16 = target.rsplit(':').next().unwrap().parse().unwrap();
+            let uuid = common::ok(&[
+                "ovs-vsctl",
+                &format!("--db={db}"),
+                "--bare",
+                "--columns=_uuid",
+                "find",
+                "controller",
+                &format!("target=\"{target}\""),
+            ]);
+            // Each bridge has its own Controller rows with the same targets.
+            let mut found = None;
+            for u in uuid.split_whitespace() {
+                let owner = common::ok(&["ovs-vsctl", &format!("--db={db}"), "get", "bridge", br, "controller"]);
+                if owner.contains(u) {
+                    let get = |col: &str| {
+                        common::ok(&["ovs-vsctl", &format!("--db={db}"), "get", "controller", u, col])
+                            .trim()
+                            .trim_matches('"')
+                            .to_string()
+                    };
+                    found = Some((port, get("role"), get("is_connected") == "true"));
+                }
+            }
+            rows.push(found.unwrap());
+        }
+        out.insert(br.to_string(), rows);
+    }
+    out
+}
+
+fn pingall(id: &str, hosts: u32) -> Vec<String> {
+    let mut failed = Vec::new();
+    for a in 1..=hosts {
+        for b in 1..=hosts {
+            if a == b {
+                continue;
+            }
+            let ok = Command::new("ip")
+                .args(["netns", "exec", &format!("sdnlab-{id}-h{a}"), "ping", "-c1", "-W1"])
+                .arg(format!("10.0.0.{b}"))
+                .output()
+                .unwrap()
+                .status
+                .success();
+            if !ok {
+                failed.push(format!("h{a}->h{b}"));
+            }
+        }
+    }
+    failed
+}
+
+#[test]
+fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
+    let dir = scratch("cluster", "ovs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let etcd = cluster::etcd::Etcd::start(&dir.join("etcd"), 1).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, TOKEN).unwrap();
+    let mut kids = Kids(Vec::new());
+    let mut members = Vec::new();
+    for i in 1..=3 {
+        let (of, rest) = (free_port(), free_port());
+        let log = std::fs::File::create(dir.join(format!("c{i}.log"))).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .args(["controller", "--app", "l2-learning", "--cluster", &etcd.endpoints()])
+            .args(["--member", &format!("c{i}"), "--cluster-name", "clitest"])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{of}"),
+                "--rest",
+                &format!("127.0.0.1:{rest}"),
+            ])
+            .arg("--rest-token-file")
+            .arg(&token)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        kids.0.push((format!("c{i}"), child));
+        members.push((format!("c{i}"), of, SocketAddr::from(([127, 0, 0, 1], rest))));
+    }
+    let logs = || -> String {
+        (1..=3)
+            .map(|i| std::fs::read_to_string(dir.join(format!("c{i}.log"))).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (name, _, rest) in &members {
+        wait_until(&format!("{name}'s REST API"), Duration::from_secs(10), || {
+            std::net::TcpStream::connect(rest).is_ok()
+        });
+    }
+    let controllers: Vec<String> = members.iter().map(|(_, of, _)| format!("127.0.0.1:{of}")).collect();
+    let mut up = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "up", "linear,4", "--switch", "ovs", "--no-live", "--controller"])
+        .arg(controllers.join(","))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(up.stdout.take().unwrap());
+    let mut summary = String::new();
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            let mut err = String::new();
+            let _ = up.stderr.as_mut().unwrap().read_to_string(&mut err);
+            panic!("net up exited: {summary}{err}");
+        }
+        summary.push_str(&line);
+        if line.starts_with("up;") {
+            break;
+        }
+    }
+    let id = summary
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    kids.0.push(("net".into(), up));
+    let db = format!("unix:/run/sdnlab/net/{id}/ovs/db.sock");
+
+    // Exactly one master per bridge, everyone else a slave, all connected.
+    let settled = |r: &std::collections::BTreeMap<String, Vec<(u16, String, bool)>>| {
+        r.len() == 4
+            && r.values().all(|rows| {
+                rows.len() == 3
+                    && rows.iter().all(|x| x.2)
+                    && rows.iter().filter(|x| x.1 == "master").count() == 1
+                    && rows.iter().filter(|x| x.1 == "slave").count() == 2
+            })
+    };
+    let t = Instant::now();
+    let mut roles = ovs_roles(&db);
+    while !settled(&roles) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "OVS roles never settled: {roles:?}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        roles = ovs_roles(&db);
+    }
+    let name_of = |port: u16| members.iter().find(|m| m.1 == port).unwrap().0.clone();
+    let master_of = |rows: &Vec<(u16, String, bool)>| name_of(rows.iter().find(|x| x.1 == "master").unwrap().0);
+    // The members' map says the same (datapath ids 1..4 are s1..s4).
+    let (_, map) = http(members[0].2, "GET", "/cluster", "");
+    let bridges: Vec<String> = roles.keys().cloned().collect();
+    for (i, br) in bridges.iter().enumerate() {
+        let dpid = format!("{:016x}", i + 1);
+        assert_eq!(
+            map["masters"][&dpid]["master"].as_str(),
+            Some(master_of(&roles[br]).as_str()),
+            "bridge {br}: {map}"
+        );
+    }
+    let masters: std::collections::BTreeSet<String> = roles.values().map(master_of).collect();
+    assert!(masters.len() >= 2, "masters spread over the members: {roles:?}");
+    wait_until("pingall", Duration::from_secs(15), || pingall(&id, 4).is_empty());
+
+    // A flow through the REST API of s1's master.
+    let s1 = &bridges[0];
+    let m1 = master_of(&roles[s1]);
+    let m1_rest = members.iter().find(|m| m.0 == m1).unwrap().2;
+    let flow = r#"{"priority": 700, "cookie": 4660, "match": {"eth_type": 2048, "ip_proto": 17, "tp_dst": 5999}, "actions": [{"output": 1}]}"#;
+    let (st, body) = http(m1_rest, "POST", "/switches/1/flows", flow);
+    assert_eq!(st, 201, "{body}");
+    // A slave refuses to change the switch, and says who can.
+    let slave = members.iter().find(|m| m.0 != m1).unwrap();
+    let (st, body) = http(slave.2, "POST", "/switches/1/flows", flow);
+    assert!(st == 409 && body.to_string().contains("GET /cluster"), "{st} {body}");
+    let mgmt = format!("unix:/run/sdnlab/net/{id}/ovs/{s1}.mgmt");
+    let dump = || common::ok(&["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", &mgmt]);
+    assert!(dump().contains("cookie=0x1234"), "{}", dump());
+
+    // SIGKILL s1's master: another member takes s1 over, well within the
+    // lease's TTL (5 s), with OVS as the witness.
+    let k = kids.0.iter().position(|(n, _)| *n == m1).unwrap();
+    let (_, mut victim) = kids.0.remove(k);
+    let killed = Instant::now();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let survivor = members.iter().find(|m| m.0 != m1).unwrap().2;
+    wait_until("the survivors re-elect s1's master", Duration::from_secs(4), || {
+        let (_, m) = http(survivor, "GET", "/cluster", "");
+        m["masters"]["0000000000000001"]["master"]
+            .as_str()
+            .is_some_and(|n| n != m1)
+    });
+    let reelected = killed.elapsed();
+    let t = Instant::now();
+    loop {
+        let r = ovs_roles(&db);
+        let new = r[s1].iter().find(|x| x.1 == "master" && x.2).map(|x| name_of(x.0));
+        if new.as_ref().is_some_and(|n| *n != m1) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "OVS never saw a new master of {s1}: {r:?}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    wait_until("pingall after the failover", Duration::from_secs(15), || {
+        pingall(&id, 4).is_empty()
+    });
+    assert!(
+        dump().contains("cookie=0x1234"),
+        "the REST API's flow survived: {}",
+        dump()
+    );
+    assert!(
+        logs().contains(&format!("cluster member {m1} is gone")),
+        "the survivors noticed the death themselves (not the lease's expiry): {}",
+        logs()
+    );
+    eprintln!("s1's master {m1} killed: re-elected in {reelected:?}");
+    drop(kids);
+    drop(etcd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
