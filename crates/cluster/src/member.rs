@@ -194,17 +194,50 @@ pub fn start(cfg: Config, notify: Box<dyn Fn(Notice) + Send>) -> Result<Handle, 
             return Err(Error::BadName(name.clone()));
         }
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let view = Arc::new(Mutex::new(Mastership {
         member: cfg.member.clone(),
         etcd_reachable: true,
         ..Default::default()
     }));
     let (tx, rx) = mpsc::unbounded_channel();
-    let mut m = rt.block_on(Member::join(cfg, view.clone(), tx.clone(), notify))?;
-    let thread = std::thread::Builder::new()
-        .name("ctl-cluster".into())
-        .spawn(move || rt.block_on(m.run(rx)))?;
+    // The member joins on its own thread (its runtime may not be started
+    // from inside the caller's, if the caller runs one) and says how that
+    // went before it carries on.
+    let (joined_tx, joined) = std::sync::mpsc::channel();
+    let (v, t) = (view.clone(), tx.clone());
+    let thread = std::thread::Builder::new().name("ctl-cluster".into()).spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = joined_tx.send(Err(Error::Thread(e)));
+                return;
+            }
+        };
+        rt.block_on(async move {
+            match Member::join(cfg, v, t, notify).await {
+                Ok(mut m) => {
+                    let _ = joined_tx.send(Ok(()));
+                    m.run(rx).await;
+                }
+                Err(e) => {
+                    let _ = joined_tx.send(Err(e));
+                }
+            }
+        });
+    })?;
+    match joined.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            return Err(e);
+        }
+        Err(_) => {
+            let _ = thread.join();
+            return Err(Error::Thread(std::io::Error::other(
+                "the cluster thread ended while joining",
+            )));
+        }
+    }
     Ok(Handle {
         tx,
         view,

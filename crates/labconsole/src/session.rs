@@ -593,6 +593,38 @@ impl Console {
         });
         section("hosts", "/hosts", &|h| h.to_string());
         section("paths", "/paths", &|p| p.to_string());
+        // A cluster's members and who masters which switch; a lone
+        // controller answers 404 and shows nothing here.
+        if let Ok(c) = self.rest_get(rest, "/cluster") {
+            let members: Vec<&str> = c["members"]
+                .as_array()
+                .map(|m| m.iter().filter_map(|x| x.as_str()).collect())
+                .unwrap_or_default();
+            println!(
+                "cluster: {} members ({}), this API is {}'s; etcd {}",
+                members.len(),
+                members.join(" "),
+                c["member"].as_str().unwrap_or("?"),
+                if c["etcd_reachable"] == true {
+                    "reachable"
+                } else {
+                    "NOT reachable: roles kept as they are"
+                }
+            );
+            if let Some(m) = c["masters"].as_object() {
+                for (dpid, x) in m {
+                    println!(
+                        "  {dpid}  master {}  generation {}  connected to {}",
+                        x["master"].as_str().unwrap_or("?"),
+                        x["generation_id"],
+                        x["connected"]
+                            .as_array()
+                            .map(|c| c.iter().filter_map(|n| n.as_str()).collect::<Vec<_>>().join(","))
+                            .unwrap_or_default()
+                    );
+                }
+            }
+        }
         Ok(())
     }
 

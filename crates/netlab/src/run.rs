@@ -53,7 +53,11 @@ impl Drop for Net {
     }
 }
 
-fn new_id() -> String {
+/// A fresh run id (four hex digits). `Net::up_as` takes one chosen
+/// beforehand, so a caller can put files of its own (a cluster's etcd)
+/// under the run's directory before the switches come up: teardown stops
+/// every process that names that directory.
+pub fn new_id() -> String {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -154,6 +158,11 @@ fn restrict(topo: &Topology, part: &crate::state::Part) -> Result<(Topology, Vec
 impl Net {
     /// Brings a topology up. On any failure everything created so far is removed.
     pub async fn up(whole: Topology, options: UpOptions) -> Result<Net, String> {
+        Net::up_as(whole, options, new_id()).await
+    }
+
+    /// `up` with the run id `id` (from `new_id`; its directory may exist).
+    pub async fn up_as(whole: Topology, options: UpOptions, id: String) -> Result<Net, String> {
         let problems = whole.problems();
         if !problems.is_empty() {
             return Err(problems.join("; "));
@@ -169,7 +178,6 @@ impl Net {
             None => (whole.clone(), (0..whole.links.len()).collect::<Vec<usize>>()),
             Some(part) => restrict(&whole, part)?,
         };
-        let id = new_id();
         let dir = Path::new(STATE_ROOT).join(&id);
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let p = |s: &str| format!("{LINK_PREFIX}{id}{s}");

@@ -243,6 +243,10 @@ enum NetCommand {
         /// Start sdnlab's built-in controller with this app.
         #[arg(long)]
         app: Option<String>,
+        /// With --app: run it as a cluster of N members (c1..cN) on an etcd of the run's own;
+        /// every switch connects to each, one master per switch (GET /cluster on any member).
+        #[arg(long, value_name = "N", requires = "app")]
+        cluster: Option<usize>,
         /// Keep redundant switch links up (for controllers that handle loops).
         #[arg(long)]
         keep_loops: bool,
@@ -799,6 +803,7 @@ async fn net(command: NetCommand) -> ExitCode {
             cli,
             keep,
             ovsdb,
+            cluster,
         } => {
             let ssl = ssl.map(|f| netlab::run::SslFiles {
                 private_key: f[0].clone(),
@@ -814,7 +819,7 @@ async fn net(command: NetCommand) -> ExitCode {
                 ovsdb,
                 part: None,
             };
-            net_cmd::up(&spec, options, app, prompt).await
+            net_cmd::up(&spec, options, app, cluster, prompt).await
         }
         NetCommand::Cli {
             id,

@@ -19,9 +19,44 @@ pub struct Prompt {
     pub keep: bool,
 }
 
+/// The built-in controller of `net up --app`: one, or a cluster's members
+/// (`--cluster N`) with their etcd, under the run's directory.
+struct Builtin {
+    members: Vec<controller::runtime::Handle>,
+    /// Dropped after the members (they leave the cluster first).
+    etcd: Option<cluster::etcd::Etcd>,
+}
+
+impl Builtin {
+    /// A cluster's members leave it (before teardown stops their etcd).
+    fn leave(&self) {
+        for m in &self.members {
+            m.leave_cluster();
+        }
+    }
+}
+
+impl Drop for Builtin {
+    fn drop(&mut self) {
+        for m in &self.members {
+            m.stop();
+        }
+        self.members.clear();
+        self.etcd.take();
+    }
+}
+
 /// `options` as the command line gave them; with `app`, its controller
-/// is sdnlab's own, started here.
-pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Option<Prompt>) -> ExitCode {
+/// is sdnlab's own, started here (with `cluster`, that many members of a
+/// cluster on an etcd of the run's own).
+pub async fn up(
+    spec: &str,
+    options: UpOptions,
+    app: Option<String>,
+    cluster: Option<usize>,
+    prompt: Option<Prompt>,
+) -> ExitCode {
+    let id = run::new_id();
     let kind = options.kind;
     // --app: sdnlab's own controller, started in this process for the run's
     // lifetime, with its REST API on loopback (the console's `controller`).
@@ -35,21 +70,23 @@ pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Opt
         if kind == SwitchKind::Bridge {
             return fail("--app needs OpenFlow switches: add --switch ovs");
         }
-        match controller::embedded::start_local_with_rest(&app, 1) {
-            Ok((h, addr, token)) => {
-                options.controller = Some(h.local_addrs[0].to_string());
-                eprintln!(
-                    "sdnlab: built-in controller with app {app} on {}, REST API on http://{addr}",
-                    h.local_addrs[0]
-                );
-                builtin = Some(h);
+        match start_builtin(&app, cluster, &id) {
+            Ok((b, first_rest, token)) => {
+                let addrs: Vec<String> = b.members.iter().map(|h| h.local_addrs[0].to_string()).collect();
+                options.controller = Some(addrs.join(","));
+                builtin = Some(b);
                 rest = Some(labconsole::Rest {
-                    addr,
+                    addr: first_rest,
                     token: Some(token),
                 });
             }
-            Err(e) => return fail(e),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(std::path::Path::new(netlab::state::STATE_ROOT).join(&id));
+                return fail(e);
+            }
         }
+    } else if cluster.is_some() {
+        return fail("--cluster N starts a cluster of sdnlab's controller: add --app APP");
     }
     if let Some(cs) = &options.controller {
         // One controller, or several (a cluster's members; each switch
@@ -83,7 +120,7 @@ pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Opt
         Err(e) => return fail(format!("cannot watch SIGTERM: {e}")),
     };
     let started = Instant::now();
-    let up = Net::up(t, options);
+    let up = Net::up_as(t, options, id);
     tokio::pin!(up);
     let mut stop = false;
     let net = loop {
@@ -124,6 +161,9 @@ pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Opt
     }
     let t = Instant::now();
     let id = net.state.id.clone();
+    if let Some(b) = &builtin {
+        b.leave();
+    }
     let down = net.down().await;
     drop(builtin);
     match down {
@@ -137,6 +177,54 @@ pub async fn up(spec: &str, options: UpOptions, app: Option<String>, prompt: Opt
     }
 }
 
+/// Starts the built-in controller (or a cluster of `n` members and its
+/// etcd, under run `id`'s directory so teardown stops them whatever
+/// happens to this process); returns it, and the first member's REST API
+/// and its token.
+fn start_builtin(app: &str, n: Option<usize>, id: &str) -> Result<(Builtin, std::net::SocketAddr, String), String> {
+    let Some(n) = n else {
+        let (h, addr, token) = controller::embedded::start_local_with_rest(app, 1)?;
+        eprintln!(
+            "sdnlab: built-in controller with app {app} on {}, REST API on http://{addr}",
+            h.local_addrs[0]
+        );
+        let b = Builtin {
+            members: vec![h],
+            etcd: None,
+        };
+        return Ok((b, addr, token));
+    };
+    if !(1..=9).contains(&n) {
+        return Err(format!("--cluster {n}: give 1 to 9 members"));
+    }
+    let dir = std::path::Path::new(netlab::state::STATE_ROOT).join(id).join("etcd");
+    let etcd = cluster::etcd::Etcd::start(&dir, 1).map_err(|e| e.to_string())?;
+    let mut b = Builtin {
+        members: Vec::new(),
+        etcd: Some(etcd),
+    };
+    let endpoints = b.etcd.as_ref().map(|e| e.endpoint_list()).unwrap_or_default();
+    let mut first = None;
+    for i in 1..=n {
+        let mut c = cluster::Config::new(endpoints.clone(), format!("c{i}"), ([127, 0, 0, 1], 0).into());
+        c.cluster = format!("net-{id}");
+        let (h, addr, token) = controller::embedded::start_member_with_rest(app, 1, Some(c))?;
+        eprintln!(
+            "sdnlab: cluster member c{i} with app {app} on {}, REST API on http://{addr}",
+            h.local_addrs[0]
+        );
+        first.get_or_insert((addr, token));
+        b.members.push(h);
+    }
+    let (addr, token) = first.expect("at least one member");
+    eprintln!(
+        "sdnlab: the members' etcd: {} (files in {}); GET /cluster on any member shows who masters what",
+        endpoints.join(","),
+        dir.display()
+    );
+    Ok((b, addr, token))
+}
+
 /// Runs the prompt on a blocking thread until it ends, then takes the
 /// network down (unless `keep`). SIGTERM (`sdnlab net down` from another
 /// shell) removes the network and ends the process.
@@ -144,7 +232,7 @@ async fn console(
     lab: labconsole::Lab,
     rest: Option<labconsole::Rest>,
     keep: bool,
-    builtin: Option<controller::runtime::Handle>,
+    builtin: Option<Builtin>,
     mut term: tokio::signal::unix::Signal,
 ) -> ExitCode {
     let rt = tokio::runtime::Handle::current();
@@ -153,9 +241,16 @@ async fn console(
         labconsole::Lab::Attached(s) => s.clone(),
     };
     let owned = matches!(lab, labconsole::Lab::Owned(_));
+    let leave: Vec<controller::runtime::Handle> = builtin.as_ref().map(|b| b.members.clone()).unwrap_or_default();
     let prompt = tokio::task::spawn_blocking(move || {
         let mut c = labconsole::Console::new(rt, lab, rest);
         let r = labconsole::prompt::run(&mut c);
+        // A cluster's members leave it before teardown stops their etcd.
+        if !keep {
+            for m in &leave {
+                m.leave_cluster();
+            }
+        }
         (r, c.finish(keep))
     });
     tokio::pin!(prompt);

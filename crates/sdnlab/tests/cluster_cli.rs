@@ -296,3 +296,75 @@ fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
     drop(etcd);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `net up --app l2-learning --cluster 3`: three members and their etcd
+/// in the run's directory; OVS shows one master per bridge, pingall
+/// passes, and SIGTERM (what `net down` sends) leaves nothing behind, the
+/// etcd included.
+#[test]
+fn net_up_with_a_cluster_of_three_and_nothing_left_after() {
+    let mut up = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "up", "linear,3", "--switch", "ovs", "--no-live"])
+        .args(["--app", "l2-learning", "--cluster", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(up.stdout.take().unwrap());
+    let mut summary = String::new();
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            let mut err = String::new();
+            let _ = up.stderr.as_mut().unwrap().read_to_string(&mut err);
+            panic!("net up exited: {summary}{err}");
+        }
+        summary.push_str(&line);
+        if line.starts_with("up;") {
+            break;
+        }
+    }
+    let id = summary
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    let mut kids = Kids(vec![("net".into(), up)]);
+    let etcd_dir = format!("/run/sdnlab/net/{id}/etcd");
+    assert!(
+        std::path::Path::new(&etcd_dir).is_dir(),
+        "the cluster's etcd lives in the run"
+    );
+    let db = format!("unix:/run/sdnlab/net/{id}/ovs/db.sock");
+    let t = Instant::now();
+    loop {
+        let r = ovs_roles(&db);
+        let one_master = r.len() == 3
+            && r.values()
+                .all(|rows| rows.len() == 3 && rows.iter().filter(|x| x.1 == "master" && x.2).count() == 1);
+        if one_master {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "roles never settled: {r:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    wait_until("pingall", Duration::from_secs(15), || pingall(&id, 3).is_empty());
+
+    let (_, mut net) = kids.0.pop().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(net.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = net.wait().unwrap();
+    let mut err = String::new();
+    let _ = net.stderr.as_mut().unwrap().read_to_string(&mut err);
+    assert!(status.success(), "{err}");
+    let left = common::leftovers(&id);
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(
+        !err.contains("controller: etcd:"),
+        "the members left before their etcd stopped: {err}"
+    );
+}
