@@ -16,7 +16,7 @@ pub enum EtcdError {
     Spawn(std::io::Error),
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
-    #[error("etcd member {name} did not become healthy within {secs} s; its log: {log}")]
+    #[error("etcd member {name} did not become healthy within {secs} s (or ended); its log: {log}")]
     Unhealthy { name: String, secs: u64, log: String },
 }
 
@@ -34,7 +34,25 @@ pub struct Etcd {
     initial_cluster: String,
 }
 
+/// A loopback port free now, below Linux's ephemeral range (32768 and
+/// up by default), so no outgoing connection takes it before etcd binds
+/// it; chosen at random so parallel runs rarely try the same one.
 fn free_port() -> Result<u16, EtcdError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    for _ in 0..200 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() as u64)
+            .unwrap_or(0);
+        let mut x = nanos
+            ^ (u64::from(std::process::id()) << 20)
+            ^ NEXT.fetch_add(0x9e37_79b9, std::sync::atomic::Ordering::Relaxed);
+        x = (x ^ (x >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let port = 20_000 + (x >> 40) as u16 % 12_000;
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return Ok(port);
+        }
+    }
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -50,6 +68,20 @@ impl Etcd {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
         }
+        // A port taken between choosing it and etcd binding it (another
+        // program's listener) ends that member at once: start afresh on
+        // new ports, a few times.
+        let mut last = None;
+        for _ in 0..3 {
+            match Etcd::start_once(dir, members) {
+                Ok(e) => return Ok(e),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("tried"))
+    }
+
+    fn start_once(dir: &Path, members: usize) -> Result<Etcd, EtcdError> {
         let mut nodes = Vec::new();
         for i in 1..=members.max(1) {
             nodes.push(Node {
@@ -127,10 +159,14 @@ impl Etcd {
         body.contains("\"health\":\"true\"")
     }
 
-    fn wait_healthy(&self, i: usize, within: Duration) -> Result<(), EtcdError> {
+    fn wait_healthy(&mut self, i: usize, within: Duration) -> Result<(), EtcdError> {
         let t = Instant::now();
         while !self.healthy(i) {
-            if t.elapsed() > within {
+            let exited = self.nodes[i]
+                .child
+                .as_mut()
+                .is_none_or(|c| c.try_wait().ok().flatten().is_some());
+            if t.elapsed() > within || exited {
                 return Err(EtcdError::Unhealthy {
                     name: self.nodes[i].name.clone(),
                     secs: within.as_secs(),
@@ -182,7 +218,7 @@ impl Etcd {
 
     /// Waits until member `i` answers healthy (a member answers unhealthy
     /// while its cluster has no quorum).
-    pub fn wait(&self, i: usize, within: Duration) -> Result<(), EtcdError> {
+    pub fn wait(&mut self, i: usize, within: Duration) -> Result<(), EtcdError> {
         self.wait_healthy(i, within)
     }
 

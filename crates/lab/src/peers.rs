@@ -332,7 +332,7 @@ fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), String> {
 /// `start`, for a role.
 pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     if let Role::Paths { proactive } = role {
-        return start_paths(name, proactive, None);
+        return start_paths(name, proactive, &[]);
     }
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -421,11 +421,21 @@ pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, String
             "peer '{name}' has no standby mode: the failover test takes sdnlab (active/standby with OpenFlow 1.3 roles)"
         ));
     }
-    start_paths(name, false, Some(active_rest))
+    start_paths(name, false, &["--standby-for".into(), active_rest.to_string()])
+}
+
+/// Starts sdnlab's controller (paths, REST API) as member `member` of the
+/// cluster `cluster` on the etcd at `endpoints`.
+pub fn start_member(endpoints: &str, cluster: &str, member: &str) -> Result<Peer, String> {
+    let args: Vec<String> = ["--cluster", endpoints, "--member", member, "--cluster-name", cluster]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    start_paths("sdnlab", false, &args)
 }
 
 /// Peers with topology discovery, shortest paths and a REST API.
-fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> Result<Peer, String> {
+fn start_paths(name: &str, proactive: bool, sdnlab_args: &[String]) -> Result<Peer, String> {
     let port = free_port()?;
     let rest_port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -452,9 +462,7 @@ fn start_paths(name: &str, proactive: bool, standby_for: Option<SocketAddr>) -> 
             .arg("--rest-token-file")
             .arg(&token_file)
             .args(["--app", app]);
-            if let Some(active) = standby_for {
-                c.args(["--standby-for", &active.to_string()]);
-            }
+            c.args(sdnlab_args);
             (
                 c,
                 env!("CARGO_PKG_VERSION").to_string(),

@@ -25,7 +25,8 @@ pub struct CtlArgs {
     /// change-detection (a link or a switch fails, --failure), reprovisioning (traffic around a
     /// failed link: gap and loss per direction), table-capacity and table-capacity-proactive
     /// (forwarding table capacity: destinations sent to, or paths requested, until the flow count stops growing),
-    /// failover (an active/standby sdnlab pair with OpenFlow 1.3 roles; the active one is killed).
+    /// failover (an active/standby sdnlab pair with OpenFlow 1.3 roles, or a cluster with --cluster N;
+    /// the active one, or the master, is killed).
     #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos",
         "discovery", "discovery-size", "reactive-paths", "proactive-paths", "change-detection",
         "reprovisioning", "table-capacity", "table-capacity-proactive", "failover"])]
@@ -119,6 +120,11 @@ pub struct CtlArgs {
     /// cores, leaving the rest to a controller on the same machine).
     #[arg(long, default_value_t = CtlConfig::default().driver_threads)]
     pub driver_threads: usize,
+    /// RFC 8456's cluster mode: sdnlab's controller as N members (2 to 9) on an etcd of the
+    /// run's own, every emulated switch connected to each. So far --test failover: the master of
+    /// the last host's switch is killed (SIGKILL).
+    #[arg(long, value_name = "N", default_value_t = CtlConfig::default().cluster)]
+    pub cluster: usize,
     /// Ports each emulated switch reports.
     #[arg(long, default_value_t = CtlConfig::default().ports)]
     pub ports: u32,
@@ -218,6 +224,7 @@ impl CtlArgs {
             vlan: self.vlan,
             match_by: self.match_by.clone(),
             driver_threads: self.driver_threads,
+            cluster: self.cluster,
         }
     }
 }

@@ -368,3 +368,54 @@ fn net_up_with_a_cluster_of_three_and_nothing_left_after() {
         "the members left before their etcd stopped: {err}"
     );
 }
+
+/// RFC 8456's Controller Failover Time in cluster mode: `bench ctl --test
+/// failover --cluster 3` starts three members and their etcd per trial,
+/// waits for mastership to settle, kills (SIGKILL) the master of the first
+/// host's switch, and reports the gap, the takeover and the re-mastering
+/// of every switch the dead member held, with the mastership map.
+#[test]
+fn bench_failover_in_a_cluster_of_three() {
+    let out = scratch("cluster", "bench");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "ctl", "--test", "failover", "--cluster", "3", "--ofp", "1.3"])
+        .args(["--fabric", "leaf-spine,2,3,1", "--trials", "2", "--cooldown-ms", "0"])
+        .args(["--td-s", "15", "--reprov-ms", "1500", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let trials: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|s| s["kind"] == "trial")
+        .collect();
+    assert_eq!(trials.len(), 2, "{text}");
+    let value = |t: &serde_json::Value, k: &str| t["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {t}"));
+    for t in &trials {
+        let remaster = value(t, "remaster_s");
+        assert!(
+            remaster > 0.0 && remaster < 1.0,
+            "re-mastered well within the lease's 5 s: {t}"
+        );
+        let takeover = value(t, "takeover_s");
+        assert!(takeover > 0.0 && takeover < 1.0, "{t}");
+        assert!(value(t, "failover_s") >= takeover, "{t}");
+        assert_eq!(value(t, "cluster_size"), 3.0, "{t}");
+        assert!(value(t, "orphaned_switches") >= 1.0, "{t}");
+        assert_eq!(value(t, "duplicates"), 0.0, "{t}");
+        let note = t["note"].as_str().unwrap_or("");
+        assert!(note.contains("masters before: ") && note.contains("; after: c"), "{t}");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let command = meta["targets"][0]["command"].as_str().unwrap();
+    assert!(command.contains("--cluster") && command.contains("etcd"), "{meta}");
+    assert!(
+        meta["targets"][0]["name"].as_str().unwrap().contains("cluster of 3"),
+        "{meta}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

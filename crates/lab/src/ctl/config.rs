@@ -114,6 +114,10 @@ pub struct CtlConfig {
     /// The driver's event loops (threads) the emulated switches are spread
     /// over; 0: half the cores (the controller measured gets the rest).
     pub driver_threads: usize,
+    /// RFC 8456's cluster mode: sdnlab's controller as this many members
+    /// of a cluster on an etcd of the run's own, every emulated switch
+    /// connected to each (0: standalone). For now the failover test only.
+    pub cluster: usize,
 }
 
 impl Default for CtlConfig {
@@ -161,6 +165,7 @@ impl Default for CtlConfig {
             vlan: None,
             match_by: None,
             driver_threads: 0,
+            cluster: 0,
         }
     }
 }
@@ -227,6 +232,25 @@ impl CtlConfig {
         range("cooldown-ms", self.cooldown_ms, 0, 3_600_000)?;
         range("window", self.window, 1, 1_000_000)?;
         range("driver-threads", self.driver_threads, 0, 1024)?;
+        range("cluster", self.cluster, 0, 9)?;
+        if self.cluster > 0 && self.test != "failover" {
+            return Err(LabError::Config(format!(
+                "--cluster {} --test {}: cluster mode is built for the failover test so far (the other tests' cluster column is the next step); leave --cluster out",
+                self.cluster, self.test
+            )));
+        }
+        if self.cluster == 1 {
+            return Err(LabError::Config(
+                "--cluster 1: a failover needs a member to take over; give 2 or more".into(),
+            ));
+        }
+        if self.cluster > 0
+            && (self.target.is_some() || self.peers.iter().chain(self.peer.iter()).any(|p| p != "sdnlab"))
+        {
+            return Err(LabError::Config(
+                "--cluster N runs sdnlab's controller as a cluster: leave out --target and other peers".into(),
+            ));
+        }
         range("ports", self.ports, 1, 0xff00)?;
         real("connect-rate", self.connect_rate, 0.0, 1e9)?;
         real("malformed-percent", self.malformed_percent, 0.0, 100.0)?;

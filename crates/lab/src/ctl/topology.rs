@@ -18,7 +18,8 @@ use report::{Meta, Metric, Sample, Target};
 use stats::Better;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub const TESTS: [&str; 9] = [
     "discovery",
@@ -72,6 +73,7 @@ fn title(name: &str) -> &'static str {
         "lost_frames" => "Frames lost",
         "failover_s" => "Failover time (longest gap in traffic)",
         "takeover_s" => "Takeover time (kill to the standby's first frame)",
+        "remaster_s" => "Re-mastering time (kill to every orphaned switch re-elected)",
         "table_flows" => "Forwarding table capacity",
         _ => "",
     }
@@ -137,6 +139,11 @@ fn metrics(test: &str) -> Vec<Metric> {
                 Better::Lower,
             ),
             m("lost_frames", "frames lost", Better::Lower),
+            m(
+                "remaster_s",
+                "cluster mode: seconds from the kill to every switch the killed master held having a new master in etcd",
+                Better::Lower,
+            ),
         ],
         _ => vec![m("table_flows", "most flows the ingress switch held", Better::Higher)],
         // table-capacity and table-capacity-proactive
@@ -161,6 +168,13 @@ enum Controller {
         active: Option<crate::peers::Peer>,
         standby: Box<crate::peers::Peer>,
     },
+    /// A cluster of sdnlab's controller (members c1..cN, processes) and
+    /// its etcd (failover: the master of the last host's switch is killed).
+    Cluster {
+        members: Vec<Option<crate::peers::Peer>>,
+        etcd: cluster::etcd::Etcd,
+        _dir: netlab::private::TempDir,
+    },
     External,
 }
 
@@ -177,6 +191,13 @@ impl Controller {
                 }
                 v.push((standby.name.clone(), standby.pid()));
             }
+            Controller::Cluster { members, .. } => {
+                for (i, m) in members.iter().enumerate() {
+                    if let Some(m) = m {
+                        v.push((format!("{} member c{}", m.name, i + 1), m.pid()));
+                    }
+                }
+            }
             Controller::Embedded(_) | Controller::External => {}
         }
         v
@@ -187,6 +208,12 @@ impl Controller {
             Controller::Embedded(h) => h.stop(),
             Controller::Peer(p) => drop(p),
             Controller::Pair { active, standby } => drop((active, standby)),
+            // The members first (they leave the cluster), then their etcd.
+            Controller::Cluster { members, etcd, _dir } => {
+                drop(members);
+                drop(etcd);
+                drop(_dir);
+            }
             Controller::External => {}
         }
     }
@@ -221,12 +248,82 @@ fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Contro
     ))
 }
 
+/// Starts a cluster of `n` sdnlab members and their etcd (files under
+/// `dir`), for the failover test: every emulated switch connects to each.
+fn start_cluster(n: usize) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+    // A private directory (random, 0700) for etcd's data and log, removed
+    // with the trial's controller.
+    let dir = netlab::private::temp_dir("sdnlab-bench-etcd-").map_err(|e| format!("a directory for etcd: {e}"))?;
+    let etcd = cluster::etcd::Etcd::start(dir.path(), 1).map_err(|e| e.to_string())?;
+    let endpoints = etcd.endpoints();
+    let name = format!("bench-{}", std::process::id());
+    let mut members = Vec::new();
+    for i in 1..=n {
+        members.push(Some(crate::peers::start_member(&endpoints, &name, &format!("c{i}"))?));
+    }
+    let first = members[0].as_ref().expect("started");
+    let nb = first.rest.clone().unwrap_or(Northbound::None);
+    let target = Target {
+        name: format!("{} cluster of {n}", first.name),
+        version: first.version.clone(),
+        command: format!(
+            "{n} identical members, each `{} --cluster {endpoints} --member cI --cluster-name {name}` (processes, started afresh for each trial); every switch connects to each; etcd: {} on this machine, 1 member",
+            first.command,
+            cluster::etcd::Etcd::version().unwrap_or_else(|| "etcd".into())
+        ),
+        address: members
+            .iter()
+            .flatten()
+            .map(|m| m.addr.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let addrs = members.iter().flatten().map(|m| m.addr).collect();
+    Ok((
+        addrs,
+        nb,
+        target,
+        Controller::Cluster {
+            members,
+            etcd,
+            _dir: dir,
+        },
+    ))
+}
+
+/// Datapath id -> (master's name, how many members the switch is connected to).
+type MastershipMap = BTreeMap<u64, (String, usize)>;
+
+/// A member's mastership map (GET /cluster, no token needed): datapath
+/// id -> master's name, and every member's view of how many members
+/// each switch is connected to.
+fn cluster_map(rest: SocketAddr) -> Option<MastershipMap> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&rest, Duration::from_millis(200)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET /cluster HTTP/1.0\r\nHost: {rest}\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (_, body) = text.split_once("\r\n\r\n")?;
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let mut out = BTreeMap::new();
+    for (d, x) in v["masters"].as_object()? {
+        let dpid = u64::from_str_radix(d, 16).ok()?;
+        let connected = x["connected"].as_array().map_or(0, |c| c.len());
+        out.insert(dpid, (x["master"].as_str()?.to_string(), connected));
+    }
+    Some(out)
+}
+
 /// Starts the controller for a trial: the OpenFlow addresses, how to read it, who it is.
 fn start_controller(
     a: &CtlConfig,
     app: &str,
     explicit_nb: &Option<Northbound>,
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+    if a.test == "failover" && a.cluster > 1 {
+        return start_cluster(a.cluster);
+    }
     if a.test == "failover" {
         return start_pair(a.peer.as_deref().unwrap_or("sdnlab"));
     }
@@ -383,6 +480,128 @@ impl Trial {
     }
 }
 
+/// Controller Failover Time in cluster mode: once mastership has settled
+/// (every switch one master, connected to every member) and every member
+/// knows the network, the master of the last host's switch is killed
+/// (SIGKILL) while frames that each need a controller flow; besides the
+/// gap and the takeover, a survivor's map is read every few milliseconds
+/// from the kill until no switch names the dead member (re-mastering).
+/// The mastership map before and after goes into the trial's note.
+async fn cluster_failover(
+    a: &CtlConfig,
+    fabric: &ctlbench::fabric::Fabric,
+    members: &mut [Option<crate::peers::Peer>],
+    td: Duration,
+    t: &mut Trial,
+) {
+    let rests: Vec<SocketAddr> = members
+        .iter()
+        .map(|m| match m.as_ref().and_then(|m| m.rest.clone()) {
+            Some(Northbound::Sdnlab(r, _)) => r,
+            _ => SocketAddr::from(([127, 0, 0, 1], 0)),
+        })
+        .collect();
+    let n = members.len();
+    let switches: Vec<u64> = fabric.spec.switches.iter().map(|s| s.0).collect();
+    let settled = |m: &MastershipMap| switches.iter().all(|d| m.get(d).is_some_and(|x| x.1 == n));
+    let start = Instant::now();
+    let mut map = None;
+    while start.elapsed() < td {
+        if let Some(m) = cluster_map(rests[0]).filter(|m| settled(m)) {
+            map = Some(m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let Some(before) = map else {
+        t.note(&format!(
+            "mastership did not settle within Td ({} s): no trial",
+            td.as_secs()
+        ));
+        return;
+    };
+    t.set("settle_s", start.elapsed().as_secs_f64());
+    for (i, m) in members.iter().enumerate() {
+        let nb = m.as_ref().and_then(|m| m.rest.clone()).unwrap_or(Northbound::None);
+        if let Err(e) = tt::wait_for_view(fabric, &nb, td).await {
+            t.note(&format!("member c{}'s view: {e}", i + 1));
+        }
+    }
+    let describe = |m: &MastershipMap| {
+        let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (d, (name, _)) in m {
+            by.entry(name.as_str()).or_default().push(format!("{d:#x}"));
+        }
+        by.iter()
+            .map(|(n, ds)| format!("{n}: {}", ds.join(",")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    // The frames reach the last host by a PACKET_OUT at its switch: every
+    // member hears every PACKET_IN (slaves too, for their view) and the
+    // paths app floods from the controller, so the member that masters the
+    // last host's switch is the one the traffic needs.
+    let egress = fabric.spec.hosts[fabric.spec.hosts.len() - 1].0;
+    let victim_name = before[&egress].0.clone();
+    let Some(victim) = victim_name
+        .strip_prefix('c')
+        .and_then(|i| i.parse::<usize>().ok())
+        .map(|i| i - 1)
+    else {
+        t.note(&format!("no member is master of switch {egress:#x}"));
+        return;
+    };
+    let orphans = before.values().filter(|x| x.0 == victim_name).count();
+    let survivor = rests[(victim + 1) % n];
+    let peer = members[victim].take();
+    let remaster: Arc<std::sync::Mutex<Option<f64>>> = Arc::default();
+    let after: Arc<std::sync::Mutex<Option<MastershipMap>>> = Arc::default();
+    let (r, af, dead) = (remaster.clone(), after.clone(), victim_name.clone());
+    let kill = Box::new(move || {
+        let at = Instant::now();
+        drop(peer); // SIGKILL, and reaped
+        std::thread::spawn(move || {
+            while at.elapsed() < Duration::from_secs(10) {
+                if let Some(m) = cluster_map(survivor) {
+                    if !m.values().any(|x| x.0 == dead) && m.len() >= switches.len() {
+                        *r.lock().unwrap() = Some(at.elapsed().as_secs_f64());
+                        *af.lock().unwrap() = Some(m);
+                        return;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+    });
+    let interval = Duration::from_micros(a.reprov_interval_us.max(100));
+    let f = tt::failover(fabric, kill, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
+    if let Some(x) = f.gap_s {
+        t.set("failover_s", x);
+    }
+    if let Some(x) = f.takeover_s {
+        t.set("takeover_s", x);
+    }
+    t.set("lost_frames", f.lost as f64);
+    t.set("sent", f.sent as f64);
+    t.set("duplicates", f.duplicates as f64);
+    t.set("cluster_size", n as f64);
+    t.set("orphaned_switches", orphans as f64);
+    t.note(&f.note);
+    let remastered = *remaster.lock().unwrap();
+    match remastered {
+        Some(x) => t.set("remaster_s", x),
+        None => t.note(&format!(
+            "the switches {victim_name} mastered were not all re-elected within 10 s"
+        )),
+    }
+    let after = after.lock().unwrap().clone();
+    t.note(&format!(
+        "masters before: {}; killed {victim_name} (master of the last host's switch {egress:#x}, {orphans} switches in all); after: {}",
+        describe(&before),
+        after.as_ref().map(describe).unwrap_or_else(|| "unknown".into())
+    ));
+}
+
 fn mean_of(seconds: &[Option<f64>]) -> Option<f64> {
     let got: Vec<f64> = seconds.iter().flatten().copied().collect();
     (got.len() == seconds.len() && !got.is_empty()).then(|| got.iter().sum::<f64>() / got.len() as f64)
@@ -534,6 +753,12 @@ async fn trial(
             t.set("lost_reverse", r.reverse.lost as f64);
             t.set("sent_each_way", r.forward.sent as f64);
             t.note(&r.note);
+        }
+        "failover" if matches!(ctl, Controller::Cluster { .. }) => {
+            let Controller::Cluster { members, .. } = ctl else {
+                unreachable!()
+            };
+            cluster_failover(a, &fabric, members, td, &mut t).await;
         }
         "failover" => {
             let Controller::Pair { active, standby } = ctl else {
