@@ -301,18 +301,17 @@ impl Member {
             let prefix = format!("/sdnlab/{}/", cfg.cluster);
             let me = format!("{prefix}members/{}", cfg.member);
             let value = serde_json::json!({"lease": lease, "probe": probe.to_string()}).to_string();
-            let claimed = client
-                .txn(
-                    Txn::new()
-                        .when([Compare::create_revision(me.clone(), CompareOp::Equal, 0)])
-                        .and_then([TxnOp::put(
-                            me.clone(),
-                            value.clone(),
-                            Some(PutOptions::new().with_lease(lease)),
-                        )]),
-                )
-                .await
-                .map_err(etcd)?;
+            // The name, if nobody holds it, under this member's lease.
+            let claim = || {
+                Txn::new()
+                    .when([Compare::create_revision(me.clone(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(
+                        me.clone(),
+                        value.clone(),
+                        Some(PutOptions::new().with_lease(lease)),
+                    )])
+            };
+            let claimed = client.txn(claim()).await.map_err(etcd)?;
             if !claimed.succeeded() {
                 // The name is taken: by a live member (refused), or by this
                 // member's previous process, killed before its lease ran
@@ -335,19 +334,7 @@ impl Member {
                     if let Some(l) = old["lease"].as_i64() {
                         let _ = client.lease_revoke(l).await;
                     }
-                    client
-                        .txn(
-                            Txn::new()
-                                .when([Compare::create_revision(me.clone(), CompareOp::Equal, 0)])
-                                .and_then([TxnOp::put(
-                                    me.clone(),
-                                    value.clone(),
-                                    Some(PutOptions::new().with_lease(lease)),
-                                )]),
-                        )
-                        .await
-                        .map_err(etcd)?
-                        .succeeded()
+                    client.txn(claim()).await.map_err(etcd)?.succeeded()
                 };
                 if !taken_over {
                     let _ = client.lease_revoke(lease).await;

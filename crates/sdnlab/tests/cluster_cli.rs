@@ -102,6 +102,40 @@ fn ovs_roles(db: &str) -> std::collections::BTreeMap<String, Vec<(u16, String, b
     out
 }
 
+/// `sdnlab net up ARGS --no-live`, once it says "up;": the process and the run's id.
+fn net_up(args: &[&str]) -> (Child, String) {
+    let mut up = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "up", "--no-live"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(up.stdout.take().unwrap());
+    let mut summary = String::new();
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            let mut err = String::new();
+            let _ = up.stderr.as_mut().unwrap().read_to_string(&mut err);
+            panic!("net up exited: {summary}{err}");
+        }
+        summary.push_str(&line);
+        if line.starts_with("up;") {
+            break;
+        }
+    }
+    let id = summary
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    // The rest of its output ("run ID down" at the end) still has a reader.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (up, id)
+}
+
 fn pingall(id: &str, hosts: u32) -> Vec<String> {
     let mut failed = Vec::new();
     for a in 1..=hosts {
@@ -166,33 +200,7 @@ fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
         });
     }
     let controllers: Vec<String> = members.iter().map(|(_, of, _)| format!("127.0.0.1:{of}")).collect();
-    let mut up = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["net", "up", "linear,4", "--switch", "ovs", "--no-live", "--controller"])
-        .arg(controllers.join(","))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(up.stdout.take().unwrap());
-    let mut summary = String::new();
-    loop {
-        let mut line = String::new();
-        if out.read_line(&mut line).unwrap() == 0 {
-            let mut err = String::new();
-            let _ = up.stderr.as_mut().unwrap().read_to_string(&mut err);
-            panic!("net up exited: {summary}{err}");
-        }
-        summary.push_str(&line);
-        if line.starts_with("up;") {
-            break;
-        }
-    }
-    let id = summary
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let (up, id) = net_up(&["linear,4", "--switch", "ovs", "--controller", &controllers.join(",")]);
     kids.0.push(("net".into(), up));
     let db = format!("unix:/run/sdnlab/net/{id}/ovs/db.sock");
 
@@ -303,33 +311,7 @@ fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
 /// etcd included.
 #[test]
 fn net_up_with_a_cluster_of_three_and_nothing_left_after() {
-    let mut up = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["net", "up", "linear,3", "--switch", "ovs", "--no-live"])
-        .args(["--app", "l2-learning", "--cluster", "3"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(up.stdout.take().unwrap());
-    let mut summary = String::new();
-    loop {
-        let mut line = String::new();
-        if out.read_line(&mut line).unwrap() == 0 {
-            let mut err = String::new();
-            let _ = up.stderr.as_mut().unwrap().read_to_string(&mut err);
-            panic!("net up exited: {summary}{err}");
-        }
-        summary.push_str(&line);
-        if line.starts_with("up;") {
-            break;
-        }
-    }
-    let id = summary
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let (up, id) = net_up(&["linear,3", "--switch", "ovs", "--app", "l2-learning", "--cluster", "3"]);
     let mut kids = Kids(vec![("net".into(), up)]);
     let etcd_dir = format!("/run/sdnlab/net/{id}/etcd");
     assert!(

@@ -465,6 +465,20 @@ impl Trial {
         self.note(&c.note);
     }
 
+    /// A failover test's figures (pair or cluster).
+    fn failover(&mut self, f: &tt::Failover) {
+        if let Some(x) = f.gap_s {
+            self.set("failover_s", x);
+        }
+        if let Some(x) = f.takeover_s {
+            self.set("takeover_s", x);
+        }
+        self.set("lost_frames", f.lost as f64);
+        self.set("sent", f.sent as f64);
+        self.set("duplicates", f.duplicates as f64);
+        self.note(&f.note);
+    }
+
     fn note(&mut self, n: &str) {
         if !n.is_empty() {
             if !self.note.is_empty() {
@@ -570,18 +584,9 @@ async fn cluster_failover(
     });
     let interval = Duration::from_micros(a.reprov_interval_us.max(100));
     let f = tt::failover(fabric, kill, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
-    if let Some(x) = f.gap_s {
-        t.set("failover_s", x);
-    }
-    if let Some(x) = f.takeover_s {
-        t.set("takeover_s", x);
-    }
-    t.set("lost_frames", f.lost as f64);
-    t.set("sent", f.sent as f64);
-    t.set("duplicates", f.duplicates as f64);
+    t.failover(&f);
     t.set("cluster_size", n as f64);
     t.set("orphaned_switches", orphans as f64);
-    t.note(&f.note);
     let remastered = *remaster.lock().unwrap();
     match remastered {
         Some(x) => t.set("remaster_s", x),
@@ -770,16 +775,7 @@ async fn trial(
             let kill = Box::new(move || drop(active));
             let interval = Duration::from_micros(a.reprov_interval_us.max(100));
             let f = tt::failover(&fabric, kill, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
-            if let Some(x) = f.gap_s {
-                t.set("failover_s", x);
-            }
-            if let Some(x) = f.takeover_s {
-                t.set("takeover_s", x);
-            }
-            t.set("lost_frames", f.lost as f64);
-            t.set("sent", f.sent as f64);
-            t.set("duplicates", f.duplicates as f64);
-            t.note(&f.note);
+            t.failover(&f);
             if let Northbound::Sdnlab(rest, _) = standby_nb {
                 let role = match ctlbench::northbound::http_get(rest, "/stats").await {
                     Ok((200, body)) => serde_json::from_str::<serde_json::Value>(&body)
