@@ -32,8 +32,12 @@ import time
 # Test binaries that must run with nothing else on the machine: they assert
 # on rates, on the host's load or on the whole machine's state.
 ALONE = {
-    # `sdnlab net clean` removes every sdnlab network on the machine.
+    # `sdnlab net clean` removes every sdnlab network on the machine, live
+    # ones included (it asks their `net up` to stop).
     "sdnlab/net_clean",
+    # Runs `sdnlab net clean` too: beside it, cluster_cli's network was
+    # torn down under its feet (CI, 2026-11-28).
+    "sdnlab/bench_stop_cli",
     # A CPU hog must be the only load it sees.
     "sdnlab/host_bound",
     # RFC 2544 searches on pinned cores, rates asserted.
