@@ -60,15 +60,21 @@ pub async fn discovery_time(spec: Spec, target: SocketAddr, version: u8, nb: &No
 
 /// `discovery_time` with every fabric option.
 pub async fn discovery_time_with(spec: Spec, opts: crate::fabric::Options, nb: &Northbound, td: Duration) -> Discovery {
-    let links_expected = spec.links.len() * 2;
-    let switches = spec.switches.len();
     let start = Instant::now();
     let fabric = Fabric::start_with(spec, opts).await;
+    let d = discovery_on(&fabric, start, nb, td).await;
+    fabric.stop();
+    d
+}
+
+/// Discovery on a fabric started at `start` (which the caller stops, after
+/// reading what else it wants of the controller).
+pub async fn discovery_on(fabric: &Fabric, start: Instant, nb: &Northbound, td: Duration) -> Discovery {
+    let links_expected = fabric.spec.links.len() * 2;
     let connected = fabric.stats.connected.load(std::sync::atomic::Ordering::Relaxed);
     let (links_seen, seconds, note) = view_complete(nb, links_expected, start, td).await;
-    fabric.stop();
     Discovery {
-        switches,
+        switches: fabric.spec.switches.len(),
         links_expected,
         links_seen,
         seconds,

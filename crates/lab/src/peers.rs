@@ -332,7 +332,7 @@ fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), String> {
 /// `start`, for a role.
 pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     if let Role::Paths { proactive } = role {
-        return start_paths(name, proactive, &[]);
+        return start_paths(name, paths_app(proactive), &[]);
     }
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -421,21 +421,36 @@ pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, String
             "peer '{name}' has no standby mode: the failover test takes sdnlab (active/standby with OpenFlow 1.3 roles)"
         ));
     }
-    start_paths(name, false, &["--standby-for".into(), active_rest.to_string()])
+    start_paths(
+        name,
+        paths_app(false),
+        &["--standby-for".into(), active_rest.to_string()],
+    )
 }
 
-/// Starts sdnlab's controller (paths, REST API) as member `member` of the
+/// Starts sdnlab's controller (`app`, REST API) as member `member` of the
 /// cluster `cluster` on the etcd at `endpoints`.
-pub fn start_member(endpoints: &str, cluster: &str, member: &str) -> Result<Peer, String> {
+pub fn start_member(endpoints: &str, cluster: &str, member: &str, app: &str) -> Result<Peer, String> {
     let args: Vec<String> = ["--cluster", endpoints, "--member", member, "--cluster-name", cluster]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    start_paths("sdnlab", false, &args)
+    start_paths("sdnlab", app, &args)
 }
 
-/// Peers with topology discovery, shortest paths and a REST API.
-fn start_paths(name: &str, proactive: bool, sdnlab_args: &[String]) -> Result<Peer, String> {
+/// sdnlab's app for `Role::Paths`.
+fn paths_app(proactive: bool) -> &'static str {
+    if proactive {
+        "paths-proactive"
+    } else {
+        "paths"
+    }
+}
+
+/// Peers with topology discovery, shortest paths and a REST API (sdnlab
+/// with `app`: paths, paths-proactive, or topology for discovery alone).
+fn start_paths(name: &str, app: &str, sdnlab_args: &[String]) -> Result<Peer, String> {
+    let proactive = app == "paths-proactive";
     let port = free_port()?;
     let rest_port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -445,7 +460,6 @@ fn start_paths(name: &str, proactive: bool, sdnlab_args: &[String]) -> Result<Pe
     let (cmd, version, rest) = match name {
         "sdnlab" => {
             let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
-            let app = if proactive { "paths-proactive" } else { "paths" };
             // The REST API's token, for the bench's path requests.
             let token = controller::rest::new_token().map_err(|e| format!("a REST token: {e}"))?;
             let token_file = dir.join("rest-token");

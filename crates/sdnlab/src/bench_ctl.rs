@@ -120,9 +120,11 @@ pub struct CtlArgs {
     /// cores, leaving the rest to a controller on the same machine).
     #[arg(long, default_value_t = CtlConfig::default().driver_threads)]
     pub driver_threads: usize,
-    /// RFC 8456's cluster mode: sdnlab's controller as N members (2 to 9) on an etcd of the
-    /// run's own, every emulated switch connected to each. So far --test failover: the master of
-    /// the last host's switch is killed (SIGKILL).
+    /// RFC 8456's cluster mode: sdnlab's controller as N members (1 to 9) on an etcd of the
+    /// run's own, every emulated switch connected to each, trials once every switch has one
+    /// master. Tests on fabrics: discovery, discovery-size, reactive-paths, change-detection,
+    /// reprovisioning, table-capacity, and failover (2 or more: the master of the last host's
+    /// switch is killed with SIGKILL).
     #[arg(long, value_name = "N", default_value_t = CtlConfig::default().cluster)]
     pub cluster: usize,
     /// Ports each emulated switch reports.

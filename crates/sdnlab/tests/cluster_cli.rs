@@ -401,3 +401,64 @@ fn bench_failover_in_a_cluster_of_three() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// RFC 8456's cluster column for the tests on fabrics: `bench ctl --test
+/// reactive-paths --cluster 3` waits for mastership to settle (every
+/// switch one master, connected to all three) before each trial, measures
+/// the paths through the cluster, and records the mode, the size and the
+/// mastership map, which the report shows (checked as Chromium builds it).
+#[test]
+fn bench_reactive_paths_in_a_cluster_of_three() {
+    let out = scratch("cluster", "paths");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "ctl", "--test", "reactive-paths", "--cluster", "3"])
+        .args(["--fabric", "leaf-spine,2,4,1", "--trials", "2", "--cooldown-ms", "0"])
+        .args(["--td-s", "15", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let trials: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|s| s["kind"] == "trial")
+        .collect();
+    assert_eq!(trials.len(), 2, "{text}");
+    for t in &trials {
+        let v = |k: &str| t["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {t}"));
+        assert!(v("settle_s") > 0.0 && v("settle_s") < 15.0, "{t}");
+        assert!(v("reactive_path_s") > 0.0 && v("reactive_rate_per_s") > 0.0, "{t}");
+        // Six switches, each mastered by one member, spread over them.
+        let note = t["note"].as_str().unwrap_or("");
+        let map = note
+            .split("masters: ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no map: {t}"))
+            .split(" (")
+            .next()
+            .unwrap();
+        let masters: Vec<&str> = map.split("; ").filter(|m| m.starts_with('c')).collect();
+        let switches: usize = masters
+            .iter()
+            .map(|m| m.split_once(": ").unwrap().1.split(',').count())
+            .sum();
+        assert!(masters.len() >= 2, "masters spread: {t}");
+        assert!(switches >= 6, "every switch has a master: {t}");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["parameters"]["mode"], "cluster", "{meta}");
+    assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
+    let (dom, _) = common::chromium(&out.join("report.html"), &out.join("report.png"));
+    for want in [
+        "cluster of 3",
+        "identical members",
+        "masters: c",
+        "every switch to every member",
+    ] {
+        assert!(dom.contains(want), "the report does not show '{want}'");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

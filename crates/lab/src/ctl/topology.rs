@@ -164,7 +164,8 @@ enum Controller {
         standby: Box<crate::peers::Peer>,
     },
     /// A cluster of sdnlab's controller (members c1..cN, processes) and
-    /// its etcd (failover: the master of the last host's switch is killed).
+    /// its etcd (RFC 8456's cluster mode; failover: the master of the last
+    /// host's switch is killed).
     Cluster {
         members: Vec<Option<crate::peers::Peer>>,
         etcd: cluster::etcd::Etcd,
@@ -243,9 +244,9 @@ fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Contro
     ))
 }
 
-/// Starts a cluster of `n` sdnlab members and their etcd (files under
-/// `dir`), for the failover test: every emulated switch connects to each.
-fn start_cluster(n: usize) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+/// Starts a cluster of `n` sdnlab members running `app` and their etcd
+/// (files in a private directory): every emulated switch connects to each.
+fn start_cluster(n: usize, app: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
     // A private directory (random, 0700) for etcd's data and log, removed
     // with the trial's controller.
     let dir = netlab::private::temp_dir("sdnlab-bench-etcd-").map_err(|e| format!("a directory for etcd: {e}"))?;
@@ -254,7 +255,12 @@ fn start_cluster(n: usize) -> Result<(Vec<SocketAddr>, Northbound, Target, Contr
     let name = format!("bench-{}", std::process::id());
     let mut members = Vec::new();
     for i in 1..=n {
-        members.push(Some(crate::peers::start_member(&endpoints, &name, &format!("c{i}"))?));
+        members.push(Some(crate::peers::start_member(
+            &endpoints,
+            &name,
+            &format!("c{i}"),
+            app,
+        )?));
     }
     let first = members[0].as_ref().expect("started");
     let nb = first.rest.clone().unwrap_or(Northbound::None);
@@ -262,8 +268,8 @@ fn start_cluster(n: usize) -> Result<(Vec<SocketAddr>, Northbound, Target, Contr
         name: format!("{} cluster of {n}", first.name),
         version: first.version.clone(),
         command: format!(
-            "{n} identical members, each `{} --cluster {endpoints} --member cI --cluster-name {name}` (processes, started afresh for each trial); every switch connects to each; etcd: {} on this machine, 1 member",
-            first.command,
+            "{n} identical members, each `{}` (processes, started afresh for each trial); every switch connects to each; etcd: {} on this machine, 1 member",
+            first.command.replace("--member c1", "--member cI"),
             cluster::etcd::Etcd::version().unwrap_or_else(|| "etcd".into())
         ),
         address: members
@@ -310,14 +316,54 @@ fn cluster_map(rest: SocketAddr) -> Option<MastershipMap> {
     Some(out)
 }
 
+/// The members' REST APIs (c1..cN; a member already gone has port 0).
+fn member_rests(members: &[Option<crate::peers::Peer>]) -> Vec<SocketAddr> {
+    members
+        .iter()
+        .map(|m| match m.as_ref().and_then(|m| m.rest.clone()) {
+            Some(Northbound::Sdnlab(r, _)) => r,
+            _ => SocketAddr::from(([127, 0, 0, 1], 0)),
+        })
+        .collect()
+}
+
+/// Waits (within `td`) until mastership has settled as member `rest` sees
+/// it: every switch of `switches` has a master and is connected to all
+/// `n` members. The map, and the seconds it took.
+async fn settled_map(rest: SocketAddr, switches: &[u64], n: usize, td: Duration) -> Option<(MastershipMap, f64)> {
+    let start = Instant::now();
+    while start.elapsed() < td {
+        if let Some(m) = cluster_map(rest) {
+            if switches.iter().all(|d| m.get(d).is_some_and(|x| x.1 == n)) {
+                return Some((m, start.elapsed().as_secs_f64()));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+/// A mastership map in a line: each member and the switches it masters.
+fn describe(m: &MastershipMap) -> String {
+    let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (d, (name, _)) in m {
+        by.entry(name.as_str()).or_default().push(format!("{d:#x}"));
+    }
+    by.iter()
+        .map(|(n, ds)| format!("{n}: {}", ds.join(",")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Starts the controller for a trial: the OpenFlow addresses, how to read it, who it is.
 fn start_controller(
     a: &CtlConfig,
     app: &str,
     explicit_nb: &Option<Northbound>,
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
-    if a.test == "failover" && a.cluster > 1 {
-        return start_cluster(a.cluster);
+    if a.cluster > 0 {
+        // The failover test's members run paths (it needs a path to fail over).
+        return start_cluster(a.cluster, if a.test == "failover" { "paths" } else { app });
     }
     if a.test == "failover" {
         return start_pair(a.peer.as_deref().unwrap_or("sdnlab"));
@@ -503,49 +549,23 @@ async fn cluster_failover(
     td: Duration,
     t: &mut Trial,
 ) {
-    let rests: Vec<SocketAddr> = members
-        .iter()
-        .map(|m| match m.as_ref().and_then(|m| m.rest.clone()) {
-            Some(Northbound::Sdnlab(r, _)) => r,
-            _ => SocketAddr::from(([127, 0, 0, 1], 0)),
-        })
-        .collect();
+    let rests = member_rests(members);
     let n = members.len();
     let switches: Vec<u64> = fabric.spec.switches.iter().map(|s| s.0).collect();
-    let settled = |m: &MastershipMap| switches.iter().all(|d| m.get(d).is_some_and(|x| x.1 == n));
-    let start = Instant::now();
-    let mut map = None;
-    while start.elapsed() < td {
-        if let Some(m) = cluster_map(rests[0]).filter(|m| settled(m)) {
-            map = Some(m);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let Some(before) = map else {
+    let Some((before, settle_s)) = settled_map(rests[0], &switches, n, td).await else {
         t.note(&format!(
             "mastership did not settle within Td ({} s): no trial",
             td.as_secs()
         ));
         return;
     };
-    t.set("settle_s", start.elapsed().as_secs_f64());
+    t.set("settle_s", settle_s);
     for (i, m) in members.iter().enumerate() {
         let nb = m.as_ref().and_then(|m| m.rest.clone()).unwrap_or(Northbound::None);
         if let Err(e) = tt::wait_for_view(fabric, &nb, td).await {
             t.note(&format!("member c{}'s view: {e}", i + 1));
         }
     }
-    let describe = |m: &MastershipMap| {
-        let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for (d, (name, _)) in m {
-            by.entry(name.as_str()).or_default().push(format!("{d:#x}"));
-        }
-        by.iter()
-            .map(|(n, ds)| format!("{n}: {}", ds.join(",")))
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
     // The frames reach the last host by a PACKET_OUT at its switch: every
     // member hears every PACKET_IN (slaves too, for their view) and the
     // paths app floods from the controller, so the member that masters the
@@ -689,16 +709,52 @@ async fn trial(
     let mut t = Trial::new();
     t.set("switches", s.spec.switches.len() as f64);
     t.set("links", s.spec.links.len() as f64 * 2.0);
+    // A cluster's members (the failover test reads them itself).
+    let cluster = match ctl {
+        Controller::Cluster { members, .. } if a.test != "failover" => Some(member_rests(members)),
+        _ => None,
+    };
+    let switches: Vec<u64> = s.spec.switches.iter().map(|s| s.0).collect();
     if a.test == "discovery" || a.test == "discovery-size" {
-        let d = tt::discovery_time_with(s.spec.clone(), opts, nb, td).await;
+        // In a cluster the clock runs from the switches' connection, the
+        // members' election included: the cluster's own discovery time.
+        let start = Instant::now();
+        let fabric = Fabric::start_with(s.spec.clone(), opts).await;
+        let d = tt::discovery_on(&fabric, start, nb, td).await;
         t.set("links_seen", d.links_seen as f64);
         if let Some(x) = d.seconds {
             t.set("discovery_s", x);
         }
         t.note(&d.note);
+        if let Some(rests) = &cluster {
+            let left = td.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
+            match settled_map(rests[0], &switches, rests.len(), left).await {
+                Some((m, _)) => t.note(&format!("masters: {}", describe(&m))),
+                None => t.note("mastership had not settled by the end of the trial"),
+            }
+        }
+        fabric.stop();
         return t;
     }
     let fabric = Fabric::start_with(s.spec.clone(), opts).await;
+    if let Some(rests) = &cluster {
+        // RFC 8456's cluster mode: the trial starts once every switch has
+        // one master and is connected to every member.
+        match settled_map(rests[0], &switches, rests.len(), td).await {
+            Some((m, secs)) => {
+                t.set("settle_s", secs);
+                t.note(&format!("masters: {}", describe(&m)));
+            }
+            None => {
+                t.note(&format!(
+                    "mastership did not settle within Td ({} s): no trial",
+                    td.as_secs()
+                ));
+                fabric.stop();
+                return t;
+            }
+        }
+    }
     let ready = if a.test == "change-detection" {
         tt::wait_for_view(&fabric, nb, td).await.map(|_| ())
     } else {
@@ -933,7 +989,10 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
             "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
             "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
-            "app": if a.embedded() { Some(&app) } else { None }}),
+            "app": if a.embedded() { Some(&app) } else { None },
+            // RFC 8456's setup: standalone, or a cluster of identical members.
+            "mode": if a.cluster > 0 { "cluster" } else { "standalone" }, "cluster_size": a.cluster,
+            "switch_connections": if a.cluster > 0 { "every switch to every member" } else { "one controller" }}),
         metrics,
         ..started(&run_id)
     };
