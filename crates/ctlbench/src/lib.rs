@@ -10,6 +10,13 @@
 //! its MACs to another, so a learning controller answers with FLOW_MODs.
 //! `throughput` keeps up to `window` requests outstanding per switch;
 //! `latency` keeps exactly one.
+//!
+//! Cluster mode (RFC 8456): each switch connects to every member, keeps
+//! OpenFlow 1.3 roles as a switch does (`ofswitch::roles`), starts once
+//! they have settled, sends each PACKET_IN to every member its roles and
+//! asynchronous configuration say, takes the first answer whoever sends
+//! it, and counts per member what it was sent, answered first, answered
+//! again (duplicates) and tried to write as a SLAVE.
 
 pub mod capacity;
 pub mod ceiling;
@@ -87,6 +94,24 @@ pub struct Config {
     /// 0: half the cores (`event_loops`).
     #[serde(default)]
     pub threads: usize,
+    /// RFC 8456's cluster mode: the cluster's members, every switch
+    /// connected to each (`target` is not used); empty: standalone. A
+    /// switch sends its PACKET_INs once its roles have settled, to every
+    /// member its roles and asynchronous configuration say (OpenFlow 1.3
+    /// section 6.3.7), and takes an answer from whoever sends it first.
+    #[serde(default)]
+    pub members: Vec<SocketAddr>,
+}
+
+impl Config {
+    /// The controllers each switch connects to: the members, or `target`.
+    pub fn addresses(&self) -> Vec<SocketAddr> {
+        if self.members.is_empty() {
+            vec![self.target]
+        } else {
+            self.members.clone()
+        }
+    }
 }
 
 impl Config {
@@ -142,6 +167,10 @@ pub struct LoopResult {
     pub errors: u64,
     /// Requests given up unanswered (`Answers::NewSource` only).
     pub unanswered: u64,
+    /// Answers to a request already answered (in a cluster: by another
+    /// member, or twice by one).
+    #[serde(default)]
+    pub duplicates: u64,
     pub per_switch_min: u64,
     pub per_switch_max: u64,
     /// Each emulated switch's own FLOW_MODs and PACKET_OUTs in the loop
@@ -159,10 +188,46 @@ pub struct Report {
     /// The round-trip distribution as (microseconds, cumulative fraction).
     pub rtt_cdf: Vec<(f64, f64)>,
     pub sessions_lost: u64,
+    /// Cluster mode: what each member did, and how mastership settled.
+    #[serde(default)]
+    pub cluster: Option<ClusterReport>,
     /// Every round trip recorded (nanoseconds), for merging runs exactly
     /// (the shards of a run spread over workers); not written out.
     #[serde(skip)]
     pub rtt_histogram: Option<hdrhistogram::Histogram<u64>>,
+}
+
+/// A run against a cluster: the members, what each did over the measured
+/// loops, and the mastership the switches saw.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct ClusterReport {
+    pub members: Vec<MemberCounts>,
+    /// Seconds from the first connection until every switch's roles had
+    /// settled (one MASTER and the rest SLAVE, or no role asked for a
+    /// second: all EQUAL); None if some never did (within 10 s).
+    pub settle_s: Option<f64>,
+    /// Switches whose roles had not settled when the loops began.
+    pub unsettled: u64,
+    /// Switches with no MASTER at the end (all EQUAL, or none elected).
+    pub without_master: u64,
+}
+
+/// One member's share of a run against a cluster (measured loops only,
+/// except `masters`, taken at the end).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct MemberCounts {
+    pub address: String,
+    /// Switches it is MASTER of at the end.
+    pub masters: u64,
+    /// PACKET_INs the switches sent it.
+    pub requests: u64,
+    /// Answers that were the first to a request (the ones timed).
+    pub first_answers: u64,
+    /// Answers to a request another answer had already taken.
+    pub duplicates: u64,
+    /// FLOW_MODs, PACKET_OUTs and other writes it sent as a SLAVE (the
+    /// switch refuses them with BAD_REQUEST/IS_SLAVE).
+    pub slave_writes: u64,
 }
 
 impl Report {
@@ -409,7 +474,8 @@ async fn handshake_with(
 /// The switches run on `cfg.event_loops()` threads of their own; this
 /// future only starts them, paces their connections and reads counters.
 pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
-    let shared = Arc::new(Shared::default());
+    let addresses = cfg.addresses();
+    let shared = Arc::new(Shared::new(cfg.switches, addresses.len()));
     // A run dropped part-way (its caller gave up) still stops its threads.
     struct StopOnDrop(Arc<Shared>);
     impl Drop for StopOnDrop {
@@ -425,6 +491,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         .map(|i| EventLoop::start(i, shared_cfg.clone(), shared.clone()).ok())
         .collect();
     let mut handshakes = Vec::new();
+    let connecting = Instant::now();
     for (idx, c) in counters.iter().enumerate() {
         let door = event_loops[idx % event_loops.len()].as_ref().map(|l| l.door());
         handshakes.push(tokio::spawn(load::connect(
@@ -442,9 +509,23 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
+    // Cluster mode: the loops begin once every switch's roles have
+    // settled (or 10 s have passed: those still unsettled are reported).
+    let mut settle_s = None;
+    if !cfg.members.is_empty() {
+        let deadline = connecting.elapsed() + Duration::from_secs(10);
+        while connecting.elapsed() < deadline {
+            if shared.settled.load(Ordering::Relaxed) >= cfg.switches as u64 {
+                settle_s = Some(connecting.elapsed().as_secs_f64());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let unsettled = (cfg.switches as u64).saturating_sub(shared.settled.load(Ordering::Relaxed));
     let mut loops = Vec::new();
     for i in 0..cfg.warmup + cfg.loops {
-        let before: Vec<[u64; 8]> = counters.iter().map(|c| c.snapshot()).collect();
+        let before: Vec<[u64; 9]> = counters.iter().map(|c| c.snapshot()).collect();
         shared.measuring.store(i >= cfg.warmup, Ordering::Relaxed);
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(cfg.loop_ms)).await;
@@ -452,7 +533,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         if i < cfg.warmup {
             continue;
         }
-        let after: Vec<[u64; 8]> = counters.iter().map(|c| c.snapshot()).collect();
+        let after: Vec<[u64; 9]> = counters.iter().map(|c| c.snapshot()).collect();
         let delta = |k: usize| -> u64 { after.iter().zip(&before).map(|(a, b)| a[k] - b[k]).sum() };
         let per: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a[0] - b[0]).collect();
         let r = LoopResult {
@@ -466,6 +547,7 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
             malformed_acted: delta(4),
             errors: delta(5),
             unanswered: delta(7),
+            duplicates: delta(8),
             per_switch_min: per.iter().copied().min().unwrap_or(0),
             per_switch_max: per.iter().copied().max().unwrap_or(0),
             per_switch: per,
@@ -490,7 +572,32 @@ pub async fn run(cfg: Config, mut on_loop: impl FnMut(&LoopResult)) -> Report {
         let _ = hist.add(l.finish().await);
     }
     let (rtt_us_p50, rtt_us_p99, rtt_us_max, rtt_cdf) = rtt_figures(&hist);
+    let cluster = (!cfg.members.is_empty()).then(|| {
+        let master_of: Vec<u64> = shared.master_of.iter().map(|m| m.load(Ordering::Relaxed)).collect();
+        ClusterReport {
+            members: addresses
+                .iter()
+                .enumerate()
+                .map(|(k, a)| {
+                    let c = &shared.members[k];
+                    let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+                    MemberCounts {
+                        address: a.to_string(),
+                        masters: master_of.iter().filter(|m| **m == k as u64).count() as u64,
+                        requests: get(&c.requests),
+                        first_answers: get(&c.first_answers),
+                        duplicates: get(&c.duplicates),
+                        slave_writes: get(&c.slave_writes),
+                    }
+                })
+                .collect(),
+            settle_s,
+            unsettled,
+            without_master: master_of.iter().filter(|m| **m == load::NO_MASTER).count() as u64,
+        }
+    });
     Report {
+        cluster,
         rtt_cdf,
         rtt_us_p50,
         rtt_us_p99,

@@ -18,13 +18,15 @@
 //! histogram at once.
 
 use crate::{
-    answered_buffer, answered_source, frame, handshake, mac, new_source, put_packet_in, put_packet_in_as,
+    answered_buffer, answered_source, frame, handshake_with, mac, new_source, put_packet_in, put_packet_in_as,
     source_prefix, switch, tagged, to_controller_rule, Answers, Config, Mode, MALFORMED_BIT, MAX_OUTSTANDING,
 };
 use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
-use ofwire::Framer;
+use ofswitch::roles::{Async, Roles, Verdict};
+use ofwire::v13::ControllerRole;
+use ofwire::{Framer, OFP10_VERSION};
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -36,7 +38,6 @@ pub(crate) fn new_histogram() -> Histogram<u64> {
 }
 
 /// What the measuring thread and every event loop share.
-#[derive(Default)]
 pub(crate) struct Shared {
     pub stop: AtomicBool,
     /// Past the warm-up: switches count what they do.
@@ -44,6 +45,36 @@ pub(crate) struct Shared {
     /// Sessions that could not be opened, were closed, or never finished
     /// their handshake.
     pub lost: AtomicU64,
+    /// Cluster mode: switches whose roles have settled.
+    pub settled: AtomicU64,
+    /// Each switch's MASTER (a member's index), or `NO_MASTER`.
+    pub master_of: Vec<AtomicU64>,
+    /// Each member's counts (one entry standalone).
+    pub members: Vec<MemberCounters>,
+}
+
+pub(crate) const NO_MASTER: u64 = u64::MAX;
+
+impl Shared {
+    pub fn new(switches: usize, members: usize) -> Shared {
+        Shared {
+            stop: AtomicBool::new(false),
+            measuring: AtomicBool::new(false),
+            lost: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
+            master_of: (0..switches).map(|_| AtomicU64::new(NO_MASTER)).collect(),
+            members: (0..members.max(1)).map(|_| MemberCounters::default()).collect(),
+        }
+    }
+}
+
+/// What the switches saw of one member (measured loops only).
+#[derive(Default)]
+pub(crate) struct MemberCounters {
+    pub requests: AtomicU64,
+    pub first_answers: AtomicU64,
+    pub duplicates: AtomicU64,
+    pub slave_writes: AtomicU64,
 }
 
 #[derive(Default)]
@@ -57,17 +88,18 @@ pub(crate) struct SwitchCounters {
     malformed_acted: AtomicU64,
     errors: AtomicU64,
     unanswered: AtomicU64,
+    duplicates: AtomicU64,
     /// The switch finished its handshake.
     pub established: AtomicBool,
 }
 
 impl SwitchCounters {
     /// The counters now: responses, matched, unmatched, malformed sent,
-    /// malformed acted on, errors, requests, unanswered. They are read one
+    /// malformed acted on, errors, requests, unanswered, duplicates. They are read one
     /// after another while the switches keep adding, so a loop's figures
     /// can differ by one read batch at its edges (e.g. matched slightly
     /// above responses in one loop); over a run they agree.
-    pub fn snapshot(&self) -> [u64; 8] {
+    pub fn snapshot(&self) -> [u64; 9] {
         [
             &self.responses,
             &self.matched,
@@ -77,17 +109,20 @@ impl SwitchCounters {
             &self.errors,
             &self.requests,
             &self.unanswered,
+            &self.duplicates,
         ]
         .map(|c| c.load(Ordering::Relaxed))
     }
 }
 
-/// A switch past its handshake, on its way to an event loop.
+/// A switch past its handshakes, on its way to an event loop.
 pub(crate) struct Established {
     pub idx: usize,
-    pub stream: std::net::TcpStream,
-    /// What the handshake read beyond what it used.
-    pub framer: Framer,
+    /// A session per controller (`Config::addresses`), each with what its
+    /// handshake read beyond what it used.
+    pub sessions: Vec<(std::net::TcpStream, Framer)>,
+    /// The sessions' roles (OpenFlow 1.3).
+    pub roles: Option<Roles>,
     pub counters: Arc<SwitchCounters>,
 }
 
@@ -146,26 +181,30 @@ impl EventLoop {
 }
 
 /// The event loop's life: it takes the switches given to it and runs them
-/// until `stop`, then closes their sessions.
-fn serve(mut poll: Poll, rx: mpsc::Receiver<Established>, cfg: &Config, shared: &Shared) -> Histogram<u64> {
+/// until `stop`, then closes their sessions. Switch `i`'s session `k` is
+/// token `i * per + k` (`per`: the controllers each switch connects to).
+fn serve(mut poll: Poll, rx: mpsc::Receiver<Established>, cfg: &Config, shared: &Arc<Shared>) -> Histogram<u64> {
     let mut events = Events::with_capacity(256);
     let mut switches: Vec<Option<Switch>> = Vec::new();
     let mut hist = new_histogram();
     let clock = Instant::now();
+    let per = cfg.addresses().len();
     // Paced and flood sending look every millisecond for what is due; the
-    // others every 100 ms, to give up unanswered new sources and to get a
-    // switch going whose learning phase the controller left unanswered.
+    // others every 100 ms, to give up unanswered new sources, to get a
+    // switch going whose learning phase the controller left unanswered,
+    // and to settle a cluster's switches that no role request reached.
     let every = if cfg.mode == Mode::Flood || (cfg.mode == Mode::Throughput && cfg.offered_rate > 0.0) {
         Duration::from_millis(1)
     } else {
         Duration::from_millis(100)
     };
     let mut next_tick = Instant::now() + every;
-    let lost = |switches: &mut Vec<Option<Switch>>, i: usize, registry: &Registry| {
-        if let Some(mut sw) = switches[i].take() {
-            let _ = registry.deregister(&mut sw.stream);
+    // A switch with no session left is dropped (its sessions were counted
+    // lost one by one).
+    let prune = |switches: &mut Vec<Option<Switch>>, i: usize| {
+        if switches[i].as_ref().is_some_and(|sw| !sw.any_open()) {
+            switches[i] = None;
         }
-        shared.lost.fetch_add(1, Ordering::Relaxed);
     };
     loop {
         let timeout = next_tick.saturating_duration_since(Instant::now());
@@ -173,9 +212,9 @@ fn serve(mut poll: Poll, rx: mpsc::Receiver<Established>, cfg: &Config, shared: 
             if e.kind() == ErrorKind::Interrupted {
                 continue;
             }
-            // The loop cannot wait any more: its switches are lost.
-            let n = switches.iter().flatten().count() as u64;
-            shared.lost.fetch_add(n, Ordering::Relaxed);
+            // The loop cannot wait any more: its sessions are lost.
+            let n: usize = switches.iter().flatten().map(|sw| sw.open_sessions()).sum();
+            shared.lost.fetch_add(n as u64, Ordering::Relaxed);
             break;
         }
         if shared.stop.load(Ordering::Relaxed) {
@@ -187,63 +226,90 @@ fn serve(mut poll: Poll, rx: mpsc::Receiver<Established>, cfg: &Config, shared: 
             if ev.token() == WAKE {
                 while let Ok(e) = rx.try_recv() {
                     let i = switches.len();
-                    let mut sw = Switch::new(e, cfg, clock);
-                    let ok = registry.register(&mut sw.stream, Token(i), Interest::READABLE).is_ok();
-                    switches.push(Some(sw));
-                    // What came after the handshake's end (a new-sources
-                    // controller's send-to-controller rule), the learning
-                    // phase, and the first requests.
-                    let sw = switches[i].as_mut().expect("just pushed");
-                    if !ok
-                        || sw.take(cfg, measuring, &mut hist).is_err()
-                        || sw.pump(cfg, measuring, registry, Token(i)).is_err()
-                    {
-                        lost(&mut switches, i, registry);
+                    let mut sw = Switch::new(e, cfg, clock, shared.clone(), i * per);
+                    sw.register(registry);
+                    // What came after the handshakes' end (a new-sources
+                    // controller's send-to-controller rule, role requests),
+                    // the learning phase, and the first requests.
+                    for k in 0..sw.sessions.len() {
+                        sw.take(k, cfg, measuring, &mut hist, registry);
                     }
+                    sw.pump(cfg, measuring, registry);
+                    switches.push(Some(sw));
+                    prune(&mut switches, i);
                 }
                 continue;
             }
-            let i = ev.token().0;
+            let (i, k) = (ev.token().0 / per, ev.token().0 % per);
             let Some(sw) = switches.get_mut(i).and_then(|s| s.as_mut()) else {
                 continue;
             };
-            let ok = (!ev.is_readable() || sw.on_readable(cfg, measuring, &mut hist).is_ok())
-                && sw.pump(cfg, measuring, registry, Token(i)).is_ok();
-            if !ok {
-                lost(&mut switches, i, registry);
+            if ev.is_readable() {
+                sw.on_readable(k, cfg, measuring, &mut hist, registry);
             }
+            sw.pump(cfg, measuring, registry);
+            prune(&mut switches, i);
         }
         if Instant::now() >= next_tick {
             next_tick = Instant::now() + every;
             for i in 0..switches.len() {
                 let Some(sw) = switches[i].as_mut() else { continue };
                 sw.sweep(cfg, measuring);
-                if sw.pump(cfg, measuring, registry, Token(i)).is_err() {
-                    lost(&mut switches, i, registry);
-                }
+                sw.pump(cfg, measuring, registry);
+                prune(&mut switches, i);
             }
         }
     }
     hist
 }
 
-/// One emulated switch on an event loop: its session, its requests in
-/// flight (a window of them, or one in latency mode), and its answers
-/// matched.
-struct Switch {
+/// One session of a switch: a connection to one controller (a member of a
+/// cluster), its bytes in and out, and what its role lets it do.
+struct Session {
     stream: TcpStream,
     framer: Framer,
+    out: Vec<u8>,
+    /// Bytes of `out` already written.
+    written: usize,
+    /// The socket is watched for room to write (a write fell short).
+    want_write: bool,
+    open: bool,
+    /// Its role is SLAVE (its writes are refused).
+    slave: bool,
+    /// Its role and asynchronous configuration give it the PACKET_INs.
+    wants: bool,
+}
+
+/// One emulated switch on an event loop: its sessions (one, or one per
+/// member of a cluster), its requests in flight (a window of them, or one
+/// in latency mode), and its answers matched, whichever session brings
+/// them.
+struct Switch {
+    sessions: Vec<Session>,
+    /// The sessions' roles (OpenFlow 1.3; None: 1.0, every session equal).
+    roles: Option<Roles>,
+    /// The PACKET_INs' reason (what the roles' masks are asked about).
+    reason: u8,
+    /// Session `k`'s token is `token_base + k`.
+    token_base: usize,
+    /// Requests go out once the roles have settled (at once standalone).
+    settled: bool,
+    /// A role request has come on some session (else, a second after the
+    /// handshakes, the cluster is taken to be all EQUAL).
+    role_seen: bool,
+    connected_at: Instant,
+    idx: usize,
+    shared: Arc<Shared>,
     counters: Arc<SwitchCounters>,
     id: switch::Identity,
     /// Nanoseconds are counted from here (the loop's clock).
     clock: Instant,
     /// Read and write sizes.
     size: usize,
-    out: Vec<u8>,
-    /// Bytes of `out` already written.
-    written: usize,
-    /// The socket is watched for room to write (a write fell short).
-    want_write: bool,
+    /// Requests built and not yet given to the sessions that want them,
+    /// and how many good ones they are.
+    stage: Vec<u8>,
+    staged: u64,
     /// Every MAC's PACKET_IN, encoded once, `tpl_len` bytes each, all of
     /// them twice over: a batch of requests from MAC `i` on is one copy
     /// from `i * tpl_len`, then each gets its xid and buffer id (and, for
@@ -260,8 +326,10 @@ struct Switch {
     swept: Instant,
     window: usize,
     /// Each slot remembers which request it holds (its sequence number, and
-    /// when it was sent in nanoseconds on the clock), so a late or duplicate
-    /// answer is never credited to a later request in the same slot.
+    /// when it was sent in nanoseconds on the clock, or `ANSWERED`), so a
+    /// late answer is never credited to a later request in the same slot
+    /// and a second answer to one request is told apart (also once the
+    /// slot has moved on: by its sequence number, sent before).
     sent_at: Vec<(u32, u64)>,
     seq: u32,
     outstanding: usize,
@@ -276,8 +344,22 @@ struct Switch {
     rtts: Rtts,
 }
 
+/// A slot's time once its request has been answered.
+const ANSWERED: u64 = u64::MAX;
+
+/// A role's sessions keep this much unsent at most; beyond it a slow
+/// member's PACKET_INs are not queued (the switch keeps going for the
+/// others, as a switch's per-connection queue would drop).
+const MAX_BACKLOG: usize = 4 << 20;
+
+/// Messages that change the switch (a SLAVE may not send them): PACKET_OUT,
+/// FLOW_MOD, GROUP_MOD, PORT_MOD, TABLE_MOD, METER_MOD.
+fn is_write(t: u8) -> bool {
+    matches!(t, 13..=17 | 29)
+}
+
 impl Switch {
-    fn new(e: Established, cfg: &Config, clock: Instant) -> Switch {
+    fn new(e: Established, cfg: &Config, clock: Instant, shared: Arc<Shared>, token_base: usize) -> Switch {
         let idx = e.idx;
         let new_sources = cfg.answers == Answers::NewSource;
         let reason = match new_sources {
@@ -303,13 +385,13 @@ impl Switch {
         let slots = (window * 4).next_power_of_two().max(16);
         // Per-switch buffers shrink as switches multiply (memory stays bounded).
         let size = ((4 << 20) / cfg.switches.max(1)).clamp(4096, 256 * 1024);
-        let mut out = Vec::with_capacity(size);
+        let mut stage = Vec::with_capacity(size);
         // Learning phase: every MAC once, as a broadcast; answers are
         // drained as they come. (New sources need none: every one is new.)
         if !new_sources {
             for i in 0..cfg.macs {
                 let f = tagged(frame(mac(idx, i), [0xff; 6]), cfg.vlan);
-                put_packet_in(&mut out, cfg.version, 0, 1 + (i % 4) as u32, &f);
+                put_packet_in(&mut stage, cfg.version, 0, 1 + (i % 4) as u32, &f);
             }
         }
         let arp_carrying_ipv4 = {
@@ -325,9 +407,31 @@ impl Switch {
         } else {
             0.0
         };
-        Switch {
-            stream: TcpStream::from_std(e.stream),
-            framer: e.framer,
+        let standalone = e.sessions.len() == 1;
+        let sessions = e
+            .sessions
+            .into_iter()
+            .map(|(stream, framer)| Session {
+                stream: TcpStream::from_std(stream),
+                framer,
+                out: Vec::with_capacity(size),
+                written: 0,
+                want_write: false,
+                open: true,
+                slave: false,
+                wants: true,
+            })
+            .collect();
+        let mut sw = Switch {
+            sessions,
+            roles: e.roles,
+            reason: u8::from(reason),
+            token_base,
+            settled: standalone,
+            role_seen: false,
+            connected_at: Instant::now(),
+            idx,
+            shared,
             counters: e.counters,
             id: switch::Identity {
                 datapath_id: cfg.first_dpid.wrapping_add(idx as u64),
@@ -335,9 +439,8 @@ impl Switch {
             },
             clock,
             size,
-            out,
-            written: 0,
-            want_write: false,
+            stage,
+            staged: 0,
             templates,
             tpl_len,
             src_at,
@@ -357,6 +460,87 @@ impl Switch {
             pace_start: Instant::now(),
             paced_sent: 0,
             rtts: Rtts { value: 0, count: 0 },
+        };
+        // Roles asked for during the handshakes.
+        sw.role_seen = sw
+            .roles
+            .as_ref()
+            .is_some_and(|r| (0..r.connection_count()).any(|k| r.role(k) != ControllerRole::Equal));
+        sw.refresh_roles();
+        sw
+    }
+
+    fn register(&mut self, registry: &Registry) {
+        for k in 0..self.sessions.len() {
+            let token = Token(self.token_base + k);
+            if registry
+                .register(&mut self.sessions[k].stream, token, Interest::READABLE)
+                .is_err()
+            {
+                self.fail(k, registry);
+            }
+        }
+    }
+
+    fn any_open(&self) -> bool {
+        self.sessions.iter().any(|s| s.open)
+    }
+
+    fn open_sessions(&self) -> usize {
+        self.sessions.iter().filter(|s| s.open).count()
+    }
+
+    /// Session `k` is lost (closed, refused, or its stream broken): it is
+    /// counted, and the switch goes on with the others.
+    fn fail(&mut self, k: usize, registry: &Registry) {
+        let s = &mut self.sessions[k];
+        if !s.open {
+            return;
+        }
+        s.open = false;
+        s.wants = false;
+        let _ = registry.deregister(&mut s.stream);
+        s.out.clear();
+        s.written = 0;
+        if let Some(r) = self.roles.as_mut() {
+            r.close(k);
+        }
+        self.shared.lost.fetch_add(1, Ordering::Relaxed);
+        self.refresh_roles();
+    }
+
+    /// After a role or asynchronous configuration changed: which sessions
+    /// are slaves and which get PACKET_INs, the switch's master, and
+    /// whether the roles have settled.
+    fn refresh_roles(&mut self) {
+        let mut master = NO_MASTER;
+        let (mut masters, mut slaves, mut open) = (0, 0, 0);
+        for (k, s) in self.sessions.iter_mut().enumerate() {
+            if !s.open {
+                continue;
+            }
+            open += 1;
+            let Some(r) = &self.roles else { continue };
+            let role = r.role(k);
+            s.slave = role == ControllerRole::Slave;
+            s.wants = r.wants(k, Async::PacketIn { reason: self.reason });
+            if role == ControllerRole::Master {
+                master = k as u64;
+                masters += 1;
+            }
+            slaves += usize::from(s.slave);
+        }
+        if let Some(m) = self.shared.master_of.get(self.idx) {
+            m.store(master, Ordering::Relaxed);
+        }
+        if !self.settled {
+            let one_master = masters == 1 && masters + slaves == open;
+            // No role asked for a second after the handshakes: all EQUAL.
+            let all_equal = !self.role_seen && self.connected_at.elapsed() >= Duration::from_secs(1);
+            if one_master || all_equal {
+                self.settled = true;
+                self.shared.settled.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -364,46 +548,104 @@ impl Switch {
         self.clock.elapsed().as_nanos() as u64
     }
 
-    /// Writes what is waiting; when all of it went, the next requests too.
-    fn pump(&mut self, cfg: &Config, measuring: bool, registry: &Registry, token: Token) -> std::io::Result<()> {
-        self.flush(registry, token)?;
-        if self.out.is_empty() {
-            self.fill(cfg, measuring);
-            self.flush(registry, token)?;
+    /// Writes what is waiting; when the first session that gets the
+    /// PACKET_INs has sent all of it, the next requests, to every session
+    /// that gets them.
+    fn pump(&mut self, cfg: &Config, measuring: bool, registry: &Registry) {
+        for k in 0..self.sessions.len() {
+            self.flush(k, registry);
         }
-        Ok(())
+        if !self.settled {
+            return;
+        }
+        let Some(first) = self.sessions.iter().position(|s| s.open && s.wants) else {
+            return;
+        };
+        if !self.sessions[first].out.is_empty() {
+            return;
+        }
+        self.fill(cfg, measuring);
+        if self.stage.is_empty() {
+            return;
+        }
+        let wanting = self.sessions.iter().filter(|s| s.open && s.wants).count();
+        for k in first..self.sessions.len() {
+            let s = &mut self.sessions[k];
+            if !s.open || !s.wants {
+                continue;
+            }
+            if wanting == 1 {
+                // One reader (standalone, or one master): no copy.
+                std::mem::swap(&mut s.out, &mut self.stage);
+            } else if s.out.len() - s.written < MAX_BACKLOG {
+                s.out.extend_from_slice(&self.stage);
+            } else {
+                continue;
+            }
+            if measuring && self.staged > 0 {
+                self.shared.members[k]
+                    .requests
+                    .fetch_add(self.staged, Ordering::Relaxed);
+            }
+            self.flush(k, registry);
+        }
+        self.stage.clear();
+        self.staged = 0;
     }
 
-    /// Writes `out` as far as the socket takes it; the socket is watched
-    /// for room while some is left (TCP's back-pressure holds new requests).
-    fn flush(&mut self, registry: &Registry, token: Token) -> std::io::Result<()> {
-        while self.written < self.out.len() {
-            match self.stream.write(&self.out[self.written..]) {
-                Ok(0) => return Err(ErrorKind::WriteZero.into()),
-                Ok(n) => self.written += n,
+    /// Writes session `k`'s `out` as far as the socket takes it; the socket
+    /// is watched for room while some is left (TCP's back-pressure holds
+    /// new requests).
+    fn flush(&mut self, k: usize, registry: &Registry) {
+        let token = Token(self.token_base + k);
+        let s = &mut self.sessions[k];
+        if !s.open {
+            return;
+        }
+        let broken = loop {
+            if s.written >= s.out.len() {
+                break None;
+            }
+            match s.stream.write(&s.out[s.written..]) {
+                Ok(0) => break Some(()),
+                Ok(n) => s.written += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    if !self.want_write {
-                        registry.reregister(&mut self.stream, token, Interest::READABLE | Interest::WRITABLE)?;
-                        self.want_write = true;
+                    if !s.want_write {
+                        if registry
+                            .reregister(&mut s.stream, token, Interest::READABLE | Interest::WRITABLE)
+                            .is_err()
+                        {
+                            break Some(());
+                        }
+                        s.want_write = true;
                     }
-                    return Ok(());
+                    return;
                 }
-                Err(e) => return Err(e),
+                Err(_) => break Some(()),
             }
+        };
+        if broken.is_some() {
+            return self.fail(k, registry);
         }
-        self.out.clear();
-        self.written = 0;
-        if self.want_write {
-            registry.reregister(&mut self.stream, token, Interest::READABLE)?;
-            self.want_write = false;
+        s.out.clear();
+        s.written = 0;
+        if s.want_write {
+            if registry.reregister(&mut s.stream, token, Interest::READABLE).is_err() {
+                return self.fail(k, registry);
+            }
+            s.want_write = false;
         }
-        Ok(())
     }
 
     /// New sources: requests unanswered for too long are given up (their
-    /// place in the window freed), and counted.
+    /// place in the window freed), and counted. A cluster's switch that
+    /// no role request reached is settled (all EQUAL) a second after its
+    /// handshakes.
     fn sweep(&mut self, cfg: &Config, measuring: bool) {
+        if !self.settled {
+            self.refresh_roles();
+        }
         if !self.new_sources || self.swept.elapsed() < Duration::from_millis(100) {
             return;
         }
@@ -412,7 +654,7 @@ impl Switch {
         let give_up = cfg.unanswered_after_ms.max(1) * 1_000_000;
         let mut gone = 0;
         for slot in self.sent_at.iter_mut() {
-            if slot.0 != 0 && now.saturating_sub(slot.1) >= give_up {
+            if slot.0 != 0 && slot.1 != ANSWERED && now.saturating_sub(slot.1) >= give_up {
                 *slot = (0, 0);
                 self.outstanding = self.outstanding.saturating_sub(1);
                 gone += 1;
@@ -423,7 +665,7 @@ impl Switch {
         }
     }
 
-    /// Puts the requests the window (or the pace) allows into `out`.
+    /// Puts the requests the window (or the pace) allows into `stage`.
     fn fill(&mut self, cfg: &Config, measuring: bool) {
         let mut budget = if cfg.mode == Mode::Flood {
             self.window
@@ -458,7 +700,7 @@ impl Switch {
                 let per_mille = cfg.malformed_per_mille as u64;
                 if (self.sent_total * per_mille) % 1000 < per_mille {
                     self.malformed_seq = self.malformed_seq.wrapping_add(1);
-                    let out = &mut self.out;
+                    let out = &mut self.stage;
                     if self.malformed_seq.is_multiple_of(2) {
                         let at = out.len();
                         out.extend_from_slice(&self.arp_carrying_ipv4);
@@ -477,16 +719,16 @@ impl Switch {
             }
             let l = self.tpl_len;
             let from = self.next_mac * l;
-            let at = self.out.len();
-            self.out.extend_from_slice(&self.templates[from..from + run * l]);
+            let at = self.stage.len();
+            self.stage.extend_from_slice(&self.templates[from..from + run * l]);
             for p in (at..at + run * l).step_by(l) {
                 let seq = self.seq;
                 self.sent_at[seq as usize % slots] = (seq, batch_at);
-                self.out[p + 4..p + 8].copy_from_slice(&seq.to_be_bytes());
-                self.out[p + 8..p + 12].copy_from_slice(&seq.to_be_bytes());
+                self.stage[p + 4..p + 8].copy_from_slice(&seq.to_be_bytes());
+                self.stage[p + 8..p + 12].copy_from_slice(&seq.to_be_bytes());
                 if self.new_sources {
                     let s = p + self.src_at;
-                    self.out[s..s + 6].copy_from_slice(&new_source(self.prefix, seq));
+                    self.stage[s..s + 6].copy_from_slice(&new_source(self.prefix, seq));
                 }
                 // Below the malformed bit, never 0 (the learning phase's id).
                 self.seq = (seq.wrapping_add(1) & !MALFORMED_BIT).max(1);
@@ -497,47 +739,65 @@ impl Switch {
             sent_now += run as u64;
         }
         self.paced_sent += sent_now;
+        self.staged += sent_now;
         if measuring {
             self.counters.requests.fetch_add(sent_now, Ordering::Relaxed);
         }
     }
 
-    /// Reads what came (straight into the framer) and takes each message.
-    /// An error: the session is lost.
-    fn on_readable(&mut self, cfg: &Config, measuring: bool, hist: &mut Histogram<u64>) -> std::io::Result<()> {
+    /// Reads what came on session `k` (straight into its framer) and takes
+    /// each message. An error: the session is lost.
+    fn on_readable(&mut self, k: usize, cfg: &Config, measuring: bool, hist: &mut Histogram<u64>, registry: &Registry) {
         loop {
-            let room = self.framer.spare(self.size);
+            let size = self.size;
+            let s = &mut self.sessions[k];
+            if !s.open {
+                return;
+            }
+            let room = s.framer.spare(size);
             let len = room.len();
-            match self.stream.read(room) {
-                Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            match s.stream.read(room) {
+                Ok(0) => return self.fail(k, registry),
                 Ok(n) => {
-                    self.framer.commit(n);
-                    self.take(cfg, measuring, hist)?;
+                    s.framer.commit(n);
+                    self.take(k, cfg, measuring, hist, registry);
                     // Less than the room: the socket is drained (epoll
                     // reports the next bytes as a new edge).
                     if n < len {
-                        return Ok(());
+                        return;
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
-                Err(e) => return Err(e),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(_) => return self.fail(k, registry),
             }
         }
     }
 
-    /// Takes every whole message the framer holds: answers are matched to
-    /// their requests, control messages get a switch's answer.
-    fn take(&mut self, cfg: &Config, measuring: bool, hist: &mut Histogram<u64>) -> std::io::Result<()> {
+    /// Takes every whole message session `k`'s framer holds: answers are
+    /// matched to their requests (the first answer to each; a second one
+    /// is a duplicate), a slave's writes refused, control messages given a
+    /// switch's answer on the same session.
+    fn take(&mut self, k: usize, cfg: &Config, measuring: bool, hist: &mut Histogram<u64>, registry: &Registry) {
+        if !self.sessions[k].open {
+            return;
+        }
         let now = self.now_ns();
         let slots = self.sent_at.len();
         let (mut resp, mut matched, mut unmatched, mut acted, mut errors) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut duplicates, mut slave_writes, mut roles_changed) = (0u64, 0u64, false);
+        // Out of the session while its messages are read (they borrow it).
+        let mut framer = std::mem::replace(&mut self.sessions[k].framer, Framer::unallocated(0));
+        let mut broken = false;
         loop {
-            let m = match self.framer.next_message() {
+            let m = match framer.next_message() {
                 Ok(Some(m)) => m,
                 Ok(None) => break,
                 // A length that cannot be: the stream is lost.
-                Err(e) => return Err(std::io::Error::new(ErrorKind::InvalidData, e.to_string())),
+                Err(_) => {
+                    broken = true;
+                    break;
+                }
             };
             match m[1] {
                 1 => {
@@ -546,18 +806,44 @@ impl Switch {
                 }
                 2 => {
                     // ECHO_REQUEST: answered in kind.
-                    let at = self.out.len();
-                    self.out.extend_from_slice(m);
-                    self.out[at + 1] = 3;
+                    let out = &mut self.sessions[k].out;
+                    let at = out.len();
+                    out.extend_from_slice(m);
+                    out[at + 1] = 3;
                     continue;
                 }
                 _ => {}
             }
-            let Some(b) = answered_buffer(cfg.version, m) else {
-                // Other control messages (barrier, stats, config) get a switch's answer.
-                if let Ok(m) = ofwire::decode(m) {
-                    for r in switch::replies(self.id, &m) {
-                        let _ = r.encode(&mut self.out);
+            let slave_write = self.sessions[k].slave && is_write(m[1]);
+            let answered = if slave_write {
+                None
+            } else {
+                answered_buffer(cfg.version, m)
+            };
+            let Some(b) = answered else {
+                // Role requests, asynchronous configuration and a slave's
+                // writes are the roles' matter; other control messages
+                // (barrier, stats, config) get a switch's answer.
+                let Ok(m) = ofwire::decode(m) else { continue };
+                let verdict = match self.roles.as_mut() {
+                    Some(r) => r.on_message(k, &m),
+                    None => Verdict::Pass,
+                };
+                let out = &mut self.sessions[k].out;
+                match verdict {
+                    Verdict::Answer(r) => {
+                        let _ = r.encode(out);
+                        if slave_write {
+                            slave_writes += 1;
+                        } else {
+                            roles_changed = true;
+                        }
+                    }
+                    Verdict::Taken => roles_changed = true,
+                    Verdict::Pass => {
+                        for r in switch::replies(self.id, &m) {
+                            let _ = r.encode(out);
+                        }
                     }
                 }
                 continue;
@@ -596,16 +882,30 @@ impl Switch {
             };
             let slot = &mut self.sent_at[answered as usize % slots];
             if slot.0 != 0 && slot.0 & bits == answered {
-                let at = std::mem::take(slot).1;
+                if slot.1 == ANSWERED {
+                    duplicates += 1;
+                    continue;
+                }
+                let at = std::mem::replace(&mut slot.1, ANSWERED);
                 matched += 1;
                 self.outstanding = self.outstanding.saturating_sub(1);
                 if measuring {
                     self.rtts.record(now.saturating_sub(at).max(1), hist);
                 }
             } else {
-                unmatched += 1;
+                // Its slot has moved on: a request sent before (answered
+                // already; a lagging member's answers come this late) is
+                // a duplicate, one never sent is unmatched.
+                let span: u32 = if self.new_sources { 1 << 24 } else { 1 << 31 };
+                let back = self.seq.wrapping_sub(answered) & (span - 1);
+                if back > 0 && back < span / 2 {
+                    duplicates += 1;
+                } else {
+                    unmatched += 1;
+                }
             }
         }
+        self.sessions[k].framer = framer;
         self.rtts.flush(hist);
         if measuring {
             let add = |c: &AtomicU64, n: u64| {
@@ -618,14 +918,27 @@ impl Switch {
             add(&self.counters.unmatched, unmatched);
             add(&self.counters.malformed_acted, acted);
             add(&self.counters.errors, errors);
+            add(&self.counters.duplicates, duplicates);
+            let member = &self.shared.members[k.min(self.shared.members.len() - 1)];
+            add(&member.first_answers, matched);
+            add(&member.duplicates, duplicates);
+            add(&member.slave_writes, slave_writes);
         }
-        Ok(())
+        if roles_changed {
+            self.role_seen = true;
+            self.refresh_roles();
+        }
+        if broken {
+            self.fail(k, registry);
+        }
     }
 }
 
-/// Connects switch `idx` and completes its handshake (on the caller's
-/// runtime), then gives it to its event loop. A switch that cannot connect,
-/// finish its handshake or reach its loop counts as lost.
+/// Connects switch `idx` to every controller (`Config::addresses`) and
+/// completes each handshake (on the caller's runtime; role requests that
+/// come during one are answered by the switch's roles), then gives it to
+/// its event loop. A switch that cannot connect to each, finish each
+/// handshake or reach its loop counts as lost.
 pub(crate) async fn connect(
     idx: usize,
     cfg: Arc<Config>,
@@ -636,27 +949,49 @@ pub(crate) async fn connect(
     let lost = || {
         shared.lost.fetch_add(1, Ordering::Relaxed);
     };
-    let Ok(mut s) = tokio::net::TcpStream::connect(cfg.target).await else {
-        return lost();
-    };
-    let _ = s.set_nodelay(true);
-    let mut framer = Framer::default();
     let id = switch::Identity {
         datapath_id: cfg.first_dpid.wrapping_add(idx as u64),
         ports: cfg.ports,
     };
-    if handshake(&mut s, &mut framer, cfg.version, id).await.is_err() {
-        return lost();
+    let mut roles = (cfg.version != OFP10_VERSION).then(|| Roles::new(0));
+    let mut sessions = Vec::new();
+    for (k, addr) in cfg.addresses().into_iter().enumerate() {
+        let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
+            return lost();
+        };
+        let _ = s.set_nodelay(true);
+        let mut framer = Framer::default();
+        if let Some(r) = roles.as_mut() {
+            r.add_connection();
+        }
+        let answered = handshake_with(&mut s, &mut framer, cfg.version, |m| {
+            if let Some(r) = roles.as_mut() {
+                match r.on_message(k, m) {
+                    Verdict::Answer(a) => return vec![a],
+                    Verdict::Taken => return Vec::new(),
+                    Verdict::Pass => {}
+                }
+            }
+            switch::replies(id, m)
+        })
+        .await;
+        if answered.is_err() {
+            return lost();
+        }
+        // Still non-blocking, as the event loop wants it.
+        let Ok(stream) = s.into_std() else {
+            return lost();
+        };
+        sessions.push((stream, framer));
     }
     counters.established.store(true, Ordering::Relaxed);
-    // Still non-blocking, as the event loop wants it.
-    let (Ok(stream), Some(door)) = (s.into_std(), door) else {
+    let Some(door) = door else {
         return lost();
     };
     let given = door.add(Established {
         idx,
-        stream,
-        framer,
+        sessions,
+        roles,
         counters,
     });
     if given.is_err() {

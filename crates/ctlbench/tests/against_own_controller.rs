@@ -36,6 +36,7 @@ fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbe
         answers: ctlbench::Answers::Buffer,
         unanswered_after_ms: 0,
         threads: 0,
+        members: Vec::new(),
     }
 }
 
@@ -143,11 +144,16 @@ async fn a_double_answering_controller_is_caught() {
         assert_eq!(r.sessions_lost, 0);
         for l in &r.loops {
             assert!(l.matched_per_s > 0.0);
-            // Two responses per matched request, the second unmatched.
+            // Two responses per matched request, the second a duplicate
+            // (told apart from answers to no request at all).
             let ratio = l.responses_per_s / l.matched_per_s;
             assert!((1.9..2.1).contains(&ratio), "{mode:?}: ratio {ratio}: {l:?}");
-            let unmatched_per_s = l.unmatched as f64 / l.seconds;
-            assert!((unmatched_per_s / l.matched_per_s - 1.0).abs() < 0.1, "{mode:?}: {l:?}");
+            let duplicates_per_s = l.duplicates as f64 / l.seconds;
+            assert!(
+                (duplicates_per_s / l.matched_per_s - 1.0).abs() < 0.1,
+                "{mode:?}: {l:?}"
+            );
+            assert!(l.unmatched <= 2, "{mode:?}: {l:?}");
         }
     }
     ctl.stop();
@@ -238,4 +244,55 @@ async fn a_handshake_that_never_ends_does_not_hang_the_run() {
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_eq!(r.sessions_lost, c.switches as u64);
     assert!(r.loops.iter().all(|l| l.matched_per_s == 0.0));
+}
+
+/// RFC 8456's cluster mode with every member EQUAL: three controllers that
+/// know nothing of each other (no role is ever asked for), every switch
+/// connected to each. The switches settle as all EQUAL a second after
+/// their handshakes, send every PACKET_IN to all three, take the first
+/// answer and count the other two as duplicates, per member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_all_equal_cluster_gets_every_request_and_its_second_answers_are_duplicates() {
+    let ctls: Vec<_> = (0..3).map(|_| controller("l2-learning")).collect();
+    for version in [ofwire::OFP10_VERSION, ofwire::OFP13_VERSION] {
+        let mut c = cfg(ctls[0].local_addrs[0], ctlbench::Mode::Throughput, version);
+        c.members = ctls.iter().map(|h| h.local_addrs[0]).collect();
+        // Paced below what each member answers, so none lags (a member
+        // flooded beyond its rate answers after the last loop).
+        c.offered_rate = 4000.0;
+        c.loop_ms = 500;
+        let r = ctlbench::run(c, |_| {}).await;
+        assert_eq!(r.sessions_lost, 0, "{version}");
+        let cl = r.cluster.as_ref().expect("a cluster report");
+        assert!(
+            cl.settle_s.is_some_and(|s| s >= 1.0),
+            "settled as all EQUAL after a second: {cl:?}"
+        );
+        assert_eq!((cl.unsettled, cl.without_master), (0, 4), "{cl:?}");
+        assert_eq!(cl.members.len(), 3);
+        let requests = cl.members[0].requests;
+        assert!(requests > 1000, "{cl:?}");
+        let firsts: u64 = cl.members.iter().map(|m| m.first_answers).sum();
+        let dups: u64 = cl.members.iter().map(|m| m.duplicates).sum();
+        for m in &cl.members {
+            // Every member was sent every request (up to a loop's edge).
+            assert!(m.requests.abs_diff(requests) * 50 <= requests, "{cl:?}");
+            assert_eq!((m.masters, m.slave_writes), (0, 0), "{cl:?}");
+        }
+        // Each request answered three times: one first, two duplicates.
+        let ratio = dups as f64 / firsts as f64;
+        assert!((1.9..2.1).contains(&ratio), "{version}: {ratio}: {cl:?}");
+        for m in &cl.members {
+            let answered = m.first_answers + m.duplicates;
+            assert!(
+                answered.abs_diff(m.requests) * 20 <= m.requests,
+                "every member answered: {cl:?}"
+            );
+        }
+        let loop_dups: u64 = r.loops.iter().map(|l| l.duplicates).sum();
+        assert!(loop_dups.abs_diff(dups) * 50 <= dups, "{loop_dups} {dups}");
+    }
+    for c in ctls {
+        c.stop();
+    }
 }

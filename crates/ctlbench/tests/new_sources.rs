@@ -152,6 +152,7 @@ async fn new_sources_are_stamped_matched_and_given_up_when_unanswered() {
             answers: ctlbench::Answers::NewSource,
             unanswered_after_ms: 300,
             threads: 0,
+            members: Vec::new(),
         };
         let r = ctlbench::run(cfg, |_| {}).await;
         assert_eq!(r.sessions_lost, 0);

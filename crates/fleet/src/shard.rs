@@ -114,6 +114,7 @@ pub fn merge_loop(parts: &[&LoopResult]) -> LoopResult {
         malformed_acted: sum_u(&|l| l.malformed_acted),
         errors: sum_u(&|l| l.errors),
         unanswered: sum_u(&|l| l.unanswered),
+        duplicates: sum_u(&|l| l.duplicates),
         per_switch_min: per_switch.iter().copied().min().unwrap_or(0),
         per_switch_max: per_switch.iter().copied().max().unwrap_or(0),
         per_switch,
@@ -181,6 +182,8 @@ pub fn merge(cfg: &Config, shards: &[Shard]) -> Report {
         rtt_us_max: max,
         rtt_cdf: cdf,
         sessions_lost: shards.iter().map(|s| s.report.sessions_lost).sum(),
+        // Spread runs are standalone (lab refuses --cluster with --workers).
+        cluster: None,
         rtt_histogram: hist,
     }
 }
@@ -308,6 +311,7 @@ mod tests {
             answers: ctlbench::Answers::Buffer,
             unanswered_after_ms: 0,
             threads: 0,
+            members: Vec::new(),
         }
     }
 
@@ -343,6 +347,7 @@ mod tests {
             malformed_acted: 0,
             errors: 2,
             unanswered: 0,
+            duplicates: 0,
             per_switch_min: *per.iter().min().unwrap(),
             per_switch_max: *per.iter().max().unwrap(),
             per_switch: per.to_vec(),
@@ -390,6 +395,7 @@ mod tests {
                 rtt_us_max: 0.0,
                 rtt_cdf: Vec::new(),
                 sessions_lost: 1,
+                cluster: None,
                 rtt_histogram: Some(h),
             },
         };

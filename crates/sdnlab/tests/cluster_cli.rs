@@ -449,7 +449,7 @@ fn bench_reactive_paths_in_a_cluster_of_three() {
     }
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
-    assert_eq!(meta["parameters"]["mode"], "cluster", "{meta}");
+    assert_eq!(meta["parameters"]["rfc8456_mode"], "cluster", "{meta}");
     assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
     let (dom, _) = common::chromium(&out.join("report.html"), &out.join("report.png"));
     for want in [
@@ -460,5 +460,63 @@ fn bench_reactive_paths_in_a_cluster_of_three() {
     ] {
         assert!(dom.contains(want), "the report does not show '{want}'");
     }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// RFC 8456's asynchronous message processing in cluster mode: `bench ctl
+/// --cluster 3 --ofp 1.3` (cbench's load) connects every emulated switch
+/// to the three members, waits for their roles (one MASTER per switch by
+/// ROLE_REQUEST, the others SLAVE), sends every PACKET_IN to every member
+/// (the slaves asked for them with SET_ASYNC) and counts per member: the
+/// masters answer, the slaves write nothing, no answer comes twice.
+#[test]
+fn bench_cbench_load_against_a_cluster_of_three() {
+    let out = scratch("cluster", "cbench");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "ctl", "--cluster", "3", "--ofp", "1.3", "--switches", "8"])
+        .args(["--trials", "1", "--loops", "2", "--loop-ms", "500", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let trial = samples.iter().find(|s| s["kind"] == "trial").expect("a trial");
+    let v = |s: &serde_json::Value, k: &str| s["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {s}"));
+    assert!(v(trial, "matched_per_s") > 0.0, "{trial}");
+    assert!(v(trial, "settle_s") > 0.0, "{trial}");
+    for k in [
+        "unsettled",
+        "without_master",
+        "slave_writes",
+        "duplicates",
+        "sessions_lost",
+    ] {
+        assert_eq!(v(trial, k), 0.0, "{k}: {trial}");
+    }
+    let members: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
+    assert_eq!(members.len(), 3, "{text}");
+    assert_eq!(members.iter().map(|m| v(m, "masters")).sum::<f64>(), 8.0, "{text}");
+    assert!(
+        members.iter().filter(|m| v(m, "masters") > 0.0).count() >= 2,
+        "masters spread: {text}"
+    );
+    let requests = v(members[0], "requests");
+    for m in &members {
+        // Every member heard every PACKET_IN; only masters answered.
+        assert!(
+            v(m, "requests") > 0.0 && (v(m, "requests") - requests).abs() <= requests * 0.02,
+            "{m}"
+        );
+        assert_eq!(v(m, "first_answers") > 0.0, v(m, "masters") > 0.0, "{m}");
+    }
+    assert!(
+        trial["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("masters (as the switches saw the roles): c1: master of"),
+        "{trial}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

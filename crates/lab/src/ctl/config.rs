@@ -13,9 +13,11 @@ use std::net::SocketAddr;
 /// `topology::TESTS`.
 pub const TESTS: [&str; 5] = ["cbench", "security", "sessions", "rate", "dos"];
 
-/// The tests that take `cluster` (RFC 8456's cluster mode): those on
-/// emulated fabrics whose switches connect to every member.
-pub const CLUSTER_TESTS: [&str; 7] = [
+/// The tests that take `cluster` (RFC 8456's cluster mode): cbench's
+/// load (asynchronous message processing time and rate) and those on
+/// emulated fabrics, every switch connected to every member.
+pub const CLUSTER_TESTS: [&str; 8] = [
+    "cbench",
     "discovery",
     "discovery-size",
     "reactive-paths",
@@ -254,7 +256,7 @@ impl CtlConfig {
                 if self.test.contains("proactive") {
                     "paths through the REST API need the cluster's shared state, not built yet"
                 } else {
-                    "the emulated switches of cbench's load do not yet connect to every member"
+                    "this test's emulated switches do not yet connect to every member"
                 }
             )));
         }

@@ -78,6 +78,8 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
         answers: a.answers(),
         unanswered_after_ms: UNANSWERED_AFTER_MS,
         threads: a.driver_threads,
+        // Set for each trial when the controller is a cluster.
+        members: Vec::new(),
     };
     let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
     let Some(sweep) = &a.sweep else {
@@ -138,6 +140,11 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
 /// the same test against each of several peers.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     a.validate()?;
+    if a.cluster > 0 && place.workers.is_some() {
+        return Err(LabError::Config(
+            "--cluster with --workers: the members and their etcd run on this machine, on loopback, so far; leave one of them out".into(),
+        ));
+    }
     if a.suite.is_some() {
         return suite::run(a, place, obs);
     }
@@ -234,6 +241,9 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             "warmup": a.warmup, "cooldown_ms": a.cooldown_ms, "window": a.window, "switches": a.switches,
             "macs": a.macs, "malformed_percent": a.malformed_percent, "connect_rate": a.connect_rate, "ports": a.ports, "first_dpid": a.first_dpid, "sweep": a.sweep,
             "app": if a.embedded() { Some(&a.app) } else { None },
+            // RFC 8456's setup: standalone, or a cluster of identical members.
+            "rfc8456_mode": if a.cluster > 0 { "cluster" } else { "standalone" }, "cluster_size": a.cluster,
+            "switch_connections": if a.cluster > 0 { "every switch to every member" } else { "one controller" },
         }),
         metrics: vec![
             Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher)
@@ -285,6 +295,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     (
                         ctlbench::Config {
                             target: addr,
+                            members: running.as_ref().map(Running::members).unwrap_or_default(),
                             ..cfg.clone()
                         },
                         running,
@@ -379,10 +390,80 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 meta.events.push(what.clone());
                 note = Some(what);
             }
+            let mut cluster_values = Vec::new();
+            if let Some(c) = &report.cluster {
+                // What each member did (as the switches saw it), on disk
+                // before any summary; the trial's note says it in a line.
+                for (k, m) in c.members.iter().enumerate() {
+                    let s = Sample::of(
+                        "member",
+                        name.clone(),
+                        trial,
+                        [
+                            ("member", (k + 1) as f64),
+                            ("masters", m.masters as f64),
+                            ("requests", m.requests as f64),
+                            ("first_answers", m.first_answers as f64),
+                            ("duplicates", m.duplicates as f64),
+                            ("slave_writes", m.slave_writes as f64),
+                        ],
+                    )
+                    .at(k as u32)
+                    .noted(Some(format!("c{} at {}", k + 1, m.address)));
+                    writer.append(&s).map_err(io_error(&dir))?;
+                }
+                if let Some(x) = c.settle_s {
+                    cluster_values.push(("settle_s", x));
+                }
+                cluster_values.push(("unsettled", c.unsettled as f64));
+                cluster_values.push(("without_master", c.without_master as f64));
+                cluster_values.push((
+                    "slave_writes",
+                    c.members.iter().map(|m| m.slave_writes).sum::<u64>() as f64,
+                ));
+                cluster_values.push(("cluster_size", c.members.len() as f64));
+                let no_roles = c.without_master == cfg.switches as u64;
+                let line = c
+                    .members
+                    .iter()
+                    .enumerate()
+                    .map(|(k, m)| {
+                        format!(
+                            "c{}: {}{} first answers, {} duplicates",
+                            k + 1,
+                            if no_roles {
+                                String::new()
+                            } else {
+                                format!("master of {}, ", m.masters)
+                            },
+                            m.first_answers,
+                            m.duplicates
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let mut n = if no_roles {
+                    format!("no roles (OpenFlow 1.0, or every member EQUAL): {line}")
+                } else {
+                    format!("masters (as the switches saw the roles): {line}")
+                };
+                if c.unsettled > 0 {
+                    invalid += 1;
+                    n = format!(
+                        "{} switch(es) without settled roles when the loops began; {n}",
+                        c.unsettled
+                    );
+                    meta.events.push(format!("{name} trial {trial}: {n}"));
+                }
+                note = Some(match note {
+                    Some(x) => format!("{x}; {n}"),
+                    None => n,
+                });
+            }
             let s = Sample::trial(
                 name.clone(),
                 trial,
-                [
+                cluster_values.into_iter().chain([
                     ("responses_per_s", mean(&|l| l.responses_per_s)),
                     ("matched_per_s", matched),
                     ("rtt_p50_us", report.rtt_us_p50),
@@ -402,7 +483,11 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                         report.loops.iter().map(|l| l.malformed_acted).sum::<u64>() as f64,
                     ),
                     ("errors", report.loops.iter().map(|l| l.errors).sum::<u64>() as f64),
-                ],
+                    (
+                        "duplicates",
+                        report.loops.iter().map(|l| l.duplicates).sum::<u64>() as f64,
+                    ),
+                ]),
             )
             .with_cdf(report.rtt_cdf.clone())
             .noted(note);
@@ -447,6 +532,8 @@ pub(crate) fn workers() -> usize {
 enum Running {
     Embedded(controller::runtime::Handle),
     Peer(crate::peers::Peer),
+    /// A cluster of sdnlab's controller (its members' OpenFlow addresses).
+    Cluster(topology::Controller, Vec<std::net::SocketAddr>),
 }
 
 impl Running {
@@ -454,6 +541,15 @@ impl Running {
         match self {
             Running::Embedded(h) => h.stop(),
             Running::Peer(p) => drop(p),
+            Running::Cluster(c, _) => c.stop(),
+        }
+    }
+
+    /// A cluster's members, every switch connecting to each (empty: one controller).
+    fn members(&self) -> Vec<std::net::SocketAddr> {
+        match self {
+            Running::Cluster(_, m) => m.clone(),
+            _ => Vec::new(),
         }
     }
 }
@@ -461,6 +557,10 @@ impl Running {
 /// The controller to measure: `--target`, a `--peer` started afresh, or
 /// sdnlab's own started in this process.
 fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
+    if a.cluster > 0 {
+        let (members, _, target, ctl) = topology::start_cluster(a.cluster, &a.app)?;
+        return Ok((members[0], target, Some(Running::Cluster(ctl, members))));
+    }
     if let Some(name) = &a.peer {
         let dps = match a.test.as_str() {
             "security" => {

@@ -155,7 +155,7 @@ fn default_app(test: &str) -> &'static str {
 }
 
 /// A controller started for one trial.
-enum Controller {
+pub(super) enum Controller {
     Embedded(controller::runtime::Handle),
     Peer(crate::peers::Peer),
     /// An active/standby pair (failover): the active one is killed by the test.
@@ -199,7 +199,7 @@ impl Controller {
         v
     }
 
-    fn stop(self) {
+    pub(super) fn stop(self) {
         match self {
             Controller::Embedded(h) => h.stop(),
             Controller::Peer(p) => drop(p),
@@ -246,7 +246,7 @@ fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Contro
 
 /// Starts a cluster of `n` sdnlab members running `app` and their etcd
 /// (files in a private directory): every emulated switch connects to each.
-fn start_cluster(n: usize, app: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+pub(super) fn start_cluster(n: usize, app: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
     // A private directory (random, 0700) for etcd's data and log, removed
     // with the trial's controller.
     let dir = netlab::private::temp_dir("sdnlab-bench-etcd-").map_err(|e| format!("a directory for etcd: {e}"))?;
@@ -901,6 +901,8 @@ fn start_flood(target: SocketAddr, attackers: usize, pps: f64, version: u8) -> R
         unanswered_after_ms: 0,
         // One event loop: the flood must not take the cores of what it floods.
         threads: 1,
+        // In a cluster, the first member is flooded.
+        members: Vec::new(),
     };
     let rates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = rates.clone();
@@ -991,7 +993,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
             "app": if a.embedded() { Some(&app) } else { None },
             // RFC 8456's setup: standalone, or a cluster of identical members.
-            "mode": if a.cluster > 0 { "cluster" } else { "standalone" }, "cluster_size": a.cluster,
+            "rfc8456_mode": if a.cluster > 0 { "cluster" } else { "standalone" }, "cluster_size": a.cluster,
             "switch_connections": if a.cluster > 0 { "every switch to every member" } else { "one controller" }}),
         metrics,
         ..started(&run_id)
