@@ -1,11 +1,13 @@
 //! The RFC 8456 suite (`sdnlab bench ctl --suite rfc8456 [--quick]
-//! [--peer P...|--target T]`, `suite = "rfc8456"`):
+//! [--peer P...|--target T|--cluster N]`, `suite = "rfc8456"`):
 //! every RFC 8456 test the target supports, one run each under
 //! `DIR/<test>/<target>`, then one report over all of them (`DIR/report.html`:
 //! the setup of every run, a row per trial, average and variation, plots of
 //! each metric against the network size) and `DIR/suite.md`, the RFC's
 //! result table (one line per test and target: trials, mean, standard
-//! deviation, 95 % interval; or why the test did not run).
+//! deviation, 95 % interval; or why the test did not run). With
+//! `--cluster N`, sdnlab's controller standalone and as a cluster of N
+//! (`sdnlab-clusterN`), side by side: RFC 8456's two columns.
 //!
 //! Scale: the full suite keeps the RFC's minimum of 10 trials (more with
 //! `--trials`) and grows the fabrics to hundreds of switches; `--quick`
@@ -295,8 +297,29 @@ fn steps(flood_pps: f64) -> Vec<Step> {
     v
 }
 
+/// The suite's name of sdnlab's controller as a cluster of `n` (`--cluster N`).
+fn cluster_target(n: usize) -> String {
+    format!("sdnlab-cluster{n}")
+}
+
 /// Why `target` cannot run `step`, if it cannot.
 fn unsupported(step: &Step, target: &str, a: &CtlConfig) -> Option<String> {
+    if a.cluster > 0 && target == cluster_target(a.cluster) {
+        if !super::config::CLUSTER_TESTS.contains(&step.test) {
+            return Some(
+                if step.test.contains("proactive") {
+                    "cluster mode not built yet: paths through the REST API need the cluster's shared state"
+                } else {
+                    "cluster mode not built yet for this test: its emulated switches connect to one controller"
+                }
+                .into(),
+            );
+        }
+        if step.test == "failover" && a.cluster < 2 {
+            return Some("a failover needs a member to take over: --cluster 2 or more".into());
+        }
+        return None;
+    }
     if step.test == "failover" && target != "sdnlab" {
         return Some("needs an active/standby pair sdnlab can start and kill (sdnlab only)".into());
     }
@@ -322,7 +345,9 @@ fn config_for(step: &Step, target: &str, a: &CtlConfig) -> CtlConfig {
     one.suite = None;
     one.quick = false;
     one.peers.clear();
-    one.peer = (target != "sdnlab-embedded" && target != "target").then(|| target.to_string());
+    let cluster = a.cluster > 0 && target == cluster_target(a.cluster);
+    one.cluster = if cluster { a.cluster } else { 0 };
+    one.peer = (target != "sdnlab-embedded" && target != "target" && !cluster).then(|| target.to_string());
     one.test = step.test.to_string();
     one.mode = step.mode.to_string();
     one.malformed_percent = step.malformed_percent;
@@ -367,6 +392,21 @@ fn config_for(step: &Step, target: &str, a: &CtlConfig) -> CtlConfig {
     one
 }
 
+/// What the suite measures: the peers, the target, or sdnlab's controller
+/// (with `--cluster N`, standalone and as a cluster, side by side: RFC
+/// 8456's two columns).
+fn targets(a: &CtlConfig) -> Vec<String> {
+    if !a.peers.is_empty() {
+        a.peers.clone()
+    } else if a.target.is_some() {
+        vec!["target".into()]
+    } else if a.cluster > 0 {
+        vec!["sdnlab-embedded".into(), cluster_target(a.cluster)]
+    } else {
+        vec!["sdnlab-embedded".into()]
+    }
+}
+
 /// Runs every test of the suite against every target into `place`.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let dir = place.dir(&place.name("rfc8456"));
@@ -377,13 +417,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         )));
     }
     write_experiment(&dir, &Experiment::Ctl(a.clone()))?;
-    let targets: Vec<String> = if !a.peers.is_empty() {
-        a.peers.clone()
-    } else if a.target.is_some() {
-        vec!["target".into()]
-    } else {
-        vec!["sdnlab-embedded".into()]
-    };
+    let targets = targets(a);
     let mut index = Index {
         schema: report::SCHEMA_VERSION,
         title: "RFC 8456 controller benchmark".into(),
@@ -537,4 +571,55 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         table: lines.join("\n") + "\n",
         incomplete: failed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--suite rfc8456 --cluster 3`: sdnlab standalone and as a cluster of
+    /// three, each test of the cluster column run with `cluster = 3` (and
+    /// no peer), the others said not run, with why.
+    #[test]
+    fn the_cluster_column_beside_the_standalone_one() {
+        let a = CtlConfig {
+            suite: Some("rfc8456".into()),
+            cluster: 3,
+            ..Default::default()
+        };
+        let t = targets(&a);
+        assert_eq!(t, ["sdnlab-embedded", "sdnlab-cluster3"]);
+        let mut run = Vec::new();
+        for step in steps(SUITE_FLOOD_PPS) {
+            let standalone = config_for(&step, &t[0], &a);
+            assert_eq!((standalone.cluster, standalone.peer.as_deref()), (0, None));
+            assert!(unsupported(&step, "sdnlab", &a).is_none(), "{}", step.test);
+            match unsupported(&step, &t[1], &a) {
+                Some(why) => assert!(
+                    !super::super::config::CLUSTER_TESTS.contains(&step.test) && why.contains("not built"),
+                    "{}: {why}",
+                    step.test
+                ),
+                None => {
+                    let c = config_for(&step, &t[1], &a);
+                    assert_eq!((c.cluster, c.peer.as_deref()), (3, None), "{}", step.test);
+                    c.validate().unwrap();
+                    run.push(step.test);
+                }
+            }
+        }
+        for test in super::super::config::CLUSTER_TESTS {
+            assert!(run.contains(&test), "{test} not in the cluster column");
+        }
+        // A failover needs two members.
+        let one = CtlConfig {
+            cluster: 1,
+            ..a.clone()
+        };
+        let failover = steps(SUITE_FLOOD_PPS)
+            .into_iter()
+            .find(|s| s.test == "failover")
+            .unwrap();
+        assert!(unsupported(&failover, "sdnlab-cluster1", &one).is_some());
+    }
 }
