@@ -294,8 +294,8 @@ struct Switch {
     token_base: usize,
     /// Requests go out once the roles have settled (at once standalone).
     settled: bool,
-    /// A role request has come on some session (else, a second after the
-    /// handshakes, the cluster is taken to be all EQUAL).
+    /// A MASTER or SLAVE role has been asked for on some session (else, a
+    /// second after the handshakes, the cluster is taken to be all EQUAL).
     role_seen: bool,
     connected_at: Instant,
     idx: usize,
@@ -462,10 +462,6 @@ impl Switch {
             rtts: Rtts { value: 0, count: 0 },
         };
         // Roles asked for during the handshakes.
-        sw.role_seen = sw
-            .roles
-            .as_ref()
-            .is_some_and(|r| (0..r.connection_count()).any(|k| r.role(k) != ControllerRole::Equal));
         sw.refresh_roles();
         sw
     }
@@ -532,6 +528,11 @@ impl Switch {
         }
         if let Some(m) = self.shared.master_of.get(self.idx) {
             m.store(master, Ordering::Relaxed);
+        }
+        // A MASTER or SLAVE asked for: the controllers elect (an EQUAL or
+        // NOCHANGE request, as Faucet's, elects nobody).
+        if masters + slaves > 0 {
+            self.role_seen = true;
         }
         if !self.settled {
             let one_master = masters == 1 && masters + slaves == open;
@@ -925,7 +926,6 @@ impl Switch {
             add(&member.slave_writes, slave_writes);
         }
         if roles_changed {
-            self.role_seen = true;
             self.refresh_roles();
         }
         if broken {

@@ -520,3 +520,52 @@ fn bench_cbench_load_against_a_cluster_of_three() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Faucet's documented redundancy measured as it is: `bench ctl --ofp 1.3
+/// --peer faucet --cluster 2` starts two Faucet instances with one
+/// faucet.yaml, every switch connected to both. Faucet asks for no
+/// MASTER or SLAVE role, so the switches settle as all EQUAL, send every
+/// new source to both, and both learn it: each request is answered twice,
+/// the second counted as a duplicate, per instance.
+#[test]
+fn bench_faucet_as_a_cluster_of_two_equal_instances() {
+    let out = scratch("cluster", "faucet");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "ctl", "--ofp", "1.3", "--peer", "faucet", "--cluster", "2"])
+        .args(["--switches", "2", "--trials", "1", "--loops", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("faucet").join("samples.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let v = |s: &serde_json::Value, k: &str| s["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {s}"));
+    let trial = samples.iter().find(|s| s["kind"] == "trial").expect("a trial");
+    assert!(v(trial, "matched_per_s") > 0.0, "{trial}");
+    assert!(v(trial, "settle_s") >= 1.0, "settled as all EQUAL: {trial}");
+    assert_eq!(v(trial, "without_master"), 2.0, "{trial}");
+    let members: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
+    assert_eq!(members.len(), 2, "{text}");
+    for m in &members {
+        assert!(v(m, "requests") > 0.0, "{m}");
+        // Both instances answered (first or second).
+        assert!(
+            v(m, "first_answers") + v(m, "duplicates") > 0.5 * v(m, "requests"),
+            "{m}"
+        );
+    }
+    let firsts: f64 = members.iter().map(|m| v(m, "first_answers")).sum();
+    let dups: f64 = members.iter().map(|m| v(m, "duplicates")).sum();
+    assert!(
+        dups > 0.5 * firsts,
+        "the second instance's answers are duplicates: {text}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("faucet").join("meta.json")).unwrap()).unwrap();
+    assert!(
+        meta["targets"][0]["name"].as_str().unwrap().contains("cluster of 2"),
+        "{meta}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

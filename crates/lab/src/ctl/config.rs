@@ -265,12 +265,26 @@ impl CtlConfig {
                 "--cluster 1: a failover needs a member to take over; give 2 or more".into(),
             ));
         }
+        let faucet = self.peers.iter().chain(self.peer.iter()).any(|p| p == "faucet");
         if self.cluster > 0
-            && (self.target.is_some() || self.peers.iter().chain(self.peer.iter()).any(|p| p != "sdnlab"))
+            && (self.target.is_some()
+                || self
+                    .peers
+                    .iter()
+                    .chain(self.peer.iter())
+                    .any(|p| p != "sdnlab" && p != "faucet")
+                || (faucet && self.peers.iter().chain(self.peer.iter()).any(|p| p == "sdnlab")))
         {
             return Err(LabError::Config(
-                "--cluster N runs sdnlab's controller as a cluster: leave out --target and other peers".into(),
+                "--cluster N runs sdnlab's controller (or, with --peer faucet, Faucet) as a cluster: leave out --target and other peers".into(),
             ));
+        }
+        if self.cluster > 0 && faucet && (self.test != "cbench" || self.suite.is_some()) {
+            return Err(LabError::Config(format!(
+                "--peer faucet --cluster {}: Faucet's cluster takes cbench's load only (it has no topology discovery or northbound API sdnlab can drive); leave out --test{}",
+                self.cluster,
+                if self.suite.is_some() { " and --suite" } else { "" }
+            )));
         }
         range("ports", self.ports, 1, 0xff00)?;
         real("connect-rate", self.connect_rate, 0.0, 1e9)?;

@@ -534,6 +534,8 @@ enum Running {
     Peer(crate::peers::Peer),
     /// A cluster of sdnlab's controller (its members' OpenFlow addresses).
     Cluster(topology::Controller, Vec<std::net::SocketAddr>),
+    /// Instances of a peer with one configuration (Faucet's redundancy).
+    Peers(Vec<crate::peers::Peer>),
 }
 
 impl Running {
@@ -542,6 +544,7 @@ impl Running {
             Running::Embedded(h) => h.stop(),
             Running::Peer(p) => drop(p),
             Running::Cluster(c, _) => c.stop(),
+            Running::Peers(p) => drop(p),
         }
     }
 
@@ -549,6 +552,7 @@ impl Running {
     fn members(&self) -> Vec<std::net::SocketAddr> {
         match self {
             Running::Cluster(_, m) => m.clone(),
+            Running::Peers(p) => p.iter().map(|p| p.addr).collect(),
             _ => Vec::new(),
         }
     }
@@ -557,7 +561,7 @@ impl Running {
 /// The controller to measure: `--target`, a `--peer` started afresh, or
 /// sdnlab's own started in this process.
 fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
-    if a.cluster > 0 {
+    if a.cluster > 0 && a.peer.as_deref() != Some("faucet") {
         let (members, _, target, ctl) = topology::start_cluster(a.cluster, &a.app)?;
         return Ok((members[0], target, Some(Running::Cluster(ctl, members))));
     }
@@ -589,6 +593,26 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
                 crate::peers::Datapaths { ranges, ports: a.ports }
             }
         };
+        if a.cluster > 0 {
+            // Faucet's documented redundancy: instances with one
+            // faucet.yaml, each a controller of every switch, all EQUAL
+            // (Faucet asks for no role).
+            let mut instances = Vec::new();
+            for _ in 0..a.cluster {
+                instances.push(crate::peers::start_for(name, dps.clone())?);
+            }
+            let first = &instances[0];
+            let target = Target {
+                name: format!("{} cluster of {}", first.name, a.cluster),
+                version: first.version.clone(),
+                command: format!(
+                    "{} identical instances, each `{}` with the same faucet.yaml (started afresh for each trial); every switch connects to each",
+                    a.cluster, first.command
+                ),
+                address: instances.iter().map(|p| p.addr.to_string()).collect::<Vec<_>>().join(" "),
+            };
+            return Ok((first.addr, target, Some(Running::Peers(instances))));
+        }
         let p = crate::peers::start_for(name, dps)?;
         let target = Target {
             name: p.name.clone(),
