@@ -2,7 +2,10 @@
 //! window) against the reference null responder (crate `ofref`, the least
 //! any controller can do) on this machine, just before the target is
 //! measured. Here so that every driver takes it the same way: a run on one
-//! machine (`lab`) and each worker of a spread one (`fleet`).
+//! machine (`lab`) and each worker of a spread one (`fleet`). In cluster
+//! mode each switch opens as many sessions to the responder as the cluster
+//! has members, and every one answers: the driver's ceiling at that
+//! fan-out.
 
 use crate::{Answers, Config};
 
@@ -30,6 +33,10 @@ pub async fn measure(cfg: &Config) -> Result<Option<Ceiling>, String> {
     let responder = ofref::Responder::start(1).map_err(|e| e.to_string())?;
     let probe = Config {
         target: responder.addr(),
+        // A cluster's fan-out: as many sessions per switch, all to the
+        // responder, each answering every request (the most the driver
+        // can be asked to read back).
+        members: cfg.members.iter().map(|_| responder.addr()).collect(),
         loops: 2,
         warmup: 1,
         loop_ms: cfg.loop_ms.min(500),

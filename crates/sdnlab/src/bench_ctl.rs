@@ -87,8 +87,10 @@ pub struct CtlArgs {
     #[arg(long, default_value_t = CtlConfig::default().hello_wait_s)]
     pub hello_wait_s: u64,
     /// Controller to measure; default: sdnlab's own, started in this process for each trial.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub target: Option<std::net::SocketAddr>,
+    /// A cluster at addresses: HOST:PORT,HOST:PORT,... (RFC 8456's cluster mode: every
+    /// emulated switch connects to each member).
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]", value_delimiter = ',')]
+    pub target: Vec<std::net::SocketAddr>,
     /// App of the embedded controller (l2-learning, hub, null, ...).
     #[arg(long, default_value = "l2-learning")]
     pub app: String,
@@ -187,7 +189,12 @@ impl CtlArgs {
             test: self.test.clone(),
             suite: self.suite.clone(),
             quick: self.quick,
-            target: self.target,
+            target: self.target.first().copied(),
+            target_members: if self.target.len() > 1 {
+                self.target.clone()
+            } else {
+                Vec::new()
+            },
             peers: self.peers.clone(),
             app: self.app.clone(),
             ofp: self.ofp.clone(),

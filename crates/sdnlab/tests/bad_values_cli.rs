@@ -60,6 +60,37 @@ fn bench_ctl_refuses_values_out_of_range() {
             vec!["--peer", "faucet", "--ofp", "1.3", "--test", "discovery"],
             "cannot take the discovery test",
         ),
+        (vec!["--cluster", "10"], "--cluster 10"),
+        (
+            vec!["--cluster", "3", "--test", "sessions"],
+            "--cluster 3 --test sessions: cluster mode is built for cbench,",
+        ),
+        (
+            vec!["--cluster", "1", "--test", "failover"],
+            "a failover needs a member to take over",
+        ),
+        (
+            vec![
+                "--peer",
+                "faucet",
+                "--ofp",
+                "1.3",
+                "--cluster",
+                "2",
+                "--suite",
+                "rfc8456",
+            ],
+            "Faucet's cluster takes cbench's load only",
+        ),
+        (vec!["--target", "127.0.0.1:6653,nonsense"], "invalid value 'nonsense'"),
+        (
+            vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--test", "sessions"],
+            "a cluster at addresses takes cbench,",
+        ),
+        (
+            vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--cluster", "2"],
+            "--cluster N starts sdnlab's own: give one of them",
+        ),
     ] {
         refused(&[&["bench", "ctl"], a.as_slice()].concat(), says);
     }

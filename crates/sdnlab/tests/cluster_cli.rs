@@ -158,16 +158,20 @@ fn pingall(id: &str, hosts: u32) -> Vec<String> {
     failed
 }
 
-#[test]
-fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
-    let dir = scratch("cluster", "ovs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let etcd = cluster::etcd::Etcd::start(&dir.join("etcd"), 1).unwrap();
+/// `n` members c1..cN of the cluster "clitest" on `etcd`, each `sdnlab
+/// controller --app l2-learning` with its REST API (token `TOKEN`), its
+/// log in `dir`/cI.log; once every REST API answers: the processes and
+/// (name, OpenFlow port, REST address) of each.
+fn start_members(
+    dir: &std::path::Path,
+    etcd: &cluster::etcd::Etcd,
+    n: usize,
+) -> (Kids, Vec<(String, u16, SocketAddr)>) {
     let token = dir.join("token");
     std::fs::write(&token, TOKEN).unwrap();
     let mut kids = Kids(Vec::new());
     let mut members = Vec::new();
-    for i in 1..=3 {
+    for i in 1..=n {
         let (of, rest) = (free_port(), free_port());
         let log = std::fs::File::create(dir.join(format!("c{i}.log"))).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
@@ -188,17 +192,26 @@ fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
         kids.0.push((format!("c{i}"), child));
         members.push((format!("c{i}"), of, SocketAddr::from(([127, 0, 0, 1], rest))));
     }
+    for (name, _, rest) in &members {
+        wait_until(&format!("{name}'s REST API"), Duration::from_secs(10), || {
+            std::net::TcpStream::connect(rest).is_ok()
+        });
+    }
+    (kids, members)
+}
+
+#[test]
+fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
+    let dir = scratch("cluster", "ovs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let etcd = cluster::etcd::Etcd::start(&dir.join("etcd"), 1).unwrap();
+    let (mut kids, members) = start_members(&dir, &etcd, 3);
     let logs = || -> String {
         (1..=3)
             .map(|i| std::fs::read_to_string(dir.join(format!("c{i}.log"))).unwrap_or_default())
             .collect::<Vec<_>>()
             .join("\n")
     };
-    for (name, _, rest) in &members {
-        wait_until(&format!("{name}'s REST API"), Duration::from_secs(10), || {
-            std::net::TcpStream::connect(rest).is_ok()
-        });
-    }
     let controllers: Vec<String> = members.iter().map(|(_, of, _)| format!("127.0.0.1:{of}")).collect();
     let (up, id) = net_up(&["linear,4", "--switch", "ovs", "--controller", &controllers.join(",")]);
     kids.0.push(("net".into(), up));
@@ -567,5 +580,116 @@ fn bench_faucet_as_a_cluster_of_two_equal_instances() {
         meta["targets"][0]["name"].as_str().unwrap().contains("cluster of 2"),
         "{meta}"
     );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `--target A,B,C`: a cluster sdnlab did not start (here three `sdnlab
+/// controller --cluster` processes on a real etcd), measured in RFC
+/// 8456's cluster mode: every emulated switch connects to the three
+/// addresses, the members elect one master per switch, and the run
+/// records the cluster as its target.
+#[test]
+fn bench_a_cluster_at_addresses() {
+    let dir = scratch("cluster", "target");
+    std::fs::create_dir_all(&dir).unwrap();
+    let etcd = cluster::etcd::Etcd::start(&dir.join("etcd"), 1).unwrap();
+    let (kids, members) = start_members(&dir, &etcd, 3);
+    let targets: Vec<String> = members.iter().map(|m| format!("127.0.0.1:{}", m.1)).collect();
+    let out = dir.join("run");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "ctl", "--target", &targets.join(","), "--ofp", "1.3"])
+        .args([
+            "--switches",
+            "6",
+            "--trials",
+            "1",
+            "--loops",
+            "2",
+            "--loop-ms",
+            "500",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let v = |s: &serde_json::Value, k: &str| s["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {s}"));
+    let trial = samples.iter().find(|s| s["kind"] == "trial").expect("a trial");
+    assert!(v(trial, "matched_per_s") > 0.0, "{trial}");
+    assert_eq!(
+        (v(trial, "unsettled"), v(trial, "without_master")),
+        (0.0, 0.0),
+        "{trial}"
+    );
+    let members_seen: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
+    assert_eq!(members_seen.len(), 3, "{text}");
+    assert_eq!(members_seen.iter().map(|m| v(m, "masters")).sum::<f64>(), 6.0, "{text}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["targets"][0]["name"], "controller cluster of 3", "{meta}");
+    for t in &targets {
+        assert!(
+            meta["targets"][0]["address"].as_str().unwrap().contains(t.as_str()),
+            "{meta}"
+        );
+    }
+    drop(kids);
+    drop(etcd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Cluster sizes side by side in one run: `--sweep cluster=0,2` measures
+/// sdnlab standalone (embedded, no member samples) and as a cluster of two
+/// (two member samples per trial), each against the driver's own ceiling
+/// taken at its fan-out (two sessions per switch to the responder).
+#[test]
+fn bench_sweeps_cluster_sizes() {
+    let out = scratch("cluster", "sweep");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "bench",
+            "ctl",
+            "--sweep",
+            "cluster=0,2",
+            "--ofp",
+            "1.3",
+            "--switches",
+            "4",
+        ])
+        .args(["--trials", "1", "--loops", "2", "--loop-ms", "300", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let of = |kind: &str, scenario: &str| {
+        samples
+            .iter()
+            .filter(|s| s["kind"] == kind && s["scenario"] == scenario)
+            .count()
+    };
+    assert_eq!((of("trial", "cluster=0"), of("trial", "cluster=2")), (1, 1), "{text}");
+    assert_eq!((of("member", "cluster=0"), of("member", "cluster=2")), (0, 2), "{text}");
+    let ceiling = |scenario: &str| {
+        samples
+            .iter()
+            .find(|s| s["kind"] == "ceiling" && s["scenario"] == scenario)
+            .unwrap_or_else(|| panic!("no ceiling for {scenario}: {text}"))["values"]
+            .clone()
+    };
+    let (alone, two) = (ceiling("cluster=0"), ceiling("cluster=2"));
+    let ratio = |v: &serde_json::Value| v["responses_per_s"].as_f64().unwrap() / v["matched_per_s"].as_f64().unwrap();
+    assert!(
+        (ratio(&alone) - 1.0).abs() < 0.05,
+        "standalone: one answer per request: {alone}"
+    );
+    assert!((ratio(&two) - 2.0).abs() < 0.1, "two sessions, both answering: {two}");
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    assert!(meta.contains("at a cluster's fan-out (2 sessions per switch"), "{meta}");
     let _ = std::fs::remove_dir_all(&out);
 }

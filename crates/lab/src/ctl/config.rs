@@ -46,6 +46,10 @@ pub struct CtlConfig {
     pub quick: bool,
     /// A controller to measure that sdnlab does not start (HOST:PORT).
     pub target: Option<SocketAddr>,
+    /// A cluster to measure that sdnlab does not start: every member
+    /// (`target` is the first), every emulated switch connected to each
+    /// (RFC 8456's cluster mode; `--target A,B,C`). Empty: one controller.
+    pub target_members: Vec<SocketAddr>,
     /// Real controllers sdnlab installs, starts afresh for each trial and
     /// compares, each its own run: sdnlab, ovs-testcontroller, os-ken, ryu.
     pub peers: Vec<String>,
@@ -141,6 +145,7 @@ impl Default for CtlConfig {
             suite: None,
             quick: false,
             target: None,
+            target_members: Vec::new(),
             peers: Vec::new(),
             app: "l2-learning".into(),
             ofp: "1.0".into(),
@@ -259,6 +264,31 @@ impl CtlConfig {
                     "this test's emulated switches do not yet connect to every member"
                 }
             )));
+        }
+        if !self.target_members.is_empty() {
+            if self.target != self.target_members.first().copied() {
+                return Err(LabError::Config(
+                    "target_members: the first member must be the target (--target A,B,C sets both)".into(),
+                ));
+            }
+            if self.cluster > 0 {
+                return Err(LabError::Config(
+                    "--target A,B,C measures a cluster at those addresses; --cluster N starts sdnlab's own: give one of them".into(),
+                ));
+            }
+            if !CLUSTER_TESTS.contains(&self.test.as_str()) || self.test == "failover" {
+                return Err(LabError::Config(format!(
+                    "--target with {} addresses --test {}: a cluster at addresses takes {} so far; give one address",
+                    self.target_members.len(),
+                    self.test,
+                    CLUSTER_TESTS
+                        .iter()
+                        .filter(|t| **t != "failover")
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
         }
         if self.cluster == 1 && self.test == "failover" {
             return Err(LabError::Config(

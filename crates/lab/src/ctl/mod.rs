@@ -78,8 +78,9 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
         answers: a.answers(),
         unanswered_after_ms: UNANSWERED_AFTER_MS,
         threads: a.driver_threads,
-        // Set for each trial when the controller is a cluster.
-        members: Vec::new(),
+        // A cluster's size in placeholders, its members' addresses set for
+        // each trial (the driver's ceiling takes as many sessions).
+        members: vec![target; a.cluster.max(a.target_members.len())],
     };
     let placeholder: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
     let Some(sweep) = &a.sweep else {
@@ -121,13 +122,24 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
                 within(10, 3_600_000)?;
                 c.loop_ms = n
             }
+            "cluster" => {
+                // RFC 8456's cluster sizes side by side (0: standalone, the
+                // controller embedded; 1: one member with its etcd).
+                within(0, 9)?;
+                if a.cluster > 0 || a.target.is_some() {
+                    return Err(bad(
+                        "sweeps sdnlab's cluster sizes: leave out --cluster and --target".into(),
+                    ));
+                }
+                c.members = vec![placeholder; n as usize]
+            }
             "malformed" => {
                 within(0, 100)?;
                 c.malformed_per_mille = (n * 10) as u32
             }
             other => {
                 return Err(LabError::Config(format!(
-                    "--sweep: cannot sweep '{other}'; choose switches, macs, window, loop-ms or malformed (percent)"
+                    "--sweep: cannot sweep '{other}'; choose switches, macs, window, loop-ms, malformed (percent) or cluster (members)"
                 )))
             }
         }
@@ -140,9 +152,13 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
 /// the same test against each of several peers.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     a.validate()?;
-    if a.cluster > 0 && place.workers.is_some() {
+    let sweeps_clusters = a
+        .sweep
+        .as_deref()
+        .is_some_and(|s| s.trim_start().starts_with("cluster"));
+    if (a.cluster > 0 || !a.target_members.is_empty() || sweeps_clusters) && place.workers.is_some() {
         return Err(LabError::Config(
-            "--cluster with --workers: the members and their etcd run on this machine, on loopback, so far; leave one of them out".into(),
+            "--cluster or a --target cluster with --workers: not built yet (the switches of a spread run connect to one controller); leave one of them out".into(),
         ));
     }
     if a.suite.is_some() {
@@ -229,6 +245,7 @@ fn flag_near_ceiling(ceiling: Option<&ceiling::Ceiling>, name: &str, figures: &[
 /// cbench's throughput and latency modes, scenario by scenario, trial by trial.
 fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let list = scenarios(a)?;
+    let clustered = list.iter().any(|(_, c)| !c.members.is_empty());
     // Thousands of emulated switches need thousands of descriptors.
     controller::runtime::raise_fd_limit();
     let run_id = place.name("ctl");
@@ -242,8 +259,9 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             "macs": a.macs, "malformed_percent": a.malformed_percent, "connect_rate": a.connect_rate, "ports": a.ports, "first_dpid": a.first_dpid, "sweep": a.sweep,
             "app": if a.embedded() { Some(&a.app) } else { None },
             // RFC 8456's setup: standalone, or a cluster of identical members.
-            "rfc8456_mode": if a.cluster > 0 { "cluster" } else { "standalone" }, "cluster_size": a.cluster,
-            "switch_connections": if a.cluster > 0 { "every switch to every member" } else { "one controller" },
+            "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
+            "cluster_size": list.iter().map(|(_, c)| c.members.len()).max().unwrap_or(0),
+            "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
         }),
         metrics: vec![
             Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher)
@@ -282,12 +300,22 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     let mut ceilings = Vec::new();
     for (name, cfg) in &list {
         let mut cbench_rates = Vec::new();
+        let mut matched_rates = Vec::new();
         let ceiling = match measured_ceiling(name, cfg, fleet.as_ref(), &rt, &mut writer, &mut meta, &dir, obs) {
             Ok(c) => c,
             Err(e) => return Err(fail_run(writer, &mut meta, e)),
         };
+        // The scenario's cluster size (a sweep of sizes sets it per scenario).
+        let a_here = CtlConfig {
+            cluster: if a.target_members.is_empty() {
+                cfg.members.len()
+            } else {
+                0
+            },
+            ..a.clone()
+        };
         for trial in 0..a.trials {
-            let (cfg, embedded) = match target_of(a) {
+            let (cfg, embedded) = match target_of(&a_here) {
                 Ok((addr, target, running)) => {
                     if meta.targets.is_empty() {
                         meta.targets.push(target);
@@ -295,7 +323,11 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     (
                         ctlbench::Config {
                             target: addr,
-                            members: running.as_ref().map(Running::members).unwrap_or_default(),
+                            members: if a.target_members.is_empty() {
+                                running.as_ref().map(Running::members).unwrap_or_default()
+                            } else {
+                                a.target_members.clone()
+                            },
                             ..cfg.clone()
                         },
                         running,
@@ -372,6 +404,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 return Err(io_error(&dir)(e));
             }
             cbench_rates.extend(report.loops.iter().map(|l| l.responses_per_s));
+            matched_rates.extend(report.loops.iter().map(|l| l.matched_per_s));
             let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| report.mean(f);
             let matched = mean(&|l| l.matched_per_s);
             let mut note = None;
@@ -506,7 +539,17 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 rates: &cbench_rates,
             });
         }
-        let near = flag_near_ceiling(ceiling.as_ref(), name, &cbench_rates, &mut meta);
+        let near = if cfg.members.is_empty() {
+            flag_near_ceiling(ceiling.as_ref(), name, &cbench_rates, &mut meta)
+        } else {
+            // A cluster's answers include duplicates (every member answering,
+            // at the ceiling): the first answers are the figures compared.
+            let matched = ceiling.as_ref().map(|c| ceiling::Ceiling {
+                responses_per_s: c.matched_per_s,
+                ..c.clone()
+            });
+            flag_near_ceiling(matched.as_ref(), name, &matched_rates, &mut meta)
+        };
         ceilings.push(serde_json::json!({"scenario": name, "ceiling": ceiling, "near_ceiling": near}));
     }
     obs.event(Event::PlanDone);
@@ -623,6 +666,21 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
         return Ok((p.addr, target, Some(Running::Peer(p))));
     }
     match a.target {
+        Some(t) if !a.target_members.is_empty() => Ok((
+            t,
+            Target {
+                name: format!("controller cluster of {}", a.target_members.len()),
+                version: String::new(),
+                command: "a cluster at addresses (--target A,B,C); every switch connects to each member".into(),
+                address: a
+                    .target_members
+                    .iter()
+                    .map(|m| m.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            },
+            None,
+        )),
         Some(t) => Ok((
             t,
             Target {

@@ -368,7 +368,18 @@ fn start_controller(
     if a.test == "failover" {
         return start_pair(a.peer.as_deref().unwrap_or("sdnlab"));
     }
-    let (addr, nb, target, ctl) = start_one(a, app, explicit_nb)?;
+    let (addr, nb, mut target, ctl) = start_one(a, app, explicit_nb)?;
+    if !a.target_members.is_empty() {
+        // A cluster at addresses: every switch connects to each member.
+        target.name = format!("controller cluster of {}", a.target_members.len());
+        target.address = a
+            .target_members
+            .iter()
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Ok((a.target_members.clone(), nb, target, ctl));
+    }
     Ok((vec![addr], nb, target, ctl))
 }
 
