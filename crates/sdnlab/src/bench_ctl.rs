@@ -64,6 +64,10 @@ pub struct CtlArgs {
     /// change-detection: what fails, repeatable: link, switch (default both).
     #[arg(long = "failure", value_parser = ["link", "switch"])]
     pub failures: Vec<String>,
+    /// failover with --cluster: kill the master of the switch the traffic needs, or a
+    /// non-master (the control: the traffic should not notice).
+    #[arg(long, value_parser = ["master", "non-master"], default_value = "master")]
+    pub kill: String,
     /// reprovisioning and failover: one frame (each way) every this many microseconds, for --reprov-ms.
     #[arg(long, default_value_t = CtlConfig::default().reprov_interval_us)]
     pub reprov_interval_us: u64,
@@ -221,6 +225,7 @@ impl CtlArgs {
             td_s: self.td_s,
             host_macs: self.host_macs,
             failures: self.failures.clone(),
+            kill: self.kill.clone(),
             reprov_interval_us: self.reprov_interval_us,
             reprov_ms: self.reprov_ms,
             table_step: self.table_step,

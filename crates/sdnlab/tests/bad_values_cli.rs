@@ -84,6 +84,10 @@ fn bench_ctl_refuses_values_out_of_range() {
         ),
         (vec!["--target", "127.0.0.1:6653,nonsense"], "invalid value 'nonsense'"),
         (
+            vec!["--kill", "non-master", "--test", "failover"],
+            "--kill non-master is the control of a cluster's failover",
+        ),
+        (
             vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--test", "sessions"],
             "a cluster at addresses takes cbench,",
         ),

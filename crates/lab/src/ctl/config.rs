@@ -14,10 +14,13 @@ use std::net::SocketAddr;
 pub const TESTS: [&str; 5] = ["cbench", "security", "sessions", "rate", "dos"];
 
 /// The tests that take `cluster` (RFC 8456's cluster mode): cbench's
-/// load (asynchronous message processing time and rate) and those on
-/// emulated fabrics, every switch connected to every member.
-pub const CLUSTER_TESTS: [&str; 8] = [
+/// load (asynchronous message processing time and rate), the loss-free
+/// rate search, DoS handling, and the tests on emulated fabrics, every
+/// switch connected to every member.
+pub const CLUSTER_TESTS: [&str; 10] = [
     "cbench",
+    "rate",
+    "dos",
     "discovery",
     "discovery-size",
     "reactive-paths",
@@ -104,6 +107,10 @@ pub struct CtlConfig {
     pub host_macs: u16,
     /// change-detection: what fails: "link", "switch" (empty: both).
     pub failures: Vec<String>,
+    /// failover in a cluster: which member is killed: "master" (of the
+    /// switch the traffic needs) or "non-master" (a member it does not
+    /// need: the control).
+    pub kill: String,
     /// reprovisioning and failover: one frame each way every this many microseconds ...
     pub reprov_interval_us: u64,
     /// ... for this many milliseconds.
@@ -172,6 +179,7 @@ impl Default for CtlConfig {
             td_s: 30,
             host_macs: 8,
             failures: Vec::new(),
+            kill: "master".into(),
             reprov_interval_us: 1000,
             reprov_ms: 3000,
             table_step: 1000,
@@ -328,6 +336,13 @@ impl CtlConfig {
         range("host-macs", self.host_macs, 1, u16::MAX)?;
         for f in &self.failures {
             one_of("failure", f, &["link", "switch"])?;
+        }
+        one_of("kill", &self.kill, &["master", "non-master"])?;
+        if self.kill == "non-master" && (self.test != "failover" || self.cluster < 2) {
+            return Err(LabError::Config(
+                "--kill non-master is the control of a cluster's failover: add --test failover --cluster N (2 or more)"
+                    .into(),
+            ));
         }
         range("reprov-interval-us", self.reprov_interval_us, 100, 60_000_000)?;
         range("reprov-ms", self.reprov_ms, 500, 3_600_000)?;

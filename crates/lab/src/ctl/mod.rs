@@ -323,11 +323,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     (
                         ctlbench::Config {
                             target: addr,
-                            members: if a.target_members.is_empty() {
-                                running.as_ref().map(Running::members).unwrap_or_default()
-                            } else {
-                                a.target_members.clone()
-                            },
+                            members: trial_members(&a_here, &running),
                             ..cfg.clone()
                         },
                         running,
@@ -598,6 +594,17 @@ impl Running {
             Running::Peers(p) => p.iter().map(|p| p.addr).collect(),
             _ => Vec::new(),
         }
+    }
+}
+
+/// The members every emulated switch connects to in cluster mode: those
+/// of `--target A,B,C`, or of the cluster started for the trial (empty:
+/// one controller).
+fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::SocketAddr> {
+    if a.target_members.is_empty() {
+        running.as_ref().map(Running::members).unwrap_or_default()
+    } else {
+        a.target_members.clone()
     }
 }
 
@@ -985,6 +992,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
             }
             let cfg = ctlbench::Config {
                 target: addr,
+                members: trial_members(a, &embedded),
                 ..cfg.clone()
             };
             let mut rounds = Vec::new();
@@ -1115,13 +1123,18 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         if meta.targets.is_empty() {
             meta.targets.push(target);
         }
+        // In a cluster, the well-behaved switches and the attackers alike
+        // connect to every member.
+        let members = trial_members(a, &embedded);
         let good = ctlbench::Config {
             target: addr,
             mode: ctlbench::Mode::Latency,
+            members: members.clone(),
             ..base.clone()
         };
         let attack = ctlbench::Config {
             target: addr,
+            members,
             mode: ctlbench::Mode::Throughput,
             switches: a.attackers,
             window: 4096,

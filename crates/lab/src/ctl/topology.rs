@@ -582,7 +582,21 @@ async fn cluster_failover(
     // paths app floods from the controller, so the member that masters the
     // last host's switch is the one the traffic needs.
     let egress = fabric.spec.hosts[fabric.spec.hosts.len() - 1].0;
-    let victim_name = before[&egress].0.clone();
+    let master = before[&egress].0.clone();
+    // The control (`kill = "non-master"`): a member the traffic does not
+    // need, killed the same way (its own switches are re-mastered).
+    let control = a.kill == "non-master";
+    let victim_name = if control {
+        match (1..=n).map(|i| format!("c{i}")).find(|c| *c != master) {
+            Some(c) => c,
+            None => {
+                t.note("no member other than the master to kill");
+                return;
+            }
+        }
+    } else {
+        master.clone()
+    };
     let Some(victim) = victim_name
         .strip_prefix('c')
         .and_then(|i| i.parse::<usize>().ok())
@@ -626,8 +640,13 @@ async fn cluster_failover(
         )),
     }
     let after = after.lock().unwrap().clone();
+    let which = if control {
+        format!("not the master of the last host's switch {egress:#x} ({master} is), the control")
+    } else {
+        format!("master of the last host's switch {egress:#x}")
+    };
     t.note(&format!(
-        "masters before: {}; killed {victim_name} (master of the last host's switch {egress:#x}, {orphans} switches in all); after: {}",
+        "masters before: {}; killed {victim_name} ({which}, {orphans} switches in all); after: {}",
         describe(&before),
         after.as_ref().map(describe).unwrap_or_else(|| "unknown".into())
     ));
@@ -1005,7 +1024,8 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             "app": if a.embedded() { Some(&app) } else { None },
             // RFC 8456's setup: standalone, or a cluster of identical members.
             "rfc8456_mode": if a.cluster > 0 { "cluster" } else { "standalone" }, "cluster_size": a.cluster,
-            "switch_connections": if a.cluster > 0 { "every switch to every member" } else { "one controller" }}),
+            "switch_connections": if a.cluster > 0 { "every switch to every member" } else { "one controller" },
+            "kill": if a.test == "failover" && a.cluster > 0 { Some(&a.kill) } else { None }}),
         metrics,
         ..started(&run_id)
     };
