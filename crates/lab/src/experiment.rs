@@ -18,6 +18,10 @@ use serde::Serialize;
 use std::path::Path;
 
 /// Any experiment sdnlab runs from a file.
+// One value per run, built once and passed by reference: its size is of
+// no account (boxing the controller benchmark's variant would only add
+// indirection to every match).
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "experiment", rename_all = "kebab-case")]
 pub enum Experiment {
