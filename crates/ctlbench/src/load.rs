@@ -407,7 +407,9 @@ impl Switch {
         } else {
             0.0
         };
-        let standalone = e.sessions.len() == 1;
+        // Standalone: nothing to settle. A cluster of one member still
+        // waits for its MASTER role.
+        let standalone = cfg.members.is_empty();
         let sessions = e
             .sessions
             .into_iter()

@@ -674,10 +674,11 @@ fn bench_a_cluster_at_addresses() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Cluster sizes side by side in one run: `--sweep cluster=0,2` measures
-/// sdnlab standalone (embedded, no member samples) and as a cluster of two
-/// (two member samples per trial), each against the driver's own ceiling
-/// taken at its fan-out (two sessions per switch to the responder).
+/// Cluster sizes side by side in one run: `--sweep cluster=0,1,2` measures
+/// sdnlab standalone (embedded, no member samples), as a cluster of one
+/// (settled once its member is MASTER) and of two (two member samples per
+/// trial), each against the driver's own ceiling taken at its fan-out
+/// (two sessions per switch to the responder).
 #[test]
 fn bench_sweeps_cluster_sizes() {
     let out = scratch("cluster", "sweep");
@@ -686,7 +687,7 @@ fn bench_sweeps_cluster_sizes() {
             "bench",
             "ctl",
             "--sweep",
-            "cluster=0,2",
+            "cluster=0,1,2",
             "--ofp",
             "1.3",
             "--switches",
@@ -708,6 +709,14 @@ fn bench_sweeps_cluster_sizes() {
     };
     assert_eq!((of("trial", "cluster=0"), of("trial", "cluster=2")), (1, 1), "{text}");
     assert_eq!((of("member", "cluster=0"), of("member", "cluster=2")), (0, 2), "{text}");
+    // A cluster of one settles too (its member asks for MASTER).
+    for s in samples
+        .iter()
+        .filter(|s| s["kind"] == "trial" && s["scenario"] != "cluster=0")
+    {
+        assert_eq!(s["values"]["unsettled"].as_f64(), Some(0.0), "{s}");
+        assert!(s["values"]["settle_s"].as_f64().is_some_and(|x| x < 5.0), "{s}");
+    }
     let ceiling = |scenario: &str| {
         samples
             .iter()
