@@ -86,7 +86,7 @@ pub fn measure(cfg: &ctlbench::Config, rt: &tokio::runtime::Runtime) -> Result<O
         }
         Ceiling {
             place: format!(
-                "{}, at a cluster's fan-out ({fan_out} sessions per switch to the responder, each answering every request; compared by first answers)",
+                "{}, at a cluster's fan-out ({fan_out} sessions per switch to the responder, each answering every request; compared by first answers; a lower bound where only masters answer, the driver then reading one answer per request instead of {fan_out})",
                 c.place
             ),
             ..c
