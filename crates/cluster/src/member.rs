@@ -101,6 +101,12 @@ pub struct Config {
     pub claim_grace: Duration,
     /// How long one etcd request may take before etcd counts as unreachable.
     pub request_timeout: Duration,
+    /// The controller's side: as a SLAVE, ask the switch for every
+    /// PACKET_IN and PORT_STATUS (SET_ASYNC), so the apps know the network
+    /// when this member takes over; false: OpenFlow's default for a
+    /// slave (PORT_STATUS only), every member then not paying for every
+    /// PACKET_IN (the apps learn what they need after a takeover).
+    pub slave_packet_ins: bool,
 }
 
 impl Config {
@@ -115,6 +121,7 @@ impl Config {
             probe_misses: 2,
             claim_grace: Duration::from_millis(500),
             request_timeout: Duration::from_secs(2),
+            slave_packet_ins: true,
         }
     }
 }

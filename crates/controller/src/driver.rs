@@ -223,7 +223,8 @@ impl Driver {
             };
             self.sess
                 .send13(v13::Body::RoleRequest(v13::Role { role, generation_id }));
-            if !master {
+            let asks = self.membership.as_ref().is_none_or(|m| m.slave_packet_ins());
+            if !master && asks {
                 // A slave still hears PACKET_IN and PORT_STATUS, so its apps
                 // know the network when it becomes master.
                 self.sess.send13(v13::Body::SetAsync(v13::AsyncConfig {

@@ -202,7 +202,10 @@ pub fn raise_fd_limit() -> u64 {
 
 /// What the workers, acceptors and handles share, for `cfg`.
 pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailbox>>, limit: u64) -> Arc<Shared> {
-    let member = cfg.cluster.as_ref().map(|_| Arc::new(Member::default()));
+    let member = cfg
+        .cluster
+        .as_ref()
+        .map(|c| Arc::new(Member(std::sync::OnceLock::new(), c.slave_packet_ins)));
     Arc::new(Shared {
         cfg: cfg.clone(),
         env: Environment {
@@ -309,11 +312,14 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
 }
 
 /// Cluster mode: the sessions' side of the member (the etcd side is
-/// started after the registry it steers exists, hence the cell).
-#[derive(Default)]
-struct Member(std::sync::OnceLock<Arc<cluster::Handle>>);
+/// started after the registry it steers exists, hence the cell), and
+/// whether its slaves ask for every PACKET_IN.
+struct Member(std::sync::OnceLock<Arc<cluster::Handle>>, bool);
 
 impl crate::driver::Membership for Member {
+    fn slave_packet_ins(&self) -> bool {
+        self.1
+    }
     fn switch_up(&self, dpid: u64) {
         if let Some(h) = self.0.get() {
             h.switch_up(dpid);

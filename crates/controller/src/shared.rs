@@ -104,6 +104,10 @@ pub trait Membership: Send + Sync {
     fn switch_up(&self, dpid: u64);
     /// The switch's session with this member ended.
     fn switch_down(&self, dpid: u64);
+    /// As a SLAVE, ask for every PACKET_IN and PORT_STATUS (SET_ASYNC).
+    fn slave_packet_ins(&self) -> bool {
+        true
+    }
 }
 
 /// What reaches a worker from other threads: a new connection, a command

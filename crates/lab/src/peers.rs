@@ -430,11 +430,26 @@ pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, String
 
 /// Starts sdnlab's controller (`app`, REST API) as member `member` of the
 /// cluster `cluster` on the etcd at `endpoints`.
-pub fn start_member(endpoints: &str, cluster: &str, member: &str, app: &str) -> Result<Peer, String> {
-    let args: Vec<String> = ["--cluster", endpoints, "--member", member, "--cluster-name", cluster]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+pub fn start_member(
+    endpoints: &str,
+    cluster: &str,
+    member: &str,
+    app: &str,
+    slave_packet_ins: &str,
+) -> Result<Peer, String> {
+    let args: Vec<String> = [
+        "--cluster",
+        endpoints,
+        "--member",
+        member,
+        "--cluster-name",
+        cluster,
+        "--slave-packet-ins",
+        slave_packet_ins,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     start_paths("sdnlab", app, &args)
 }
 

@@ -68,6 +68,10 @@ pub struct CtlArgs {
     /// non-master (the control: the traffic should not notice).
     #[arg(long, value_parser = ["master", "non-master"], default_value = "master")]
     pub kill: String,
+    /// sdnlab's cluster: its slaves ask for every PACKET_IN (all: they know the network at a
+    /// takeover) or none (each PACKET_IN handled by its master alone).
+    #[arg(long, value_parser = ["all", "none"], default_value = "all")]
+    pub slave_packet_ins: String,
     /// reprovisioning and failover: one frame (each way) every this many microseconds, for --reprov-ms.
     #[arg(long, default_value_t = CtlConfig::default().reprov_interval_us)]
     pub reprov_interval_us: u64,
@@ -226,6 +230,7 @@ impl CtlArgs {
             host_macs: self.host_macs,
             failures: self.failures.clone(),
             kill: self.kill.clone(),
+            slave_packet_ins: self.slave_packet_ins.clone(),
             reprov_interval_us: self.reprov_interval_us,
             reprov_ms: self.reprov_ms,
             table_step: self.table_step,

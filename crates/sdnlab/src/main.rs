@@ -223,6 +223,11 @@ struct ControllerArgs {
     /// The cluster's name: clusters sharing one etcd keep apart by it (with --cluster).
     #[arg(long, value_name = "NAME", default_value = "default", requires = "cluster")]
     cluster_name: String,
+    /// As a SLAVE, ask the switches for every PACKET_IN (all: the apps know the network
+    /// at a takeover; none: OpenFlow's default, the cluster not paying every PACKET_IN once
+    /// per member) (with --cluster).
+    #[arg(long, value_parser = ["all", "none"], default_value = "all", requires = "cluster")]
+    slave_packet_ins: String,
 }
 
 #[derive(Subcommand)]
@@ -682,6 +687,7 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         cluster: args.member.as_ref().map(|member| {
             let mut c = cluster::Config::new(args.cluster.clone(), member.clone(), (member_ip, 0).into());
             c.cluster = args.cluster_name.clone();
+            c.slave_packet_ins = args.slave_packet_ins == "all";
             c
         }),
         limits: (args.max_connections.is_some() || args.max_per_address.is_some()).then(|| {

@@ -565,6 +565,43 @@ fn bench_cbench_load_against_a_cluster_of_three() {
         "{trial}"
     );
     let _ = std::fs::remove_dir_all(&out);
+
+    // `--slave-packet-ins none`: the slaves ask for nothing, so each
+    // PACKET_IN goes to its switch's master alone.
+    let out = scratch("cluster", "cbench-none");
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "ctl", "--cluster", "3", "--ofp", "1.3", "--switches", "8"])
+        .args([
+            "--slave-packet-ins",
+            "none",
+            "--trials",
+            "1",
+            "--loops",
+            "2",
+            "--loop-ms",
+            "500",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let members: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
+    assert_eq!(members.len(), 3, "{text}");
+    // Each request sent once, to the member that answers it (with every
+    // slave asking, three times as many are sent as answered first).
+    let sent: f64 = members.iter().map(|m| v(m, "requests")).sum();
+    let answered: f64 = members.iter().map(|m| v(m, "first_answers")).sum();
+    assert!(sent > 0.0 && sent <= 1.1 * answered, "{text}");
+    for m in &members {
+        if v(m, "masters") == 0.0 {
+            assert_eq!(v(m, "requests"), 0.0, "{m}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// Faucet's documented redundancy measured as it is: `bench ctl --ofp 1.3

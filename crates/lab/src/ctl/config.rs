@@ -107,6 +107,9 @@ pub struct CtlConfig {
     pub host_macs: u16,
     /// change-detection: what fails: "link", "switch" (empty: both).
     pub failures: Vec<String>,
+    /// sdnlab's cluster: whether its slaves ask for every PACKET_IN ("all",
+    /// as `sdnlab controller --slave-packet-ins`) or none.
+    pub slave_packet_ins: String,
     /// failover in a cluster: which member is killed: "master" (of the
     /// switch the traffic needs) or "non-master" (a member it does not
     /// need: the control).
@@ -180,6 +183,7 @@ impl Default for CtlConfig {
             host_macs: 8,
             failures: Vec::new(),
             kill: "master".into(),
+            slave_packet_ins: "all".into(),
             reprov_interval_us: 1000,
             reprov_ms: 3000,
             table_step: 1000,
@@ -338,6 +342,19 @@ impl CtlConfig {
             one_of("failure", f, &["link", "switch"])?;
         }
         one_of("kill", &self.kill, &["master", "non-master"])?;
+        one_of("slave-packet-ins", &self.slave_packet_ins, &["all", "none"])?;
+        let sweeps_clusters = self
+            .sweep
+            .as_deref()
+            .is_some_and(|s| s.trim_start().starts_with("cluster"));
+        if self.slave_packet_ins != "all"
+            && (self.peers.iter().chain(self.peer.iter()).any(|p| p != "sdnlab")
+                || (self.cluster == 0 && !sweeps_clusters))
+        {
+            return Err(LabError::Config(
+                "--slave-packet-ins is an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)".into(),
+            ));
+        }
         if self.kill == "non-master" && (self.test != "failover" || self.cluster < 2) {
             return Err(LabError::Config(
                 "--kill non-master is the control of a cluster's failover: add --test failover --cluster N (2 or more)"

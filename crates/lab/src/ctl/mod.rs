@@ -262,6 +262,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
             "cluster_size": list.iter().map(|(_, c)| c.members.len()).max().unwrap_or(0),
             "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
+            "slave_packet_ins": if clustered && a.target_members.is_empty() { Some(&a.slave_packet_ins) } else { None },
         }),
         metrics: vec![
             Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher)
@@ -612,7 +613,7 @@ fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::Sock
 /// sdnlab's own started in this process.
 fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
     if a.cluster > 0 && a.peer.as_deref() != Some("faucet") {
-        let (members, _, target, ctl) = topology::start_cluster(a.cluster, &a.app)?;
+        let (members, _, target, ctl) = topology::start_cluster(a.cluster, &a.app, &a.slave_packet_ins)?;
         return Ok((members[0], target, Some(Running::Cluster(ctl, members))));
     }
     if let Some(name) = &a.peer {

@@ -246,7 +246,11 @@ fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Contro
 
 /// Starts a cluster of `n` sdnlab members running `app` and their etcd
 /// (files in a private directory): every emulated switch connects to each.
-pub(super) fn start_cluster(n: usize, app: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+pub(super) fn start_cluster(
+    n: usize,
+    app: &str,
+    slave_packet_ins: &str,
+) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
     // A private directory (random, 0700) for etcd's data and log, removed
     // with the trial's controller.
     let dir = netlab::private::temp_dir("sdnlab-bench-etcd-").map_err(|e| format!("a directory for etcd: {e}"))?;
@@ -260,6 +264,7 @@ pub(super) fn start_cluster(n: usize, app: &str) -> Result<(Vec<SocketAddr>, Nor
             &name,
             &format!("c{i}"),
             app,
+            slave_packet_ins,
         )?));
     }
     let first = members[0].as_ref().expect("started");
@@ -363,7 +368,11 @@ fn start_controller(
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
     if a.cluster > 0 {
         // The failover test's members run paths (it needs a path to fail over).
-        return start_cluster(a.cluster, if a.test == "failover" { "paths" } else { app });
+        return start_cluster(
+            a.cluster,
+            if a.test == "failover" { "paths" } else { app },
+            &a.slave_packet_ins,
+        );
     }
     if a.test == "failover" {
         return start_pair(a.peer.as_deref().unwrap_or("sdnlab"));
