@@ -167,8 +167,9 @@ pub struct LoopResult {
     pub errors: u64,
     /// Requests given up unanswered (`Answers::NewSource` only).
     pub unanswered: u64,
-    /// Answers to a request already answered (in a cluster: by another
-    /// member, or twice by one).
+    /// Answers to a request no longer waiting: answered already (in a
+    /// cluster, by another member; or twice by one), or, with new
+    /// sources, given up before its answer came.
     #[serde(default)]
     pub duplicates: u64,
     pub per_switch_min: u64,
