@@ -4,41 +4,9 @@
 //! against_own_controller took the rate those tests assert (CI,
 //! 2026-11-28).
 
-fn controller(app: &str) -> controller::runtime::Handle {
-    controller::runtime::start(controller::runtime::Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        workers: 1,
-        apps: vec![controller::catalog::by_name(app).unwrap()],
-        session: ofconn::Config::default(),
-        verbose: false,
-        ..Default::default()
-    })
-    .unwrap()
-}
+mod common;
 
-fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbench::Config {
-    ctlbench::Config {
-        target,
-        switches: 4,
-        macs: 50,
-        mode,
-        version,
-        loops: 2,
-        loop_ms: 200,
-        warmup: 1,
-        window: 32,
-        connect_rate: 0.0,
-        first_dpid: 1,
-        ports: 4,
-        malformed_per_mille: 0,
-        offered_rate: 0.0,
-        vlan: None,
-        answers: ctlbench::Answers::Buffer,
-        unanswered_after_ms: 0,
-        threads: 0,
-        members: Vec::new(),
-    }
-}
+use common::{cfg, controller};
 
 /// RFC 8456's cluster mode with every member EQUAL: three controllers that
 /// know nothing of each other (no role is ever asked for), every switch

@@ -343,10 +343,7 @@ impl CtlConfig {
         }
         one_of("kill", &self.kill, &["master", "non-master"])?;
         one_of("slave-packet-ins", &self.slave_packet_ins, &["all", "none"])?;
-        let sweeps_clusters = self
-            .sweep
-            .as_deref()
-            .is_some_and(|s| s.trim_start().starts_with("cluster"));
+        let sweeps_clusters = self.sweeps_clusters();
         if self.slave_packet_ins != "all"
             && (self.peers.iter().chain(self.peer.iter()).any(|p| p != "sdnlab")
                 || (self.cluster == 0 && !sweeps_clusters))
@@ -392,6 +389,13 @@ impl CtlConfig {
         } else {
             ofwire::OFP13_VERSION
         }
+    }
+
+    /// Whether `sweep` sweeps cluster sizes (`cluster=0,1,3,5`).
+    pub fn sweeps_clusters(&self) -> bool {
+        self.sweep
+            .as_deref()
+            .is_some_and(|s| s.trim_start().starts_with("cluster"))
     }
 
     /// Whether sdnlab starts its own controller in this process for each trial.

@@ -152,11 +152,7 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
 /// the same test against each of several peers.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     a.validate()?;
-    let sweeps_clusters = a
-        .sweep
-        .as_deref()
-        .is_some_and(|s| s.trim_start().starts_with("cluster"));
-    if (a.cluster > 0 || !a.target_members.is_empty() || sweeps_clusters) && place.workers.is_some() {
+    if (a.cluster > 0 || !a.target_members.is_empty() || a.sweeps_clusters()) && place.workers.is_some() {
         return Err(LabError::Config(
             "--cluster or a --target cluster with --workers: not built yet (the switches of a spread run connect to one controller); leave one of them out".into(),
         ));
