@@ -136,6 +136,25 @@ fn net_up(args: &[&str]) -> (Child, String) {
     (up, id)
 }
 
+/// `sdnlab bench ctl ARGS --out OUT`, which must succeed.
+fn bench_ctl(args: &[&str], out: &std::path::Path) {
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "ctl"])
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}
+
+/// A run directory's samples.jsonl: its text, and each sample.
+fn samples_of(run: &std::path::Path) -> (String, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    let samples = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (text, samples)
+}
+
 fn pingall(id: &str, hosts: u32) -> Vec<String> {
     let mut failed = Vec::new();
     for a in 1..=hosts {
@@ -372,15 +391,27 @@ fn net_up_with_a_cluster_of_three_and_nothing_left_after() {
 #[test]
 fn bench_failover_in_a_cluster_of_three() {
     let out = scratch("cluster", "bench");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "ctl", "--test", "failover", "--cluster", "3", "--ofp", "1.3"])
-        .args(["--fabric", "leaf-spine,2,3,1", "--trials", "2", "--cooldown-ms", "0"])
-        .args(["--td-s", "15", "--reprov-ms", "1500", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
+    bench_ctl(
+        &[
+            "--test",
+            "failover",
+            "--cluster",
+            "3",
+            "--ofp",
+            "1.3",
+            "--fabric",
+            "leaf-spine,2,3,1",
+            "--trials",
+            "2",
+            "--cooldown-ms",
+            "0",
+            "--td-s",
+            "15",
+            "--reprov-ms",
+            "1500",
+        ],
+        &out,
+    );
     let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
     let trials: Vec<serde_json::Value> = text
         .lines()
@@ -418,24 +449,27 @@ fn bench_failover_in_a_cluster_of_three() {
     // way; the traffic does not notice (checked to fail when the master
     // is killed instead: 30 to 60 frames lost).
     let out = scratch("cluster", "bench-control");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args([
-            "bench",
-            "ctl",
+    bench_ctl(
+        &[
             "--test",
             "failover",
             "--cluster",
             "3",
             "--kill",
             "non-master",
-        ])
-        .args(["--ofp", "1.3", "--fabric", "leaf-spine,2,3,1", "--trials", "1"])
-        .args(["--td-s", "15", "--reprov-ms", "1500", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
+            "--ofp",
+            "1.3",
+            "--fabric",
+            "leaf-spine,2,3,1",
+            "--trials",
+            "1",
+            "--td-s",
+            "15",
+            "--reprov-ms",
+            "1500",
+        ],
+        &out,
+    );
     let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
     let t = text
         .lines()
@@ -456,15 +490,23 @@ fn bench_failover_in_a_cluster_of_three() {
 #[test]
 fn bench_reactive_paths_in_a_cluster_of_three() {
     let out = scratch("cluster", "paths");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "ctl", "--test", "reactive-paths", "--cluster", "3"])
-        .args(["--fabric", "leaf-spine,2,4,1", "--trials", "2", "--cooldown-ms", "0"])
-        .args(["--td-s", "15", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
+    bench_ctl(
+        &[
+            "--test",
+            "reactive-paths",
+            "--cluster",
+            "3",
+            "--fabric",
+            "leaf-spine,2,4,1",
+            "--trials",
+            "2",
+            "--cooldown-ms",
+            "0",
+            "--td-s",
+            "15",
+        ],
+        &out,
+    );
     let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
     let trials: Vec<serde_json::Value> = text
         .lines()
@@ -518,16 +560,24 @@ fn bench_reactive_paths_in_a_cluster_of_three() {
 #[test]
 fn bench_cbench_load_against_a_cluster_of_three() {
     let out = scratch("cluster", "cbench");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "ctl", "--cluster", "3", "--ofp", "1.3", "--switches", "8"])
-        .args(["--trials", "1", "--loops", "2", "--loop-ms", "500", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
-    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
-    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    bench_ctl(
+        &[
+            "--cluster",
+            "3",
+            "--ofp",
+            "1.3",
+            "--switches",
+            "8",
+            "--trials",
+            "1",
+            "--loops",
+            "2",
+            "--loop-ms",
+            "500",
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out);
     let trial = samples.iter().find(|s| s["kind"] == "trial").expect("a trial");
     let v = |s: &serde_json::Value, k: &str| s["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {s}"));
     assert!(v(trial, "matched_per_s") > 0.0, "{trial}");
@@ -569,9 +619,14 @@ fn bench_cbench_load_against_a_cluster_of_three() {
     // `--slave-packet-ins none`: the slaves ask for nothing, so each
     // PACKET_IN goes to its switch's master alone.
     let out = scratch("cluster", "cbench-none");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "ctl", "--cluster", "3", "--ofp", "1.3", "--switches", "8"])
-        .args([
+    bench_ctl(
+        &[
+            "--cluster",
+            "3",
+            "--ofp",
+            "1.3",
+            "--switches",
+            "8",
             "--slave-packet-ins",
             "none",
             "--trials",
@@ -580,15 +635,10 @@ fn bench_cbench_load_against_a_cluster_of_three() {
             "2",
             "--loop-ms",
             "500",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
-    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
-    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out);
     let members: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
     assert_eq!(members.len(), 3, "{text}");
     // Each request sent once, to the member that answers it (with every
@@ -613,16 +663,24 @@ fn bench_cbench_load_against_a_cluster_of_three() {
 #[test]
 fn bench_faucet_as_a_cluster_of_two_equal_instances() {
     let out = scratch("cluster", "faucet");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "ctl", "--ofp", "1.3", "--peer", "faucet", "--cluster", "2"])
-        .args(["--switches", "2", "--trials", "1", "--loops", "2", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
-    let text = std::fs::read_to_string(out.join("faucet").join("samples.jsonl")).unwrap();
-    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    bench_ctl(
+        &[
+            "--ofp",
+            "1.3",
+            "--peer",
+            "faucet",
+            "--cluster",
+            "2",
+            "--switches",
+            "2",
+            "--trials",
+            "1",
+            "--loops",
+            "2",
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out.join("faucet"));
     let v = |s: &serde_json::Value, k: &str| s["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {s}"));
     let trial = samples.iter().find(|s| s["kind"] == "trial").expect("a trial");
     assert!(v(trial, "matched_per_s") > 0.0, "{trial}");
@@ -666,9 +724,12 @@ fn bench_a_cluster_at_addresses() {
     let (kids, members) = start_members(&dir, &etcd, 3);
     let targets: Vec<String> = members.iter().map(|m| format!("127.0.0.1:{}", m.1)).collect();
     let out = dir.join("run");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "ctl", "--target", &targets.join(","), "--ofp", "1.3"])
-        .args([
+    bench_ctl(
+        &[
+            "--target",
+            &targets.join(","),
+            "--ofp",
+            "1.3",
             "--switches",
             "6",
             "--trials",
@@ -677,15 +738,10 @@ fn bench_a_cluster_at_addresses() {
             "2",
             "--loop-ms",
             "500",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
-    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
-    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out);
     let v = |s: &serde_json::Value, k: &str| s["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {s}"));
     let trial = samples.iter().find(|s| s["kind"] == "trial").expect("a trial");
     assert!(v(trial, "matched_per_s") > 0.0, "{trial}");
@@ -719,25 +775,24 @@ fn bench_a_cluster_at_addresses() {
 #[test]
 fn bench_sweeps_cluster_sizes() {
     let out = scratch("cluster", "sweep");
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args([
-            "bench",
-            "ctl",
+    bench_ctl(
+        &[
             "--sweep",
             "cluster=0,1,2",
             "--ofp",
             "1.3",
             "--switches",
             "4",
-        ])
-        .args(["--trials", "1", "--loops", "2", "--loop-ms", "300", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
-    let text = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
-    let samples: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            "--trials",
+            "1",
+            "--loops",
+            "2",
+            "--loop-ms",
+            "300",
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out);
     let of = |kind: &str, scenario: &str| {
         samples
             .iter()
