@@ -12,7 +12,7 @@
 mod common;
 
 use common::{free_port, scratch};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -111,26 +111,7 @@ fn net_up(args: &[&str]) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = BufReader::new(up.stdout.take().unwrap());
-    let mut summary = String::new();
-    loop {
-        let mut line = String::new();
-        if out.read_line(&mut line).unwrap() == 0 {
-            let mut err = String::new();
-            let _ = up.stderr.as_mut().unwrap().read_to_string(&mut err);
-            panic!("net up exited: {summary}{err}");
-        }
-        summary.push_str(&line);
-        if line.starts_with("up;") {
-            break;
-        }
-    }
-    let id = summary
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    let (_, id, mut out) = common::until_up(&mut up);
     // The rest of its output ("run ID down" at the end) still has a reader.
     std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     (up, id)

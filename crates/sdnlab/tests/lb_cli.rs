@@ -5,9 +5,10 @@
 //! client in the clients'. Round-robin reaches every replica; a keep-alive
 //! connection idle past its rules' timeout comes back to its replica.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -132,26 +133,8 @@ fn round_robin_reaches_every_replica_and_a_flow_keeps_its_replica() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = BufReader::new(up.stdout.take().unwrap());
-    let mut summary = String::new();
-    loop {
-        let mut line = String::new();
-        if out.read_line(&mut line).unwrap() == 0 {
-            let mut err = String::new();
-            let _ = std::io::Read::read_to_string(up.stderr.as_mut().unwrap(), &mut err);
-            panic!("net up exited: {summary}{err}");
-        }
-        summary.push_str(&line);
-        if line.starts_with("up;") {
-            break;
-        }
-    }
-    let id = summary
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .trim_end_matches(':')
-        .to_string();
+    // The rest of its output is read by nobody but kept open until the end.
+    let (_, id, _out) = common::until_up(&mut up);
     let net = Net {
         child: up,
         id: id.clone(),

@@ -4,7 +4,6 @@
 //! iperf3, a link going down and up, teardown, and nothing left behind,
 //! also when the `up` process is killed part-way.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,26 +34,7 @@ impl Up {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut summary = String::new();
-        loop {
-            let mut line = String::new();
-            if out.read_line(&mut line).unwrap() == 0 {
-                let mut err = String::new();
-                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
-                panic!("sdnlab net up {args:?} exited: {summary}{err}");
-            }
-            summary.push_str(&line);
-            if line.starts_with("up;") {
-                break;
-            }
-        }
-        let id = summary
-            .split_whitespace()
-            .nth(1)
-            .unwrap()
-            .trim_end_matches(':')
-            .to_string();
+        let (summary, id, _) = common::until_up(&mut child);
         Up { child, id, summary }
     }
 

@@ -196,3 +196,31 @@ pub fn chromium(page: &Path, png: &Path) -> (String, String) {
         String::from_utf8_lossy(&dom.stderr).into_owned(),
     )
 }
+
+/// Reads `sdnlab net up`'s output until its "up;" line: what it printed
+/// so far, the run's id, and the reader of the rest (panics with its
+/// stderr if it exits first).
+pub fn until_up(child: &mut std::process::Child) -> (String, String, std::io::BufReader<std::process::ChildStdout>) {
+    use std::io::BufRead;
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut summary = String::new();
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+            panic!("sdnlab net up exited: {summary}{err}");
+        }
+        summary.push_str(&line);
+        if line.starts_with("up;") {
+            break;
+        }
+    }
+    let id = summary
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    (summary, id, out)
+}
