@@ -13,7 +13,12 @@
 //! - `masters/DPID` = NAME, held by NAME's lease, created by a transaction
 //!   that succeeds only when the key does not exist (one election per
 //!   switch); its create revision is the generation id NAME sends in its
-//!   ROLE_REQUEST MASTER, and every member's SLAVE request carries it too.
+//!   ROLE_REQUEST MASTER, and every member's SLAVE request carries it too;
+//! - `state/...` = JSON, held by no lease: the network's shared state
+//!   (what the northbound API asked for, the hosts learnt), which outlives
+//!   any member. Every member keeps a copy fed by the watch
+//!   (`Handle::state`) and hears each change (`Notice::State`); writes go
+//!   through `Handle::put_state` and `Handle::delete_state`.
 //!
 //! A member's death is noticed by the others at once: each member listens
 //! on a TCP socket of its own (`members/NAME`'s "probe") and every other
@@ -60,6 +65,15 @@ pub enum Notice {
     MemberGone { member: String },
     /// etcd stopped answering (roles are kept as they are) or answers again.
     Etcd { reachable: bool, detail: String },
+    /// A key of the shared state (relative to `state/`) was written
+    /// (`value`) or deleted (None), at etcd revision `revision`. Also sent
+    /// for every key when the member reads them all afresh (at its start,
+    /// after etcd was unreachable).
+    State {
+        key: String,
+        value: Option<serde_json::Value>,
+        revision: i64,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +92,10 @@ pub enum Error {
     Duplicate(String),
     #[error("starting the cluster thread: {0}")]
     Thread(#[from] std::io::Error),
+    #[error("shared state key {0:?}: use letters, digits and '-', '_', '.', ':' or '/' between non-empty parts")]
+    BadKey(String),
+    #[error("this cluster member has left")]
+    Left,
 }
 
 /// A member's settings.
@@ -138,10 +156,18 @@ pub struct Mastership {
     pub etcd_reachable: bool,
 }
 
+/// The shared state as this member last read it: key (under `state/`) ->
+/// (value, the revision that wrote it).
+pub type State = BTreeMap<String, (serde_json::Value, i64)>;
+
+type Reply<T> = tokio::sync::oneshot::Sender<Result<T, Error>>;
+
 enum Msg {
     Up(u64),
     Down(u64),
     Dead(String, i64),
+    Put(String, String, Reply<i64>),
+    Delete(String, bool, Reply<()>),
     Stop(std::sync::mpsc::Sender<()>),
 }
 
@@ -149,6 +175,7 @@ enum Msg {
 pub struct Handle {
     tx: mpsc::UnboundedSender<Msg>,
     view: Arc<Mutex<Mastership>>,
+    state: Arc<Mutex<State>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -165,6 +192,51 @@ impl Handle {
 
     pub fn mastership(&self) -> Mastership {
         self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// This member's name.
+    pub fn name(&self) -> String {
+        self.view.lock().unwrap_or_else(|p| p.into_inner()).member.clone()
+    }
+
+    /// The shared state's keys under `prefix` (relative to `state/`), as
+    /// the watch last brought them: key -> (value, revision).
+    pub fn state(&self, prefix: &str) -> State {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// One key of the shared state.
+    pub fn state_get(&self, key: &str) -> Option<(serde_json::Value, i64)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
+    }
+
+    /// Writes `key` (relative to `state/`) in etcd; returns the revision
+    /// that wrote it. The local copy follows when the watch brings it.
+    pub async fn put_state(&self, key: &str, value: &serde_json::Value) -> Result<i64, Error> {
+        if !valid_key(key) {
+            return Err(Error::BadKey(key.into()));
+        }
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(Msg::Put(key.into(), value.to_string(), reply))
+            .map_err(|_| Error::Left)?;
+        rx.await.map_err(|_| Error::Left)?
+    }
+
+    /// Deletes `key` (every key under it when `prefix`) from etcd.
+    pub async fn delete_state(&self, key: &str, prefix: bool) -> Result<(), Error> {
+        if !valid_key(key.trim_end_matches('/')) {
+            return Err(Error::BadKey(key.into()));
+        }
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(Msg::Delete(key.into(), prefix, reply))
+            .map_err(|_| Error::Left)?;
+        rx.await.map_err(|_| Error::Left)?
     }
 
     /// Leaves the cluster: the lease is revoked (the switches this member
@@ -192,6 +264,12 @@ fn valid_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
+fn valid_key(s: &str) -> bool {
+    s.len() <= 512
+        && s.split('/')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)))
+}
+
 /// Joins the cluster: connects to etcd, registers this member (refused
 /// when a live member has the name) and starts its thread. `notify` is
 /// called from that thread.
@@ -206,12 +284,13 @@ pub fn start(cfg: Config, notify: Box<dyn Fn(Notice) + Send>) -> Result<Handle, 
         etcd_reachable: true,
         ..Default::default()
     }));
+    let state = Arc::new(Mutex::new(State::new()));
     let (tx, rx) = mpsc::unbounded_channel();
     // The member joins on its own thread (its runtime may not be started
     // from inside the caller's, if the caller runs one) and says how that
     // went before it carries on.
     let (joined_tx, joined) = std::sync::mpsc::channel();
-    let (v, t) = (view.clone(), tx.clone());
+    let (v, t, st) = (view.clone(), tx.clone(), state.clone());
     let thread = std::thread::Builder::new().name("ctl-cluster".into()).spawn(move || {
         let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(rt) => rt,
@@ -221,7 +300,7 @@ pub fn start(cfg: Config, notify: Box<dyn Fn(Notice) + Send>) -> Result<Handle, 
             }
         };
         rt.block_on(async move {
-            match Member::join(cfg, v, t, notify).await {
+            match Member::join(cfg, v, st, t, notify).await {
                 Ok(mut m) => {
                     let _ = joined_tx.send(Ok(()));
                     m.run(rx).await;
@@ -248,6 +327,7 @@ pub fn start(cfg: Config, notify: Box<dyn Fn(Notice) + Send>) -> Result<Handle, 
     Ok(Handle {
         tx,
         view,
+        state,
         thread: Mutex::new(Some(thread)),
     })
 }
@@ -261,6 +341,7 @@ struct Member {
     lease: i64,
     prefix: String,
     view: Arc<Mutex<Mastership>>,
+    state: Arc<Mutex<State>>,
     notify: Box<dyn Fn(Notice) + Send>,
     tx: mpsc::UnboundedSender<Msg>,
     /// What the keys say: members (name -> (lease, probe)), which members
@@ -286,6 +367,7 @@ impl Member {
     async fn join(
         cfg: Config,
         view: Arc<Mutex<Mastership>>,
+        state: Arc<Mutex<State>>,
         tx: mpsc::UnboundedSender<Msg>,
         notify: Box<dyn Fn(Notice) + Send>,
     ) -> Result<Member, Error> {
@@ -365,6 +447,7 @@ impl Member {
             lease,
             prefix,
             view,
+            state,
             notify,
             tx,
             members: BTreeMap::new(),
@@ -413,7 +496,7 @@ impl Member {
                             for e in resp.events() {
                                 let Some(kv) = e.kv() else { continue };
                                 let put = e.event_type() == EventType::Put;
-                                self.apply(kv.key(), kv.value(), kv.create_revision(), kv.lease(), put);
+                                self.apply(kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), put);
                             }
                             self.reconcile().await;
                         }
@@ -463,6 +546,25 @@ impl Member {
                     (self.notify)(Notice::MemberGone { member: name });
                 }
             }
+            Msg::Put(key, value, reply) => {
+                let key = format!("{}state/{key}", self.prefix);
+                let r = match tokio::time::timeout(self.cfg.request_timeout, self.client.put(key, value, None)).await {
+                    Ok(Ok(r)) => Ok(r.header().map_or(0, |h| h.revision())),
+                    Ok(Err(e)) => Err(self.etcd_error(e)),
+                    Err(_) => Err(self.timeout_error()),
+                };
+                let _ = reply.send(r);
+            }
+            Msg::Delete(key, prefix, reply) => {
+                let key = format!("{}state/{key}", self.prefix);
+                let opts = prefix.then(|| etcd_client::DeleteOptions::new().with_prefix());
+                let r = match tokio::time::timeout(self.cfg.request_timeout, self.client.delete(key, opts)).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err(self.etcd_error(e)),
+                    Err(_) => Err(self.timeout_error()),
+                };
+                let _ = reply.send(r);
+            }
             Msg::Stop(done) => {
                 for (_, p) in self.probes.drain() {
                     p.abort();
@@ -473,6 +575,20 @@ impl Member {
             }
         }
         false
+    }
+
+    fn etcd_error(&self, source: etcd_client::Error) -> Error {
+        Error::Etcd {
+            endpoints: self.cfg.endpoints.join(","),
+            source,
+        }
+    }
+
+    fn timeout_error(&self) -> Error {
+        Error::Timeout {
+            endpoints: self.cfg.endpoints.join(","),
+            secs: self.cfg.request_timeout.as_secs().max(1),
+        }
     }
 
     /// An etcd request failed. One failure alone is not an outage (the
@@ -546,8 +662,28 @@ impl Member {
         self.members.clear();
         self.connected.clear();
         self.masters.clear();
+        let before: Vec<String> = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        let mut seen = BTreeSet::new();
         for kv in resp.kvs() {
-            self.apply(kv.key(), kv.value(), kv.create_revision(), kv.lease(), true);
+            if let Some(k) = self.state_key(kv.key()) {
+                seen.insert(k);
+            }
+            self.apply(kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), true);
+        }
+        // Shared state deleted while this member could not read it.
+        for gone in before.into_iter().filter(|k| !seen.contains(k)) {
+            self.state.lock().unwrap_or_else(|p| p.into_inner()).remove(&gone);
+            (self.notify)(Notice::State {
+                key: gone,
+                value: None,
+                revision: rev,
+            });
         }
         // Our own keys may have gone, or never been written, while etcd
         // could not hear us.
@@ -586,8 +722,35 @@ impl Member {
         Ok(watch)
     }
 
+    /// The shared state's key (relative to `state/`) of an etcd key.
+    fn state_key(&self, key: &[u8]) -> Option<String> {
+        let rest = std::str::from_utf8(key).ok()?.strip_prefix(&self.prefix)?;
+        rest.strip_prefix("state/").map(str::to_string)
+    }
+
     /// One key put or deleted.
-    fn apply(&mut self, key: &[u8], value: &[u8], create_rev: i64, _lease: i64, put: bool) {
+    fn apply(&mut self, key: &[u8], value: &[u8], create_rev: i64, mod_rev: i64, put: bool) {
+        if let Some(k) = self.state_key(key) {
+            let value = if put {
+                // Only this crate's callers write here, always JSON.
+                Some(serde_json::from_slice(value).unwrap_or(serde_json::Value::Null))
+            } else {
+                None
+            };
+            {
+                let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                match &value {
+                    Some(v) => s.insert(k.clone(), (v.clone(), mod_rev)),
+                    None => s.remove(&k),
+                };
+            }
+            (self.notify)(Notice::State {
+                key: k,
+                value,
+                revision: mod_rev,
+            });
+            return;
+        }
         let Some(rest) = std::str::from_utf8(key).ok().and_then(|k| k.strip_prefix(&self.prefix)) else {
             return;
         };

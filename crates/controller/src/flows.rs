@@ -307,6 +307,40 @@ impl FlowFilter {
     }
 
     /// The FLOW_MOD DELETE (or DELETE_STRICT) for a switch speaking `version`.
+    /// Whether deleting with this filter removes `flow` (OpenFlow's rule:
+    /// strict, the same match and priority; otherwise every field the
+    /// filter names matches the flow's, prefixes within the filter's).
+    pub fn covers(&self, flow: &FlowSpec) -> bool {
+        if self.cookie.is_some_and(|c| c != flow.cookie) || self.table_id.is_some_and(|t| t != flow.table_id) {
+            return false;
+        }
+        if self.strict {
+            return self.match_ == flow.match_ && self.priority == flow.priority;
+        }
+        let (f, m) = (&self.match_, &flow.match_);
+        fn same<T: PartialEq>(want: &Option<T>, got: &Option<T>) -> bool {
+            want.is_none() || want == got
+        }
+        fn within(want: &Option<String>, got: &Option<String>) -> bool {
+            let Some(w) = want else { return true };
+            let (Some(g), Ok((wa, wl))) = (got, parse_prefix(w)) else {
+                return false;
+            };
+            let Ok((ga, gl)) = parse_prefix(g) else { return false };
+            let mask = |l: u8| if l == 0 { 0 } else { u32::MAX << (32 - l as u32) };
+            gl >= wl && u32::from(wa) & mask(wl) == u32::from(ga) & mask(wl)
+        }
+        same(&f.in_port, &m.in_port)
+            && same(&f.eth_src, &m.eth_src)
+            && same(&f.eth_dst, &m.eth_dst)
+            && same(&f.eth_type, &m.eth_type)
+            && same(&f.ip_proto, &m.ip_proto)
+            && within(&f.ipv4_src, &m.ipv4_src)
+            && within(&f.ipv4_dst, &m.ipv4_dst)
+            && same(&f.tp_src, &m.tp_src)
+            && same(&f.tp_dst, &m.tp_dst)
+    }
+
     pub fn delete(&self, version: u8) -> Result<Body, String> {
         match version {
             OFP10_VERSION => {
@@ -500,6 +534,32 @@ mod mac_opt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_filter_covers_the_flows_openflow_would_delete() {
+        let flow: FlowSpec = serde_json::from_str(
+            r#"{"priority": 700, "cookie": 7, "match": {"eth_type": 2048, "ipv4_dst": "10.1.2.0/24", "tp_dst": 53, "ip_proto": 17}, "actions": []}"#,
+        )
+        .unwrap();
+        let f = |s: &str| serde_json::from_str::<FlowFilter>(s).unwrap();
+        assert!(f("{}").covers(&flow));
+        assert!(f(r#"{"match": {"eth_type": 2048}}"#).covers(&flow));
+        assert!(f(r#"{"match": {"ipv4_dst": "10.1.0.0/16"}}"#).covers(&flow));
+        assert!(!f(r#"{"match": {"ipv4_dst": "10.1.2.128/25"}}"#).covers(&flow));
+        assert!(!f(r#"{"match": {"ipv4_dst": "10.2.0.0/16"}}"#).covers(&flow));
+        assert!(!f(r#"{"match": {"tp_dst": 54}}"#).covers(&flow));
+        assert!(!f(r#"{"match": {"in_port": 1}}"#).covers(&flow));
+        assert!(f(r#"{"cookie": 7}"#).covers(&flow));
+        assert!(!f(r#"{"cookie": 8}"#).covers(&flow));
+        // Strict: the same match and priority only.
+        assert!(!f(r#"{"strict": true, "priority": 700, "match": {"eth_type": 2048}}"#).covers(&flow));
+        let exact = format!(
+            r#"{{"strict": true, "priority": 700, "match": {}}}"#,
+            serde_json::to_string(&flow.match_).unwrap()
+        );
+        assert!(f(&exact).covers(&flow));
+        assert!(!f(&exact.replace("700", "701")).covers(&flow));
+    }
 
     #[test]
     fn json_flow_becomes_both_versions() {

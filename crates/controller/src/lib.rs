@@ -5,6 +5,7 @@
 pub mod app;
 pub mod apps;
 pub mod catalog;
+pub mod cluster_state;
 pub mod driver;
 pub mod embedded;
 pub mod flows;

@@ -43,7 +43,7 @@ pub const IDLE_TIMEOUT: u16 = 60;
 /// An identical frame flooded again within this window is a loop's echo.
 const FLOOD_ECHO_WINDOW: Duration = Duration::from_millis(500);
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Host {
     pub mac: String,
     pub ipv4: Option<Ipv4Addr>,
@@ -98,6 +98,8 @@ pub struct Paths {
     pub settle: Duration,
     /// Whether a unicast packet to a known host sets up its path (false: proactive-only).
     pub reactive: bool,
+    /// Told of each host learnt here, or moved (cluster mode shares them).
+    learnt: std::sync::OnceLock<Box<dyn Fn(Host) + Send + Sync>>,
 }
 
 fn host_ipv4(frame: &[u8]) -> Option<Ipv4Addr> {
@@ -136,7 +138,29 @@ impl Paths {
             state: Mutex::new(State::default()),
             settle,
             reactive,
+            learnt: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Calls `f` with each host learnt from a packet here, new or moved
+    /// (not those given by `learn_shared`). Set once.
+    pub fn on_learnt(&self, f: Box<dyn Fn(Host) + Send + Sync>) {
+        let _ = self.learnt.set(f);
+    }
+
+    /// A host another cluster member learnt (cluster mode's shared state).
+    pub fn learn_shared(&self, h: &Host) {
+        let Some(mac) = flows::mac::parse(&h.mac) else { return };
+        let at = End {
+            dpid: h.dpid,
+            port: h.port,
+        };
+        let mut s = self.lock();
+        let entry = s.hosts.entry(mac).or_insert((Ipv4Addr::UNSPECIFIED, at));
+        entry.1 = at;
+        if let Some(ip) = h.ipv4 {
+            entry.0 = ip;
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -459,16 +483,30 @@ impl SwitchApp for Router {
         src.0.copy_from_slice(&pi.data[6..12]);
         if on_edge && !src.is_multicast() {
             let ip = host_ipv4(pi.data);
-            let moved = {
+            let (moved, changed) = {
                 let mut s = self.paths.lock();
-                let entry = s.hosts.entry(src).or_insert((Ipv4Addr::UNSPECIFIED, here));
+                let mut new = false;
+                let entry = s.hosts.entry(src).or_insert_with(|| {
+                    new = true;
+                    (Ipv4Addr::UNSPECIFIED, here)
+                });
                 let moved = entry.1 != here;
                 entry.1 = here;
+                let mut changed = new || moved;
                 if let Some(ip) = ip {
+                    changed |= entry.0 != ip;
                     entry.0 = ip;
                 }
-                moved
+                (moved, changed.then_some(entry.0))
             };
+            if let (Some(ip), Some(tell)) = (changed, self.paths.learnt.get()) {
+                tell(Host {
+                    mac: src.to_string(),
+                    ipv4: (!ip.is_unspecified()).then_some(ip),
+                    dpid: here.dpid,
+                    port: here.port,
+                });
+            }
             if moved {
                 // Paths towards the host's old place are wrong now.
                 for dpid in self.ctx.registry.datapath_ids() {

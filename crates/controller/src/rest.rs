@@ -21,6 +21,11 @@
 //!   POST   /paths {"src": H, "dst": H}    provision a path both ways (H: MAC or IPv4)
 //!   GET    /stats                         controller and per-switch counters
 //!
+//! In a cluster (`cluster_state`), writes go through etcd: any member
+//! takes them, each switch's master applies them (a slave answers once the
+//! master has), and a new master sends them again; 503 when etcd cannot be
+//! reached, 504 when a switch's master did not apply a write in time.
+//!
 //! Every request first passes `rest_access`: writes need the API's bearer
 //! token and a JSON body, the Host header must name the API, CORS is off
 //! unless origins are named, HTTPS when a certificate is given.
@@ -233,6 +238,13 @@ async fn add_flow(State(api): State<Api>, Path(dpid): Path<String>, text: String
     }
     let spec: FlowSpec =
         serde_json::from_str(&text).map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("bad flow: {e}")))?;
+    if let Some(shared) = api.ctl.shared_state() {
+        shared
+            .add_flow(info.datapath_id, info.version, &spec)
+            .await
+            .map_err(state_error)?;
+        return Ok((StatusCode::CREATED, Json(json!({"installed": spec}))).into_response());
+    }
     let body = spec
         .add(info.version)
         .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e))?;
@@ -243,6 +255,13 @@ async fn add_flow(State(api): State<Api>, Path(dpid): Path<String>, text: String
 async fn delete_flows(State(api): State<Api>, Path(dpid): Path<String>, text: String) -> Reply {
     let info = api.switch(&dpid)?;
     let filter: FlowFilter = parse_body(&text, "flow filter")?;
+    if let Some(shared) = api.ctl.shared_state() {
+        shared
+            .delete_flows(info.datapath_id, info.version, &filter)
+            .await
+            .map_err(state_error)?;
+        return ok(json!({"deleted": filter}));
+    }
     let body = filter
         .delete(info.version)
         .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e))?;
@@ -274,7 +293,22 @@ async fn hosts(State(api): State<Api>) -> Reply {
 }
 
 async fn list_paths(State(api): State<Api>) -> Reply {
-    ok(serde_json::to_value(need_paths(&api)?.provisioned()).unwrap_or(Value::Null))
+    let paths = need_paths(&api)?;
+    if let Some(shared) = api.ctl.shared_state() {
+        return ok(Value::Array(shared.paths()));
+    }
+    ok(serde_json::to_value(paths.provisioned()).unwrap_or(Value::Null))
+}
+
+fn state_error(e: crate::cluster_state::StateError) -> ApiError {
+    use crate::cluster_state::StateError as E;
+    let code = match &e {
+        E::Etcd(_) => StatusCode::SERVICE_UNAVAILABLE,
+        E::Refused { .. } => StatusCode::BAD_GATEWAY,
+        E::NotApplied(..) => StatusCode::GATEWAY_TIMEOUT,
+        E::Bad(_) => StatusCode::BAD_REQUEST,
+    };
+    ApiError(code, e.to_string())
 }
 
 #[derive(Deserialize, Default)]
@@ -300,8 +334,12 @@ async fn add_path(State(api): State<Api>, text: String) -> Reply {
         };
         ApiError(code, e)
     })?;
-    for (dpid, body) in mods {
-        api.ask(dpid, body, Wait::Barrier).await?;
+    if let Some(shared) = api.ctl.shared_state() {
+        shared.add_path(&path, mods).await.map_err(state_error)?;
+    } else {
+        for (dpid, body) in mods {
+            api.ask(dpid, body, Wait::Barrier).await?;
+        }
     }
     paths.record(path.clone());
     Ok((
@@ -391,6 +429,8 @@ async fn not_found() -> ApiError {
 pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet, access: Access) -> std::io::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| std::io::Error::new(e.kind(), format!("REST API on {addr}: {e}")))?;
+    // In a cluster, writes go through the shared state.
+    ctl.share_state(&apps)?;
     listener.set_nonblocking(true)?;
     let local = listener.local_addr()?;
     let tls = access.tls.clone();

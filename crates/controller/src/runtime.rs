@@ -4,6 +4,7 @@
 //! lock or cross-thread hand-off on the PACKET_IN path.
 
 use crate::app::AppFactory;
+use crate::cluster_state::{Event, SharedState};
 pub use crate::driver::{Command, Stats, Wait};
 use crate::driver::{Context, Environment};
 use crate::shared::{Mail, Mailbox, Outbox};
@@ -124,6 +125,36 @@ impl Handle {
         self.member.as_ref().map(|m| m.mastership())
     }
 
+    /// Cluster mode: starts sharing the network's state through etcd
+    /// (`cluster_state`): what the REST API installs, the hosts `apps`'
+    /// `paths` learns. Once per controller (later calls return the same);
+    /// None when not in a cluster.
+    pub fn share_state(&self, apps: &crate::catalog::AppSet) -> io::Result<Option<Arc<SharedState>>> {
+        let (Some(m), Some(h)) = (&self.shared.member, &self.member) else {
+            return Ok(None);
+        };
+        let mut started = m.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = &*started {
+            return Ok(Some(s.clone()));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        *m.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.clone());
+        let s = SharedState::start(self.clone(), h.clone(), apps.paths.clone(), rx, tx)?;
+        *started = Some(s.clone());
+        Ok(Some(s))
+    }
+
+    /// Cluster mode, once `share_state` was called: the shared state.
+    pub fn shared_state(&self) -> Option<Arc<SharedState>> {
+        let m = self.shared.member.as_ref()?;
+        m.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether `stop` (or `kill`) was called.
+    pub fn stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+    }
+
     /// Cluster mode: leaves the cluster at once (the lease revoked, this
     /// member's switches re-elected) instead of at the process's end.
     pub fn leave_cluster(&self) {
@@ -202,10 +233,14 @@ pub fn raise_fd_limit() -> u64 {
 
 /// What the workers, acceptors and handles share, for `cfg`.
 pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailbox>>, limit: u64) -> Arc<Shared> {
-    let member = cfg
-        .cluster
-        .as_ref()
-        .map(|c| Arc::new(Member(std::sync::OnceLock::new(), c.slave_packet_ins)));
+    let member = cfg.cluster.as_ref().map(|c| {
+        Arc::new(Member {
+            handle: std::sync::OnceLock::new(),
+            slave_packet_ins: c.slave_packet_ins,
+            events: std::sync::Mutex::new(None),
+            state: std::sync::Mutex::new(None),
+        })
+    });
     Arc::new(Shared {
         cfg: cfg.clone(),
         env: Environment {
@@ -311,22 +346,38 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
     })
 }
 
-/// Cluster mode: the sessions' side of the member (the etcd side is
-/// started after the registry it steers exists, hence the cell), and
-/// whether its slaves ask for every PACKET_IN.
-struct Member(std::sync::OnceLock<Arc<cluster::Handle>>, bool);
+/// Cluster mode: the sessions' side of the member.
+struct Member {
+    /// The etcd side (started after the registry it steers exists, hence
+    /// the cell).
+    handle: std::sync::OnceLock<Arc<cluster::Handle>>,
+    /// Whether its slaves ask for every PACKET_IN.
+    slave_packet_ins: bool,
+    /// Where the election's and the shared state's news go once the state
+    /// is shared (`Handle::share_state`).
+    events: std::sync::Mutex<Option<std::sync::mpsc::Sender<Event>>>,
+    state: std::sync::Mutex<Option<Arc<SharedState>>>,
+}
+
+impl Member {
+    fn tell(&self, ev: Event) {
+        if let Some(tx) = &*self.events.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = tx.send(ev);
+        }
+    }
+}
 
 impl crate::driver::Membership for Member {
     fn slave_packet_ins(&self) -> bool {
-        self.1
+        self.slave_packet_ins
     }
     fn switch_up(&self, dpid: u64) {
-        if let Some(h) = self.0.get() {
+        if let Some(h) = self.handle.get() {
             h.switch_up(dpid);
         }
     }
     fn switch_down(&self, dpid: u64) {
-        if let Some(h) = self.0.get() {
+        if let Some(h) = self.handle.get() {
             h.switch_down(dpid);
         }
     }
@@ -336,6 +387,12 @@ impl crate::driver::Membership for Member {
 fn join_cluster(c: cluster::Config, shared: &Arc<Shared>) -> io::Result<Arc<cluster::Handle>> {
     let registry = shared.env.ctx.registry.clone();
     let verbose = shared.cfg.verbose;
+    let member = shared.member.clone();
+    let tell = move |ev: Event| {
+        if let Some(m) = &member {
+            m.tell(ev);
+        }
+    };
     let notify = move |n: cluster::Notice| match n {
         cluster::Notice::Role {
             dpid,
@@ -357,7 +414,12 @@ fn join_cluster(c: cluster::Config, shared: &Arc<Shared>) -> io::Result<Arc<clus
                     if is_master { "MASTER" } else { "SLAVE" }
                 ));
             }
+            if is_master {
+                // A new master sends what the API installed there again.
+                tell(Event::Master(dpid));
+            }
         }
+        cluster::Notice::State { key, value, revision } => tell(Event::Changed(key, value, revision)),
         cluster::Notice::MemberGone { member } => log(format_args!(
             "cluster member {member} is gone: its lease revoked, its switches re-elected"
         )),
@@ -366,7 +428,7 @@ fn join_cluster(c: cluster::Config, shared: &Arc<Shared>) -> io::Result<Arc<clus
     let h = cluster::start(c, Box::new(notify)).map_err(|e| io::Error::other(e.to_string()))?;
     let h = Arc::new(h);
     if let Some(m) = &shared.member {
-        let _ = m.0.set(h.clone());
+        let _ = m.handle.set(h.clone());
     }
     Ok(h)
 }

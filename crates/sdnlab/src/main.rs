@@ -713,6 +713,11 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         }
         Err(e) => return net_cmd::fail(e),
     };
+    // In a cluster: the hosts learnt are shared through etcd (and, with the
+    // REST API, what it installs).
+    if let Err(e) = handle.share_state(&set) {
+        return net_cmd::fail(format!("sharing the cluster's state: {e}"));
+    }
     let mut addrs: Vec<String> = handle.local_addrs.iter().map(|a| a.to_string()).collect();
     addrs.extend(handle.tls_addrs.iter().map(|a| format!("tls:{a}")));
     let mut plain: Vec<(&str, std::net::SocketAddr)> = handle.local_addrs.iter().map(|a| ("OpenFlow", *a)).collect();

@@ -255,20 +255,31 @@ fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
     assert!(masters.len() >= 2, "masters spread over the members: {roles:?}");
     wait_until("pingall", Duration::from_secs(15), || pingall(&id, 4).is_empty());
 
-    // A flow through the REST API of s1's master.
+    // Any member takes writes: a flow through a slave of s1 is in etcd,
+    // and s1's master puts it in the switch before the slave answers.
     let s1 = &bridges[0];
     let m1 = master_of(&roles[s1]);
-    let m1_rest = members.iter().find(|m| m.0 == m1).unwrap().2;
-    let flow = r#"{"priority": 700, "cookie": 4660, "match": {"eth_type": 2048, "ip_proto": 17, "tp_dst": 5999}, "actions": [{"output": 1}]}"#;
-    let (st, body) = http(m1_rest, "POST", "/switches/1/flows", flow);
-    assert_eq!(st, 201, "{body}");
-    // A slave refuses to change the switch, and says who can.
     let slave = members.iter().find(|m| m.0 != m1).unwrap();
+    let flow = r#"{"priority": 700, "cookie": 4660, "match": {"eth_type": 2048, "ip_proto": 17, "tp_dst": 5999}, "actions": [{"output": 1}]}"#;
     let (st, body) = http(slave.2, "POST", "/switches/1/flows", flow);
-    assert!(st == 409 && body.to_string().contains("GET /cluster"), "{st} {body}");
+    assert_eq!(st, 201, "{body}\n{}", logs());
     let mgmt = format!("unix:/run/sdnlab/net/{id}/ovs/{s1}.mgmt");
     let dump = || common::ok(&["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", &mgmt]);
     assert!(dump().contains("cookie=0x1234"), "{}", dump());
+    // A second flow, then a delete through another member: gone from the
+    // switch, and no longer kept (no new master sends it again).
+    let other = r#"{"priority": 701, "cookie": 22136, "match": {"eth_type": 2048, "ip_proto": 17, "tp_dst": 6000}, "actions": [{"output": 1}]}"#;
+    let (st, body) = http(members[0].2, "POST", "/switches/1/flows", other);
+    assert_eq!(st, 201, "{body}");
+    assert!(dump().contains("cookie=0x5678"), "{}", dump());
+    let filter = r#"{"match": {"eth_type": 2048, "ip_proto": 17, "tp_dst": 6000}}"#;
+    let (st, body) = http(members[2].2, "DELETE", "/switches/1/flows", filter);
+    assert_eq!(st, 200, "{body}");
+    assert!(!dump().contains("cookie=0x5678"), "{}", dump());
+    // The kept flow removed behind the cluster's back: s1's next master
+    // must send it again.
+    common::ok(&["ovs-ofctl", "-O", "OpenFlow13", "del-flows", &mgmt, "cookie=0x1234/-1"]);
+    assert!(!dump().contains("cookie=0x1234"), "{}", dump());
 
     // SIGKILL s1's master: another member takes s1 over, well within the
     // lease's TTL (5 s), with OVS as the witness.
@@ -302,9 +313,14 @@ fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
     wait_until("pingall after the failover", Duration::from_secs(15), || {
         pingall(&id, 4).is_empty()
     });
+    wait_until(
+        "s1's new master sends the kept flow again",
+        Duration::from_secs(5),
+        || dump().contains("cookie=0x1234"),
+    );
     assert!(
-        dump().contains("cookie=0x1234"),
-        "the REST API's flow survived: {}",
+        !dump().contains("cookie=0x5678"),
+        "a deleted flow is not sent again: {}",
         dump()
     );
     assert!(

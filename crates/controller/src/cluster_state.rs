@@ -1,0 +1,375 @@
+//! Cluster mode's shared state: what the northbound API asks for and the
+//! hosts the `paths` app learns live in etcd (`cluster::Handle`'s
+//! `state/` keys), so any member answers the API and a new master knows
+//! them at once. The OpenFlow hot path never waits on it: a PACKET_IN is
+//! answered from the member's own caches; what changes here is written by
+//! a thread of its own.
+//!
+//! - An **intent** (`state/intents/ID`) is the FLOW_MODs one request needs,
+//!   per switch, encoded as they go on the wire. Whichever member got the
+//!   request writes it; the master of each switch it names sends that
+//!   switch its messages and a barrier, and acknowledges under
+//!   `state/acks/ID/DPID` (the intent's revision, and the switch's error if
+//!   it refused). The member that wrote it answers the request once every
+//!   switch has acknowledged. A durable intent (a flow without timeouts, a
+//!   path) stays: every new master of one of its switches sends it again,
+//!   so what the API installed survives any member. A flow with a timeout
+//!   is meant to go away and a delete is done once, so those are removed
+//!   once acknowledged.
+//! - A **host** (`state/hosts/MAC`) is written by the master of the switch
+//!   where it was learnt, and fed into every member's `paths` app.
+
+use crate::flows::{FlowFilter, FlowSpec};
+use crate::paths::{Host, Paths, ProvisionedPath};
+use crate::runtime::{Handle, Wait};
+use ofwire::{Body, Message};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a request waits for the switches' masters to acknowledge.
+pub const ACK_WAIT: Duration = Duration::from_secs(10);
+
+/// One request of the northbound API, as kept in etcd.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Intent {
+    /// "flow", "path" or "delete".
+    pub kind: String,
+    /// Sent again by every new master of its switches (false: removed once
+    /// acknowledged).
+    pub durable: bool,
+    /// What was asked: the flow, the path or the filter.
+    pub request: Value,
+    pub mods: Vec<SwitchMods>,
+}
+
+/// The messages of an intent for one switch, hex-encoded as on the wire.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SwitchMods {
+    pub dpid: u64,
+    pub messages: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Ack {
+    revision: i64,
+    member: String,
+    error: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("the cluster's shared state: {0}")]
+    Etcd(#[from] cluster::Error),
+    #[error("switch {dpid:#x} refused it: {error}")]
+    Refused { dpid: u64, error: String },
+    #[error("the master of switch {0:#x} did not apply it within {1} s (GET /cluster shows who masters it)")]
+    NotApplied(u64, u64),
+    #[error("{0}")]
+    Bad(String),
+}
+
+/// What the sharing thread is told.
+pub(crate) enum Event {
+    /// A key of the shared state changed (`cluster::Notice::State`).
+    Changed(String, Option<Value>, i64),
+    /// This member became the switch's master.
+    Master(u64),
+    /// The `paths` app learnt (or moved) a host here.
+    Learnt(Host),
+}
+
+/// A cluster member's side of the shared state.
+pub struct SharedState {
+    member: Arc<cluster::Handle>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// FNV-1a: a name for a flow that is the same in every member's process.
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn host_key(mac: &str) -> String {
+    format!("hosts/{mac}")
+}
+
+impl SharedState {
+    /// Starts sharing: the thread that applies intents and writes hosts,
+    /// fed through `events`; `paths` (if running) learns the shared hosts.
+    pub(crate) fn start(
+        ctl: Handle,
+        member: Arc<cluster::Handle>,
+        paths: Option<Arc<Paths>>,
+        events: mpsc::Receiver<Event>,
+        feed: mpsc::Sender<Event>,
+    ) -> std::io::Result<Arc<SharedState>> {
+        if let Some(p) = &paths {
+            let feed = std::sync::Mutex::new(feed.clone());
+            p.on_learnt(Box::new(move |h| {
+                let _ = feed.lock().unwrap_or_else(|e| e.into_inner()).send(Event::Learnt(h));
+            }));
+        }
+        // What was shared before this member could listen.
+        for (k, (v, rev)) in member.state("") {
+            let _ = feed.send(Event::Changed(k, Some(v), rev));
+        }
+        let m = member.clone();
+        std::thread::Builder::new()
+            .name("ctl-shared".into())
+            .spawn(move || run(ctl, m, paths, events))?;
+        Ok(Arc::new(SharedState { member }))
+    }
+
+    /// POST /switches/DPID/flows: the flow as an intent, answered once
+    /// the switch's master has it in the switch.
+    pub async fn add_flow(&self, dpid: u64, version: u8, spec: &FlowSpec) -> Result<(), StateError> {
+        let body = spec.add(version).map_err(StateError::Bad)?;
+        let request = serde_json::to_value(spec).unwrap_or(Value::Null);
+        let id = format!("flow-{dpid:016x}-{:016x}", fnv(&request.to_string()));
+        let durable = spec.idle_timeout == 0 && spec.hard_timeout == 0;
+        self.run_intent(&id, "flow", durable, request, vec![(dpid, body)]).await
+    }
+
+    /// DELETE /switches/DPID/flows: the flows the filter covers are no
+    /// longer kept, and the switch's master sends the delete.
+    pub async fn delete_flows(&self, dpid: u64, version: u8, filter: &FlowFilter) -> Result<(), StateError> {
+        let body = filter.delete(version).map_err(StateError::Bad)?;
+        for (key, (v, _)) in self.member.state(&format!("intents/flow-{dpid:016x}-")) {
+            let covered = serde_json::from_value::<Intent>(v)
+                .ok()
+                .and_then(|i| serde_json::from_value::<FlowSpec>(i.request).ok())
+                .is_some_and(|s| filter.covers(&s));
+            if covered {
+                self.forget(key.trim_start_matches("intents/")).await?;
+            }
+        }
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let id = format!("del-{dpid:016x}-{nonce:x}-{}", std::process::id());
+        let request = serde_json::to_value(filter).unwrap_or(Value::Null);
+        self.run_intent(&id, "delete", false, request, vec![(dpid, body)]).await
+    }
+
+    /// POST /paths: the path both ways, each switch's hops installed by
+    /// its master.
+    pub async fn add_path(&self, path: &ProvisionedPath, mods: Vec<(u64, Body)>) -> Result<(), StateError> {
+        let id = format!("path-{}-{}", path.src.mac, path.dst.mac);
+        let request = serde_json::to_value(path).unwrap_or(Value::Null);
+        self.run_intent(&id, "path", true, request, mods).await
+    }
+
+    /// GET /paths: every path kept in the cluster.
+    pub fn paths(&self) -> Vec<Value> {
+        self.member
+            .state("intents/path-")
+            .into_values()
+            .filter_map(|(v, _)| serde_json::from_value::<Intent>(v).ok())
+            .map(|i| i.request)
+            .collect()
+    }
+
+    async fn forget(&self, id: &str) -> Result<(), StateError> {
+        self.member.delete_state(&format!("intents/{id}"), false).await?;
+        self.member.delete_state(&format!("acks/{id}/"), true).await?;
+        Ok(())
+    }
+
+    /// Writes the intent, waits for every switch's acknowledgement.
+    async fn run_intent(
+        &self,
+        id: &str,
+        kind: &str,
+        durable: bool,
+        request: Value,
+        bodies: Vec<(u64, Body)>,
+    ) -> Result<(), StateError> {
+        let mut mods: Vec<SwitchMods> = Vec::new();
+        for (dpid, body) in bodies {
+            let mut bytes = Vec::new();
+            let version = match &body {
+                Body::V10(_) => ofwire::OFP10_VERSION,
+                _ => ofwire::OFP13_VERSION,
+            };
+            Message::new(version, 0, body)
+                .encode(&mut bytes)
+                .map_err(|e| StateError::Bad(format!("{e:?}")))?;
+            match mods.iter_mut().find(|m| m.dpid == dpid) {
+                Some(m) => m.messages.push(hex(&bytes)),
+                None => mods.push(SwitchMods {
+                    dpid,
+                    messages: vec![hex(&bytes)],
+                }),
+            }
+        }
+        let dpids: Vec<u64> = mods.iter().map(|m| m.dpid).collect();
+        let intent = Intent {
+            kind: kind.into(),
+            durable,
+            request,
+            mods,
+        };
+        // Acknowledgements of an earlier version of this intent are stale.
+        self.member.delete_state(&format!("acks/{id}/"), true).await?;
+        let rev = self
+            .member
+            .put_state(
+                &format!("intents/{id}"),
+                &serde_json::to_value(&intent).unwrap_or(Value::Null),
+            )
+            .await?;
+        let outcome = self.acknowledged(id, rev, &dpids).await;
+        if !durable || outcome.is_err() {
+            // Done once (or refused): not to be sent again.
+            self.forget(id).await?;
+        }
+        outcome
+    }
+
+    async fn acknowledged(&self, id: &str, rev: i64, dpids: &[u64]) -> Result<(), StateError> {
+        let start = Instant::now();
+        for &dpid in dpids {
+            let key = format!("acks/{id}/{dpid:016x}");
+            loop {
+                let ack = self
+                    .member
+                    .state_get(&key)
+                    .and_then(|(v, _)| serde_json::from_value::<Ack>(v).ok())
+                    .filter(|a| a.revision >= rev);
+                if let Some(a) = ack {
+                    if let Some(error) = a.error {
+                        return Err(StateError::Refused { dpid, error });
+                    }
+                    break;
+                }
+                if start.elapsed() > ACK_WAIT {
+                    return Err(StateError::NotApplied(dpid, ACK_WAIT.as_secs()));
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The sharing thread: applies the intents whose switches this member
+/// masters, and writes the hosts learnt at them.
+fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, events: mpsc::Receiver<Event>) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        crate::runtime::log("the cluster's shared state: no runtime for its thread");
+        return;
+    };
+    let me = member.name();
+    let masters = |dpid: u64| member.mastership().masters.get(&dpid).is_some_and(|(m, _)| *m == me);
+    while !ctl.stopped() {
+        let ev = match events.recv_timeout(Duration::from_millis(200)) {
+            Ok(ev) => ev,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        match ev {
+            Event::Changed(key, Some(v), rev) => {
+                if let Some(id) = key.strip_prefix("intents/") {
+                    if let Ok(intent) = serde_json::from_value::<Intent>(v) {
+                        rt.block_on(apply(&ctl, &member, id, &intent, rev, &masters, None));
+                    }
+                } else if key.starts_with("hosts/") {
+                    if let (Some(p), Ok(h)) = (&paths, serde_json::from_value::<Host>(v)) {
+                        p.learn_shared(&h);
+                    }
+                }
+            }
+            Event::Changed(..) => {}
+            Event::Master(dpid) => {
+                for (key, (v, rev)) in member.state("intents/") {
+                    let Ok(intent) = serde_json::from_value::<Intent>(v) else {
+                        continue;
+                    };
+                    let id = key.trim_start_matches("intents/");
+                    rt.block_on(apply(&ctl, &member, id, &intent, rev, &masters, Some(dpid)));
+                }
+            }
+            Event::Learnt(h) => {
+                let key = host_key(&h.mac);
+                let known = member
+                    .state_get(&key)
+                    .and_then(|(v, _)| serde_json::from_value::<Host>(v).ok());
+                let same = known.is_some_and(|k| k.dpid == h.dpid && k.port == h.port && k.ipv4 == h.ipv4);
+                if masters(h.dpid) && !same {
+                    let v = serde_json::to_value(&h).unwrap_or(Value::Null);
+                    if let Err(e) = rt.block_on(member.put_state(&key, &v)) {
+                        crate::runtime::log(format_args!("sharing host {}: {e}", h.mac));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sends `intent`'s messages to each switch this member masters (only to
+/// `only`, if given: a switch it was just told it masters), with a
+/// barrier, and acknowledges.
+async fn apply(
+    ctl: &Handle,
+    member: &cluster::Handle,
+    id: &str,
+    intent: &Intent,
+    rev: i64,
+    masters: &impl Fn(u64) -> bool,
+    only: Option<u64>,
+) {
+    for m in &intent.mods {
+        // Told it is the master of `only` (the view it keeps may not say
+        // so yet); otherwise, what the view says.
+        let mine = match only {
+            Some(d) => d == m.dpid,
+            None => masters(m.dpid),
+        };
+        if !mine {
+            continue;
+        }
+        let mut error = None;
+        for (i, text) in m.messages.iter().enumerate() {
+            let body = match unhex(text).map(|b| ofwire::decode(&b)) {
+                Some(Ok(msg)) => msg.body,
+                _ => {
+                    error = Some(format!("message {} of intent {id} does not decode", i + 1));
+                    break;
+                }
+            };
+            // A barrier after each: the switch's refusal of any one is
+            // the answer to it.
+            if let Err(e) = ctl.request(m.dpid, body, Wait::Barrier).await {
+                error = Some(e);
+                break;
+            }
+        }
+        let ack = Ack {
+            revision: rev,
+            member: member.name(),
+            error,
+        };
+        let key = format!("acks/{id}/{:016x}", m.dpid);
+        if let Err(e) = member
+            .put_state(&key, &serde_json::to_value(&ack).unwrap_or(Value::Null))
+            .await
+        {
+            crate::runtime::log(format_args!("acknowledging {id} at switch {:#x}: {e}", m.dpid));
+        }
+    }
+}
