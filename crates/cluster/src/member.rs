@@ -546,24 +546,34 @@ impl Member {
                     (self.notify)(Notice::MemberGone { member: name });
                 }
             }
+            // Each in a task of its own: many writes at once wait on
+            // etcd's disk together, not one after another.
             Msg::Put(key, value, reply) => {
                 let key = format!("{}state/{key}", self.prefix);
-                let r = match tokio::time::timeout(self.cfg.request_timeout, self.client.put(key, value, None)).await {
-                    Ok(Ok(r)) => Ok(r.header().map_or(0, |h| h.revision())),
-                    Ok(Err(e)) => Err(self.etcd_error(e)),
-                    Err(_) => Err(self.timeout_error()),
-                };
-                let _ = reply.send(r);
+                let (mut client, t) = (self.client.clone(), self.cfg.request_timeout);
+                let (etcd, timeout) = (self.etcd_error_fn(), self.timeout_error());
+                tokio::spawn(async move {
+                    let r = match tokio::time::timeout(t, client.put(key, value, None)).await {
+                        Ok(Ok(r)) => Ok(r.header().map_or(0, |h| h.revision())),
+                        Ok(Err(e)) => Err(etcd(e)),
+                        Err(_) => Err(timeout),
+                    };
+                    let _ = reply.send(r);
+                });
             }
             Msg::Delete(key, prefix, reply) => {
                 let key = format!("{}state/{key}", self.prefix);
                 let opts = prefix.then(|| etcd_client::DeleteOptions::new().with_prefix());
-                let r = match tokio::time::timeout(self.cfg.request_timeout, self.client.delete(key, opts)).await {
-                    Ok(Ok(_)) => Ok(()),
-                    Ok(Err(e)) => Err(self.etcd_error(e)),
-                    Err(_) => Err(self.timeout_error()),
-                };
-                let _ = reply.send(r);
+                let (mut client, t) = (self.client.clone(), self.cfg.request_timeout);
+                let (etcd, timeout) = (self.etcd_error_fn(), self.timeout_error());
+                tokio::spawn(async move {
+                    let r = match tokio::time::timeout(t, client.delete(key, opts)).await {
+                        Ok(Ok(_)) => Ok(()),
+                        Ok(Err(e)) => Err(etcd(e)),
+                        Err(_) => Err(timeout),
+                    };
+                    let _ = reply.send(r);
+                });
             }
             Msg::Stop(done) => {
                 for (_, p) in self.probes.drain() {
@@ -577,11 +587,9 @@ impl Member {
         false
     }
 
-    fn etcd_error(&self, source: etcd_client::Error) -> Error {
-        Error::Etcd {
-            endpoints: self.cfg.endpoints.join(","),
-            source,
-        }
+    fn etcd_error_fn(&self) -> impl FnOnce(etcd_client::Error) -> Error {
+        let endpoints = self.cfg.endpoints.join(",");
+        move |source| Error::Etcd { endpoints, source }
     }
 
     fn timeout_error(&self) -> Error {

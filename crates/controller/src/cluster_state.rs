@@ -25,9 +25,13 @@ use crate::runtime::{Handle, Wait};
 use ofwire::{Body, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Why a member that leaves PACKET_INs to the masters cannot run link
+/// discovery: its topology would hold only the links into the switches it
+/// masters.
+pub const NO_SHARED_LINKS: &str = "a member that leaves the PACKET_INs to each switch's master hears the LLDP probes of only the switches it masters, and links are not shared between members (hosts and the API's writes are)";
 
 /// How long a request waits for the switches' masters to acknowledge.
 pub const ACK_WAIT: Duration = Duration::from_secs(10);
@@ -70,6 +74,10 @@ pub enum StateError {
     #[error("{0}")]
     Bad(String),
 }
+
+/// The sharing thread's inbox.
+pub(crate) type Events = tokio::sync::mpsc::UnboundedReceiver<Event>;
+pub(crate) type Feed = tokio::sync::mpsc::UnboundedSender<Event>;
 
 /// What the sharing thread is told.
 pub(crate) enum Event {
@@ -115,13 +123,13 @@ impl SharedState {
         ctl: Handle,
         member: Arc<cluster::Handle>,
         paths: Option<Arc<Paths>>,
-        events: mpsc::Receiver<Event>,
-        feed: mpsc::Sender<Event>,
+        events: Events,
+        feed: Feed,
     ) -> std::io::Result<Arc<SharedState>> {
         if let Some(p) = &paths {
-            let feed = std::sync::Mutex::new(feed.clone());
+            let feed = feed.clone();
             p.on_learnt(Box::new(move |h| {
-                let _ = feed.lock().unwrap_or_else(|e| e.into_inner()).send(Event::Learnt(h));
+                let _ = feed.send(Event::Learnt(h));
             }));
         }
         // What was shared before this member could listen.
@@ -225,7 +233,10 @@ impl SharedState {
             mods,
         };
         // Acknowledgements of an earlier version of this intent are stale.
-        self.member.delete_state(&format!("acks/{id}/"), true).await?;
+        let acks = format!("acks/{id}/");
+        if !self.member.state(&acks).is_empty() {
+            self.member.delete_state(&acks, true).await?;
+        }
         let rev = self
             .member
             .put_state(
@@ -268,81 +279,88 @@ impl SharedState {
 }
 
 /// The sharing thread: applies the intents whose switches this member
-/// masters, and writes the hosts learnt at them.
-fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, events: mpsc::Receiver<Event>) {
+/// masters, and writes the hosts learnt at them. Each intent is applied by
+/// a task of its own, so that many requests at once (a path per host
+/// pair) wait on their barriers and etcd's answers together.
+fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, mut events: Events) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
         crate::runtime::log("the cluster's shared state: no runtime for its thread");
         return;
     };
     let me = member.name();
-    let masters = |dpid: u64| member.mastership().masters.get(&dpid).is_some_and(|(m, _)| *m == me);
-    while !ctl.stopped() {
-        let ev = match events.recv_timeout(Duration::from_millis(200)) {
-            Ok(ev) => ev,
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-        };
-        match ev {
-            Event::Changed(key, Some(v), rev) => {
-                if let Some(id) = key.strip_prefix("intents/") {
-                    if let Ok(intent) = serde_json::from_value::<Intent>(v) {
-                        rt.block_on(apply(&ctl, &member, id, &intent, rev, &masters, None));
+    let masters = {
+        let member = member.clone();
+        move |dpid: u64| member.mastership().masters.get(&dpid).is_some_and(|(m, _)| *m == me)
+    };
+    rt.block_on(async move {
+        let mut check = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            let ev = tokio::select! {
+                ev = events.recv() => match ev {
+                    Some(ev) => ev,
+                    None => return,
+                },
+                _ = check.tick() => {
+                    if ctl.stopped() {
+                        return;
                     }
-                } else if key.starts_with("hosts/") {
-                    if let (Some(p), Ok(h)) = (&paths, serde_json::from_value::<Host>(v)) {
-                        p.learn_shared(&h);
+                    continue;
+                }
+            };
+            match ev {
+                Event::Changed(key, Some(v), rev) => {
+                    if let Some(id) = key.strip_prefix("intents/") {
+                        if let Ok(intent) = serde_json::from_value::<Intent>(v) {
+                            let mine: Vec<u64> = intent.mods.iter().map(|m| m.dpid).filter(|&d| masters(d)).collect();
+                            if !mine.is_empty() {
+                                tokio::spawn(apply(ctl.clone(), member.clone(), id.to_string(), intent, rev, mine));
+                            }
+                        }
+                    } else if key.starts_with("hosts/") {
+                        if let (Some(p), Ok(h)) = (&paths, serde_json::from_value::<Host>(v)) {
+                            p.learn_shared(&h);
+                        }
                     }
                 }
-            }
-            Event::Changed(..) => {}
-            Event::Master(dpid) => {
-                for (key, (v, rev)) in member.state("intents/") {
-                    let Ok(intent) = serde_json::from_value::<Intent>(v) else {
-                        continue;
-                    };
-                    let id = key.trim_start_matches("intents/");
-                    rt.block_on(apply(&ctl, &member, id, &intent, rev, &masters, Some(dpid)));
+                Event::Changed(..) => {}
+                // Told it masters the switch (the view may not say so yet):
+                // every intent that names it, sent again.
+                Event::Master(dpid) => {
+                    for (key, (v, rev)) in member.state("intents/") {
+                        let Ok(intent) = serde_json::from_value::<Intent>(v) else {
+                            continue;
+                        };
+                        if intent.mods.iter().any(|m| m.dpid == dpid) {
+                            let id = key.trim_start_matches("intents/").to_string();
+                            tokio::spawn(apply(ctl.clone(), member.clone(), id, intent, rev, vec![dpid]));
+                        }
+                    }
                 }
-            }
-            Event::Learnt(h) => {
-                let key = host_key(&h.mac);
-                let known = member
-                    .state_get(&key)
-                    .and_then(|(v, _)| serde_json::from_value::<Host>(v).ok());
-                let same = known.is_some_and(|k| k.dpid == h.dpid && k.port == h.port && k.ipv4 == h.ipv4);
-                if masters(h.dpid) && !same {
-                    let v = serde_json::to_value(&h).unwrap_or(Value::Null);
-                    if let Err(e) = rt.block_on(member.put_state(&key, &v)) {
-                        crate::runtime::log(format_args!("sharing host {}: {e}", h.mac));
+                Event::Learnt(h) => {
+                    let key = host_key(&h.mac);
+                    let known = member
+                        .state_get(&key)
+                        .and_then(|(v, _)| serde_json::from_value::<Host>(v).ok());
+                    let same = known.is_some_and(|k| k.dpid == h.dpid && k.port == h.port && k.ipv4 == h.ipv4);
+                    if masters(h.dpid) && !same {
+                        let member = member.clone();
+                        tokio::spawn(async move {
+                            let v = serde_json::to_value(&h).unwrap_or(Value::Null);
+                            if let Err(e) = member.put_state(&key, &v).await {
+                                crate::runtime::log(format_args!("sharing host {}: {e}", h.mac));
+                            }
+                        });
                     }
                 }
             }
         }
-    }
+    });
 }
 
-/// Sends `intent`'s messages to each switch this member masters (only to
-/// `only`, if given: a switch it was just told it masters), with a
-/// barrier, and acknowledges.
-async fn apply(
-    ctl: &Handle,
-    member: &cluster::Handle,
-    id: &str,
-    intent: &Intent,
-    rev: i64,
-    masters: &impl Fn(u64) -> bool,
-    only: Option<u64>,
-) {
-    for m in &intent.mods {
-        // Told it is the master of `only` (the view it keeps may not say
-        // so yet); otherwise, what the view says.
-        let mine = match only {
-            Some(d) => d == m.dpid,
-            None => masters(m.dpid),
-        };
-        if !mine {
-            continue;
-        }
+/// Sends `intent`'s messages to the switches `dpids` (which this member
+/// masters), each followed by a barrier, and acknowledges.
+async fn apply(ctl: Handle, member: Arc<cluster::Handle>, id: String, intent: Intent, rev: i64, dpids: Vec<u64>) {
+    for m in intent.mods.iter().filter(|m| dpids.contains(&m.dpid)) {
         let mut error = None;
         for (i, text) in m.messages.iter().enumerate() {
             let body = match unhex(text).map(|b| ofwire::decode(&b)) {

@@ -137,7 +137,7 @@ impl Handle {
         if let Some(s) = &*started {
             return Ok(Some(s.clone()));
         }
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         *m.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.clone());
         let s = SharedState::start(self.clone(), h.clone(), apps.paths.clone(), rx, tx)?;
         *started = Some(s.clone());
@@ -355,7 +355,7 @@ struct Member {
     slave_packet_ins: bool,
     /// Where the election's and the shared state's news go once the state
     /// is shared (`Handle::share_state`).
-    events: std::sync::Mutex<Option<std::sync::mpsc::Sender<Event>>>,
+    events: std::sync::Mutex<Option<crate::cluster_state::Feed>>,
     state: std::sync::Mutex<Option<Arc<SharedState>>>,
 }
 

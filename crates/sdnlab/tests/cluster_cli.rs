@@ -548,6 +548,51 @@ fn bench_reactive_paths_in_a_cluster_of_three() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// RFC 8456's proactive path provisioning in cluster mode: the paths are
+/// asked of the first member's REST API and reach every switch through
+/// the cluster's shared state (each switch's master installs its hops),
+/// so traffic flows on them; the rate and time are measured.
+#[test]
+fn bench_proactive_paths_in_a_cluster_of_three() {
+    let out = scratch("cluster", "proactive");
+    bench_ctl(
+        &[
+            "--test",
+            "proactive-paths",
+            "--cluster",
+            "3",
+            "--fabric",
+            "leaf-spine,2,4,1",
+            "--trials",
+            "1",
+            "--cooldown-ms",
+            "0",
+            "--td-s",
+            "15",
+        ],
+        &out,
+    );
+    let (_, samples) = samples_of(&out);
+    let trial = samples
+        .iter()
+        .find(|s| s["kind"] == "trial")
+        .unwrap_or_else(|| panic!("no trial: {samples:?}"));
+    let v = |k: &str| {
+        trial["values"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no {k} in {trial}"))
+    };
+    assert!(
+        v("proactive_path_s") > 0.0 && v("proactive_rate_per_s") > 0.0,
+        "{trial}"
+    );
+    assert!(trial["note"].as_str().unwrap_or("").contains("masters: c"), "{trial}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// RFC 8456's asynchronous message processing in cluster mode: `bench ctl
 /// --cluster 3 --ofp 1.3` (cbench's load) connects every emulated switch
 /// to the three members, waits for their roles (one MASTER per switch by

@@ -16,8 +16,10 @@ pub const TESTS: [&str; 5] = ["cbench", "security", "sessions", "rate", "dos"];
 /// The tests that take `cluster` (RFC 8456's cluster mode): cbench's
 /// load (asynchronous message processing time and rate), the loss-free
 /// rate search, DoS handling, and the tests on emulated fabrics, every
-/// switch connected to every member.
-pub const CLUSTER_TESTS: [&str; 10] = [
+/// switch connected to every member (the proactive ones through the
+/// first member's REST API: the cluster's shared state carries the paths
+/// to each switch's master).
+pub const CLUSTER_TESTS: [&str; 12] = [
     "cbench",
     "rate",
     "dos",
@@ -27,6 +29,8 @@ pub const CLUSTER_TESTS: [&str; 10] = [
     "change-detection",
     "reprovisioning",
     "table-capacity",
+    "proactive-paths",
+    "table-capacity-proactive",
     "failover",
 ];
 
@@ -270,11 +274,7 @@ impl CtlConfig {
                 self.cluster,
                 self.test,
                 CLUSTER_TESTS.join(", "),
-                if self.test.contains("proactive") {
-                    "paths through the REST API need the cluster's shared state, not built yet"
-                } else {
-                    "this test's emulated switches do not yet connect to every member"
-                }
+                "this test's emulated switches do not yet connect to every member"
             )));
         }
         if !self.target_members.is_empty() {
@@ -351,6 +351,13 @@ impl CtlConfig {
             return Err(LabError::Config(
                 "--slave-packet-ins is an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)".into(),
             ));
+        }
+        if self.slave_packet_ins == "none" && super::topology::TESTS.contains(&self.test.as_str()) {
+            return Err(LabError::Config(format!(
+                "--slave-packet-ins none --test {}: {}; leave it out (all)",
+                self.test,
+                controller::cluster_state::NO_SHARED_LINKS
+            )));
         }
         if self.kill == "non-master" && (self.test != "failover" || self.cluster < 2) {
             return Err(LabError::Config(

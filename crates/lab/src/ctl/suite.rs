@@ -307,12 +307,7 @@ fn unsupported(step: &Step, target: &str, a: &CtlConfig) -> Option<String> {
     if a.cluster > 0 && target == cluster_target(a.cluster) {
         if !super::config::CLUSTER_TESTS.contains(&step.test) {
             return Some(
-                if step.test.contains("proactive") {
-                    "cluster mode not built yet: paths through the REST API need the cluster's shared state"
-                } else {
-                    "cluster mode not built yet for this test: its emulated switches connect to one controller"
-                }
-                .into(),
+                "cluster mode not built yet for this test: its emulated switches connect to one controller".into(),
             );
         }
         if step.test == "failover" && a.cluster < 2 {
