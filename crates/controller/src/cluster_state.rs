@@ -29,9 +29,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Why a member that leaves PACKET_INs to the masters cannot run link
-/// discovery: its topology would hold only the links into the switches it
-/// masters.
-pub const NO_SHARED_LINKS: &str = "a member that leaves the PACKET_INs to each switch's master hears the LLDP probes of only the switches it masters, and links are not shared between members (hosts and the API's writes are)";
+/// discovery and paths: its topology would hold only the links into the
+/// switches it masters, and a flood from it leaves only those switches.
+pub const NO_SHARED_LINKS: &str = "a member that leaves the PACKET_INs to each switch's master hears the LLDP probes and broadcasts of only the switches it masters (links are not shared between members, and its floods leave only its own switches)";
 
 /// How long a request waits for the switches' masters to acknowledge.
 pub const ACK_WAIT: Duration = Duration::from_secs(10);

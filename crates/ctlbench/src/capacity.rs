@@ -3,6 +3,8 @@
 //! controller refuses one, stalls, drops earlier ones or stops answering
 //! them, or until the limit asked for; report how many were held and how
 //! it failed. The paper's controllers failed in each of these ways.
+//! Against a cluster (`members`), each switch opens a session to every
+//! member, and is held only while all of them are.
 
 use crate::switch::{self, Identity};
 use ofwire::{v10, v13, Body, Framer, Message, OFP10_VERSION};
@@ -32,6 +34,10 @@ pub struct CapacityConfig {
     /// Probe every held session with an echo after this many new ones.
     pub check_every: usize,
     pub timeout: Duration,
+    /// A cluster's members: each switch connects to every one (empty:
+    /// to `target` alone).
+    #[serde(default)]
+    pub members: Vec<SocketAddr>,
 }
 
 fn first_dpid() -> u64 {
@@ -40,7 +46,8 @@ fn first_dpid() -> u64 {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CapacityResult {
-    /// Sessions open and answering when the test ended.
+    /// Switches whose sessions (one per member against a cluster) were
+    /// open and answering when the test ended.
     pub held: usize,
     /// "limit" (max_sessions reached), "refused", "connect timed out",
     /// "closed during handshake", "handshake timed out", "closed earlier
@@ -57,6 +64,8 @@ pub struct CapacityResult {
 #[derive(Default)]
 struct Shared {
     closed: AtomicU64,
+    /// The switches one of whose sessions closed.
+    closed_switches: std::sync::Mutex<std::collections::HashSet<u64>>,
     echo_replies: AtomicU64,
 }
 
@@ -109,6 +118,11 @@ async fn hold(
             }
         }
     }
+    shared
+        .closed_switches
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id.datapath_id);
     shared.closed.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -132,6 +146,11 @@ pub struct Held {
 pub async fn open(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64), stop: watch::Receiver<bool>) -> Held {
     let shared = Arc::new(Shared::default());
     let (probe_tx, probe_rx) = watch::channel(0u64);
+    let targets = if cfg.members.is_empty() {
+        vec![cfg.target]
+    } else {
+        cfg.members.clone()
+    };
     let start = Instant::now();
     let mut held = 0usize;
     let mut progress = Vec::new();
@@ -143,38 +162,64 @@ pub async fn open(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64), 
         if *stop.borrow() {
             break ("stopped".into(), "told to stop: the test ended elsewhere".into());
         }
-        let connect = tokio::time::timeout(cfg.timeout, TcpStream::connect(cfg.target)).await;
-        let mut s = match connect {
-            Err(_) => {
-                break (
-                    "connect timed out".into(),
-                    format!("no answer to connect within {:?}", cfg.timeout),
-                )
-            }
-            Ok(Err(e)) if matches!(e.raw_os_error(), Some(23 | 24)) => {
-                break ("our open-file limit".into(), e.to_string())
-            }
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => break ("refused".into(), e.to_string()),
-            Ok(Err(e)) => break ("refused".into(), e.to_string()),
-            Ok(Ok(s)) => s,
-        };
-        let _ = s.set_nodelay(true);
         let id = Identity {
             datapath_id: cfg.first_dpid + held as u64,
             ports: PORTS,
         };
-        let mut framer = Framer::default();
-        match tokio::time::timeout(cfg.timeout, crate::handshake(&mut s, &mut framer, cfg.version, id)).await {
-            Err(_) => {
-                break (
-                    "handshake timed out".into(),
-                    format!("session {} got no FEATURES_REQUEST within {:?}", held + 1, cfg.timeout),
-                )
+        let mut failed = None;
+        for (m, &target) in targets.iter().enumerate() {
+            let to = if targets.len() > 1 {
+                format!(" (to member {} at {target})", m + 1)
+            } else {
+                String::new()
+            };
+            let connect = tokio::time::timeout(cfg.timeout, TcpStream::connect(target)).await;
+            let mut s = match connect {
+                Err(_) => {
+                    failed = Some((
+                        "connect timed out".into(),
+                        format!("no answer to connect within {:?}{to}", cfg.timeout),
+                    ));
+                    break;
+                }
+                Ok(Err(e)) if matches!(e.raw_os_error(), Some(23 | 24)) => {
+                    failed = Some(("our open-file limit".into(), e.to_string()));
+                    break;
+                }
+                Ok(Err(e)) => {
+                    failed = Some(("refused".into(), format!("{e}{to}")));
+                    break;
+                }
+                Ok(Ok(s)) => s,
+            };
+            let _ = s.set_nodelay(true);
+            let mut framer = Framer::default();
+            match tokio::time::timeout(cfg.timeout, crate::handshake(&mut s, &mut framer, cfg.version, id)).await {
+                Err(_) => {
+                    failed = Some((
+                        "handshake timed out".into(),
+                        format!(
+                            "session {} got no FEATURES_REQUEST within {:?}{to}",
+                            held + 1,
+                            cfg.timeout
+                        ),
+                    ));
+                    break;
+                }
+                Ok(Err(e)) => {
+                    failed = Some((
+                        "closed during handshake".into(),
+                        format!("session {}{to}: {e}", held + 1),
+                    ));
+                    break;
+                }
+                Ok(Ok(())) => {}
             }
-            Ok(Err(e)) => break ("closed during handshake".into(), format!("session {}: {e}", held + 1)),
-            Ok(Ok(())) => {}
+            tokio::spawn(hold(s, framer, id, cfg.version, shared.clone(), probe_rx.clone()));
         }
-        tokio::spawn(hold(s, framer, id, cfg.version, shared.clone(), probe_rx.clone()));
+        if let Some(f) = failed {
+            break f;
+        }
         held += 1;
         let closed = shared.closed.load(Ordering::Relaxed) as usize;
         if closed > 0 {
@@ -186,7 +231,7 @@ pub async fn open(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64), 
         if held.is_multiple_of(cfg.check_every.max(1)) {
             // Every held session must still answer.
             probes += 1;
-            let want = shared.echo_replies.load(Ordering::Relaxed) + held as u64;
+            let want = shared.echo_replies.load(Ordering::Relaxed) + (held * targets.len()) as u64;
             let _ = probe_tx.send(probes);
             let t = Instant::now();
             while shared.echo_replies.load(Ordering::Relaxed) < want && t.elapsed() < cfg.timeout {
@@ -207,7 +252,8 @@ pub async fn open(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64), 
                 break (
                     "stopped answering echo".into(),
                     format!(
-                        "{missing} of {held} sessions got no ECHO_REPLY within {:?}",
+                        "{missing} of {} sessions got no ECHO_REPLY within {:?}",
+                        held * targets.len(),
                         cfg.timeout
                     ),
                 );
@@ -218,7 +264,7 @@ pub async fn open(cfg: CapacityConfig, mut on_progress: impl FnMut(usize, f64), 
         }
     };
     // Sessions refused at the end may have been the last straw for the others.
-    let closed = shared.closed.load(Ordering::Relaxed) as usize;
+    let closed = shared.closed_switches.lock().unwrap_or_else(|e| e.into_inner()).len();
     let held_now = held.saturating_sub(closed);
     let seconds = start.elapsed().as_secs_f64();
     Held {

@@ -145,6 +145,10 @@ pub fn reply(id: Identity, m: &Message) -> Option<Message> {
                 }),
                 v13::Body::GetConfigRequest => v13::Body::GetConfigReply(config),
                 v13::Body::BarrierRequest => v13::Body::BarrierReply,
+                // A switch with no roles model (the session-capacity and
+                // security tests' switches; cbench's load keeps
+                // `ofswitch::roles`): the role asked is the role held.
+                v13::Body::RoleRequest(r) => v13::Body::RoleReply(r.clone()),
                 v13::Body::MultipartRequest(r) => v13::Body::MultipartReply(v13::MultipartReply {
                     flags: 0,
                     body: match &r.body {

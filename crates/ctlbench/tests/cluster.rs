@@ -61,3 +61,31 @@ async fn an_all_equal_cluster_gets_every_request_and_its_second_answers_are_dupl
         c.stop();
     }
 }
+
+/// Control Session Capacity against a cluster: each switch opens a session
+/// to every member and is held while all of them answer, so every member
+/// sees every switch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_capacity_against_a_cluster_connects_each_switch_to_every_member() {
+    let ctls: Vec<_> = (0..3).map(|_| controller("l2-learning")).collect();
+    let cfg = ctlbench::capacity::CapacityConfig {
+        target: ctls[0].local_addrs[0],
+        version: ofwire::OFP13_VERSION,
+        first_dpid: ctlbench::capacity::FIRST_DPID,
+        max_sessions: 150,
+        check_every: 50,
+        timeout: std::time::Duration::from_secs(5),
+        members: ctls.iter().map(|h| h.local_addrs[0]).collect(),
+    };
+    let (_never, stop) = tokio::sync::watch::channel(false);
+    let held = ctlbench::capacity::open(cfg, |_, _| {}, stop).await;
+    let r = &held.result;
+    assert_eq!((r.held, r.ended_by.as_str()), (150, "limit"), "{r:?}");
+    for (i, c) in ctls.iter().enumerate() {
+        assert_eq!(c.switches().len(), 150, "member {i} has every switch");
+    }
+    drop(held);
+    for c in ctls {
+        c.stop();
+    }
+}

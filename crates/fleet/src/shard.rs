@@ -268,6 +268,7 @@ mod tests {
             max_sessions: 10,
             check_every: 500,
             timeout: std::time::Duration::from_secs(5),
+            members: Vec::new(),
         };
         let parts = split_sessions(&cfg, 3);
         assert_eq!(parts.iter().map(|c| c.max_sessions).collect::<Vec<_>>(), [4, 3, 3]);

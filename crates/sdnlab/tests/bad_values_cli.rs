@@ -62,8 +62,8 @@ fn bench_ctl_refuses_values_out_of_range() {
         ),
         (vec!["--cluster", "10"], "--cluster 10"),
         (
-            vec!["--cluster", "3", "--test", "sessions"],
-            "--cluster 3 --test sessions: cluster mode is built for cbench,",
+            vec!["--cluster", "3", "--test", "security"],
+            "--cluster 3 --test security: cluster mode is built for cbench,",
         ),
         (
             vec!["--cluster", "1", "--test", "failover"],
@@ -88,7 +88,7 @@ fn bench_ctl_refuses_values_out_of_range() {
             "--kill non-master is the control of a cluster's failover",
         ),
         (
-            vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--test", "sessions"],
+            vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--test", "security"],
             "a cluster at addresses takes cbench,",
         ),
         (

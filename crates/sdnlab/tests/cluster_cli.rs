@@ -593,6 +593,45 @@ fn bench_proactive_paths_in_a_cluster_of_three() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// RFC 8456's Control Session Capacity in cluster mode: each emulated
+/// switch opens a session to every member and counts as held while all
+/// of them answer.
+#[test]
+fn bench_sessions_against_a_cluster_of_three() {
+    let out = scratch("cluster", "sessions");
+    bench_ctl(
+        &[
+            "--test",
+            "sessions",
+            "--cluster",
+            "3",
+            "--max-sessions",
+            "200",
+            "--trials",
+            "1",
+        ],
+        &out,
+    );
+    let (_, samples) = samples_of(&out);
+    let trial = samples
+        .iter()
+        .find(|s| s["kind"] == "trial")
+        .unwrap_or_else(|| panic!("no trial: {samples:?}"));
+    assert_eq!(trial["values"]["sessions_held"].as_f64(), Some(200.0), "{trial}");
+    assert!(
+        trial["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("200 switches held, each with a session to each of 3 members (600 sessions)"),
+        "{trial}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["parameters"]["rfc8456_mode"], "cluster", "{meta}");
+    assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// RFC 8456's asynchronous message processing in cluster mode: `bench ctl
 /// --cluster 3 --ofp 1.3` (cbench's load) connects every emulated switch
 /// to the three members, waits for their roles (one MASTER per switch by

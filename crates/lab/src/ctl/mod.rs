@@ -824,6 +824,8 @@ pub(super) fn connect_fleet(
 
 fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let limit = controller::runtime::raise_fd_limit();
+    // Against a cluster, a switch is held while its session to each member is.
+    let clustered = a.cluster > 0 || !a.target_members.is_empty();
     let run_id = place.name("ctl-sessions");
     let dir = place.dir(&run_id);
     let version = a.version();
@@ -831,11 +833,14 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         benchmark: "bench ctl --test sessions".into(),
         targets: Vec::new(),
         parameters: serde_json::json!({"openflow": a.ofp, "max_sessions": a.max_sessions, "trials": a.trials,
-            "our_open_file_limit": limit, "embedded": a.embedded()}),
+            "our_open_file_limit": limit, "embedded": a.embedded() && a.cluster == 0,
+            "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
+            "cluster_size": if a.cluster > 0 { a.cluster } else { a.target_members.len() },
+            "switch_connections": if clustered { "every switch to every member" } else { "one controller" }}),
         metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher).titled("Control sessions held")],
         ..started(&run_id)
     };
-    if a.embedded() {
+    if a.embedded() && a.cluster == 0 {
         meta.events.push(format!(
             "the embedded controller shares this process's open-file limit ({limit}): each session costs it two descriptors"
         ));
@@ -868,7 +873,9 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             max_sessions: a.max_sessions,
             check_every: 500,
             timeout: Duration::from_secs(5),
+            members: trial_members(a, &running),
         };
+        let members = cfg.members.len();
         let r = match &fleet {
             None => rt.block_on(ctlbench::capacity::run(cfg, |n, secs| {
                 obs.event(Event::Status(&format!(
@@ -896,12 +903,18 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 r
             }
         };
+        let held = if members > 0 {
+            format!(
+                "{} switches held, each with a session to each of {members} members ({} sessions)",
+                r.held,
+                r.held * members
+            )
+        } else {
+            format!("{} sessions held", r.held)
+        };
         say(
             obs,
-            format!(
-                "  trial {trial}: {} sessions held; ended by {} ({})",
-                r.held, r.ended_by, r.detail
-            ),
+            format!("  trial {trial}: {held}; ended by {} ({})", r.ended_by, r.detail),
         );
         let s = Sample::trial(
             "sessions",
@@ -912,10 +925,7 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 ("sessions_per_s", r.sessions_per_s),
             ],
         )
-        .noted(Some(format!(
-            "{} sessions held; ended by {}: {}",
-            r.held, r.ended_by, r.detail
-        )));
+        .noted(Some(format!("{held}; ended by {}: {}", r.ended_by, r.detail)));
         writer.append(&s).map_err(io_error(&dir))?;
         results.push(r);
         if let Some(r) = running {
