@@ -623,9 +623,11 @@ impl Member {
         };
         match tokio::time::timeout(t, ka).await {
             Err(_) => Err("a lease keep-alive timed out".into()),
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Err(e)) if !lease_gone(&e) => Err(e.to_string()),
             Ok(Ok(Some(ttl))) if ttl > 0 => Ok(()),
-            Ok(Ok(_)) => {
+            // etcd answers that the lease is gone (the keep-alive stream
+            // says so with an error, or with a TTL of 0).
+            Ok(_) => {
                 // The lease is gone (revoked by a member that thought us
                 // dead, or expired while etcd could not hear us): join
                 // again with a new one.
@@ -635,6 +637,9 @@ impl Member {
     }
 
     async fn rejoin(&mut self) -> Result<(), String> {
+        // Until the keys are read again, nothing says this member still
+        // masters anything: the roles it told stand (the switches refuse
+        // a stale master's writes by its old generation id).
         let ttl = self.cfg.lease_ttl.as_secs().max(1) as i64;
         self.lease = self
             .client
@@ -932,6 +937,17 @@ impl Member {
             Ok(_) => {}
             Err(e) => self.unreachable(e.to_string()),
         }
+    }
+}
+
+/// Whether etcd said the lease is unknown: it expired (this member was
+/// stopped, or cut off, past its TTL) or was revoked by a member that
+/// took it for dead. Not an outage: the member joins again.
+fn lease_gone(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(s) => s.message().contains("lease not found"),
+        etcd_client::Error::LeaseKeepAliveError(m) => m.contains("lease not found"),
+        _ => false,
     }
 }
 

@@ -334,6 +334,111 @@ fn three_members_one_master_per_bridge_and_a_killed_master_is_replaced() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A stale master: the master of s1 is stopped (SIGSTOP) past its lease's
+/// TTL, so etcd ends its lease and another member is elected with a higher
+/// generation id; OVS takes the new master. When the old one runs again
+/// (SIGCONT) it joins again (its lease is gone: not an outage), the
+/// switch goes back to it only through a new election with a higher
+/// generation id, its view agrees with the others' and the switch's, and
+/// pingall passes.
+#[test]
+fn a_stopped_master_past_its_lease_comes_back_as_a_slave_and_the_switch_keeps_the_new_one() {
+    let dir = scratch("cluster", "stale");
+    std::fs::create_dir_all(&dir).unwrap();
+    let etcd = cluster::etcd::Etcd::start(&dir.join("etcd"), 1).unwrap();
+    let (mut kids, members) = start_members(&dir, &etcd, 3);
+    let controllers: Vec<String> = members.iter().map(|(_, of, _)| format!("127.0.0.1:{of}")).collect();
+    let (up, id) = net_up(&["linear,2", "--switch", "ovs", "--controller", &controllers.join(",")]);
+    kids.0.push(("net".into(), up));
+    let db = format!("unix:/run/sdnlab/net/{id}/ovs/db.sock");
+    let name_of = |port: u16| members.iter().find(|m| m.1 == port).unwrap().0.clone();
+    let s1_master = || -> Option<String> {
+        let r = ovs_roles(&db);
+        let rows = r.values().next()?;
+        let m: Vec<&(u16, String, bool)> = rows.iter().filter(|x| x.1 == "master" && x.2).collect();
+        (m.len() == 1 && rows.len() == 3).then(|| name_of(m[0].0))
+    };
+    wait_until("s1 has one master", Duration::from_secs(30), || s1_master().is_some());
+    let old = s1_master().unwrap();
+    let rest_of = |n: &str| members.iter().find(|m| m.0 == n).unwrap().2;
+    let (_, before) = http(rest_of(&old), "GET", "/cluster", "");
+    let old_generation = before["masters"]["0000000000000001"]["generation_id"].as_u64().unwrap();
+    wait_until("pingall", Duration::from_secs(15), || pingall(&id, 2).is_empty());
+
+    let pid = kids.0.iter().find(|(n, _)| *n == old).unwrap().1.id() as i32;
+    let pid = nix::unistd::Pid::from_raw(pid);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // Its probes still connect (the kernel accepts for a stopped process):
+    // only the lease's expiry (5 s) tells the others.
+    let survivor = rest_of(&members.iter().find(|m| m.0 != old).unwrap().0);
+    let new = std::cell::RefCell::new(String::new());
+    wait_until("another member elected master of s1", Duration::from_secs(12), || {
+        let (_, m) = http(survivor, "GET", "/cluster", "");
+        let e = &m["masters"]["0000000000000001"];
+        let name = e["master"].as_str().unwrap_or("");
+        let higher = e["generation_id"].as_u64().is_some_and(|g| g > old_generation);
+        if !name.is_empty() && name != old && higher {
+            *new.borrow_mut() = name.to_string();
+        }
+        !new.borrow().is_empty()
+    });
+    let new = new.into_inner();
+    wait_until("OVS takes the new master", Duration::from_secs(10), || {
+        s1_master().as_deref() == Some(new.as_str())
+    });
+    let (_, m) = http(survivor, "GET", "/cluster", "");
+    let new_generation = m["masters"]["0000000000000001"]["generation_id"].as_u64().unwrap();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    // The old master runs again with its old generation id. The switch
+    // takes it back only if etcd elects it again (it is s1's preferred
+    // member: the masters rebalance when it rejoins), by a new claim with
+    // a higher generation id; OVS is read before etcd, and OVS follows
+    // etcd, so the order of the reads cannot make a false alarm.
+    let t = Instant::now();
+    let mut agreed = false;
+    while t.elapsed() < Duration::from_secs(8) {
+        let on_switch = s1_master();
+        let (_, view) = http(survivor, "GET", "/cluster", "");
+        let e = &view["masters"]["0000000000000001"];
+        let (elected, generation) = (
+            e["master"].as_str().unwrap_or(""),
+            e["generation_id"].as_u64().unwrap_or(0),
+        );
+        if on_switch.as_deref() == Some(old.as_str()) {
+            assert!(
+                elected == old && generation > new_generation,
+                "the stale master {old} (generation {old_generation}) got s1 back without a new election: etcd says {elected} at {generation} (the new master had {new_generation})"
+            );
+        }
+        // The old member's view agrees with the others', and the switch
+        // with both.
+        let (_, mine) = http(rest_of(&old), "GET", "/cluster", "");
+        agreed = mine["etcd_reachable"] == true
+            && mine["masters"]["0000000000000001"] == view["masters"]["0000000000000001"]
+            && on_switch.as_deref() == Some(elected);
+        if agreed && t.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if !agreed {
+        let (_, view) = http(rest_of(&old), "GET", "/cluster", "");
+        let log = std::fs::read_to_string(dir.join(format!("{old}.log"))).unwrap_or_default();
+        panic!(
+            "the old master {old} and the switch never agreed with etcd: {view}\n{:?}\n{log}",
+            ovs_roles(&db)
+        );
+    }
+    wait_until(
+        "pingall after the stale master's return",
+        Duration::from_secs(15),
+        || pingall(&id, 2).is_empty(),
+    );
+    drop(kids);
+    drop(etcd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `net up --app l2-learning --cluster 3`: three members and their etcd
 /// in the run's directory; OVS shows one master per bridge, pingall
 /// passes, and SIGTERM (what `net down` sends) leaves nothing behind, the
