@@ -96,6 +96,18 @@ fn bench_ctl_refuses_values_out_of_range() {
             "--cluster N starts sdnlab's own: give one of them",
         ),
         (
+            vec!["--test", "discovery", "--sweep", "macs=2,4"],
+            "--sweep 'macs=2,4' with --test discovery: this test sweeps cluster sizes only",
+        ),
+        (
+            vec!["--test", "dos", "--sweep", "switches=1,2"],
+            "--sweep 'switches=1,2' with --test dos: this test takes no sweep",
+        ),
+        (
+            vec!["--test", "failover", "--sweep", "cluster=1,2"],
+            "a cluster of 1 has no member to take over",
+        ),
+        (
             vec!["--cluster", "3", "--test", "discovery", "--slave-packet-ins", "none"],
             "--slave-packet-ins none --test discovery: a member that leaves the PACKET_INs",
         ),

@@ -704,12 +704,13 @@ fn bench_proactive_paths_in_a_cluster_of_three() {
 #[test]
 fn bench_sessions_against_a_cluster_of_three() {
     let out = scratch("cluster", "sessions");
+    // Standalone and a cluster of three side by side in one run.
     bench_ctl(
         &[
             "--test",
             "sessions",
-            "--cluster",
-            "3",
+            "--sweep",
+            "cluster=0,3",
             "--max-sessions",
             "200",
             "--trials",
@@ -718,22 +719,69 @@ fn bench_sessions_against_a_cluster_of_three() {
         &out,
     );
     let (_, samples) = samples_of(&out);
-    let trial = samples
-        .iter()
-        .find(|s| s["kind"] == "trial")
-        .unwrap_or_else(|| panic!("no trial: {samples:?}"));
-    assert_eq!(trial["values"]["sessions_held"].as_f64(), Some(200.0), "{trial}");
+    let trial = |scenario: &str| {
+        samples
+            .iter()
+            .find(|s| s["kind"] == "trial" && s["scenario"] == scenario)
+            .unwrap_or_else(|| panic!("no {scenario} trial: {samples:?}"))
+            .clone()
+    };
+    let (alone, three) = (trial("standalone"), trial("cluster=3"));
+    for t in [&alone, &three] {
+        assert_eq!(t["values"]["sessions_held"].as_f64(), Some(200.0), "{t}");
+    }
     assert!(
-        trial["note"]
+        three["note"]
             .as_str()
             .unwrap_or("")
             .contains("200 switches held, each with a session to each of 3 members (600 sessions)"),
-        "{trial}"
+        "{three}"
+    );
+    assert!(
+        alone["note"].as_str().unwrap_or("").starts_with("200 sessions held"),
+        "{alone}"
     );
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["parameters"]["rfc8456_mode"], "cluster", "{meta}");
-    assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
+    assert_eq!(meta["parameters"]["cluster_sizes"], serde_json::json!([0, 3]), "{meta}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Network Topology Discovery Time at several cluster sizes in one run
+/// (`--sweep cluster=0,2`): standalone and two members, each its own
+/// scenario, each discovered; two members' trial carries its mastership
+/// map.
+#[test]
+fn bench_discovery_sweeps_cluster_sizes() {
+    let out = scratch("cluster", "discovery-sweep");
+    bench_ctl(
+        &[
+            "--test",
+            "discovery",
+            "--sweep",
+            "cluster=0,2",
+            "--fabric",
+            "leaf-spine,2,2,1",
+            "--trials",
+            "1",
+            "--cooldown-ms",
+            "0",
+            "--td-s",
+            "15",
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out);
+    for scenario in ["leaf-spine,2,2,1 standalone", "leaf-spine,2,2,1 cluster=2"] {
+        let t = samples
+            .iter()
+            .find(|s| s["kind"] == "trial" && s["scenario"] == scenario)
+            .unwrap_or_else(|| panic!("no {scenario} trial: {text}"));
+        assert!(t["values"]["discovery_s"].as_f64().is_some_and(|v| v > 0.0), "{t}");
+        let clustered = t["note"].as_str().unwrap_or("").contains("masters: c");
+        assert_eq!(clustered, scenario.ends_with("cluster=2"), "{t}");
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -361,6 +361,39 @@ impl CtlConfig {
                 controller::cluster_state::NO_SHARED_LINKS
             )));
         }
+        if let Some(sweep) = &self.sweep {
+            let topology = super::topology::TESTS.contains(&self.test.as_str());
+            let by_cluster = topology || self.test == "sessions";
+            if !matches!(self.test.as_str(), "cbench" | "rate") && !(by_cluster && self.sweeps_clusters()) {
+                return Err(LabError::Config(format!(
+                    "--sweep '{sweep}' with --test {}: {}",
+                    self.test,
+                    if by_cluster {
+                        "this test sweeps cluster sizes only (--sweep cluster=0,1,3,5)"
+                    } else {
+                        "this test takes no sweep (cbench and rate do)"
+                    }
+                )));
+            }
+            if by_cluster {
+                if self.test == "discovery-size" {
+                    return Err(LabError::Config(
+                        "--sweep cluster=... with --test discovery-size: it grows the fabric itself; give one --cluster N".into(),
+                    ));
+                }
+                if self.cluster > 0 || self.target.is_some() {
+                    return Err(LabError::Config(format!(
+                        "--sweep '{sweep}' sweeps sdnlab's cluster sizes: leave out --cluster and --target"
+                    )));
+                }
+                let sizes = self.cluster_sizes()?;
+                if self.test == "failover" && sizes.contains(&1) {
+                    return Err(LabError::Config(
+                        "--sweep cluster=... with --test failover: a cluster of 1 has no member to take over; give 0 (the active/standby pair) or 2 and more".into(),
+                    ));
+                }
+            }
+        }
         if self.kill == "non-master" && (self.test != "failover" || self.cluster < 2) {
             return Err(LabError::Config(
                 "--kill non-master is the control of a cluster's failover: add --test failover --cluster N (2 or more)"
@@ -398,6 +431,32 @@ impl CtlConfig {
         } else {
             ofwire::OFP13_VERSION
         }
+    }
+
+    /// The cluster sizes `sweep` names (`cluster=0,1,3,5`; 0 is
+    /// standalone), for the tests that sweep nothing else (the topology
+    /// tests, sessions); empty when it sweeps no cluster sizes.
+    pub fn cluster_sizes(&self) -> Result<Vec<usize>, LabError> {
+        let Some(sweep) = self.sweep.as_deref().filter(|_| self.sweeps_clusters()) else {
+            return Ok(Vec::new());
+        };
+        let bad = |m: String| LabError::Config(format!("--sweep '{sweep}': {m}"));
+        let values = sweep
+            .split_once('=')
+            .map(|(_, v)| v)
+            .ok_or_else(|| bad("write cluster=0,1,3,5".into()))?;
+        let mut out = Vec::new();
+        for v in values.split(',') {
+            let n: usize = v
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("'{v}' is not a whole number")))?;
+            if n > 9 {
+                return Err(bad(format!("cluster {n} is out of range: 0 to 9")));
+            }
+            out.push(n);
+        }
+        Ok(out)
     }
 
     /// Whether `sweep` sweeps cluster sizes (`cluster=0,1,3,5`).

@@ -985,7 +985,41 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             ));
         }
     }
-    let list = scenarios(a).map_err(LabError::Config)?;
+    // Each scenario, and the config its trials run with: one per cluster
+    // size when the run sweeps them (0: standalone), named after it.
+    let sizes = a.cluster_sizes()?;
+    let list: Vec<(Scenario, CtlConfig)> = scenarios(a)
+        .map_err(LabError::Config)?
+        .into_iter()
+        .flat_map(|s| {
+            if sizes.is_empty() {
+                return vec![(s, a.clone())];
+            }
+            sizes
+                .iter()
+                .map(|&n| {
+                    let name = if n == 0 {
+                        format!("{} standalone", s.name)
+                    } else {
+                        format!("{} cluster={n}", s.name)
+                    };
+                    let s = Scenario {
+                        name,
+                        spec: s.spec.clone(),
+                        failure: s.failure,
+                    };
+                    (
+                        s,
+                        CtlConfig {
+                            cluster: n,
+                            ..a.clone()
+                        },
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let clustered = a.cluster > 0 || sizes.iter().any(|&n| n > 0);
     let explicit_nb = a
         .northbound
         .as_deref()
@@ -1010,7 +1044,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     let run_id = place.name(&format!("ctl-{}", a.test));
     let dir = place.dir(&run_id);
     let mut metrics = metrics(&a.test);
-    if a.test == "failover" && a.cluster > 0 {
+    if a.test == "failover" && clustered {
         // Only a cluster has it: a metric no trial of the pair can fill
         // would leave the pair out of a results table.
         metrics.push(
@@ -1026,15 +1060,16 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     let mut meta = Meta {
         benchmark: format!("bench ctl --test {}", a.test),
         parameters: serde_json::json!({"openflow": if version == ofwire::OFP13_VERSION { "1.3" } else { "1.0" }, "trials": a.trials,
-            "scenarios": list.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
+            "scenarios": list.iter().map(|(s, _)| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
             "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
             "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
             "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
             "app": if a.embedded() { Some(&app) } else { None },
             // RFC 8456's setup: standalone, or a cluster of identical members.
-            "rfc8456_mode": if a.cluster > 0 { "cluster" } else { "standalone" }, "cluster_size": a.cluster,
-            "switch_connections": if a.cluster > 0 { "every switch to every member" } else { "one controller" },
-            "kill": if a.test == "failover" && a.cluster > 0 { Some(&a.kill) } else { None }}),
+            "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
+            "cluster_size": sizes.iter().copied().max().unwrap_or(a.cluster), "cluster_sizes": sizes,
+            "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
+            "kill": if a.test == "failover" && clustered { Some(&a.kill) } else { None }}),
         metrics,
         ..started(&run_id)
     };
@@ -1042,7 +1077,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     let fleet = super::connect_fleet(place, &rt, &mut meta, obs, "the fabric's switches")?;
     let mut invalid = 0;
     let mut largest_discovered = None;
-    for s in &list {
+    for (s, a) in &list {
         let mut all_converged = true;
         for trial_no in 0..a.trials {
             let (targets, nb, who, mut ctl) = start_controller(a, &app, &explicit_nb).map_err(LabError::Setup)?;
