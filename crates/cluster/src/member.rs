@@ -117,6 +117,12 @@ pub struct Config {
     /// A switch with no master that its preferred member does not claim
     /// within this is claimed by any member that has it.
     pub claim_grace: Duration,
+    /// A master hands a switch over to the member placement prefers (one
+    /// that joined, or came back) only once that member has had it
+    /// connected this long: its apps learn the network from the switch
+    /// first (links by LLDP, edge ports), instead of taking over cold and
+    /// dropping what it cannot place yet.
+    pub handover_after: Duration,
     /// How long one etcd request may take before etcd counts as unreachable.
     pub request_timeout: Duration,
     /// The controller's side: as a SLAVE, ask the switch for every
@@ -138,6 +144,7 @@ impl Config {
             probe_every: Duration::from_millis(50),
             probe_misses: 2,
             claim_grace: Duration::from_millis(500),
+            handover_after: Duration::from_secs(2),
             request_timeout: Duration::from_secs(2),
             slave_packet_ins: true,
         }
@@ -349,6 +356,8 @@ struct Member {
     members: BTreeMap<String, (i64, String)>,
     connected: BTreeMap<u64, BTreeSet<String>>,
     masters: BTreeMap<u64, (String, i64)>,
+    /// Since when this member has seen each (switch, member) connected.
+    connected_since: HashMap<(u64, String), Instant>,
     /// The switches connected here, and since when each has had no master.
     local: BTreeMap<u64, Option<Instant>>,
     /// The role last told for each local switch.
@@ -453,6 +462,7 @@ impl Member {
             members: BTreeMap::new(),
             connected: BTreeMap::new(),
             masters: BTreeMap::new(),
+            connected_since: HashMap::new(),
             local: BTreeMap::new(),
             told: HashMap::new(),
             probes: HashMap::new(),
@@ -689,6 +699,9 @@ impl Member {
             }
             self.apply(kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), true);
         }
+        let connected = &self.connected;
+        self.connected_since
+            .retain(|(d, m), _| connected.get(d).is_some_and(|c| c.contains(m)));
         // Shared state deleted while this member could not read it.
         for gone in before.into_iter().filter(|k| !seen.contains(k)) {
             self.state.lock().unwrap_or_else(|p| p.into_inner()).remove(&gone);
@@ -783,8 +796,14 @@ impl Member {
                 let Ok(d) = u64::from_str_radix(d, 16) else { return };
                 if put {
                     self.connected.entry(d).or_default().insert(name.to_string());
-                } else if let Some(s) = self.connected.get_mut(&d) {
-                    s.remove(*name);
+                    self.connected_since
+                        .entry((d, name.to_string()))
+                        .or_insert_with(Instant::now);
+                } else {
+                    if let Some(s) = self.connected.get_mut(&d) {
+                        s.remove(*name);
+                    }
+                    self.connected_since.remove(&(d, name.to_string()));
                 }
             }
             ["masters", d] => {
@@ -863,7 +882,12 @@ impl Member {
                     self.local.insert(d, None);
                     if m == me {
                         self.tell(d, Role::Master, rev, &m);
-                        if wanted_here && wanted.as_deref() != Some(me.as_str()) {
+                        let warm = wanted.as_ref().is_some_and(|w| {
+                            self.connected_since
+                                .get(&(d, w.clone()))
+                                .is_some_and(|t| now.duration_since(*t) >= self.cfg.handover_after)
+                        });
+                        if wanted_here && wanted.as_deref() != Some(me.as_str()) && warm {
                             self.resign(d).await;
                         }
                     } else {

@@ -136,10 +136,27 @@ impl Spec {
 }
 
 enum Input {
-    Frame { port: u32, frame: Vec<u8> },
-    Port { port: u32, up: bool },
-    Controller { conn: usize, msg: Message },
-    Closed { conn: usize },
+    Frame {
+        port: u32,
+        frame: Vec<u8>,
+    },
+    Port {
+        port: u32,
+        up: bool,
+    },
+    Controller {
+        conn: usize,
+        msg: Message,
+    },
+    Closed {
+        conn: usize,
+    },
+    /// A controller that had closed the connection accepts one again
+    /// (`Options::reconnect`): `targets[target]`.
+    Reconnected {
+        target: usize,
+        stream: TcpStream,
+    },
 }
 
 /// Where a port leads.
@@ -243,6 +260,10 @@ pub struct Options {
     pub malformed_per_mille: u32,
     /// Run only one part of the fabric here (None: all of it).
     pub shard: Option<Shard>,
+    /// A connection the controller closed is tried again this often, as a
+    /// real switch does (None: never; a cluster member restarted under
+    /// its name gets its switches back).
+    pub reconnect: Option<Duration>,
 }
 
 pub struct Fabric {
@@ -277,6 +298,7 @@ impl Fabric {
                 timeout,
                 malformed_per_mille: 0,
                 shard: None,
+                reconnect: None,
             },
         )
         .await
@@ -290,6 +312,7 @@ impl Fabric {
             timeout,
             malformed_per_mille,
             shard,
+            reconnect,
         } = o;
         let here: Option<std::collections::HashSet<u64>> = shard.as_ref().map(|s| s.here.iter().copied().collect());
         let runs_here = |d: u64| here.as_ref().is_none_or(|h| h.contains(&d));
@@ -326,6 +349,7 @@ impl Fabric {
             let dp = Emulated::new(dpid, ports, N_TABLES, MAX_RULES, crate::switch::desc());
             let net = Net {
                 malformed_per_mille,
+                reconnect,
                 stats: stats.clone(),
                 inboxes: inboxes.clone(),
                 wiring: wiring.clone(),
@@ -436,6 +460,7 @@ pub fn unix_ns() -> u64 {
 /// What every switch task shares.
 struct Net {
     malformed_per_mille: u32,
+    reconnect: Option<Duration>,
     stats: Arc<FabricStats>,
     inboxes: Arc<HashMap<u64, mpsc::UnboundedSender<Input>>>,
     wiring: Arc<HashMap<Attach, Far>>,
@@ -490,8 +515,20 @@ async fn connect(
     dp: &mut Emulated,
     inbox: mpsc::UnboundedSender<Input>,
     tasks: &mut tokio::task::JoinSet<()>,
-) -> Option<mpsc::UnboundedSender<Vec<u8>>> {
-    let mut s = TcpStream::connect(target).await.ok()?;
+) -> Option<(usize, mpsc::UnboundedSender<Vec<u8>>)> {
+    let s = TcpStream::connect(target).await.ok()?;
+    attach(s, version, dp, inbox, tasks).await
+}
+
+/// The handshake on a connected stream, then its reader and writer tasks:
+/// the agent's connection number and where to write.
+async fn attach(
+    mut s: TcpStream,
+    version: u8,
+    dp: &mut Emulated,
+    inbox: mpsc::UnboundedSender<Input>,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Option<(usize, mpsc::UnboundedSender<Vec<u8>>)> {
     let _ = s.set_nodelay(true);
     let mut framer = Framer::default();
     let conn = dp.connect(version);
@@ -506,7 +543,13 @@ async fn connect(
             })
             .collect()
     };
-    crate::handshake_with(&mut s, &mut framer, version, answer).await.ok()?;
+    if crate::handshake_with(&mut s, &mut framer, version, answer)
+        .await
+        .is_err()
+    {
+        dp.disconnect(conn);
+        return None;
+    }
     let (mut rd, mut wr) = s.into_split();
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     tasks.spawn(async move {
@@ -533,7 +576,22 @@ async fn connect(
         }
         let _ = inbox.send(Input::Closed { conn });
     });
-    Some(out_tx)
+    Some((conn, out_tx))
+}
+
+/// Tries `target` every `every` until it accepts, then hands the stream to
+/// the switch.
+async fn redial(target: SocketAddr, index: usize, every: Duration, inbox: mpsc::UnboundedSender<Input>) {
+    loop {
+        tokio::time::sleep(every).await;
+        if inbox.is_closed() {
+            return;
+        }
+        if let Ok(stream) = TcpStream::connect(target).await {
+            let _ = inbox.send(Input::Reconnected { target: index, stream });
+            return;
+        }
+    }
 }
 
 async fn run_switch(
@@ -545,6 +603,7 @@ async fn run_switch(
 ) {
     let Net {
         malformed_per_mille,
+        reconnect,
         stats,
         inboxes,
         wiring,
@@ -557,18 +616,27 @@ async fn run_switch(
     let Some(own_inbox) = inboxes.get(&dpid).cloned() else {
         return;
     };
-    // By the agent's connection number (0, 1, .. in the order connected).
-    let mut writers = Vec::new();
-    for &t in &targets {
+    // By the agent's connection number (0, 1, .. in the order connected;
+    // a reconnection takes the next), with the target each is to.
+    let mut writers: Vec<Option<mpsc::UnboundedSender<Vec<u8>>>> = Vec::new();
+    let mut target_of: HashMap<usize, usize> = HashMap::new();
+    for (i, &t) in targets.iter().enumerate() {
         match connect(t, version, &mut dp, own_inbox.clone(), &mut io).await {
-            Some(w) => writers.push(w),
+            Some((conn, w)) => {
+                if writers.len() <= conn {
+                    writers.resize(conn + 1, None);
+                }
+                writers[conn] = Some(w);
+                target_of.insert(conn, i);
+            }
             None => {
                 stats.lost.fetch_add(1, Ordering::Relaxed);
                 return;
             }
         }
     }
-    drop(own_inbox);
+    // Kept only when connections are tried again.
+    let own_inbox = reconnect.map(|_| own_inbox);
     stats.connected.fetch_add(1, Ordering::Relaxed);
     let mut pending = vec![Vec::new(); writers.len()];
     let mut effects = Vec::new();
@@ -608,9 +676,10 @@ async fn run_switch(
                             stats.malformed_sent.fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                    if let Some(p) = pending.get_mut(conn) {
-                        p.extend_from_slice(&out);
+                    if pending.len() <= conn {
+                        pending.resize(conn + 1, Vec::new());
                     }
+                    pending[conn].extend_from_slice(&out);
                 }
                 Effect::Transmit { port, frame } => match wiring.get(&(dpid, port)) {
                     Some(Far::Switch(d, p)) => {
@@ -658,7 +727,12 @@ async fn run_switch(
             Err(mpsc::error::TryRecvError::Empty) => {
                 for (p, w) in pending.iter_mut().zip(&writers) {
                     if !p.is_empty() {
-                        let _ = w.send(std::mem::take(p));
+                        match w {
+                            Some(w) => {
+                                let _ = w.send(std::mem::take(p));
+                            }
+                            None => p.clear(),
+                        }
                     }
                 }
                 inbox.recv().await
@@ -676,10 +750,37 @@ async fn run_switch(
             }
             Some(Input::Closed { conn }) => {
                 dp.disconnect(conn);
+                if let Some(w) = writers.get_mut(conn) {
+                    *w = None;
+                }
                 if !dp.agent.roles.any_open() {
                     // Fail-secure: the data plane keeps its flows and keeps forwarding.
                     stats.connected.fetch_sub(1, Ordering::Relaxed);
                     stats.lost.fetch_add(1, Ordering::Relaxed);
+                }
+                if let (Some(every), Some(inbox), Some(&i)) = (reconnect, &own_inbox, target_of.get(&conn)) {
+                    io.spawn(redial(targets[i], i, every, inbox.clone()));
+                }
+            }
+            Some(Input::Reconnected { target, stream }) => {
+                let Some(inbox) = own_inbox.clone() else { continue };
+                let was_open = dp.agent.roles.any_open();
+                match attach(stream, version, &mut dp, inbox.clone(), &mut io).await {
+                    Some((conn, w)) => {
+                        if writers.len() <= conn {
+                            writers.resize(conn + 1, None);
+                        }
+                        writers[conn] = Some(w);
+                        target_of.insert(conn, target);
+                        if !was_open {
+                            stats.connected.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    None => {
+                        if let Some(every) = reconnect {
+                            io.spawn(redial(targets[target], target, every, inbox));
+                        }
+                    }
                 }
             }
             Some(Input::Frame { port, frame }) => dp.on_frame(port, frame, &mut effects),

@@ -54,6 +54,7 @@ pub async fn discovery_time(spec: Spec, target: SocketAddr, version: u8, nb: &No
         timeout: td,
         malformed_per_mille: 0,
         shard: None,
+        reconnect: None,
     };
     discovery_time_with(spec, opts, nb, td).await
 }

@@ -89,6 +89,7 @@ async fn a_fabric_in_two_parts_is_discovered_whole() {
             socket: sockets[i].clone(),
             elsewhere: there.iter().map(|&d| (d, addr(1 - i))).collect(),
         }),
+        reconnect: None,
     };
     let start = std::time::Instant::now();
     let (a, b) = tokio::join!(

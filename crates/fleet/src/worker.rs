@@ -736,6 +736,7 @@ async fn run(
                     socket,
                     elsewhere: elsewhere.into_iter().collect(),
                 }),
+                reconnect: None,
             };
             let f = ctlbench::fabric::Fabric::start_with(spec, opts).await;
             let reply = fabric_up(&f);

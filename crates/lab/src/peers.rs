@@ -332,7 +332,7 @@ fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), String> {
 /// `start`, for a role.
 pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     if let Role::Paths { proactive } = role {
-        return start_paths(name, paths_app(proactive), &[]);
+        return start_paths(name, paths_app(proactive), &[], None);
     }
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -425,17 +425,21 @@ pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, String
         name,
         paths_app(false),
         &["--standby-for".into(), active_rest.to_string()],
+        None,
     )
 }
 
 /// Starts sdnlab's controller (`app`, REST API) as member `member` of the
-/// cluster `cluster` on the etcd at `endpoints`.
+/// cluster `cluster` on the etcd at `endpoints`; its OpenFlow port is
+/// `port` (a member started again where its switches reconnect) or a free
+/// one.
 pub fn start_member(
     endpoints: &str,
     cluster: &str,
     member: &str,
     app: &str,
     slave_packet_ins: &str,
+    port: Option<u16>,
 ) -> Result<Peer, String> {
     let args: Vec<String> = [
         "--cluster",
@@ -450,7 +454,7 @@ pub fn start_member(
     .iter()
     .map(|s| s.to_string())
     .collect();
-    start_paths("sdnlab", app, &args)
+    start_paths("sdnlab", app, &args, port)
 }
 
 /// sdnlab's app for `Role::Paths`.
@@ -464,9 +468,12 @@ fn paths_app(proactive: bool) -> &'static str {
 
 /// Peers with topology discovery, shortest paths and a REST API (sdnlab
 /// with `app`: paths, paths-proactive, or topology for discovery alone).
-fn start_paths(name: &str, app: &str, sdnlab_args: &[String]) -> Result<Peer, String> {
+fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>) -> Result<Peer, String> {
     let proactive = app == "paths-proactive";
-    let port = free_port()?;
+    let port = match port {
+        Some(p) => p,
+        None => free_port()?,
+    };
     let rest_port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let rest_addr: SocketAddr = ([127, 0, 0, 1], rest_port).into();

@@ -74,6 +74,9 @@ fn title(name: &str) -> &'static str {
         "failover_s" => "Failover time (longest gap in traffic)",
         "takeover_s" => "Takeover time (kill to the standby's first frame)",
         "remaster_s" => "Re-mastering time (kill to every orphaned switch re-elected)",
+        "rejoin_s" => "Rejoin time (the killed member's restart to the masters as before)",
+        "rejoin_gap_s" => "Longest gap in traffic while the killed member rejoins",
+        "rejoin_lost_frames" => "Frames lost while the killed member rejoins",
         "table_flows" => "Forwarding table capacity",
         _ => "",
     }
@@ -256,7 +259,7 @@ pub(super) fn start_cluster(
     let dir = netlab::private::temp_dir("sdnlab-bench-etcd-").map_err(|e| format!("a directory for etcd: {e}"))?;
     let etcd = cluster::etcd::Etcd::start(dir.path(), 1).map_err(|e| e.to_string())?;
     let endpoints = etcd.endpoints();
-    let name = format!("bench-{}", std::process::id());
+    let name = bench_cluster_name();
     let mut members = Vec::new();
     for i in 1..=n {
         members.push(Some(crate::peers::start_member(
@@ -265,6 +268,7 @@ pub(super) fn start_cluster(
             &format!("c{i}"),
             app,
             slave_packet_ins,
+            None,
         )?));
     }
     let first = members[0].as_ref().expect("started");
@@ -295,6 +299,11 @@ pub(super) fn start_cluster(
             _dir: dir,
         },
     ))
+}
+
+/// The name of the clusters `bench ctl` starts (one etcd per trial).
+fn bench_cluster_name() -> String {
+    format!("bench-{}", std::process::id())
 }
 
 /// Datapath id -> (master's name, how many members the switch is connected to).
@@ -566,6 +575,7 @@ async fn cluster_failover(
     a: &CtlConfig,
     fabric: &ctlbench::fabric::Fabric,
     members: &mut [Option<crate::peers::Peer>],
+    endpoints: &str,
     td: Duration,
     t: &mut Trial,
 ) {
@@ -617,6 +627,7 @@ async fn cluster_failover(
     let orphans = before.values().filter(|x| x.0 == victim_name).count();
     let survivor = rests[(victim + 1) % n];
     let peer = members[victim].take();
+    let victim_port = peer.as_ref().map_or(0, |p| p.addr.port());
     let remaster: Arc<std::sync::Mutex<Option<f64>>> = Arc::default();
     let after: Arc<std::sync::Mutex<Option<MastershipMap>>> = Arc::default();
     let (r, af, dead) = (remaster.clone(), after.clone(), victim_name.clone());
@@ -649,6 +660,65 @@ async fn cluster_failover(
         )),
     }
     let after = after.lock().unwrap().clone();
+    // The killed member started again under its name while frames flow
+    // (its switches reconnect to it): the masters move back to it as
+    // placement says, and what that costs the data plane is measured
+    // the same way as the kill.
+    let rejoined: Arc<std::sync::Mutex<Option<Result<crate::peers::Peer, String>>>> = Arc::default();
+    let rejoin_s: Arc<std::sync::Mutex<Option<f64>>> = Arc::default();
+    let (slot, r, back) = (rejoined.clone(), rejoin_s.clone(), before.clone());
+    let (endpoints, name, sp) = (endpoints.to_string(), victim_name.clone(), a.slave_packet_ins.clone());
+    // Where the switches reconnect: the port it listened on.
+    let port = victim_port;
+    let restart = Box::new(move || {
+        let at = Instant::now();
+        let started = crate::peers::start_member(&endpoints, &bench_cluster_name(), &name, "paths", &sp, Some(port));
+        let ok = started.is_ok();
+        *slot.lock().unwrap() = Some(started);
+        if ok {
+            std::thread::spawn(move || {
+                while at.elapsed() < Duration::from_secs(10) {
+                    let as_before = cluster_map(survivor).is_some_and(|m| {
+                        m.len() == back.len()
+                            && back
+                                .iter()
+                                .all(|(d, (who, _))| m.get(d).is_some_and(|x| x.0 == *who && x.1 == n))
+                    });
+                    if as_before {
+                        *r.lock().unwrap() = Some(at.elapsed().as_secs_f64());
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            });
+        }
+    });
+    // Long enough for the handover: the restart comes at 40 % (2 s), the
+    // masters move back once it has had its switches for
+    // `cluster::Config::handover_after` (2 s), and traffic runs on 1 s.
+    let g = tt::failover(fabric, restart, interval, Duration::from_millis(a.reprov_ms.max(5000))).await;
+    match rejoined.lock().unwrap().take() {
+        Some(Ok(p)) => {
+            members[victim] = Some(p);
+            if let Some(x) = g.gap_s {
+                t.set("rejoin_gap_s", x);
+            }
+            t.set("rejoin_lost_frames", g.lost as f64);
+            // (Polled until 10 s after the restart; the traffic above is shorter.)
+            let wait = Instant::now();
+            while rejoin_s.lock().unwrap().is_none() && wait.elapsed() < Duration::from_secs(10) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            match *rejoin_s.lock().unwrap() {
+                Some(x) => t.set("rejoin_s", x),
+                None => t.note(&format!(
+                    "after {victim_name} rejoined, the masters were not as before the kill within 10 s"
+                )),
+            }
+        }
+        Some(Err(e)) => t.note(&format!("{victim_name} could not be started again: {e}")),
+        None => t.note(&format!("{victim_name} was not started again")),
+    }
     let which = if control {
         format!("not the master of the last host's switch {egress:#x} ({master} is), the control")
     } else {
@@ -744,6 +814,10 @@ async fn trial(
         timeout: td,
         malformed_per_mille: (a.malformed_percent.clamp(0.0, 100.0) * 10.0).round() as u32,
         shard: None,
+        // A cluster's killed member is started again (its rejoin
+        // measured): the switches connect to it again, as real ones do
+        // (every 100 ms here; Open vSwitch backs off from 1 s to 8 s).
+        reconnect: (a.test == "failover" && a.cluster > 0).then_some(Duration::from_millis(100)),
     };
     let mut t = Trial::new();
     t.set("switches", s.spec.switches.len() as f64);
@@ -850,10 +924,11 @@ async fn trial(
             t.note(&r.note);
         }
         "failover" if matches!(ctl, Controller::Cluster { .. }) => {
-            let Controller::Cluster { members, .. } = ctl else {
+            let Controller::Cluster { members, etcd, .. } = ctl else {
                 unreachable!()
             };
-            cluster_failover(a, &fabric, members, td, &mut t).await;
+            let endpoints = etcd.endpoints();
+            cluster_failover(a, &fabric, members, &endpoints, td, &mut t).await;
         }
         "failover" => {
             let Controller::Pair { active, standby } = ctl else {
@@ -1055,6 +1130,19 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             )
             .titled(title("remaster_s")),
         );
+        for (name, unit) in [
+            (
+                "rejoin_s",
+                "seconds from the killed member's restart to the masters as they were before the kill",
+            ),
+            (
+                "rejoin_gap_s",
+                "longest gap in traffic while the killed member rejoins, seconds",
+            ),
+            ("rejoin_lost_frames", "frames lost while the killed member rejoins"),
+        ] {
+            metrics.push(Metric::new(name, unit, Better::Lower).titled(title(name)));
+        }
     }
     let main_metric = metrics[0].name.clone();
     let mut meta = Meta {
