@@ -364,7 +364,8 @@ impl CtlConfig {
         if let Some(sweep) = &self.sweep {
             let topology = super::topology::TESTS.contains(&self.test.as_str());
             let by_cluster = topology || self.test == "sessions";
-            if !matches!(self.test.as_str(), "cbench" | "rate") && !(by_cluster && self.sweeps_clusters()) {
+            let sweepable = matches!(self.test.as_str(), "cbench" | "rate") || (by_cluster && self.sweeps_clusters());
+            if !sweepable {
                 return Err(LabError::Config(format!(
                     "--sweep '{sweep}' with --test {}: {}",
                     self.test,

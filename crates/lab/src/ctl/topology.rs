@@ -697,7 +697,8 @@ async fn cluster_failover(
     // masters move back once it has had its switches for
     // `cluster::Config::handover_after` (2 s), and traffic runs on 1 s.
     let g = tt::failover(fabric, restart, interval, Duration::from_millis(a.reprov_ms.max(5000))).await;
-    match rejoined.lock().unwrap().take() {
+    let started = rejoined.lock().unwrap().take();
+    match started {
         Some(Ok(p)) => {
             members[victim] = Some(p);
             if let Some(x) = g.gap_s {
@@ -709,7 +710,8 @@ async fn cluster_failover(
             while rejoin_s.lock().unwrap().is_none() && wait.elapsed() < Duration::from_secs(10) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            match *rejoin_s.lock().unwrap() {
+            let took = *rejoin_s.lock().unwrap();
+            match took {
                 Some(x) => t.set("rejoin_s", x),
                 None => t.note(&format!(
                     "after {victim_name} rejoined, the masters were not as before the kill within 10 s"
