@@ -11,6 +11,13 @@
 //! not taken for an answer to a case), its PACKET_INs come as from the
 //! controller's send-to-controller rule, tagged with the ports' VLAN, and
 //! the witness is served when a flow names the new source it sent.
+//!
+//! Against a cluster (`SuiteConfig::members`), the suite runs once per
+//! member: each case's session goes to that member alone (a malformed
+//! peer does not connect to every member), while the witness is connected
+//! to every member, as the cluster's switches are, and is served when any
+//! member (its master) answers; the controller is alive when every member
+//! still accepts connections.
 
 use crate::switch::{self, Identity};
 use crate::Answers;
@@ -45,6 +52,9 @@ pub struct CaseResult {
     /// The witness switch got an answer after this case.
     pub others_served: bool,
     pub controller_alive: bool,
+    /// Against a cluster: the member the case was sent to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member: Option<SocketAddr>,
 }
 
 /// The datapath id of the witness switch.
@@ -64,6 +74,8 @@ struct Peer {
     /// `Answers::NewSource`: the table and cookie of the controller's
     /// send-to-controller rule, once installed.
     stamp: Option<(u8, u64)>,
+    /// A ROLE_REQUEST came (a cluster member decided this switch's role).
+    roled: bool,
 }
 
 /// What a session watches for besides errors and closing.
@@ -96,6 +108,7 @@ impl Peer {
             },
             version: cfg.version,
             stamp: None,
+            roled: false,
         })
     }
 
@@ -112,15 +125,21 @@ impl Peer {
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out"))??;
         if settle {
-            p.settle(cfg.answers == Answers::NewSource).await?;
+            // (OpenFlow 1.0 has no roles: its member writes once elected,
+            // and nothing says when.)
+            let roled = !cfg.members.is_empty() && cfg.version == OFP13_VERSION;
+            p.settle(cfg.answers == Answers::NewSource, roled).await?;
         }
         Ok(p)
     }
 
     /// Takes what the controller sends a new switch until it has been
     /// quiet for a moment (and, with `stamped`, has installed a
-    /// send-to-controller rule).
-    async fn settle(&mut self, stamped: bool) -> std::io::Result<()> {
+    /// send-to-controller rule; with `roled`, a cluster member has sent its
+    /// ROLE_REQUEST: a member holds its apps' first rules back until the
+    /// switch's election, up to a second, and they are not an answer to
+    /// what the session sends next).
+    async fn settle(&mut self, stamped: bool, roled: bool) -> std::io::Result<()> {
         let start = Instant::now();
         let quiet = Duration::from_millis(300);
         loop {
@@ -129,8 +148,15 @@ impl Peer {
             if o.closed {
                 return Err(std::io::Error::other("the controller closed the session"));
             }
-            if !stamped || self.stamp.is_some() {
+            let decided = !roled || self.roled;
+            if decided && (!stamped || self.stamp.is_some()) {
                 return Ok(());
+            }
+            if roled && !self.roled && start.elapsed() > Duration::from_secs(5) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no cluster member sent a ROLE_REQUEST within 5 s",
+                ));
             }
             if start.elapsed() > Duration::from_secs(10) {
                 return Err(std::io::Error::new(
@@ -194,6 +220,7 @@ impl Peer {
                         };
                     }
                     _ => {
+                        self.roled |= matches!(m.body, Body::V13(v13::Body::RoleRequest(_)));
                         replies.extend(switch::replies(self.id, &m));
                     }
                 }
@@ -346,6 +373,28 @@ pub struct SuiteConfig {
     /// The VLAN the switches' frames carry (the ports' native VLAN).
     #[serde(default)]
     pub vlan: Option<u16>,
+    /// A cluster's members (empty: `target` alone): the suite runs against
+    /// each in turn, the witness connected to all.
+    #[serde(default)]
+    pub members: Vec<SocketAddr>,
+}
+
+/// Against a cluster: the witness holds a session to every member and is
+/// served when any answers; alive when every member accepts connections.
+async fn witness_group_served(ws: &mut [Option<Peer>], cfg: &SuiteConfig, src: &Sources, seq: &mut u8) -> (bool, bool) {
+    let mut checks = Vec::new();
+    for (w, &member) in ws.iter_mut().zip(&cfg.members) {
+        let c = SuiteConfig {
+            target: member,
+            ..cfg.clone()
+        };
+        let mut s = *seq;
+        checks.push(async move { witness_served(w, &c, src, &mut s).await });
+    }
+    *seq = seq.wrapping_add(1);
+    // Side by side: only the master answers, the others are waited for at once.
+    let got = futures::future::join_all(checks).await;
+    (got.iter().any(|g| g.0), got.iter().all(|g| g.1))
 }
 
 /// Checks the witness gets an answer; reconnects it if the session is gone.
@@ -379,8 +428,39 @@ async fn witness_served(w: &mut Option<Peer>, cfg: &SuiteConfig, src: &Sources, 
     (false, connect(cfg.target).await.is_ok())
 }
 
-/// Runs every case in turn.
+/// Runs every case in turn (against a cluster, every case against each
+/// member in turn).
 pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -> Vec<CaseResult> {
+    if cfg.members.is_empty() {
+        return run_cases(&cfg, None, &mut on_case).await;
+    }
+    let mut witnesses = Vec::new();
+    for &member in &cfg.members {
+        let c = SuiteConfig {
+            target: member,
+            ..cfg.clone()
+        };
+        witnesses.push(Peer::open(&c, WITNESS_DPID, true).await.ok());
+    }
+    let mut all = Vec::new();
+    for (m, &member) in cfg.members.iter().enumerate() {
+        let c = SuiteConfig {
+            target: member,
+            ..cfg.clone()
+        };
+        all.extend(run_cases(&c, Some((m, &mut witnesses)), &mut on_case).await);
+    }
+    all
+}
+
+/// The cases against `cfg.target`; `cluster`: the member's index and the
+/// witness's sessions to every member.
+async fn run_cases(
+    cfg: &SuiteConfig,
+    mut cluster: Option<(usize, &mut Vec<Option<Peer>>)>,
+    on_case: &mut impl FnMut(&CaseResult),
+) -> Vec<CaseResult> {
+    let cfg = cfg.clone();
     let v = cfg.version;
     let other = if v == OFP10_VERSION {
         OFP13_VERSION
@@ -388,7 +468,12 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
         OFP10_VERSION
     };
     let src = Sources::of(&cfg);
-    let mut witness = Peer::open(&cfg, WITNESS_DPID, true).await.ok();
+    let mut witness = match cluster {
+        Some(_) => None,
+        None => Peer::open(&cfg, WITNESS_DPID, true).await.ok(),
+    };
+    // Each member's cases have datapath ids of their own.
+    let first = FIRST_CASE_DPID + cluster.as_ref().map_or(0, |(m, _)| *m as u64 * 0x100);
     let mut seq = 0u8;
     let mut results = Vec::new();
     let cases: [(&'static str, &'static str); CASES] = [
@@ -411,7 +496,7 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
         ),
     ];
     for (i, (case, expected)) in cases.into_iter().enumerate() {
-        let dpid = FIRST_CASE_DPID + i as u64;
+        let dpid = first + i as u64;
         // Each case's frame comes from a source of its own.
         let n = 0x100 + i as u32;
         let mut note = None;
@@ -498,7 +583,10 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
                 }
             }
         };
-        let (others_served, alive) = witness_served(&mut witness, &cfg, &src, &mut seq).await;
+        let (others_served, alive) = match &mut cluster {
+            Some((_, ws)) => witness_group_served(ws, &cfg, &src, &mut seq).await,
+            None => witness_served(&mut witness, &cfg, &src, &mut seq).await,
+        };
         let mut outcome = if !alive {
             "controller died".to_string()
         } else if i == 6 && !obs.closed {
@@ -516,6 +604,7 @@ pub async fn run_suite(cfg: SuiteConfig, mut on_case: impl FnMut(&CaseResult)) -
             observation: obs,
             others_served,
             controller_alive: alive,
+            member: cluster.as_ref().map(|_| cfg.target),
         };
         on_case(&r);
         results.push(r);

@@ -191,6 +191,7 @@ async fn the_security_suite_meets_a_learning_controller_in_its_form() {
         hello_wait: std::time::Duration::from_secs(1),
         answers: ctlbench::Answers::NewSource,
         vlan: Some(100),
+        members: Vec::new(),
     };
     let results = ctlbench::security::run_suite(cfg, |_| {}).await;
     assert_eq!(results.len(), ctlbench::security::CASES);

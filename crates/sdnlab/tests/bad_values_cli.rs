@@ -62,10 +62,6 @@ fn bench_ctl_refuses_values_out_of_range() {
         ),
         (vec!["--cluster", "10"], "--cluster 10"),
         (
-            vec!["--cluster", "3", "--test", "security"],
-            "--cluster 3 --test security: cluster mode is built for cbench,",
-        ),
-        (
             vec!["--cluster", "1", "--test", "failover"],
             "a failover needs a member to take over",
         ),
@@ -86,10 +82,6 @@ fn bench_ctl_refuses_values_out_of_range() {
         (
             vec!["--kill", "non-master", "--test", "failover"],
             "--kill non-master is the control of a cluster's failover",
-        ),
-        (
-            vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--test", "security"],
-            "a cluster at addresses takes cbench,",
         ),
         (
             vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--cluster", "2"],

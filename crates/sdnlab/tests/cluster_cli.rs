@@ -794,6 +794,49 @@ fn bench_discovery_sweeps_cluster_sizes() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// RFC 8456's exception handling in cluster mode: every malformed case
+/// against each member in turn, the witness switch connected to both; the
+/// witness is served after every case and both members live. A member
+/// holds its apps' first rules back until the case switch's election, and
+/// those are not taken for an answer to the case (none but the corrupted
+/// buffer id is acted on).
+#[test]
+fn bench_security_against_a_cluster_of_two() {
+    let out = scratch("cluster", "security");
+    bench_ctl(
+        &[
+            "--test",
+            "security",
+            "--cluster",
+            "2",
+            "--ofp",
+            "1.3",
+            "--case-wait-ms",
+            "300",
+            "--hello-wait-s",
+            "1",
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out);
+    let cases: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "case").collect();
+    assert_eq!(cases.len(), 22, "11 cases against each of 2 members: {text}");
+    for c in &cases {
+        let scenario = c["scenario"].as_str().unwrap();
+        assert!(scenario.ends_with(" @ c1") || scenario.ends_with(" @ c2"), "{c}");
+        assert_eq!(c["values"]["others_served"].as_f64(), Some(1.0), "{c}");
+        assert_eq!(c["values"]["controller_alive"].as_f64(), Some(1.0), "{c}");
+        if !scenario.starts_with("corrupted buffer id") {
+            assert_eq!(c["values"]["acted"].as_f64(), Some(0.0), "{c}");
+        }
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["parameters"]["rfc8456_mode"], "cluster", "{meta}");
+    assert_eq!(meta["parameters"]["cluster_size"], 2, "{meta}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// RFC 8456's asynchronous message processing in cluster mode: `bench ctl
 /// --cluster 3 --ofp 1.3` (cbench's load) connects every emulated switch
 /// to the three members, waits for their roles (one MASTER per switch by

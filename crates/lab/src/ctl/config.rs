@@ -16,15 +16,17 @@ pub const TESTS: [&str; 5] = ["cbench", "security", "sessions", "rate", "dos"];
 /// The tests that take `cluster` (RFC 8456's cluster mode): cbench's
 /// load (asynchronous message processing time and rate), the loss-free
 /// rate search, DoS handling, session capacity (a switch held while its
-/// session to each member is), and the tests on emulated fabrics, every
+/// session to each member is), exception handling (each case against
+/// each member, the witness connected to all), and the tests on emulated fabrics, every
 /// switch connected to every member (the proactive ones through the
 /// first member's REST API: the cluster's shared state carries the paths
 /// to each switch's master).
-pub const CLUSTER_TESTS: [&str; 13] = [
+pub const CLUSTER_TESTS: [&str; 14] = [
     "cbench",
     "rate",
     "dos",
     "sessions",
+    "security",
     "discovery",
     "discovery-size",
     "reactive-paths",

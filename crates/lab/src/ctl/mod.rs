@@ -715,6 +715,15 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
 /// `--test security`: every malformed case, with what the controller did.
 fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
+    // Against a cluster: every case against each member, the witness
+    // connected to all of them.
+    let members = trial_members(a, &embedded);
+    let names: std::collections::HashMap<std::net::SocketAddr, String> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (*m, format!("c{}", i + 1)))
+        .collect();
+    let clustered = !members.is_empty();
     let run_id = place.name("ctl-security");
     let dir = place.dir(&run_id);
     let cfg = ctlbench::security::SuiteConfig {
@@ -724,19 +733,27 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         hello_wait: Duration::from_secs(a.hello_wait_s),
         answers: a.answers(),
         vlan: a.frame_vlan(),
+        members: members.clone(),
     };
     let mut meta = Meta {
         benchmark: "bench ctl --test security".into(),
         targets: vec![target],
-        parameters: serde_json::json!({"openflow": a.ofp, "case_wait_ms": a.case_wait_ms, "hello_wait_s": a.hello_wait_s}),
+        parameters: serde_json::json!({"openflow": a.ofp, "case_wait_ms": a.case_wait_ms, "hello_wait_s": a.hello_wait_s,
+            "rfc8456_mode": if clustered { "cluster" } else { "standalone" }, "cluster_size": members.len(),
+            "switch_connections": if clustered { "the witness to every member; each case's session to one member" } else { "one controller" }}),
         ..started(&run_id)
     };
     let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
     say(
         obs,
         format!(
-            "sdnlab bench ctl --test security: {} cases against {addr}, OpenFlow {}; results in {}",
+            "sdnlab bench ctl --test security: {} cases against {}, OpenFlow {}; results in {}",
             ctlbench::security::CASES,
+            if clustered {
+                format!("each of {} members", members.len())
+            } else {
+                addr.to_string()
+            },
             a.ofp,
             dir.display()
         ),
@@ -744,9 +761,13 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     let mut failed_write = None;
     let results = rt.block_on(ctlbench::security::run_suite(cfg, |r| {
         let o = &r.observation;
+        let scenario = match r.member.and_then(|m| names.get(&m)) {
+            Some(n) => format!("{} @ {n}", r.case),
+            None => r.case.to_string(),
+        };
         let s = Sample::of(
             "case",
-            r.case,
+            scenario.clone(),
             0,
             [
                 ("errors", o.errors.len() as f64),
@@ -764,7 +785,7 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         if let Err(e) = writer.append(&s) {
             failed_write.get_or_insert(e);
         }
-        say(obs, format!("  {:<36} {}", r.case, r.outcome));
+        say(obs, format!("  {:<42} {}", scenario, r.outcome));
     }));
     if let Some(r) = embedded {
         r.stop();
@@ -778,12 +799,16 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     }
     let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
     outcome.json = serde_json::json!({ "run": dir, "cases": results });
-    let w = results.iter().map(|r| r.case.len()).max().unwrap_or(10);
+    let case_of = |r: &ctlbench::security::CaseResult| match r.member.and_then(|m| names.get(&m)) {
+        Some(n) => format!("{} @ {n}", r.case),
+        None => r.case.to_string(),
+    };
+    let w = results.iter().map(|r| case_of(r).len()).max().unwrap_or(10);
     let mut table = format!("{:<w$}  {:<44}  {:<14}  expected\n", "case", "outcome", "others served");
     for r in &results {
         table += &format!(
             "{:<w$}  {:<44}  {:<14}  {}\n",
-            r.case,
+            case_of(r),
             r.outcome,
             if r.others_served { "yes" } else { "NO" },
             r.expected
