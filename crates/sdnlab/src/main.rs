@@ -252,6 +252,10 @@ enum NetCommand {
         /// every switch connects to each, one master per switch (GET /cluster on any member).
         #[arg(long, value_name = "N", requires = "app")]
         cluster: Option<usize>,
+        /// With --cluster: as a SLAVE, ask the switches for every PACKET_IN (all) or for none
+        /// (each switch's master alone handles them; refused with apps that discover links).
+        #[arg(long, value_parser = ["all", "none"], default_value = "all", requires = "cluster")]
+        slave_packet_ins: String,
         /// Keep redundant switch links up (for controllers that handle loops).
         #[arg(long)]
         keep_loops: bool,
@@ -822,6 +826,7 @@ async fn net(command: NetCommand) -> ExitCode {
             keep,
             ovsdb,
             cluster,
+            slave_packet_ins,
         } => {
             let ssl = ssl.map(|f| netlab::run::SslFiles {
                 private_key: f[0].clone(),
@@ -837,6 +842,7 @@ async fn net(command: NetCommand) -> ExitCode {
                 ovsdb,
                 part: None,
             };
+            let cluster = cluster.map(|n| (n, slave_packet_ins == "all"));
             net_cmd::up(&spec, options, app, cluster, prompt).await
         }
         NetCommand::Cli {

@@ -48,12 +48,13 @@ impl Drop for Builtin {
 
 /// `options` as the command line gave them; with `app`, its controller
 /// is sdnlab's own, started here (with `cluster`, that many members of a
-/// cluster on an etcd of the run's own).
+/// cluster on an etcd of the run's own, and whether their slaves ask for
+/// every PACKET_IN).
 pub async fn up(
     spec: &str,
     options: UpOptions,
     app: Option<String>,
-    cluster: Option<usize>,
+    cluster: Option<(usize, bool)>,
     prompt: Option<Prompt>,
 ) -> ExitCode {
     let id = run::new_id();
@@ -181,8 +182,12 @@ pub async fn up(
 /// etcd, under run `id`'s directory so teardown stops them whatever
 /// happens to this process); returns it, and the first member's REST API
 /// and its token.
-fn start_builtin(app: &str, n: Option<usize>, id: &str) -> Result<(Builtin, std::net::SocketAddr, String), String> {
-    let Some(n) = n else {
+fn start_builtin(
+    app: &str,
+    n: Option<(usize, bool)>,
+    id: &str,
+) -> Result<(Builtin, std::net::SocketAddr, String), String> {
+    let Some((n, slave_packet_ins)) = n else {
         let (h, addr, token) = controller::embedded::start_local_with_rest(app, 1)?;
         eprintln!(
             "sdnlab: built-in controller with app {app} on {}, REST API on http://{addr}",
@@ -197,6 +202,15 @@ fn start_builtin(app: &str, n: Option<usize>, id: &str) -> Result<(Builtin, std:
     if !(1..=9).contains(&n) {
         return Err(format!("--cluster {n}: give 1 to 9 members"));
     }
+    let discovers_links = controller::catalog::build(&app.split(',').collect::<Vec<_>>())?
+        .topology
+        .is_some();
+    if !slave_packet_ins && discovers_links {
+        return Err(format!(
+            "--slave-packet-ins none with --app {app}: {}; leave it out (all)",
+            controller::cluster_state::NO_SHARED_LINKS
+        ));
+    }
     let dir = std::path::Path::new(netlab::state::STATE_ROOT).join(id).join("etcd");
     let etcd = cluster::etcd::Etcd::start(&dir, 1).map_err(|e| e.to_string())?;
     let mut b = Builtin {
@@ -208,6 +222,7 @@ fn start_builtin(app: &str, n: Option<usize>, id: &str) -> Result<(Builtin, std:
     for i in 1..=n {
         let mut c = cluster::Config::new(endpoints.clone(), format!("c{i}"), ([127, 0, 0, 1], 0).into());
         c.cluster = format!("net-{id}");
+        c.slave_packet_ins = slave_packet_ins;
         let (h, addr, token) = controller::embedded::start_member_with_rest(app, 1, Some(c))?;
         eprintln!(
             "sdnlab: cluster member c{i} with app {app} on {}, REST API on http://{addr}",

@@ -439,13 +439,48 @@ fn a_stopped_master_past_its_lease_comes_back_as_a_slave_and_the_switch_keeps_th
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `net up --app l2-learning --cluster 3`: three members and their etcd
-/// in the run's directory; OVS shows one master per bridge, pingall
+/// `net up --app l2-learning --cluster 3 --slave-packet-ins none`: three
+/// members and their etcd in the run's directory; OVS shows one master per bridge, pingall
 /// passes, and SIGTERM (what `net down` sends) leaves nothing behind, the
 /// etcd included.
 #[test]
 fn net_up_with_a_cluster_of_three_and_nothing_left_after() {
-    let (up, id) = net_up(&["linear,3", "--switch", "ovs", "--app", "l2-learning", "--cluster", "3"]);
+    // Slaves that ask for no PACKET_IN cannot discover links: refused in
+    // one line, before anything is made.
+    let refused = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "net",
+            "up",
+            "linear,2",
+            "--switch",
+            "ovs",
+            "--app",
+            "paths",
+            "--cluster",
+            "2",
+        ])
+        .args(["--slave-packet-ins", "none", "--no-live"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("--slave-packet-ins none with --app paths"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // l2-learning works with them: each switch's master alone floods and
+    // learns on its own switch.
+    let (up, id) = net_up(&[
+        "linear,3",
+        "--switch",
+        "ovs",
+        "--app",
+        "l2-learning",
+        "--cluster",
+        "3",
+        "--slave-packet-ins",
+        "none",
+    ]);
     let mut kids = Kids(vec![("net".into(), up)]);
     let etcd_dir = format!("/run/sdnlab/net/{id}/etcd");
     assert!(

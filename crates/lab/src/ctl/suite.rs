@@ -155,6 +155,17 @@ fn procedure(test: &str, mode: &str) -> &'static str {
     }
 }
 
+/// What the cluster column does differently for `test`, in one sentence.
+fn cluster_procedure(test: &str) -> &'static str {
+    match test {
+        "failover" => "In the cluster column the members share the fabric on etcd; the master of the last host's switch is killed (SIGKILL); the gap, the takeover and the re-mastering of every switch it held are measured, then its rejoin once started again.",
+        "sessions" => "In the cluster column each switch opens a session to every member and counts while all of them answer.",
+        "security" => "In the cluster column every case is sent to each member in turn, the witness switch connected to all of them.",
+        "proactive-paths" | "table-capacity-proactive" => "In the cluster column the paths are asked of one member and reach each switch's master through etcd, every switch connected to every member.",
+        _ => "In the cluster column every emulated switch connects to every member, and each trial starts once every switch has one master.",
+    }
+}
+
 /// The flood the DoS variants use unless --flood-pps says otherwise: well
 /// within what one core of the load generator sends on a small machine.
 const SUITE_FLOOD_PPS: f64 = 20_000.0;
@@ -436,7 +447,11 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             name: step.name.into(),
             variant: step.variant.clone(),
             test: step.test.into(),
-            procedure: procedure(step.test, step.mode).into(),
+            procedure: if a.cluster > 0 {
+                format!("{} {}", procedure(step.test, step.mode), cluster_procedure(step.test))
+            } else {
+                procedure(step.test, step.mode).into()
+            },
             ..Default::default()
         };
         for target in &targets {
