@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -135,6 +136,10 @@ impl Etcd {
             // Quick elections on loopback: leader loss is noticed in about
             // half a second instead of a second.
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            // A group of its own: a Ctrl-C at the terminal reaches the
+            // program that started it, which stops it in order (its
+            // members first), not etcd in the middle of a run.
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

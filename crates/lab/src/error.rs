@@ -23,6 +23,10 @@ pub enum LabError {
     /// The experiment file is not one sdnlab can read.
     #[error("{}: {message}", path.display())]
     File { path: PathBuf, message: String },
+    /// Stopped by SIGINT or SIGTERM: every process and file the run made
+    /// is gone, what it measured is in `dir` (`sdnlab report DIR`).
+    #[error("interrupted; partial results in {}", dir.display())]
+    Interrupted { dir: PathBuf },
 }
 
 impl LabError {

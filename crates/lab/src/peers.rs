@@ -94,6 +94,9 @@ impl Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
+        // The peer and every process it started (its group).
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
         // `dir` goes when the fields are dropped, after this.
@@ -584,6 +587,11 @@ fn launch_within(
     let command = format!("{cmd:?}").replace('"', "");
     let out = logfile()?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
+    // A process group of its own: a Ctrl-C at the terminal reaches sdnlab,
+    // which stops the peer (and whatever the peer started) when the run
+    // ends, instead of the peer dying, or not, in the middle of a trial.
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
     let mut child = match cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn() {
         Ok(c) => c,
         Err(e) => {

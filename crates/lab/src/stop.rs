@@ -29,6 +29,25 @@ pub fn stopping() -> bool {
     STOP.load(Relaxed)
 }
 
+/// Runs `f` on `rt` until it ends (Some) or a stop signal comes (None:
+/// `f` is dropped, which cancels what it was doing; what it started is
+/// dropped by its owners as the error goes up).
+pub fn block_on_unless_stopped<F: std::future::Future>(rt: &tokio::runtime::Runtime, f: F) -> Option<F::Output> {
+    if stopping() {
+        return None;
+    }
+    rt.block_on(async {
+        tokio::select! {
+            r = f => Some(r),
+            _ = async {
+                while !stopping() {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            } => None,
+        }
+    })
+}
+
 /// The error a trial returns once a stop signal has come.
 pub fn check() -> Result<(), String> {
     if stopping() {

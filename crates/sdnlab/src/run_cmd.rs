@@ -21,7 +21,12 @@ pub static NO_LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 
 fn fail(e: &LabError) -> ExitCode {
     eprintln!("sdnlab: {e}");
-    ExitCode::from(if e.is_usage() { 2 } else { 1 })
+    ExitCode::from(match e {
+        // As a shell reports a command SIGINT ended.
+        LabError::Interrupted { .. } => 130,
+        e if e.is_usage() => 2,
+        _ => 1,
+    })
 }
 
 /// Validates and runs (or prints) `e` into `out` (default under results/).

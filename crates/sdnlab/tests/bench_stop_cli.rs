@@ -127,3 +127,109 @@ fn what_a_killed_bench_leaves_is_removed_by_net_clean() {
     assert!(!std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The `sdnlab-` entries of the temporary directory.
+fn temp_entries() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str().map(str::to_string))
+        .filter(|n| n.starts_with("sdnlab-"))
+        .collect()
+}
+
+/// `bench ctl --cluster 3` (three controller processes and an etcd per
+/// trial) stopped by SIGINT while its members start and again in the
+/// middle of its loops: it says "interrupted; partial results in DIR"
+/// (exit code 130), no process it started is left (the members carry the
+/// run's cluster name on their command lines; etcd its data directory),
+/// no temporary directory, and `sdnlab report` reads what it measured.
+#[test]
+fn bench_ctl_against_a_cluster_interrupted_leaves_nothing() {
+    for (moment, after_samples) in [("while its members start", 0), ("in its loops", 1)] {
+        let out = std::env::temp_dir().join(format!("sdnlab-stop-ctl-{}-{after_samples}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let before = temp_entries();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .args([
+                "bench",
+                "ctl",
+                "--cluster",
+                "3",
+                "--ofp",
+                "1.3",
+                "--trials",
+                "5",
+                "--loops",
+                "20",
+            ])
+            .args(["--no-live", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let cluster_name = format!("bench-{}", child.id());
+        // Its members are up before it is stopped (so the check below
+        // could see them).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while processes_naming(&cluster_name).len() < 3 {
+            assert!(Instant::now() < deadline, "{moment}: no three members within 60 s");
+            assert!(child.try_wait().unwrap().is_none(), "{moment}: the bench ended first");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if after_samples > 0 {
+            wait_for_samples(&mut child, &out.join("samples.jsonl"), after_samples);
+        }
+        let etcd: Vec<u32> = processes_naming("sdnlab-bench-etcd-");
+        assert!(!etcd.is_empty(), "{moment}: its etcd is not running");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "{moment}: still running 20 s after SIGINT");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(status.code(), Some(130), "{moment}: {err}");
+        assert!(
+            err.contains(&format!("interrupted; partial results in {}", out.display())),
+            "{moment}: {err}"
+        );
+        assert_eq!(
+            processes_naming(&cluster_name),
+            Vec::<u32>::new(),
+            "{moment}: members left"
+        );
+        let etcd_left: Vec<u32> = etcd
+            .into_iter()
+            .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+            .collect();
+        assert_eq!(etcd_left, Vec::<u32>::new(), "{moment}: etcd left");
+        let left: Vec<String> = temp_entries()
+            .difference(&before)
+            .filter(|n| !out.ends_with(n.as_str()))
+            .cloned()
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{moment}: temporary files left");
+        let report = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .arg("report")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            report.status.success(),
+            "{moment}: {}",
+            String::from_utf8_lossy(&report.stderr)
+        );
+        let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+        assert!(meta.contains("interrupted; partial results"), "{moment}: {meta}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

@@ -148,10 +148,36 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
     Ok(out)
 }
 
+/// Runs `$f` on `$rt` unless a stop signal (SIGINT, SIGTERM) comes
+/// first; then ends the run, its meta.json saying so, with
+/// `LabError::Interrupted` (what the run started is dropped, and so
+/// stopped, as the error goes up).
+macro_rules! or_interrupted {
+    ($rt:expr, $f:expr, $writer:ident, $meta:ident, $dir:expr) => {
+        match crate::stop::block_on_unless_stopped(&$rt, $f) {
+            Some(r) => r,
+            None => {
+                return Err(crate::rundir::fail_run(
+                    $writer,
+                    &mut $meta,
+                    LabError::Interrupted {
+                        dir: $dir.to_path_buf(),
+                    },
+                ))
+            }
+        }
+    };
+}
+pub(crate) use or_interrupted;
+
 /// Runs the controller benchmark `a` into `place`: one test, a suite, or
 /// the same test against each of several peers.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     a.validate()?;
+    // Ctrl-C and SIGTERM end the run at once, cleanly: every controller,
+    // peer, etcd and temporary directory it made goes (their owners are
+    // dropped), and the run directory says what was measured.
+    crate::stop::catch_stop_signals();
     if (a.cluster > 0 || !a.target_members.is_empty() || a.sweeps_clusters()) && place.workers.is_some() {
         return Err(LabError::Config(
             "--cluster or a --target cluster with --workers: not built yet (the switches of a spread run connect to one controller); leave one of them out".into(),
@@ -363,7 +389,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 });
             };
             let report = match &fleet {
-                None => rt.block_on(ctlbench::run(cfg.clone(), on_loop)),
+                None => or_interrupted!(rt, ctlbench::run(cfg.clone(), on_loop), writer, meta, dir),
                 Some(f) => match rt.block_on(f.ctl(&cfg, on_loop)) {
                     Ok((report, shards)) => {
                         for (k, sh) in shards.iter().enumerate() {
@@ -759,34 +785,40 @@ fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         ),
     );
     let mut failed_write = None;
-    let results = rt.block_on(ctlbench::security::run_suite(cfg, |r| {
-        let o = &r.observation;
-        let scenario = match r.member.and_then(|m| names.get(&m)) {
-            Some(n) => format!("{} @ {n}", r.case),
-            None => r.case.to_string(),
-        };
-        let s = Sample::of(
-            "case",
-            scenario.clone(),
-            0,
-            [
-                ("errors", o.errors.len() as f64),
-                ("acted", o.acted as f64),
-                ("closed", f64::from(u8::from(o.closed))),
-                ("others_served", f64::from(u8::from(r.others_served))),
-                ("controller_alive", f64::from(u8::from(r.controller_alive))),
-            ],
-        )
-        .noted(Some(format!(
-            "{}; other sessions {}",
-            r.outcome,
-            if r.others_served { "served" } else { "NOT served" }
-        )));
-        if let Err(e) = writer.append(&s) {
-            failed_write.get_or_insert(e);
-        }
-        say(obs, format!("  {:<42} {}", scenario, r.outcome));
-    }));
+    let results = or_interrupted!(
+        rt,
+        ctlbench::security::run_suite(cfg, |r| {
+            let o = &r.observation;
+            let scenario = match r.member.and_then(|m| names.get(&m)) {
+                Some(n) => format!("{} @ {n}", r.case),
+                None => r.case.to_string(),
+            };
+            let s = Sample::of(
+                "case",
+                scenario.clone(),
+                0,
+                [
+                    ("errors", o.errors.len() as f64),
+                    ("acted", o.acted as f64),
+                    ("closed", f64::from(u8::from(o.closed))),
+                    ("others_served", f64::from(u8::from(r.others_served))),
+                    ("controller_alive", f64::from(u8::from(r.controller_alive))),
+                ],
+            )
+            .noted(Some(format!(
+                "{}; other sessions {}",
+                r.outcome,
+                if r.others_served { "served" } else { "NOT served" }
+            )));
+            if let Err(e) = writer.append(&s) {
+                failed_write.get_or_insert(e);
+            }
+            say(obs, format!("  {:<42} {}", scenario, r.outcome));
+        }),
+        writer,
+        meta,
+        dir
+    );
     if let Some(r) = embedded {
         r.stop();
     }
@@ -927,11 +959,17 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             };
             let members = cfg.members.len();
             let r = match &fleet {
-                None => rt.block_on(ctlbench::capacity::run(cfg, |n, secs| {
-                    obs.event(Event::Status(&format!(
-                        "trial {trial}: {n} sessions held after {secs:.1} s"
-                    )));
-                })),
+                None => or_interrupted!(
+                    rt,
+                    ctlbench::capacity::run(cfg, |n, secs| {
+                        obs.event(Event::Status(&format!(
+                            "trial {trial}: {n} sessions held after {secs:.1} s"
+                        )));
+                    }),
+                    writer,
+                    meta,
+                    dir
+                ),
                 Some(f) => {
                     let r = rt.block_on(f.sessions(&cfg, |n| {
                         obs.event(Event::Status(&format!("trial {trial}: {n} sessions held")));
@@ -1083,7 +1121,13 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                 rounds.push(round.clone());
             };
             let r = match &fleet {
-                None => rt.block_on(ctlbench::rate::search(cfg, 10, a.rate_tolerance, on_round)),
+                None => or_interrupted!(
+                    rt,
+                    ctlbench::rate::search(cfg, 10, a.rate_tolerance, on_round),
+                    writer,
+                    meta,
+                    dir
+                ),
                 Some(f) => {
                     // Each round's load shared out over the workers, as cbench's.
                     let round = |c: ctlbench::Config| async move { f.ctl(&c, |_| {}).await.map(|(r, _)| r) };
@@ -1214,7 +1258,7 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             loops: good.warmup + good.loops + 2,
             ..base.clone()
         };
-        let alone = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+        let alone = or_interrupted!(rt, ctlbench::run(good.clone(), |_| {}), writer, meta, dir);
         let (under, flood) = match &fleet {
             None => {
                 // The attackers run on a thread and runtime of their own, so the
@@ -1228,7 +1272,7 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 });
                 // Let the flood build up first.
                 std::thread::sleep(Duration::from_millis(good.loop_ms));
-                let under = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+                let under = or_interrupted!(rt, ctlbench::run(good.clone(), |_| {}), writer, meta, dir);
                 (under, flood.join().ok().flatten())
             }
             // The attackers on the workers, the well-behaved switches here:
@@ -1344,6 +1388,8 @@ fn run_peers(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                 table += &format!("== {name}\n{}", o.table);
                 each.push(o.json);
             }
+            // A stop signal: the peers after this one do not run.
+            Err(LabError::Interrupted { .. }) => return Err(LabError::Interrupted { dir }),
             Err(e) => {
                 incomplete += 1;
                 say(obs, format!("sdnlab bench ctl: {name}: {e}"));

@@ -441,7 +441,13 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     } else {
         SUITE_FLOOD_PPS
     };
+    // A stop signal ends the suite after the step it interrupted (its
+    // partial run is in the suite like the others).
+    let mut interrupted = false;
     for (i, step) in steps(flood_pps).iter().enumerate() {
+        if interrupted {
+            break;
+        }
         let mut section = Section {
             number: step.number.into(),
             name: step.name.into(),
@@ -455,6 +461,9 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             ..Default::default()
         };
         for target in &targets {
+            if interrupted {
+                break;
+            }
             let shown = if target == "sdnlab-embedded" {
                 "sdnlab"
             } else {
@@ -488,6 +497,11 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             };
             let complete = match super::run(&one, &place, obs) {
                 Ok(o) => o.incomplete == 0,
+                Err(e @ LabError::Interrupted { .. }) => {
+                    say(obs, format!("sdnlab bench ctl --suite rfc8456: {}: {e}", step.test));
+                    interrupted = true;
+                    false
+                }
                 Err(e) => {
                     say(obs, format!("sdnlab bench ctl --suite rfc8456: {}: {e}", step.test));
                     false
@@ -551,6 +565,9 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         }
         index.sections.push(section);
     }
+    if interrupted {
+        lines.push("| | | | | | | | | interrupted (SIGINT or SIGTERM): the tests after this one did not run |".into());
+    }
     // The report follows the methodology's order (the runs went cheapest first).
     index.sections.sort_by(|a, b| a.number.cmp(&b.number));
     let md = format!(
@@ -574,6 +591,9 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             obs,
             format!("sdnlab bench ctl --suite rfc8456: {failed} test(s) did not complete every trial (see suite.md)"),
         );
+    }
+    if interrupted {
+        return Err(LabError::Interrupted { dir });
     }
     Ok(Outcome {
         json: serde_json::json!({ "run": dir, "summary": summary }),

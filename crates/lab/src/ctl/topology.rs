@@ -1202,7 +1202,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     }
                     t
                 }
-                None => rt.block_on(trial(a, s, targets, version, &nb, &mut ctl)),
+                None => super::or_interrupted!(rt, trial(a, s, targets, version, &nb, &mut ctl), writer, meta, dir),
             };
             let host = watch.finish();
             if let Some(reason) = &host.reason {
