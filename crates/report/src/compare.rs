@@ -26,15 +26,22 @@ pub struct Change {
     pub median_other: f64,
     /// (other - base) / base, percent.
     pub change_pct: f64,
-    /// Mann-Whitney U, two-sided (NaN under 2 values a side).
+    /// Mann-Whitney U, two-sided (NaN under `MIN_A_SIDE` values a side:
+    /// no p-value could then fall under 0.05).
     pub p: f64,
     /// `p` corrected by Holm over every change listed.
     pub p_holm: f64,
-    /// "better", "worse", "no difference shown" or "too few trials".
+    /// "better", "worse", "no difference shown" or "too few trials to
+    /// test (...)".
     pub verdict: String,
 }
 
 const ALPHA: f64 = 0.05;
+
+/// The fewest values a side with which a two-sided Mann-Whitney U can
+/// show a difference at 0.05: with 3 and 3 its smallest exact p-value is
+/// 0.1, with 4 and 4 it is 0.029.
+pub const MIN_A_SIDE: usize = 4;
 
 /// The runs' names: their run ids, or their directories when ids repeat.
 fn names(runs: &[Run]) -> Vec<String> {
@@ -66,7 +73,7 @@ pub fn compare(runs: &[Run]) -> Vec<Change> {
                     continue;
                 }
                 let (mb, mo) = (stats::median(&vb), stats::median(&vo));
-                let p = if vb.len() >= 2 && vo.len() >= 2 {
+                let p = if vb.len() >= MIN_A_SIDE && vo.len() >= MIN_A_SIDE {
                     stats::mann_whitney_u(&vb, &vo, stats::Alternative::TwoSided, stats::Method::Auto).p
                 } else {
                     f64::NAN
@@ -104,7 +111,10 @@ pub fn compare(runs: &[Run]) -> Vec<Change> {
             .find(|m| m.name == c.metric)
             .is_none_or(|m| m.better == stats::Better::Higher);
         c.verdict = if c.p.is_nan() {
-            "too few trials".into()
+            format!(
+                "too few trials to test ({} and {}; at least {MIN_A_SIDE} a side needed)",
+                c.n_base, c.n_other
+            )
         } else if c.p_holm >= ALPHA {
             "no difference shown".into()
         } else if (c.median_other > c.median_base) == higher {
@@ -330,11 +340,29 @@ mod tests {
     }
 
     #[test]
-    fn one_trial_a_side_is_too_few() {
+    fn under_four_trials_a_side_is_too_few_to_test() {
         let runs = [
             run("a", stats::Better::Higher, &[1.0]),
             run("b", stats::Better::Higher, &[2.0]),
         ];
-        assert_eq!(compare(&runs)[0].verdict, "too few trials");
+        assert_eq!(
+            compare(&runs)[0].verdict,
+            "too few trials to test (1 and 1; at least 4 a side needed)"
+        );
+        // A tenfold gap with three trials a side: no test can show it
+        // (the smallest exact p is 0.1), so none is claimed either way.
+        let runs = [
+            run("a", stats::Better::Higher, &[8.5, 8.4, 8.6]),
+            run("b", stats::Better::Higher, &[0.85, 0.84, 0.86]),
+        ];
+        let c = compare(&runs);
+        assert!(c[0].verdict.starts_with("too few trials to test (3 and 3"), "{c:?}");
+        assert!(c[0].p.is_nan());
+        // Four a side can.
+        let runs = [
+            run("a", stats::Better::Higher, &[8.5, 8.4, 8.6, 8.7]),
+            run("b", stats::Better::Higher, &[0.85, 0.84, 0.86, 0.87]),
+        ];
+        assert_eq!(compare(&runs)[0].verdict, "worse");
     }
 }

@@ -558,10 +558,7 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
                 "<p><b>Best scenario: {}</b> ({}). Pairwise Wilcoxon rank-sum (Mann-Whitney U) tests, p &lt; 0.05:</p>\
 <table><tr><th>scenario</th><th>against</th><th>p (different)</th><th>p (better)</th><th>better?</th></tr>",
                 esc(&b.scenario),
-                match b.result.chosen_by {
-                    stats::ChosenBy::Test => "better than every other scenario",
-                    stats::ChosenBy::Median => "no scenario is better than all others; chosen by median",
-                }
+                esc(&crate::best_reason(summary, b))
             );
             for c in &b.result.comparisons {
                 let _ = write!(

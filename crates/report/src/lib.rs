@@ -672,10 +672,7 @@ pub fn markdown_table(summary: &Summary, metrics: &[Metric]) -> String {
         out.push_str(&format!(
             "- best {metric}: {} ({})\n",
             b.scenario,
-            match b.result.chosen_by {
-                stats::ChosenBy::Test => "better than every other, p < 0.05",
-                stats::ChosenBy::Median => "by median: no scenario better than all others",
-            }
+            best_reason(summary, b)
         ));
     }
     out
@@ -734,16 +731,33 @@ pub fn terminal_table(summary: &Summary, metrics: &[Metric]) -> String {
     }
     for b in &summary.best {
         out.push_str(&format!(
-            "best {}: {} (by {})\n",
+            "best {}: {} ({})\n",
             b.metric,
             b.scenario,
-            match b.result.chosen_by {
-                stats::ChosenBy::Test => "test: better than every other, p < 0.05",
-                stats::ChosenBy::Median => "median: no scenario better than all others",
-            }
+            best_reason(summary, b)
         ));
     }
     out
+}
+
+/// Why `b` is the best scenario, in words: a test, a median, or a median
+/// because no test could show a difference with so few trials.
+pub(crate) fn best_reason(summary: &Summary, b: &Best) -> String {
+    let fewest = summary
+        .cells
+        .iter()
+        .filter(|c| c.metric == b.metric)
+        .map(|c| c.summary.n)
+        .min()
+        .unwrap_or(0);
+    match b.result.chosen_by {
+        stats::ChosenBy::Test => "by test: better than every other, p < 0.05".into(),
+        stats::ChosenBy::Median if fewest < compare::MIN_A_SIDE => format!(
+            "by median: too few trials to test ({fewest} in the smallest scenario; at least {} a side needed)",
+            compare::MIN_A_SIDE
+        ),
+        stats::ChosenBy::Median => "by median: no scenario better than all others".into(),
+    }
 }
 
 /// Numbers as people read them: thousands separated, sensible decimals.
@@ -888,6 +902,40 @@ mod tests {
             ],
         }];
         assert_eq!(values(&runs, "s", "rate"), (vec![10.0, 12.0], "loops"));
+    }
+
+    /// Two trials a side with a tenfold gap: no test can show it, and the
+    /// best scenario says it was picked by median for that reason; ten a
+    /// side, the test shows it.
+    #[test]
+    fn a_best_scenario_with_too_few_trials_says_so() {
+        let run = |n: u32| Run {
+            dir: PathBuf::new(),
+            meta: Meta {
+                metrics: vec![Metric::new("rate", "frames/s", stats::Better::Higher)],
+                ..Default::default()
+            },
+            samples: (0..n)
+                .flat_map(|t| {
+                    [
+                        sample("trial", "fast", t, 100.0 + t as f64),
+                        sample("trial", "slow", t, 10.0 + t as f64),
+                    ]
+                })
+                .collect(),
+        };
+        let few = summarise(&[run(2)]);
+        let t = terminal_table(&few, &[]);
+        assert!(
+            t.contains("best rate: fast (by median: too few trials to test (2 in the smallest scenario"),
+            "{t}"
+        );
+        let many = summarise(&[run(10)]);
+        let t = terminal_table(&many, &[]);
+        assert!(
+            t.contains("best rate: fast (by test: better than every other, p < 0.05)"),
+            "{t}"
+        );
     }
 
     #[test]
