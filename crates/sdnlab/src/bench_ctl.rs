@@ -72,6 +72,9 @@ pub struct CtlArgs {
     /// takeover) or none (each PACKET_IN handled by its master alone).
     #[arg(long, value_parser = ["all", "none"], default_value = "all")]
     pub slave_packet_ins: String,
+    /// sdnlab's cluster: the members of its etcd (1, 3 or 5), started for each trial.
+    #[arg(long, default_value_t = CtlConfig::default().etcd_members)]
+    pub etcd_members: usize,
     /// reprovisioning and failover: one frame (each way) every this many microseconds, for --reprov-ms.
     #[arg(long, default_value_t = CtlConfig::default().reprov_interval_us)]
     pub reprov_interval_us: u64,
@@ -231,6 +234,7 @@ impl CtlArgs {
             failures: self.failures.clone(),
             kill: self.kill.clone(),
             slave_packet_ins: self.slave_packet_ins.clone(),
+            etcd_members: self.etcd_members,
             reprov_interval_us: self.reprov_interval_us,
             reprov_ms: self.reprov_ms,
             table_step: self.table_step,

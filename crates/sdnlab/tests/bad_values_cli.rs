@@ -88,6 +88,14 @@ fn bench_ctl_refuses_values_out_of_range() {
             "--cluster N starts sdnlab's own: give one of them",
         ),
         (
+            vec!["--cluster", "3", "--etcd-members", "2"],
+            "--etcd-members 2: give 1, 3 or 5",
+        ),
+        (
+            vec!["--etcd-members", "3"],
+            "--etcd-members is an option of sdnlab's cluster",
+        ),
+        (
             vec!["--test", "discovery", "--sweep", "macs=2,4"],
             "--sweep 'macs=2,4' with --test discovery: this test sweeps cluster sizes only",
         ),

@@ -711,6 +711,9 @@ fn bench_proactive_paths_in_a_cluster_of_three() {
             "proactive-paths",
             "--cluster",
             "3",
+            // An etcd of three members under the cluster.
+            "--etcd-members",
+            "3",
             "--fabric",
             "leaf-spine,2,4,1",
             "--trials",
@@ -740,6 +743,8 @@ fn bench_proactive_paths_in_a_cluster_of_three() {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
+    let command = meta["targets"][0]["command"].as_str().unwrap_or("");
+    assert!(command.contains("on this machine, 3 members"), "{meta}");
     let _ = std::fs::remove_dir_all(&out);
 }
 

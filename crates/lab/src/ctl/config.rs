@@ -118,6 +118,9 @@ pub struct CtlConfig {
     /// sdnlab's cluster: whether its slaves ask for every PACKET_IN ("all",
     /// as `sdnlab controller --slave-packet-ins`) or none.
     pub slave_packet_ins: String,
+    /// sdnlab's cluster: how many members its etcd has (1, 3 or 5; one
+    /// of 3 may fail and the cluster works on).
+    pub etcd_members: usize,
     /// failover in a cluster: which member is killed: "master" (of the
     /// switch the traffic needs) or "non-master" (a member it does not
     /// need: the control).
@@ -192,6 +195,7 @@ impl Default for CtlConfig {
             failures: Vec::new(),
             kill: "master".into(),
             slave_packet_ins: "all".into(),
+            etcd_members: 1,
             reprov_interval_us: 1000,
             reprov_ms: 3000,
             table_step: 1000,
@@ -348,6 +352,17 @@ impl CtlConfig {
         one_of("kill", &self.kill, &["master", "non-master"])?;
         one_of("slave-packet-ins", &self.slave_packet_ins, &["all", "none"])?;
         let sweeps_clusters = self.sweeps_clusters();
+        if ![1, 3, 5].contains(&self.etcd_members) {
+            return Err(LabError::Config(format!(
+                "--etcd-members {}: give 1, 3 or 5 (an odd count keeps a quorum)",
+                self.etcd_members
+            )));
+        }
+        if self.etcd_members != 1 && self.cluster == 0 && !sweeps_clusters {
+            return Err(LabError::Config(
+                "--etcd-members is an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)".into(),
+            ));
+        }
         if self.slave_packet_ins != "all"
             && (self.peers.iter().chain(self.peer.iter()).any(|p| p != "sdnlab")
                 || (self.cluster == 0 && !sweeps_clusters))

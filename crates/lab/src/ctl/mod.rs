@@ -285,6 +285,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             "cluster_size": list.iter().map(|(_, c)| c.members.len()).max().unwrap_or(0),
             "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
             "slave_packet_ins": if clustered && a.target_members.is_empty() { Some(&a.slave_packet_ins) } else { None },
+            "etcd_members": if clustered && a.target_members.is_empty() { Some(a.etcd_members) } else { None },
         }),
         metrics: vec![
             Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher)
@@ -635,7 +636,7 @@ fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::Sock
 /// sdnlab's own started in this process.
 fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
     if a.cluster > 0 && a.peer.as_deref() != Some("faucet") {
-        let (members, _, target, ctl) = topology::start_cluster(a.cluster, &a.app, &a.slave_packet_ins)?;
+        let (members, _, target, ctl) = topology::start_cluster(a, a.cluster, &a.app)?;
         return Ok((members[0], target, Some(Running::Cluster(ctl, members))));
     }
     if let Some(name) = &a.peer {
@@ -918,7 +919,18 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             "cluster_size": if a.cluster > 0 { a.cluster } else { sizes.iter().copied().max().unwrap_or(a.target_members.len()) },
             "cluster_sizes": sizes,
             "switch_connections": if clustered { "every switch to every member" } else { "one controller" }}),
-        metrics: vec![Metric::new("sessions_held", "sessions", stats::Better::Higher).titled("Control sessions held")],
+        // (Against a cluster a switch is held while its session to each
+        // member is: the count is of switches.)
+        metrics: vec![Metric::new(
+            "sessions_held",
+            if clustered {
+                "switches (a session to every member each; standalone: sessions)"
+            } else {
+                "sessions"
+            },
+            stats::Better::Higher,
+        )
+        .titled("Control sessions held")],
         ..started(&run_id)
     };
     if a.embedded() && list.iter().any(|(_, c)| c.cluster == 0) {

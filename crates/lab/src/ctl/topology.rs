@@ -250,14 +250,15 @@ fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Contro
 /// Starts a cluster of `n` sdnlab members running `app` and their etcd
 /// (files in a private directory): every emulated switch connects to each.
 pub(super) fn start_cluster(
+    a: &CtlConfig,
     n: usize,
     app: &str,
-    slave_packet_ins: &str,
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+    let slave_packet_ins = a.slave_packet_ins.as_str();
     // A private directory (random, 0700) for etcd's data and log, removed
     // with the trial's controller.
     let dir = netlab::private::temp_dir("sdnlab-bench-etcd-").map_err(|e| format!("a directory for etcd: {e}"))?;
-    let etcd = cluster::etcd::Etcd::start(dir.path(), 1).map_err(|e| e.to_string())?;
+    let etcd = cluster::etcd::Etcd::start(dir.path(), a.etcd_members).map_err(|e| e.to_string())?;
     let endpoints = etcd.endpoints();
     let name = bench_cluster_name();
     let mut members = Vec::new();
@@ -277,9 +278,11 @@ pub(super) fn start_cluster(
         name: format!("{} cluster of {n}", first.name),
         version: first.version.clone(),
         command: format!(
-            "{n} identical members, each `{}` (processes, started afresh for each trial); every switch connects to each; etcd: {} on this machine, 1 member",
+            "{n} identical members, each `{}` (processes, started afresh for each trial); every switch connects to each; etcd: {} on this machine, {} member{}",
             first.command.replace("--member c1", "--member cI"),
-            cluster::etcd::Etcd::version().unwrap_or_else(|| "etcd".into())
+            cluster::etcd::Etcd::version().unwrap_or_else(|| "etcd".into()),
+            a.etcd_members,
+            if a.etcd_members == 1 { "" } else { "s" }
         ),
         address: members
             .iter()
@@ -377,11 +380,7 @@ fn start_controller(
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
     if a.cluster > 0 {
         // The failover test's members run paths (it needs a path to fail over).
-        return start_cluster(
-            a.cluster,
-            if a.test == "failover" { "paths" } else { app },
-            &a.slave_packet_ins,
-        );
+        return start_cluster(a, a.cluster, if a.test == "failover" { "paths" } else { app });
     }
     if a.test == "failover" {
         return start_pair(a.peer.as_deref().unwrap_or("sdnlab"));
