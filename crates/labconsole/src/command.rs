@@ -32,6 +32,26 @@ impl Names {
     fn address(&self, n: &str) -> Option<&str> {
         self.hosts.iter().find(|(h, _)| h == n).map(|(_, a)| a.as_str())
     }
+
+    /// The names of a run's nodes.
+    pub fn of(st: &netlab::run::State) -> Names {
+        Names {
+            hosts: st.hosts.iter().map(|h| (h.name.clone(), h.ip.to_string())).collect(),
+            switches: st.switches.iter().map(|(n, _)| n.clone()).collect(),
+        }
+    }
+
+    /// A command's arguments with each that is a host's name made its
+    /// address (the program, the first, is left as it is): `ping h4`.
+    pub fn substitute_args(&self, argv: &[String]) -> Vec<String> {
+        argv.iter()
+            .enumerate()
+            .map(|(i, a)| match self.address(a) {
+                Some(addr) if i > 0 => addr.to_string(),
+                _ => a.clone(),
+            })
+            .collect()
+    }
 }
 
 /// One line of the prompt, understood.
@@ -442,6 +462,20 @@ mod tests {
             ],
             switches: vec!["s1".into(), "s2".into()],
         }
+    }
+
+    /// `net exec h1 -- ping h10`: the host's name becomes its address,
+    /// whole words only, never the program.
+    #[test]
+    fn a_commands_arguments_get_addresses() {
+        let argv: Vec<String> = ["h2", "-c", "1", "h10", "h1x", "s1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            names().substitute_args(&argv),
+            ["h2", "-c", "1", "10.0.0.10", "h1x", "s1"]
+        );
     }
 
     #[test]

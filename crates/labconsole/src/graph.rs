@@ -4,8 +4,19 @@
 
 use netlab::run::State;
 
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
 fn quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    format!("\"{}\"", escape(s))
+}
+
+/// A label of several lines: each escaped, joined by DOT's line break
+/// (which escaping the joined text would turn into a visible `\n`).
+fn lines(ls: &[&str]) -> String {
+    let parts: Vec<String> = ls.iter().map(|l| escape(l)).collect();
+    format!("\"{}\"", parts.join("\\n"))
 }
 
 fn is_up(ifname: &str) -> bool {
@@ -27,7 +38,7 @@ pub fn dot(st: &State) -> String {
         out.push_str(&format!(
             "  {} [label={}];\n",
             quote(&h.name),
-            quote(&format!("{}\\n{}", h.name, h.ip))
+            lines(&[&h.name, &h.ip.to_string()])
         ));
     }
     let ports = st.ports();
@@ -59,4 +70,17 @@ pub fn dot(st: &State) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host's name and address on two lines, as Graphviz draws them:
+    /// one DOT line break (`\n`), not an escaped backslash that shows.
+    #[test]
+    fn a_label_of_two_lines_keeps_its_line_break() {
+        assert_eq!(lines(&["h1", "10.0.0.1"]), "\"h1\\n10.0.0.1\"");
+        assert_eq!(lines(&["a\"b", "c\\d"]), "\"a\\\"b\\nc\\\\d\"");
+    }
 }

@@ -112,11 +112,7 @@ impl Console {
     }
 
     pub fn names(&self) -> Names {
-        let st = self.state();
-        Names {
-            hosts: st.hosts.iter().map(|h| (h.name.clone(), h.ip.to_string())).collect(),
-            switches: st.switches.iter().map(|(n, _)| n.clone()).collect(),
-        }
+        Names::of(&self.state())
     }
 
     /// Reads and carries out one line; a failure is printed as one line.
@@ -487,6 +483,19 @@ impl Console {
     }
 
     fn flows(&self, switch: &str) -> Result<(), String> {
+        let st = self.state();
+        if st.options.kind == SwitchKind::Bridge {
+            return Err(format!(
+                "{switch} is a Linux bridge, which has no flow table (bring the network up with --switch ovs or sdnlab for OpenFlow switches)"
+            ));
+        }
+        if !st.switches.iter().any(|(n, _)| n == switch) {
+            let names: Vec<&str> = st.switches.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!(
+                "no switch '{switch}' in this run (switches: {})",
+                names.join(" ")
+            ));
+        }
         let target = self
             .ofctl_target(switch)
             .ok_or_else(|| format!("{switch} is stopped or has no OpenFlow listener"))?;

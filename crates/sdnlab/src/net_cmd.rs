@@ -464,6 +464,9 @@ pub fn exec(id: Option<&str>, host: &str, argv: &[String]) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
+    // As at the prompt (and in Mininet): a host's name in the command is
+    // its address (`net exec h1 -- ping h4`).
+    let argv = labconsole::command::Names::of(&st).substitute_args(argv);
     let args: Vec<&str> = argv.iter().map(String::as_str).collect();
     let mut cmd = match run::command_in(&st, host, &args) {
         Ok(c) => c,

@@ -289,6 +289,8 @@ fn sdnlab_switches_stop_start_and_the_controllers_view() {
         text.contains("<svg") && text.contains("h1") && text.contains("s2"),
         "{text}"
     );
+    // A host's name and address on two lines of its own, not "h1\n10...".
+    assert!(text.contains(">h1</text>") && !text.contains("\\n10."), "{text}");
 
     t.keys(&["C-d"]);
     let s = t.wait("the prompt to end", 60, |s| s.contains("[exited "));
@@ -327,7 +329,10 @@ fn attached_prompt_keeps_the_network_with_keep_and_reads_a_script() {
     std::fs::write(&inner, "sh echo sourced-$((40 + 2))\nnodes\n").unwrap();
     std::fs::write(
         &script,
-        format!("pingall\nbogus\nh1 echo h2 is h2\nsource {}\n", inner.display()),
+        format!(
+            "pingall\nbogus\nh1 echo h2 is h2\nflows s1\nsource {}\n",
+            inner.display()
+        ),
     )
     .unwrap();
     let o = Command::new(bin)
@@ -342,6 +347,8 @@ fn attached_prompt_keeps_the_network_with_keep_and_reads_a_script() {
     assert!(text.contains("*** Results: 0% dropped (2/2 received)"), "{text}");
     assert!(text.contains("*** unknown command or node 'bogus'"), "{text}");
     assert!(text.contains("10.0.0.2 is 10.0.0.2"), "{text}");
+    // A bridge's flows: what it is, not "stopped".
+    assert!(text.contains("s1 is a Linux bridge, which has no flow table"), "{text}");
     // `source` runs a file's commands; `sh` a shell in the root namespace.
     assert!(text.contains("sourced-42"), "{text}");
     assert!(text.contains("available nodes are:\nh1 h2 s1"), "{text}");

@@ -374,6 +374,13 @@ fn iperf_and_a_link_that_goes_down_and_comes_back() {
         assert!(!ping.status.success());
         assert!(up.net(&["link", "s1", "s2", "up"]).status.success());
         pingall_until_complete(&up, Duration::from_secs(10));
+        // A host's name is its address, as at the prompt.
+        let ping = up.net(&["exec", "h1", "--", "ping", "-c", "1", "-W", "2", "h2"]);
+        assert!(
+            ping.status.success() && text(&ping.stdout).contains("PING 10.0.0.2"),
+            "{kind}: {}",
+            text(&ping.stdout)
+        );
         up.down();
     }
 }
