@@ -112,7 +112,7 @@ impl Console {
     }
 
     pub fn names(&self) -> Names {
-        Names::of(&self.state())
+        Names::of(self.state())
     }
 
     /// Reads and carries out one line; a failure is printed as one line.
