@@ -293,6 +293,12 @@ impl Command {
                 let usage = "usage: iperf [H1 H2] [SECONDS]";
                 let (pair, secs) = match args.len() {
                     0 => (None, 5),
+                    1 if names.is_host(&args[0]) => {
+                        return Err(format!(
+                            "iperf {}: give two hosts (iperf {} H2 [SECONDS]), or none for the first and last",
+                            args[0], args[0]
+                        ))
+                    }
                     1 => (None, seconds(&args[0])?),
                     2 => (Some((host(&args[0])?, host(&args[1])?)), 5),
                     3 => (Some((host(&args[0])?, host(&args[1])?)), seconds(&args[2])?),
@@ -563,6 +569,7 @@ mod tests {
             ("link s1 s9 down", "no node 's9'"),
             ("link s1 s2 sideways", "up or down"),
             ("iperf h1 s1", "no host 's1'"),
+            ("iperf h1", "give two hosts (iperf h1 H2 [SECONDS])"),
             ("iperf h1 h2 0", "not a duration"),
             ("iperfudp fast", "not a rate"),
             ("switch h1 stop", "no switch 'h1'"),
