@@ -66,11 +66,15 @@ pub fn run(console: &mut Console) -> Result<(), String> {
         let _ = ed.load_history(h);
     }
     let prompt = if terminal { "sdnlab> " } else { "" };
-    loop {
+    'read: loop {
         match ed.readline(prompt) {
-            Ok(line) => {
-                if console.line(&line) == Flow::Exit {
-                    break;
+            // Several lines pasted at once (a terminal's bracketed paste
+            // puts them in one buffer): each is a command, in order.
+            Ok(text) => {
+                for line in text.split(['\n', '\r']).filter(|l| !l.trim().is_empty()) {
+                    if console.line(line) == Flow::Exit {
+                        break 'read;
+                    }
                 }
             }
             Err(ReadlineError::Interrupted) => println!("Interrupt (exit or Ctrl-D leaves)"),

@@ -188,6 +188,29 @@ fn mininets_session_on_linear_3() {
     let out = t.run("link s1 s9 down", 10);
     assert!(out.contains("*** no node 's9' (`nodes` lists them)"), "{out}");
 
+    // Three commands pasted at once, as a terminal pastes (bracketed):
+    // each runs, in order.
+    let tmux = |args: &[&str]| {
+        assert!(Command::new("tmux")
+            .args(["-L", &t.socket])
+            .args(args)
+            .status()
+            .unwrap()
+            .success())
+    };
+    tmux(&["set-buffer", "sh echo pasted-1\nsh echo pasted-2\nsh echo pasted-3"]);
+    tmux(&["paste-buffer", "-p", "-t", "t"]);
+    t.keys(&["Enter"]);
+    let s = t.wait("the three pasted commands", 20, |s| {
+        ["pasted-1", "pasted-2", "pasted-3"]
+            .iter()
+            .all(|w| s.lines().any(|l| l.trim() == *w))
+    });
+    let order: Vec<&str> = s.lines().map(str::trim).filter(|l| l.starts_with("pasted-")).collect();
+    assert_eq!(order, ["pasted-1", "pasted-2", "pasted-3"], "{s}");
+    let s = t.wait("the prompt after them", 10, |s| s.trim_end().ends_with("sdnlab>"));
+    t.prompts = Tmux::prompt_count(&s);
+
     // Tab completion: a command's name, then a node name.
     t.keys(&["-l", "pingp"]);
     t.keys(&["Tab"]);
