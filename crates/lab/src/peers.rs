@@ -94,9 +94,13 @@ impl Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        // The peer and every process it started (its group).
-        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        // The peer and every process it started (its group), while the
+        // peer is not yet reaped: its pid, which names the group, cannot
+        // have been given to another process.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         // `dir` goes when the fields are dropped, after this.
