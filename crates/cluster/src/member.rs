@@ -201,6 +201,13 @@ impl Handle {
         self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Who masters `dpid`, as this member last saw it (without a copy of
+    /// the whole map).
+    pub fn master_of(&self, dpid: u64) -> Option<String> {
+        let v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+        v.masters.get(&dpid).map(|(m, _)| m.clone())
+    }
+
     /// This member's name.
     pub fn name(&self) -> String {
         self.view.lock().unwrap_or_else(|p| p.into_inner()).member.clone()

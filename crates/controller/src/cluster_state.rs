@@ -94,17 +94,6 @@ pub struct SharedState {
     member: Arc<cluster::Handle>,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 /// FNV-1a: a name for a flow that is the same in every member's process.
 fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -218,10 +207,10 @@ impl SharedState {
                 .encode(&mut bytes)
                 .map_err(|e| StateError::Bad(format!("{e:?}")))?;
             match mods.iter_mut().find(|m| m.dpid == dpid) {
-                Some(m) => m.messages.push(hex(&bytes)),
+                Some(m) => m.messages.push(ofwire::types::to_hex(&bytes)),
                 None => mods.push(SwitchMods {
                     dpid,
-                    messages: vec![hex(&bytes)],
+                    messages: vec![ofwire::types::to_hex(&bytes)],
                 }),
             }
         }
@@ -290,7 +279,7 @@ fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, mut
     let me = member.name();
     let masters = {
         let member = member.clone();
-        move |dpid: u64| member.mastership().masters.get(&dpid).is_some_and(|(m, _)| *m == me)
+        move |dpid: u64| member.master_of(dpid).is_some_and(|m| m == me)
     };
     rt.block_on(async move {
         let mut check = tokio::time::interval(Duration::from_millis(200));
@@ -363,8 +352,8 @@ async fn apply(ctl: Handle, member: Arc<cluster::Handle>, id: String, intent: In
     for m in intent.mods.iter().filter(|m| dpids.contains(&m.dpid)) {
         let mut error = None;
         for (i, text) in m.messages.iter().enumerate() {
-            let body = match unhex(text).map(|b| ofwire::decode(&b)) {
-                Some(Ok(msg)) => msg.body,
+            let body = match ofwire::types::from_hex(text).map(|b| ofwire::decode(&b)) {
+                Ok(Ok(msg)) => msg.body,
                 _ => {
                     error = Some(format!("message {} of intent {id} does not decode", i + 1));
                     break;

@@ -579,6 +579,21 @@ async fn attach(
     Some((conn, out_tx))
 }
 
+/// Where connection `conn` (to `targets[target]`) is written to.
+fn keep_writer(
+    writers: &mut Vec<Option<mpsc::UnboundedSender<Vec<u8>>>>,
+    target_of: &mut HashMap<usize, usize>,
+    conn: usize,
+    w: mpsc::UnboundedSender<Vec<u8>>,
+    target: usize,
+) {
+    if writers.len() <= conn {
+        writers.resize(conn + 1, None);
+    }
+    writers[conn] = Some(w);
+    target_of.insert(conn, target);
+}
+
 /// Tries `target` every `every` until it accepts, then hands the stream to
 /// the switch.
 async fn redial(target: SocketAddr, index: usize, every: Duration, inbox: mpsc::UnboundedSender<Input>) {
@@ -622,13 +637,7 @@ async fn run_switch(
     let mut target_of: HashMap<usize, usize> = HashMap::new();
     for (i, &t) in targets.iter().enumerate() {
         match connect(t, version, &mut dp, own_inbox.clone(), &mut io).await {
-            Some((conn, w)) => {
-                if writers.len() <= conn {
-                    writers.resize(conn + 1, None);
-                }
-                writers[conn] = Some(w);
-                target_of.insert(conn, i);
-            }
+            Some((conn, w)) => keep_writer(&mut writers, &mut target_of, conn, w, i),
             None => {
                 stats.lost.fetch_add(1, Ordering::Relaxed);
                 return;
@@ -767,11 +776,7 @@ async fn run_switch(
                 let was_open = dp.agent.roles.any_open();
                 match attach(stream, version, &mut dp, inbox.clone(), &mut io).await {
                     Some((conn, w)) => {
-                        if writers.len() <= conn {
-                            writers.resize(conn + 1, None);
-                        }
-                        writers[conn] = Some(w);
-                        target_of.insert(conn, target);
+                        keep_writer(&mut writers, &mut target_of, conn, w, target);
                         if !was_open {
                             stats.connected.fetch_add(1, Ordering::Relaxed);
                         }

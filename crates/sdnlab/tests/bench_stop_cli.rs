@@ -51,6 +51,30 @@ fn wait_for_samples(child: &mut std::process::Child, samples: &std::path::Path, 
     }
 }
 
+/// Sends SIGINT to `child` and waits (`within` at most) for it to end:
+/// how it ended, and what it said on stderr.
+fn interrupt(child: &mut std::process::Child, within: Duration, what: &str) -> (std::process::ExitStatus, String) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + within;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still running {within:?} after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (status, err)
+}
+
 #[test]
 fn a_bench_interrupted_mid_run_removes_its_test_bed() {
     let out = std::env::temp_dir().join(format!("sdnlab-bench-stop-{}", std::process::id()));
@@ -59,21 +83,7 @@ fn a_bench_interrupted_mid_run_removes_its_test_bed() {
     let samples = out.join("trials.jsonl");
     wait_for_samples(&mut child, &samples, 2);
     assert!(!leftovers(&tag).is_empty(), "the test bed {tag} is not up");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "still running 60 s after SIGINT");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let (status, err) = interrupt(&mut child, Duration::from_secs(60), "bench switch");
     assert!(!status.success(), "{err}");
     assert!(err.contains("stopped by a signal"), "{err}");
     assert_eq!(leftovers(&tag), Vec::<String>::new(), "left behind after SIGINT");
@@ -182,21 +192,7 @@ fn bench_ctl_against_a_cluster_interrupted_leaves_nothing() {
         }
         let etcd: Vec<u32> = processes_naming("sdnlab-bench-etcd-");
         assert!(!etcd.is_empty(), "{moment}: its etcd is not running");
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(child.id() as i32),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(Instant::now() < deadline, "{moment}: still running 20 s after SIGINT");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut err = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let (status, err) = interrupt(&mut child, Duration::from_secs(20), moment);
         assert_eq!(status.code(), Some(130), "{moment}: {err}");
         assert!(
             err.contains(&format!("interrupted; partial results in {}", out.display())),

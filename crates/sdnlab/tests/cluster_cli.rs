@@ -129,6 +129,11 @@ fn bench_ctl(args: &[&str], out: &std::path::Path) {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
 }
 
+/// A run directory's meta.json.
+fn meta_of(run: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("meta.json")).unwrap()).unwrap()
+}
+
 /// A run directory's samples.jsonl: its text, and each sample.
 fn samples_of(run: &std::path::Path) -> (String, Vec<serde_json::Value>) {
     let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
@@ -582,8 +587,7 @@ fn bench_failover_in_a_cluster_of_three() {
         let note = t["note"].as_str().unwrap_or("");
         assert!(note.contains("masters before: ") && note.contains("; after: c"), "{t}");
     }
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let meta = meta_of(&out);
     let command = meta["targets"][0]["command"].as_str().unwrap();
     assert!(command.contains("--cluster") && command.contains("etcd"), "{meta}");
     assert!(
@@ -682,8 +686,7 @@ fn bench_reactive_paths_in_a_cluster_of_three() {
         assert!(masters.len() >= 2, "masters spread: {t}");
         assert!(switches >= 6, "every switch has a master: {t}");
     }
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let meta = meta_of(&out);
     assert_eq!(meta["parameters"]["rfc8456_mode"], "cluster", "{meta}");
     assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
     let (dom, _) = common::chromium(&out.join("report.html"), &out.join("report.png"));
@@ -740,8 +743,7 @@ fn bench_proactive_paths_in_a_cluster_of_three() {
         "{trial}"
     );
     assert!(trial["note"].as_str().unwrap_or("").contains("masters: c"), "{trial}");
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let meta = meta_of(&out);
     assert_eq!(meta["parameters"]["cluster_size"], 3, "{meta}");
     let command = meta["targets"][0]["command"].as_str().unwrap_or("");
     assert!(command.contains("on this machine, 3 members"), "{meta}");
@@ -791,8 +793,7 @@ fn bench_sessions_against_a_cluster_of_three() {
         alone["note"].as_str().unwrap_or("").starts_with("200 sessions held"),
         "{alone}"
     );
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let meta = meta_of(&out);
     assert_eq!(meta["parameters"]["rfc8456_mode"], "cluster", "{meta}");
     assert_eq!(meta["parameters"]["cluster_sizes"], serde_json::json!([0, 3]), "{meta}");
     let _ = std::fs::remove_dir_all(&out);
@@ -871,8 +872,7 @@ fn bench_security_against_a_cluster_of_two() {
             assert_eq!(c["values"]["acted"].as_f64(), Some(0.0), "{c}");
         }
     }
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let meta = meta_of(&out);
     assert_eq!(meta["parameters"]["rfc8456_mode"], "cluster", "{meta}");
     assert_eq!(meta["parameters"]["cluster_size"], 2, "{meta}");
     let _ = std::fs::remove_dir_all(&out);
@@ -1029,8 +1029,7 @@ fn bench_faucet_as_a_cluster_of_two_equal_instances() {
         dups > 0.5 * firsts,
         "the second instance's answers are duplicates: {text}"
     );
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("faucet").join("meta.json")).unwrap()).unwrap();
+    let meta = meta_of(&out.join("faucet"));
     assert!(
         meta["targets"][0]["name"].as_str().unwrap().contains("cluster of 2"),
         "{meta}"
@@ -1080,8 +1079,7 @@ fn bench_a_cluster_at_addresses() {
     let members_seen: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
     assert_eq!(members_seen.len(), 3, "{text}");
     assert_eq!(members_seen.iter().map(|m| v(m, "masters")).sum::<f64>(), 6.0, "{text}");
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let meta = meta_of(&out);
     assert_eq!(meta["targets"][0]["name"], "controller cluster of 3", "{meta}");
     for t in &targets {
         assert!(

@@ -455,26 +455,12 @@ impl CtlConfig {
     /// standalone), for the tests that sweep nothing else (the topology
     /// tests, sessions); empty when it sweeps no cluster sizes.
     pub fn cluster_sizes(&self) -> Result<Vec<usize>, LabError> {
-        let Some(sweep) = self.sweep.as_deref().filter(|_| self.sweeps_clusters()) else {
+        if !self.sweeps_clusters() {
             return Ok(Vec::new());
-        };
-        let bad = |m: String| LabError::Config(format!("--sweep '{sweep}': {m}"));
-        let values = sweep
-            .split_once('=')
-            .map(|(_, v)| v)
-            .ok_or_else(|| bad("write cluster=0,1,3,5".into()))?;
-        let mut out = Vec::new();
-        for v in values.split(',') {
-            let n: usize = v
-                .trim()
-                .parse()
-                .map_err(|_| bad(format!("'{v}' is not a whole number")))?;
-            if n > 9 {
-                return Err(bad(format!("cluster {n} is out of range: 0 to 9")));
-            }
-            out.push(n);
         }
-        Ok(out)
+        // The sweep's one parser: the controller benchmark's scenarios,
+        // each a cluster of that many members.
+        Ok(super::scenarios(self)?.iter().map(|(_, c)| c.members.len()).collect())
     }
 
     /// Whether `sweep` sweeps cluster sizes (`cluster=0,1,3,5`).
