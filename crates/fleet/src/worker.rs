@@ -494,7 +494,7 @@ async fn run(
         Call::Ping { targets, count } => {
             let state = up(made).await?;
             Ok(Reply::Ping {
-                results: netlab::run::ping_from(&state, &targets, count).await,
+                results: netlab::run::ping_from(&state, &targets, count, 1).await,
             })
         }
         Call::IperfServer { host } => {

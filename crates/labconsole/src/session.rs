@@ -360,7 +360,8 @@ impl Console {
         if let Some(pair) = &only {
             st.hosts.retain(|h| pair.contains(&h.name));
         }
-        let results = self.rt.block_on(run::ping_all(&st, 1));
+        // One ping a pair, as Mininet's pingall, answered within 5 s.
+        let results = self.rt.block_on(run::ping_all_waiting(&st, 1, 5));
         let mut got = 0;
         for a in &st.hosts {
             let mut line = format!("{} ->", a.name);

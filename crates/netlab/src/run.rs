@@ -694,16 +694,31 @@ pub struct PingResult {
     pub rtt_avg_ms: Option<f64>,
 }
 
-/// Pings every ordered pair of hosts (`count` pings each, 32 at a time).
+/// Pings every ordered pair of hosts (`count` pings each, 32 at a time,
+/// each reply waited for at most a second).
 pub async fn ping_all(st: &State, count: u32) -> Vec<PingResult> {
+    ping_all_waiting(st, count, 1).await
+}
+
+/// [`ping_all`] waiting up to `wait_s` seconds for each reply: a first
+/// packet that a busy switch or a reactive controller answers late still
+/// counts, as with Mininet's `pingall` (whose ping waits up to 10 s). The
+/// pairs are pinged side by side, so a pair that never answers costs one
+/// wait, not one per pair.
+pub async fn ping_all_waiting(st: &State, count: u32, wait_s: u32) -> Vec<PingResult> {
     let targets: Vec<(String, std::net::Ipv4Addr)> = st.hosts.iter().map(|h| (h.name.clone(), h.ip)).collect();
-    ping_from(st, &targets, count).await
+    ping_from(st, &targets, count, wait_s).await
 }
 
 /// Pings each of `targets` (name and address, here or on another machine
 /// of a spread topology) from every host of this run but itself (`count`
-/// pings each, 32 at a time).
-pub async fn ping_from(st: &State, targets: &[(String, std::net::Ipv4Addr)], count: u32) -> Vec<PingResult> {
+/// pings each, 32 at a time, each reply waited for at most `wait_s` seconds).
+pub async fn ping_from(
+    st: &State,
+    targets: &[(String, std::net::Ipv4Addr)],
+    count: u32,
+    wait_s: u32,
+) -> Vec<PingResult> {
     let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(32));
     // Dropped (the call cancelled), the set aborts its tasks and each
     // task's ping is killed with it: none outlives its caller.
@@ -730,7 +745,7 @@ pub async fn ping_from(st: &State, targets: &[(String, std::net::Ipv4Addr)], cou
                         "-i",
                         "0.2",
                         "-W",
-                        "1",
+                        &wait_s.to_string(),
                         &ip,
                     ])
                     .kill_on_drop(true)
