@@ -147,11 +147,7 @@ fn apt_install(pkg: &str, why: &str) -> Result<String, String> {
 }
 
 fn which(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    netlab::procs::on_path(program)
 }
 
 /// A venv with `packages` installed (once), made with `python`.

@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 
 pub const BEDS_ROOT: &str = "/run/sdnlab/beds";
 
+/// Every bed's tag starts with this (`sbsw` and four hex digits of its
+/// owner's pid, then a letter or none).
+pub const TAG_PREFIX: &str = "sbsw";
+
 /// One bed's record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bed {
@@ -99,6 +103,21 @@ pub async fn clean_orphans() -> io::Result<Vec<String>> {
         }
         unregister(&bed.tag);
         removed.push(format!("bench bed {} (process {} is gone)", bed.tag, bed.pid));
+    }
+    // Objects of a bed with no record (one removed too early, or never
+    // written): every one named like a bed's but for the live beds'.
+    let live: Vec<String> = list().into_iter().filter(owner_alive).map(|b| b.tag).collect();
+    let unowned = |name: &str| !live.iter().any(|t| name.starts_with(t.as_str()));
+    for ns in crate::kernel::netns_list(TAG_PREFIX) {
+        if unowned(&ns) && crate::kernel::netns_delete(&ns).is_ok() {
+            removed.push(format!("namespace {ns} (no bed on record)"));
+        }
+    }
+    let root = crate::kernel::Nl::here()?;
+    for name in root.names_with_prefix(TAG_PREFIX).await? {
+        if unowned(&name) && root.delete(&name).await.is_ok() {
+            removed.push(format!("interface {name} (no bed on record)"));
+        }
     }
     Ok(removed)
 }

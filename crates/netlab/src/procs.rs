@@ -74,3 +74,14 @@ pub fn is_sdnlab(pid: u32) -> bool {
         .map(|c| String::from_utf8_lossy(&c).contains("sdnlab"))
         .unwrap_or(false)
 }
+
+/// Whether `program` is installed: an executable of that name in a
+/// directory of PATH, or in /usr/sbin or /sbin (daemons such as
+/// ovs-vswitchd live there, off a user's PATH).
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin"].map(std::path::PathBuf::from))
+        .any(|d| std::fs::metadata(d.join(program)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}

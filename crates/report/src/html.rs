@@ -469,6 +469,9 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
         );
     }
     h.push_str("</ol><p>Beside this page: <a href=\"summary.csv\">summary.csv</a>, <a href=\"summary.json\">summary.json</a>, <a href=\"samples.jsonl\">samples.jsonl</a>, <a href=\"meta.json\">meta.json</a>, <a href=\"experiment.toml\">experiment.toml</a>.</p></nav>");
+    for n in &summary.notes {
+        let _ = write!(h, "<p class=\"verdict\"><b>Note:</b> {}</p>", esc(n));
+    }
     h.push_str("<h2 id=\"setup\">Setup</h2>");
     for r in runs {
         let m = &r.meta;
@@ -537,7 +540,7 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
             let s = &c.summary;
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} .. {}</td></tr>",
+                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&c.scenario),
                 s.n,
                 c.over,
@@ -546,8 +549,7 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
                 fmt_num(s.stdev),
                 fmt_num(s.min),
                 fmt_num(s.max),
-                fmt_num(c.ci95_bootstrap.0),
-                fmt_num(c.ci95_bootstrap.1)
+                c.ci_text()
             );
         }
         h.push_str("</table>");

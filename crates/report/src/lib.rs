@@ -396,6 +396,21 @@ impl Cell {
             ci95_bootstrap: stats::ci_bootstrap(values, 0.95, 10_000, 8456),
         }
     }
+
+    /// The 95 % interval as tables show it: "low .. high", or "n/a" under
+    /// three values (an interval from one or two values would only be
+    /// their range).
+    pub fn ci_text(&self) -> String {
+        if self.summary.n < 3 {
+            "n/a (under 3 values)".to_string()
+        } else {
+            format!(
+                "{} .. {}",
+                fmt_num(self.ci95_bootstrap.0),
+                fmt_num(self.ci95_bootstrap.1)
+            )
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -417,6 +432,56 @@ pub struct Summary {
     /// the run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<verdict::Verdict>,
+    /// What the reader must know before trusting the figures, each said
+    /// once (`notes`): fewer trials than the method asks, trials that
+    /// disagree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// RFC 8456's number of trials per measurement.
+pub const RFC8456_TRIALS: u64 = 10;
+
+/// A scenario's trials "disagree wildly" when its largest value is this
+/// many times its smallest.
+pub const DISAGREE_FACTOR: f64 = 2.0;
+
+/// The run's notes, each said once: a controller benchmark under RFC
+/// 8456's 10 trials, and trials that disagree wildly (a factor of
+/// `DISAGREE_FACTOR` or more between a scenario's trials, in any figure),
+/// naming the widest.
+pub fn notes(runs: &[Run], cells: &[Cell]) -> Vec<String> {
+    let mut out = Vec::new();
+    let fewest = runs
+        .iter()
+        .filter(|r| r.meta.benchmark == "bench ctl")
+        .filter_map(|r| r.meta.parameters["trials"].as_u64())
+        .min();
+    if let Some(n) = fewest.filter(|n| *n < RFC8456_TRIALS) {
+        out.push(format!(
+            "{n} trial(s) per scenario, under RFC 8456's {RFC8456_TRIALS}: the figures are indicative, and a verdict needs at least {} trials a side.",
+            compare::MIN_A_SIDE
+        ));
+    }
+    let mut wide: Vec<(&Cell, f64)> = cells
+        .iter()
+        .filter(|c| c.over == "trials" && c.summary.n >= 2 && c.summary.min > 0.0)
+        .map(|c| (c, c.summary.max / c.summary.min))
+        .filter(|(_, f)| *f >= DISAGREE_FACTOR)
+        .collect();
+    wide.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if let Some((c, f)) = wide.first() {
+        out.push(format!(
+            "Trials disagree: in {} of {} figures a scenario's trials differ by a factor of {DISAGREE_FACTOR} or more; the widest, {} of {}: {} to {} (x{f:.1}). The host may have been busy, or the target is not steady: more trials, or a quieter host.",
+            wide.len(),
+            cells.iter().filter(|c| c.over == "trials" && c.summary.n >= 2).count(),
+            c.metric,
+            c.scenario,
+            fmt_num(c.summary.min),
+            fmt_num(c.summary.max)
+        ));
+    }
+    out
 }
 
 /// Scenario names, in first-seen order; prefixed with the run id when
@@ -535,6 +600,7 @@ pub fn summarise(runs: &[Run]) -> Summary {
     }
     Summary {
         runs: runs.iter().map(|r| r.meta.run_id.clone()).collect(),
+        notes: notes(runs, &cells),
         cells,
         best,
         verdicts: verdict::compare(&groups),
@@ -652,14 +718,13 @@ pub fn markdown_table(summary: &Summary, metrics: &[Metric]) -> String {
             .get(c.metric.as_str())
             .map_or(c.metric.clone(), |m| format!("{} ({})", m.display_name(), m.unit));
         out.push_str(&format!(
-            "| {} | {metric} | {} {} | {} | {} | {} .. {} |\n",
+            "| {} | {metric} | {} {} | {} | {} | {} |\n",
             c.scenario.replace('|', "\\|"),
             s.n,
             c.over,
             fmt_num(s.median),
             fmt_num(s.mean),
-            fmt_num(c.ci95_bootstrap.0),
-            fmt_num(c.ci95_bootstrap.1)
+            c.ci_text()
         ));
     }
     if !summary.best.is_empty() {
@@ -674,6 +739,9 @@ pub fn markdown_table(summary: &Summary, metrics: &[Metric]) -> String {
             b.scenario,
             best_reason(summary, b)
         ));
+    }
+    for n in &summary.notes {
+        out.push_str(&format!("\nNote: {n}\n"));
     }
     out
 }
@@ -703,7 +771,7 @@ pub fn terminal_table(summary: &Summary, metrics: &[Metric]) -> String {
             fmt_num(s.mean),
             fmt_num(s.median),
             fmt_num(s.stdev),
-            format!("{} .. {}", fmt_num(c.ci95_bootstrap.0), fmt_num(c.ci95_bootstrap.1)),
+            c.ci_text(),
         ]);
     }
     let widths: Vec<usize> = (0..7)
@@ -736,6 +804,9 @@ pub fn terminal_table(summary: &Summary, metrics: &[Metric]) -> String {
             b.scenario,
             best_reason(summary, b)
         ));
+    }
+    for n in &summary.notes {
+        out.push_str(&format!("note: {n}\n"));
     }
     out
 }
@@ -885,6 +956,54 @@ mod tests {
         // date -u -d @1795699374 +%FT%TZ
         assert_eq!(iso8601(1_795_699_374.6), "2026-11-26T13:22:54Z");
         assert_eq!(iso8601(951_782_400.0), "2000-02-29T00:00:00Z");
+    }
+
+    fn ctl_run(trials: &[f64]) -> Run {
+        Run {
+            dir: PathBuf::new(),
+            meta: Meta {
+                benchmark: "bench ctl".into(),
+                parameters: serde_json::json!({ "trials": trials.len() }),
+                metrics: vec![Metric::new("rate", "/s", stats::Better::Higher)],
+                ..Meta::default()
+            },
+            samples: trials
+                .iter()
+                .enumerate()
+                .map(|(k, v)| sample("trial", "s", k as u32, *v))
+                .collect(),
+        }
+    }
+
+    /// Under RFC 8456's 10 trials, the run says so once; trials a factor
+    /// of two apart are called out, naming the widest; an interval from
+    /// one or two values is n/a, on the terminal and in summary.md.
+    #[test]
+    fn small_and_disagreeing_runs_say_so() {
+        let s = summarise(&[ctl_run(&[8.5e6, 2.6e6])]);
+        assert_eq!(s.notes.len(), 2, "{:?}", s.notes);
+        assert!(
+            s.notes[0].starts_with("2 trial(s) per scenario, under RFC 8456's 10"),
+            "{:?}",
+            s.notes
+        );
+        assert!(
+            s.notes[1].contains("rate of s: 2,600,000 to 8,500,000 (x3.3)"),
+            "{:?}",
+            s.notes
+        );
+        let t = terminal_table(&s, &[]);
+        assert!(t.contains("n/a (under 3 values)"), "{t}");
+        assert_eq!(t.matches("note: ").count(), 2, "{t}");
+        assert!(markdown_table(&s, &[]).contains("Note: Trials disagree"));
+        // Ten steady trials: nothing to say, and an interval.
+        let s = summarise(&[ctl_run(&[10.0, 11.0, 10.5, 10.2, 10.8, 10.1, 10.9, 10.4, 10.6, 10.3])]);
+        assert!(s.notes.is_empty(), "{:?}", s.notes);
+        assert!(!terminal_table(&s, &[]).contains("n/a"));
+        // Another benchmark is not held to RFC 8456's count.
+        let mut other = ctl_run(&[10.0, 11.0, 10.5]);
+        other.meta.benchmark = "bench dp".into();
+        assert!(summarise(&[other]).notes.is_empty());
     }
 
     #[test]

@@ -313,7 +313,7 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
                 let (s, c) = (&f.cell.summary, &f.cell);
                 let _ = write!(
                     h,
-                    "<tr data-target=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{} .. {}</td></tr>",
+                    "<tr data-target=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     esc(&f.target),
                     esc(&f.target),
                     esc(&c.scenario),
@@ -321,8 +321,7 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
                     c.over,
                     fmt_num(s.median),
                     fmt_num(s.mean),
-                    fmt_num(c.ci95_bootstrap.0),
-                    fmt_num(c.ci95_bootstrap.1)
+                    c.ci_text()
                 );
             }
             h.push_str("</table>");

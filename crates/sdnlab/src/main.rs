@@ -236,9 +236,11 @@ enum NetCommand {
     Up {
         /// single,N | linear,N | tree,DEPTH,FANOUT | leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF | FILE.toml
         spec: String,
-        /// Switch kind: bridge (Linux bridge) or ovs (Open vSwitch, userspace datapath).
-        #[arg(long = "switch", default_value = "bridge", value_parser = parse_kind)]
-        kind: netlab::run::SwitchKind,
+        /// Switch kind: bridge (Linux bridge), ovs (Open vSwitch, userspace datapath) or sdnlab.
+        /// Default: bridge; with --cli, as Mininet: ovs, with sdnlab's l2-learning controller
+        /// unless --controller or --app names one.
+        #[arg(long = "switch", value_parser = parse_kind)]
+        kind: Option<netlab::run::SwitchKind>,
         /// Controller for the OpenFlow switches: HOST:PORT, tcp:HOST:PORT or ssl:HOST:PORT; several, comma separated, for a cluster (every switch connects to each)
         #[arg(long, conflicts_with = "app")]
         controller: Option<String>,
@@ -834,6 +836,7 @@ async fn net(command: NetCommand) -> ExitCode {
                 ca_certificate: f[2].clone(),
             });
             let prompt = cli.then_some(net_cmd::Prompt { keep });
+            let (kind, app) = net_cmd::default_switch(kind, cli, controller.is_some(), app);
             let options = netlab::run::UpOptions {
                 kind,
                 controller,

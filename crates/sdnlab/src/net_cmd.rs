@@ -46,6 +46,37 @@ impl Drop for Builtin {
     }
 }
 
+/// The switch kind and app of `net up` when `--switch` is left out: Linux
+/// bridges, but at the prompt (`--cli`) Mininet's default, Open vSwitch
+/// with a learning controller (sdnlab's `l2-learning`, unless a controller
+/// or an app is named), said in a line. Without Open vSwitch installed,
+/// bridges, said too.
+pub fn default_switch(
+    kind: Option<SwitchKind>,
+    cli: bool,
+    controller: bool,
+    app: Option<String>,
+) -> (SwitchKind, Option<String>) {
+    match kind {
+        Some(k) => (k, app),
+        None if !cli => (SwitchKind::Bridge, app),
+        None if netlab::procs::on_path("ovs-vswitchd") => {
+            let app = match app {
+                None if !controller => {
+                    println!("*** Open vSwitch with sdnlab's l2-learning controller, as Mininet's default (--switch bridge for Linux bridges)");
+                    Some("l2-learning".to_string())
+                }
+                a => a,
+            };
+            (SwitchKind::Ovs, app)
+        }
+        None => {
+            println!("*** Linux bridges: Open vSwitch (Mininet's default) is not installed (scripts/install-deps.sh test installs it)");
+            (SwitchKind::Bridge, app)
+        }
+    }
+}
+
 /// `options` as the command line gave them; with `app`, its controller
 /// is sdnlab's own, started here (with `cluster`, that many members of a
 /// cluster on an etcd of the run's own, and whether their slaves ask for

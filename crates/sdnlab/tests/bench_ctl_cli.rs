@@ -52,9 +52,35 @@ fn a_sweep_with_trials_leaves_samples_summary_and_report() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
     let lines: Vec<serde_json::Value> = samples.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    // 2 scenarios x (the driver's ceiling + 3 trials x (2 loops + 1 trial record)).
-    assert_eq!(lines.len(), 20);
-    assert_eq!(lines.iter().filter(|l| l["kind"] == "ceiling").count(), 2);
+    // 2 scenarios x (3 runs of the driver's ceiling + 3 trials x (2 loops
+    // + 1 trial record)).
+    assert_eq!(lines.len(), 24);
+    // Each scenario's ceiling runs interleaved with its trials: before
+    // the first, before the middle one, after the last.
+    for scenario in ["switches=1", "switches=2"] {
+        let order: Vec<(&str, u64)> = lines
+            .iter()
+            .filter(|l| l["scenario"] == scenario && (l["kind"] == "ceiling" || l["kind"] == "trial"))
+            .map(|l| (l["kind"].as_str().unwrap(), l["trial"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("ceiling", 0),
+                ("trial", 0),
+                ("ceiling", 1),
+                ("trial", 1),
+                ("trial", 2),
+                ("ceiling", 2)
+            ],
+            "{samples}"
+        );
+    }
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    for c in v["ceilings"].as_array().unwrap() {
+        assert_eq!(c["ceiling"]["runs"].as_array().unwrap().len(), 3, "{c}");
+        assert!(c["ceiling"]["spread"].as_f64().is_some(), "{c}");
+    }
     let trials: Vec<_> = lines.iter().filter(|l| l["kind"] == "trial").collect();
     assert_eq!(trials.len(), 6);
     for t in &trials {
@@ -246,7 +272,13 @@ fn the_report_states_the_drivers_ceiling_and_flags_a_target_near_it() {
         assert_eq!(first["kind"], "ceiling", "{samples}");
         let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
         assert!(meta.contains("the driver's own ceiling on this machine"), "{meta}");
+        assert!(meta.contains("the median of 2 runs as long as a trial"), "{meta}");
         assert_eq!(meta.contains("may be the limit"), near, "{meta}");
+        // A share is printed only under a reliable ceiling.
+        let unreliable = c["ceiling"]["spread"].as_f64().unwrap() > 0.2 || mean > ceiling;
+        if near && unreliable {
+            assert!(meta.contains("unreliable"), "{meta}");
+        }
         let html = std::fs::read_to_string(out.join("report.html")).unwrap();
         assert!(html.contains("the driver's own ceiling"));
         assert_eq!(html.contains("may be the limit"), near);
@@ -282,10 +314,11 @@ fn an_absent_controller_is_a_result_not_a_crash() {
     );
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
-    // The driver's ceiling, then each trial's lost sessions.
+    // Each trial's lost sessions, then the driver's ceiling (its runs
+    // taken around the trials).
     let events = meta["events"].as_array().unwrap();
     assert_eq!(events.len(), 3, "{events:?}");
-    assert!(events[0].as_str().unwrap().contains("the driver's own ceiling"));
+    assert!(events[2].as_str().unwrap().contains("the driver's own ceiling"));
     assert!(out.join("report.html").exists());
     let _ = std::fs::remove_dir_all(out);
 }

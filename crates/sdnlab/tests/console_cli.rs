@@ -82,7 +82,7 @@ impl Tmux {
         s.lines().filter(|l| l.starts_with("sdnlab> ")).count() + s.lines().filter(|l| *l == "sdnlab>").count()
     }
 
-    /// Waits for the next prompt (the console reads no type-ahead).
+    /// Waits for the next prompt.
     fn ready(&mut self, secs: u64) -> String {
         let want = self.prompts + 1;
         let s = self.wait("the prompt", secs, |s| Tmux::prompt_count(s) >= want);
@@ -234,6 +234,50 @@ fn mininets_session_on_linear_3() {
     t.keys(&["Enter"]);
     let s = t.wait("the prompt to end", 60, |s| s.contains("[exited "));
     assert!(s.contains(&format!("run {id} down in")), "{s}");
+    assert!(s.contains("[exited 0]"), "{s}");
+    assert_eq!(leftovers(&id), Vec::<String>::new(), "run {id} left things behind");
+}
+
+/// `net up --cli` without `--switch` is Mininet's default: Open vSwitch
+/// with a learning controller (sdnlab's `l2-learning`), said in a line;
+/// and what is typed while a command runs is run, in order, once it ends.
+#[test]
+fn the_prompts_default_is_ovs_with_a_controller_and_type_ahead_is_kept() {
+    let bin = env!("CARGO_BIN_EXE_sdnlab");
+    let mut t = Tmux::start("default", &format!("{bin} net up linear,2 --cli"));
+    let s = t.ready(60);
+    assert!(
+        s.contains("*** Open vSwitch with sdnlab's l2-learning controller, as Mininet's default"),
+        "{s}"
+    );
+    let id = run_id(&s);
+    let _cleanup = Cleanup(id.clone());
+    // Two commands typed while the first runs (its pings wait for the
+    // controller's first answers).
+    t.keys(&["-l", "pingall"]);
+    t.keys(&["Enter"]);
+    t.keys(&["-l", "sh echo typed-1"]);
+    t.keys(&["Enter"]);
+    t.keys(&["-l", "sh echo typed-2"]);
+    t.keys(&["Enter"]);
+    let s = t.wait("the typed-ahead commands", 40, |s| {
+        s.lines().any(|l| l.trim() == "typed-2")
+    });
+    let at = |what: &str| s.lines().position(|l| l.trim() == what || l.starts_with(what));
+    let (results, one, two) = (
+        at("*** Results: 0% dropped (2/2 received)").unwrap_or_else(|| panic!("{s}")),
+        at("typed-1").unwrap_or_else(|| panic!("{s}")),
+        at("typed-2").unwrap(),
+    );
+    assert!(results < one && one < two, "{s}");
+    let s = t.wait("the prompt after them", 10, |s| s.trim_end().ends_with("sdnlab>"));
+    t.prompts = Tmux::prompt_count(&s);
+    // Open vSwitch, learning through the controller.
+    let out = t.run("dpctl dump-flows", 20);
+    assert!(out.contains("*** s1") && out.contains("actions=CONTROLLER"), "{out}");
+    t.keys(&["-l", "exit"]);
+    t.keys(&["Enter"]);
+    let s = t.wait("the prompt to end", 60, |s| s.contains("[exited "));
     assert!(s.contains("[exited 0]"), "{s}");
     assert_eq!(leftovers(&id), Vec::<String>::new(), "run {id} left things behind");
 }

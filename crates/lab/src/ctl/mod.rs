@@ -199,12 +199,14 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     }
 }
 
-/// The driver's ceiling for a scenario (`ceiling`), on disk and in the
-/// report before the scenario is measured; None when it does not apply.
-/// With `fleet`, it is taken on the workers (their sum); a worker lost
-/// meanwhile is an error.
+/// One run of the driver's ceiling for a scenario (`ceiling`), added to
+/// `acc`, its sample on disk at once; nothing when the ceiling does not
+/// apply. A run that fails is one of the run's events. With `fleet`, it
+/// is taken on the workers (their sum); a worker lost meanwhile is an
+/// error, and so is a stop signal.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn measured_ceiling(
+pub(crate) fn ceiling_run(
+    acc: &mut Option<ceiling::Ceiling>,
     name: &str,
     cfg: &ctlbench::Config,
     fleet: Option<&fleet::coordinator::Fleet>,
@@ -213,15 +215,23 @@ pub(crate) fn measured_ceiling(
     meta: &mut Meta,
     dir: &Path,
     obs: &dyn Observer,
-) -> Result<Option<ceiling::Ceiling>, LabError> {
+) -> Result<(), LabError> {
+    let k = acc.as_ref().map_or(0, |c| c.runs.len()) as u32;
     let measured = match fleet {
         None => {
-            obs.event(Event::Status(&format!("{name}: measuring the driver's own ceiling")));
-            ceiling::measure(cfg, rt)
+            obs.event(Event::Status(&format!(
+                "{name}: measuring the driver's own ceiling (run {})",
+                k + 1
+            )));
+            match ceiling::measure(cfg, rt) {
+                Some(r) => r,
+                None => return Err(LabError::Interrupted { dir: dir.to_path_buf() }),
+            }
         }
         Some(f) => {
             obs.event(Event::Status(&format!(
-                "{name}: measuring the driver's own ceiling on every worker"
+                "{name}: measuring the driver's own ceiling on every worker (run {})",
+                k + 1
             )));
             match rt.block_on(f.ceiling(cfg)) {
                 Ok(c) => Ok(c.map(|c| ceiling::Ceiling {
@@ -238,19 +248,28 @@ pub(crate) fn measured_ceiling(
     };
     match measured {
         Ok(Some(c)) => {
-            writer.append(&c.sample(name)).map_err(io_error(dir))?;
-            // (Printed with the run's other events at its end.)
-            let line = c.line(name);
-            obs.event(Event::Status(&line));
-            meta.events.push(line);
-            Ok(Some(c))
+            match acc {
+                Some(a) => a.add(c),
+                None => *acc = Some(c),
+            }
+            let c = acc.as_ref().expect("just set");
+            writer.append(&c.sample(name, k)).map_err(io_error(dir))?;
         }
-        Ok(None) => Ok(None),
-        Err(e) => {
-            meta.events
-                .push(format!("{name}: the driver's own ceiling was not measured: {e}"));
-            Ok(None)
-        }
+        Ok(None) => {}
+        Err(e) => meta.events.push(format!(
+            "{name}: run {} of the driver's own ceiling was not measured: {e}",
+            k + 1
+        )),
+    }
+    Ok(())
+}
+
+/// The scenario's ceiling, all its runs taken, stated among the run's events.
+fn state_ceiling(c: Option<&ceiling::Ceiling>, name: &str, meta: &mut Meta, obs: &dyn Observer) {
+    if let Some(c) = c {
+        let line = c.line(name);
+        obs.event(Event::Status(&line));
+        meta.events.push(line);
     }
 }
 
@@ -325,10 +344,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     for (name, cfg) in &list {
         let mut cbench_rates = Vec::new();
         let mut matched_rates = Vec::new();
-        let ceiling = match measured_ceiling(name, cfg, fleet.as_ref(), &rt, &mut writer, &mut meta, &dir, obs) {
-            Ok(c) => c,
-            Err(e) => return Err(fail_run(writer, &mut meta, e)),
-        };
+        let mut ceiling = None;
         // The scenario's cluster size (a sweep of sizes sets it per scenario).
         let a_here = CtlConfig {
             cluster: if a.target_members.is_empty() {
@@ -339,6 +355,21 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             ..a.clone()
         };
         for trial in 0..a.trials {
+            if ceiling::due_before(trial, a.trials) {
+                if let Err(e) = ceiling_run(
+                    &mut ceiling,
+                    name,
+                    cfg,
+                    fleet.as_ref(),
+                    &rt,
+                    &mut writer,
+                    &mut meta,
+                    &dir,
+                    obs,
+                ) {
+                    return Err(fail_run(writer, &mut meta, e));
+                }
+            }
             let (cfg, embedded) = match target_of(&a_here) {
                 Ok((addr, target, running)) => {
                     if meta.targets.is_empty() {
@@ -553,6 +584,21 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 std::thread::sleep(Duration::from_millis(a.cooldown_ms));
             }
         }
+        // The last run, after the last trial.
+        if let Err(e) = ceiling_run(
+            &mut ceiling,
+            name,
+            cfg,
+            fleet.as_ref(),
+            &rt,
+            &mut writer,
+            &mut meta,
+            &dir,
+            obs,
+        ) {
+            return Err(fail_run(writer, &mut meta, e));
+        }
+        state_ceiling(ceiling.as_ref(), name, &mut meta, obs);
         if !cbench_rates.is_empty() {
             obs.event(Event::CbenchScenario {
                 switches: cfg.switches,
@@ -564,10 +610,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         } else {
             // A cluster's answers include duplicates (every member answering,
             // at the ceiling): the first answers are the figures compared.
-            let matched = ceiling.as_ref().map(|c| ceiling::Ceiling {
-                responses_per_s: c.matched_per_s,
-                ..c.clone()
-            });
+            let matched = ceiling.as_ref().map(ceiling::Ceiling::by_matched);
             flag_near_ceiling(matched.as_ref(), name, &matched_rates, &mut meta)
         };
         ceilings.push(serde_json::json!({"scenario": name, "ceiling": ceiling, "near_ceiling": near}));
@@ -1102,9 +1145,22 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
     };
     let mut invalid = 0;
     for (name, cfg) in &list {
-        let ceiling = measured_ceiling(name, cfg, fleet.as_ref(), &rt, &mut writer, &mut meta, &dir, obs)?;
+        let mut ceiling = None;
         let mut rates = Vec::new();
         for trial in 0..a.trials {
+            if ceiling::due_before(trial, a.trials) {
+                ceiling_run(
+                    &mut ceiling,
+                    name,
+                    cfg,
+                    fleet.as_ref(),
+                    &rt,
+                    &mut writer,
+                    &mut meta,
+                    &dir,
+                    obs,
+                )?;
+            }
             let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
             if meta.targets.is_empty() {
                 meta.targets.push(target);
@@ -1191,6 +1247,18 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
             rates.push(r.loss_free_per_s);
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
+        ceiling_run(
+            &mut ceiling,
+            name,
+            cfg,
+            fleet.as_ref(),
+            &rt,
+            &mut writer,
+            &mut meta,
+            &dir,
+            obs,
+        )?;
+        state_ceiling(ceiling.as_ref(), name, &mut meta, obs);
         flag_near_ceiling(ceiling.as_ref(), name, &rates, &mut meta);
     }
     let outcome = finish_run(writer, &mut meta, &dir, obs)?;

@@ -548,7 +548,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 for c in summary.cells.iter().filter(|c| c.metric == m.name) {
                     let s = &c.summary;
                     lines.push(format!(
-                        "| {} | {} | {shown} / {} | {} ({}) | {} | {} | {} | {} .. {} | {note} |",
+                        "| {} | {} | {shown} / {} | {} ({}) | {} | {} | {} | {} | {note} |",
                         step.rfc,
                         step.test,
                         c.scenario,
@@ -557,8 +557,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                         s.n,
                         report::fmt_num(s.mean),
                         report::fmt_num(s.stdev),
-                        report::fmt_num(c.ci95_bootstrap.0),
-                        report::fmt_num(c.ci95_bootstrap.1)
+                        c.ci_text()
                     ));
                 }
             }

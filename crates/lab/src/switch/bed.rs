@@ -369,7 +369,13 @@ impl Bed {
                 let _ = netlab::kernel::netns_delete(&ns);
             }
         }
-        netlab::beds::unregister(&self.tag);
+        // The record goes only with the last of the bed's objects: what
+        // could not be removed here, `sdnlab net clean` finds by it.
+        let tag = self.tag.clone();
+        let interfaces = k(None, |nl| async move { nl.names_with_prefix(&tag).await }).unwrap_or_default();
+        if netlab::kernel::netns_list(&self.tag).is_empty() && interfaces.is_empty() {
+            netlab::beds::unregister(&self.tag);
+        }
     }
 }
 
