@@ -37,6 +37,7 @@ cargo bench --quiet -p ofwire --bench hotpath --no-run
 cargo bench --quiet -p ofswitch --bench datapath --no-run
 step "format";       cargo fmt --all --check
 step "lint";         cargo clippy --workspace --all-targets --features system-tests --quiet -- -D warnings
+scripts/check-libs.sh
 step "the other lane's builds"
 if ! wait "$lane2"; then cat "$lane2_log" >&2; echo "test.sh: a build of the second lane failed (above)" >&2; exit 1; fi
 rm -f "$lane2_log"; trap - EXIT

@@ -273,7 +273,7 @@ impl SharedState {
 /// pair) wait on their barriers and etcd's answers together.
 fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, mut events: Events) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-        crate::runtime::log("the cluster's shared state: no runtime for its thread");
+        tracing::info!("controller: the cluster's shared state: no runtime for its thread");
         return;
     };
     let me = member.name();
@@ -336,7 +336,7 @@ fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, mut
                         tokio::spawn(async move {
                             let v = serde_json::to_value(&h).unwrap_or(Value::Null);
                             if let Err(e) = member.put_state(&key, &v).await {
-                                crate::runtime::log(format_args!("sharing host {}: {e}", h.mac));
+                                tracing::info!("controller: sharing host {}: {e}", h.mac);
                             }
                         });
                     }
@@ -376,7 +376,7 @@ async fn apply(ctl: Handle, member: Arc<cluster::Handle>, id: String, intent: In
             .put_state(&key, &serde_json::to_value(&ack).unwrap_or(Value::Null))
             .await
         {
-            crate::runtime::log(format_args!("acknowledging {id} at switch {:#x}: {e}", m.dpid));
+            tracing::info!("controller: acknowledging {id} at switch {:#x}: {e}", m.dpid);
         }
     }
 }

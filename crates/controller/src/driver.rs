@@ -118,10 +118,6 @@ pub struct Driver {
     deferred: Vec<u8>,
 }
 
-fn log(msg: impl std::fmt::Display) {
-    eprintln!("controller: {msg}");
-}
-
 fn dispatch_packet_in(apps: &mut [Box<dyn SwitchApp>], sw: &mut Session, pi: &ofwire::hot::PacketInView) {
     for app in apps.iter_mut() {
         if app.packet_in(sw, pi) == Verdict::Done {
@@ -446,19 +442,19 @@ impl Driver {
                         // The switch reconnected: the older connection is stale.
                         old.outbox.evict();
                         self.stats.replaced_duplicates.fetch_add(1, Ordering::Relaxed);
-                        log(format_args!(
-                            "datapath {d:#x}: new session {id} replaces session {}",
+                        tracing::info!(
+                            "controller: datapath {d:#x}: new session {id} replaces session {}",
                             old.session
-                        ));
+                        );
                     }
                     self.stats.switches_up.fetch_add(1, Ordering::Relaxed);
                     self.dpid = Some(d);
                     if self.verbose {
-                        log(format_args!(
-                            "switch {d:#018x} up (OpenFlow {:#04x}, {} ports)",
+                        tracing::info!(
+                            "controller: switch {d:#018x} up (OpenFlow {:#04x}, {} ports)",
                             info.version,
                             info.ports.len()
-                        ));
+                        );
                     }
                     if let Some(ha) = &self.ha {
                         if info.version == ofwire::OFP13_VERSION {
@@ -466,9 +462,9 @@ impl Driver {
                                 self.sess.send13(body);
                             }
                         } else if ha.is_standby() {
-                            log(format_args!(
-                                "switch {d:#x} speaks OpenFlow 1.0, which has no roles: as standby we only watch"
-                            ));
+                            tracing::info!(
+                                "controller: switch {d:#x} speaks OpenFlow 1.0, which has no roles: as standby we only watch"
+                            );
                         }
                     }
                     for app in self.apps.iter_mut() {
@@ -488,10 +484,11 @@ impl Driver {
                 }
                 Event::Malformed(e) => {
                     if self.verbose {
-                        log(format_args!(
-                            "session {id}: malformed message answered with {}: {}",
-                            e.code, e.what
-                        ));
+                        tracing::info!(
+                            "controller: session {id}: malformed message answered with {}: {}",
+                            e.code,
+                            e.what
+                        );
                     }
                 }
                 Event::Closed(r) => self.reason = Some(r),
@@ -532,10 +529,12 @@ impl Driver {
         self.stats.errors_sent.fetch_add(c.rx_errors_sent, Ordering::Relaxed);
         self.stats.sessions_active.fetch_sub(1, Ordering::Relaxed);
         if self.verbose {
-            log(format_args!(
-                "session {} (dpid {:?}) ended: {:?}",
-                self.id, self.dpid, self.reason
-            ));
+            tracing::info!(
+                "controller: session {} (dpid {:?}) ended: {:?}",
+                self.id,
+                self.dpid,
+                self.reason
+            );
         }
         self.reason
     }

@@ -454,18 +454,18 @@ pub fn serve(addr: SocketAddr, ctl: Handle, apps: AppSet, access: Access) -> std
             match (tokio::net::TcpListener::from_std(listener), tls) {
                 (Ok(l), None) => {
                     if let Err(e) = axum::serve(l, app).await {
-                        eprintln!("controller: REST API stopped: {e}");
+                        tracing::warn!("controller: REST API stopped: {e}");
                     }
                 }
                 (Ok(tcp), Some(cfg)) => match TlsListener::start(tcp, tokio_rustls::TlsAcceptor::from(cfg)) {
                     Ok(l) => {
                         if let Err(e) = axum::serve(l, app).await {
-                            eprintln!("controller: REST API stopped: {e}");
+                            tracing::warn!("controller: REST API stopped: {e}");
                         }
                     }
-                    Err(e) => eprintln!("controller: REST API: {e}"),
+                    Err(e) => tracing::info!("controller: REST API: {e}"),
                 },
-                (Err(e), _) => eprintln!("controller: REST API: {e}"),
+                (Err(e), _) => tracing::info!("controller: REST API: {e}"),
             }
         })
     })?;

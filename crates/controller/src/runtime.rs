@@ -212,10 +212,6 @@ impl Handle {
     }
 }
 
-pub(crate) fn log(msg: impl std::fmt::Display) {
-    eprintln!("controller: {msg}");
-}
-
 /// Raises the soft open-file limit to the hard limit; returns the new limit.
 pub fn raise_fd_limit() -> u64 {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
@@ -274,7 +270,7 @@ pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailb
 pub fn start(cfg: Config) -> io::Result<Handle> {
     let limit = raise_fd_limit();
     if cfg.verbose {
-        log(format_args!("open-file limit {limit}"));
+        tracing::info!("controller: open-file limit {limit}");
     }
     let workers = cfg.workers.max(1);
     if !cfg.tls_listen.is_empty() && cfg.tls.is_none() {
@@ -409,10 +405,10 @@ fn join_cluster(c: cluster::Config, shared: &Arc<Shared>) -> io::Result<Arc<clus
                 },
             );
             if verbose || is_master {
-                log(format_args!(
-                    "switch {dpid:#018x}: {} (master {master}, generation {generation})",
+                tracing::info!(
+                    "controller: switch {dpid:#018x}: {} (master {master}, generation {generation})",
                     if is_master { "MASTER" } else { "SLAVE" }
-                ));
+                );
             }
             if is_master {
                 // A new master sends what the API installed there again.
@@ -420,10 +416,10 @@ fn join_cluster(c: cluster::Config, shared: &Arc<Shared>) -> io::Result<Arc<clus
             }
         }
         cluster::Notice::State { key, value, revision } => tell(Event::Changed(key, value, revision)),
-        cluster::Notice::MemberGone { member } => log(format_args!(
-            "cluster member {member} is gone: its lease revoked, its switches re-elected"
-        )),
-        cluster::Notice::Etcd { detail, .. } => log(format_args!("etcd: {detail}")),
+        cluster::Notice::MemberGone { member } => {
+            tracing::warn!("controller: cluster member {member} is gone: its lease revoked, its switches re-elected")
+        }
+        cluster::Notice::Etcd { detail, .. } => tracing::info!("controller: etcd: {detail}"),
     };
     let h = cluster::start(c, Box::new(notify)).map_err(|e| io::Error::other(e.to_string()))?;
     let h = Arc::new(h);
@@ -454,9 +450,9 @@ fn watch_active(active: SocketAddr, shared: Arc<Shared>) {
         if misses >= STANDBY_MISSES {
             let generation = ha.generation.fetch_add(1, Ordering::AcqRel) + 1;
             ha.active.store(true, Ordering::Release);
-            log(format_args!(
-                "the active controller at {active} stopped answering: taking over as master (generation {generation})"
-            ));
+            tracing::info!(
+                "controller: the active controller at {active} stopped answering: taking over as master (generation {generation})"
+            );
             let registry = &shared.env.ctx.registry;
             for dpid in registry.datapath_ids() {
                 if shared.env.ctx.version_of(dpid) == Some(ofwire::OFP13_VERSION) {
@@ -500,7 +496,7 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<Arc<Mailbox>>, shared: Arc<S
                     continue;
                 }
                 if shared.cfg.verbose {
-                    log(format_args!("connection from {peer}"));
+                    tracing::info!("controller: connection from {peer}");
                 }
                 let local = same_machine(peer.ip(), s.local_addr().ok().map(|a| a.ip()));
                 let w = if local {
@@ -519,9 +515,9 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<Arc<Mailbox>>, shared: Arc<S
                 let ofconn::admission::Admit::Accept { id, evict } = admit else {
                     shared.env.stats.refused.fetch_add(1, Ordering::Relaxed);
                     if shared.cfg.verbose {
-                        log(format_args!(
-                            "refused {peer}: the connection limit is reached with sessions only"
-                        ));
+                        tracing::warn!(
+                            "controller: refused {peer}: the connection limit is reached with sessions only"
+                        );
                     }
                     continue;
                 };
@@ -557,16 +553,16 @@ fn acceptor(l: TcpListener, tls: bool, workers: Vec<Arc<Mailbox>>, shared: Arc<S
                 if let Ok((s, peer)) = l.accept() {
                     drop(s);
                     shared.env.stats.refused.fetch_add(1, Ordering::Relaxed);
-                    log(format_args!(
-                        "refused {peer}: open-file limit reached with {} sessions",
+                    tracing::warn!(
+                        "controller: refused {peer}: open-file limit reached with {} sessions",
                         shared.env.stats.sessions_active.load(Ordering::Relaxed)
-                    ));
+                    );
                 }
                 reserve = std::fs::File::open("/dev/null").ok();
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(e) => {
-                log(format_args!("accept: {e}"));
+                tracing::info!("controller: accept: {e}");
                 std::thread::sleep(Duration::from_millis(10));
             }
         }

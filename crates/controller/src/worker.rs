@@ -19,7 +19,7 @@
 //! connections); timers are one heap per worker.
 
 use crate::driver::Driver;
-use crate::runtime::{log, Shared};
+use crate::runtime::Shared;
 use crate::shared::{Mail, Mailbox, Outbox};
 use crate::tls::TlsStream;
 use mio::{Events, Interest, Poll, Token};
@@ -218,7 +218,7 @@ impl Worker {
         };
         if let Err(e) = w.poll.poll(events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
-                log(format_args!("worker: epoll: {e}"));
+                tracing::info!("controller: worker: epoll: {e}");
                 std::thread::sleep(Duration::from_millis(10));
             }
             return true;
@@ -326,7 +326,7 @@ impl Worker {
             (true, Some(cfg)) => match TlsStream::new(cfg.clone()).map(Box::new) {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    log(format_args!("TLS session: {e}"));
+                    tracing::info!("controller: TLS session: {e}");
                     shared.admission_closed(a.admission);
                     return;
                 }
@@ -340,7 +340,7 @@ impl Worker {
             .registry()
             .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
         {
-            log(format_args!("worker: epoll: {e}"));
+            tracing::info!("controller: worker: epoll: {e}");
             shared.admission_closed(a.admission);
             return;
         }

@@ -44,10 +44,6 @@ pub fn enter_netns(name: &str) -> Result<(), crate::FleetError> {
     })
 }
 
-fn log(what: impl std::fmt::Display) {
-    eprintln!("sdnlab worker: {what}");
-}
-
 /// Removes what a worker that died (killed, its machine rebooted) left of
 /// its parts of spread topologies: netlab runs brought up with a part
 /// whose process is gone. Runs of anything else are left alone. Returns
@@ -64,7 +60,7 @@ pub async fn clean_stale() -> Vec<String> {
                 let _ = std::fs::remove_dir_all(&dir);
                 removed.push(st.id.clone());
             }
-            Err(e) => log(format!("stale run {}: {e}", st.id)),
+            Err(e) => tracing::info!("sdnlab worker: {}", format!("stale run {}: {e}", st.id)),
         }
     }
     removed
@@ -115,7 +111,7 @@ pub async fn serve_within(
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
-                    log(format!("accept: {e}"));
+                    tracing::info!("sdnlab worker: {}", format!("accept: {e}"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
@@ -134,10 +130,13 @@ pub async fn serve_within(
                 // to being one: said once in a while, not per connection.
                 refused += 1;
                 if refused.is_power_of_two() {
-                    log(format!(
-                        "refused {peer} ({refused} so far): {} connections held, all authenticated",
-                        limits.total
-                    ));
+                    tracing::warn!(
+                        "sdnlab worker: {}",
+                        format!(
+                            "refused {peer} ({refused} so far): {} connections held, all authenticated",
+                            limits.total
+                        )
+                    );
                 }
                 drop(tcp);
                 continue;
@@ -157,8 +156,8 @@ pub async fn serve_within(
             let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
             let tls = tokio::select! {
                 r = handshake => match r {
-                    Err(_) => return log(format!("refused {peer}: no TLS handshake within {HANDSHAKE_TIMEOUT:?}")),
-                    Ok(Err(e)) => return log(format!("refused {peer}: {e}")),
+                    Err(_) => return tracing::warn!("sdnlab worker: {}", format!("refused {peer}: no TLS handshake within {HANDSHAKE_TIMEOUT:?}")),
+                    Ok(Err(e)) => return tracing::warn!("sdnlab worker: {}", format!("refused {peer}: {e}")),
                     Ok(Ok(s)) => s,
                 },
                 // The listener was full: a newcomer took its place.
@@ -171,7 +170,7 @@ pub async fn serve_within(
                 .and_then(|c| c.first())
                 .is_some_and(|c| peer_is(c, Role::Coordinator));
             if !coordinator {
-                return log(format!(
+                return tracing::warn!("sdnlab worker: {}", format!(
                     "refused {peer}: its certificate is the lab's but not the coordinator's"
                 ));
             }
@@ -184,7 +183,7 @@ pub async fn serve_within(
                 return;
             }
             if busy.swap(true, Ordering::SeqCst) {
-                log(format!("refused {peer}: serving another coordinator"));
+                tracing::warn!("sdnlab worker: {}", format!("refused {peer}: serving another coordinator"));
                 let mut tls = tls;
                 let _ = tls
                     .write_all(&proto::line(&Response {
@@ -197,7 +196,7 @@ pub async fn serve_within(
                 let _ = tls.shutdown().await;
                 return;
             }
-            log(format!("serving the coordinator at {peer}"));
+            tracing::info!("sdnlab worker: {}", format!("serving the coordinator at {peer}"));
             let local = tls.get_ref().0.local_addr().ok();
             session(tls, peer, local, stop).await;
             busy.store(false, Ordering::SeqCst);
@@ -290,9 +289,17 @@ async fn session(
     let token = crate::clock::token();
     let probes = local.and_then(|l| {
         crate::clock::ProbeServer::start(l.ip(), token, move |from| {
-            log(format!("refused a clock probe from {from}: not this session's token"))
+            tracing::warn!(
+                "sdnlab worker: {}",
+                format!("refused a clock probe from {from}: not this session's token")
+            )
         })
-        .map_err(|e| log(format!("no clock probes for {peer} (exchanges over TLS instead): {e}")))
+        .map_err(|e| {
+            tracing::info!(
+                "sdnlab worker: {}",
+                format!("no clock probes for {peer} (exchanges over TLS instead): {e}")
+            )
+        })
         .ok()
     });
     let why = loop {
@@ -383,7 +390,10 @@ async fn session(
                                 .map(|s| s.to_string())
                                 .or_else(|| panic.downcast_ref::<String>().cloned())
                                 .unwrap_or_else(|| "a panic".into());
-                            log(format!("a call failed inside the worker (a bug): {what}"));
+                            tracing::warn!(
+                                "sdnlab worker: {}",
+                                format!("a call failed inside the worker (a bug): {what}")
+                            );
                             Reply::Error {
                                 message: format!("the call failed inside the worker (a bug): {what}"),
                             }
@@ -399,9 +409,12 @@ async fn session(
     calls.abort_all();
     while calls.join_next().await.is_some() {}
     match made.lock().await.tear_down().await {
-        Ok(Some(run)) => log(format!("{why} ({peer}): netlab run {run} torn down")),
-        Ok(None) => log(format!("{why} ({peer}): nothing to tear down")),
-        Err(e) => log(format!("{why} ({peer}): teardown failed: {e}")),
+        Ok(Some(run)) => tracing::info!(
+            "sdnlab worker: {}",
+            format!("{why} ({peer}): netlab run {run} torn down")
+        ),
+        Ok(None) => tracing::info!("sdnlab worker: {}", format!("{why} ({peer}): nothing to tear down")),
+        Err(e) => tracing::warn!("sdnlab worker: {}", format!("{why} ({peer}): teardown failed: {e}")),
     }
     drop(tx);
     let _ = writer.await;
@@ -769,7 +782,10 @@ async fn run(
         }
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {
-                log(format!("the coordinator asked: netlab run {run} torn down"));
+                tracing::info!(
+                    "sdnlab worker: {}",
+                    format!("the coordinator asked: netlab run {run} torn down")
+                );
             }
             Ok(Reply::Done)
         }

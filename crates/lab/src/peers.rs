@@ -137,7 +137,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
 
 /// Installs Debian package `pkg` (the first time a peer needs it), saying so.
 fn apt_install(pkg: &str, why: &str) -> Result<String, String> {
-    eprintln!("sdnlab: installing {pkg} (apt), for {why}");
+    tracing::info!("sdnlab: installing {pkg} (apt), for {why}");
     run(
         Command::new("apt-get")
             .args(["install", "-y", "-q", pkg])
@@ -172,7 +172,7 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
         {
             apt_install("python3-venv", &format!("the {name} peer's environment"))?;
         }
-        eprintln!("sdnlab: installing {name} into {} (PyPI)", dir.display());
+        tracing::info!("sdnlab: installing {name} into {} (PyPI)", dir.display());
         run(
             Command::new(python).args(["-m", "venv"]).arg(&dir),
             &format!("creating the {name} venv"),

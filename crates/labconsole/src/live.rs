@@ -306,7 +306,7 @@ impl Progress {
             }
             let _ = d.multi.clear();
             if let (Some(c), Some(_)) = (cost, std::env::var_os("SDNLAB_LIVE_COST")) {
-                eprintln!("live view: {:.1} ms of CPU in all", c.as_secs_f64() * 1e3);
+                tracing::info!("live view: {:.1} ms of CPU in all", c.as_secs_f64() * 1e3);
             }
         }
     }
@@ -315,7 +315,7 @@ impl Progress {
 impl Observer for Progress {
     fn event(&self, e: Event<'_>) {
         match e {
-            Event::Line(s) => self.above(|| eprintln!("{s}")),
+            Event::Line(s) => self.above(|| to_terminal(s)),
             Event::Plan { steps } => {
                 if self.terminal {
                     let b = ProgressBar::new(steps);
@@ -336,7 +336,7 @@ impl Observer for Progress {
                     b.set_message(status.to_string());
                     b.inc(1);
                 }
-                None => eprintln!("  {status}"),
+                None => to_terminal(&format!("  {status}")),
             },
             Event::Status(s) => {
                 if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
@@ -384,6 +384,13 @@ impl Observer for Progress {
             Event::CbenchLoop { .. } | Event::CbenchScenario { .. } => {}
         }
     }
+}
+
+/// A line of the live view's plain output, on stderr: the view is the
+/// terminal's (what a person reads while the run goes), not a log.
+fn to_terminal(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 #[cfg(test)]

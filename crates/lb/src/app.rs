@@ -707,7 +707,7 @@ impl SwitchApp for LbSwitch {
     fn switch_up(&mut self, sw: &mut Session, info: &SwitchInfo) {
         self.dpid = info.datapath_id;
         if info.version != ofwire::OFP13_VERSION {
-            eprintln!(
+            tracing::info!(
                 "sdnlab lb: switch {:016x} speaks OpenFlow 1.0; the lb app needs 1.3 (set-field rewrites, groups) and leaves it to the other apps",
                 info.datapath_id
             );

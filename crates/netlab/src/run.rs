@@ -274,13 +274,9 @@ impl Net {
     }
 
     async fn build(&mut self) -> Result<(), String> {
-        let trace = std::env::var_os("SDNLAB_TRACE").is_some();
+        // Each phase's time (`RUST_LOG=netlab=debug`).
         let t0 = std::time::Instant::now();
-        let phase = |name: &str| {
-            if trace {
-                eprintln!("netlab: {name} at {:.3} s", t0.elapsed().as_secs_f64());
-            }
-        };
+        let phase = |name: &str| tracing::debug!("netlab: {name} at {:.3} s", t0.elapsed().as_secs_f64());
         let root = Nl::here().map_err(err)?;
         for h in &self.state.hosts {
             kernel::netns_create(&h.netns).map_err(|e| format!("namespace {}: {e}", h.netns))?;
@@ -582,7 +578,6 @@ pub async fn teardown(state: &State) -> Result<(), String> {
     }
     // Also processes started but not yet recorded when the `up` process died.
     stop_processes_under(&Path::new(STATE_ROOT).join(&state.id));
-    let trace = std::env::var_os("SDNLAB_TRACE").is_some();
     let t0 = std::time::Instant::now();
     // Root-side interfaces in one batch; veth peers inside the hosts go with them.
     let root = Nl::here().map_err(err)?;
@@ -596,12 +591,10 @@ pub async fn teardown(state: &State) -> Result<(), String> {
             }
         }
     }
-    if trace {
-        eprintln!(
-            "netlab: teardown: group and namespaces gone at {:.3} s",
-            t0.elapsed().as_secs_f64()
-        );
-    }
+    tracing::debug!(
+        "netlab: teardown: group and namespaces gone at {:.3} s",
+        t0.elapsed().as_secs_f64()
+    );
     let root = Nl::here().map_err(err)?;
     let prefix = format!("{LINK_PREFIX}{}", state.id);
     for name in root.names_with_prefix(&prefix).await.map_err(err)? {
@@ -612,12 +605,10 @@ pub async fn teardown(state: &State) -> Result<(), String> {
             }
         }
     }
-    if trace {
-        eprintln!(
-            "netlab: teardown: interfaces gone at {:.3} s",
-            t0.elapsed().as_secs_f64()
-        );
-    }
+    tracing::debug!(
+        "netlab: teardown: interfaces gone at {:.3} s",
+        t0.elapsed().as_secs_f64()
+    );
     if problems.is_empty() {
         Ok(())
     } else {

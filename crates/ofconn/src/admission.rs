@@ -226,7 +226,7 @@ pub fn warn_plain_listeners(who: &str, addrs: &[(&str, std::net::SocketAddr)], f
         .map(|(what, a)| format!("{what} on {a}"))
         .collect();
     if !open.is_empty() {
-        eprintln!(
+        tracing::warn!(
             "{who}: warning: plain text, reachable beyond this machine: {} (anyone who reaches it can use it; {fix})",
             open.join(", ")
         );

@@ -31,6 +31,8 @@ struct Cli {
     /// (a non-terminal always gets plain lines).
     #[arg(long, global = true)]
     no_live: bool,
+    #[command(flatten)]
+    log: logging::LogArgs,
 }
 
 #[derive(Subcommand)]
@@ -397,6 +399,10 @@ fn main() -> ExitCode {
         }
     }
     run_cmd::NO_LIVE.store(cli.no_live, std::sync::atomic::Ordering::Relaxed);
+    if let Err(e) = logging::init(&cli.log) {
+        eprintln!("sdnlab: {e}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Ofp {
             command: OfpCommand::Decode(args),

@@ -88,7 +88,7 @@ impl Shared {
                     // Try again at the next call rather than leave stale flows.
                     self.fast_generation
                         .store(u64::MAX, std::sync::atomic::Ordering::Release);
-                    eprintln!("sdnlab switch: cannot invalidate the fast path: {e}");
+                    tracing::warn!("sdnlab switch: cannot invalidate the fast path: {e}");
                 }
             }
         }

@@ -35,7 +35,7 @@ impl FastEgress {
         let query = match NetdevQuery::open() {
             Ok(q) => Some(q),
             Err(e) => {
-                eprintln!(
+                tracing::warn!(
                     "sdnlab switch: cannot ask the kernel which ports take redirected XDP frames ({e}); \
                      the fast path sends to every AF_XDP port, and a veth whose peer has neither GRO \
                      nor an XDP program drops what it gets"
@@ -46,7 +46,7 @@ impl FastEgress {
         let watch = query.as_ref().and_then(|q| match q.watch() {
             Ok(w) => Some(w),
             Err(e) => {
-                eprintln!(
+                tracing::warn!(
                     "sdnlab switch: cannot hear the kernel's interface announcements ({e}); the fast \
                      path's ports are checked on every recheck only"
                 );
@@ -103,19 +103,21 @@ impl FastEgress {
                 fp.clear_port(p.port_no)
             };
             if let Err(e) = done {
-                eprintln!("sdnlab switch: port {} ({}): fast path: {e}", p.port_no, p.name);
+                tracing::info!("sdnlab switch: port {} ({}): fast path: {e}", p.port_no, p.name);
                 continue;
             }
             match (p.in_devmap, able) {
-                (_, false) => eprintln!(
+                (_, false) => tracing::warn!(
                     "sdnlab switch: port {} ({}) cannot take frames redirected into it (a veth needs \
                      GRO on or an XDP program at its peer); the fast path leaves flows out of it to \
                      user space until it can",
-                    p.port_no, p.name
+                    p.port_no,
+                    p.name
                 ),
-                (Some(false), true) => eprintln!(
+                (Some(false), true) => tracing::info!(
                     "sdnlab switch: port {} ({}) takes redirected frames again; back in the fast path",
-                    p.port_no, p.name
+                    p.port_no,
+                    p.name
                 ),
                 _ => {}
             }

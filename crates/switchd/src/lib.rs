@@ -383,14 +383,14 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                     if fast_path.is_some() {
                         fast_ports.push(port_no);
                     }
-                    eprintln!(
+                    tracing::info!(
                         "sdnlab switch: {name}: AF_XDP, {} XDP, {} queue(s){}",
                         p.mode(),
                         p.queues(),
                         if fast_path.is_some() { ", fast path" } else { "" }
                     );
                     if let Err(why) = p.vlan_outside_frame() {
-                        eprintln!(
+                        tracing::warn!(
                             "sdnlab switch: {name}: warning: frames whose VLAN tag the kernel holds outside them \
                              (a NIC's VLAN stripping, a VLAN device on a veth's far end) lose the tag here: {why}; \
                              use an AF_PACKET port for VLAN traffic"
@@ -400,7 +400,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                 })
             }
             "afpacket" => open_afpacket(name, spec.ring, spec.through_qdisc, |why| {
-                eprintln!("sdnlab switch: {name}: warning: {why}")
+                tracing::warn!("sdnlab switch: {name}: warning: {why}")
             }),
             _ => {
                 return Err(format!(
@@ -455,7 +455,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
 
 /// One line on stderr, exit code 2.
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("sdnlab: {msg}");
+    tracing::error!("sdnlab: {msg}");
     ExitCode::from(2)
 }
 
@@ -554,7 +554,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     }
     for r in &running {
         let listening: Vec<String> = r.handle.listening.iter().map(|a| format!("ptcp:{a}")).collect();
-        eprintln!(
+        tracing::info!(
             "sdnlab switch: bridge {}, dpid {:016x}, ports {}; {} datapath thread(s); controllers [{}], listening [{}]",
             r.spec.name,
             r.dpid,
@@ -564,7 +564,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
             listening.join(" ")
         );
     }
-    eprintln!("sdnlab switch: running; Ctrl-C stops");
+    tracing::info!("sdnlab switch: running; Ctrl-C stops");
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
@@ -578,7 +578,7 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     if let Some(p) = &args.pidfile {
         let _ = std::fs::remove_file(p);
     }
-    eprintln!("sdnlab switch: stopped ({rules} rules)");
+    tracing::info!("sdnlab switch: stopped ({rules} rules)");
     ExitCode::SUCCESS
 }
 
@@ -623,7 +623,7 @@ fn run_managed(args: &SwitchArgs, remote: ovsdb::client::Remote, hygiene: Hygien
         Err(e) => return fail(e),
     };
     let mut manager = ovsdb::manager::Manager::new(settings);
-    eprintln!("sdnlab switch: managed through OVSDB; Ctrl-C stops");
+    tracing::info!("sdnlab switch: managed through OVSDB; Ctrl-C stops");
     let failed = rt.block_on(async {
         tokio::select! {
             r = manager.run() => r.err(),
@@ -634,7 +634,7 @@ fn run_managed(args: &SwitchArgs, remote: ovsdb::client::Remote, hygiene: Hygien
     match failed {
         Some(e) => fail(e),
         None => {
-            eprintln!("sdnlab switch: stopped");
+            tracing::info!("sdnlab switch: stopped");
             ExitCode::SUCCESS
         }
     }

@@ -13,8 +13,15 @@ use clap::Parser;
 struct Cli {
     #[command(flatten)]
     args: switchd::SwitchArgs,
+    #[command(flatten)]
+    log: logging::LogArgs,
 }
 
 fn main() -> std::process::ExitCode {
-    switchd::run(Cli::parse().args)
+    let cli = Cli::parse();
+    if let Err(e) = logging::init(&cli.log) {
+        eprintln!("sdnlab-switch: {e}");
+        return std::process::ExitCode::from(2);
+    }
+    switchd::run(cli.args)
 }

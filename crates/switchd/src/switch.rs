@@ -314,7 +314,7 @@ impl Ctx {
                 let buf = per_conn.entry(c).or_default();
                 if let Err(e) = m.encode(buf) {
                     if self.verbose {
-                        eprintln!("sdnlab switch: cannot encode {}: {e}", m.type_name());
+                        tracing::warn!("sdnlab switch: cannot encode {}: {e}", m.type_name());
                     }
                 }
             }
@@ -520,10 +520,10 @@ async fn dial(ctx: Ctx, addr: SocketAddr, up: Arc<AtomicBool>) {
                 let (rd, wr) = s.into_split();
                 serve(ctx.clone(), rd, wr, None, Some(up.clone())).await;
                 if ctx.verbose {
-                    eprintln!("sdnlab switch: connection to {addr} closed; reconnecting");
+                    tracing::info!("sdnlab switch: connection to {addr} closed; reconnecting");
                 }
             }
-            Err(e) if ctx.verbose => eprintln!("sdnlab switch: cannot reach controller {addr}: {e}"),
+            Err(e) if ctx.verbose => tracing::warn!("sdnlab switch: cannot reach controller {addr}: {e}"),
             Err(_) => {}
         }
         tokio::time::sleep(backoff).await;
@@ -589,7 +589,7 @@ async fn control(
                     // for connections to close rather than spin.
                     Err(e) => {
                         if !warned {
-                            eprintln!("sdnlab switch: accept: {e}; retrying every 100 ms");
+                            tracing::info!("sdnlab switch: accept: {e}; retrying every 100 ms");
                             warned = true;
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -652,7 +652,7 @@ async fn control(
                 match (heard, &mut fast_egress, &ctx.shared.fast_path) {
                     (Ok(h), Some(e), Some(fp)) => e.heard(fp, &h),
                     (Err(e), _, _) => {
-                        eprintln!("sdnlab switch: the kernel's interface announcements: {e}; checking every {recheck:?} only");
+                        tracing::info!("sdnlab switch: the kernel's interface announcements: {e}; checking every {recheck:?} only");
                         egress_watch = None;
                     }
                     _ => {}
@@ -891,7 +891,7 @@ async fn serve(
         while backlog.load(Relaxed) >= MAX_BACKLOG {
             if tokio::time::timeout(STALLED, drained.notified()).await.is_err() {
                 if ctx.verbose {
-                    eprintln!("sdnlab switch: closing a connection that read none of its replies for {STALLED:?}");
+                    tracing::warn!("sdnlab switch: closing a connection that read none of its replies for {STALLED:?}");
                 }
                 break 'read;
             }
@@ -921,7 +921,7 @@ async fn serve(
                     let now = tokio::time::Instant::now();
                     if now >= finish_by {
                         if ctx.verbose {
-                            eprintln!(
+                            tracing::warn!(
                                 "sdnlab switch: closing a connection whose message stayed unfinished for {:?}",
                                 ctx.deadline
                             );
@@ -930,7 +930,9 @@ async fn serve(
                     }
                     if probed.is_some() {
                         if ctx.verbose {
-                            eprintln!("sdnlab switch: closing a connection that did not answer its inactivity probe");
+                            tracing::warn!(
+                                "sdnlab switch: closing a connection that did not answer its inactivity probe"
+                            );
                         }
                         break;
                     }

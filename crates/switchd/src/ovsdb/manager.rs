@@ -68,10 +68,6 @@ fn plain_file_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 250 && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
-fn log(msg: impl std::fmt::Display) {
-    eprintln!("sdnlab switch: ovsdb: {msg}");
-}
-
 /// A bridge running as a row asked.
 struct Running {
     want: BridgeWant,
@@ -116,16 +112,19 @@ impl Manager {
                 Ok((client, notes)) => {
                     backoff = Duration::from_millis(100);
                     reported = false;
-                    log(format!("connected to {}", self.s.remote));
+                    tracing::info!("sdnlab switch: ovsdb: {}", format!("connected to {}", self.s.remote));
                     self.session(&client, notes).await?;
-                    log(format!("lost {}; bridges keep running, reconnecting", self.s.remote));
+                    tracing::warn!(
+                        "sdnlab switch: ovsdb: {}",
+                        format!("lost {}; bridges keep running, reconnecting", self.s.remote)
+                    );
                     // Everything is written again to the next server.
                     self.written.clear();
                     self.cur_cfg = None;
                 }
                 Err(e) => {
                     if !reported {
-                        log(format!("{e}; retrying"));
+                        tracing::info!("sdnlab switch: ovsdb: {}", format!("{e}; retrying"));
                         reported = true;
                     }
                 }
@@ -169,7 +168,7 @@ impl Manager {
         match client.call("lock", json!(["ovs_vswitchd"])).await {
             Ok(r) if r.get("locked") == Some(&json!(true)) => {}
             Ok(_) => {
-                log("another ovs-vswitchd holds the database's lock; waiting for it");
+                tracing::info!("sdnlab switch: ovsdb: another ovs-vswitchd holds the database's lock; waiting for it");
                 loop {
                     match notes.recv().await {
                         Some((m, _)) if m == "locked" => break,
@@ -177,7 +176,7 @@ impl Manager {
                         None => return Ok(()),
                     }
                 }
-                log("the lock is ours");
+                tracing::info!("sdnlab switch: ovsdb: the lock is ours");
             }
             Err(_) => return Ok(()),
         }
@@ -200,13 +199,16 @@ impl Manager {
         {
             Ok(v) => v,
             Err(e) => {
-                log(format!("monitor: {e}"));
+                tracing::info!("sdnlab switch: ovsdb: {}", format!("monitor: {e}"));
                 return Ok(());
             }
         };
         let mut replica = Replica::default();
         if let Err(e) = replica.apply(&initial) {
-            log(format!("the monitor's first reply is malformed ({e}); reconnecting"));
+            tracing::info!(
+                "sdnlab switch: ovsdb: {}",
+                format!("the monitor's first reply is malformed ({e}); reconnecting")
+            );
             return Ok(());
         }
         self.reconcile(&replica, client).await;
@@ -245,7 +247,10 @@ impl Manager {
         match replica.apply(updates) {
             Ok(()) => true,
             Err(e) => {
-                log(format!("a malformed update was ignored: {e}"));
+                tracing::info!(
+                    "sdnlab switch: ovsdb: {}",
+                    format!("a malformed update was ignored: {e}")
+                );
                 false
             }
         }
@@ -253,7 +258,7 @@ impl Manager {
 
     fn say_once(&mut self, msg: String) {
         if self.said.insert(msg.clone()) {
-            log(msg);
+            tracing::info!("sdnlab switch: ovsdb: {}", msg);
         }
     }
 
@@ -273,7 +278,7 @@ impl Manager {
         for name in gone {
             if let Some(r) = self.bridges.remove(&name) {
                 r.handle.stop();
-                log(format!("bridge {name}: removed"));
+                tracing::info!("sdnlab switch: ovsdb: {}", format!("bridge {name}: removed"));
             }
         }
         for b in &want.bridges {
@@ -284,16 +289,22 @@ impl Manager {
             if restart {
                 if let Some(r) = self.bridges.remove(&b.name) {
                     r.handle.stop();
-                    log(format!(
+                    tracing::warn!(
+                        "sdnlab switch: ovsdb: {}",
+                        format!(
                         "bridge {}: datapath id, fail mode, protocols, listeners or internal port changed; restarted",
                         b.name
-                    ));
+                    )
+                    );
                 }
             }
             if !self.bridges.contains_key(&b.name) {
                 match self.start_bridge(b) {
                     Ok(r) => {
-                        log(format!("bridge {}: added, dpid {:016x}", b.name, b.dpid));
+                        tracing::info!(
+                            "sdnlab switch: ovsdb: {}",
+                            format!("bridge {}: added, dpid {:016x}", b.name, b.dpid)
+                        );
                         self.bridges.insert(b.name.clone(), r);
                     }
                     Err(e) => {
@@ -370,7 +381,10 @@ impl Manager {
         for (name, no) in gone {
             r.handle.remove_port(no);
             r.ports.remove(&name);
-            log(format!("bridge {}: port {name} (ofport {no}) removed", b.name));
+            tracing::info!(
+                "sdnlab switch: ovsdb: {}",
+                format!("bridge {}: port {name} (ofport {no}) removed", b.name)
+            );
         }
         for i in &b.interfaces {
             if r.ports.contains_key(&i.name) {
@@ -378,7 +392,7 @@ impl Manager {
             }
             let opened: Result<Arc<dyn packetio::port::PortIo>, String> = match &i.kind {
                 IfaceKind::System => crate::open_afpacket(&i.name, self.s.ring, self.s.through_qdisc, |why| {
-                    log(format!("{}: warning: {why}", i.name))
+                    tracing::warn!("sdnlab switch: ovsdb: {}", format!("{}: warning: {why}", i.name))
                 })
                 .map_err(|e| format!("could not open network device {} ({e})", i.name)),
                 IfaceKind::AfXdp => packetio::port_xdp::XdpPort::open(&i.name, None, self.s.ring.max(64) as u32, None)
@@ -406,11 +420,14 @@ impl Manager {
                 Ok(no) => {
                     r.ports.insert(i.name.clone(), no);
                     self.errors.remove(&i.name);
-                    log(format!("bridge {}: port {} added as ofport {no}", b.name, i.name));
+                    tracing::info!(
+                        "sdnlab switch: ovsdb: {}",
+                        format!("bridge {}: port {} added as ofport {no}", b.name, i.name)
+                    );
                 }
                 Err(e) => {
                     if self.errors.get(&i.name) != Some(&e) {
-                        log(format!("bridge {}: {e}", b.name));
+                        tracing::info!("sdnlab switch: ovsdb: {}", format!("bridge {}: {e}", b.name));
                     }
                     self.errors.insert(i.name.clone(), e);
                 }
