@@ -18,20 +18,22 @@
 //!   once acknowledged.
 //! - A **host** (`state/hosts/MAC`) is written by the master of the switch
 //!   where it was learnt, and fed into every member's `paths` app.
+//! - A **link** (`state/links/DPID-PORT`, where its packets leave), when
+//!   the members leave each switch's PACKET_INs to its master: written by
+//!   the master of the switch its probes arrive at (the only member that
+//!   hears them), removed by it when it loses the link, and fed into every
+//!   member's `topology`, so that all of them see the same network, build
+//!   the same spanning tree and the same paths.
 
 use crate::flows::{FlowFilter, FlowSpec};
 use crate::paths::{Host, Paths, ProvisionedPath};
 use crate::runtime::{Handle, Wait};
+use crate::topology::{End, Link, Topology};
 use ofwire::{Body, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Why a member that leaves PACKET_INs to the masters cannot run link
-/// discovery and paths: its topology would hold only the links into the
-/// switches it masters, and a flood from it leaves only those switches.
-pub const NO_SHARED_LINKS: &str = "a member that leaves the PACKET_INs to each switch's master hears the LLDP probes and broadcasts of only the switches it masters (links are not shared between members, and its floods leave only its own switches)";
 
 /// How long a request waits for the switches' masters to acknowledge.
 pub const ACK_WAIT: Duration = Duration::from_secs(10);
@@ -87,6 +89,8 @@ pub(crate) enum Event {
     Master(u64),
     /// The `paths` app learnt (or moved) a host here.
     Learnt(Host),
+    /// `topology` found (true) or lost (false) a link here.
+    Link(End, End, bool),
 }
 
 /// A cluster member's side of the shared state.
@@ -105,22 +109,46 @@ fn host_key(mac: &str) -> String {
     format!("hosts/{mac}")
 }
 
+fn link_key(src: End) -> String {
+    format!("links/{:016x}-{}", src.dpid, src.port)
+}
+
+/// What the apps share: the `paths` app's hosts, and the links `topology`
+/// finds when each member hears only its own switches.
+pub(crate) struct Apps {
+    pub paths: Option<Arc<Paths>>,
+    pub topology: Option<Arc<Topology>>,
+    /// Whether links are shared (and floods go hop by hop).
+    pub share_links: bool,
+}
+
 impl SharedState {
     /// Starts sharing: the thread that applies intents and writes hosts,
     /// fed through `events`; `paths` (if running) learns the shared hosts.
     pub(crate) fn start(
         ctl: Handle,
         member: Arc<cluster::Handle>,
-        paths: Option<Arc<Paths>>,
+        apps: Apps,
         events: Events,
         feed: Feed,
     ) -> std::io::Result<Arc<SharedState>> {
-        if let Some(p) = &paths {
+        if let Some(p) = &apps.paths {
             let feed = feed.clone();
             p.on_learnt(Box::new(move |h| {
                 let _ = feed.send(Event::Learnt(h));
             }));
+            if apps.share_links {
+                p.set_hop_by_hop();
+            }
         }
+        let topology = apps.topology.filter(|_| apps.share_links);
+        if let Some(t) = &topology {
+            let feed = feed.clone();
+            t.on_link(Box::new(move |src, dst, up| {
+                let _ = feed.send(Event::Link(src, dst, up));
+            }));
+        }
+        let paths = apps.paths;
         // What was shared before this member could listen.
         for (k, (v, rev)) in member.state("") {
             let _ = feed.send(Event::Changed(k, Some(v), rev));
@@ -128,7 +156,7 @@ impl SharedState {
         let m = member.clone();
         std::thread::Builder::new()
             .name("ctl-shared".into())
-            .spawn(move || run(ctl, m, paths, events))?;
+            .spawn(move || run(ctl, m, paths, topology, events))?;
         Ok(Arc::new(SharedState { member }))
     }
 
@@ -271,7 +299,13 @@ impl SharedState {
 /// masters, and writes the hosts learnt at them. Each intent is applied by
 /// a task of its own, so that many requests at once (a path per host
 /// pair) wait on their barriers and etcd's answers together.
-fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, mut events: Events) {
+fn run(
+    ctl: Handle,
+    member: Arc<cluster::Handle>,
+    paths: Option<Arc<Paths>>,
+    topology: Option<Arc<Topology>>,
+    mut events: Events,
+) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
         tracing::info!("controller: the cluster's shared state: no runtime for its thread");
         return;
@@ -309,9 +343,43 @@ fn run(ctl: Handle, member: Arc<cluster::Handle>, paths: Option<Arc<Paths>>, mut
                         if let (Some(p), Ok(h)) = (&paths, serde_json::from_value::<Host>(v)) {
                             p.learn_shared(&h);
                         }
+                    } else if key.starts_with("links/") {
+                        if let (Some(t), Ok(l)) = (&topology, serde_json::from_value::<Link>(v)) {
+                            t.learn_shared(l.src, l.dst);
+                        }
                     }
                 }
-                Event::Changed(..) => {}
+                Event::Changed(key, None, _) => {
+                    if let (Some(t), Some(src)) = (&topology, key.strip_prefix("links/").and_then(parse_link_key)) {
+                        t.forget_shared(src);
+                    }
+                }
+                // Written by the master of the switch the link arrives at
+                // (the one member that hears its probes).
+                Event::Link(src, dst, up) => {
+                    if !masters(dst.dpid) {
+                        continue;
+                    }
+                    let key = link_key(src);
+                    let known = member
+                        .state_get(&key)
+                        .and_then(|(v, _)| serde_json::from_value::<Link>(v).ok());
+                    let member = member.clone();
+                    if up && known != Some(Link { src, dst }) {
+                        tokio::spawn(async move {
+                            let v = serde_json::to_value(Link { src, dst }).unwrap_or(Value::Null);
+                            if let Err(e) = member.put_state(&key, &v).await {
+                                tracing::warn!("controller: sharing link {key}: {e}");
+                            }
+                        });
+                    } else if !up && known.is_some_and(|k| k.dst == dst) {
+                        tokio::spawn(async move {
+                            if let Err(e) = member.delete_state(&key, false).await {
+                                tracing::warn!("controller: forgetting link {key}: {e}");
+                            }
+                        });
+                    }
+                }
                 // Told it masters the switch (the view may not say so yet):
                 // every intent that names it, sent again.
                 Event::Master(dpid) => {
@@ -378,5 +446,31 @@ async fn apply(ctl: Handle, member: Arc<cluster::Handle>, id: String, intent: In
         {
             tracing::info!("controller: acknowledging {id} at switch {:#x}: {e}", m.dpid);
         }
+    }
+}
+
+/// The source end a link key names (`DPID-PORT`, hex and decimal).
+fn parse_link_key(k: &str) -> Option<End> {
+    let (d, p) = k.split_once('-')?;
+    Some(End {
+        dpid: u64::from_str_radix(d, 16).ok()?,
+        port: p.parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_key_names_its_source_end() {
+        let e = End {
+            dpid: 0xab,
+            port: 4294967294,
+        };
+        let k = link_key(e);
+        assert_eq!(k, "links/00000000000000ab-4294967294");
+        assert_eq!(parse_link_key(k.strip_prefix("links/").unwrap()), Some(e));
+        assert_eq!(parse_link_key("zz-1"), None);
     }
 }

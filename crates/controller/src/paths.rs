@@ -100,6 +100,8 @@ pub struct Paths {
     pub reactive: bool,
     /// Told of each host learnt here, or moved (cluster mode shares them).
     learnt: std::sync::OnceLock<Box<dyn Fn(Host) + Send + Sync>>,
+    /// Floods go hop by hop (`set_hop_by_hop`).
+    hop_by_hop: std::sync::atomic::AtomicBool,
 }
 
 fn host_ipv4(frame: &[u8]) -> Option<Ipv4Addr> {
@@ -139,7 +141,23 @@ impl Paths {
             settle,
             reactive,
             learnt: std::sync::OnceLock::new(),
+            hop_by_hop: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// A cluster whose members hear only their own switches' PACKET_INs:
+    /// a member cannot send copies out of other members' switches, so a
+    /// flood leaves the switch it came to by that switch's edge ports and
+    /// its ports on the spanning tree of the (shared) links
+    /// (`Topology::tree_ports`); the next switch's master, told of it by a
+    /// PACKET_IN, floods on. Paths go the same way: each switch's master
+    /// installs its own hop when the packet reaches it.
+    pub fn set_hop_by_hop(&self) {
+        self.hop_by_hop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn hop_by_hop(&self) -> bool {
+        self.hop_by_hop.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Calls `f` with each host learnt from a packet here, new or moved
@@ -308,9 +326,15 @@ impl Router {
 
     /// A copy out of every edge port but the one it came in by.
     fn flood(&self, sw: &mut Session, here: End, data: &[u8], now: Instant) {
+        let hop = self.paths.hop_by_hop();
         let key = {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             data.hash(&mut h);
+            // Hop by hop a frame passes each switch once: seen again at
+            // the same switch, it is a loop's echo.
+            if hop {
+                here.dpid.hash(&mut h);
+            }
             h.finish()
         };
         {
@@ -330,13 +354,20 @@ impl Router {
         }
         let mut by_switch: HashMap<u64, Vec<u32>> = HashMap::new();
         for e in self.paths.topo.edge_ports(now, self.paths.settle) {
-            if e != here {
+            if e != here && (!hop || e.dpid == here.dpid) {
                 by_switch.entry(e.dpid).or_default().push(e.port);
             }
         }
+        if hop {
+            let tree = self.paths.topo.tree_ports(here.dpid);
+            by_switch
+                .entry(here.dpid)
+                .or_default()
+                .extend(tree.into_iter().filter(|p| *p != here.port));
+        }
         let mut copies = 0;
         for (dpid, ports) in by_switch {
-            let Some(version) = self.paths.topo.version_of(dpid) else {
+            let Some(version) = self.paths.topo.version_of(dpid).filter(|_| !ports.is_empty()) else {
                 continue;
             };
             if let Ok(b) = flows::packet_out(version, v13::NO_BUFFER, None, &ports, data) {
@@ -526,8 +557,11 @@ impl SwitchApp for Router {
                 }
             }
         }
+        // Hop by hop, a flood goes on from a link on the spanning tree.
+        let floods_here =
+            on_edge || (on_link && self.paths.hop_by_hop() && topo.tree_ports(here.dpid).contains(&here.port));
         if dst.is_multicast() {
-            if on_edge {
+            if floods_here {
                 self.flood(sw, here, pi.data, now);
             }
             return Verdict::Done;
@@ -541,7 +575,7 @@ impl SwitchApp for Router {
             Some(to) => {
                 self.route(sw, dst, to, pi);
             }
-            None if on_edge => self.flood(sw, here, pi.data, now),
+            None if floods_here => self.flood(sw, here, pi.data, now),
             None => {}
         }
         Verdict::Done

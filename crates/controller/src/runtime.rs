@@ -127,7 +127,8 @@ impl Handle {
 
     /// Cluster mode: starts sharing the network's state through etcd
     /// (`cluster_state`): what the REST API installs, the hosts `apps`'
-    /// `paths` learns. Once per controller (later calls return the same);
+    /// `paths` learns and, when each member hears only its own switches'
+    /// PACKET_INs, the links `topology` finds. Once per controller (later calls return the same);
     /// None when not in a cluster.
     pub fn share_state(&self, apps: &crate::catalog::AppSet) -> io::Result<Option<Arc<SharedState>>> {
         let (Some(m), Some(h)) = (&self.shared.member, &self.member) else {
@@ -139,7 +140,12 @@ impl Handle {
         }
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         *m.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.clone());
-        let s = SharedState::start(self.clone(), h.clone(), apps.paths.clone(), rx, tx)?;
+        let shared_apps = crate::cluster_state::Apps {
+            paths: apps.paths.clone(),
+            topology: apps.topology.clone(),
+            share_links: !m.slave_packet_ins,
+        };
+        let s = SharedState::start(self.clone(), h.clone(), shared_apps, rx, tx)?;
         *started = Some(s.clone());
         Ok(Some(s))
     }

@@ -14,7 +14,7 @@ use crate::lldp::{self, Probe};
 use ofconn::{Session, SwitchInfo};
 use ofwire::hot::{write_packet_out10, write_packet_out13, PacketInView};
 use ofwire::{v10, v13, Body, MacAddr, Message, PortReason, OFP10_VERSION};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ pub const LLDP_PRIORITY: u16 = 65000;
 pub const LLDP_COOKIE: u64 = 0x5d1a_11d9;
 
 /// One end of a link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct End {
     pub dpid: u64,
     pub port: u32,
@@ -47,7 +47,7 @@ pub struct SwitchView {
 }
 
 /// A link as discovered: packets sent out of `src` arrive at `dst`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Link {
     pub src: End,
     pub dst: End,
@@ -79,11 +79,19 @@ struct SwitchState {
     ports: BTreeMap<u32, (String, MacAddr, bool)>,
 }
 
+/// Told of every link this member's own probes find (true) or lose
+/// (false): a cluster whose members each hear only their own switches'
+/// PACKET_INs shares them (`cluster_state`).
+pub type LinkHook = Box<dyn Fn(End, End, bool) + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     switches: BTreeMap<u64, SwitchState>,
-    /// src -> (dst, last seen).
+    /// src -> (dst, last seen): the links this member's probes found.
     links: BTreeMap<End, (End, Instant)>,
+    /// src -> dst: links other members found (cluster mode), held until
+    /// they say they are gone; a link seen here too counts as seen here.
+    shared: BTreeMap<End, End>,
     /// Bumped on every change of switches or links.
     generation: u64,
     /// Bumped when a link or switch goes away (installed paths may be broken).
@@ -92,10 +100,20 @@ struct State {
 }
 
 impl State {
-    fn remove_links_where(&mut self, mut gone: impl FnMut(&End, &End) -> bool) -> usize {
-        let before = self.links.len();
-        self.links.retain(|s, (d, _)| !gone(s, d));
-        let n = before - self.links.len();
+    fn remove_links_where(&mut self, hook: Option<&LinkHook>, mut gone: impl FnMut(&End, &End) -> bool) -> usize {
+        let lost: Vec<(End, End)> = self
+            .links
+            .iter()
+            .filter(|(s, (d, _))| gone(s, d))
+            .map(|(s, (d, _))| (*s, *d))
+            .collect();
+        for (s, d) in &lost {
+            self.links.remove(s);
+            if let Some(h) = hook {
+                h(*s, *d, false);
+            }
+        }
+        let n = lost.len();
         if n > 0 {
             self.generation += 1;
             self.removals += 1;
@@ -104,8 +122,25 @@ impl State {
         n
     }
 
+    /// Every link: those this member found, then the shared ones it did not.
+    fn each_link(&self) -> impl Iterator<Item = (End, End)> + '_ {
+        self.links.iter().map(|(s, (d, _))| (*s, *d)).chain(
+            self.shared
+                .iter()
+                .filter(|(s, _)| !self.links.contains_key(s))
+                .map(|(s, d)| (*s, *d)),
+        )
+    }
+
+    fn link_from(&self, src: End) -> Option<End> {
+        self.links
+            .get(&src)
+            .map(|(d, _)| *d)
+            .or_else(|| self.shared.get(&src).copied())
+    }
+
     fn is_link_port(&self, e: End) -> bool {
-        self.links.contains_key(&e) || self.links.values().any(|(d, _)| *d == e)
+        self.each_link().any(|(s, d)| s == e || d == e)
     }
 }
 
@@ -114,6 +149,8 @@ pub struct Topology {
     state: Mutex<State>,
     pub probe_interval: Duration,
     pub link_timeout: Duration,
+    /// Cluster mode: told of the links found and lost here.
+    hook: std::sync::OnceLock<LinkHook>,
 }
 
 fn normal_port(p: u32) -> bool {
@@ -127,7 +164,75 @@ impl Topology {
             state: Mutex::new(State::default()),
             probe_interval,
             link_timeout,
+            hook: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Cluster mode: `hook` is told of every link found or lost here
+    /// (once; a second hook is ignored).
+    pub fn on_link(&self, hook: LinkHook) {
+        let _ = self.hook.set(hook);
+    }
+
+    /// A link another member found (cluster mode).
+    pub fn learn_shared(&self, src: End, dst: End) {
+        let mut s = self.lock();
+        if s.shared.insert(src, dst) != Some(dst) && !s.links.contains_key(&src) {
+            s.generation += 1;
+            s.events.links_up += 1;
+        }
+    }
+
+    /// A link another member found is gone (cluster mode).
+    pub fn forget_shared(&self, src: End) {
+        let mut s = self.lock();
+        if s.shared.remove(&src).is_some() && !s.links.contains_key(&src) {
+            s.generation += 1;
+            s.removals += 1;
+            s.events.links_down += 1;
+        }
+    }
+
+    /// The ports of `dpid` on a spanning tree of the links, the same at
+    /// every member that knows the same links: a breadth-first search from
+    /// the lowest datapath id, neighbours and ports taken lowest first, a
+    /// link used only when it is known both ways. A flood that goes on
+    /// only along these (and out of edge ports) reaches every switch once.
+    pub fn tree_ports(&self, dpid: u64) -> Vec<u32> {
+        let s = self.lock();
+        let links: BTreeMap<End, End> = s
+            .each_link()
+            .filter(|(a, b)| s.switches.contains_key(&a.dpid) && s.switches.contains_key(&b.dpid))
+            .collect();
+        // Both ways: a -> b and b -> a.
+        let mut adj: BTreeMap<u64, Vec<(End, End)>> = BTreeMap::new();
+        for (a, b) in &links {
+            if links.get(b) == Some(a) {
+                adj.entry(a.dpid).or_default().push((*a, *b));
+            }
+        }
+        let Some(&root) = s.switches.keys().next() else {
+            return Vec::new();
+        };
+        let mut ports = Vec::new();
+        let mut seen = std::collections::BTreeSet::from([root]);
+        let mut queue = VecDeque::from([root]);
+        while let Some(at) = queue.pop_front() {
+            for (a, b) in adj.get(&at).map(|v| v.as_slice()).unwrap_or(&[]) {
+                if seen.insert(b.dpid) {
+                    if a.dpid == dpid {
+                        ports.push(a.port);
+                    }
+                    if b.dpid == dpid {
+                        ports.push(b.port);
+                    }
+                    queue.push_back(b.dpid);
+                }
+            }
+        }
+        // (A root that is not among the switches reached is alone.)
+        ports.sort_unstable();
+        ports
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -155,11 +260,7 @@ impl Topology {
                         .collect(),
                 })
                 .collect(),
-            links: s
-                .links
-                .iter()
-                .map(|(src, (dst, _))| Link { src: *src, dst: *dst })
-                .collect(),
+            links: s.each_link().map(|(src, dst)| Link { src, dst }).collect(),
             events: s.events,
         }
     }
@@ -226,11 +327,16 @@ impl Topology {
         let s = self.lock();
         // dst switch -> links arriving there, sorted (BTreeMap order).
         let mut into: HashMap<u64, Vec<End>> = HashMap::new();
-        for (src, (dst, _)) in &s.links {
+        for (src, dst) in s.each_link() {
             // Only links between switches we still know of.
             if s.switches.contains_key(&src.dpid) && s.switches.contains_key(&dst.dpid) {
-                into.entry(dst.dpid).or_default().push(*src);
+                into.entry(dst.dpid).or_default().push(src);
             }
+        }
+        // (each_link gives local links first: sorted again, so ties break
+        // by the lowest datapath id and port whatever a link's origin.)
+        for v in into.values_mut() {
+            v.sort_unstable();
         }
         let mut next = HashMap::new();
         let mut queue = VecDeque::from([to]);
@@ -269,7 +375,7 @@ impl Topology {
 
     /// Where packets sent out of `src` arrive.
     pub fn link_from(&self, src: End) -> Option<End> {
-        self.lock().links.get(&src).map(|(d, _)| *d)
+        self.lock().link_from(src)
     }
 
     fn switch_up(&self, info: &SwitchInfo, now: Instant) {
@@ -280,7 +386,7 @@ impl Topology {
             .map(|p| (p.port_no, (p.name.clone(), p.hw_addr, p.link_up)))
             .collect();
         let d = info.datapath_id;
-        s.remove_links_where(|a, b| a.dpid == d || b.dpid == d);
+        s.remove_links_where(self.hook.get(), |a, b| a.dpid == d || b.dpid == d);
         s.switches.insert(
             d,
             SwitchState {
@@ -296,7 +402,7 @@ impl Topology {
     fn switch_down(&self, dpid: u64) {
         let mut s = self.lock();
         if s.switches.remove(&dpid).is_some() {
-            s.remove_links_where(|a, b| a.dpid == dpid || b.dpid == dpid);
+            s.remove_links_where(self.hook.get(), |a, b| a.dpid == dpid || b.dpid == dpid);
             s.generation += 1;
             s.removals += 1;
             s.events.switches_down += 1;
@@ -308,7 +414,7 @@ impl Topology {
         let mut s = self.lock();
         let e = End { dpid, port };
         if deleted || !up {
-            s.remove_links_where(|a, b| *a == e || *b == e);
+            s.remove_links_where(self.hook.get(), |a, b| *a == e || *b == e);
         }
         let Some(sw) = s.switches.get_mut(&dpid) else {
             return false;
@@ -328,18 +434,28 @@ impl Topology {
         if !s.switches.contains_key(&from.dpid) || !s.switches.contains_key(&to.dpid) {
             return;
         }
+        let hook = self.hook.get();
         match s.links.insert(from, (to, now)) {
             Some((old, _)) if old == to => {}
-            Some(_) => {
+            Some((old, _)) => {
                 // The cable moved: the old link is gone, a new one is up.
                 s.events.links_down += 1;
                 s.events.links_up += 1;
                 s.generation += 1;
                 s.removals += 1;
+                if let Some(h) = hook {
+                    h(from, old, false);
+                    h(from, to, true);
+                }
             }
             None => {
-                s.events.links_up += 1;
-                s.generation += 1;
+                if s.shared.get(&from) != Some(&to) {
+                    s.events.links_up += 1;
+                    s.generation += 1;
+                }
+                if let Some(h) = hook {
+                    h(from, to, true);
+                }
             }
         }
     }
@@ -348,18 +464,14 @@ impl Topology {
     fn expire_links_into(&self, dpid: u64, now: Instant) {
         let timeout = self.link_timeout;
         let mut s = self.lock();
-        let stale = s
+        let stale: Vec<End> = s
             .links
-            .values()
-            .any(|(d, seen)| d.dpid == dpid && now.duration_since(*seen) > timeout);
-        if stale {
-            let before = s.links.len();
-            s.links
-                .retain(|_, (d, seen)| !(d.dpid == dpid && now.duration_since(*seen) > timeout));
-            let n = (before - s.links.len()) as u64;
-            s.events.links_down += n;
-            s.generation += 1;
-            s.removals += 1;
+            .iter()
+            .filter(|(_, (d, seen))| d.dpid == dpid && now.duration_since(*seen) > timeout)
+            .map(|(src, _)| *src)
+            .collect();
+        if !stale.is_empty() {
+            s.remove_links_where(self.hook.get(), |src, _| stale.contains(src));
         }
     }
 

@@ -712,13 +712,6 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
             }
         }),
     };
-    if cfg.cluster.as_ref().is_some_and(|c| !c.slave_packet_ins) && set.topology.is_some() {
-        return net_cmd::fail(format!(
-            "--slave-packet-ins none with --app {}: {}; leave it out (all)",
-            names.join(","),
-            controller::cluster_state::NO_SHARED_LINKS
-        ));
-    }
     let workers = cfg.workers;
     if let Some(l) = cfg.local_workers.filter(|&l| l > workers) {
         return net_cmd::fail(format!(

@@ -233,15 +233,6 @@ fn start_builtin(
     if !(1..=9).contains(&n) {
         return Err(format!("--cluster {n}: give 1 to 9 members"));
     }
-    let discovers_links = controller::catalog::build(&app.split(',').collect::<Vec<_>>())?
-        .topology
-        .is_some();
-    if !slave_packet_ins && discovers_links {
-        return Err(format!(
-            "--slave-packet-ins none with --app {app}: {}; leave it out (all)",
-            controller::cluster_state::NO_SHARED_LINKS
-        ));
-    }
     let dir = std::path::Path::new(netlab::state::STATE_ROOT).join(id).join("etcd");
     let etcd = cluster::etcd::Etcd::start(&dir, 1).map_err(|e| e.to_string())?;
     let mut b = Builtin {

@@ -107,10 +107,6 @@ fn bench_ctl_refuses_values_out_of_range() {
             vec!["--test", "failover", "--sweep", "cluster=1,2"],
             "a cluster of 1 has no member to take over",
         ),
-        (
-            vec!["--cluster", "3", "--test", "discovery", "--slave-packet-ins", "none"],
-            "--slave-packet-ins none --test discovery: a member that leaves the PACKET_INs",
-        ),
     ] {
         refused(&[&["bench", "ctl"], a.as_slice()].concat(), says);
     }
@@ -124,19 +120,6 @@ fn the_controller_refuses_worker_counts_out_of_range() {
         (
             vec!["--workers", "2", "--local-workers", "3"],
             "--local-workers 3 is more than the 2 workers",
-        ),
-        (
-            vec![
-                "--app",
-                "paths",
-                "--cluster",
-                "http://127.0.0.1:1",
-                "--member",
-                "c1",
-                "--slave-packet-ins",
-                "none",
-            ],
-            "--slave-packet-ins none with --app topology,paths: a member that leaves the PACKET_INs",
         ),
     ] {
         refused_exactly(

@@ -371,13 +371,6 @@ impl CtlConfig {
                 "--slave-packet-ins is an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)".into(),
             ));
         }
-        if self.slave_packet_ins == "none" && super::topology::TESTS.contains(&self.test.as_str()) {
-            return Err(LabError::Config(format!(
-                "--slave-packet-ins none --test {}: {}; leave it out (all)",
-                self.test,
-                controller::cluster_state::NO_SHARED_LINKS
-            )));
-        }
         if let Some(sweep) = &self.sweep {
             let topology = super::topology::TESTS.contains(&self.test.as_str());
             let by_cluster = topology || self.test == "sessions";
