@@ -592,6 +592,8 @@ fn launch_within(
     // ends, instead of the peer dying, or not, in the middle of a trial.
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
+    // Killed outright, the run takes its peers with it.
+    cluster::etcd::die_with_parent(&mut cmd);
     let mut child = match cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn() {
         Ok(c) => c,
         Err(e) => {

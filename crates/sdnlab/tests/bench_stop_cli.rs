@@ -153,8 +153,13 @@ fn temp_entries() -> std::collections::BTreeSet<String> {
 /// (exit code 130), no process it started is left (the members carry the
 /// run's cluster name on their command lines; etcd its data directory),
 /// no temporary directory, and `sdnlab report` reads what it measured.
+/// The cluster tests compare the temporary directory before and after:
+/// one at a time.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn bench_ctl_against_a_cluster_interrupted_leaves_nothing() {
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     for (moment, after_samples) in [("while its members start", 0), ("in its loops", 1)] {
         let out = std::env::temp_dir().join(format!("sdnlab-stop-ctl-{}-{after_samples}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
@@ -227,5 +232,72 @@ fn bench_ctl_against_a_cluster_interrupted_leaves_nothing() {
         let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
         assert!(meta.contains("interrupted; partial results"), "{moment}: {meta}");
         let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
+/// `bench ctl --cluster 3` killed outright (SIGKILL: no handler runs): its
+/// members and its etcd go with it (each asked the kernel for SIGTERM when
+/// the bench dies), within seconds (checked to fail without that: the
+/// members and etcd stayed, orphaned).
+#[test]
+fn bench_ctl_against_a_cluster_killed_takes_its_members_along() {
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let out = std::env::temp_dir().join(format!("sdnlab-kill-ctl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let before = temp_entries();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "bench",
+            "ctl",
+            "--cluster",
+            "3",
+            "--ofp",
+            "1.3",
+            "--trials",
+            "5",
+            "--loops",
+            "20",
+        ])
+        .args(["--no-live", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cluster_name = format!("bench-{}", child.id());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processes_naming(&cluster_name).len() < 3 {
+        assert!(Instant::now() < deadline, "no three members within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let etcd: Vec<u32> = processes_naming("sdnlab-bench-etcd-");
+    assert!(!etcd.is_empty(), "its etcd is not running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let members = processes_naming(&cluster_name);
+        let etcd_left: Vec<u32> = etcd
+            .iter()
+            .copied()
+            .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+            .collect();
+        if members.is_empty() && etcd_left.is_empty() {
+            break;
+        }
+        if Instant::now() > deadline {
+            // Not left for the next test either.
+            for p in members.iter().chain(&etcd_left) {
+                let _ =
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p as i32), nix::sys::signal::Signal::SIGKILL);
+            }
+            panic!("left after the bench was killed: members {members:?}, etcd {etcd_left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // What no handler could remove (the peers' and etcd's temporary
+    // directories), removed here.
+    for n in temp_entries().difference(&before) {
+        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(n));
     }
 }
