@@ -164,15 +164,33 @@ impl Experiment {
                 }
             }
         }
-        match self {
+        let r = match self {
             Experiment::Ctl(c) => crate::ctl::run(c, place, obs),
             Experiment::Switch(c) => crate::switch::run(c, place, obs),
             Experiment::Dp(c) => crate::dp::run(c, place, obs),
             Experiment::Gen(c) => crate::gen::run(c, place, obs),
             Experiment::Lb(c) => crate::lb::run(c, place, obs),
             Experiment::Fidelity(c) => crate::fidelity::run(c, place, obs),
-            Experiment::Net(c) => crate::net::run(c, place, obs),
-        }
+            // (A network's run ends with Ctrl-C by design.)
+            Experiment::Net(c) => return crate::net::run(c, place, obs),
+        };
+        // An experiment that ended its trials early on a stop signal and
+        // wrote its run: said as one interrupted (exit code 130), and its
+        // run directory marked so, in meta.json and the report.
+        let dir = match &r {
+            _ if !crate::stop::stopping() => return r,
+            Err(LabError::Interrupted { .. }) => return r,
+            Ok(o) => o.dir.clone(),
+            // Ended by an error on its way out: its run directory, if it
+            // wrote one.
+            Err(_) => match place.handed.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                Some(d) if d.join("meta.json").exists() => d,
+                _ => return r,
+            },
+        };
+        let event = format!("interrupted; partial results in {}", dir.display());
+        report::add_event(&dir, &event).map_err(crate::rundir::io_error(&dir))?;
+        Err(LabError::Interrupted { dir })
     }
 }
 

@@ -298,6 +298,9 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::Setup("bench gen needs root (network namespaces)".into()));
     }
+    // Ctrl-C or SIGTERM ends the run after the measurement in progress
+    // (a few seconds at most), its pair of namespaces removed.
+    crate::stop::catch_stop_signals();
     let run_id = place.name("bench-gen");
     let dir = place.dir(&run_id);
     let mut meta = Meta {
@@ -321,8 +324,11 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
     let pair = Pair::new().map_err(LabError::Setup)?;
     let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
-    for round in 0..args.rounds.max(1) {
+    'rounds: for round in 0..args.rounds.max(1) {
         for (g, v) in rates.iter_mut() {
+            if crate::stop::stopping() {
+                break 'rounds;
+            }
             match measure(&pair, g, args.seconds, &dir) {
                 Ok(pps) => {
                     run.append(&Sample::trial(g.clone(), round as u32, [("pps", pps)]).under_test(g.clone(), ""))

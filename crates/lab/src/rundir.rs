@@ -16,6 +16,9 @@ pub struct Place {
     /// An inventory of workers to spread the run over (crate `fleet`);
     /// None: this machine alone.
     pub workers: Option<PathBuf>,
+    /// The directory `dir` last handed out: where a run that failed on its
+    /// way (a stop signal) left what it measured.
+    pub handed: std::sync::Arc<std::sync::Mutex<Option<PathBuf>>>,
 }
 
 impl Place {
@@ -33,7 +36,9 @@ impl Place {
 
     /// The run's directory: the one given, or `results/<name>`.
     pub fn dir(&self, name: &str) -> PathBuf {
-        self.dir.clone().unwrap_or_else(|| PathBuf::from("results").join(name))
+        let d = self.dir.clone().unwrap_or_else(|| PathBuf::from("results").join(name));
+        *self.handed.lock().unwrap_or_else(|e| e.into_inner()) = Some(d.clone());
+        d
     }
 }
 

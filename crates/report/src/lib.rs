@@ -342,6 +342,18 @@ impl RunWriter {
     }
 }
 
+/// Adds `event` to the run in `dir` (once) and writes its outputs again:
+/// what happened after the run wrote its end (it was interrupted) shows
+/// in meta.json and the report.
+pub fn add_event(dir: &Path, event: &str) -> io::Result<Summary> {
+    let mut run = load(dir)?;
+    if !run.meta.events.iter().any(|e| e == event) {
+        run.meta.events.push(event.to_string());
+        write_json(&dir.join("meta.json"), &dated(&run.meta))?;
+    }
+    write_outputs(dir, &[run])
+}
+
 /// A run read back.
 #[derive(Clone, Debug)]
 pub struct Run {

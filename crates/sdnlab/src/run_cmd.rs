@@ -47,8 +47,8 @@ pub fn run_on(e: &Experiment, out: Option<PathBuf>, workers: Option<PathBuf>, ho
     progress.cbench_output = how.cbench_output;
     let place = Place {
         dir: out,
-        name: None,
         workers,
+        ..Default::default()
     };
     let result = e.run(&place, &progress);
     progress.finish();

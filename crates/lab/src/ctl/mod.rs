@@ -1460,7 +1460,7 @@ fn run_peers(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         let place = Place {
             dir: Some(sub.clone()),
             name: Some(name.clone()),
-            workers: None,
+            ..Default::default()
         };
         match run(&one, &place, obs) {
             Ok(o) => {

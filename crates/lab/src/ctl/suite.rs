@@ -493,7 +493,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             let place = Place {
                 dir: Some(sub.clone()),
                 name: Some(shown.to_string()),
-                workers: None,
+                ..Default::default()
             };
             let complete = match super::run(&one, &place, obs) {
                 Ok(o) => o.incomplete == 0,
