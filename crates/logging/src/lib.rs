@@ -8,10 +8,12 @@
 //! (`--log-format json`: time, level, target and the message's fields).
 
 use std::fmt;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// How a log line looks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -63,12 +65,17 @@ pub enum LogError {
 }
 
 /// The filter `args` ask for: RUST_LOG when set, else `--log-level`.
-pub fn filter(args: &LogArgs) -> Result<EnvFilter, LogError> {
+/// Directives are a default level and `target=level` pairs (a target is
+/// a module path's start); `Targets` parses them without the regular
+/// expressions `EnvFilter` compiles in, which kept the switch-only build
+/// for routers within its size budget.
+pub fn filter(args: &LogArgs) -> Result<Targets, LogError> {
     match std::env::var("RUST_LOG") {
-        Ok(env) if !env.trim().is_empty() => {
-            EnvFilter::try_new(&env).map_err(|source| LogError::Env { given: env, source })
-        }
-        _ => EnvFilter::try_new(&args.log_level).map_err(|source| LogError::Level {
+        Ok(env) if !env.trim().is_empty() => env
+            .trim()
+            .parse()
+            .map_err(|source| LogError::Env { given: env, source }),
+        _ => args.log_level.trim().parse().map_err(|source| LogError::Level {
             given: args.log_level.clone(),
             source,
         }),
@@ -79,13 +86,13 @@ pub fn filter(args: &LogArgs) -> Result<EnvFilter, LogError> {
 /// nothing: the first subscriber stays.
 pub fn init(args: &LogArgs) -> Result<(), LogError> {
     let filter = filter(args)?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false);
+    let registry = tracing_subscriber::registry().with(filter);
     let _ = match args.log_format {
-        Format::Text => builder.event_format(MessageOnly).try_init(),
-        Format::Json => builder.json().try_init(),
+        Format::Text => registry.with(layer.event_format(MessageOnly)).try_init(),
+        Format::Json => registry.with(layer.json()).try_init(),
     };
     Ok(())
 }
