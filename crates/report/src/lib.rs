@@ -466,7 +466,7 @@ pub fn notes(runs: &[Run], cells: &[Cell]) -> Vec<String> {
     let mut out = Vec::new();
     let fewest = runs
         .iter()
-        .filter(|r| r.meta.benchmark == "bench ctl" || r.meta.benchmark.starts_with("bench ctl --test"))
+        .filter(|r| r.meta.benchmark.starts_with("bench ctl"))
         .filter_map(|r| r.meta.parameters["trials"].as_u64())
         .min();
     if let Some(n) = fewest.filter(|n| *n < RFC8456_TRIALS) {

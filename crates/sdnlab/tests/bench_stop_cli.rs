@@ -156,6 +156,39 @@ fn temp_entries() -> std::collections::BTreeSet<String> {
 /// (exit code 130), no process it started is left (the members carry the
 /// run's cluster name on their command lines; etcd its data directory),
 /// no temporary directory, and `sdnlab report` reads what it measured.
+/// `bench ctl --cluster 3` into `out` (its stderr to `stderr`), once its
+/// three members run (found by the run's cluster name on their command
+/// lines); the bench and that name.
+fn cluster_bench(out: &std::path::Path, stderr: Stdio, moment: &str) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "bench",
+            "ctl",
+            "--cluster",
+            "3",
+            "--ofp",
+            "1.3",
+            "--trials",
+            "5",
+            "--loops",
+            "20",
+        ])
+        .args(["--no-live", "--out"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let cluster_name = format!("bench-{}", child.id());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processes_naming(&cluster_name).len() < 3 {
+        assert!(Instant::now() < deadline, "{moment}: no three members within 60 s");
+        assert!(child.try_wait().unwrap().is_none(), "{moment}: the bench ended first");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, cluster_name)
+}
+
 /// The cluster tests compare the temporary directory before and after:
 /// one at a time.
 static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -167,34 +200,9 @@ fn bench_ctl_against_a_cluster_interrupted_leaves_nothing() {
         let out = std::env::temp_dir().join(format!("sdnlab-stop-ctl-{}-{after_samples}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
         let before = temp_entries();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-            .args([
-                "bench",
-                "ctl",
-                "--cluster",
-                "3",
-                "--ofp",
-                "1.3",
-                "--trials",
-                "5",
-                "--loops",
-                "20",
-            ])
-            .args(["--no-live", "--out"])
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let cluster_name = format!("bench-{}", child.id());
         // Its members are up before it is stopped (so the check below
         // could see them).
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while processes_naming(&cluster_name).len() < 3 {
-            assert!(Instant::now() < deadline, "{moment}: no three members within 60 s");
-            assert!(child.try_wait().unwrap().is_none(), "{moment}: the bench ended first");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let (mut child, cluster_name) = cluster_bench(&out, Stdio::piped(), moment);
         if after_samples > 0 {
             wait_for_samples(&mut child, &out.join("samples.jsonl"), after_samples);
         }
@@ -248,31 +256,7 @@ fn bench_ctl_against_a_cluster_killed_takes_its_members_along() {
     let out = std::env::temp_dir().join(format!("sdnlab-kill-ctl-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let before = temp_entries();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args([
-            "bench",
-            "ctl",
-            "--cluster",
-            "3",
-            "--ofp",
-            "1.3",
-            "--trials",
-            "5",
-            "--loops",
-            "20",
-        ])
-        .args(["--no-live", "--out"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let cluster_name = format!("bench-{}", child.id());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while processes_naming(&cluster_name).len() < 3 {
-        assert!(Instant::now() < deadline, "no three members within 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (mut child, cluster_name) = cluster_bench(&out, Stdio::null(), "killed");
     let etcd: Vec<u32> = processes_naming("sdnlab-bench-etcd-");
     assert!(!etcd.is_empty(), "its etcd is not running");
     child.kill().unwrap();
