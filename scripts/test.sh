@@ -10,20 +10,19 @@ step() { printf '\n== %s (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
 
 step "dependencies"; scripts/install-deps.sh test
 # Every build the checks need, each profile once, before anything is
-# timed: two lanes side by side (a lane's serial stretches, such as the
-# static binary's single codegen unit, leave a core free for the other).
-# This tree's target/: the tests (dev profile), the release binary and the
-# examples and benches the smokes run, then the lint. Other directories:
-# a real kube-apiserver (Go module proxy) and kubernetes-validate (PyPI),
-# the static binary the container image holds, the two router builds, the
-# fuzz targets.
-step "builds, two lanes: tests, release, benches, lint | kube-apiserver, static, router builds, fuzz targets"
+# timed: two lanes side by side (a lane's serial stretches, such as a
+# router build's single codegen unit, leave a core free for the other).
+# This tree's target/: the tests (dev profile), the release binary (which
+# the smokes, the main command and the container image share) and the
+# examples and benches the smokes run, then the lint. Other directories: a
+# real kube-apiserver (Go module proxy) and kubernetes-validate (PyPI), the
+# two router builds, the fuzz targets.
+step "builds, two lanes: tests, release, benches, lint | kube-apiserver, router builds, fuzz targets"
 lane2_log=$(mktemp /tmp/sdnlab-test-lane2.XXXXXX)
 (
   set -e
   scripts/install-kube-apiserver.sh > /dev/null
   scripts/install-kubevalidate.sh > /dev/null
-  scripts/build-static.sh > /dev/null
   scripts/build-router.sh aarch64 > /dev/null
   scripts/build-router.sh armv7 > /dev/null
   scripts/fuzz.sh --build

@@ -981,7 +981,22 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
         .map_err(|e| format!("iperf3: {e}"))?;
     std::thread::sleep(Duration::from_millis(300));
     let secs = format!("{}", seconds.ceil().max(1.0) as u64);
-    let mut args = with_pin(&["iperf3", "-c", "10.66.0.2", "-p", "5411", "-J", "-t", &secs]);
+    // A path that drops the handshake (an XDP patch loses the sender's
+    // checksum offload state; so do Open vSwitch's AF_XDP ports) fails in
+    // 5 s, not after the kernel's two minutes of SYN retries: on a bed of
+    // veths the handshake crosses in well under a millisecond.
+    let mut args = with_pin(&[
+        "iperf3",
+        "-c",
+        "10.66.0.2",
+        "-p",
+        "5411",
+        "-J",
+        "--connect-timeout",
+        "5000",
+        "-t",
+        &secs,
+    ]);
     if let Some(mbit) = udp_mbit {
         args.extend([
             "-u".to_string(),
