@@ -77,12 +77,16 @@ struct Pair {
 }
 
 impl Pair {
-    fn new() -> Result<Pair, String> {
+    /// The pair, on record (`netlab::beds`) for the run in `dir` until
+    /// its namespaces are gone, so that `sdnlab net clean` removes what a
+    /// killed run left.
+    fn new(dir: &std::path::Path) -> Result<Pair, String> {
         let p = Pair {
-            tag: format!("sbgn{:04x}", std::process::id() & 0xffff),
+            tag: format!("{}{:04x}", netlab::beds::TAG_PREFIXES[1], std::process::id() & 0xffff),
         };
         p.remove();
         let err = |e: std::io::Error| e.to_string();
+        netlab::beds::register(&p.tag, dir).map_err(|e| format!("{}: {e}", netlab::beds::BEDS_ROOT))?;
         for side in ["g", "s"] {
             netlab::kernel::netns_create(&p.ns(side)).map_err(err)?;
         }
@@ -125,6 +129,12 @@ impl Pair {
             if netlab::kernel::netns_path(&self.ns(side)).exists() {
                 let _ = netlab::kernel::netns_delete(&self.ns(side));
             }
+        }
+        if ["g", "s"]
+            .iter()
+            .all(|side| !netlab::kernel::netns_path(&self.ns(side)).exists())
+        {
+            netlab::beds::unregister(&self.tag);
         }
     }
     /// Frames the sink's end has received, as its namespace counts them.
@@ -322,7 +332,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     };
     crate::rundir::write_experiment(&dir, &Experiment::Gen(args.clone()))?;
     let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
-    let pair = Pair::new().map_err(LabError::Setup)?;
+    let pair = Pair::new(&dir).map_err(LabError::Setup)?;
     let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
     'rounds: for round in 0..args.rounds.max(1) {
         for (g, v) in rates.iter_mut() {

@@ -1,6 +1,6 @@
 //! Benchmark test beds on record, so that `sdnlab net clean` can remove
 //! what a benchmark killed with SIGKILL left behind. A bed (`sdnlab bench
-//! switch` and `bench dp`) names every object it makes with its own tag:
+//! switch`, `bench dp`, `bench gen`) names every object it makes with its own tag:
 //! the hosts' namespaces `TAG` + `g`/`r`, the root-namespace interfaces
 //! and bridges starting with `TAG`, the switches it starts (their command
 //! lines name those interfaces) and Open vSwitch daemons under its run
@@ -12,9 +12,11 @@ use std::path::{Path, PathBuf};
 
 pub const BEDS_ROOT: &str = "/run/sdnlab/beds";
 
-/// Every bed's tag starts with this (`sbsw` and four hex digits of its
-/// owner's pid, then a letter or none).
-pub const TAG_PREFIX: &str = "sbsw";
+/// Every bed's tag starts with one of these and four hex digits of its
+/// owner's pid, then a letter or none: `sbsw` for the switch benchmarks'
+/// beds (`bench switch`, `bench dp`), `sbgn` for `bench gen`'s pair of
+/// namespaces.
+pub const TAG_PREFIXES: [&str; 2] = ["sbsw", "sbgn"];
 
 /// One bed's record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,15 +110,17 @@ pub async fn clean_orphans() -> io::Result<Vec<String>> {
     // written): every one named like a bed's but for the live beds'.
     let live: Vec<String> = list().into_iter().filter(owner_alive).map(|b| b.tag).collect();
     let unowned = |name: &str| !live.iter().any(|t| name.starts_with(t.as_str()));
-    for ns in crate::kernel::netns_list(TAG_PREFIX) {
-        if unowned(&ns) && crate::kernel::netns_delete(&ns).is_ok() {
-            removed.push(format!("namespace {ns} (no bed on record)"));
-        }
-    }
     let root = crate::kernel::Nl::here()?;
-    for name in root.names_with_prefix(TAG_PREFIX).await? {
-        if unowned(&name) && root.delete(&name).await.is_ok() {
-            removed.push(format!("interface {name} (no bed on record)"));
+    for prefix in TAG_PREFIXES {
+        for ns in crate::kernel::netns_list(prefix) {
+            if unowned(&ns) && crate::kernel::netns_delete(&ns).is_ok() {
+                removed.push(format!("namespace {ns} (no bed on record)"));
+            }
+        }
+        for name in root.names_with_prefix(prefix).await? {
+            if unowned(&name) && root.delete(&name).await.is_ok() {
+                removed.push(format!("interface {name} (no bed on record)"));
+            }
         }
     }
     Ok(removed)

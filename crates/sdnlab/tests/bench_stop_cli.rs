@@ -112,6 +112,9 @@ fn processes_naming(tag: &str) -> Vec<u32> {
 /// record and removes all of it.
 #[test]
 fn what_a_killed_bench_leaves_is_removed_by_net_clean() {
+    // `net clean` removes every orphan, and the random-moment test counts
+    // every bed's objects: one of these at a time.
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("sdnlab-bench-kill-{}", std::process::id()));
     let (mut child, tag) = start_bench("sdnlab", &out);
     wait_for_samples(&mut child, &out.join("trials.jsonl"), 1);
@@ -136,6 +139,44 @@ fn what_a_killed_bench_leaves_is_removed_by_net_clean() {
         assert!(Instant::now() < deadline, "the switch still runs after clean");
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert_eq!(leftovers(&tag), Vec::<String>::new(), "left behind after clean");
+    assert!(!std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The same for `bench gen`: killed outright, its pair of namespaces
+/// (`sbgn` + its pid) stays, on record; `sdnlab net clean` removes both.
+#[test]
+fn what_a_killed_bench_gen_leaves_is_removed_by_net_clean() {
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let out = std::env::temp_dir().join(format!("sdnlab-gen-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "gen", "--seconds", "1", "--rounds", "20", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let tag = format!("sbgn{:04x}", child.id() & 0xffff);
+    wait_for_samples(&mut child, &out.join("samples.jsonl"), 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        leftovers(&tag).len(),
+        2,
+        "the pair's two namespaces: {:?}",
+        leftovers(&tag)
+    );
+    assert!(std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
+
+    let clean = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "clean"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&clean.stdout);
+    assert!(clean.status.success(), "{said}");
+    assert!(said.contains(&format!("bench bed {tag}")), "{said}");
     assert_eq!(leftovers(&tag), Vec::<String>::new(), "left behind after clean");
     assert!(!std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
     let _ = std::fs::remove_dir_all(&out);
@@ -189,8 +230,9 @@ fn cluster_bench(out: &std::path::Path, stderr: Stdio, moment: &str) -> (std::pr
     (child, cluster_name)
 }
 
-/// The cluster tests compare the temporary directory before and after:
-/// one at a time.
+/// The cluster tests compare the temporary directory before and after,
+/// the random-moment test counts every bed's objects and the killed ones
+/// run `net clean`: one at a time.
 static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
@@ -290,10 +332,11 @@ fn bench_ctl_against_a_cluster_killed_takes_its_members_along() {
 }
 
 /// What any sdnlab experiment may leave: namespaces and root interfaces
-/// of a bench bed (`sbsw`) or a network (`sdnlab-`, `sl<4 hex>`), and
-/// processes whose command line names `out`.
+/// of a bench bed (`sbsw`), `bench gen`'s pair (`sbgn`) or a network
+/// (`sdnlab-`, `sl<4 hex>`), and processes whose command line names `out`.
 fn anything_left(out: &std::path::Path) -> Vec<String> {
     let mut left = leftovers("sbsw");
+    left.extend(leftovers("sbgn"));
     for e in std::fs::read_dir("/run/netns").into_iter().flatten().flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
         if n.starts_with("sdnlab-") {

@@ -84,30 +84,36 @@ fn clean_removes_a_live_run_and_a_killed_one() {
 #[test]
 fn clean_removes_bed_objects_with_no_record() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    // A tag no live process owns (pid & 0xffff is never 0xfffe here: the
-    // record would name us, and there is none).
+    // Tags no live process owns (pid & 0xffff is never 0xfffe here: the
+    // record would name us, and there is none): a switch bench's bed, and
+    // `bench gen`'s pair of namespaces.
     let (ns, link, peer) = ("sbswfffeg", "sbswfffe1a", "sbswfffe1b");
+    let gen_ns = "sbgnfffes";
     let ip = |args: &[&str]| Command::new("ip").args(args).status().unwrap().success();
     // Whatever the assertions, nothing stays.
     struct Gone;
     impl Drop for Gone {
         fn drop(&mut self) {
             let _ = Command::new("ip").args(["netns", "del", "sbswfffeg"]).status();
+            let _ = Command::new("ip").args(["netns", "del", "sbgnfffes"]).status();
             let _ = Command::new("ip").args(["link", "del", "sbswfffe1a"]).status();
         }
     }
     let _gone = Gone;
     assert!(ip(&["netns", "add", ns]));
+    assert!(ip(&["netns", "add", gen_ns]));
     assert!(ip(&["link", "add", link, "type", "veth", "peer", "name", peer]));
     let out = sdnlab(&["net", "clean"]);
     let text = String::from_utf8_lossy(&out.stdout);
     let gone = !std::path::Path::new("/run/netns").join(ns).exists()
+        && !std::path::Path::new("/run/netns").join(gen_ns).exists()
         && !std::path::Path::new("/sys/class/net").join(link).exists()
         && !std::path::Path::new("/sys/class/net").join(peer).exists();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(gone, "left behind: {text}");
     assert!(
         text.contains(&format!("namespace {ns} (no bed on record)"))
+            && text.contains(&format!("namespace {gen_ns} (no bed on record)"))
             && [link, peer]
                 .iter()
                 .any(|l| text.contains(&format!("interface {l} (no bed on record)"))),
