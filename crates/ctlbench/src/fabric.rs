@@ -30,6 +30,19 @@ pub type Attach = (u64, u32);
 /// What each host received, with arrival times.
 type Received = Arc<Mutex<Vec<Vec<(Instant, Vec<u8>)>>>>;
 
+/// A fabric whose links and hosts do not fit its switches.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("a datapath id appears twice among the switches")]
+    DuplicateDpid,
+    #[error("switch {0} is used but not listed")]
+    UnknownSwitch(u64),
+    #[error("switch {dpid} has ports 1..={ports}, not {port}")]
+    NoSuchPort { dpid: u64, ports: u32, port: u32 },
+    #[error("port {port} of switch {dpid} is wired twice")]
+    WiredTwice { dpid: u64, port: u32 },
+}
+
 /// The shape of an emulated network. As JSON (`--fabric file:PATH`):
 /// `{"switches": [[DPID, PORTS], ...], "links": [[[DPID, PORT], [DPID, PORT]], ...],
 /// "hosts": [[DPID, PORT], ...]}`.
@@ -94,10 +107,10 @@ impl Spec {
     }
 
     /// Checks that every link and host names a switch port that exists, once.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         let ports: HashMap<u64, u32> = self.switches.iter().copied().collect();
         if ports.len() != self.switches.len() {
-            return Err("a datapath id appears twice among the switches".into());
+            return Err(SpecError::DuplicateDpid);
         }
         let mut used = std::collections::HashSet::new();
         let ends = self
@@ -107,14 +120,12 @@ impl Spec {
             .chain(self.hosts.iter().copied());
         for (dpid, port) in ends {
             match ports.get(&dpid) {
-                None => return Err(format!("switch {dpid} is used but not listed")),
-                Some(&n) if port == 0 || port > n => {
-                    return Err(format!("switch {dpid} has ports 1..={n}, not {port}"))
-                }
+                None => return Err(SpecError::UnknownSwitch(dpid)),
+                Some(&n) if port == 0 || port > n => return Err(SpecError::NoSuchPort { dpid, ports: n, port }),
                 _ => {}
             }
             if !used.insert((dpid, port)) {
-                return Err(format!("port {port} of switch {dpid} is wired twice"));
+                return Err(SpecError::WiredTwice { dpid, port });
             }
         }
         Ok(())
@@ -853,7 +864,7 @@ mod tests {
             ),
         ] {
             let s: Spec = serde_json::from_str(bad).unwrap();
-            let e = s.validate().unwrap_err();
+            let e = s.validate().unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -20,6 +20,49 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// What went wrong reading or writing a controller's northbound API.
+#[derive(Debug, thiserror::Error)]
+pub enum NorthboundError {
+    /// An adapter written wrongly (the caller's mistake).
+    #[error("--northbound '{0}': write sdnlab:HOST:PORT, osken:HOST:PORT or none")]
+    BadAdapter(String),
+    #[error("{method} {addr}{path}: no answer within 5 s")]
+    Timeout {
+        method: String,
+        addr: SocketAddr,
+        path: String,
+    },
+    #[error("{method} {addr}{path}: {source}")]
+    Io {
+        method: String,
+        addr: SocketAddr,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{method} {addr}{path}: not an HTTP answer")]
+    NotHttp {
+        method: String,
+        addr: SocketAddr,
+        path: String,
+    },
+    /// An answer, but not the one asked for.
+    #[error("{method} {path} answered {status}: {body}")]
+    Status {
+        method: String,
+        path: String,
+        status: u16,
+        body: String,
+    },
+    #[error("GET {path}: {source}")]
+    Json { path: String, source: serde_json::Error },
+    #[error("the links are not a JSON list")]
+    LinksNotAList,
+    #[error("a link the controller reported has no dpid/port: {0}")]
+    LinkWithoutEnds(Value),
+    #[error("the controller's view has no path from switch {from:#x} to {to:#x}")]
+    NoPath { from: u64, to: u64 },
+}
+
 #[derive(Clone, Debug)]
 pub enum Northbound {
     /// sdnlab's REST API at this address, and the token its writes need
@@ -46,7 +89,7 @@ pub async fn http(
     path: &str,
     body: Option<&str>,
     token: Option<&str>,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, String), NorthboundError> {
     let io = async {
         let mut s = TcpStream::connect(addr).await?;
         let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -66,14 +109,28 @@ pub async fn http(
         s.read_to_string(&mut text).await?;
         Ok::<_, std::io::Error>(text)
     };
+    let (m, p) = (|| method.to_string(), || path.to_string());
     let text = tokio::time::timeout(Duration::from_secs(5), io)
         .await
-        .map_err(|_| format!("{method} {addr}{path}: no answer within 5 s"))?
-        .map_err(|e| format!("{method} {addr}{path}: {e}"))?;
+        .map_err(|_| NorthboundError::Timeout {
+            method: m(),
+            addr,
+            path: p(),
+        })?
+        .map_err(|source| NorthboundError::Io {
+            method: m(),
+            addr,
+            path: p(),
+            source,
+        })?;
     let status = text
         .get(9..12)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("{method} {addr}{path}: not an HTTP answer"))?;
+        .ok_or_else(|| NorthboundError::NotHttp {
+            method: m(),
+            addr,
+            path: p(),
+        })?;
     let body = text
         .split_once("\r\n\r\n")
         .map(|(_, b)| b.to_string())
@@ -82,24 +139,37 @@ pub async fn http(
 }
 
 /// One HTTP/1.1 GET; returns the status and the body.
-pub async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
+pub async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), NorthboundError> {
     http(addr, "GET", path, None, None).await
 }
 
-/// GET `path`, expecting 200 and JSON.
-async fn get_json(addr: SocketAddr, path: &str) -> Result<Value, String> {
-    let (status, body) = http_get(addr, path).await?;
+/// GET `path` (with a bearer token when given), expecting 200 and JSON.
+pub async fn get_json(addr: SocketAddr, path: &str, token: Option<&str>) -> Result<Value, NorthboundError> {
+    let (status, body) = http(addr, "GET", path, None, token).await?;
     if status != 200 {
-        return Err(format!("GET {path} answered {status}: {}", body.trim()));
+        return Err(NorthboundError::Status {
+            method: "GET".into(),
+            path: path.to_string(),
+            status,
+            body: body.trim().to_string(),
+        });
     }
-    serde_json::from_str(&body).map_err(|e| format!("GET {path}: {e}"))
+    serde_json::from_str(&body).map_err(|source| NorthboundError::Json {
+        path: path.to_string(),
+        source,
+    })
 }
 
 /// POST `body` to `path` (with the API's token if it has one), expecting a 2xx.
-async fn post_json(addr: SocketAddr, path: &str, body: &Value, token: Option<&str>) -> Result<String, String> {
+async fn post_json(addr: SocketAddr, path: &str, body: &Value, token: Option<&str>) -> Result<String, NorthboundError> {
     let (status, text) = http(addr, "POST", path, Some(&body.to_string()), token).await?;
     if !(200..300).contains(&status) {
-        return Err(format!("POST {path} answered {status}: {}", text.trim()));
+        return Err(NorthboundError::Status {
+            method: "POST".into(),
+            path: path.to_string(),
+            status,
+            body: text.trim().to_string(),
+        });
     }
     Ok(text)
 }
@@ -150,8 +220,8 @@ impl Northbound {
 
     /// Parses `sdnlab:HOST:PORT`, `osken:HOST:PORT` or `none` (sdnlab's
     /// token, for its writes, from the environment: `SDNLAB_REST_TOKEN`).
-    pub fn parse(s: &str) -> Result<Northbound, String> {
-        let bad = || format!("--northbound '{s}': write sdnlab:HOST:PORT, osken:HOST:PORT or none");
+    pub fn parse(s: &str) -> Result<Northbound, NorthboundError> {
+        let bad = || NorthboundError::BadAdapter(s.to_string());
         if s == "none" {
             return Ok(Northbound::None);
         }
@@ -165,41 +235,47 @@ impl Northbound {
     }
 
     /// The directed links the controller knows of; Ok(None) when this adapter cannot tell.
-    pub async fn link_list(&self) -> Result<Option<Vec<Link>>, String> {
+    pub async fn link_list(&self) -> Result<Option<Vec<Link>>, NorthboundError> {
         let (list, src, dst, dpid, port): (Value, &str, &str, &str, &str) = match self {
             Northbound::None => return Ok(None),
             Northbound::Sdnlab(addr, _) => {
-                let v = get_json(*addr, "/topology").await?;
+                let v = get_json(*addr, "/topology", None).await?;
                 (v["links"].clone(), "src", "dst", "dpid", "port")
             }
             Northbound::OsKen(addr) => (
-                get_json(*addr, "/v1.0/topology/links").await?,
+                get_json(*addr, "/v1.0/topology/links", None).await?,
                 "src",
                 "dst",
                 "dpid",
                 "port_no",
             ),
         };
-        let items = list.as_array().ok_or("the links are not a JSON list")?;
+        let items = list.as_array().ok_or(NorthboundError::LinksNotAList)?;
         let mut links = Vec::with_capacity(items.len());
         for l in items {
             let end = |e: &Value| Some((hex_u64(&e[dpid])?, hex_u64(&e[port])? as u32));
             match (end(&l[src]), end(&l[dst])) {
                 (Some(a), Some(b)) => links.push((a, b)),
-                _ => return Err(format!("a link the controller reported has no dpid/port: {l}")),
+                _ => return Err(NorthboundError::LinkWithoutEnds(l.clone())),
             }
         }
         Ok(Some(links))
     }
 
     /// How many directed links the controller knows of; Ok(None) when this adapter cannot tell.
-    pub async fn links(&self) -> Result<Option<usize>, String> {
+    pub async fn links(&self) -> Result<Option<usize>, NorthboundError> {
         Ok(self.link_list().await?.map(|l| l.len()))
     }
 
     /// Asks for a path both ways between the hosts with MACs `a` (at
     /// `a_at`) and `b` (at `b_at`). Ok(false) when this adapter cannot.
-    pub async fn provision(&self, a: [u8; 6], a_at: (u64, u32), b: [u8; 6], b_at: (u64, u32)) -> Result<bool, String> {
+    pub async fn provision(
+        &self,
+        a: [u8; 6],
+        a_at: (u64, u32),
+        b: [u8; 6],
+        b_at: (u64, u32),
+    ) -> Result<bool, NorthboundError> {
         match self {
             Northbound::None => Ok(false),
             Northbound::Sdnlab(addr, token) => {
@@ -210,12 +286,8 @@ impl Northbound {
             Northbound::OsKen(addr) => {
                 let links = self.link_list().await?.unwrap_or_default();
                 for (to_mac, from, to) in [(b, a_at, b_at), (a, b_at, a_at)] {
-                    let hops = shortest_path(&links, from.0, to).ok_or_else(|| {
-                        format!(
-                            "the controller's view has no path from switch {:#x} to {:#x}",
-                            from.0, to.0
-                        )
-                    })?;
+                    let hops =
+                        shortest_path(&links, from.0, to).ok_or(NorthboundError::NoPath { from: from.0, to: to.0 })?;
                     for (dpid, port) in hops.into_iter().rev() {
                         let flow = json!({
                             "dpid": dpid, "cookie": OFCTL_PATH_COOKIE, "priority": OFCTL_PATH_PRIORITY,
@@ -262,7 +334,7 @@ mod tests {
             Northbound::parse("sdnlab:127.0.0.1:8080"),
             Ok(Northbound::Sdnlab(..))
         ));
-        let e = Northbound::parse("odl:1.2.3.4:1").unwrap_err();
+        let e = Northbound::parse("odl:1.2.3.4:1").unwrap_err().to_string();
         assert!(e.contains("sdnlab:HOST:PORT, osken:HOST:PORT or none"), "{e}");
     }
 }

@@ -57,16 +57,36 @@ pub fn syn_segment(src: SocketAddrV4, dst: SocketAddrV4, seq: u32) -> [u8; 20] {
     t
 }
 
+/// Why a SYN flood could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SynFloodError {
+    #[error("the SYN flood only targets loopback, not {0}")]
+    NotLoopback(SocketAddrV4),
+    #[error("raw socket for the SYN flood (root needed): {0}")]
+    Socket(#[source] nix::Error),
+    #[error("binding the SYN flood to {addr}: {source}")]
+    Bind {
+        addr: std::net::Ipv4Addr,
+        source: nix::Error,
+    },
+    #[error("the SYN flood's thread: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
 impl SynFlood {
     /// Starts sending `pps` SYNs per second to `target` (a loopback address).
-    pub fn start(target: SocketAddrV4, pps: u64) -> Result<SynFlood, String> {
+    pub fn start(target: SocketAddrV4, pps: u64) -> Result<SynFlood, SynFloodError> {
         if !target.ip().is_loopback() {
-            return Err(format!("the SYN flood only targets loopback, not {target}"));
+            return Err(SynFloodError::NotLoopback(target));
         }
         let fd = socket(AddressFamily::Inet, SockType::Raw, SockFlag::empty(), SockProtocol::Tcp)
-            .map_err(|e| format!("raw socket for the SYN flood (root needed): {e}"))?;
-        bind(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(FAKE_SOURCE, 0)))
-            .map_err(|e| format!("binding the SYN flood to {FAKE_SOURCE}: {e}"))?;
+            .map_err(SynFloodError::Socket)?;
+        bind(fd.as_raw_fd(), &SockaddrIn::from(SocketAddrV4::new(FAKE_SOURCE, 0))).map_err(|source| {
+            SynFloodError::Bind {
+                addr: FAKE_SOURCE,
+                source,
+            }
+        })?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -93,7 +113,7 @@ impl SynFlood {
                 }
                 sent
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(SynFloodError::Thread)?;
         Ok(SynFlood { stop, thread })
     }
 

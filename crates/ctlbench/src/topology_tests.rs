@@ -112,7 +112,7 @@ pub async fn view_complete(
                 blind = true;
                 break;
             }
-            Err(e) => last_error = e,
+            Err(e) => last_error = e.to_string(),
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -221,7 +221,7 @@ pub async fn reactive_provisioning(fabric: &Fabric, td: Duration) -> Provisionin
 /// Waits until the controller's view holds every link of the fabric (with
 /// no northbound view: until an LLDP probe has come back from every link
 /// end); returns the seconds it took.
-pub async fn wait_for_view(fabric: &Fabric, nb: &Northbound, td: Duration) -> Result<f64, String> {
+pub async fn wait_for_view(fabric: &Fabric, nb: &Northbound, td: Duration) -> Result<f64, NotConverged> {
     let expected = fabric.spec.links.len() * 2;
     let start = Instant::now();
     let mut last = String::new();
@@ -236,20 +236,29 @@ pub async fn wait_for_view(fabric: &Fabric, nb: &Northbound, td: Duration) -> Re
                 }
                 last = format!("{probes} of {expected} link ends probed (no northbound view)");
             }
-            Err(e) => last = e,
+            Err(e) => last = e.to_string(),
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    Err(format!(
-        "the controller's view did not converge within {:.1} s ({last})",
-        td.as_secs_f64()
-    ))
+    Err(NotConverged {
+        td_s: td.as_secs_f64(),
+        last,
+    })
+}
+
+/// The controller's view did not hold every link of the fabric within Td;
+/// what it held last.
+#[derive(Debug, thiserror::Error)]
+#[error("the controller's view did not converge within {td_s:.1} s ({last})")]
+pub struct NotConverged {
+    pub td_s: f64,
+    pub last: String,
 }
 
 /// Gets a fabric ready for the path tests: the view complete, edge ports
 /// settled (controllers wait a probe interval before trusting unlinked
 /// ports), and every host's `macs` addresses announced by a broadcast each.
-pub async fn prepare(fabric: &Fabric, nb: &Northbound, td: Duration, macs: u16) -> Result<(), String> {
+pub async fn prepare(fabric: &Fabric, nb: &Northbound, td: Duration, macs: u16) -> Result<(), NotConverged> {
     wait_for_view(fabric, nb, td).await?;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     announce(fabric, 0..macs).await;
@@ -441,7 +450,7 @@ pub async fn proactive_rate(fabric: &Fabric, nb: &Northbound, macs: u16, td: Dur
                             .push(format!("{} cannot request paths", nb.name()));
                         break;
                     }
-                    Err(e) => failures.lock().unwrap().push(e),
+                    Err(e) => failures.lock().unwrap().push(e.to_string()),
                 }
             }
         }));
@@ -599,7 +608,7 @@ pub async fn change_detection(
                     }
                 }
                 Ok(None) => result.note = "no northbound view: only the southbound mark is measured".into(),
-                Err(e) => last_error = e,
+                Err(e) => last_error = e.to_string(),
             }
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -823,7 +832,7 @@ pub async fn table_capacity_proactive(
                         Ok(true) => {}
                         Ok(false) => return Some(format!("{} cannot request paths", nb.name())),
                         Err(e) => {
-                            first_error.get_or_insert(e);
+                            first_error.get_or_insert(e.to_string());
                         }
                     }
                 }

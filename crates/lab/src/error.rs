@@ -23,6 +23,10 @@ pub enum LabError {
     /// The experiment file is not one sdnlab can read.
     #[error("{}: {message}", path.display())]
     File { path: PathBuf, message: String },
+    /// A controller's northbound API: an adapter written wrongly (the
+    /// caller's mistake), or one that could not be read or written.
+    #[error(transparent)]
+    Northbound(#[from] ctlbench::northbound::NorthboundError),
     /// Stopped by SIGINT or SIGTERM: every process and file the run made
     /// is gone, what it measured is in `dir` (`sdnlab report DIR`).
     #[error("interrupted; partial results in {}", dir.display())]
@@ -37,6 +41,11 @@ impl LabError {
 
     /// Whether the caller (command line or file) is at fault, rather than the machine.
     pub fn is_usage(&self) -> bool {
-        matches!(self, LabError::Config(_) | LabError::File { .. })
+        matches!(
+            self,
+            LabError::Config(_)
+                | LabError::File { .. }
+                | LabError::Northbound(ctlbench::northbound::NorthboundError::BadAdapter(_))
+        )
     }
 }

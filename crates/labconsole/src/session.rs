@@ -530,17 +530,9 @@ impl Console {
     }
 
     fn rest_get(&self, rest: &Rest, path: &str) -> Result<serde_json::Value, String> {
-        let (status, body) = self.rt.block_on(ctlbench::northbound::http(
-            rest.addr,
-            "GET",
-            path,
-            None,
-            rest.token.as_deref(),
-        ))?;
-        if status != 200 {
-            return Err(format!("GET {path} answered {status}: {}", body.trim()));
-        }
-        serde_json::from_str(&body).map_err(|e| format!("GET {path}: {e}"))
+        self.rt
+            .block_on(ctlbench::northbound::get_json(rest.addr, path, rest.token.as_deref()))
+            .map_err(|e| e.to_string())
     }
 
     fn controller(&self) -> Result<(), String> {

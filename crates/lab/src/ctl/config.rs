@@ -423,7 +423,7 @@ impl CtlConfig {
             super::topology::parse_fabric(f).map_err(LabError::Config)?;
         }
         if let Some(nb) = &self.northbound {
-            ctlbench::northbound::Northbound::parse(nb).map_err(LabError::Config)?;
+            ctlbench::northbound::Northbound::parse(nb)?;
         }
         super::scenarios(self)?;
         if super::topology::TESTS.contains(&self.test.as_str()) {

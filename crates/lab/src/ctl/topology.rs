@@ -875,7 +875,7 @@ async fn trial(
         tt::prepare(&fabric, nb, td, a.host_macs.max(1)).await
     };
     if let Err(e) = ready {
-        t.note(&e);
+        t.note(&e.to_string());
         fabric.stop();
         return t;
     }
@@ -1096,12 +1096,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         })
         .collect();
     let clustered = a.cluster > 0 || sizes.iter().any(|&n| n > 0);
-    let explicit_nb = a
-        .northbound
-        .as_deref()
-        .map(Northbound::parse)
-        .transpose()
-        .map_err(LabError::Config)?;
+    let explicit_nb = a.northbound.as_deref().map(Northbound::parse).transpose()?;
     let app = if a.app == "l2-learning" {
         default_app(&a.test).to_string()
     } else {
