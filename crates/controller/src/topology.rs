@@ -94,6 +94,9 @@ struct State {
     shared: BTreeMap<End, End>,
     /// Bumped on every change of switches or links.
     generation: u64,
+    /// The spanning tree's ports per switch, and the generation they were
+    /// computed at (`Topology::tree_ports`: asked for every flood).
+    tree: Option<(u64, BTreeMap<u64, Vec<u32>>)>,
     /// Bumped when a link or switch goes away (installed paths may be broken).
     removals: u64,
     events: Events,
@@ -157,6 +160,42 @@ fn normal_port(p: u32) -> bool {
     p < v13::port::MAX
 }
 
+/// Every switch's ports on the spanning tree of `s`'s links
+/// (`Topology::tree_ports`).
+fn spanning_tree_ports(s: &State) -> BTreeMap<u64, Vec<u32>> {
+    let links: BTreeMap<End, End> = s
+        .each_link()
+        .filter(|(a, b)| s.switches.contains_key(&a.dpid) && s.switches.contains_key(&b.dpid))
+        .collect();
+    // Both ways: a -> b and b -> a.
+    let mut adj: BTreeMap<u64, Vec<(End, End)>> = BTreeMap::new();
+    for (a, b) in &links {
+        if links.get(b) == Some(a) {
+            adj.entry(a.dpid).or_default().push((*a, *b));
+        }
+    }
+    let mut ports: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    let Some(&root) = s.switches.keys().next() else {
+        return ports;
+    };
+    let mut seen = std::collections::BTreeSet::from([root]);
+    let mut queue = VecDeque::from([root]);
+    while let Some(at) = queue.pop_front() {
+        for (a, b) in adj.get(&at).map(|v| v.as_slice()).unwrap_or(&[]) {
+            if seen.insert(b.dpid) {
+                ports.entry(a.dpid).or_default().push(a.port);
+                ports.entry(b.dpid).or_default().push(b.port);
+                queue.push_back(b.dpid);
+            }
+        }
+    }
+    // (A root that is not among the switches reached is alone.)
+    for p in ports.values_mut() {
+        p.sort_unstable();
+    }
+    ports
+}
+
 impl Topology {
     /// Probes every `probe_interval`; a link not confirmed for `link_timeout` goes down.
     pub fn new(probe_interval: Duration, link_timeout: Duration) -> Arc<Topology> {
@@ -198,41 +237,18 @@ impl Topology {
     /// the lowest datapath id, neighbours and ports taken lowest first, a
     /// link used only when it is known both ways. A flood that goes on
     /// only along these (and out of edge ports) reaches every switch once.
+    /// Computed once per generation of the topology, for every switch.
     pub fn tree_ports(&self, dpid: u64) -> Vec<u32> {
-        let s = self.lock();
-        let links: BTreeMap<End, End> = s
-            .each_link()
-            .filter(|(a, b)| s.switches.contains_key(&a.dpid) && s.switches.contains_key(&b.dpid))
-            .collect();
-        // Both ways: a -> b and b -> a.
-        let mut adj: BTreeMap<u64, Vec<(End, End)>> = BTreeMap::new();
-        for (a, b) in &links {
-            if links.get(b) == Some(a) {
-                adj.entry(a.dpid).or_default().push((*a, *b));
-            }
+        let mut s = self.lock();
+        let generation = s.generation;
+        if s.tree.as_ref().is_none_or(|(g, _)| *g != generation) {
+            let tree = spanning_tree_ports(&s);
+            s.tree = Some((generation, tree));
         }
-        let Some(&root) = s.switches.keys().next() else {
-            return Vec::new();
-        };
-        let mut ports = Vec::new();
-        let mut seen = std::collections::BTreeSet::from([root]);
-        let mut queue = VecDeque::from([root]);
-        while let Some(at) = queue.pop_front() {
-            for (a, b) in adj.get(&at).map(|v| v.as_slice()).unwrap_or(&[]) {
-                if seen.insert(b.dpid) {
-                    if a.dpid == dpid {
-                        ports.push(a.port);
-                    }
-                    if b.dpid == dpid {
-                        ports.push(b.port);
-                    }
-                    queue.push_back(b.dpid);
-                }
-            }
-        }
-        // (A root that is not among the switches reached is alone.)
-        ports.sort_unstable();
-        ports
+        s.tree
+            .as_ref()
+            .and_then(|(_, t)| t.get(&dpid).cloned())
+            .unwrap_or_default()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -668,5 +684,49 @@ impl SwitchApp for Discovery {
 
     fn switch_down(&mut self, dpid: u64) {
         self.topo.switch_down(dpid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn up(t: &Topology, dpid: u64) {
+        let info = SwitchInfo {
+            datapath_id: dpid,
+            version: ofwire::OFP13_VERSION,
+            n_tables: 1,
+            n_buffers: 0,
+            ports: Vec::new(),
+        };
+        t.switch_up(&info, Instant::now());
+    }
+
+    fn link(t: &Topology, a: (u64, u32), b: (u64, u32)) {
+        let (a, b) = (End { dpid: a.0, port: a.1 }, End { dpid: b.0, port: b.1 });
+        t.probe_seen(a, b, Instant::now());
+        t.probe_seen(b, a, Instant::now());
+    }
+
+    /// A ring of three: the tree from switch 1 takes 1-2 and 1-3 and leaves
+    /// 2-3 out; with 1-3 gone, it takes 1-2 and 2-3. Asked again between
+    /// changes, the same answer (kept per generation); asked after one,
+    /// the new tree.
+    #[test]
+    fn the_spanning_tree_follows_every_change_of_the_links() {
+        let t = Topology::new(Duration::from_secs(1), Duration::from_secs(3));
+        for d in 1..=3 {
+            up(&t, d);
+        }
+        link(&t, (1, 1), (2, 1));
+        link(&t, (2, 2), (3, 2));
+        link(&t, (1, 2), (3, 1));
+        let tree = |t: &Topology| (1..=3).map(|d| t.tree_ports(d)).collect::<Vec<_>>();
+        assert_eq!(tree(&t), [vec![1, 2], vec![1], vec![1]]);
+        assert_eq!(tree(&t), [vec![1, 2], vec![1], vec![1]]);
+        t.port_changed(1, 2, "p2", MacAddr([0; 6]), false, false);
+        assert_eq!(tree(&t), [vec![1], vec![1, 2], vec![2]]);
+        t.switch_down(2);
+        assert_eq!(tree(&t), [Vec::<u32>::new(), vec![], vec![]]);
     }
 }
