@@ -170,3 +170,83 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
     assert_eq!(std::fs::read_to_string(out.join("report.html")).unwrap(), html);
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// The suite stopped by SIGINT once its first test has run: exit code 130,
+/// "interrupted; partial results in DIR", its table saying the tests after
+/// the one it stopped in did not run, and `sdnlab report DIR` builds the
+/// page again from what is on disk (an interrupted suite had no index to
+/// report from). Beside the whole suite above: a few seconds of it.
+#[test]
+fn the_suite_interrupted_is_reported_as_far_as_it_went() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let out = tmp("stopped");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args([
+            "bench", "ctl", "--suite", "rfc8456", "--quick", "--trials", "1", "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A second test's directory: the first one's run is on disk.
+    let tests = || {
+        std::fs::read_dir(&out)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                e.path().is_dir()
+                    && e.file_name()
+                        .to_string_lossy()
+                        .starts_with(|c: char| c.is_ascii_digit())
+            })
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while tests() < 2 {
+        assert!(Instant::now() < deadline, "no second test within 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the suite ended before it was stopped"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the suite did not stop within 90 s of SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!("interrupted; partial results in {}", out.display())),
+        "{err}"
+    );
+    let md = std::fs::read_to_string(out.join("suite.md")).unwrap();
+    assert!(md.contains("interrupted (SIGINT or SIGTERM)"), "{md}");
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .arg("report")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("RFC 8456"), "not the suite's page");
+    let _ = std::fs::remove_dir_all(&out);
+}
