@@ -565,8 +565,10 @@ fn bench_failover_in_a_cluster_of_three() {
             "0",
             "--td-s",
             "15",
+            // 1.8 s of traffic after the kill: room for a loaded machine
+            // (below).
             "--reprov-ms",
-            "1500",
+            "3000",
         ],
         &out,
     );
@@ -579,13 +581,19 @@ fn bench_failover_in_a_cluster_of_three() {
     assert_eq!(trials.len(), 2, "{text}");
     let value = |t: &serde_json::Value, k: &str| t["values"][k].as_f64().unwrap_or_else(|| panic!("no {k} in {t}"));
     for t in &trials {
+        // About 0.06 s on a quiet machine. Beside the other tests, a
+        // survivor that had not yet registered the switch as connected
+        // left it to the others' claim grace (0.5 s): 0.71 s seen in CI,
+        // its takeover then past a 0.9 s window. Either way well before
+        // the lease's 5 s, which is what the test tells apart (checked to
+        // fail when only the lease's expiry re-elects).
         let remaster = value(t, "remaster_s");
         assert!(
-            remaster > 0.0 && remaster < 1.0,
+            remaster > 0.0 && remaster < 2.0,
             "re-mastered well within the lease's 5 s: {t}"
         );
         let takeover = value(t, "takeover_s");
-        assert!(takeover > 0.0 && takeover < 1.0, "{t}");
+        assert!(takeover > 0.0 && takeover < 2.0, "{t}");
         assert!(value(t, "failover_s") >= takeover, "{t}");
         assert_eq!(value(t, "cluster_size"), 3.0, "{t}");
         assert!(value(t, "orphaned_switches") >= 1.0, "{t}");
