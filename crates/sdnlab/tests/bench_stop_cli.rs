@@ -2,7 +2,8 @@
 //! test bed (namespaces and veths prefixed `sbsw` + the bench's pid) and
 //! says so in one line; the samples measured so far stay on disk.
 
-use std::io::Read;
+mod common;
+use common::interrupt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -51,30 +52,6 @@ fn wait_for_samples(child: &mut std::process::Child, samples: &std::path::Path, 
     }
 }
 
-/// Sends SIGINT to `child` and waits (`within` at most) for it to end:
-/// how it ended, and what it said on stderr.
-fn interrupt(child: &mut std::process::Child, within: Duration, what: &str) -> (std::process::ExitStatus, String) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let deadline = Instant::now() + within;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: still running {within:?} after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    (status, err)
-}
-
 #[test]
 fn a_bench_interrupted_mid_run_removes_its_test_bed() {
     let out = std::env::temp_dir().join(format!("sdnlab-bench-stop-{}", std::process::id()));
@@ -107,6 +84,17 @@ fn processes_naming(tag: &str) -> Vec<u32> {
         .collect()
 }
 
+/// `sdnlab net clean`, which must succeed and say it removed the bed `tag`.
+fn net_clean_removes_bed(tag: &str) {
+    let clean = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["net", "clean"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&clean.stdout);
+    assert!(clean.status.success(), "{said}");
+    assert!(said.contains(&format!("bench bed {tag}")), "{said}");
+}
+
 /// Killed outright (SIGKILL: no handler runs), a bench leaves its bed and
 /// the switch it started; `sdnlab net clean` finds them by the bed's
 /// record and removes all of it.
@@ -127,13 +115,7 @@ fn what_a_killed_bench_leaves_is_removed_by_net_clean() {
     );
     assert!(std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
 
-    let clean = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["net", "clean"])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&clean.stdout);
-    assert!(clean.status.success(), "{said}");
-    assert!(said.contains(&format!("bench bed {tag}")), "{said}");
+    net_clean_removes_bed(&tag);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !processes_naming(&tag).is_empty() {
         assert!(Instant::now() < deadline, "the switch still runs after clean");
@@ -170,13 +152,7 @@ fn what_a_killed_bench_gen_leaves_is_removed_by_net_clean() {
     );
     assert!(std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
 
-    let clean = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["net", "clean"])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&clean.stdout);
-    assert!(clean.status.success(), "{said}");
-    assert!(said.contains(&format!("bench bed {tag}")), "{said}");
+    net_clean_removes_bed(&tag);
     assert_eq!(leftovers(&tag), Vec::<String>::new(), "left behind after clean");
     assert!(!std::path::Path::new(netlab::beds::BEDS_ROOT).join(&tag).exists());
     let _ = std::fs::remove_dir_all(&out);

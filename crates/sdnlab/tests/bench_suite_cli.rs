@@ -13,6 +13,19 @@ fn tmp(name: &str) -> PathBuf {
     common::scratch("suite-cli", name)
 }
 
+/// The report page of the run in `out` rebuilt by `sdnlab report` from the
+/// directory alone (its report.html removed first), which must succeed.
+fn rebuilt_report(out: &std::path::Path) -> String {
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .arg("report")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    std::fs::read_to_string(out.join("report.html")).unwrap()
+}
+
 /// `--suite rfc8456 --quick` against sdnlab and os-ken: every test once,
 /// the exception and DoS variants of the topology tests included, one
 /// table (suite.md) and one report organised by RFC 8456 section, loaded
@@ -160,14 +173,7 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
     assert!(dom.contains("class=\"verdict\""));
     assert!(dom.contains("Not run against os-ken: needs an active/standby pair"));
     // Rebuilt from the directory alone, the same page.
-    std::fs::remove_file(out.join("report.html")).unwrap();
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .arg("report")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    assert_eq!(std::fs::read_to_string(out.join("report.html")).unwrap(), html);
+    assert_eq!(rebuilt_report(&out), html);
     let _ = std::fs::remove_dir_all(out);
 }
 
@@ -178,7 +184,6 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
 /// report from). Beside the whole suite above: a few seconds of it.
 #[test]
 fn the_suite_interrupted_is_reported_as_far_as_it_went() {
-    use std::io::Read;
     use std::time::{Duration, Instant};
     let out = tmp("stopped");
     let _ = std::fs::remove_dir_all(&out);
@@ -214,24 +219,7 @@ fn the_suite_interrupted_is_reported_as_far_as_it_went() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the suite did not stop within 90 s of SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let (status, err) = common::interrupt(&mut child, Duration::from_secs(90), "the suite");
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(
         err.contains(&format!("interrupted; partial results in {}", out.display())),
@@ -239,14 +227,6 @@ fn the_suite_interrupted_is_reported_as_far_as_it_went() {
     );
     let md = std::fs::read_to_string(out.join("suite.md")).unwrap();
     assert!(md.contains("interrupted (SIGINT or SIGTERM)"), "{md}");
-    std::fs::remove_file(out.join("report.html")).unwrap();
-    let r = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .arg("report")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("RFC 8456"), "not the suite's page");
+    assert!(rebuilt_report(&out).contains("RFC 8456"), "not the suite's page");
     let _ = std::fs::remove_dir_all(&out);
 }

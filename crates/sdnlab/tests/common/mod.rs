@@ -224,3 +224,31 @@ pub fn until_up(child: &mut std::process::Child) -> (String, String, std::io::Bu
         .to_string();
     (summary, id, out)
 }
+
+/// Sends SIGINT to `child` and waits (`within` at most) for it to end:
+/// how it ended, and what it said on stderr.
+pub fn interrupt(
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+    what: &str,
+) -> (std::process::ExitStatus, String) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + within;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: still running {within:?} after SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status, err)
+}
