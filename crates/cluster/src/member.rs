@@ -918,6 +918,18 @@ impl Member {
             return;
         }
         self.told.insert(dpid, (role, rev));
+        // The view says so before anyone is told: a MASTER role request
+        // goes out on this notice, the switch's PACKET_INs follow, and
+        // what handles them asks `master_of` (the reconciling pass that
+        // rewrites the whole view ends only after every switch's claim).
+        {
+            let mut v = self.view.lock().unwrap_or_else(|p| p.into_inner());
+            if role == Role::Master || master != self.cfg.member {
+                v.masters.insert(dpid, (master.to_string(), rev as u64));
+            } else {
+                v.masters.remove(&dpid);
+            }
+        }
         (self.notify)(Notice::Role {
             dpid,
             role,

@@ -244,3 +244,46 @@ fn three_etcd_members_one_lost_works_on_quorum_lost_keeps_roles_then_recovers() 
     drop(etcd);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What is told MASTER acts at once (sends its role request, takes the
+/// switch's PACKET_INs and asks who masters the switch): the member's own
+/// view must already say so, for every switch of a burst, not only once
+/// the member has claimed them all.
+#[test]
+fn a_member_told_it_is_master_already_says_so() {
+    let dir = scratch("told");
+    let etcd = Etcd::start(&dir, 1).unwrap();
+    let cell: Arc<std::sync::OnceLock<Handle>> = Arc::default();
+    let seen: Arc<Mutex<Vec<(u64, Option<String>)>>> = Arc::default();
+    let (c, s) = (cell.clone(), seen.clone());
+    let cfg = Config::new(etcd.endpoint_list(), "m1".into(), "127.0.0.1:0".parse().unwrap());
+    let notify = move |n: Notice| {
+        if let Notice::Role {
+            dpid,
+            role: Role::Master,
+            ..
+        } = n
+        {
+            s.lock().unwrap().push((dpid, c.get().and_then(|h| h.master_of(dpid))));
+        }
+    };
+    let h = cluster::start(cfg, Box::new(notify)).unwrap();
+    let h = cell.get_or_init(|| h);
+    for d in 1..=24 {
+        h.switch_up(d);
+    }
+    wait_until("every switch mastered", Duration::from_secs(10), || {
+        seen.lock().unwrap().len() >= 24
+    });
+    let wrong: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, m)| m.as_deref() != Some("m1"))
+        .cloned()
+        .collect();
+    assert!(wrong.is_empty(), "told MASTER while its view said otherwise: {wrong:?}");
+    h.leave();
+    drop(etcd);
+    let _ = std::fs::remove_dir_all(&dir);
+}
