@@ -1,5 +1,6 @@
 //! A private etcd for one run: 1, 3 or more members (Debian's
-//! `etcd-server`) on loopback ports of their own, data and logs in a
+//! `etcd-server`) on ports of their own (loopback's, or one address's
+//! when other machines use it: a cluster's members on workers), data and logs in a
 //! directory the caller gives (a run directory, a test's scratch). The
 //! members are stopped when this is dropped; one can be killed and started
 //! again (quorum tests, failover).
@@ -31,6 +32,8 @@ struct Node {
 /// A running private etcd cluster.
 pub struct Etcd {
     dir: PathBuf,
+    /// The address every member listens on.
+    ip: Ipv4Addr,
     nodes: Vec<Node>,
     initial_cluster: String,
 }
@@ -38,7 +41,7 @@ pub struct Etcd {
 /// A loopback port free now, below Linux's ephemeral range (32768 and
 /// up by default), so no outgoing connection takes it before etcd binds
 /// it; chosen at random so parallel runs rarely try the same one.
-fn free_port() -> Result<u16, EtcdError> {
+fn free_port(ip: Ipv4Addr) -> Result<u16, EtcdError> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     for _ in 0..200 {
         let nanos = std::time::SystemTime::now()
@@ -50,11 +53,11 @@ fn free_port() -> Result<u16, EtcdError> {
             ^ NEXT.fetch_add(0x9e37_79b9, std::sync::atomic::Ordering::Relaxed);
         x = (x ^ (x >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         let port = 20_000 + (x >> 40) as u16 % 12_000;
-        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+        if TcpListener::bind((ip, port)).is_ok() {
             return Ok(port);
         }
     }
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+    TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| EtcdError::Io("finding a free port".into(), e))
@@ -64,6 +67,12 @@ impl Etcd {
     /// Starts `members` etcd members with their files under `dir` (made
     /// 0700 if missing) and waits until each one is healthy.
     pub fn start(dir: &Path, members: usize) -> Result<Etcd, EtcdError> {
+        Etcd::start_on(dir, members, Ipv4Addr::LOCALHOST)
+    }
+
+    /// `start`, every member listening on `ip` (an address other machines
+    /// reach: the cluster's members on workers).
+    pub fn start_on(dir: &Path, members: usize, ip: Ipv4Addr) -> Result<Etcd, EtcdError> {
         std::fs::create_dir_all(dir).map_err(|e| EtcdError::Io(dir.display().to_string(), e))?;
         {
             use std::os::unix::fs::PermissionsExt;
@@ -74,7 +83,7 @@ impl Etcd {
         // new ports, a few times.
         let mut last = None;
         for _ in 0..3 {
-            match Etcd::start_once(dir, members) {
+            match Etcd::start_once(dir, members, ip) {
                 Ok(e) => return Ok(e),
                 Err(e) => last = Some(e),
             }
@@ -82,23 +91,24 @@ impl Etcd {
         Err(last.expect("tried"))
     }
 
-    fn start_once(dir: &Path, members: usize) -> Result<Etcd, EtcdError> {
+    fn start_once(dir: &Path, members: usize, ip: Ipv4Addr) -> Result<Etcd, EtcdError> {
         let mut nodes = Vec::new();
         for i in 1..=members.max(1) {
             nodes.push(Node {
                 name: format!("etcd{i}"),
-                client: free_port()?,
-                peer: free_port()?,
+                client: free_port(ip)?,
+                peer: free_port(ip)?,
                 child: None,
             });
         }
         let initial_cluster = nodes
             .iter()
-            .map(|n| format!("{}=http://127.0.0.1:{}", n.name, n.peer))
+            .map(|n| format!("{}=http://{ip}:{}", n.name, n.peer))
             .collect::<Vec<_>>()
             .join(",");
         let mut e = Etcd {
             dir: dir.to_path_buf(),
+            ip,
             nodes,
             initial_cluster,
         };
@@ -126,10 +136,13 @@ impl Etcd {
         cmd.args(["--name", &n.name])
             .arg("--data-dir")
             .arg(self.dir.join(&n.name))
-            .args(["--listen-client-urls", &format!("http://127.0.0.1:{}", n.client)])
-            .args(["--advertise-client-urls", &format!("http://127.0.0.1:{}", n.client)])
-            .args(["--listen-peer-urls", &format!("http://127.0.0.1:{}", n.peer)])
-            .args(["--initial-advertise-peer-urls", &format!("http://127.0.0.1:{}", n.peer)])
+            .args(["--listen-client-urls", &format!("http://{}:{}", self.ip, n.client)])
+            .args(["--advertise-client-urls", &format!("http://{}:{}", self.ip, n.client)])
+            .args(["--listen-peer-urls", &format!("http://{}:{}", self.ip, n.peer)])
+            .args([
+                "--initial-advertise-peer-urls",
+                &format!("http://{}:{}", self.ip, n.peer),
+            ])
             .args(["--initial-cluster", &self.initial_cluster])
             .args(["--initial-cluster-state", "new"])
             .args(["--initial-cluster-token", &format!("sdnlab-{}", std::process::id())])
@@ -151,12 +164,12 @@ impl Etcd {
 
     /// Whether member `i` answers its /health with "true".
     pub fn healthy(&self, i: usize) -> bool {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.nodes[i].client));
+        let addr = SocketAddr::from((self.ip, self.nodes[i].client));
         let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(300)) else {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        if s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
+        if s.write_all(b"GET /health HTTP/1.0\r\n\r\n").is_err() {
             return false;
         }
         let mut body = String::new();
@@ -195,7 +208,7 @@ impl Etcd {
     pub fn endpoint_list(&self) -> Vec<String> {
         self.nodes
             .iter()
-            .map(|n| format!("http://127.0.0.1:{}", n.client))
+            .map(|n| format!("http://{}:{}", self.ip, n.client))
             .collect()
     }
 

@@ -254,7 +254,9 @@ fn a_member_told_it_is_master_already_says_so() {
     let dir = scratch("told");
     let etcd = Etcd::start(&dir, 1).unwrap();
     let cell: Arc<std::sync::OnceLock<Handle>> = Arc::default();
-    let seen: Arc<Mutex<Vec<(u64, Option<String>)>>> = Arc::default();
+    // (switch, who its view said masters it when told MASTER)
+    type Told = Arc<Mutex<Vec<(u64, Option<String>)>>>;
+    let seen: Told = Arc::default();
     let (c, s) = (cell.clone(), seen.clone());
     let cfg = Config::new(etcd.endpoint_list(), "m1".into(), "127.0.0.1:0".parse().unwrap());
     let notify = move |n: Notice| {

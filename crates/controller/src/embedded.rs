@@ -5,23 +5,37 @@
 use crate::runtime::{self, Config, Handle};
 use std::net::SocketAddr;
 
+/// Why a controller inside another program did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedError {
+    /// An app name the catalog does not know (the catalog's own words).
+    #[error("{0}")]
+    Apps(String),
+    #[error("starting the built-in controller: {0}")]
+    Start(std::io::Error),
+    #[error("a token for the built-in REST API: {0}")]
+    Token(std::io::Error),
+    #[error("starting the built-in REST API: {0}")]
+    Rest(std::io::Error),
+}
+
 /// Starts a controller running app `app` (or several, comma-separated) on
 /// a loopback port of its own, for use inside another program (benchmarks,
 /// `sdnlab net --app`, tests).
-pub fn start_local(app: &str, workers: usize) -> Result<Handle, String> {
-    let set = crate::catalog::build(&app.split(',').collect::<Vec<_>>())?;
+pub fn start_local(app: &str, workers: usize) -> Result<Handle, EmbeddedError> {
+    let set = crate::catalog::build(&app.split(',').collect::<Vec<_>>()).map_err(EmbeddedError::Apps)?;
     runtime::start(Config {
         listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
         workers,
         apps: set.factories,
         ..Default::default()
     })
-    .map_err(|e| format!("starting the built-in controller: {e}"))
+    .map_err(EmbeddedError::Start)
 }
 
 /// Like `start_local`, with the REST API on a loopback port of its own too;
 /// returns the controller, the API's address and the token its writes need.
-pub fn start_local_with_rest(app: &str, workers: usize) -> Result<(Handle, SocketAddr, String), String> {
+pub fn start_local_with_rest(app: &str, workers: usize) -> Result<(Handle, SocketAddr, String), EmbeddedError> {
     start_member_with_rest(app, workers, None)
 }
 
@@ -31,22 +45,33 @@ pub fn start_member_with_rest(
     app: &str,
     workers: usize,
     cluster: Option<cluster::Config>,
-) -> Result<(Handle, SocketAddr, String), String> {
-    let set = crate::catalog::build(&app.split(',').collect::<Vec<_>>())?;
+) -> Result<(Handle, SocketAddr, String), EmbeddedError> {
+    start_member_on(std::net::Ipv4Addr::LOCALHOST.into(), app, workers, cluster)
+}
+
+/// `start_member_with_rest` with the OpenFlow port, the REST API and the
+/// member's own socket on `ip` (ports of their own): an address other
+/// machines reach, for a cluster's member on a worker.
+pub fn start_member_on(
+    ip: std::net::IpAddr,
+    app: &str,
+    workers: usize,
+    cluster: Option<cluster::Config>,
+) -> Result<(Handle, SocketAddr, String), EmbeddedError> {
+    let set = crate::catalog::build(&app.split(',').collect::<Vec<_>>()).map_err(EmbeddedError::Apps)?;
     let h = runtime::start(Config {
-        listen: vec![SocketAddr::from(([127, 0, 0, 1], 0))],
+        listen: vec![SocketAddr::new(ip, 0)],
         workers,
         apps: set.factories.clone(),
         cluster: cluster.map(|mut c| {
-            c.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+            c.listen = SocketAddr::new(ip, 0);
             c
         }),
         ..Default::default()
     })
-    .map_err(|e| format!("starting the built-in controller: {e}"))?;
-    let token = crate::rest::new_token().map_err(|e| format!("a token for the built-in REST API: {e}"))?;
+    .map_err(EmbeddedError::Start)?;
+    let token = crate::rest::new_token().map_err(EmbeddedError::Token)?;
     let access = crate::rest::Access::with_token(token.clone());
-    let rest = crate::rest::serve(SocketAddr::from(([127, 0, 0, 1], 0)), h.clone(), set, access)
-        .map_err(|e| format!("starting the built-in REST API: {e}"))?;
+    let rest = crate::rest::serve(SocketAddr::new(ip, 0), h.clone(), set, access).map_err(EmbeddedError::Rest)?;
     Ok((h, rest, token))
 }

@@ -461,6 +461,27 @@ pub struct FabricPart {
     pub counts: proto::FabricCounts,
 }
 
+/// A cluster of sdnlab's controller running on the workers
+/// ([`Fleet::cluster_up`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SpreadCluster {
+    /// The worker running its etcd, the etcd's client URLs and version.
+    pub etcd_worker: String,
+    pub endpoints: Vec<String>,
+    pub etcd_version: String,
+    pub members: Vec<SpreadMember>,
+}
+
+/// One member of a [`SpreadCluster`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SpreadMember {
+    pub name: String,
+    /// The worker it runs on.
+    pub worker: String,
+    pub openflow: std::net::SocketAddr,
+    pub rest: std::net::SocketAddr,
+}
+
 /// The workers of an inventory, connected.
 pub struct Fleet {
     pub workers: Vec<Worker>,
@@ -897,6 +918,90 @@ impl Fleet {
             }
         }
         Ok(Some(sum))
+    }
+
+    /// Starts a cluster of `n` members of sdnlab's controller running
+    /// `app` (named `name`; `slave_packet_ins` as `sdnlab controller
+    /// --slave-packet-ins all` says) on the workers: its etcd of
+    /// `etcd_members` on the first worker, member cI on worker (I - 1)
+    /// modulo their number, each on its worker's address. What started is
+    /// stopped again if any part fails; `cluster_down` stops it all.
+    pub async fn cluster_up(
+        &self,
+        n: usize,
+        etcd_members: usize,
+        app: &str,
+        name: &str,
+        slave_packet_ins: bool,
+    ) -> Result<SpreadCluster, FleetError> {
+        let r = self
+            .cluster_up_inner(n, etcd_members, app, name, slave_packet_ins)
+            .await;
+        if r.is_err() {
+            let _ = self.cluster_down().await;
+        }
+        r
+    }
+
+    async fn cluster_up_inner(
+        &self,
+        n: usize,
+        etcd_members: usize,
+        app: &str,
+        name: &str,
+        slave_packet_ins: bool,
+    ) -> Result<SpreadCluster, FleetError> {
+        let first = self
+            .workers
+            .first()
+            .ok_or_else(|| FleetError::Partition("a cluster on workers needs one worker at least".into()))?;
+        let failed = |w: &Worker, other: Reply| FleetError::Failed {
+            worker: w.name.clone(),
+            message: format!("answered with {other:?}"),
+        };
+        let (endpoints, etcd_version) = match self
+            .unless_lost(first.call(Call::EtcdUp { members: etcd_members }))
+            .await?
+        {
+            Reply::EtcdUp { endpoints, version } => (endpoints, version),
+            other => return Err(failed(first, other)),
+        };
+        // One after another: each member's claims settle as it joins.
+        let mut members = Vec::new();
+        for i in 1..=n {
+            let w = &self.workers[(i - 1) % self.workers.len()];
+            let member = format!("c{i}");
+            let call = Call::MemberUp {
+                endpoints: endpoints.clone(),
+                cluster: name.to_string(),
+                member: member.clone(),
+                app: app.to_string(),
+                slave_packet_ins,
+            };
+            match self.unless_lost(w.call(call)).await? {
+                Reply::MemberUp { openflow, rest } => members.push(SpreadMember {
+                    name: member,
+                    worker: w.name.clone(),
+                    openflow,
+                    rest,
+                }),
+                other => return Err(failed(w, other)),
+            }
+        }
+        Ok(SpreadCluster {
+            etcd_worker: first.name.clone(),
+            endpoints,
+            etcd_version,
+            members,
+        })
+    }
+
+    /// Every worker stops the cluster members and the etcd it runs.
+    pub async fn cluster_down(&self) -> Result<(), FleetError> {
+        for r in join_all(self.workers.iter().map(|w| w.call(Call::ClusterDown))).await {
+            r?;
+        }
+        Ok(())
     }
 
     /// Brings `topo` up spread over the workers.

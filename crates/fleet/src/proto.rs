@@ -167,6 +167,24 @@ pub enum Call {
     /// Switch `dpid` here fails as if powered off: its session closes, its
     /// neighbours here see their ports go down (`Reply::Done`).
     FabricSwitchOff { dpid: u64 },
+    /// Starts a private etcd of `members` members on this worker's
+    /// session address, for a cluster of sdnlab's controller
+    /// (`Reply::EtcdUp`); stopped by `ClusterDown` or `Down`.
+    EtcdUp { members: usize },
+    /// Starts member `member` of sdnlab's controller cluster `cluster`
+    /// (etcd at `endpoints`) running `app`, on this worker's session
+    /// address (`Reply::MemberUp`).
+    MemberUp {
+        endpoints: Vec<String>,
+        cluster: String,
+        member: String,
+        app: String,
+        /// Whether its slaves ask the switches for every PACKET_IN.
+        slave_packet_ins: bool,
+    },
+    /// The members here leave their cluster and stop, then the etcd here
+    /// stops (`Reply::Done`).
+    ClusterDown,
     /// Removes everything this worker made for the coordinator (`Reply::Done`).
     Down,
 }
@@ -279,6 +297,16 @@ pub enum Reply {
     /// A fabric part's switches and what crossed it so far.
     FabricUp {
         counts: FabricCounts,
+    },
+    /// A private etcd started here: its members' client URLs.
+    EtcdUp {
+        endpoints: Vec<String>,
+        version: String,
+    },
+    /// A cluster member started here: its OpenFlow and REST addresses.
+    MemberUp {
+        openflow: std::net::SocketAddr,
+        rest: std::net::SocketAddr,
     },
     /// None: the load's answers cannot be matched by the reference responder.
     Ceiling {

@@ -182,10 +182,42 @@ pub fn merge(cfg: &Config, shards: &[Shard]) -> Report {
         rtt_us_max: max,
         rtt_cdf: cdf,
         sessions_lost: shards.iter().map(|s| s.report.sessions_lost).sum(),
-        // Spread runs are standalone (lab refuses --cluster with --workers).
-        cluster: None,
+        cluster: merge_cluster(shards),
         rtt_histogram: hist,
     }
+}
+
+/// What the shards saw of a cluster, as one run against it: each member's
+/// counts added up over the shards (by its address), the switches not
+/// settled or without a master added, settled when the slowest shard
+/// was (never, if one never was). None when the run was standalone.
+fn merge_cluster(shards: &[Shard]) -> Option<ctlbench::ClusterReport> {
+    let mut out: Option<ctlbench::ClusterReport> = None;
+    for c in shards.iter().filter_map(|s| s.report.cluster.as_ref()) {
+        let Some(all) = &mut out else {
+            out = Some(c.clone());
+            continue;
+        };
+        for m in &c.members {
+            match all.members.iter_mut().find(|x| x.address == m.address) {
+                Some(x) => {
+                    x.masters += m.masters;
+                    x.requests += m.requests;
+                    x.first_answers += m.first_answers;
+                    x.duplicates += m.duplicates;
+                    x.slave_writes += m.slave_writes;
+                }
+                None => all.members.push(m.clone()),
+            }
+        }
+        all.settle_s = match (all.settle_s, c.settle_s) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        all.unsettled += c.unsettled;
+        all.without_master += c.without_master;
+    }
+    out
 }
 
 /// A histogram for the wire: V2 with deflate, base64 (empty: none).
@@ -246,6 +278,72 @@ pub fn unpack_words(text: &str) -> Result<Vec<u64>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clusters_counts_add_up_over_the_shards_and_it_settles_with_the_slowest() {
+        let member = |address: &str, masters, requests| ctlbench::MemberCounts {
+            address: address.into(),
+            masters,
+            requests,
+            first_answers: requests,
+            duplicates: 1,
+            slave_writes: 0,
+        };
+        let shard = |members, settle_s, unsettled| Shard {
+            worker: "w".into(),
+            switches: 2,
+            first_dpid: 1,
+            report: Report {
+                config: cfg(2),
+                loops: Vec::new(),
+                rtt_us_p50: 0.0,
+                rtt_us_p99: 0.0,
+                rtt_us_max: 0.0,
+                rtt_cdf: Vec::new(),
+                sessions_lost: 0,
+                cluster: Some(ctlbench::ClusterReport {
+                    members,
+                    settle_s,
+                    unsettled,
+                    without_master: 0,
+                }),
+                rtt_histogram: None,
+            },
+        };
+        let a = shard(
+            vec![member("10.0.0.1:1", 1, 10), member("10.0.0.2:1", 1, 20)],
+            Some(0.1),
+            0,
+        );
+        let b = shard(
+            vec![member("10.0.0.2:1", 2, 5), member("10.0.0.3:1", 0, 7)],
+            Some(0.3),
+            1,
+        );
+        let c = merge_cluster(&[a.clone(), b.clone()]).unwrap();
+        let got: Vec<(&str, u64, u64, u64)> = c
+            .members
+            .iter()
+            .map(|m| (m.address.as_str(), m.masters, m.requests, m.duplicates))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("10.0.0.1:1", 1, 10, 1),
+                ("10.0.0.2:1", 3, 25, 2),
+                ("10.0.0.3:1", 0, 7, 1)
+            ]
+        );
+        assert_eq!(c.settle_s, Some(0.3));
+        assert_eq!(c.unsettled, 1);
+        // A shard that never settled: the run never did.
+        let never = shard(vec![member("10.0.0.1:1", 0, 0)], None, 2);
+        assert_eq!(merge_cluster(&[a, never]).unwrap().settle_s, None);
+        // Standalone shards: no cluster at all.
+        let mut alone = b;
+        alone.report.cluster = None;
+        assert!(merge_cluster(&[alone]).is_none());
+    }
 
     #[test]
     fn packed_words_come_back_as_they_were_and_a_full_bitmap_packs_small() {

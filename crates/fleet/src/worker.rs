@@ -221,6 +221,10 @@ struct Made {
     /// This worker's part of an emulated fabric, and its socket.
     fabric: Option<ctlbench::fabric::Fabric>,
     fabric_socket: Option<Arc<tokio::net::UdpSocket>>,
+    /// Members of sdnlab's controller cluster running here, and the etcd
+    /// here (with its private directory).
+    members: Vec<controller::runtime::Handle>,
+    etcd: Option<(cluster::etcd::Etcd, netlab::private::TempDir)>,
 }
 
 /// What a fabric part counted.
@@ -248,7 +252,22 @@ impl Made {
             .clone()
     }
 
+    /// The members here leave their cluster and stop, then the etcd
+    /// here stops (its members' processes, its files).
+    async fn cluster_down(&mut self) {
+        let members = std::mem::take(&mut self.members);
+        let etcd = self.etcd.take();
+        let _ = tokio::task::spawn_blocking(move || {
+            for m in &members {
+                m.stop();
+            }
+            drop(etcd);
+        })
+        .await;
+    }
+
     async fn tear_down(&mut self) -> Result<Option<String>, String> {
+        self.cluster_down().await;
         // (A receiver dropped stops counting.)
         self.testers.clear();
         if let Some(f) = self.fabric.take() {
@@ -779,6 +798,54 @@ async fn run(
             let reply = fabric_up(&f);
             f.stop();
             Ok(reply)
+        }
+        Call::EtcdUp { members } => {
+            let ip = match local.map(|a| a.ip()) {
+                Some(std::net::IpAddr::V4(ip)) => ip,
+                _ => return Err("etcd here needs the session's own IPv4 address".into()),
+            };
+            if made.lock().await.etcd.is_some() {
+                return Err("an etcd runs here already: stop the cluster first".into());
+            }
+            let (etcd, dir) = tokio::task::spawn_blocking(move || {
+                let dir = netlab::private::temp_dir("sdnlab-worker-etcd-")
+                    .map_err(|e| format!("a directory for etcd: {e}"))?;
+                let etcd = cluster::etcd::Etcd::start_on(dir.path(), members, ip).map_err(|e| e.to_string())?;
+                Ok::<_, String>((etcd, dir))
+            })
+            .await
+            .map_err(|e| e.to_string())??;
+            let reply = Reply::EtcdUp {
+                endpoints: etcd.endpoint_list(),
+                version: cluster::etcd::Etcd::version().unwrap_or_else(|| "etcd".into()),
+            };
+            made.lock().await.etcd = Some((etcd, dir));
+            Ok(reply)
+        }
+        Call::MemberUp {
+            endpoints,
+            cluster,
+            member,
+            app,
+            slave_packet_ins,
+        } => {
+            let ip = local.map(|a| a.ip()).ok_or("the session's own address is unknown")?;
+            let mut c = cluster::Config::new(endpoints, member, SocketAddr::new(ip, 0));
+            c.cluster = cluster;
+            c.slave_packet_ins = slave_packet_ins;
+            let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let (h, rest, _token) = tokio::task::spawn_blocking(move || {
+                controller::embedded::start_member_on(ip, &app, workers, Some(c)).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())??;
+            let openflow = *h.local_addrs.first().ok_or("the member listens nowhere")?;
+            made.lock().await.members.push(h);
+            Ok(Reply::MemberUp { openflow, rest })
+        }
+        Call::ClusterDown => {
+            made.lock().await.cluster_down().await;
+            Ok(Reply::Done)
         }
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {

@@ -150,9 +150,10 @@ impl Experiment {
                         && c.suite.is_none()
                         && c.peers.is_empty() =>
                 {
-                    if c.target.is_none() {
+                    // (sdnlab's cluster is started on the workers themselves.)
+                    if c.target.is_none() && !(c.cluster > 0 && c.peer.is_none()) {
                         return Err(LabError::Config(
-                            "--workers: name the controller the workers reach (--target HOST:PORT, target = in a file)"
+                            "--workers: name the controller the workers reach (--target HOST:PORT, target = in a file), or start sdnlab's cluster on them (--cluster N)"
                                 .into(),
                         ));
                     }

@@ -172,7 +172,8 @@ pub struct CtlArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Run the emulated switches on the workers of this inventory (needs --target: the
-    /// controller they reach; docs/manual/workers.md).
+    /// controller they reach, or --cluster N: sdnlab's members and their etcd started on the
+    /// workers; docs/manual/workers.md).
     #[arg(long, value_name = "FILE")]
     pub workers: Option<PathBuf>,
     /// Print cbench's own lines (per loop, and its RESULT line per scenario).

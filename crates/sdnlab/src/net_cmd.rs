@@ -219,7 +219,7 @@ fn start_builtin(
     id: &str,
 ) -> Result<(Builtin, std::net::SocketAddr, String), String> {
     let Some((n, slave_packet_ins)) = n else {
-        let (h, addr, token) = controller::embedded::start_local_with_rest(app, 1)?;
+        let (h, addr, token) = controller::embedded::start_local_with_rest(app, 1).map_err(|e| e.to_string())?;
         eprintln!(
             "sdnlab: built-in controller with app {app} on {}, REST API on http://{addr}",
             h.local_addrs[0]
@@ -245,7 +245,8 @@ fn start_builtin(
         let mut c = cluster::Config::new(endpoints.clone(), format!("c{i}"), ([127, 0, 0, 1], 0).into());
         c.cluster = format!("net-{id}");
         c.slave_packet_ins = slave_packet_ins;
-        let (h, addr, token) = controller::embedded::start_member_with_rest(app, 1, Some(c))?;
+        let (h, addr, token) =
+            controller::embedded::start_member_with_rest(app, 1, Some(c)).map_err(|e| e.to_string())?;
         eprintln!(
             "sdnlab: cluster member c{i} with app {app} on {}, REST API on http://{addr}",
             h.local_addrs[0]

@@ -6,8 +6,10 @@
 //! refused and nothing is made; the workers are found through one name
 //! that resolves to all three (a hosts file, as `ip netns exec` mounts
 //! it); a worker killed mid-run is named, the others tear down, and its
-//! restart removes what it left. Nothing of a run is left in any
-//! namespace afterwards.
+//! restart removes what it left; the controller benchmark spreads its
+//! switches over them, against a controller here or against sdnlab's
+//! cluster started on the workers themselves (etcd on one, a member on
+//! each). Nothing of a run is left in any namespace afterwards.
 
 mod common;
 use common::{chromium, leftovers, ok, sh, text};
@@ -822,6 +824,76 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         assert!(v["detect_view_s"].as_f64().unwrap() > 0.0, "{t}");
         assert!(v["detect_probe_s"].as_f64().unwrap() > 0.0, "{t}");
     }
+    // sdnlab's own cluster on the workers: its etcd on the first, one
+    // member on each (on the worker's address), the switches spread over
+    // the workers connecting to every member. Mastership settles before
+    // the loops, every member masters switches and answers, and nothing
+    // of the cluster is left on the workers afterwards.
+    let clustered =
+        "--cluster 3 --ofp 1.3 --switches 6 --macs 100 --trials 1 --loops 2 --loop-ms 300 --warmup 1 --cooldown-ms 100";
+    let (_, samples) = bench_ctl_ok(&lab, clustered, "cluster");
+    let trials = of_kind(&samples, "trial");
+    assert_eq!(trials.len(), 1, "{samples:?}");
+    let v = &trials[0]["values"];
+    assert_eq!(v["cluster_size"].as_f64(), Some(3.0), "{v}");
+    assert_eq!(v["unsettled"].as_f64(), Some(0.0), "{v}");
+    assert_eq!(v["without_master"].as_f64(), Some(0.0), "{v}");
+    assert_eq!(v["sessions_lost"].as_f64(), Some(0.0), "{v}");
+    assert!(v["matched_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    let members = of_kind(&samples, "member");
+    assert_eq!(members.len(), 3, "{samples:?}");
+    let masters: Vec<f64> = members
+        .iter()
+        .map(|m| m["values"]["masters"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        masters.iter().sum::<f64>(),
+        6.0,
+        "six switches, one master each: {members:?}"
+    );
+    for m in &members {
+        assert!(m["values"]["masters"].as_f64().unwrap() >= 1.0, "{m}");
+        assert!(m["values"]["first_answers"].as_f64().unwrap() > 0.0, "{m}");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.dir.join("cluster").join("meta.json")).unwrap()).unwrap();
+    let placed = &meta["parameters"]["cluster_placement"];
+    let placed_members = placed["members"].as_array().unwrap();
+    assert_eq!(placed_members.len(), 3, "{placed}");
+    let mut addresses = Vec::new();
+    for (i, m) in placed_members.iter().enumerate() {
+        // Member cI on worker I, listening on that worker's address.
+        let openflow: std::net::SocketAddr = m["openflow"].as_str().unwrap().parse().unwrap();
+        assert_eq!(openflow.ip().to_string(), lab.addr(i + 1), "{placed}");
+        assert_eq!(m["name"], format!("c{}", i + 1), "{placed}");
+        addresses.push(openflow);
+    }
+    assert!(
+        placed["endpoints"][0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("http://{}:", lab.addr(1))),
+        "{placed}"
+    );
+    assert!(
+        meta["targets"][0]["command"].as_str().unwrap().contains("etcd"),
+        "{meta}"
+    );
+    for a in &addresses {
+        assert!(
+            std::net::TcpStream::connect_timeout(a, Duration::from_millis(500)).is_err(),
+            "member at {a} still listens after the run"
+        );
+    }
+    for (i, w) in lab.workers.iter().enumerate() {
+        let left = children_of(w.as_ref().unwrap().id());
+        assert!(!left.iter().any(|c| c == "etcd"), "worker {} left {left:?}", i + 1);
+    }
+    // What is not spread yet is refused in one line.
+    let o = bench_ctl(&lab, "--cluster 3 --test sessions --ofp 1.3", "cluster-sessions");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--test cbench"), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)
         .args(["bench", "ctl", "--workers", inv.to_str().unwrap(), "--no-live"])

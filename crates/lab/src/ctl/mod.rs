@@ -178,10 +178,8 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     // peer, etcd and temporary directory it made goes (their owners are
     // dropped), and the run directory says what was measured.
     crate::stop::catch_stop_signals();
-    if (a.cluster > 0 || !a.target_members.is_empty() || a.sweeps_clusters()) && place.workers.is_some() {
-        return Err(LabError::Config(
-            "--cluster or a --target cluster with --workers: not built yet (the switches of a spread run connect to one controller); leave one of them out".into(),
-        ));
+    if place.workers.is_some() {
+        spread_cluster_supported(a)?;
     }
     if a.suite.is_some() {
         return suite::run(a, place, obs);
@@ -370,15 +368,27 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     return Err(fail_run(writer, &mut meta, e));
                 }
             }
-            let (cfg, embedded) = match target_of(&a_here) {
-                Ok((addr, target, running)) => {
+            // sdnlab's cluster on the workers, or the controller as
+            // anywhere else.
+            let spread = fleet.as_ref().filter(|_| a_here.cluster > 0 && a.peer.is_none());
+            let started = match spread {
+                Some(f) => start_spread_cluster(f, &rt, &a_here, &mut meta, obs)
+                    .map(|(addr, target, members)| (addr, target, None, members))
+                    .map_err(|e| e.to_string()),
+                None => target_of(&a_here).map(|(addr, target, running)| {
+                    let members = trial_members(&a_here, &running);
+                    (addr, target, running, members)
+                }),
+            };
+            let (cfg, embedded) = match started {
+                Ok((addr, target, running, members)) => {
                     if meta.targets.is_empty() {
                         meta.targets.push(target);
                     }
                     (
                         ctlbench::Config {
                             target: addr,
-                            members: trial_members(&a_here, &running),
+                            members,
                             ..cfg.clone()
                         },
                         running,
@@ -450,6 +460,11 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             };
             if let Some(r) = embedded {
                 r.stop();
+            }
+            if let Some(f) = spread {
+                if let Err(e) = rt.block_on(f.cluster_down()) {
+                    return Err(fail_run(writer, &mut meta, LabError::setup(e)));
+                }
             }
             if let Some(e) = write_errors.pop() {
                 return Err(io_error(&dir)(e));
@@ -675,6 +690,75 @@ fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::Sock
     }
 }
 
+/// What of cluster mode runs spread over workers (an error saying what
+/// does not): sdnlab's cluster started on the workers (`--cluster N`) or
+/// a cluster at addresses (`--target A,B,C`), against the throughput and
+/// latency tests.
+fn spread_cluster_supported(a: &CtlConfig) -> Result<(), LabError> {
+    let clustered = a.cluster > 0 || !a.target_members.is_empty();
+    let refuse = |why: &str| Err(LabError::Config(format!("--workers: {why}")));
+    if a.sweeps_clusters() {
+        return refuse("--sweep cluster=... is not spread over workers (its standalone size runs on this machine's loopback); run each size with --cluster N");
+    }
+    if clustered && a.test != "cbench" {
+        return refuse("a cluster is spread over workers for the throughput and latency tests (--test cbench) so far; run this test without --workers");
+    }
+    if a.cluster > 0 && a.peer.is_some() {
+        return refuse("a peer's instances run on this machine's loopback, out of the workers' reach; --cluster N with --workers starts sdnlab's members on the workers");
+    }
+    Ok(())
+}
+
+/// Starts sdnlab's cluster of `a.cluster` members on the workers (its
+/// etcd on the first, member cI on worker I - 1 modulo their number) and
+/// says where each runs: the first member's OpenFlow address, the target
+/// as the report names it, and every member's address.
+fn start_spread_cluster(
+    f: &fleet::coordinator::Fleet,
+    rt: &tokio::runtime::Runtime,
+    a: &CtlConfig,
+    meta: &mut Meta,
+    obs: &dyn Observer,
+) -> Result<(std::net::SocketAddr, Target, Vec<std::net::SocketAddr>), fleet::FleetError> {
+    let name = format!("bench-{}", std::process::id());
+    let c = rt.block_on(f.cluster_up(a.cluster, a.etcd_members, &a.app, &name, a.slave_packet_ins == "all"))?;
+    let placement: Vec<String> = c
+        .members
+        .iter()
+        .map(|m| format!("{} on {} ({})", m.name, m.worker, m.openflow))
+        .collect();
+    if meta.parameters.get("cluster_placement").is_none() {
+        say(
+            obs,
+            format!(
+                "sdnlab bench ctl: cluster members {}; etcd {} on {}",
+                placement.join(", "),
+                c.endpoints.join(","),
+                c.etcd_worker
+            ),
+        );
+    }
+    meta.parameters["cluster_placement"] = serde_json::to_value(&c).unwrap_or_default();
+    let members: Vec<std::net::SocketAddr> = c.members.iter().map(|m| m.openflow).collect();
+    let target = Target {
+        name: format!("sdnlab cluster of {}", a.cluster),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        command: format!(
+            "{} identical members of sdnlab's controller (app {}, --slave-packet-ins {}), each inside `sdnlab worker` on a worker: {}, started afresh for each trial; every switch connects to each; etcd: {} on worker {}, {} member{}",
+            a.cluster,
+            a.app,
+            a.slave_packet_ins,
+            placement.join(", "),
+            c.etcd_version,
+            c.etcd_worker,
+            a.etcd_members,
+            if a.etcd_members == 1 { "" } else { "s" }
+        ),
+        address: members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(" "),
+    };
+    Ok((members[0], target, members))
+}
+
 /// The controller to measure: `--target`, a `--peer` started afresh, or
 /// sdnlab's own started in this process.
 fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
@@ -766,7 +850,7 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
             None,
         )),
         None => {
-            let h = controller::embedded::start_local(&a.app, workers())?;
+            let h = controller::embedded::start_local(&a.app, workers()).map_err(|e| e.to_string())?;
             let addr = h.local_addrs[0];
             Ok((
                 addr,

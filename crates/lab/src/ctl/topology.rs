@@ -427,7 +427,7 @@ fn start_one(
         };
         return Ok((t, nb.clone(), target, Controller::External));
     }
-    let (h, rest, token) = controller::embedded::start_local_with_rest(app, workers())?;
+    let (h, rest, token) = controller::embedded::start_local_with_rest(app, workers()).map_err(|e| e.to_string())?;
     let target = Target {
         name: format!("sdnlab controller, app {app} (embedded)"),
         version: env!("CARGO_PKG_VERSION").into(),
