@@ -330,23 +330,10 @@ impl Driver {
         }
     }
 
-    /// Encodes `body` in the session's version; returns its xid.
-    fn send_body(&mut self, body: Body) -> Result<u32, String> {
-        let version = self.sess.version();
-        let matches = match &body {
-            Body::V10(_) => version == ofwire::OFP10_VERSION,
-            Body::V13(_) => version == ofwire::OFP13_VERSION,
-            _ => true,
-        };
-        if !matches {
-            return Err(format!("message is not in the switch's version {version:#04x}"));
-        }
-        let xid = self.sess.xid();
-        let msg = Message { version, xid, body };
-        let mut bytes = Vec::new();
-        msg.encode(&mut bytes).map_err(|e| e.to_string())?;
-        self.sess.transmit().extend_from_slice(&bytes);
-        Ok(xid)
+    /// Encodes `body` straight into the session's transmit buffer, in the
+    /// session's version (another version's is refused); returns its xid.
+    fn send_body(&mut self, body: Body) -> Result<u32, ofwire::EncodeError> {
+        self.sess.send(body)
     }
 
     /// Sends a request's message (and a barrier when asked) and remembers it.
@@ -355,10 +342,9 @@ impl Driver {
             let _ = reply.send(Err("the switch is not ready".into()));
             return;
         }
+        // Held back by its type, before anything is encoded.
         if self.standby() {
-            let mut probe = Vec::new();
-            let kind = Message::new(self.sess.version(), 0, body.clone()).encode(&mut probe);
-            if kind.is_ok() && probe.len() >= 8 && changes_switch(probe[0], probe[1]) {
+            if changes_switch(self.sess.version(), body.msg_type()) {
                 let why = if self.role == ClusterRole::Off {
                     STANDBY
                 } else {
@@ -371,7 +357,7 @@ impl Driver {
         let xid = match self.send_body(body) {
             Ok(x) => x,
             Err(e) => {
-                let _ = reply.send(Err(e));
+                let _ = reply.send(Err(format!("not sent: {e}")));
                 return;
             }
         };

@@ -116,14 +116,9 @@ fn host_ipv4(frame: &[u8]) -> Option<Ipv4Addr> {
 }
 
 fn send_local(sw: &mut Session, body: Body) {
-    match body {
-        Body::V10(b) => {
-            sw.send10(b);
-        }
-        Body::V13(b) => {
-            sw.send13(b);
-        }
-        _ => {}
+    // (Built for the switch's version: a refusal would be a bug.)
+    if let Err(e) = sw.send(body) {
+        tracing::warn!("controller: paths: not sent to the switch: {e}");
     }
 }
 

@@ -570,14 +570,9 @@ impl Discovery {
 }
 
 fn send_body(sw: &mut Session, body: Body) {
-    match body {
-        Body::V10(b) => {
-            sw.send10(b);
-        }
-        Body::V13(b) => {
-            sw.send13(b);
-        }
-        _ => {}
+    // (Built for the switch's version: a refusal would be a bug.)
+    if let Err(e) = sw.send(body) {
+        tracing::warn!("controller: topology: not sent to the switch: {e}");
     }
 }
 

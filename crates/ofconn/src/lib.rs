@@ -250,7 +250,23 @@ impl Session {
         m.encode(&mut self.out).expect("controller-built message encodes");
     }
 
-    /// Sends a message in the negotiated version; returns its xid.
+    /// Sends `body`, encoded straight into the transmit buffer, in the
+    /// negotiated version; returns its xid. A body of another version is
+    /// refused and nothing is written: the one place a message of either
+    /// version is checked against the session's (`send10`/`send13` are for
+    /// callers that built the version they know the session speaks).
+    pub fn send(&mut self, body: Body) -> Result<u32, ofwire::EncodeError> {
+        let xid = self.xid();
+        Message {
+            version: self.version,
+            xid,
+            body,
+        }
+        .encode(&mut self.out)?;
+        Ok(xid)
+    }
+
+    /// Sends a message in OpenFlow 1.0; returns its xid.
     pub fn send10(&mut self, body: v10::Body) -> u32 {
         let xid = self.xid();
         self.queue(&Message::v10(xid, body));
@@ -716,6 +732,24 @@ mod tests {
         s.resume(now, &mut |_, _| n += 1);
         assert_eq!(n, 1);
         assert!(!s.held());
+    }
+
+    #[test]
+    fn send_writes_the_sessions_version_and_refuses_another() {
+        let mut s = ready13(Instant::now());
+        sent(&mut s);
+        let xid = s.send(Body::V13(v13::Body::BarrierRequest)).unwrap();
+        let out = sent(&mut s);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].version, out[0].xid), (ofwire::OFP13_VERSION, xid));
+        assert!(matches!(out[0].body, Body::V13(v13::Body::BarrierRequest)));
+        // An OpenFlow 1.0 body on a 1.3 session: refused, nothing written.
+        let e = s.send(Body::V10(v10::Body::BarrierRequest)).unwrap_err();
+        assert!(
+            matches!(e, ofwire::EncodeError::VersionMismatch { version: 4, body: 1 }),
+            "{e}"
+        );
+        assert!(s.transmit().is_empty());
     }
 
     #[test]

@@ -54,6 +54,17 @@ pub enum Body {
     V13(v13::Body),
 }
 
+impl Body {
+    /// The header's message type this body is sent as.
+    pub fn msg_type(&self) -> u8 {
+        match self {
+            Body::Hello(_) => header::OFPT_HELLO,
+            Body::V10(b) => b.msg_type(),
+            Body::V13(b) => b.msg_type(),
+        }
+    }
+}
+
 /// Why a message could not be encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EncodeError {
@@ -166,11 +177,7 @@ impl Message {
     }
 
     pub fn msg_type(&self) -> u8 {
-        match &self.body {
-            Body::Hello(_) => header::OFPT_HELLO,
-            Body::V10(b) => b.msg_type(),
-            Body::V13(b) => b.msg_type(),
-        }
+        self.body.msg_type()
     }
 
     pub fn type_name(&self) -> &'static str {
