@@ -343,16 +343,14 @@ impl Driver {
             return;
         }
         // Held back by its type, before anything is encoded.
-        if self.standby() {
-            if changes_switch(self.sess.version(), body.msg_type()) {
-                let why = if self.role == ClusterRole::Off {
-                    STANDBY
-                } else {
-                    NOT_MASTER
-                };
-                let _ = reply.send(Err(why.into()));
-                return;
-            }
+        if self.standby() && changes_switch(self.sess.version(), body.msg_type()) {
+            let why = if self.role == ClusterRole::Off {
+                STANDBY
+            } else {
+                NOT_MASTER
+            };
+            let _ = reply.send(Err(why.into()));
+            return;
         }
         let xid = match self.send_body(body) {
             Ok(x) => x,
