@@ -528,6 +528,38 @@ impl Driver {
 mod tests {
     use super::*;
 
+    /// A standby holds a request back by its body's type, before encoding:
+    /// the same verdict the encoded header's type gets, in both versions.
+    #[test]
+    fn a_requests_body_is_held_back_by_the_type_it_goes_on_the_wire_as() {
+        use crate::flows::{FlowFilter, FlowSpec};
+        let spec: FlowSpec = serde_json::from_str(r#"{"actions": [{"output": 1}]}"#).unwrap();
+        for version in [ofwire::OFP10_VERSION, ofwire::OFP13_VERSION] {
+            let (barrier, features) = if version == ofwire::OFP10_VERSION {
+                (
+                    Body::V10(v10::Body::BarrierRequest),
+                    Body::V10(v10::Body::FeaturesRequest),
+                )
+            } else {
+                (
+                    Body::V13(v13::Body::BarrierRequest),
+                    Body::V13(v13::Body::FeaturesRequest),
+                )
+            };
+            let bodies = [
+                (spec.add(version).unwrap(), true),
+                (FlowFilter::default().delete(version).unwrap(), true),
+                (barrier, false),
+                (features, false),
+            ];
+            for (body, changes) in bodies {
+                let wire = Message::new(version, 1, body.clone()).to_bytes().unwrap();
+                assert_eq!(changes_switch(wire[0], wire[1]), changes, "{version} {body:?}");
+                assert_eq!(changes_switch(version, body.msg_type()), changes, "{version} {body:?}");
+            }
+        }
+    }
+
     #[test]
     fn a_standby_holds_back_only_what_changes_a_switch() {
         let mut buf = Vec::new();
