@@ -889,10 +889,29 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         let left = children_of(w.as_ref().unwrap().id());
         assert!(!left.iter().any(|c| c == "etcd"), "worker {} left {left:?}", i + 1);
     }
+    // The session capacity test against the cluster on the workers: a
+    // switch is held while its session to each of the three members is.
+    let (_, samples) = bench_ctl_ok(
+        &lab,
+        "--cluster 3 --test sessions --ofp 1.3 --max-sessions 60 --trials 1",
+        "cluster-sessions",
+    );
+    let trials = of_kind(&samples, "trial");
+    assert_eq!(trials.len(), 1, "{samples:?}");
+    assert_eq!(trials[0]["values"]["sessions_held"].as_f64(), Some(60.0), "{samples:?}");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.dir.join("cluster-sessions").join("meta.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["parameters"]["cluster_placement"]["members"]
+            .as_array()
+            .map(Vec::len),
+        Some(3),
+        "{meta}"
+    );
     // What is not spread yet is refused in one line.
-    let o = bench_ctl(&lab, "--cluster 3 --test sessions --ofp 1.3", "cluster-sessions");
+    let o = bench_ctl(&lab, "--cluster 3 --test discovery --ofp 1.3", "cluster-discovery");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("--test cbench"), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("sessions and dos"), "{}", text(&o.stderr));
     assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)

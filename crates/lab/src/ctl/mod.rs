@@ -368,32 +368,15 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     return Err(fail_run(writer, &mut meta, e));
                 }
             }
-            // sdnlab's cluster on the workers, or the controller as
-            // anywhere else.
-            let spread = fleet.as_ref().filter(|_| a_here.cluster > 0 && a.peer.is_none());
-            let started = match spread {
-                Some(f) => start_spread_cluster(f, &rt, &a_here, &mut meta, obs)
-                    .map(|(addr, target, members)| (addr, target, None, members))
-                    .map_err(|e| e.to_string()),
-                None => target_of(&a_here).map(|(addr, target, running)| {
-                    let members = trial_members(&a_here, &running);
-                    (addr, target, running, members)
-                }),
-            };
-            let (cfg, embedded) = match started {
-                Ok((addr, target, running, members)) => {
-                    if meta.targets.is_empty() {
-                        meta.targets.push(target);
-                    }
-                    (
-                        ctlbench::Config {
-                            target: addr,
-                            members,
-                            ..cfg.clone()
-                        },
-                        running,
-                    )
-                }
+            let (cfg, started) = match start_trial_controller(&a_here, fleet.as_ref(), &rt, &mut meta, obs) {
+                Ok(started) => (
+                    ctlbench::Config {
+                        target: started.addr,
+                        members: started.members.clone(),
+                        ..cfg.clone()
+                    },
+                    started,
+                ),
                 Err(e) => {
                     meta.events
                         .push(format!("{name} trial {trial}: the controller did not start: {e}"));
@@ -458,13 +441,8 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
                 },
             };
-            if let Some(r) = embedded {
-                r.stop();
-            }
-            if let Some(f) = spread {
-                if let Err(e) = rt.block_on(f.cluster_down()) {
-                    return Err(fail_run(writer, &mut meta, LabError::setup(e)));
-                }
+            if let Err(e) = started.stop(&rt) {
+                return Err(fail_run(writer, &mut meta, LabError::setup(e)));
             }
             if let Some(e) = write_errors.pop() {
                 return Err(io_error(&dir)(e));
@@ -692,21 +670,84 @@ fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::Sock
 
 /// What of cluster mode runs spread over workers (an error saying what
 /// does not): sdnlab's cluster started on the workers (`--cluster N`) or
-/// a cluster at addresses (`--target A,B,C`), against the throughput and
-/// latency tests.
+/// a cluster at addresses (`--target A,B,C`), against the cbench, rate,
+/// sessions and dos tests.
 fn spread_cluster_supported(a: &CtlConfig) -> Result<(), LabError> {
     let clustered = a.cluster > 0 || !a.target_members.is_empty();
     let refuse = |why: &str| Err(LabError::Config(format!("--workers: {why}")));
     if a.sweeps_clusters() {
         return refuse("--sweep cluster=... is not spread over workers (its standalone size runs on this machine's loopback); run each size with --cluster N");
     }
-    if clustered && a.test != "cbench" {
-        return refuse("a cluster is spread over workers for the throughput and latency tests (--test cbench) so far; run this test without --workers");
+    if clustered && !["cbench", "rate", "sessions", "dos"].contains(&a.test.as_str()) {
+        return refuse("a cluster is spread over workers for the cbench, rate, sessions and dos tests so far; run this test without --workers");
     }
     if a.cluster > 0 && a.peer.is_some() {
         return refuse("a peer's instances run on this machine's loopback, out of the workers' reach; --cluster N with --workers starts sdnlab's members on the workers");
     }
     Ok(())
+}
+
+/// The controller of one trial, as started (or named) for it.
+struct Started<'f> {
+    /// Where the switches connect (the first member of a cluster).
+    addr: std::net::SocketAddr,
+    /// Every member each switch connects to (empty: one controller).
+    members: Vec<std::net::SocketAddr>,
+    running: Option<Running>,
+    /// The fleet whose workers run sdnlab's cluster for this trial.
+    spread: Option<&'f fleet::coordinator::Fleet>,
+}
+
+impl Started<'_> {
+    /// Stops what was started for the trial (on the workers too).
+    fn stop(self, rt: &tokio::runtime::Runtime) -> Result<(), fleet::FleetError> {
+        if let Some(r) = self.running {
+            r.stop();
+        }
+        match self.spread {
+            Some(f) => rt.block_on(f.cluster_down()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A trial's controller: sdnlab's cluster started on the workers of
+/// `fleet` (`--cluster N` with `--workers`), or what `target_of` starts
+/// or names; the report's target is recorded in `meta` the first time.
+fn start_trial_controller<'f>(
+    a: &CtlConfig,
+    fleet: Option<&'f fleet::coordinator::Fleet>,
+    rt: &tokio::runtime::Runtime,
+    meta: &mut Meta,
+    obs: &dyn Observer,
+) -> Result<Started<'f>, String> {
+    let spread = fleet.filter(|_| a.cluster > 0 && a.peer.is_none());
+    let (started, target) = match spread {
+        Some(f) => {
+            let (addr, target, members) = start_spread_cluster(f, rt, a, meta, obs).map_err(|e| e.to_string())?;
+            let s = Started {
+                addr,
+                members,
+                running: None,
+                spread,
+            };
+            (s, target)
+        }
+        None => {
+            let (addr, target, running) = target_of(a)?;
+            let s = Started {
+                addr,
+                members: trial_members(a, &running),
+                running,
+                spread: None,
+            };
+            (s, target)
+        }
+    };
+    if meta.targets.is_empty() {
+        meta.targets.push(target);
+    }
+    Ok(started)
 }
 
 /// Starts sdnlab's cluster of `a.cluster` members on the workers (its
@@ -1083,18 +1124,15 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     for (scenario, a) in &list {
         for trial in 0..a.trials {
             // A fresh controller for each trial when sdnlab starts it.
-            let (addr, target, running) = target_of(a).map_err(LabError::setup)?;
-            if meta.targets.is_empty() {
-                meta.targets.push(target);
-            }
+            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs).map_err(LabError::setup)?;
             let cfg = ctlbench::capacity::CapacityConfig {
-                target: addr,
+                target: started.addr,
                 version,
                 first_dpid: ctlbench::capacity::FIRST_DPID,
                 max_sessions: a.max_sessions,
                 check_every: 500,
                 timeout: Duration::from_secs(5),
-                members: trial_members(a, &running),
+                members: started.members.clone(),
             };
             let members = cfg.members.len();
             let r = match &fleet {
@@ -1155,8 +1193,8 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             .noted(Some(format!("{held}; ended by {}: {}", r.ended_by, r.detail)));
             writer.append(&s).map_err(io_error(&dir))?;
             results.push((scenario.clone(), r));
-            if let Some(r) = running {
-                r.stop();
+            if let Err(e) = started.stop(&rt) {
+                return Err(fail_run(writer, &mut meta, LabError::setup(e)));
             }
             if trial + 1 < a.trials {
                 // Let the controller release the previous trial's sessions.
@@ -1245,13 +1283,10 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                     obs,
                 )?;
             }
-            let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
-            if meta.targets.is_empty() {
-                meta.targets.push(target);
-            }
+            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs).map_err(LabError::setup)?;
             let cfg = ctlbench::Config {
-                target: addr,
-                members: trial_members(a, &embedded),
+                target: started.addr,
+                members: started.members.clone(),
                 ..cfg.clone()
             };
             let mut rounds = Vec::new();
@@ -1289,8 +1324,8 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                     }
                 }
             };
-            if let Some(r) = embedded {
-                r.stop();
+            if let Err(e) = started.stop(&rt) {
+                return Err(fail_run(writer, &mut meta, LabError::setup(e)));
             }
             for (i, round) in rounds.iter().enumerate() {
                 let s = Sample::of(
@@ -1396,13 +1431,11 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         Err(e) => return Err(fail_run(writer, &mut meta, e)),
     };
     for trial in 0..a.trials {
-        let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
-        if meta.targets.is_empty() {
-            meta.targets.push(target);
-        }
+        let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs).map_err(LabError::setup)?;
+        let addr = started.addr;
         // In a cluster, the well-behaved switches and the attackers alike
         // connect to every member.
-        let members = trial_members(a, &embedded);
+        let members = started.members.clone();
         let good = ctlbench::Config {
             target: addr,
             mode: ctlbench::Mode::Latency,
@@ -1470,8 +1503,8 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             drop(guard);
             syn = Some((r, sent));
         }
-        if let Some(r) = embedded {
-            r.stop();
+        if let Err(e) = started.stop(&rt) {
+            return Err(fail_run(writer, &mut meta, LabError::setup(e)));
         }
         let flood_rate = flood.as_ref().map(|f| f.mean(|l| l.matched_per_s)).unwrap_or(0.0);
         let mut phases = vec![("alone", &alone), ("under attack", &under)];
