@@ -720,11 +720,11 @@ fn start_trial_controller<'f>(
     rt: &tokio::runtime::Runtime,
     meta: &mut Meta,
     obs: &dyn Observer,
-) -> Result<Started<'f>, String> {
+) -> Result<Started<'f>, LabError> {
     let spread = fleet.filter(|_| a.cluster > 0 && a.peer.is_none());
     let (started, target) = match spread {
         Some(f) => {
-            let (addr, target, members) = start_spread_cluster(f, rt, a, meta, obs).map_err(|e| e.to_string())?;
+            let (addr, target, members) = start_spread_cluster(f, rt, a, meta, obs).map_err(LabError::setup)?;
             let s = Started {
                 addr,
                 members,
@@ -734,7 +734,7 @@ fn start_trial_controller<'f>(
             (s, target)
         }
         None => {
-            let (addr, target, running) = target_of(a)?;
+            let (addr, target, running) = target_of(a).map_err(LabError::setup)?;
             let s = Started {
                 addr,
                 members: trial_members(a, &running),
@@ -1124,7 +1124,7 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     for (scenario, a) in &list {
         for trial in 0..a.trials {
             // A fresh controller for each trial when sdnlab starts it.
-            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs).map_err(LabError::setup)?;
+            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs)?;
             let cfg = ctlbench::capacity::CapacityConfig {
                 target: started.addr,
                 version,
@@ -1283,7 +1283,7 @@ fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome,
                     obs,
                 )?;
             }
-            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs).map_err(LabError::setup)?;
+            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs)?;
             let cfg = ctlbench::Config {
                 target: started.addr,
                 members: started.members.clone(),
@@ -1431,7 +1431,7 @@ fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         Err(e) => return Err(fail_run(writer, &mut meta, e)),
     };
     for trial in 0..a.trials {
-        let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs).map_err(LabError::setup)?;
+        let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs)?;
         let addr = started.addr;
         // In a cluster, the well-behaved switches and the attackers alike
         // connect to every member.
