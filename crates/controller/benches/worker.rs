@@ -11,7 +11,8 @@
 //! answers move in the real worker, kernel included), so a table is met
 //! cold as it is under load.
 
-use controller::driver::{Context, Driver, Environment, Stats};
+use controller::driver::{Driver, Environment};
+use controller::shared::{Context, Stats};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use ofwire::{v10, Body, Framer, Hello, Message};
 use std::sync::Arc;
@@ -51,7 +52,7 @@ fn drain(d: &mut Driver) -> Vec<Message> {
 /// A driver through the OpenFlow 1.0 handshake.
 fn ready(env: &Environment, dpid: u64) -> Driver {
     let now = Instant::now();
-    let outbox = controller::driver::Outbox::new(dpid, controller::driver::Mailbox::detached());
+    let outbox = controller::shared::Outbox::new(dpid, controller::shared::Mailbox::detached());
     let mut d = Driver::new(dpid, env, outbox, now);
     let mut bytes = Vec::new();
     Message::new(1, 1, Body::Hello(Hello::with_versions(&[1])))

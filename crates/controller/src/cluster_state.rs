@@ -27,8 +27,9 @@
 
 use crate::flows::{FlowFilter, FlowSpec};
 use crate::paths::{Host, Paths, ProvisionedPath};
-use crate::runtime::{Handle, Wait};
+use crate::shared::Wait;
 use crate::topology::{End, Link, Topology};
+use crate::worker::Core;
 use ofwire::{Body, Message};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -126,7 +127,7 @@ impl SharedState {
     /// Starts sharing: the thread that applies intents and writes hosts,
     /// fed through `events`; `paths` (if running) learns the shared hosts.
     pub(crate) fn start(
-        ctl: Handle,
+        ctl: Arc<Core>,
         member: Arc<cluster::Handle>,
         apps: Apps,
         events: Events,
@@ -300,7 +301,7 @@ impl SharedState {
 /// a task of its own, so that many requests at once (a path per host
 /// pair) wait on their barriers and etcd's answers together.
 fn run(
-    ctl: Handle,
+    ctl: Arc<Core>,
     member: Arc<cluster::Handle>,
     paths: Option<Arc<Paths>>,
     topology: Option<Arc<Topology>>,
@@ -324,7 +325,7 @@ fn run(
                     None => return,
                 },
                 _ = check.tick() => {
-                    if ctl.stopped() {
+                    if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
                         return;
                     }
                     continue;
@@ -416,7 +417,7 @@ fn run(
 
 /// Sends `intent`'s messages to the switches `dpids` (which this member
 /// masters), each followed by a barrier, and acknowledges.
-async fn apply(ctl: Handle, member: Arc<cluster::Handle>, id: String, intent: Intent, rev: i64, dpids: Vec<u64>) {
+async fn apply(ctl: Arc<Core>, member: Arc<cluster::Handle>, id: String, intent: Intent, rev: i64, dpids: Vec<u64>) {
     for m in intent.mods.iter().filter(|m| dpids.contains(&m.dpid)) {
         let mut error = None;
         for (i, text) in m.messages.iter().enumerate() {
@@ -429,7 +430,7 @@ async fn apply(ctl: Handle, member: Arc<cluster::Handle>, id: String, intent: In
             };
             // A barrier after each: the switch's refusal of any one is
             // the answer to it.
-            if let Err(e) = ctl.request(m.dpid, body, Wait::Barrier).await {
+            if let Err(e) = ctl.env.ctx.request(m.dpid, body, Wait::Barrier).await {
                 error = Some(e);
                 break;
             }

@@ -6,7 +6,7 @@
 
 use crate::app::{AppFactory, SwitchApp, Verdict};
 use crate::shared::Registered;
-pub use crate::shared::{Answer, Command, Context, Ha, Mailbox, Membership, Outbox, Registry, Stats, Wait};
+use crate::shared::{Answer, Command, Context, Ha, Membership, Outbox, Stats, Wait};
 use ofconn::{CloseReason, Event, Session};
 use ofwire::{v10, v13, Body, Message};
 use std::sync::atomic::Ordering;

@@ -31,11 +31,11 @@
 //! unless origins are named, HTTPS when a certificate is given.
 
 use crate::catalog::AppSet;
-use crate::driver::Wait;
 use crate::flows::{FlowFilter, FlowSpec};
 pub use crate::rest_access::{new_token, token_from_file, Access};
 use crate::rest_access::{Guard, TlsListener};
 use crate::runtime::Handle;
+use crate::shared::Wait;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -5,10 +5,10 @@
 
 use crate::app::AppFactory;
 use crate::cluster_state::{Event, SharedState};
-pub use crate::driver::{Command, Stats, Wait};
-use crate::driver::{Context, Environment};
-use crate::shared::{Mail, Mailbox, Outbox};
-use crate::worker::Accepted;
+use crate::driver::Environment;
+use crate::shared::{Accepted, Context, Ha, Mail, Mailbox, Membership, Outbox};
+pub use crate::shared::{Command, Stats, Wait};
+use crate::worker::Core;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -67,24 +67,23 @@ impl Default for Config {
     }
 }
 
+/// What the listeners and the handles share: the workers' `Core` (read
+/// through it: `shared.env`, `shared.stop`), and what only the runtime
+/// needs.
 pub(crate) struct Shared {
+    pub(crate) core: Arc<Core>,
     pub(crate) cfg: Config,
-    pub(crate) env: Environment,
     pub(crate) next_session: AtomicU64,
-    pub(crate) stop: AtomicBool,
-    /// The listeners' connections, each with what evicts it during its
-    /// handshake.
-    pub(crate) admission: std::sync::Mutex<ofconn::admission::Admission<Outbox>>,
     /// Every worker's mailbox.
     pub(crate) workers: Vec<Arc<Mailbox>>,
     /// Cluster mode: the sessions' way to the member's etcd side.
     member: Option<Arc<Member>>,
 }
 
-impl Shared {
-    /// A connection the listeners admitted is gone.
-    pub(crate) fn admission_closed(&self, id: u64) {
-        self.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
+impl std::ops::Deref for Shared {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
     }
 }
 
@@ -145,7 +144,7 @@ impl Handle {
             topology: apps.topology.clone(),
             share_links: !m.slave_packet_ins,
         };
-        let s = SharedState::start(self.clone(), h.clone(), shared_apps, rx, tx)?;
+        let s = SharedState::start(self.shared.core.clone(), h.clone(), shared_apps, rx, tx)?;
         *started = Some(s.clone());
         Ok(Some(s))
     }
@@ -170,7 +169,7 @@ impl Handle {
     }
 
     /// This controller's high-availability state, when it runs as (or was) a standby.
-    pub fn ha(&self) -> Option<Arc<crate::driver::Ha>> {
+    pub fn ha(&self) -> Option<Arc<Ha>> {
         self.shared.env.ha.clone()
     }
 
@@ -191,21 +190,7 @@ impl Handle {
 
     /// Sends `body` to switch `dpid` and waits (5 s at most) for what `wait` says.
     pub async fn request(&self, dpid: u64, body: ofwire::Body, wait: Wait) -> Result<Vec<ofwire::Message>, String> {
-        let (reply, rx) = tokio::sync::oneshot::channel();
-        if !self
-            .shared
-            .env
-            .ctx
-            .registry
-            .command(dpid, Command::Request { body, wait, reply })
-        {
-            return Err(format!("no switch {dpid:#x}"));
-        }
-        match tokio::time::timeout(Duration::from_secs(5), rx).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err(format!("switch {dpid:#x} went away")),
-            Err(_) => Err(format!("switch {dpid:#x} did not answer within 5 s")),
-        }
+        self.shared.env.ctx.request(dpid, body, wait).await
     }
 
     /// A switch's session counters as of now.
@@ -243,23 +228,17 @@ pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailb
             state: std::sync::Mutex::new(None),
         })
     });
-    Arc::new(Shared {
-        cfg: cfg.clone(),
+    let core = Core {
         env: Environment {
             apps: cfg.apps.clone(),
             session: cfg.session.clone(),
             ctx: Context::default(),
             stats,
             verbose: cfg.verbose,
-            ha: cfg.standby_for.map(|_| Arc::new(crate::driver::Ha::default())),
-            membership: member.clone().map(|m| m as Arc<dyn crate::driver::Membership>),
+            ha: cfg.standby_for.map(|_| Arc::new(Ha::default())),
+            membership: member.clone().map(|m| m as Arc<dyn Membership>),
         },
-        member,
-        // From 1: a session's id is its token in its worker's epoll set,
-        // where 0 is the mailbox's.
-        next_session: AtomicU64::new(1),
         stop: AtomicBool::new(false),
-        workers,
         // By default as many from one address as in all: an emulated
         // network's switches all come from one.
         admission: std::sync::Mutex::new(ofconn::admission::Admission::new(cfg.limits.unwrap_or_else(|| {
@@ -269,6 +248,16 @@ pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailb
                 per_source: total,
             }
         }))),
+        tls: cfg.tls.clone(),
+    };
+    Arc::new(Shared {
+        core: Arc::new(core),
+        cfg: cfg.clone(),
+        member,
+        // From 1: a session's id is its token in its worker's epoll set,
+        // where 0 is the mailbox's.
+        next_session: AtomicU64::new(1),
+        workers,
     })
 }
 
@@ -303,10 +292,10 @@ pub fn start(cfg: Config) -> io::Result<Handle> {
     };
     let senders = shared.workers.clone();
     for (w, (poll, mailbox)) in prepared.into_iter().enumerate() {
-        let shared = shared.clone();
+        let core = shared.core.clone();
         std::thread::Builder::new()
             .name(format!("ctl-worker-{w}"))
-            .spawn(move || crate::worker::run(poll, mailbox, shared))?;
+            .spawn(move || crate::worker::run(poll, mailbox, core))?;
     }
     let mut local_addrs = Vec::new();
     let mut tls_addrs = Vec::new();
@@ -369,7 +358,7 @@ impl Member {
     }
 }
 
-impl crate::driver::Membership for Member {
+impl Membership for Member {
     fn slave_packet_ins(&self) -> bool {
         self.slave_packet_ins
     }
@@ -463,7 +452,7 @@ fn watch_active(active: SocketAddr, shared: Arc<Shared>) {
             for dpid in registry.datapath_ids() {
                 if shared.env.ctx.version_of(dpid) == Some(ofwire::OFP13_VERSION) {
                     for body in ha.role_messages() {
-                        registry.command(dpid, crate::driver::Command::Send(ofwire::Body::V13(body)));
+                        registry.command(dpid, Command::Send(ofwire::Body::V13(body)));
                     }
                 }
             }

@@ -110,10 +110,18 @@ pub trait Membership: Send + Sync {
     }
 }
 
+/// A new connection for a worker; `tls` when it came in on a TLS listener.
+pub(crate) struct Accepted {
+    pub(crate) stream: std::net::TcpStream,
+    pub(crate) tls: bool,
+    pub(crate) session: u64,
+    pub(crate) admission: u64,
+}
+
 /// What reaches a worker from other threads: a new connection, a command
 /// or an eviction for one of its sessions, or the end.
 pub(crate) enum Mail {
-    Accept(crate::worker::Accepted),
+    Accept(Accepted),
     Command(u64, Command),
     /// Close the session: its datapath id was announced again elsewhere,
     /// or the controller was killed.
@@ -287,6 +295,19 @@ impl Context {
     /// switch's version (`version_of`).
     pub fn send(&self, dpid: u64, body: Body) -> bool {
         self.registry.command(dpid, Command::Send(body))
+    }
+
+    /// Sends `body` to switch `dpid` and waits (5 s at most) for what `wait` says.
+    pub async fn request(&self, dpid: u64, body: Body, wait: Wait) -> Result<Vec<Message>, String> {
+        let (reply, rx) = oneshot::channel();
+        if !self.registry.command(dpid, Command::Request { body, wait, reply }) {
+            return Err(format!("no switch {dpid:#x}"));
+        }
+        match tokio::time::timeout(std::time::Duration::from_secs(5), rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(format!("switch {dpid:#x} went away")),
+            Err(_) => Err(format!("switch {dpid:#x} did not answer within 5 s")),
+        }
     }
 
     pub fn version_of(&self, dpid: u64) -> Option<u8> {

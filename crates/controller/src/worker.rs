@@ -18,9 +18,8 @@
 //! reach a session through the worker's `Mailbox` (commands, evictions, new
 //! connections); timers are one heap per worker.
 
-use crate::driver::Driver;
-use crate::runtime::Shared;
-use crate::shared::{Mail, Mailbox, Outbox};
+use crate::driver::{Driver, Environment};
+use crate::shared::{Accepted, Mail, Mailbox, Outbox};
 use crate::tls::TlsStream;
 use mio::{Events, Interest, Poll, Token};
 use ofconn::CloseReason;
@@ -50,12 +49,25 @@ const FLUSH_AT: usize = 32 * 1024;
 const LIGHT_READ: usize = 256;
 const LIGHT_FOR: Duration = Duration::from_millis(20);
 
-/// A new connection for a worker; `tls` when it came in on a TLS listener.
-pub(crate) struct Accepted {
-    pub(crate) stream: std::net::TcpStream,
-    pub(crate) tls: bool,
-    pub(crate) session: u64,
-    pub(crate) admission: u64,
+/// What every worker of a controller shares with its listeners and its
+/// handles: how a session starts (the applications, the registry), whether
+/// the controller is stopping, the listeners' admission and the TLS
+/// configuration. The runtime owns it (`runtime::Shared`); a worker sees
+/// nothing else of the runtime.
+pub(crate) struct Core {
+    pub(crate) env: Environment,
+    pub(crate) stop: std::sync::atomic::AtomicBool,
+    /// The listeners' connections, each with what evicts it during its
+    /// handshake.
+    pub(crate) admission: std::sync::Mutex<ofconn::admission::Admission<Outbox>>,
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Core {
+    /// A connection the listeners admitted is gone.
+    pub(crate) fn admission_closed(&self, id: u64) {
+        self.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
+    }
 }
 
 /// A worker's epoll set and mailbox, made on the caller's thread so that a
@@ -161,7 +173,7 @@ impl Conn {
 struct Worker {
     poll: Poll,
     mailbox: Arc<Mailbox>,
-    shared: Arc<Shared>,
+    shared: Arc<Core>,
     conns: HashMap<u64, Conn, foldhash::fast::RandomState>,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
     /// Sessions whose last read filled the buffer: read again next turn.
@@ -179,14 +191,14 @@ struct Worker {
 }
 
 /// Runs a worker until the controller stops.
-pub(crate) fn run(poll: Poll, mailbox: Arc<Mailbox>, shared: Arc<Shared>) {
+pub(crate) fn run(poll: Poll, mailbox: Arc<Mailbox>, shared: Arc<Core>) {
     let mut w = Worker::new(poll, mailbox, shared);
     let mut events = Events::with_capacity(1024);
     while w.step(&mut events) {}
 }
 
 impl Worker {
-    fn new(poll: Poll, mailbox: Arc<Mailbox>, shared: Arc<Shared>) -> Worker {
+    fn new(poll: Poll, mailbox: Arc<Mailbox>, shared: Arc<Core>) -> Worker {
         Worker {
             poll,
             mailbox,
@@ -322,7 +334,7 @@ fn far(now: Instant) -> Instant {
 impl Worker {
     fn accept(&mut self, a: Accepted, now: Instant) {
         let shared = self.shared.clone();
-        let tls = match (a.tls, &shared.cfg.tls) {
+        let tls = match (a.tls, &shared.tls) {
             (true, Some(cfg)) => match TlsStream::new(cfg.clone()).map(Box::new) {
                 Ok(t) => Some(t),
                 Err(e) => {
@@ -528,13 +540,25 @@ mod tests {
 
     impl Bed {
         fn new() -> Bed {
-            let cfg = crate::runtime::Config {
-                apps: vec![crate::catalog::by_name("l2-learning").unwrap()],
-                ..Default::default()
-            };
             let (poll, mailbox) = prepare().unwrap();
-            let shared = crate::runtime::new_shared(&cfg, Default::default(), vec![mailbox.clone()], 1024);
-            let mut w = Worker::new(poll, mailbox, shared);
+            let core = Arc::new(Core {
+                env: Environment {
+                    apps: vec![crate::catalog::by_name("l2-learning").unwrap()],
+                    session: ofconn::Config::default(),
+                    ctx: Default::default(),
+                    stats: Default::default(),
+                    verbose: false,
+                    ha: None,
+                    membership: None,
+                },
+                stop: Default::default(),
+                admission: std::sync::Mutex::new(ofconn::admission::Admission::new(ofconn::admission::Limits {
+                    total: 1024,
+                    per_source: 1024,
+                })),
+                tls: None,
+            });
+            let mut w = Worker::new(poll, mailbox, core);
             // Light sessions keep the worker in short turns for as long as
             // the test takes, however slow the machine.
             w.light_for = Duration::from_secs(3600);

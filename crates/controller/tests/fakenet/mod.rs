@@ -11,7 +11,8 @@
 #![allow(dead_code)]
 
 use controller::app::AppFactory;
-use controller::driver::{Context, Driver, Environment, Stats};
+use controller::driver::{Driver, Environment};
+use controller::shared::{Context, Stats};
 use ofswitch::emulated::{Effect, Emulated};
 use ofswitch::flow::Rule;
 use ofwire::oxm::Oxm;
@@ -70,7 +71,7 @@ pub struct FakeSwitch {
     pub dp: Emulated,
     conn: usize,
     driver: Option<Driver>,
-    commands: std::sync::Arc<controller::driver::Mailbox>,
+    commands: std::sync::Arc<controller::shared::Mailbox>,
     from_controller: Framer,
     to_controller: Vec<u8>,
 }
@@ -197,7 +198,7 @@ impl FakeNet {
             net.host_at.insert(h, i);
         }
         for &(dpid, n_ports) in switches {
-            let mailbox = controller::driver::Mailbox::detached();
+            let mailbox = controller::shared::Mailbox::detached();
             let id = net.next_session;
             net.next_session += 1;
             let n_tables = if version == ofwire::OFP10_VERSION { 1 } else { N_TABLES };
@@ -210,7 +211,7 @@ impl FakeNet {
                 driver: Some(Driver::new(
                     id,
                     &net.env,
-                    controller::driver::Outbox::new(id, mailbox.clone()),
+                    controller::shared::Outbox::new(id, mailbox.clone()),
                     Instant::now(),
                 )),
                 commands: mailbox,
