@@ -528,30 +528,34 @@ pub struct ChangeDetection {
 /// run: on this machine ([`Fabric`]) or in parts on several.
 #[allow(async_fn_in_trait)] // (used with concrete types only, never as dyn)
 pub trait Failures {
+    /// Why a failure could not be made or read (a fabric spread over
+    /// workers loses one; a fabric in this process cannot fail to).
+    type Error: std::fmt::Display;
     fn spec(&self) -> &Spec;
     /// Takes the link at `a` down on both ends (PORT_STATUS from both switches).
-    async fn link_down(&self, a: Attach) -> Result<(), String>;
+    async fn link_down(&self, a: Attach) -> Result<(), Self::Error>;
     /// Switch `dpid` fails as if powered off: its OpenFlow connection
     /// closes and its neighbours' ports go down.
-    async fn switch_off(&self, dpid: u64) -> Result<(), String>;
+    async fn switch_off(&self, dpid: u64) -> Result<(), Self::Error>;
     /// When the latest LLDP frame left any switch's port, unix ns on this
     /// machine's clock (0: none yet).
-    async fn last_probe_ns(&self) -> Result<u64, String>;
+    async fn last_probe_ns(&self) -> Result<u64, Self::Error>;
 }
 
 impl Failures for Fabric {
+    type Error = std::convert::Infallible;
     fn spec(&self) -> &Spec {
         &self.spec
     }
-    async fn link_down(&self, a: Attach) -> Result<(), String> {
+    async fn link_down(&self, a: Attach) -> Result<(), Self::Error> {
         self.set_link(a, false);
         Ok(())
     }
-    async fn switch_off(&self, dpid: u64) -> Result<(), String> {
+    async fn switch_off(&self, dpid: u64) -> Result<(), Self::Error> {
         self.disconnect(dpid);
         Ok(())
     }
-    async fn last_probe_ns(&self) -> Result<u64, String> {
+    async fn last_probe_ns(&self) -> Result<u64, Self::Error> {
         Ok(self.stats.last_lldp_out_ns.load(std::sync::atomic::Ordering::Relaxed))
     }
 }
@@ -596,7 +600,7 @@ pub async fn change_detection(
             match fabric.last_probe_ns().await {
                 Ok(probe) if probe > at_ns => result.first_probe_s = Some((probe - at_ns) as f64 / 1e9),
                 Ok(_) => {}
-                Err(e) => last_error = e,
+                Err(e) => last_error = e.to_string(),
             }
         }
         if result.view_s.is_none() {

@@ -371,11 +371,11 @@ impl<'a> SpreadFabric<'a> {
         Ok(out)
     }
 
-    fn owner(&self, dpid: u64) -> Result<&Worker, String> {
+    fn owner(&self, dpid: u64) -> Result<&Worker, FleetError> {
         self.owner
             .get(&dpid)
             .map(|&w| &self.fleet.workers[w])
-            .ok_or_else(|| format!("no switch {dpid:#x} in the fabric"))
+            .ok_or_else(|| FleetError::Partition(format!("no switch {dpid:#x} in the fabric")))
     }
 
     /// The ports wired to `at` (the far end of its link, if any).
@@ -391,26 +391,30 @@ impl<'a> SpreadFabric<'a> {
         })
     }
 
-    async fn port_down(&self, at: ctlbench::fabric::Attach) -> Result<(), String> {
+    async fn port_down(&self, at: ctlbench::fabric::Attach) -> Result<(), FleetError> {
         let call = self.owner(at.0)?.call(Call::FabricPort { at, up: false });
-        self.fleet.unless_lost(call).await.map(drop).map_err(|e| e.to_string())
+        self.fleet.unless_lost(call).await.map(drop)
     }
 }
 
 impl ctlbench::topology_tests::Failures for SpreadFabric<'_> {
+    type Error = FleetError;
+
     fn spec(&self) -> &ctlbench::fabric::Spec {
         &self.spec
     }
 
-    async fn link_down(&self, a: ctlbench::fabric::Attach) -> Result<(), String> {
-        let b = self.peer(a).ok_or_else(|| format!("no link at {a:?}"))?;
+    async fn link_down(&self, a: ctlbench::fabric::Attach) -> Result<(), FleetError> {
+        let b = self
+            .peer(a)
+            .ok_or_else(|| FleetError::Partition(format!("no link at {a:?}")))?;
         let (x, y) = futures::join!(self.port_down(a), self.port_down(b));
         x.and(y)
     }
 
-    async fn switch_off(&self, dpid: u64) -> Result<(), String> {
+    async fn switch_off(&self, dpid: u64) -> Result<(), FleetError> {
         let off = self.owner(dpid)?.call(Call::FabricSwitchOff { dpid });
-        self.fleet.unless_lost(off).await.map_err(|e| e.to_string())?;
+        self.fleet.unless_lost(off).await?;
         // Its neighbours on other workers (those on its own went down with it).
         let mine = self.owner.get(&dpid).copied();
         let far: Vec<ctlbench::fabric::Attach> = self
@@ -430,16 +434,12 @@ impl ctlbench::topology_tests::Failures for SpreadFabric<'_> {
         Ok(())
     }
 
-    async fn last_probe_ns(&self) -> Result<u64, String> {
+    async fn last_probe_ns(&self) -> Result<u64, FleetError> {
         let counts = join_all(self.fleet.workers.iter().map(|w| w.call(Call::FabricCount)));
-        let counts = self
-            .fleet
-            .unless_lost(async { Ok(counts.await) })
-            .await
-            .map_err(|e| e.to_string())?;
+        let counts = self.fleet.unless_lost(async { Ok(counts.await) }).await?;
         let mut latest = 0u64;
         for (w, r) in self.fleet.workers.iter().zip(counts) {
-            if let Reply::FabricUp { counts } = r.map_err(|e| e.to_string())? {
+            if let Reply::FabricUp { counts } = r? {
                 let last_lldp_out_ns = counts.last_lldp_out_ns;
                 if last_lldp_out_ns > 0 {
                     // On our clock: the worker's minus its offset.
@@ -663,9 +663,9 @@ impl Fleet {
                 return Err(FleetError::Partition("tester-finish answered out of turn".into()));
             };
             let unpack = |t: &str| {
-                crate::shard::unpack_words(t).map_err(|message| FleetError::Failed {
+                crate::shard::unpack_words(t).map_err(|source| FleetError::Unpack {
                     worker: receiver.name.clone(),
-                    message,
+                    source,
                 })
             };
             received.set_index(unpack(&seen)?, unpack(&blocks)?);
@@ -859,9 +859,9 @@ impl Fleet {
                 } => {
                     report.rtt_histogram =
                         Some(
-                            crate::shard::decode_histogram(&rtt_histogram).map_err(|message| FleetError::Failed {
+                            crate::shard::decode_histogram(&rtt_histogram).map_err(|source| FleetError::Unpack {
                                 worker: self.workers[i].name.clone(),
-                                message,
+                                source,
                             })?,
                         );
                     out.push(crate::shard::Shard {

@@ -19,6 +19,13 @@ pub enum FleetError {
     /// What a worker answered a call with.
     #[error("worker {worker} failed: {message}")]
     Failed { worker: String, message: String },
+    /// What a worker sent packed (round trips, a receiver's index) that
+    /// does not unpack.
+    #[error("worker {worker}: {source}")]
+    Unpack {
+        worker: String,
+        source: crate::shard::PackError,
+    },
     /// A topology that cannot be split as asked.
     #[error("{0}")]
     Partition(String),

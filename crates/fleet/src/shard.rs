@@ -220,54 +220,78 @@ fn merge_cluster(shards: &[Shard]) -> Option<ctlbench::ClusterReport> {
     out
 }
 
+/// Why a histogram or packed words did not make it onto, or off, the wire.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    #[error("cannot serialise the round trips: {0}")]
+    Serialise(String),
+    #[error("{what} not in base64: {source}")]
+    Base64 {
+        what: &'static str,
+        source: base64::DecodeError,
+    },
+    /// hdrhistogram's own error, in its words.
+    #[error("round trips unreadable: {0}")]
+    Histogram(String),
+    #[error("packed words: {0}")]
+    Deflate(#[from] std::io::Error),
+    #[error("packed words: {0} bytes is not whole words")]
+    Partial(usize),
+}
+
 /// A histogram for the wire: V2 with deflate, base64 (empty: none).
-pub fn encode_histogram(h: Option<&Histogram<u64>>) -> Result<String, String> {
+pub fn encode_histogram(h: Option<&Histogram<u64>>) -> Result<String, PackError> {
     let Some(h) = h else { return Ok(String::new()) };
     let mut buf = Vec::new();
+    // (hdrhistogram's errors implement Debug only.)
     V2DeflateSerializer::new()
         .serialize(h, &mut buf)
-        .map_err(|e| format!("cannot serialise the round trips: {e:?}"))?;
+        .map_err(|e| PackError::Serialise(format!("{e:?}")))?;
     Ok(base64::engine::general_purpose::STANDARD.encode(buf))
 }
 
 /// The histogram [`encode_histogram`] wrote (an empty one for "").
-pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, String> {
+pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, PackError> {
     if text.is_empty() {
-        return Histogram::new(3).map_err(|e| e.to_string());
+        return Histogram::new(3).map_err(|e| PackError::Histogram(e.to_string()));
     }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|e| format!("round trips not in base64: {e}"))?;
+        .map_err(|source| PackError::Base64 {
+            what: "round trips",
+            source,
+        })?;
     Deserializer::new()
         .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("round trips unreadable: {e:?}"))
+        .map_err(|e| PackError::Histogram(format!("{e:?}")))
 }
 
 /// 64-bit words for the wire: little-endian bytes, deflated, base64 (a
 /// receiver's bitmap of a million frames that all arrived is a few
 /// hundred bytes this way, not megabytes of JSON numbers).
-pub fn pack_words(words: &[u64]) -> Result<String, String> {
+pub fn pack_words(words: &[u64]) -> Result<String, PackError> {
     use std::io::Write;
     let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
     for w in words {
-        z.write_all(&w.to_le_bytes()).map_err(|e| e.to_string())?;
+        z.write_all(&w.to_le_bytes())?;
     }
-    let bytes = z.finish().map_err(|e| e.to_string())?;
+    let bytes = z.finish()?;
     Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// The words [`pack_words`] packed.
-pub fn unpack_words(text: &str) -> Result<Vec<u64>, String> {
+pub fn unpack_words(text: &str) -> Result<Vec<u64>, PackError> {
     use std::io::Read;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|e| format!("packed words not in base64: {e}"))?;
+        .map_err(|source| PackError::Base64 {
+            what: "packed words",
+            source,
+        })?;
     let mut raw = Vec::new();
-    flate2::read::DeflateDecoder::new(&bytes[..])
-        .read_to_end(&mut raw)
-        .map_err(|e| format!("packed words unreadable: {e}"))?;
+    flate2::read::DeflateDecoder::new(&bytes[..]).read_to_end(&mut raw)?;
     if raw.len() % 8 != 0 {
-        return Err(format!("packed words: {} bytes is not whole words", raw.len()));
+        return Err(PackError::Partial(raw.len()));
     }
     Ok(raw
         .chunks_exact(8)

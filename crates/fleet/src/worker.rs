@@ -462,6 +462,9 @@ fn until(start_unix_ns: u64) -> Result<Duration, String> {
 }
 
 /// Runs one call; `partial` sends what comes before its final answer.
+/// Its error is text on purpose: it goes to the coordinator as
+/// `Reply::Error { message }`, and the coordinator types it there
+/// (`FleetError::Failed`, naming the worker); so do this module's helpers.
 async fn run(
     call: Call,
     made: &Mutex<Made>,
@@ -481,7 +484,8 @@ async fn run(
             let wait = until(start_unix_ns)?;
             tokio::time::sleep(wait).await;
             let report = ctlbench::run(config, |l| partial(Reply::CtlLoop { result: l.clone() })).await;
-            let rtt_histogram = crate::shard::encode_histogram(report.rtt_histogram.as_ref())?;
+            let rtt_histogram =
+                crate::shard::encode_histogram(report.rtt_histogram.as_ref()).map_err(|e| e.to_string())?;
             Ok(Reply::Ctl {
                 report: Box::new(report),
                 rtt_histogram,
@@ -716,7 +720,10 @@ async fn run(
                 .await
                 .map_err(|e| format!("receiver: {e}"))?;
             let (seen, blocks) = report.index();
-            let (seen, blocks) = (crate::shard::pack_words(seen)?, crate::shard::pack_words(blocks)?);
+            let (seen, blocks) = (
+                crate::shard::pack_words(seen).map_err(|e| e.to_string())?,
+                crate::shard::pack_words(blocks).map_err(|e| e.to_string())?,
+            );
             Ok(Reply::TesterReceived {
                 report: Box::new(report),
                 seen,
