@@ -19,19 +19,28 @@ pub struct Ceiling {
     pub rtt_us_p50: f64,
 }
 
+/// Why the ceiling was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum CeilingError {
+    #[error("the reference responder did not start: {0}")]
+    Responder(#[from] ofref::Error),
+    #[error("the driver against the reference responder: {0} session(s) lost")]
+    SessionsLost(u64),
+}
+
 /// Measures the ceiling for `cfg` (its target replaced by a reference
 /// responder started here) as long as one of its trials: the same warm-up
 /// and measured loops (a shorter run read the same load from 57 k to
 /// 187 k responses/s within minutes). None when the answers are not matched by buffer (the
 /// responder answers by buffer only); an error when the responder cannot
 /// start or the driver lost sessions to it.
-pub async fn measure(cfg: &Config) -> Result<Option<Ceiling>, String> {
+pub async fn measure(cfg: &Config) -> Result<Option<Ceiling>, CeilingError> {
     if cfg.answers != Answers::Buffer {
         return Ok(None);
     }
     // One event loop: on a machine of two cores it measured as fast as two
     // against the driver and leaves the driver a core of its own.
-    let responder = ofref::Responder::start(1).map_err(|e| e.to_string())?;
+    let responder = ofref::Responder::start(1)?;
     let probe = Config {
         target: responder.addr(),
         // A cluster's fan-out: as many sessions per switch, all to the
@@ -45,10 +54,7 @@ pub async fn measure(cfg: &Config) -> Result<Option<Ceiling>, String> {
     let r = crate::run(probe, |_| {}).await;
     drop(responder);
     if r.loops.is_empty() || r.sessions_lost > 0 {
-        return Err(format!(
-            "the driver against the reference responder: {} session(s) lost",
-            r.sessions_lost
-        ));
+        return Err(CeilingError::SessionsLost(r.sessions_lost));
     }
     let n = r.loops.len() as f64;
     Ok(Some(Ceiling {

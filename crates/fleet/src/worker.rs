@@ -476,7 +476,7 @@ async fn run(
         Call::Ceiling { config } => {
             raise_fd_limit();
             Ok(Reply::Ceiling {
-                ceiling: ctlbench::ceiling::measure(&config).await?,
+                ceiling: ctlbench::ceiling::measure(&config).await.map_err(|e| e.to_string())?,
             })
         }
         Call::Ctl { config, start_unix_ns } => {

@@ -201,7 +201,10 @@ impl Ceiling {
 /// (`ctlbench::ceiling`); None inside when it does not apply, or (outer)
 /// when a stop signal came meanwhile.
 #[allow(clippy::type_complexity)]
-pub fn measure(cfg: &ctlbench::Config, rt: &tokio::runtime::Runtime) -> Option<Result<Option<Ceiling>, String>> {
+pub fn measure(
+    cfg: &ctlbench::Config,
+    rt: &tokio::runtime::Runtime,
+) -> Option<Result<Option<Ceiling>, ctlbench::ceiling::CeilingError>> {
     let fan_out = cfg.members.len();
     let r = crate::stop::block_on_unless_stopped(rt, ctlbench::ceiling::measure(cfg))?;
     Some(r.map(|c| {

@@ -222,7 +222,8 @@ pub(crate) fn ceiling_run(
                 k + 1
             )));
             match ceiling::measure(cfg, rt) {
-                Some(r) => r,
+                // (Either way only its words go into the run's events.)
+                Some(r) => r.map_err(|e| e.to_string()),
                 None => return Err(LabError::Interrupted { dir: dir.to_path_buf() }),
             }
         }
