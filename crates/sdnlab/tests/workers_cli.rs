@@ -384,10 +384,13 @@ fn a_leaf_spine_spread_over_three_workers_pings_and_carries_iperf_between_them()
             .iter()
             .map(|s| s["values"]["end_unix_ns"].as_f64().unwrap())
             .collect();
-        for w in ends.windows(2) {
+        // Every 500 ms; the last one is what was left when the flow
+        // ended, so it may be shorter.
+        for (k, w) in ends.windows(2).enumerate() {
             let gap_ms = (w[1] - w[0]) / 1e6;
+            let least = if k + 2 == ends.len() { 1.0 } else { 400.0 };
             assert!(
-                (400.0..800.0).contains(&gap_ms),
+                (least..800.0).contains(&gap_ms),
                 "{name}: intervals {gap_ms} ms apart: {ends:?}"
             );
         }
