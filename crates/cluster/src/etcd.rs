@@ -200,6 +200,11 @@ impl Etcd {
         Ok(())
     }
 
+    /// Where its members' data and logs are.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The members' client URLs, comma separated.
     pub fn endpoints(&self) -> String {
         self.endpoint_list().join(",")

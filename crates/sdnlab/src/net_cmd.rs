@@ -42,7 +42,16 @@ impl Drop for Builtin {
             m.stop();
         }
         self.members.clear();
-        self.etcd.take();
+        // etcd's files go with it (teardown removes the run's directory
+        // too; a run that never came up has only this in it).
+        if let Some(e) = self.etcd.take() {
+            let dir = e.dir().to_path_buf();
+            drop(e);
+            let _ = std::fs::remove_dir_all(&dir);
+            if let Some(run) = dir.parent() {
+                let _ = std::fs::remove_dir(run);
+            }
+        }
     }
 }
 
@@ -88,8 +97,30 @@ pub async fn up(
     cluster: Option<(usize, bool)>,
     prompt: Option<Prompt>,
 ) -> ExitCode {
+    // The topology first: a bad one is refused before anything starts.
+    let t = match topo::load(spec) {
+        Ok(t) => t,
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("sdnlab: {p}");
+            }
+            return ExitCode::from(2);
+        }
+    };
     let id = run::new_id();
     let kind = options.kind;
+    // Ctrl-C and SIGTERM are ours from here on: one that comes while the
+    // controller or the network is being made waits until they are up,
+    // then takes them down (the default action would kill this process
+    // and leave the run's directory, its etcd's files among them).
+    let mut int = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot watch SIGINT: {e}")),
+    };
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot watch SIGTERM: {e}")),
+    };
     // --app: sdnlab's own controller, started in this process for the run's
     // lifetime, with its REST API on loopback (the console's `controller`).
     let mut builtin = None;
@@ -138,19 +169,6 @@ pub async fn up(
             return fail("--controller needs OpenFlow switches: add --switch ovs");
         }
     }
-    let t = match topo::load(spec) {
-        Ok(t) => t,
-        Err(problems) => {
-            for p in &problems {
-                eprintln!("sdnlab: {p}");
-            }
-            return ExitCode::from(2);
-        }
-    };
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("cannot watch SIGTERM: {e}")),
-    };
     let started = Instant::now();
     let up = Net::up_as(t, options, id);
     tokio::pin!(up);
@@ -158,7 +176,7 @@ pub async fn up(
     let net = loop {
         tokio::select! {
             r = &mut up => break r,
-            _ = tokio::signal::ctrl_c(), if !stop => stop = true,
+            _ = int.recv(), if !stop => stop = true,
             _ = term.recv(), if !stop => stop = true,
         }
     };
@@ -187,7 +205,7 @@ pub async fn up(
         print_summary(&net.state, took);
         println!("up; Ctrl-C or `sdnlab net down --id {}` tears it down", net.state.id);
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = int.recv() => {}
             _ = term.recv() => {}
         }
     }

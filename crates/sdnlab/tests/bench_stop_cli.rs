@@ -414,3 +414,67 @@ fn experiments_stopped_at_random_moments_leave_nothing() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+/// `net up` over Open vSwitch with a three-member cluster of sdnlab's
+/// controller on an etcd of the run's own, stopped by Ctrl-C (SIGINT) at
+/// random moments from its controller's start to after the network is
+/// up (the moments printed, so a failure can be replayed): it takes
+/// everything down and exits 0, and nothing of any run is left: no
+/// namespace, no interface, no state directory, no process naming one
+/// (etcd's data directory is under the run's).
+#[test]
+fn net_up_stopped_at_random_moments_leaves_nothing() {
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let runs = || -> std::collections::BTreeSet<String> {
+        std::fs::read_dir("/run/sdnlab/net")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let before = runs();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    let mut seed = nanos ^ u64::from(std::process::id()).rotate_left(17);
+    // Early (while etcd and the members start), then anywhere up to a few
+    // seconds (the switches coming up, then up and idle).
+    for within_ms in [600, 4000, 8000] {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let at = Duration::from_millis(100 + (seed >> 33) % within_ms);
+        let moment = format!("net up stopped after {at:?}");
+        eprintln!("{moment}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .args([
+                "net",
+                "up",
+                "linear,3",
+                "--switch",
+                "ovs",
+                "--app",
+                "l2-learning",
+                "--cluster",
+                "3",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        assert!(child.try_wait().unwrap().is_none(), "{moment}: net up ended by itself");
+        let (status, err) = interrupt(&mut child, Duration::from_secs(60), &moment);
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+        assert!(status.success(), "{moment}: {status}\n{out}{err}");
+        assert!(out.contains(" down in "), "{moment}: {out}{err}");
+        let new: Vec<String> = runs().difference(&before).cloned().collect();
+        assert!(new.is_empty(), "{moment}: run directories left: {new:?}");
+        assert_eq!(
+            anything_left(std::path::Path::new("/run/sdnlab/net/")),
+            Vec::<String>::new(),
+            "{moment}: left behind\n{out}{err}"
+        );
+    }
+}

@@ -5,7 +5,9 @@
 //! namespaces, interfaces (sdnlab's `sl...`, Mininet's `sN-ethM`/`hN-ethM`),
 //! processes. As root, with Debian's `mininet` package.
 
-use std::process::Command;
+mod common;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// What either emulator could leave: namespaces, interfaces, processes
 /// naming the run directory or Mininet's helpers.
@@ -36,21 +38,28 @@ fn emulators_left(dir: &std::path::Path) -> Vec<String> {
     left
 }
 
+/// sdnlab's runs and namespaces, as they are now.
+fn ours() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/run/sdnlab/net")
+        .into_iter()
+        .chain(std::fs::read_dir("/run/netns"))
+        .flatten()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .filter(|p| p.starts_with("/run/sdnlab/net/") || p.starts_with("/run/netns/sdnlab-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// One run at a time: both tests bring up emulations and look for what
+/// either left.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn sdnlab_and_mininet_side_by_side_and_nothing_left() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("sdnlab-test-fidelity-{}", std::process::id()));
-    let ours = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir("/run/sdnlab/net")
-            .into_iter()
-            .chain(std::fs::read_dir("/run/netns"))
-            .flatten()
-            .flatten()
-            .map(|e| e.path().display().to_string())
-            .filter(|p| p.starts_with("/run/sdnlab/net/") || p.starts_with("/run/netns/sdnlab-"))
-            .collect();
-        v.sort();
-        v
-    };
     let before = ours();
     let o = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
         .args(["bench", "fidelity", "--quick", "--seconds", "1", "--out"])
@@ -93,5 +102,54 @@ fn sdnlab_and_mininet_side_by_side_and_nothing_left() {
     assert!(out.join("report.html").is_file());
     assert_eq!(before, ours(), "no sdnlab run or namespace left");
     assert_eq!(emulators_left(&out), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Stopped by Ctrl-C (SIGINT) at a random moment (printed, so a failure
+/// can be replayed), while either emulation is up or between them: exit
+/// code 130, "interrupted" said, nothing of either emulator left, and
+/// `sdnlab report` reads what was measured, marked interrupted.
+#[test]
+fn stopped_at_a_random_moment_it_leaves_nothing() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = std::env::temp_dir().join(format!("sdnlab-test-fidelity-stop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let before = ours();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    let at = Duration::from_millis(300 + nanos % 9000);
+    let moment = format!("bench fidelity stopped after {at:?}");
+    eprintln!("{moment}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .args(["bench", "fidelity", "--quick", "--seconds", "1", "--no-live", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(at);
+    if child.try_wait().unwrap().is_none() {
+        let (status, err) = common::interrupt(&mut child, Duration::from_secs(60), &moment);
+        assert_eq!(status.code(), Some(130), "{moment}: {err}");
+        assert!(err.contains("interrupted"), "{moment}: {err}");
+        if out.join("meta.json").exists() {
+            let report = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+                .arg("report")
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(
+                report.status.success(),
+                "{moment}: {}",
+                String::from_utf8_lossy(&report.stderr)
+            );
+            let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+            assert!(meta.contains("interrupted"), "{moment}: {meta}");
+        }
+    }
+    assert_eq!(before, ours(), "{moment}: an sdnlab run or namespace left");
+    assert_eq!(emulators_left(&out), Vec::<String>::new(), "{moment}");
     let _ = std::fs::remove_dir_all(&out);
 }
