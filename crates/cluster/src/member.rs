@@ -76,6 +76,15 @@ pub enum Notice {
     },
 }
 
+/// Why this member's lease could not be kept (said in its etcd notice).
+#[derive(Debug, thiserror::Error)]
+enum LeaseError {
+    #[error("a lease keep-alive timed out")]
+    TimedOut,
+    #[error(transparent)]
+    Etcd(#[from] etcd_client::Error),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("etcd at {endpoints}: {source}")]
@@ -523,7 +532,7 @@ impl Member {
                         }
                     },
                     _ = keep.tick() => match self.keep_alive().await {
-                        Err(e) => self.unreachable(e),
+                        Err(e) => self.unreachable(e.to_string()),
                         // etcd answers again: read everything afresh.
                         Ok(()) if !self.reachable => break,
                         Ok(()) => self.failures = 0,
@@ -631,7 +640,7 @@ impl Member {
         }
     }
 
-    async fn keep_alive(&mut self) -> Result<(), String> {
+    async fn keep_alive(&mut self) -> Result<(), LeaseError> {
         let t = self.cfg.request_timeout;
         let ka = async {
             let (mut keeper, mut stream) = self.client.lease_keep_alive(self.lease).await?;
@@ -639,8 +648,8 @@ impl Member {
             Ok::<_, etcd_client::Error>(stream.message().await?.map(|r| r.ttl()))
         };
         match tokio::time::timeout(t, ka).await {
-            Err(_) => Err("a lease keep-alive timed out".into()),
-            Ok(Err(e)) if !lease_gone(&e) => Err(e.to_string()),
+            Err(_) => Err(LeaseError::TimedOut),
+            Ok(Err(e)) if !lease_gone(&e) => Err(e.into()),
             Ok(Ok(Some(ttl))) if ttl > 0 => Ok(()),
             // etcd answers that the lease is gone (the keep-alive stream
             // says so with an error, or with a TTL of 0).
@@ -648,30 +657,25 @@ impl Member {
                 // The lease is gone (revoked by a member that thought us
                 // dead, or expired while etcd could not hear us): join
                 // again with a new one.
-                self.rejoin().await
+                Ok(self.rejoin().await?)
             }
         }
     }
 
-    async fn rejoin(&mut self) -> Result<(), String> {
+    async fn rejoin(&mut self) -> Result<(), etcd_client::Error> {
         // Until the keys are read again, nothing says this member still
         // masters anything: the roles it told stand (the switches refuse
         // a stale master's writes by its old generation id).
         let ttl = self.cfg.lease_ttl.as_secs().max(1) as i64;
-        self.lease = self
-            .client
-            .lease_grant(ttl, None)
-            .await
-            .map_err(|e| e.to_string())?
-            .id();
+        self.lease = self.client.lease_grant(ttl, None).await?.id();
         let value = serde_json::json!({"lease": self.lease, "probe": self.probe.to_string()}).to_string();
         let opts = || Some(PutOptions::new().with_lease(self.lease));
         let me = format!("{}members/{}", self.prefix, self.cfg.member);
-        self.client.put(me, value, opts()).await.map_err(|e| e.to_string())?;
+        self.client.put(me, value, opts()).await?;
         let local: Vec<u64> = self.local.keys().copied().collect();
         for d in local {
             let key = format!("{}switches/{}/{}", self.prefix, dpid_key(d), self.cfg.member);
-            self.client.put(key, "", opts()).await.map_err(|e| e.to_string())?;
+            self.client.put(key, "", opts()).await?;
         }
         Ok(())
     }
@@ -721,7 +725,7 @@ impl Member {
         // Our own keys may have gone, or never been written, while etcd
         // could not hear us.
         if !self.members.contains_key(&self.cfg.member) {
-            self.rejoin().await.map_err(etcd_client::Error::InvalidArgs)?;
+            self.rejoin().await?;
         }
         let me = self.cfg.member.clone();
         let missing: Vec<u64> = self
