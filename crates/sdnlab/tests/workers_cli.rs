@@ -911,10 +911,35 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
         Some(3),
         "{meta}"
     );
+    // RFC 8456's topology discovery on a fabric spread over the workers,
+    // against the cluster on them: every switch connects to each member,
+    // and the first member's view (read through its REST API from here)
+    // holds every link.
+    let (_, samples) = bench_ctl_ok(
+        &lab,
+        "--cluster 3 --test discovery --fabric leaf-spine,2,4,1 --trials 1 --td-s 15 --ofp 1.3",
+        "cluster-discovery",
+    );
+    let trials = of_kind(&samples, "trial");
+    assert_eq!(trials.len(), 1, "{samples:?}");
+    let v = &trials[0]["values"];
+    assert!(v["discovery_s"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(v["links_seen"], v["links"], "{v}");
+    assert!(v["connected"].as_f64().unwrap() >= 6.0, "{v}");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.dir.join("cluster-discovery").join("meta.json")).unwrap()).unwrap();
+    assert!(
+        meta["targets"][0]["command"].as_str().unwrap().contains("app topology"),
+        "{meta}"
+    );
     // What is not spread yet is refused in one line.
-    let o = bench_ctl(&lab, "--cluster 3 --test discovery --ofp 1.3", "cluster-discovery");
+    let o = bench_ctl(&lab, "--cluster 3 --test reactive-paths --ofp 1.3", "cluster-paths");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("sessions and dos"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("without --workers"),
+        "{}",
+        text(&o.stderr)
+    );
     assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)

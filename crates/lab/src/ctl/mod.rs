@@ -672,15 +672,25 @@ fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::Sock
 /// What of cluster mode runs spread over workers (an error saying what
 /// does not): sdnlab's cluster started on the workers (`--cluster N`) or
 /// a cluster at addresses (`--target A,B,C`), against the cbench, rate,
-/// sessions and dos tests.
+/// sessions and dos tests and the topology tests that spread (discovery
+/// and change detection).
 fn spread_cluster_supported(a: &CtlConfig) -> Result<(), LabError> {
     let clustered = a.cluster > 0 || !a.target_members.is_empty();
     let refuse = |why: &str| Err(LabError::Config(format!("--workers: {why}")));
     if a.sweeps_clusters() {
         return refuse("--sweep cluster=... is not spread over workers (its standalone size runs on this machine's loopback); run each size with --cluster N");
     }
-    if clustered && !["cbench", "rate", "sessions", "dos"].contains(&a.test.as_str()) {
-        return refuse("a cluster is spread over workers for the cbench, rate, sessions and dos tests so far; run this test without --workers");
+    let spread = [
+        "cbench",
+        "rate",
+        "sessions",
+        "dos",
+        "discovery",
+        "discovery-size",
+        "change-detection",
+    ];
+    if clustered && !spread.contains(&a.test.as_str()) {
+        return refuse("a cluster is spread over workers for the cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests so far; run this test without --workers");
     }
     if a.cluster > 0 && a.peer.is_some() {
         return refuse("a peer's instances run on this machine's loopback, out of the workers' reach; --cluster N with --workers starts sdnlab's members on the workers");
@@ -725,7 +735,9 @@ fn start_trial_controller<'f>(
     let spread = fleet.filter(|_| a.cluster > 0 && a.peer.is_none());
     let (started, target) = match spread {
         Some(f) => {
-            let (addr, target, members) = start_spread_cluster(f, rt, a, meta, obs).map_err(LabError::setup)?;
+            let (c, target) = start_spread_cluster(f, rt, a, &a.app, meta, obs).map_err(LabError::setup)?;
+            let members: Vec<std::net::SocketAddr> = c.members.iter().map(|m| m.openflow).collect();
+            let addr = members[0];
             let s = Started {
                 addr,
                 members,
@@ -751,19 +763,20 @@ fn start_trial_controller<'f>(
     Ok(started)
 }
 
-/// Starts sdnlab's cluster of `a.cluster` members on the workers (its
-/// etcd on the first, member cI on worker I - 1 modulo their number) and
-/// says where each runs: the first member's OpenFlow address, the target
-/// as the report names it, and every member's address.
-fn start_spread_cluster(
+/// Starts sdnlab's cluster of `a.cluster` members running `app` on the
+/// workers (its etcd on the first, member cI on worker I - 1 modulo their
+/// number), says where each runs, and records it in `meta`: the cluster
+/// and the target as the report names it.
+pub(super) fn start_spread_cluster(
     f: &fleet::coordinator::Fleet,
     rt: &tokio::runtime::Runtime,
     a: &CtlConfig,
+    app: &str,
     meta: &mut Meta,
     obs: &dyn Observer,
-) -> Result<(std::net::SocketAddr, Target, Vec<std::net::SocketAddr>), fleet::FleetError> {
+) -> Result<(fleet::coordinator::SpreadCluster, Target), fleet::FleetError> {
     let name = format!("bench-{}", std::process::id());
-    let c = rt.block_on(f.cluster_up(a.cluster, a.etcd_members, &a.app, &name, a.slave_packet_ins == "all"))?;
+    let c = rt.block_on(f.cluster_up(a.cluster, a.etcd_members, app, &name, a.slave_packet_ins == "all"))?;
     let placement: Vec<String> = c
         .members
         .iter()
@@ -781,14 +794,13 @@ fn start_spread_cluster(
         );
     }
     meta.parameters["cluster_placement"] = serde_json::to_value(&c).unwrap_or_default();
-    let members: Vec<std::net::SocketAddr> = c.members.iter().map(|m| m.openflow).collect();
     let target = Target {
         name: format!("sdnlab cluster of {}", a.cluster),
         version: env!("CARGO_PKG_VERSION").to_string(),
         command: format!(
             "{} identical members of sdnlab's controller (app {}, --slave-packet-ins {}), each inside `sdnlab worker` on a worker: {}, started afresh for each trial; every switch connects to each; etcd: {} on worker {}, {} member{}",
             a.cluster,
-            a.app,
+            app,
             a.slave_packet_ins,
             placement.join(", "),
             c.etcd_version,
@@ -796,9 +808,14 @@ fn start_spread_cluster(
             a.etcd_members,
             if a.etcd_members == 1 { "" } else { "s" }
         ),
-        address: members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(" "),
+        address: c
+            .members
+            .iter()
+            .map(|m| m.openflow.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
     };
-    Ok((members[0], target, members))
+    Ok((c, target))
 }
 
 /// The controller to measure: `--target`, a `--peer` started afresh, or

@@ -1164,7 +1164,22 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     for (s, a) in &list {
         let mut all_converged = true;
         for trial_no in 0..a.trials {
-            let (targets, nb, who, mut ctl) = start_controller(a, &app, &explicit_nb).map_err(LabError::Setup)?;
+            // sdnlab's cluster on the workers (its first member's view read
+            // through its REST API from here), or the controller as
+            // anywhere else.
+            let spread_cluster = fleet.as_ref().filter(|_| a.cluster > 0 && a.peer.is_none());
+            let (targets, nb, who, mut ctl) = match spread_cluster {
+                Some(f) => {
+                    let (c, who) =
+                        super::start_spread_cluster(f, &rt, a, &app, &mut meta, obs).map_err(LabError::setup)?;
+                    let nb = explicit_nb
+                        .clone()
+                        .unwrap_or(Northbound::Sdnlab(c.members[0].rest, None));
+                    let targets = c.members.iter().map(|m| m.openflow).collect();
+                    (targets, nb, who, Controller::External)
+                }
+                None => start_controller(a, &app, &explicit_nb).map_err(LabError::Setup)?,
+            };
             if meta.targets.is_empty() {
                 meta.targets.push(who);
             }
@@ -1212,6 +1227,9 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 }
             }
             ctl.stop();
+            if let Some(f) = spread_cluster {
+                rt.block_on(f.cluster_down()).map_err(LabError::setup)?;
+            }
             let main = t.values.get(&main_metric).copied();
             let shown: Vec<String> = meta
                 .metrics
