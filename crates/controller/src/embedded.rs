@@ -70,8 +70,21 @@ pub fn start_member_on(
         ..Default::default()
     })
     .map_err(EmbeddedError::Start)?;
-    let token = crate::rest::new_token().map_err(EmbeddedError::Token)?;
-    let access = crate::rest::Access::with_token(token.clone());
-    let rest = crate::rest::serve(SocketAddr::new(ip, 0), h.clone(), set, access).map_err(EmbeddedError::Rest)?;
-    Ok((h, rest, token))
+    // A controller whose REST API did not start is stopped again (its
+    // listeners and workers, and in a cluster its membership).
+    let rest = crate::rest::new_token()
+        .map_err(EmbeddedError::Token)
+        .and_then(|token| {
+            let access = crate::rest::Access::with_token(token.clone());
+            let rest =
+                crate::rest::serve(SocketAddr::new(ip, 0), h.clone(), set, access).map_err(EmbeddedError::Rest)?;
+            Ok((rest, token))
+        });
+    match rest {
+        Ok((rest, token)) => Ok((h, rest, token)),
+        Err(e) => {
+            h.stop();
+            Err(e)
+        }
+    }
 }

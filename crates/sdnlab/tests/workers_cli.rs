@@ -935,11 +935,7 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     // What is not spread yet is refused in one line.
     let o = bench_ctl(&lab, "--cluster 3 --test reactive-paths --ofp 1.3", "cluster-paths");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(
-        text(&o.stderr).contains("without --workers"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert!(text(&o.stderr).contains("without --workers"), "{}", text(&o.stderr));
     assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
     // Without a target the workers could not reach: one line, nothing run.
     let o = Command::new(BIN)
