@@ -270,6 +270,15 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64], alternative: Alternative, method: Me
     }
 }
 
+/// Why paired samples cannot be tested.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairedError {
+    #[error("paired samples differ in length ({0} and {1})")]
+    Lengths(usize, usize),
+    #[error("every pair is equal: nothing to test")]
+    AllEqual,
+}
+
 /// Wilcoxon signed-rank test of paired samples (differences a - b; zero
 /// differences dropped), as scipy.stats.wilcoxon without continuity
 /// correction. The statistic is min(W+, W-) two-sided, else W+.
@@ -278,14 +287,14 @@ pub fn wilcoxon_signed_rank(
     b: &[f64],
     alternative: Alternative,
     method: Method,
-) -> Result<TestResult, String> {
+) -> Result<TestResult, PairedError> {
     if a.len() != b.len() {
-        return Err(format!("paired samples differ in length ({} and {})", a.len(), b.len()));
+        return Err(PairedError::Lengths(a.len(), b.len()));
     }
     let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).filter(|d| *d != 0.0).collect();
     let n = d.len();
     if n == 0 {
-        return Err("every pair is equal: nothing to test".into());
+        return Err(PairedError::AllEqual);
     }
     let abs: Vec<f64> = d.iter().map(|x| x.abs()).collect();
     let (r, ties) = ranks(&abs);
@@ -519,8 +528,14 @@ mod tests {
         let s = summary(&[]);
         assert!(s.mean.is_nan() && s.median.is_nan());
         assert_eq!(summary(&[5.0]).ci95, (5.0, 5.0));
-        assert!(wilcoxon_signed_rank(&[1.0, 2.0], &[1.0, 2.0], Alternative::TwoSided, Method::Auto).is_err());
-        assert!(wilcoxon_signed_rank(&[1.0], &[1.0, 2.0], Alternative::TwoSided, Method::Auto).is_err());
+        assert_eq!(
+            wilcoxon_signed_rank(&[1.0, 2.0], &[1.0, 2.0], Alternative::TwoSided, Method::Auto).unwrap_err(),
+            PairedError::AllEqual
+        );
+        assert_eq!(
+            wilcoxon_signed_rank(&[1.0], &[1.0, 2.0], Alternative::TwoSided, Method::Auto).unwrap_err(),
+            PairedError::Lengths(1, 2)
+        );
         assert!(mann_whitney_u(&[], &[1.0], Alternative::TwoSided, Method::Auto)
             .p
             .is_nan());
