@@ -32,16 +32,46 @@ impl fmt::Debug for MacAddr {
     }
 }
 
+/// Why text did not parse as a MAC address or as hex (the wire crate
+/// keeps to hand-written errors, as its decoder's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TextError {
+    /// A MAC address without six ':'-separated bytes.
+    MacParts(String),
+    /// A byte of a MAC address that is not hex.
+    MacByte { mac: String, byte: String },
+    /// Hex with an odd number of digits.
+    OddHex(usize),
+    /// A character that is not a hex digit, at this digit.
+    NotHex { digit: char, at: usize },
+}
+
+impl fmt::Display for TextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TextError::MacParts(s) => write!(f, "MAC address '{s}' must have six ':'-separated bytes"),
+            TextError::MacByte { mac, byte } => write!(f, "MAC address '{mac}': bad byte '{byte}'"),
+            TextError::OddHex(n) => write!(f, "odd number of hex digits ({n})"),
+            TextError::NotHex { digit, at } => write!(f, "'{digit}' at hex digit {at} is not a hex digit"),
+        }
+    }
+}
+
+impl std::error::Error for TextError {}
+
 impl std::str::FromStr for MacAddr {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = TextError;
+    fn from_str(s: &str) -> Result<Self, TextError> {
         let mut out = [0u8; 6];
         let parts: Vec<&str> = s.split(':').collect();
         if parts.len() != 6 {
-            return Err(format!("MAC address '{s}' must have six ':'-separated bytes"));
+            return Err(TextError::MacParts(s.to_string()));
         }
         for (o, p) in out.iter_mut().zip(parts) {
-            *o = u8::from_str_radix(p, 16).map_err(|_| format!("MAC address '{s}': bad byte '{p}'"))?;
+            *o = u8::from_str_radix(p, 16).map_err(|_| TextError::MacByte {
+                mac: s.to_string(),
+                byte: p.to_string(),
+            })?;
         }
         Ok(MacAddr(out))
     }
@@ -92,18 +122,18 @@ pub fn to_hex(b: &[u8]) -> String {
 }
 
 /// Parses hex, ignoring whitespace and an optional `0x`; names the bad spot.
-pub fn from_hex(s: &str) -> Result<Vec<u8>, String> {
+pub fn from_hex(s: &str) -> Result<Vec<u8>, TextError> {
     let s = s.trim();
     let s = s.strip_prefix("0x").unwrap_or(s);
     let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     if !digits.len().is_multiple_of(2) {
-        return Err(format!("odd number of hex digits ({})", digits.len()));
+        return Err(TextError::OddHex(digits.len()));
     }
-    let val = |c: u8, i: usize| -> Result<u8, String> {
-        (c as char)
-            .to_digit(16)
-            .map(|d| d as u8)
-            .ok_or_else(|| format!("'{}' at hex digit {} is not a hex digit", c as char, i))
+    let val = |c: u8, i: usize| -> Result<u8, TextError> {
+        (c as char).to_digit(16).map(|d| d as u8).ok_or(TextError::NotHex {
+            digit: c as char,
+            at: i,
+        })
     };
     digits
         .chunks(2)
@@ -145,7 +175,8 @@ mod tests {
     fn hex_round_trips_and_names_bad_digits() {
         assert_eq!(from_hex("0x01 0a ff").unwrap(), vec![1, 10, 255]);
         assert_eq!(to_hex(&[1, 10, 255]), "010aff");
-        assert!(from_hex("abc").unwrap_err().contains("odd"));
-        assert!(from_hex("zz").unwrap_err().contains("'z'"));
+        assert_eq!(from_hex("abc").unwrap_err(), TextError::OddHex(3));
+        assert_eq!(from_hex("zz").unwrap_err(), TextError::NotHex { digit: 'z', at: 0 });
+        assert!(from_hex("zz").unwrap_err().to_string().contains("'z'"));
     }
 }
