@@ -156,13 +156,24 @@ pub enum GenMethod {
     AfPacket,
 }
 
+/// A generator's or receiver's method not known: what was given, and which.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {given:?}; give xdp or afpacket")]
+pub struct UnknownMethod {
+    pub what: &'static str,
+    pub given: String,
+}
+
 impl std::str::FromStr for GenMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<GenMethod, String> {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<GenMethod, UnknownMethod> {
         match s {
             "xdp" => Ok(GenMethod::Xdp),
             "afpacket" => Ok(GenMethod::AfPacket),
-            _ => Err(format!("unknown generator {s:?}; give xdp or afpacket")),
+            _ => Err(UnknownMethod {
+                what: "generator",
+                given: s.to_string(),
+            }),
         }
     }
 }
@@ -564,12 +575,15 @@ pub enum RecvMethod {
 }
 
 impl std::str::FromStr for RecvMethod {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RecvMethod, String> {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<RecvMethod, UnknownMethod> {
         match s {
             "xdp" => Ok(RecvMethod::Xdp),
             "afpacket" => Ok(RecvMethod::AfPacket),
-            _ => Err(format!("unknown receiver {s:?}; give xdp or afpacket")),
+            _ => Err(UnknownMethod {
+                what: "receiver",
+                given: s.to_string(),
+            }),
         }
     }
 }
