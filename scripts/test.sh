@@ -9,7 +9,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # Every build here starts from a fresh target directory and is never
 # edited: rustc's incremental caches would only cost time to write.
 export CARGO_INCREMENTAL=0
-step() { printf '\n== %s (%s, %d s in)\n' "$*" "$(date +%T)" "$SECONDS"; }
+# Each step says the disk space left too: etcd, the reports and the builds
+# fail in ways that do not always say "no space left" (CI, 2026-11-29).
+step() { printf '\n== %s (%s, %d s in, %s free on the disk)\n' "$*" "$(date +%T)" "$SECONDS" "$(df -h --output=avail . | tail -1 | tr -d ' ')"; }
 
 step "dependencies"; scripts/install-deps.sh test
 # Every build the checks need, each profile once, before anything is

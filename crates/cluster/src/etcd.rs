@@ -18,8 +18,15 @@ pub enum EtcdError {
     Spawn(std::io::Error),
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
-    #[error("etcd member {name} did not become healthy within {secs} s (or ended); its log: {log}")]
-    Unhealthy { name: String, secs: u64, log: String },
+    #[error("etcd member {name} {how}; its log: {log}, which ends: {last}")]
+    Unhealthy {
+        name: String,
+        /// "ended at once" or "did not become healthy within N s".
+        how: String,
+        log: String,
+        /// The log's last line (etcd says there why it stopped).
+        last: String,
+    },
 }
 
 struct Node {
@@ -185,14 +192,27 @@ impl Etcd {
                 .as_mut()
                 .is_none_or(|c| c.try_wait().ok().flatten().is_some());
             if t.elapsed() > within || exited {
+                let log = self.dir.join(format!("{}.log", self.nodes[i].name));
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let mut last: String = text
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("(empty)")
+                    .into();
+                if last.len() > 400 {
+                    let cut = (0..=400).rev().find(|&c| last.is_char_boundary(c)).unwrap_or(0);
+                    last.truncate(cut);
+                }
                 return Err(EtcdError::Unhealthy {
                     name: self.nodes[i].name.clone(),
-                    secs: within.as_secs(),
-                    log: self
-                        .dir
-                        .join(format!("{}.log", self.nodes[i].name))
-                        .display()
-                        .to_string(),
+                    how: if exited {
+                        "ended at once".into()
+                    } else {
+                        format!("did not become healthy within {} s", within.as_secs())
+                    },
+                    log: log.display().to_string(),
+                    last,
                 });
             }
             std::thread::sleep(Duration::from_millis(50));

@@ -408,6 +408,35 @@ impl Fabric {
         std::mem::take(&mut r[i])
     }
 
+    /// What host `i` received, taken once the traffic has stopped: after
+    /// at least `quiet` (room for late duplicates), when `done` says
+    /// everything is in or nothing more has come for `quiet`, and at most
+    /// after `max`. A fixed wait counted the frame still on its way
+    /// through a loaded machine's controller as lost.
+    pub async fn take_received_settled(
+        &self,
+        i: usize,
+        done: impl Fn(&[(Instant, Vec<u8>)]) -> bool,
+        quiet: Duration,
+        max: Duration,
+    ) -> Vec<(Instant, Vec<u8>)> {
+        let start = Instant::now();
+        let mut got = Vec::new();
+        let mut last_news = start;
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let more = self.take_received(i);
+            if !more.is_empty() {
+                last_news = Instant::now();
+                got.extend(more);
+            }
+            let settled = done(&got) || last_news.elapsed() >= quiet;
+            if (settled && start.elapsed() >= quiet) || start.elapsed() >= max {
+                return got;
+            }
+        }
+    }
+
     /// Takes the link at `a` down or up on both ends (PORT_STATUS from both switches).
     pub fn set_link(&self, a: Attach, up: bool) {
         let Some(Far::Switch(bd, bp)) = self.wiring.get(&a).copied() else {

@@ -916,11 +916,20 @@ pub async fn failover(
             killed_seq = seq;
         }
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let test_frame = |f: &[u8]| f.get(0..2) == Some(&[0x02, 0xfe][..]);
+    let all_in = |got: &[(Instant, Vec<u8>)]| {
+        let seen: std::collections::HashSet<u32> = got
+            .iter()
+            .filter(|g| test_frame(&g.1))
+            .filter_map(|g| seq_of(&g.1))
+            .collect();
+        seen.len() as u32 >= seq
+    };
     let got: Vec<(Instant, u32)> = fabric
-        .take_received(last)
+        .take_received_settled(last, all_in, Duration::from_millis(300), Duration::from_secs(2))
+        .await
         .into_iter()
-        .filter(|(_, f)| f.get(0..2) == Some(&[0x02, 0xfe][..]))
+        .filter(|(_, f)| test_frame(f))
         .filter_map(|(at, f)| Some((at, seq_of(&f)?)))
         .collect();
     let seen: std::collections::HashSet<u32> = got.iter().map(|g| g.1).collect();

@@ -67,9 +67,19 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
         "{}",
         String::from_utf8_lossy(&r.stderr)
     );
-    let md = std::fs::read_to_string(out.join("suite.md")).unwrap();
-    let index: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("suite.json")).unwrap()).unwrap();
+    // A file missing says what the suite said (CI once had suite.md and
+    // no suite.json, exit 1).
+    let read = |name: &str| {
+        std::fs::read_to_string(out.join(name)).unwrap_or_else(|e| {
+            panic!(
+                "{name}: {e}; the suite exited {:?} and said:\n{}",
+                r.status.code(),
+                String::from_utf8_lossy(&r.stderr)
+            )
+        })
+    };
+    let md = read("suite.md");
+    let index: serde_json::Value = serde_json::from_str(&read("suite.json")).unwrap();
     let incomplete: Vec<String> = index["sections"]
         .as_array()
         .unwrap()

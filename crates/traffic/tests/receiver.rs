@@ -74,7 +74,10 @@ fn counts_every_frame(method: RecvMethod, name: &str) {
     let rx = Receiver::start_on(Some(&pair.rcv()), &pair.rcv(), None, method).expect("receiver starts");
     let g = generate(&spec(pair.gen(), pair.gen(), GenMethod::AfPacket)).expect("generator runs");
     let r = rx.finish_when_quiet(Duration::from_millis(200), Duration::from_secs(3));
-    assert!(g.sent > 5_000, "the generator sent only {}", g.sent);
+    // Only that the generator ran: 10,000 frames in 500 ms on a quiet
+    // machine, 1,420 seen in CI with three test binaries beside it (the
+    // paced generator does not catch up). The count below is the test.
+    assert!(g.sent > 1_000, "the generator sent only {}", g.sent);
     assert_eq!(r.received, g.sent, "every frame sent arrives once ({})", r.via);
     assert_eq!(r.duplicates, 0);
     assert_eq!(r.receiver_drops, 0);
