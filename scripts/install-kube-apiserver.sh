@@ -27,8 +27,14 @@ if [ -z "$go" ] || ! "$go" version | grep -qE 'go1\.(2[6-9]|[3-9][0-9])'; then
   fi
 fi
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
-src=$dir/src
-rm -rf "$src" && mkdir -p "$src"
+# The modules and Go's build cache (about 3.4 GB) only for this build,
+# removed after it: the binary is what is kept, and on the CI machine the
+# disk is not always large.
+work=$(mktemp -d "$dir/build.XXXXXX")
+trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
+export GOCACHE=$work/cache GOMODCACHE=$work/mod
+src=$work/src
+mkdir -p "$src"
 cd "$src"
 printf 'module sdnlab.local/kube\n\ngo 1.26\n\nrequire k8s.io/kubernetes v%s\n' "$k8s" > go.mod
 printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' > tools.go

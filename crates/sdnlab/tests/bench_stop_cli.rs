@@ -341,15 +341,7 @@ fn anything_left(out: &std::path::Path) -> Vec<String> {
 #[test]
 fn experiments_stopped_at_random_moments_leave_nothing() {
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    let mut seed = nanos ^ u64::from(std::process::id());
-    let mut next = |below_ms: u64| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (seed >> 33) % below_ms
-    };
+    let mut moments = common::Moments::new();
     let runs: [(&str, &[&str], u64); 4] = [
         // (The XDP patch: seen leaving two namespaces behind.)
         (
@@ -366,27 +358,22 @@ fn experiments_stopped_at_random_moments_leave_nothing() {
         ("bench lb", &["bench", "lb", "--quick"], 8000),
     ];
     for (what, args, within_ms) in runs {
-        let at = Duration::from_millis(500 + next(within_ms));
+        let at = moments.next(500, within_ms);
         let moment = format!("{what} stopped after {at:?}");
         eprintln!("{moment}");
         let out = std::env::temp_dir().join(format!("sdnlab-stop-any-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
         let before = temp_entries();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-            .args(args)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
+        cmd.args(args)
             .args(["--no-live", "--out"])
             .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(at);
-        if child.try_wait().unwrap().is_some() {
+            .stdout(Stdio::null());
+        let Some((_, status, err)) = common::stop_after(&mut cmd, at, &moment) else {
             // Done before the moment came: nothing to interrupt.
             let _ = std::fs::remove_dir_all(&out);
             continue;
-        }
-        let (status, err) = interrupt(&mut child, Duration::from_secs(60), &moment);
+        };
         // Stopped before it wrote a run: exit 130 all the same.
         assert_eq!(status.code(), Some(130), "{moment}: {err}");
         assert!(err.contains("interrupted"), "{moment}: {err}");
@@ -397,20 +384,7 @@ fn experiments_stopped_at_random_moments_leave_nothing() {
             .cloned()
             .collect();
         assert_eq!(left, Vec::<String>::new(), "{moment}: temporary files left");
-        if out.join("meta.json").exists() {
-            let report = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-                .arg("report")
-                .arg(&out)
-                .output()
-                .unwrap();
-            assert!(
-                report.status.success(),
-                "{moment}: {}",
-                String::from_utf8_lossy(&report.stderr)
-            );
-            let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
-            assert!(meta.contains("interrupted; partial results"), "{moment}: {meta}");
-        }
+        common::assert_reads_interrupted(&out, "interrupted; partial results", &moment);
         let _ = std::fs::remove_dir_all(&out);
     }
 }
@@ -425,51 +399,34 @@ fn experiments_stopped_at_random_moments_leave_nothing() {
 #[test]
 fn net_up_stopped_at_random_moments_leaves_nothing() {
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
-    let runs = || -> std::collections::BTreeSet<String> {
-        std::fs::read_dir("/run/sdnlab/net")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect()
-    };
-    let before = runs();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    let mut seed = nanos ^ u64::from(std::process::id()).rotate_left(17);
+    let before = common::net_runs();
+    let mut moments = common::Moments::new();
     // Early (while etcd and the members start), then anywhere up to a few
     // seconds (the switches coming up, then up and idle).
     for within_ms in [600, 4000, 8000] {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let at = Duration::from_millis(100 + (seed >> 33) % within_ms);
+        let at = moments.next(100, within_ms);
         let moment = format!("net up stopped after {at:?}");
         eprintln!("{moment}");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-            .args([
-                "net",
-                "up",
-                "linear,3",
-                "--switch",
-                "ovs",
-                "--app",
-                "l2-learning",
-                "--cluster",
-                "3",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(at);
-        assert!(child.try_wait().unwrap().is_none(), "{moment}: net up ended by itself");
-        let (status, err) = interrupt(&mut child, Duration::from_secs(60), &moment);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
+        cmd.args([
+            "net",
+            "up",
+            "linear,3",
+            "--switch",
+            "ovs",
+            "--app",
+            "l2-learning",
+            "--cluster",
+            "3",
+        ])
+        .stdout(Stdio::piped());
+        let (mut child, status, err) =
+            common::stop_after(&mut cmd, at, &moment).unwrap_or_else(|| panic!("{moment}: net up ended by itself"));
         let mut out = String::new();
         std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
         assert!(status.success(), "{moment}: {status}\n{out}{err}");
         assert!(out.contains(" down in "), "{moment}: {out}{err}");
-        let new: Vec<String> = runs().difference(&before).cloned().collect();
+        let new: Vec<String> = common::net_runs().difference(&before).cloned().collect();
         assert!(new.is_empty(), "{moment}: run directories left: {new:?}");
         assert_eq!(
             anything_left(std::path::Path::new("/run/sdnlab/net/")),

@@ -7,7 +7,6 @@
 
 mod common;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 /// What either emulator could leave: namespaces, interfaces, processes
 /// naming the run directory or Mininet's helpers.
@@ -40,14 +39,16 @@ fn emulators_left(dir: &std::path::Path) -> Vec<String> {
 
 /// sdnlab's runs and namespaces, as they are now.
 fn ours() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/run/sdnlab/net")
-        .into_iter()
-        .chain(std::fs::read_dir("/run/netns"))
-        .flatten()
-        .flatten()
-        .map(|e| e.path().display().to_string())
-        .filter(|p| p.starts_with("/run/sdnlab/net/") || p.starts_with("/run/netns/sdnlab-"))
-        .collect();
+    let mut v: Vec<String> = common::net_runs().into_iter().map(|n| format!("run {n}")).collect();
+    v.extend(
+        std::fs::read_dir("/run/netns")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("sdnlab-"))
+            .map(|n| format!("namespace {n}")),
+    );
     v.sort();
     v
 }
@@ -115,39 +116,17 @@ fn stopped_at_a_random_moment_it_leaves_nothing() {
     let out = std::env::temp_dir().join(format!("sdnlab-test-fidelity-stop-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let before = ours();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    let at = Duration::from_millis(300 + nanos % 9000);
+    let at = common::Moments::new().next(300, 9000);
     let moment = format!("bench fidelity stopped after {at:?}");
     eprintln!("{moment}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "fidelity", "--quick", "--seconds", "1", "--no-live", "--out"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
+    cmd.args(["bench", "fidelity", "--quick", "--seconds", "1", "--no-live", "--out"])
         .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(at);
-    if child.try_wait().unwrap().is_none() {
-        let (status, err) = common::interrupt(&mut child, Duration::from_secs(60), &moment);
+        .stdout(Stdio::null());
+    if let Some((_, status, err)) = common::stop_after(&mut cmd, at, &moment) {
         assert_eq!(status.code(), Some(130), "{moment}: {err}");
         assert!(err.contains("interrupted"), "{moment}: {err}");
-        if out.join("meta.json").exists() {
-            let report = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-                .arg("report")
-                .arg(&out)
-                .output()
-                .unwrap();
-            assert!(
-                report.status.success(),
-                "{moment}: {}",
-                String::from_utf8_lossy(&report.stderr)
-            );
-            let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
-            assert!(meta.contains("interrupted"), "{moment}: {meta}");
-        }
+        common::assert_reads_interrupted(&out, "interrupted", &moment);
     }
     assert_eq!(before, ours(), "{moment}: an sdnlab run or namespace left");
     assert_eq!(emulators_left(&out), Vec::<String>::new(), "{moment}");

@@ -252,3 +252,70 @@ pub fn interrupt(
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     (status, err)
 }
+
+/// Moments to stop a program at, different in each run (clock and
+/// process id); the caller prints each, so a failure can be replayed.
+pub struct Moments(u64);
+
+impl Moments {
+    pub fn new() -> Moments {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos() as u64;
+        Moments(nanos ^ u64::from(std::process::id()).rotate_left(17))
+    }
+
+    /// A moment `from_ms` plus up to `within_ms` after a start.
+    pub fn next(&mut self, from_ms: u64, within_ms: u64) -> std::time::Duration {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        std::time::Duration::from_millis(from_ms + (self.0 >> 33) % within_ms.max(1))
+    }
+}
+
+/// Starts `cmd` (its stderr piped) and, if it still runs after `at`,
+/// stops it as Ctrl-C would (`interrupt`): the child, its exit status
+/// and what it said; None when it ended by itself before `at`.
+pub fn stop_after(
+    cmd: &mut Command,
+    at: std::time::Duration,
+    moment: &str,
+) -> Option<(std::process::Child, std::process::ExitStatus, String)> {
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(at);
+    if child.try_wait().unwrap().is_some() {
+        return None;
+    }
+    let (status, err) = interrupt(&mut child, std::time::Duration::from_secs(60), moment);
+    Some((child, status, err))
+}
+
+/// An interrupted experiment's run directory, if it wrote one: `sdnlab
+/// report` reads it, and its meta.json says `said` ("interrupted").
+pub fn assert_reads_interrupted(out: &Path, said: &str, moment: &str) {
+    if !out.join("meta.json").exists() {
+        return;
+    }
+    let report = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+        .arg("report")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{moment}: {}", text(&report.stderr));
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    assert!(meta.contains(said), "{moment}: {meta}");
+}
+
+/// The networks `net up` holds now (their directories under
+/// /run/sdnlab/net).
+pub fn net_runs() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir("/run/sdnlab/net")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
