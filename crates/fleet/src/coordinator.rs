@@ -934,66 +934,57 @@ impl Fleet {
         name: &str,
         slave_packet_ins: bool,
     ) -> Result<SpreadCluster, FleetError> {
-        let r = self
-            .cluster_up_inner(n, etcd_members, app, name, slave_packet_ins)
-            .await;
+        // What started before a failure is stopped with it.
+        let up = async {
+            let first = self
+                .workers
+                .first()
+                .ok_or_else(|| FleetError::Partition("a cluster on workers needs one worker at least".into()))?;
+            let failed = |w: &Worker, other: Reply| FleetError::Failed {
+                worker: w.name.clone(),
+                message: format!("answered with {other:?}"),
+            };
+            let (endpoints, etcd_version) = match self
+                .unless_lost(first.call(Call::EtcdUp { members: etcd_members }))
+                .await?
+            {
+                Reply::EtcdUp { endpoints, version } => (endpoints, version),
+                other => return Err(failed(first, other)),
+            };
+            // One after another: each member's claims settle as it joins.
+            let mut members = Vec::new();
+            for i in 1..=n {
+                let w = &self.workers[(i - 1) % self.workers.len()];
+                let member = format!("c{i}");
+                let call = Call::MemberUp {
+                    endpoints: endpoints.clone(),
+                    cluster: name.to_string(),
+                    member: member.clone(),
+                    app: app.to_string(),
+                    slave_packet_ins,
+                };
+                match self.unless_lost(w.call(call)).await? {
+                    Reply::MemberUp { openflow, rest } => members.push(SpreadMember {
+                        name: member,
+                        worker: w.name.clone(),
+                        openflow,
+                        rest,
+                    }),
+                    other => return Err(failed(w, other)),
+                }
+            }
+            Ok(SpreadCluster {
+                etcd_worker: first.name.clone(),
+                endpoints,
+                etcd_version,
+                members,
+            })
+        };
+        let r = up.await;
         if r.is_err() {
             let _ = self.cluster_down().await;
         }
         r
-    }
-
-    async fn cluster_up_inner(
-        &self,
-        n: usize,
-        etcd_members: usize,
-        app: &str,
-        name: &str,
-        slave_packet_ins: bool,
-    ) -> Result<SpreadCluster, FleetError> {
-        let first = self
-            .workers
-            .first()
-            .ok_or_else(|| FleetError::Partition("a cluster on workers needs one worker at least".into()))?;
-        let failed = |w: &Worker, other: Reply| FleetError::Failed {
-            worker: w.name.clone(),
-            message: format!("answered with {other:?}"),
-        };
-        let (endpoints, etcd_version) = match self
-            .unless_lost(first.call(Call::EtcdUp { members: etcd_members }))
-            .await?
-        {
-            Reply::EtcdUp { endpoints, version } => (endpoints, version),
-            other => return Err(failed(first, other)),
-        };
-        // One after another: each member's claims settle as it joins.
-        let mut members = Vec::new();
-        for i in 1..=n {
-            let w = &self.workers[(i - 1) % self.workers.len()];
-            let member = format!("c{i}");
-            let call = Call::MemberUp {
-                endpoints: endpoints.clone(),
-                cluster: name.to_string(),
-                member: member.clone(),
-                app: app.to_string(),
-                slave_packet_ins,
-            };
-            match self.unless_lost(w.call(call)).await? {
-                Reply::MemberUp { openflow, rest } => members.push(SpreadMember {
-                    name: member,
-                    worker: w.name.clone(),
-                    openflow,
-                    rest,
-                }),
-                other => return Err(failed(w, other)),
-            }
-        }
-        Ok(SpreadCluster {
-            etcd_worker: first.name.clone(),
-            endpoints,
-            etcd_version,
-            members,
-        })
     }
 
     /// Every worker stops the cluster members and the etcd it runs.
