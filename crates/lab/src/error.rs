@@ -13,6 +13,14 @@ pub enum LabError {
     /// The system under test, a peer or a tool could not be started or reached.
     #[error("{0}")]
     Setup(String),
+    /// The controller to measure (`--target`) refused or did not answer a
+    /// connection before the run started.
+    #[error("cannot reach the controller at {addr}: {source} (is it running and listening there?)")]
+    Unreachable {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     /// The run directory or one of its files could not be written or read.
     #[error("{}: {source}", path.display())]
     Io {

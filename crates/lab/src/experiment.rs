@@ -54,8 +54,8 @@ impl Experiment {
         };
         let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
         let e = Experiment::parse(&text).map_err(file)?;
-        e.validate().map_err(|e| match e {
-            LabError::Config(m) => file(m),
+        e.validate().map_err(|err| match err {
+            LabError::Config(m) => file(as_file_keys(&m, &text, &e.to_toml())),
             other => other,
         })?;
         Ok(e)
@@ -86,11 +86,13 @@ impl Experiment {
                 let path = e.path().to_string();
                 let key = path.split('.').next().unwrap_or_default().to_string();
                 let inner = e.into_inner().to_string();
-                let inner = inner.lines().next().unwrap_or_default();
+                let inner = unknown_with_hint(inner.lines().next().unwrap_or_default());
+                let inner = inner.as_str();
                 match text
                     .lines()
                     .position(|l| l.trim_start().starts_with(&key) && !key.is_empty())
                 {
+                    Some(i) if inner.starts_with("unknown key") => format!("line {}: {inner}", i + 1),
                     Some(i) if path != "." => format!("line {}: {path}: {inner}", i + 1),
                     _ => inner.to_string(),
                 }
@@ -196,6 +198,86 @@ impl Experiment {
 }
 
 /// The 1-based line of byte `at` in `text`.
+/// serde's "unknown field `x`, expected one of `a`, `b`, ..." (or
+/// "unknown variant"), as the likely meaning ("unknown key `x`: did you
+/// mean `b`?") or, with none close enough, the list.
+fn unknown_with_hint(message: &str) -> String {
+    let (what, rest) = if let Some(r) = message.strip_prefix("unknown field `") {
+        ("key", r)
+    } else if let Some(r) = message.strip_prefix("unknown variant `") {
+        ("value", r)
+    } else {
+        return message.to_string();
+    };
+    let Some((word, rest)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let choices: Vec<&str> = rest
+        .split_once("expected one of ")
+        .or_else(|| rest.split_once("expected "))
+        .map(|(_, list)| {
+            list.split(", ")
+                .map(|c| c.trim_matches(|ch| ch == '`' || ch == ' '))
+                .collect()
+        })
+        .unwrap_or_default();
+    let plural = if what == "key" { "keys" } else { "values" };
+    match crate::check::closest(word, choices.iter().copied()) {
+        Some(m) => format!("unknown {what} `{word}`: did you mean `{m}`?"),
+        None => format!("unknown {what} `{word}` (the {plural}: {})", choices.join(", ")),
+    }
+}
+
+/// A check's message, which spells options as the command line does
+/// (`--switches 0: ...`), as a file's reader needs it: the key as the
+/// file writes it and its line ("line 2: switches = 0: ..."). `all` is
+/// the experiment as a file with every key, which tells flags that are
+/// keys from those that are not (`--workers`).
+fn as_file_keys(message: &str, text: &str, all: &str) -> String {
+    let is_key = |k: &str| {
+        all.lines().chain(text.lines()).any(|l| {
+            l.trim_start()
+                .strip_prefix(k)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+    };
+    let mut out = String::new();
+    let mut first_key = None;
+    let mut rest = message;
+    while let Some(i) = rest.find("--") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(after.len());
+        let key = after[..len].replace('-', "_");
+        if len > 0 && is_key(&key) {
+            // The leading "--key VALUE:" reads "key = VALUE:".
+            let leading = out.is_empty() && after[len..].starts_with(' ');
+            out.push_str(&key);
+            if leading {
+                out.push_str(" =");
+            }
+            first_key.get_or_insert(key);
+        } else {
+            out.push_str(&rest[i..i + 2 + len]);
+        }
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    let line = first_key.and_then(|k| {
+        text.lines().position(|l| {
+            l.trim_start()
+                .strip_prefix(k.as_str())
+                .is_some_and(|r| r.trim_start().starts_with('='))
+        })
+    });
+    match line {
+        Some(i) => format!("line {}: {out}", i + 1),
+        None => out,
+    }
+}
+
 fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())].matches('\n').count() + 1
 }

@@ -100,7 +100,7 @@ pub struct CtlArgs {
     /// Controller to measure; default: sdnlab's own, started in this process for each trial.
     /// A cluster at addresses: HOST:PORT,HOST:PORT,... (RFC 8456's cluster mode: every
     /// emulated switch connects to each member).
-    #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]", value_delimiter = ',')]
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]", value_delimiter = ',', value_parser = crate::hostport::parse)]
     pub target: Vec<std::net::SocketAddr>,
     /// App of the embedded controller (l2-learning, hub, null, ...).
     #[arg(long, default_value = "l2-learning")]

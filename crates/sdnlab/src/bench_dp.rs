@@ -24,7 +24,7 @@ pub struct DpBenchArgs {
     /// The external switch's OpenFlow listener (HOST:PORT), to install the
     /// rules and read its counters; without it, only the RFC 2544 and
     /// iperf tests run, on whatever the switch does.
-    #[arg(long)]
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::hostport::parse)]
     pub external_openflow: Option<std::net::SocketAddr>,
     /// The OpenFlow numbers of the external switch's ports behind
     /// --external-ports.

@@ -26,8 +26,8 @@ pub struct RespondArgs {
 
 #[derive(Args)]
 pub struct GenerateArgs {
-    /// The controller (IPv4 HOST:PORT).
-    #[arg(long)]
+    /// The controller (HOST:PORT; a name resolves to its first IPv4 address).
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::hostport::parse)]
     pub target: SocketAddr,
     #[arg(long, default_value_t = 16)]
     pub switches: u32,

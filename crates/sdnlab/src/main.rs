@@ -8,6 +8,7 @@ mod bench_gen;
 mod bench_lb;
 mod bench_ref;
 mod bench_switch;
+mod hostport;
 mod net_cmd;
 mod run_cmd;
 mod worker_cmd;
@@ -206,7 +207,7 @@ struct ControllerArgs {
     /// Run as the standby of the active controller whose REST API is at this address: a SLAVE
     /// (OpenFlow 1.3 roles) that learns what the active one sees and takes over as MASTER when
     /// that address stops accepting connections.
-    #[arg(long, value_name = "ADDR:PORT")]
+    #[arg(long, value_name = "HOST:PORT", value_parser = hostport::parse)]
     standby_for: Option<std::net::SocketAddr>,
     /// Run as a member of a cluster coordinated through etcd at these client URLs (comma
     /// separated, e.g. http://127.0.0.1:2379): every switch connects to every member, each
@@ -482,8 +483,40 @@ fn usage_error(e: clap::Error) -> ExitCode {
             first = format!("{first} {next}");
         }
     }
-    eprintln!("sdnlab: {first} (see --help)");
+    eprintln!("sdnlab: {first}{} (see --help)", usage_hint(&e));
     ExitCode::from(2)
+}
+
+/// What clap knows beside its first line, on the same line: the likely
+/// meaning of a misspelt flag, subcommand or value, and the values an
+/// option takes ("; did you mean 'os-ken'? (one of: ...)").
+fn usage_hint(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let strings = |k: ContextKind| match e.get(k) {
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        Some(ContextValue::Strings(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    let mut hint = String::new();
+    let meant: Vec<String> = [
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedSubcommand,
+        ContextKind::SuggestedValue,
+    ]
+    .into_iter()
+    .flat_map(strings)
+    .collect();
+    if !meant.is_empty() {
+        hint.push_str(&format!(
+            "; did you mean {}?",
+            meant.iter().map(|m| format!("'{m}'")).collect::<Vec<_>>().join(" or ")
+        ));
+    }
+    let valid = strings(ContextKind::ValidValue);
+    if !valid.is_empty() {
+        hint.push_str(&format!(" (one of: {})", valid.join(", ")));
+    }
+    hint
 }
 
 fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> ExitCode {

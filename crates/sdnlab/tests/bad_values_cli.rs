@@ -195,3 +195,50 @@ fn the_reference_pair_refuses_values_out_of_range() {
         "--threads 65: must be 1 to 64",
     );
 }
+
+/// A misspelt flag, subcommand or value is answered with what it likely
+/// meant and, for a value, the choices, still on one line; so is a
+/// misspelt key or value in an experiment file, named as the file writes
+/// it (key and line), not as a flag.
+#[test]
+fn a_misspelling_is_answered_with_what_it_likely_meant() {
+    for (a, says) in [
+        (
+            vec!["bench", "ctl", "--peer", "osken"],
+            "did you mean 'os-ken'? (one of: sdnlab, ",
+        ),
+        (
+            vec!["bench", "ctl", "--mode", "thruput"],
+            "did you mean 'throughput'? (one of: throughput, latency)",
+        ),
+        (
+            vec!["bench", "ctl", "--mdoe", "latency"],
+            "unexpected argument '--mdoe' found; did you mean '--mode'?",
+        ),
+        (vec!["bnech", "ctl"], "did you mean 'bench'?"),
+        (
+            vec!["bench", "ctl", "--target", "localhost"],
+            "'localhost' has no port: write HOST:PORT",
+        ),
+    ] {
+        refused_exactly(&a, says);
+    }
+    let dir = std::env::temp_dir().join(format!("sdnlab-test-misspelt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (body, says) in [
+        (
+            "switchs = 4\n",
+            "line 3: unknown key `switchs`: did you mean `switches`?",
+        ),
+        ("switches = 0\n", "line 3: switches = 0: must be at least 1"),
+        (
+            "mode = \"thruput\"\n",
+            "line 3: mode = 'thruput': did you mean 'throughput'? choose one of throughput, latency",
+        ),
+    ] {
+        let file = dir.join("e.toml");
+        std::fs::write(&file, format!("experiment = \"ctl\"\n# a comment\n{body}")).unwrap();
+        refused_exactly(&["run", file.to_str().unwrap()], says);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

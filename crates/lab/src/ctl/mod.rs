@@ -180,6 +180,13 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     crate::stop::catch_stop_signals();
     if place.workers.is_some() {
         spread_cluster_supported(a)?;
+    } else {
+        // A controller that is not there is said at once, not measured as
+        // sessions lost and a report of zeros. (From workers the target
+        // may be reachable where this machine cannot see it.)
+        for addr in a.target.iter().chain(&a.target_members) {
+            reachable(*addr)?;
+        }
     }
     if a.suite.is_some() {
         return suite::run(a, place, obs);
@@ -667,6 +674,13 @@ fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::Sock
     } else {
         a.target_members.clone()
     }
+}
+
+/// Whether a controller accepts a connection at `addr` (within 3 s).
+fn reachable(addr: std::net::SocketAddr) -> Result<(), LabError> {
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+        .map(drop)
+        .map_err(|source| LabError::Unreachable { addr, source })
 }
 
 /// What of cluster mode runs spread over workers (an error saying what
