@@ -55,6 +55,7 @@ ALONE = {
 # target/test-times.tsv): measured on the 2-core CI VM, 2026-11-28.
 PRIOR = {
     "sdnlab/bench_suite_cli": 215,
+    "sdnlab/readme_cli": 200,
     "sdnlab/bench_topology_cli": 55,
     "sdnlab/bench_dp_cli": 254,
     "sdnlab/bench_ctl_cli": 63,

@@ -125,6 +125,16 @@ fn generate(a: GenerateArgs) -> ExitCode {
         loop_ms: a.loop_ms,
         threads: a.threads,
     };
+    // A controller started a moment ago (`respond ... &` and then this,
+    // pasted together) is given 5 s to listen; after that, its absence is
+    // the error.
+    let t = std::time::Instant::now();
+    while let Err(e) = std::net::TcpStream::connect_timeout(&a.target, std::time::Duration::from_secs(1)) {
+        if t.elapsed() > std::time::Duration::from_secs(5) {
+            return fail(format!("nothing listens at {} ({e}) after 5 s", a.target));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let r = match ofref::generate(&cfg) {
         Ok(r) => r,
         Err(e) => return fail(e),

@@ -271,6 +271,11 @@ enum NetCommand {
         /// With --cli: leave the network up when the prompt ends.
         #[arg(long, requires = "cli")]
         keep: bool,
+        /// Return once the network is up, leaving it running in the background (as `&` would,
+        /// but the next command finds it up): `sdnlab net up tree,2,3 --switch ovs --detach &&
+        /// sdnlab net pingall`; `sdnlab net down` takes it down.
+        #[arg(long, conflicts_with = "cli")]
+        detach: bool,
         /// With --switch sdnlab: one switch process runs every switch, managed through the
         /// run's own ovsdb-server with ovs-vsctl, as Open vSwitch is (`ovs-vsctl
         /// --db=unix:/run/sdnlab/net/ID/ovs/db.sock show`).
@@ -519,6 +524,33 @@ fn usage_hint(e: &clap::Error) -> String {
     hint
 }
 
+/// The runs of a directory that holds one run per peer (`bench ctl --peer
+/// A --peer B`), in the experiment's order (by name when it does not say);
+/// None when it holds none.
+fn peer_runs(dir: &std::path::Path) -> Option<Vec<std::path::PathBuf>> {
+    let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("meta.json").is_file())
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    found.sort();
+    if let Ok(lab::Experiment::Ctl(c)) = lab::Experiment::load(&dir.join("experiment.toml")) {
+        let at = |p: &std::path::PathBuf| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            c.peers.iter().position(|x| *x == name).unwrap_or(usize::MAX)
+        };
+        found.sort_by_key(at);
+    }
+    Some(found)
+}
+
 fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> ExitCode {
     // `sdnlab report compare BASE OTHER...`: the change of each run against the first.
     if dirs.first().is_some_and(|d| d.as_os_str() == "compare" && !d.exists()) {
@@ -534,6 +566,29 @@ fn report_cmd(dirs: &[std::path::PathBuf], out: Option<std::path::PathBuf>) -> E
                 }
                 Err(e) => net_cmd::fail(e),
             };
+        }
+    }
+    // A run against several peers: its own runs, one directory each, in
+    // the order the experiment named them; the report rebuilt in place.
+    if let ([dir], None) = (dirs, &out) {
+        if !dir.join("meta.json").exists() {
+            if let Some(parts) = peer_runs(dir) {
+                let mut runs = Vec::new();
+                for d in &parts {
+                    match report::load(d) {
+                        Ok(r) => runs.push(r),
+                        Err(e) => return net_cmd::fail(e),
+                    }
+                }
+                return match report::write_outputs(dir, &runs) {
+                    Ok(summary) => {
+                        print!("{}", report::terminal_table(&summary, &report::metrics(&runs)));
+                        eprintln!("sdnlab report: {}", dir.join("report.html").display());
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => net_cmd::fail(e),
+                };
+            }
         }
     }
     let mut runs = Vec::new();
@@ -848,8 +903,12 @@ async fn net(command: NetCommand) -> ExitCode {
     if !matches!(command, NetCommand::Show) && !nix::unistd::Uid::effective().is_root() {
         return net_cmd::fail("`sdnlab net` creates namespaces and interfaces: run it as root");
     }
+    if matches!(command, NetCommand::Up { detach: true, .. }) {
+        return net_cmd::detach().await;
+    }
     match command {
         NetCommand::Up {
+            detach: _,
             spec,
             kind,
             controller,

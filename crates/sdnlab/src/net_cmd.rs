@@ -6,6 +6,93 @@ use netlab::topo;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// `net up --detach`: the same command without `--detach`, in a session
+/// of its own (a terminal's Ctrl-C or hang-up does not reach it), its
+/// output in an unlinked temporary file; returns once it says the network
+/// is up, printing what it said, or with its error if it ended first. A
+/// Ctrl-C meanwhile takes the network down as `net up` would.
+pub async fn detach() -> ExitCode {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).filter(|a| a != "--detach").collect();
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return fail(format!("cannot find this program to start it again: {e}")),
+    };
+    let dir = match netlab::private::temp_dir("sdnlab-net-up-") {
+        Ok(d) => d,
+        Err(e) => return fail(format!("cannot make a temporary directory: {e}")),
+    };
+    let path = dir.path().join("output");
+    let opened = std::fs::File::create(&path).and_then(|w| Ok((w.try_clone()?, w, std::fs::File::open(&path)?)));
+    // Unlinked at once (with its directory): nothing is left on disk, and
+    // the network's process writes on into it while it runs.
+    drop(dir);
+    let (out, err, mut reader) = match opened {
+        Ok(f) => f,
+        Err(e) => return fail(format!("cannot make the background run's output file: {e}")),
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    // SAFETY: setsid is async-signal-safe and has no preconditions.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return fail(format!("cannot start the network in the background: {e}")),
+    };
+    let (mut int, mut term) = match (
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()),
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()),
+    ) {
+        (Ok(i), Ok(t)) => (i, t),
+        _ => return fail("cannot watch SIGINT and SIGTERM"),
+    };
+    let mut said = String::new();
+    loop {
+        let mut more = String::new();
+        let _ = reader.read_to_string(&mut more);
+        said.push_str(&more);
+        if let Some(at) = said.find("up; Ctrl-C or ") {
+            let (before, after) = said.split_at(at);
+            print!("{before}");
+            let rest = after
+                .trim_start_matches("up; Ctrl-C or ")
+                .lines()
+                .next()
+                .unwrap_or_default();
+            println!("up, in the background (pid {}); {rest}", child.id());
+            return ExitCode::SUCCESS;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut last = String::new();
+            let _ = reader.read_to_string(&mut last);
+            eprint!("{said}{last}");
+            return ExitCode::from(status.code().unwrap_or(1).clamp(1, 255) as u8);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
+            _ = int.recv() => break,
+            _ = term.recv() => break,
+        }
+    }
+    // Stopped before it was up: it takes down what it made, as on Ctrl-C.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = child.wait();
+    eprintln!("sdnlab: interrupted; the network was taken down");
+    ExitCode::from(130)
+}
+
 pub fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("sdnlab: {msg}");
     ExitCode::from(2)
