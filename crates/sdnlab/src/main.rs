@@ -49,8 +49,15 @@ enum Command {
         command: BenchCommand,
     },
     /// Run the sdnlab OpenFlow 1.0/1.3 controller until Ctrl-C.
+    #[command(after_help = "Examples:
+  sdnlab controller --app l2-learning                      # OpenFlow on 0.0.0.0:6653
+  sdnlab controller --app paths --rest 127.0.0.1:8080      # with its REST API
+  sdnlab controller --app l2-learning --cluster http://127.0.0.1:2379 --member c1")]
     Controller(Box<ControllerArgs>),
     /// Run the sdnlab userspace OpenFlow 1.3 switch on Linux interfaces until Ctrl-C.
+    #[command(after_help = "Examples:
+  sdnlab switch --port veth1 --port veth2 --controller tcp:127.0.0.1:6653
+  sdnlab switch --ovsdb unix:/var/run/openvswitch/db.sock  # managed with ovs-vsctl")]
     Switch(Box<switchd::SwitchArgs>),
     /// Answer the lb app's questions about this replica (NIC bytes, CPU of its service, open
     /// connections) over UDP on the management network; run it in the replica's namespace.
@@ -62,6 +69,10 @@ enum Command {
     },
     /// Run the experiment or suite an experiment file describes (`experiment = "ctl"`, ...;
     /// every run directory keeps its own resolved experiment.toml, so this repeats a run).
+    #[command(after_help = "Examples:
+  sdnlab bench ctl --mode latency --print-config > latency.toml && sdnlab run latency.toml
+  sdnlab run results/<run>/experiment.toml                 # repeat a run exactly
+  sdnlab run examples/experiments/rfc8456-quick.toml --out results/suite")]
     Run {
         /// The experiment file (TOML).
         file: PathBuf,
@@ -91,6 +102,10 @@ enum Command {
     /// Rebuild the report of one run (or suite), show several side by side, or
     /// `sdnlab report compare BASE OTHER...`: each run's change against the first per
     /// metric, with its significance (Mann-Whitney U, Holm-corrected).
+    #[command(after_help = "Examples:
+  sdnlab report results/<run>                              # rebuild its report.html
+  sdnlab report results/<run-a> results/<run-b>            # side by side
+  sdnlab report compare results/<before> results/<after>   # each metric's change, with p")]
     Report {
         /// Run directories (results/...).
         #[arg(required = true)]
@@ -105,22 +120,41 @@ enum Command {
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Controller benchmark (cbench modes, responses matched to requests, trials and sweeps, report).
+    #[command(after_help = "Examples:
+  sdnlab bench ctl                                         # sdnlab's controller, cbench's throughput mode
+  sdnlab bench ctl --mode latency --peer sdnlab --peer os-ken
+  sdnlab bench ctl --target 127.0.0.1:6653 --ofp 1.3       # any controller at an address
+  sdnlab bench ctl --test discovery --fabric leaf-spine,2,4,1 --cluster 3
+  sdnlab bench ctl --suite rfc8456 --quick --peer sdnlab --peer os-ken")]
     Ctl(Box<bench_ctl::CtlArgs>),
     /// Switch forwarding side by side: sdnlab's switch, Open vSwitch (system and afxdp ports),
     /// the Linux bridge and a direct veth pair; zero-loss rate, TCP, a million rules, FLOW_MOD rate.
+    #[command(after_help = "Examples:
+  sdnlab bench switch --quick
+  sdnlab bench switch --dut sdnlab-fastpath,ovs-afxdp,xdp-patch,veth --rules 0,1000000")]
     Switch(Box<bench_switch::SwitchBenchArgs>),
     /// Traffic generators flat out into a veth, side by side: sdnlab's XDP and AF_PACKET
     /// generators, trafgen and tcpreplay.
+    #[command(after_help = "Examples:
+  sdnlab bench gen --seconds 5 --rounds 3")]
     Gen(Box<bench_gen::GenBenchArgs>),
     /// sdnlab's emulation against Mininet's on the same experiment: linear topologies,
     /// TCP and UDP throughput (iperf3), loss as the UDP rate rises, ping RTT, each trial
     /// watched for a saturated host and given its operational bound.
+    #[command(after_help = "Examples:
+  sdnlab bench fidelity --quick")]
     Fidelity(Box<bench_fidelity::FidelityBenchArgs>),
     /// Switches by RFC 2544 / RFC 9004, frame size by frame size: throughput (confirmed at full
     /// duration), latency of every frame at that rate, frame loss rate.
+    #[command(after_help = "Examples:
+  sdnlab bench dp --quick --dut sdnlab,ovs,bridge
+  sdnlab bench dp --dut sdnlab --frames 64,1518 --tests throughput,latency")]
     Dp(Box<bench_dp::DpBenchArgs>),
     /// Load balancing for a virtual IP: the lb app's policies compared under HTTP load
-    /// (four nginx replicas, httperf and an open-loop client), as in MISSION.md section B.
+    /// (four nginx replicas, httperf and an open-loop client), as the load-balancing paper measured them (docs/manual/lb.md).
+    #[command(after_help = "Examples:
+  sdnlab bench lb --quick
+  sdnlab bench lb --policy round-robin,load --concurrency 60,120")]
     Lb(Box<bench_lb::LbBenchArgs>),
     /// The reference pair the controller benchmark is held to: a minimal load generator and
     /// null responder in C (crates/ofref).
@@ -236,6 +270,11 @@ struct ControllerArgs {
 #[derive(Subcommand)]
 enum NetCommand {
     /// Bring a network up and keep it up until Ctrl-C, SIGTERM or `net down`.
+    #[command(after_help = "Examples:
+  sdnlab net up linear,4                                    # Linux bridges, until Ctrl-C
+  sdnlab net up tree,2,3 --switch ovs --app l2-learning --detach && sdnlab net pingall
+  sdnlab net up tree,2,3 --cli                              # as Mininet: OVS, a controller, a prompt
+  sdnlab net up linear,4 --switch ovs --app paths --cluster 3")]
     Up {
         /// single,N | linear,N | tree,DEPTH,FANOUT | leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF | FILE.toml
         spec: String,
@@ -285,6 +324,7 @@ enum NetCommand {
     /// Open the sdnlab> prompt on a network already up (the only one, or --id);
     /// leaving it takes the network down unless --keep.
     Cli {
+        /// The network (its id, from `sdnlab net show`); needed only when several are up.
         #[arg(long)]
         id: Option<String>,
         /// Leave the network up when the prompt ends.
@@ -300,11 +340,13 @@ enum NetCommand {
     },
     /// Tear a network down (the only one, or --id).
     Down {
+        /// The network (its id, from `sdnlab net show`); needed only when several are up.
         #[arg(long)]
         id: Option<String>,
     },
     /// Run a command inside a host: `sdnlab net exec h1 -- ping 10.0.0.2`.
     Exec {
+        /// The network (its id, from `sdnlab net show`); needed only when several are up.
         #[arg(long)]
         id: Option<String>,
         host: String,
@@ -313,16 +355,19 @@ enum NetCommand {
     },
     /// Ping every ordered pair of hosts; exit 0 only if every pair answered.
     Pingall {
+        /// The network (its id, from `sdnlab net show`); needed only when several are up.
         #[arg(long)]
         id: Option<String>,
         /// Pings per pair.
         #[arg(long, default_value_t = 3)]
         count: u32,
+        /// Every pair's RTTs and losses as JSON on stdout.
         #[arg(long)]
         json: bool,
     },
     /// TCP throughput from host A to host B with iperf3.
     Iperf {
+        /// The network (its id, from `sdnlab net show`); needed only when several are up.
         #[arg(long)]
         id: Option<String>,
         a: String,
@@ -336,6 +381,7 @@ enum NetCommand {
     },
     /// Bring the link between two nodes down or up: `sdnlab net link s1 s2 down`.
     Link {
+        /// The network (its id, from `sdnlab net show`); needed only when several are up.
         #[arg(long)]
         id: Option<String>,
         a: String,

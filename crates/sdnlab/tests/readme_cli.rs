@@ -252,3 +252,64 @@ fn every_shell_block_of_the_readme_runs_as_written() {
     assert!(runs.iter().any(|r| r.starts_with("compare-")), "{runs:?}");
     assert!(Path::new(&scratch).join("latency.toml").is_file());
 }
+
+/// Every main command's help ends with examples, and every option has a
+/// line of help; the benchmarks' examples are valid command lines (each
+/// checked with `--print-config`, which parses and validates it all and
+/// runs nothing).
+#[test]
+fn every_commands_help_has_examples_that_parse() {
+    let help = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?} --help");
+        common::text(&out.stdout)
+    };
+    for cmd in [
+        &["bench", "ctl"][..],
+        &["bench", "switch"],
+        &["bench", "dp"],
+        &["bench", "gen"],
+        &["bench", "lb"],
+        &["bench", "fidelity"],
+        &["net", "up"],
+        &["run"],
+        &["report"],
+        &["controller"],
+        &["switch"],
+    ] {
+        let text = help(cmd);
+        let examples = text
+            .split("\nExamples:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("`sdnlab {}` --help has no examples", cmd.join(" ")));
+        // An option with nothing under it or beside it has no help.
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let bare_option =
+                t.starts_with("--") && !t.contains("  ") && lines.get(i + 1).is_none_or(|n| n.trim().is_empty());
+            assert!(!bare_option, "`sdnlab {}`: {t} has no help", cmd.join(" "));
+        }
+        if cmd[0] != "bench" {
+            continue;
+        }
+        for ex in examples.lines().filter(|l| l.trim_start().starts_with("sdnlab ")) {
+            let line = ex.split(" #").next().unwrap().trim();
+            let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+            let out = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+                .args(&args)
+                .arg("--print-config")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "the example `{line}` is refused: {}",
+                common::text(&out.stderr)
+            );
+        }
+    }
+}
