@@ -6,6 +6,7 @@
 //! (`switches`), and the round-trip CDFs.
 
 use crate::{fmt_num, Run, Sample, Summary};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 pub(crate) fn esc(s: &str) -> String {
@@ -41,26 +42,105 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
 }
 
 pub(crate) fn boxplot(summary: &Summary, metric: &str, unit: &str) -> String {
+    boxplot_scaled(summary, metric, &Scale::none(unit), &|s| s.to_string())
+}
+
+/// How a metric's values are shown: a time in µs that runs to tens of
+/// thousands in ms, to millions in s (`5,268,046 us` reads 5.27
+/// s); every other unit as it is, "us" written µs.
+pub(crate) struct Scale {
+    pub factor: f64,
+    pub unit: String,
+}
+
+impl Scale {
+    pub(crate) fn none(unit: &str) -> Scale {
+        Scale {
+            factor: 1.0,
+            unit: unit_text(unit),
+        }
+    }
+
+    /// The scale for values of `unit` whose largest median is `largest`.
+    pub(crate) fn for_values(unit: &str, largest: f64) -> Scale {
+        match unit_text(unit).as_str() {
+            "µs" if largest >= 1e6 => Scale {
+                factor: 1e-6,
+                unit: "s".into(),
+            },
+            "µs" if largest >= 1e4 => Scale {
+                factor: 1e-3,
+                unit: "ms".into(),
+            },
+            u => Scale {
+                factor: 1.0,
+                unit: u.into(),
+            },
+        }
+    }
+
+    pub(crate) fn num(&self, v: f64) -> String {
+        fmt_num(v * self.factor)
+    }
+}
+
+/// A unit as the reports write it: microseconds as µs, everywhere.
+pub fn unit_text(unit: &str) -> String {
+    if unit == "us" {
+        "µs".into()
+    } else {
+        unit.replace(" us", " µs").replace("(us)", "(µs)")
+    }
+}
+
+/// The box plot of one metric, its values scaled; `label` names each
+/// scenario. Values spanning more than two orders of magnitude (all
+/// above zero) get a logarithmic axis, so the slow do not sit on zero.
+pub(crate) fn boxplot_scaled(summary: &Summary, metric: &str, scale: &Scale, label: &dyn Fn(&str) -> String) -> String {
     let cells: Vec<_> = summary.cells.iter().filter(|c| c.metric == metric).collect();
     if cells.is_empty() {
         return String::new();
     }
+    let f = scale.factor;
     let (w, row, left, right) = (760.0, 34.0, 230.0, 30.0);
     let h = 40.0 + row * cells.len() as f64;
-    let lo = cells.iter().map(|c| c.summary.min).fold(f64::INFINITY, f64::min);
-    let hi = cells.iter().map(|c| c.summary.max).fold(f64::NEG_INFINITY, f64::max);
-    let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-6).max(1e-9);
-    let (lo, hi) = ((lo - pad).max(if lo >= 0.0 { 0.0 } else { f64::MIN }), hi + pad);
-    let x = |v: f64| left + (v - lo) / (hi - lo) * (w - left - right);
+    let lo = cells.iter().map(|c| c.summary.min * f).fold(f64::INFINITY, f64::min);
+    let hi = cells
+        .iter()
+        .map(|c| c.summary.max * f)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let log = lo > 0.0 && hi / lo > 100.0;
+    let (lo, hi) = if log {
+        (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil()))
+    } else {
+        let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-6).max(1e-9);
+        ((lo - pad).max(if lo >= 0.0 { 0.0 } else { f64::MIN }), hi + pad)
+    };
+    let x = |v: f64| {
+        let v = v * f;
+        let at = if log {
+            (v.max(lo).log10() - lo.log10()) / (hi.log10() - lo.log10())
+        } else {
+            (v - lo) / (hi - lo)
+        };
+        left + at * (w - left - right)
+    };
     let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-size="12">"#);
-    for t in ticks(lo, hi) {
+    let marks: Vec<f64> = if log {
+        let (a, b) = (lo.log10().round() as i32, hi.log10().round() as i32);
+        (a..=b).map(|e| 10f64.powi(e)).collect()
+    } else {
+        ticks(lo, hi)
+    };
+    for t in marks {
+        let t = t / f;
         let _ = write!(
             s,
             r##"<line x1="{0}" x2="{0}" y1="10" y2="{1}" stroke="#ddd"/><text x="{0}" y="{2}" text-anchor="middle">{3}</text>"##,
             x(t),
             h - 25.0,
             h - 10.0,
-            fmt_num(t)
+            scale.num(t)
         );
     }
     for (i, c) in cells.iter().enumerate() {
@@ -77,7 +157,7 @@ pub(crate) fn boxplot(summary: &Summary, metric: &str, unit: &str) -> String {
 <circle cx="{mn}" cy="{mid}" r="3" fill="#000"><title>mean {mean}</title></circle>"##,
             tx = left - 8.0,
             ty = y + row / 2.0 - 2.0,
-            name = esc(&c.scenario),
+            name = esc(&label(&c.scenario)),
             a = x(m.min),
             b = x(m.max),
             mid = y + row / 2.0 - 6.0,
@@ -90,15 +170,16 @@ pub(crate) fn boxplot(summary: &Summary, metric: &str, unit: &str) -> String {
             bot = y + row - 14.0,
             md = x(m.median),
             mn = x(m.mean),
-            mean = fmt_num(m.mean),
+            mean = scale.num(m.mean),
         );
     }
     let _ = write!(
         s,
-        r#"<text x="{}" y="{}" text-anchor="end">{}</text></svg>"#,
+        r#"<text x="{}" y="{}" text-anchor="end">{}{}</text></svg>"#,
         w - right,
         h,
-        esc(unit)
+        esc(&scale.unit),
+        if log { " (logarithmic axis)" } else { "" }
     );
     s
 }
@@ -159,7 +240,7 @@ fn cdf_plot(runs: &[Run]) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{}" y="{}" text-anchor="middle">latency or round trip (us, log scale)</text>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">latency or round trip (µs, log scale)</text>"#,
         w / 2.0,
         h - 8.0
     );
@@ -390,6 +471,10 @@ fn line_plot(lines: &[Line], caption: &str) -> String {
 
 /// Every trial's value of `metric`: RFC 8456 reports a row per trial.
 pub(crate) fn trial_rows(runs: &[Run], metric: &str) -> String {
+    trial_rows_scaled(runs, metric, &Scale::none(""))
+}
+
+pub(crate) fn trial_rows_scaled(runs: &[Run], metric: &str, scale: &Scale) -> String {
     let many = runs.len() > 1;
     let rows: Vec<String> = runs
         .iter()
@@ -406,7 +491,7 @@ pub(crate) fn trial_rows(runs: &[Run], metric: &str) -> String {
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&name),
                 s.trial,
-                fmt_num(*v)
+                scale.num(*v)
             ))
         })
         .collect();
@@ -436,13 +521,382 @@ pub(crate) fn machine_rows(m: &crate::Meta) -> String {
     )
 }
 
+/// Metrics whose figures equal an earlier metric's in every scenario
+/// (same count, median, mean, extremes), each with the earlier one.
+fn identical_metrics(summary: &Summary, metrics: &[crate::Metric]) -> BTreeMap<String, String> {
+    let figures = |name: &str| -> Vec<(String, usize, u64, u64, u64, u64)> {
+        summary
+            .cells
+            .iter()
+            .filter(|c| c.metric == name)
+            .map(|c| {
+                let s = &c.summary;
+                (
+                    c.scenario.clone(),
+                    s.n,
+                    s.median.to_bits(),
+                    s.mean.to_bits(),
+                    s.min.to_bits(),
+                    s.max.to_bits(),
+                )
+            })
+            .collect()
+    };
+    let mut same = BTreeMap::new();
+    for (i, m) in metrics.iter().enumerate() {
+        let mine = figures(&m.name);
+        if let Some(earlier) = metrics[..i]
+            .iter()
+            .find(|e| !same.contains_key(&e.name) && e.better == m.better && figures(&e.name) == mine)
+        {
+            same.insert(m.name.clone(), earlier.name.clone());
+        }
+    }
+    same
+}
+
+/// Each scenario as the reader should read it: a run whose answers are
+/// Faucet's (a FLOW_MOD naming each new source, once) says so, since its
+/// figure is new sources learnt, not answers per PACKET_IN.
+fn scenario_labels(runs: &[Run]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let many = runs.len() > 1;
+    for r in runs {
+        if r.meta.parameters["answers"] != "new-source" {
+            continue;
+        }
+        for s in &r.samples {
+            let name = if many {
+                format!("{} / {}", r.meta.run_id, s.scenario)
+            } else {
+                s.scenario.clone()
+            };
+            out.entry(name.clone())
+                .or_insert_with(|| format!("{name} (new sources learnt)"));
+        }
+    }
+    out
+}
+
+/// What the run shows, first: per metric, the verdict between the systems
+/// (who is better, by how much, the corrected p-value) or why there is
+/// none; then the notes, and the warnings about the instrument (its
+/// ceiling) and the host (host-bound trials).
+fn answers(
+    runs: &[Run],
+    summary: &Summary,
+    metrics: &[crate::Metric],
+    same_as: &BTreeMap<String, String>,
+    label: &dyn Fn(&str) -> String,
+) -> String {
+    let mut h = String::from("<h2 id=\"answers\">What this run shows</h2><table class=\"answers\"><tr><th>metric</th><th>medians</th><th>better</th><th>by</th><th>how sure</th></tr>");
+    let n = crate::verdict::tested(&summary.verdicts);
+    let pct = |good: f64, bad: f64| {
+        if bad != 0.0 && good.is_finite() && bad.is_finite() {
+            format!(
+                "{:.1} % {}",
+                (good - bad).abs() / bad.abs() * 100.0,
+                if good > bad { "higher" } else { "lower" }
+            )
+        } else {
+            "-".into()
+        }
+    };
+    for m in metrics.iter().filter(|m| !same_as.contains_key(&m.name)) {
+        let cells: Vec<&crate::Cell> = summary.cells.iter().filter(|c| c.metric == m.name).collect();
+        let largest = cells.iter().map(|c| c.summary.median.abs()).fold(0.0, f64::max);
+        let scale = Scale::for_values(&m.unit, largest);
+        let name = format!("{} ({})", m.display_name(), scale.unit);
+        let verdicts: Vec<&crate::verdict::Verdict> = summary.verdicts.iter().filter(|v| v.metric == m.name).collect();
+        if !verdicts.is_empty() {
+            for v in verdicts {
+                let at = if v.scenario.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", v.scenario)
+                };
+                let medians = format!("{} {}; {} {}", v.a, scale.num(v.median_a), v.b, scale.num(v.median_b));
+                let (better, by, sure) = match &v.better {
+                    Some(b) => {
+                        let (g, w) = if *b == v.a {
+                            (v.median_a, v.median_b)
+                        } else {
+                            (v.median_b, v.median_a)
+                        };
+                        (
+                            b.clone(),
+                            pct(g, w),
+                            format!("p = {:.3} (Holm, {n} comparisons)", v.p_holm),
+                        )
+                    }
+                    None if v.p.is_nan() => (
+                        "no verdict".into(),
+                        "-".into(),
+                        format!("too few trials (n = {} and {}; at least 4 a side)", v.n_a, v.n_b),
+                    ),
+                    None if crate::verdict::smallest_p(v.n_a, v.n_b) >= crate::verdict::ALPHA => (
+                        "no verdict".into(),
+                        "-".into(),
+                        format!(
+                            "too few trials to test (n = {} and {}; at least 4 a side)",
+                            v.n_a, v.n_b
+                        ),
+                    ),
+                    None => (
+                        "no difference shown".into(),
+                        "-".into(),
+                        format!("p = {:.3} (Holm, {n} comparisons)", v.p_holm),
+                    ),
+                };
+                let _ = write!(
+                    h,
+                    "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\"><b>{}</b></td><td>{}</td><td class=\"l\">{}</td></tr>",
+                    esc(&name),
+                    esc(&at),
+                    esc(&medians),
+                    esc(&better),
+                    by,
+                    esc(&sure)
+                );
+            }
+            continue;
+        }
+        let medians = cells
+            .iter()
+            .map(|c| format!("{} {}", label(&c.scenario), scale.num(c.summary.median)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let (better, by, sure) = match summary.best.iter().find(|b| b.metric == m.name) {
+            Some(b) => {
+                let mut meds: Vec<f64> = cells.iter().map(|c| c.summary.median).collect();
+                let best = cells
+                    .iter()
+                    .find(|c| c.scenario == b.scenario)
+                    .map(|c| c.summary.median)
+                    .unwrap_or(f64::NAN);
+                meds.retain(|x| x.to_bits() != best.to_bits());
+                let runner_up = match m.better {
+                    stats::Better::Higher => meds.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    stats::Better::Lower => meds.iter().copied().fold(f64::INFINITY, f64::min),
+                };
+                let shown = b.result.chosen_by == stats::ChosenBy::Test;
+                (
+                    if shown {
+                        label(&b.scenario)
+                    } else {
+                        format!("no verdict ({} by median)", label(&b.scenario))
+                    },
+                    if runner_up.is_finite() {
+                        pct(best, runner_up)
+                    } else {
+                        "-".into()
+                    },
+                    crate::best_reason(summary, b),
+                )
+            }
+            None if cells.len() <= 1 => (
+                "-".into(),
+                "-".into(),
+                "one system in one condition: nothing to compare".into(),
+            ),
+            None => (
+                "-".into(),
+                "-".into(),
+                "no test (the scenarios are not systems to compare)".into(),
+            ),
+        };
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><b>{}</b></td><td>{}</td><td class=\"l\">{}</td></tr>",
+            esc(&name),
+            esc(&medians),
+            esc(&better),
+            by,
+            esc(&sure)
+        );
+    }
+    h.push_str("</table>");
+    for n in &summary.notes {
+        let _ = write!(h, "<p class=\"verdict\"><b>Note:</b> {}</p>", esc(n));
+    }
+    let many = runs.len() > 1;
+    let warnings: Vec<String> = runs
+        .iter()
+        .flat_map(|r| {
+            r.meta
+                .events
+                .iter()
+                .filter(|e| {
+                    e.contains("WARNING")
+                        || e.contains("UNRELIABLE")
+                        || e.contains("host-bound")
+                        || e.contains("may be the limit")
+                })
+                .map(move |e| {
+                    if many {
+                        format!("{}: {e}", r.meta.run_id)
+                    } else {
+                        e.clone()
+                    }
+                })
+        })
+        .collect();
+    if !warnings.is_empty() {
+        h.push_str("<p><b>Warnings</b> (the instrument's ceiling, the host):</p><ul class=\"warn\">");
+        for w in warnings {
+            let _ = write!(h, "<li>{}</li>", esc(&w));
+        }
+        h.push_str("</ul>");
+    }
+    h
+}
+
+/// A parameter's value as people write it: integers without ".0".
+fn param_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// How the run was made, once: one column per run (per system), a row
+/// said once when every run says the same; the parameters the test used
+/// (none left empty), integers as integers; each run's events.
+fn setup(runs: &[Run]) -> String {
+    let mut h = String::from("<h2 id=\"setup\">Setup</h2><table>");
+    let row = |name: &str, values: Vec<String>| -> String {
+        let first = values.first().cloned().unwrap_or_default();
+        if values.iter().all(|v| *v == first) {
+            format!(
+                "<tr><td>{}</td><td class=\"l\" colspan=\"{}\">{first}</td></tr>",
+                esc(name),
+                values.len()
+            )
+        } else {
+            let cells: String = values.iter().map(|v| format!("<td class=\"l\">{v}</td>")).collect();
+            format!("<tr><td>{}</td>{cells}</tr>", esc(name))
+        }
+    };
+    if runs.len() > 1 {
+        h.push_str("<tr><th></th>");
+        for r in runs {
+            let _ = write!(h, "<th>{}</th>", esc(&r.meta.run_id));
+        }
+        h.push_str("</tr>");
+    }
+    let each = |f: &dyn Fn(&crate::Meta) -> String| runs.iter().map(|r| f(&r.meta)).collect::<Vec<_>>();
+    h.push_str(&row(
+        "CPU",
+        each(&|m| format!("{} ({} cores)", esc(&m.setup.cpu_model), m.setup.cores)),
+    ));
+    h.push_str(&row(
+        "memory",
+        each(&|m| format!("{:.1} GiB", m.setup.memory_bytes as f64 / (1u64 << 30) as f64)),
+    ));
+    h.push_str(&row(
+        "OS / kernel",
+        each(&|m| format!("{} / {}", esc(&m.setup.os), esc(&m.setup.kernel))),
+    ));
+    h.push_str(&row("host", each(&|m| esc(&m.setup.hostname))));
+    h.push_str(&row("sdnlab", each(&|m| esc(&m.sdnlab_version))));
+    h.push_str(&row(
+        "command",
+        each(&|m| format!("<code>{}</code>", esc(&m.command.join(" ")))),
+    ));
+    h.push_str(&row(
+        "started / finished (UTC)",
+        each(&|m| {
+            format!(
+                "{} / {}",
+                crate::iso8601(m.started_unix),
+                m.finished_unix
+                    .map(crate::iso8601)
+                    .unwrap_or_else(|| "not finished".into())
+            )
+        }),
+    ));
+    h.push_str(&row(
+        "target",
+        each(&|m| {
+            m.targets
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} {}{}{}",
+                        esc(&t.name),
+                        esc(&t.version),
+                        if t.address.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" at {}", esc(&t.address))
+                        },
+                        if t.command.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (started as <code>{}</code>)", esc(&t.command))
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("<br>")
+        }),
+    ));
+    // The parameters the runs used, a row each.
+    let mut keys: Vec<String> = Vec::new();
+    for r in runs {
+        if let Some(o) = r.meta.parameters.as_object() {
+            for (k, v) in o {
+                if !v.is_null() && !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+    }
+    for k in &keys {
+        h.push_str(&row(
+            k,
+            each(&|m| {
+                let v = &m.parameters[k.as_str()];
+                if v.is_null() {
+                    "-".into()
+                } else if v.is_object() || v.is_array() {
+                    format!("<code>{}</code>", esc(&v.to_string()))
+                } else {
+                    esc(&param_text(v))
+                }
+            }),
+        ));
+    }
+    h.push_str("</table>");
+    for r in runs {
+        if r.meta.events.is_empty() {
+            continue;
+        }
+        if runs.len() > 1 {
+            let _ = write!(h, "<p>Events of {}:</p><ul>", esc(&r.meta.run_id));
+        } else {
+            h.push_str("<p>Events:</p><ul>");
+        }
+        for e in &r.meta.events {
+            let _ = write!(h, "<li>{}</li>", esc(e));
+        }
+        h.push_str("</ul>");
+    }
+    h
+}
+
 /// The whole page.
 pub fn render(runs: &[Run], summary: &Summary) -> String {
     let mut h = String::from(
         r#"<!doctype html><html><head><meta charset="utf-8"><title>sdnlab report</title><style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;padding:0.5em;overflow-x:auto}
+td:first-child,th:first-child,td.l{text-align:left}td.l{overflow-wrap:anywhere}pre{background:#f6f6f6;padding:0.5em;overflow-x:auto}
+ul.warn li{color:#8a4b00}
 .better{background:#e6f4e6}h2{border-bottom:1px solid #ccc}
 .verdict{background:#f3f6fb;padding:0.4em 0.8em;border-left:3px solid #1f77b4}
 </style></head><body>"#,
@@ -458,9 +912,16 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
         .into_iter()
         .filter(|m| summary.cells.iter().any(|c| c.metric == m.name))
         .collect();
-    // A table of contents: the setup, then a section per metric.
-    h.push_str("<nav><h2>Contents</h2><ol><li><a href=\"#setup\">Setup</a></li>");
-    for m in &metrics {
+    // A metric whose figures are those of an earlier one in every
+    // scenario is shown once, with the earlier (cbench's figure and the
+    // matched responses, when every response matched its request).
+    let same_as = identical_metrics(summary, &metrics);
+    let label = scenario_labels(runs);
+    let label = |sc: &str| label.get(sc).cloned().unwrap_or_else(|| sc.to_string());
+    // First what the run shows, then how it was run, then the detail.
+    h.push_str(&answers(runs, summary, &metrics, &same_as, &label));
+    h.push_str("<nav><h2>Contents</h2><ol><li><a href=\"#answers\">What this run shows</a></li><li><a href=\"#setup\">Setup</a></li>");
+    for m in metrics.iter().filter(|m| !same_as.contains_key(&m.name)) {
         let _ = write!(
             h,
             "<li><a href=\"#m-{}\">{}</a></li>",
@@ -469,59 +930,24 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
         );
     }
     h.push_str("</ol><p>Beside this page: <a href=\"summary.csv\">summary.csv</a>, <a href=\"summary.json\">summary.json</a>, <a href=\"samples.jsonl\">samples.jsonl</a>, <a href=\"meta.json\">meta.json</a>, <a href=\"experiment.toml\">experiment.toml</a>.</p></nav>");
-    for n in &summary.notes {
-        let _ = write!(h, "<p class=\"verdict\"><b>Note:</b> {}</p>", esc(n));
-    }
-    h.push_str("<h2 id=\"setup\">Setup</h2>");
-    for r in runs {
-        let m = &r.meta;
-        let _ = write!(
-            h,
-            "<h3>{}</h3><table>{}<tr><td>command</td><td class=\"l\">{}</td></tr><tr><td>started / finished (UTC)</td><td class=\"l\">{} / {}</td></tr>",
-            esc(&m.run_id),
-            machine_rows(m),
-            esc(&m.command.join(" ")),
-            crate::iso8601(m.started_unix),
-            m.finished_unix.map(crate::iso8601).unwrap_or_else(|| "not finished".into())
-        );
-        for t in &m.targets {
-            let _ = write!(
-                h,
-                "<tr><td>target</td><td class=\"l\">{} {}{}{}</td></tr>",
-                esc(&t.name),
-                esc(&t.version),
-                if t.address.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {}", esc(&t.address))
-                },
-                if t.command.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (started as <code>{}</code>)", esc(&t.command))
-                }
-            );
-        }
-        let _ = write!(
-            h,
-            "</table><details><summary>parameters</summary><pre>{}</pre></details>",
-            esc(&serde_json::to_string_pretty(&m.parameters).unwrap_or_default())
-        );
-        if !m.events.is_empty() {
-            h.push_str("<p>Events:</p><ul>");
-            for e in &m.events {
-                let _ = write!(h, "<li>{}</li>", esc(e));
-            }
-            h.push_str("</ul>");
-        }
-    }
+    h.push_str(&setup(runs));
     for m in &metrics {
+        if same_as.contains_key(&m.name) {
+            continue;
+        }
+        let largest = summary
+            .cells
+            .iter()
+            .filter(|c| c.metric == m.name)
+            .map(|c| c.summary.median.abs())
+            .fold(0.0, f64::max);
+        let scale = Scale::for_values(&m.unit, largest);
         let _ = write!(
             h,
             "<h2 id=\"m-{}\">{} ({}; {} is better)</h2><p><code>{}</code>{}</p>",
             esc(&m.name),
             esc(&m.display_name()),
-            esc(&m.unit),
+            esc(&scale.unit),
             match m.better {
                 stats::Better::Higher => "higher",
                 stats::Better::Lower => "lower",
@@ -533,27 +959,44 @@ td:first-child,th:first-child,td.l{text-align:left}pre{background:#f6f6f6;paddin
                 format!(": {}", esc(&m.method))
             }
         );
-        h.push_str(&boxplot(summary, &m.name, &m.unit));
+        for (other, same) in &same_as {
+            if *same == m.name {
+                if let Some(o) = metrics.iter().find(|x| x.name == *other) {
+                    let _ = write!(
+                        h,
+                        "<p class=\"verdict\">{} (<code>{}</code>) is the same figure in every trial, so it is shown once, here.</p>",
+                        esc(&o.display_name()),
+                        esc(&o.name)
+                    );
+                }
+            }
+        }
+        h.push_str(&boxplot_scaled(summary, &m.name, &scale, &label));
         h.push_str(&size_plot(runs, &m.name, &m.unit));
         h.push_str("<table><tr><th>scenario</th><th>n</th><th>mean</th><th>median</th><th>stdev</th><th>min</th><th>max</th><th>95% CI of the mean (bootstrap percentile)</th></tr>");
         for c in summary.cells.iter().filter(|c| c.metric == m.name) {
-            let s = &c.summary;
+            let st = &c.summary;
+            let ci = if st.n < 3 {
+                c.ci_text()
+            } else {
+                format!("{} .. {}", scale.num(c.ci95_bootstrap.0), scale.num(c.ci95_bootstrap.1))
+            };
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&c.scenario),
-                s.n,
+                esc(&label(&c.scenario)),
+                st.n,
                 c.over,
-                fmt_num(s.mean),
-                fmt_num(s.median),
-                fmt_num(s.stdev),
-                fmt_num(s.min),
-                fmt_num(s.max),
-                c.ci_text()
+                scale.num(st.mean),
+                scale.num(st.median),
+                scale.num(st.stdev),
+                scale.num(st.min),
+                scale.num(st.max),
+                ci
             );
         }
         h.push_str("</table>");
-        h.push_str(&trial_rows(runs, &m.name));
+        h.push_str(&trial_rows_scaled(runs, &m.name, &scale));
         if let Some(b) = summary.best.iter().find(|b| b.metric == m.name) {
             let _ = write!(
                 h,

@@ -710,7 +710,7 @@ pub fn markdown_verdicts(summary: &Summary, metrics: &[Metric]) -> String {
         out.push_str(&format!(
             "- {} ({}){at}: {}\n",
             m.display_name(),
-            m.unit,
+            html::unit_text(&m.unit),
             verdict::markdown(v, m, n)
         ));
     }
@@ -726,9 +726,9 @@ pub fn markdown_table(summary: &Summary, metrics: &[Metric]) -> String {
         String::from("| scenario | metric | n | median | mean | 95 % CI (bootstrap) |\n|---|---|---:|---:|---:|---|\n");
     for c in &summary.cells {
         let s = &c.summary;
-        let metric = named
-            .get(c.metric.as_str())
-            .map_or(c.metric.clone(), |m| format!("{} ({})", m.display_name(), m.unit));
+        let metric = named.get(c.metric.as_str()).map_or(c.metric.clone(), |m| {
+            format!("{} ({})", m.display_name(), html::unit_text(&m.unit))
+        });
         out.push_str(&format!(
             "| {} | {metric} | {} {} | {} | {} | {} |\n",
             c.scenario.replace('|', "\\|"),
@@ -888,6 +888,88 @@ mod tests {
             system: None,
             condition: None,
         }
+    }
+
+    /// A report of several systems (a run per peer) opens with what it
+    /// shows: per metric the medians, the better one or why there is no
+    /// verdict, then the warnings; the setup once, a column per system, a
+    /// row said once where all agree, the parameters used (none null,
+    /// integers as integers); a metric identical to another in every
+    /// trial shown once; microseconds that run to tens of thousands in ms;
+    /// a Faucet-style run (new sources learnt) labelled; values spanning
+    /// orders of magnitude on a logarithmic axis.
+    #[test]
+    fn a_report_answers_first_and_says_its_setup_once() {
+        let base = std::env::temp_dir().join(format!("sdnlab-report-answers-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let mut runs = Vec::new();
+        for (name, rate, rtt, answers) in [
+            ("fast", 1_000_000.0, 5_268_046.0, "buffer"),
+            ("slow", 2_000.0, 2_000_000.0, "new-source"),
+        ] {
+            let dir = base.join(name);
+            let meta = Meta {
+                run_id: name.into(),
+                parameters: serde_json::json!({"switches": 16, "connect_rate": 0.0, "app": null, "answers": answers}),
+                events: vec![format!(
+                    "switches=16: ... UNRELIABLE: its runs spread more than 20 % ({name})"
+                )],
+                metrics: vec![
+                    Metric::new("rate", "responses/s", stats::Better::Higher).titled("Responses per second"),
+                    Metric::new("matched", "matched responses/s", stats::Better::Higher).titled("Matched"),
+                    Metric::new("rtt", "us", stats::Better::Lower).titled("Round trip"),
+                ],
+                ..Default::default()
+            };
+            let mut w = RunWriter::create(&dir, &meta).unwrap();
+            for t in 0..5 {
+                let mut s = sample("trial", "switches=16", t, rate + t as f64);
+                s.values.insert("matched".into(), rate + t as f64);
+                s.values.insert("rtt".into(), rtt + t as f64);
+                w.append(&s).unwrap();
+            }
+            w.finish(&meta).unwrap();
+            runs.push(load(&dir).unwrap());
+        }
+        write_outputs(&base, &runs).unwrap();
+        let html = std::fs::read_to_string(base.join("report.html")).unwrap();
+        let at = |what: &str| html.find(what).unwrap_or_else(|| panic!("no '{what}' in the page"));
+        assert!(
+            at("What this run shows") < at("<h2 id=\"setup\">"),
+            "the answers come first"
+        );
+        assert!(at("UNRELIABLE") < at("<h2 id=\"setup\">"), "the warnings too");
+        assert!(html.contains("<b>fast / switches=16</b>"), "the better one named");
+        assert!(
+            html.contains("49,900.0 % higher") || html.contains("% higher"),
+            "by how much"
+        );
+        // The machine said once for both, the runs side by side.
+        assert_eq!(html.matches("<td>CPU</td>").count(), 1);
+        assert!(html.contains("<th>fast</th><th>slow</th>"));
+        assert!(
+            html.contains("<td>connect_rate</td><td class=\"l\" colspan=\"2\">0</td>"),
+            "integers as integers"
+        );
+        assert!(!html.contains("<td>app</td>"), "a parameter not used is not listed");
+        // Matched responses are the same figure: one section.
+        assert!(html.contains("Matched (<code>matched</code>) is the same figure in every trial"));
+        assert!(!html.contains("id=\"m-matched\""));
+        // 5,268,046 µs reads 5.268 s; no "us" left.
+        assert!(
+            html.contains("Round trip (s; lower is better)"),
+            "{}",
+            &html[at("id=\"m-rtt\"")..][..200]
+        );
+        assert!(html.contains("5.268"));
+        assert!(
+            !html.contains("(us"),
+            "{}",
+            &html[html.find("(us").unwrap_or(0).saturating_sub(150)..][..300]
+        );
+        assert!(html.contains("slow / switches=16 (new sources learnt)"));
+        assert!(html.contains("(logarithmic axis)"), "1,000,000 against 2,000");
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     /// Two switches in one run, each measured at two frame sizes: the

@@ -165,6 +165,104 @@ pub fn analyse(index: &Index, runs: &[Vec<(String, Run)>]) -> SuiteSummary {
     }
 }
 
+/// The first screen: each test of the methodology by system under test,
+/// the test's first metric (its median, in its first condition), the
+/// better system marked where the corrected test shows one, and why
+/// there is no verdict where it does not.
+fn matrix(index: &Index, runs: &[Vec<(String, Run)>], analysis: &SuiteSummary, names: &[&str]) -> String {
+    let mut h = String::from(
+        "<section id=\"matrix\"><h2>The tests at a glance</h2><table class=\"matrix\"><tr><th>test</th><th>metric</th>",
+    );
+    for n in names {
+        let _ = write!(h, "<th>{}</th>", esc(n));
+    }
+    h.push_str("<th>verdict</th></tr>");
+    for (section, runs) in index.sections.iter().zip(runs) {
+        let sid = section.id();
+        let Some(m) = metrics_of(runs).into_iter().find(|m| {
+            analysis
+                .figures
+                .iter()
+                .any(|f| f.section == sid && f.cell.metric == m.name)
+        }) else {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\"><a href=\"#{sid}\">{}</a></td><td class=\"l\" colspan=\"{}\">no figure (see the test)</td></tr>",
+                esc(&section.heading()),
+                names.len() + 2
+            );
+            continue;
+        };
+        let verdicts: Vec<&verdict::Verdict> = analysis
+            .verdicts
+            .iter()
+            .filter(|v| v.section == sid && v.metric == m.name)
+            .collect();
+        let condition = analysis
+            .figures
+            .iter()
+            .find(|f| f.section == sid && f.cell.metric == m.name)
+            .map(|f| f.cell.scenario.clone())
+            .unwrap_or_default();
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\"><a href=\"#{sid}\">{}</a></td><td class=\"l\">{} ({}{})</td>",
+            esc(&section.heading()),
+            esc(&m.display_name()),
+            esc(&crate::html::unit_text(&m.unit)),
+            if condition.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", esc(&condition))
+            }
+        );
+        for n in names {
+            let fig = analysis.figures.iter().find(|f| {
+                f.section == sid && f.target == *n && f.cell.metric == m.name && f.cell.scenario == condition
+            });
+            let better = verdicts
+                .iter()
+                .any(|v| v.scenario == condition && v.better.as_deref() == Some(*n));
+            match fig {
+                Some(f) if better => {
+                    let _ = write!(
+                        h,
+                        "<td class=\"better\"><b>{}</b> ✓</td>",
+                        fmt_num(f.cell.summary.median)
+                    );
+                }
+                Some(f) => {
+                    let _ = write!(h, "<td>{}</td>", fmt_num(f.cell.summary.median));
+                }
+                None if section.not_run.iter().any(|x| x.target == *n) => {
+                    h.push_str("<td class=\"not-run\">not run</td>")
+                }
+                None => h.push_str("<td>-</td>"),
+            }
+        }
+        let here: Vec<&&verdict::Verdict> = verdicts.iter().filter(|v| v.scenario == condition).collect();
+        let why = if here.is_empty() {
+            "one system measured".to_string()
+        } else if let Some(v) = here.iter().find(|v| v.better.is_some()) {
+            format!(
+                "{} better (p = {:.3}, Holm)",
+                v.better.as_deref().unwrap_or(""),
+                v.p_holm
+            )
+        } else if here
+            .iter()
+            .any(|v| v.p.is_nan() || verdict::smallest_p(v.n_a, v.n_b) >= verdict::ALPHA)
+        {
+            "too few trials to test (at least 4 a side)".to_string()
+        } else {
+            "no difference shown".to_string()
+        };
+        let _ = write!(h, "<td class=\"l\">{}</td></tr>", esc(&why));
+    }
+    h.push_str("</table><p>Each row: the test's first metric in its first condition, the median of each system; ✓ marks the better one where the Mann-Whitney U test, Holm-corrected over the suite, shows a difference. Every metric and condition is in the test's own section.</p></section>");
+    h
+}
+
 /// The page.
 pub fn render(index: &Index, runs: &[Vec<(String, Run)>], analysis: &SuiteSummary) -> String {
     let comparisons = verdict::tested(&analysis.verdicts);
@@ -185,7 +283,7 @@ body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#22
 table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #ccc;margin-top:2em}
 .procedure{font-style:italic}.verdict{background:#f3f6fb;padding:0.4em 0.8em;border-left:3px solid #1f77b4}
-.not-run{color:#8a4b00}nav ol{columns:2}.files a{margin-right:1em}
+.not-run{color:#8a4b00}nav ol{columns:2}.files a{margin-right:1em}.better{background:#e6f4e6}
 </style></head><body>"#,
     );
     let names: Vec<&str> = targets.iter().map(|(n, _)| n.as_str()).collect();
@@ -205,7 +303,8 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
         if started.is_finite() { crate::iso8601(started) } else { "-".into() },
         if finished.is_finite() { crate::iso8601(finished) } else { "-".into() },
     );
-    h.push_str("<nav id=\"toc\"><h2>Contents</h2><ol><li><a href=\"#setup\">Setup</a></li>");
+    h.push_str(&matrix(index, runs, analysis, &names));
+    h.push_str("<nav id=\"toc\"><h2>Contents</h2><ol><li><a href=\"#matrix\">The tests at a glance</a></li><li><a href=\"#setup\">Setup</a></li>");
     for s in &index.sections {
         let _ = write!(h, "<li><a href=\"#{}\">{}</a></li>", s.id(), esc(&s.heading()));
     }
@@ -296,7 +395,7 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
                 "<h3 data-metric=\"{}\">{} <small>({}; {} is better)</small></h3>",
                 esc(&m.name),
                 esc(&m.display_name()),
-                esc(&m.unit),
+                esc(&crate::html::unit_text(&m.unit)),
                 match m.better {
                     stats::Better::Higher => "higher",
                     stats::Better::Lower => "lower",

@@ -164,7 +164,7 @@ fn text(
                 plain(bad),
                 fmt_num(mg),
                 fmt_num(mb),
-                plain(&m.unit),
+                plain(&crate::html::unit_text(&m.unit)),
                 how
             )
         }
@@ -184,7 +184,7 @@ fn text(
                 plain(&v.b),
                 fmt_num(v.median_a),
                 fmt_num(v.median_b),
-                plain(&m.unit)
+                plain(&crate::html::unit_text(&m.unit))
             )
         }
     }

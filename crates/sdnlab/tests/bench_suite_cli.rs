@@ -133,6 +133,19 @@ fn the_rfc8456_suite_runs_every_test_and_reports_them_together() {
     assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "no screenshot");
     assert!(dom.contains("<h1>RFC 8456 controller benchmark</h1>"));
     assert!(dom.contains("id=\"toc\"") && dom.contains("id=\"setup\""));
+    // The first screen is the matrix: each test by controller, before the
+    // contents and the setup.
+    let matrix = dom.find("The tests at a glance").expect("no matrix");
+    assert!(matrix < dom.find("id=\"toc\"").unwrap() && matrix < dom.find("id=\"setup\"").unwrap());
+    let table = &dom[matrix..dom[matrix..].find("</table>").unwrap() + matrix];
+    assert!(
+        table.contains("<th>sdnlab</th>") && table.contains("<th>os-ken</th>"),
+        "{table}"
+    );
+    assert!(
+        table.contains("Network Topology Discovery Time") && table.contains("Control Session Capacity"),
+        "{table}"
+    );
     // Every RFC 8456 test is a section, numbered and named as in the RFC.
     let sections: Vec<&str> = dom.split("<section class=\"test\"").skip(1).collect();
     for (number, name) in [

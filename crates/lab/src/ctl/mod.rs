@@ -311,6 +311,12 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
             "slave_packet_ins": if clustered && a.target_members.is_empty() { Some(&a.slave_packet_ins) } else { None },
             "etcd_members": if clustered && a.target_members.is_empty() { Some(a.etcd_members) } else { None },
+            // What an answer is: the FLOW_MOD or PACKET_OUT for a buffered
+            // PACKET_IN, or (Faucet) a FLOW_MOD naming a new source, once.
+            "answers": match a.answers() {
+                ctlbench::Answers::NewSource => "new-source",
+                _ => "buffer",
+            },
         }),
         metrics: vec![
             Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher)
