@@ -90,6 +90,17 @@ impl Peer {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Kills the peer outright (SIGKILL, its process group with it), as
+    /// a failure would, and reaps it; its files go when it is dropped.
+    pub fn kill(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for Peer {

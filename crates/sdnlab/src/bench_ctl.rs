@@ -68,6 +68,11 @@ pub struct CtlArgs {
     /// non-master (the control: the traffic should not notice).
     #[arg(long, value_parser = ["master", "non-master"], default_value = "master")]
     pub kill: String,
+    /// cbench against a cluster (--cluster N, sdnlab's or --peer faucet's instances): kill
+    /// (SIGKILL) the first member after this many measured loops; the loops after it show
+    /// what the others answer alone.
+    #[arg(long, value_name = "K")]
+    pub kill_after_loop: Option<u32>,
     /// sdnlab's cluster: its slaves ask for every PACKET_IN (all: they know the network at a
     /// takeover) or none (each PACKET_IN handled by its master alone).
     #[arg(long, value_parser = ["all", "none"], default_value = "all")]
@@ -234,6 +239,7 @@ impl CtlArgs {
             host_macs: self.host_macs,
             failures: self.failures.clone(),
             kill: self.kill.clone(),
+            kill_after_loop: self.kill_after_loop,
             slave_packet_ins: self.slave_packet_ins.clone(),
             etcd_members: self.etcd_members,
             reprov_interval_us: self.reprov_interval_us,

@@ -62,6 +62,14 @@ fn bench_ctl_refuses_values_out_of_range() {
         ),
         (vec!["--cluster", "10"], "--cluster 10"),
         (
+            vec!["--kill-after-loop", "1"],
+            "--kill-after-loop kills a member of a cluster",
+        ),
+        (
+            vec!["--cluster", "2", "--loops", "3", "--kill-after-loop", "3"],
+            "--kill-after-loop 3: must be at least 1 and under --loops (3)",
+        ),
+        (
             vec!["--cluster", "1", "--test", "failover"],
             "a failover needs a member to take over",
         ),

@@ -1063,6 +1063,57 @@ fn bench_faucet_as_a_cluster_of_two_equal_instances() {
         "{meta}"
     );
     let _ = std::fs::remove_dir_all(&out);
+
+    // What Faucet's redundancy does when an instance dies: the first is
+    // killed (SIGKILL) after the first measured loop; the other goes on
+    // learning new sources alone (checked to fail when nothing is killed:
+    // no loss of the first's sessions, no figure after the kill).
+    let out = scratch("cluster", "faucet-kill");
+    bench_ctl(
+        &[
+            "--ofp",
+            "1.3",
+            "--peer",
+            "faucet",
+            "--cluster",
+            "2",
+            "--switches",
+            "2",
+            "--trials",
+            "1",
+            "--loops",
+            "3",
+            "--kill-after-loop",
+            "1",
+        ],
+        &out,
+    );
+    let (text, samples) = samples_of(&out.join("faucet"));
+    let trial = samples.iter().find(|s| s["kind"] == "trial").expect("a trial");
+    assert!(v(trial, "matched_before_kill_per_s") > 0.0, "{trial}");
+    assert!(
+        v(trial, "matched_after_kill_per_s") > 0.0,
+        "the survivor learns alone: {trial}"
+    );
+    assert_eq!(
+        v(trial, "sessions_lost"),
+        2.0,
+        "the killed instance's, one a switch: {trial}"
+    );
+    assert!(trial["note"].as_str().unwrap_or("").contains("instance 1"), "{trial}");
+    let members: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
+    assert!(
+        v(members[1], "first_answers") > v(members[0], "first_answers"),
+        "{text}"
+    );
+    let meta = meta_of(&out.join("faucet"));
+    let events = meta["events"].to_string();
+    assert!(events.contains("killed (SIGKILL) after measured loop 1"), "{events}");
+    assert!(
+        !events.contains("session(s) lost"),
+        "the kill's losses are not a failure: {events}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// `--target A,B,C`: a cluster sdnlab did not start (here three `sdnlab

@@ -88,6 +88,22 @@ fn shrunk(line: &str) -> String {
     if l.trim_start().starts_with("sdnlab run latency.toml") {
         l = format!("sed -i -e 's/^trials = .*/trials = 1/' -e 's/^loops = .*/loops = 1/' latency.toml && {l}");
     }
+    // Other tests' networks may be up beside this one: the tour's net
+    // commands name the network it brought up (a reader's machine has
+    // only theirs, and they need no --id).
+    let t = l.trim_start().to_string();
+    if t.starts_with("sdnlab net up") && t.contains("--detach") {
+        l = format!("{l} | tee net-up.out");
+    }
+    for cmd in ["sdnlab net pingall", "sdnlab net iperf", "sdnlab net down"] {
+        if t.starts_with(cmd) {
+            l = l.replacen(
+                cmd,
+                &format!("{cmd} --id $(sed -n 's/.*down --id \\([0-9a-f]*\\).*/\\1/p' net-up.out)"),
+                1,
+            );
+        }
+    }
     // The runs the block made: the one a file ran (and then its repeat),
     // and the first one, of several peers, for its report.
     l.replace("results/<run>/", "$(ls -d results/ctl-2*/ | head -1)")
@@ -137,7 +153,10 @@ impl Drop for Guard {
 /// time it started, the first failure ending it) and returns what it said;
 /// fails the test, with the script's output, if any command failed.
 fn run_block(name: &str, lines: &[String], dir: &Path, guard: &mut Guard) -> String {
-    let script = format!("set -e\nexport PS4='+ [$SECONDS s] '\nset -x\n{}\n", lines.join("\n"));
+    let script = format!(
+        "set -e -o pipefail\nexport PS4='+ [$SECONDS s] '\nset -x\n{}\n",
+        lines.join("\n")
+    );
     let bin = Path::new(env!("CARGO_BIN_EXE_sdnlab")).parent().unwrap().to_path_buf();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let mut child = {

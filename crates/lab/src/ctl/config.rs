@@ -125,6 +125,12 @@ pub struct CtlConfig {
     /// switch the traffic needs) or "non-master" (a member it does not
     /// need: the control).
     pub kill: String,
+    /// cbench against a cluster (sdnlab's members or a peer's instances):
+    /// the first member is killed (SIGKILL) after this many measured
+    /// loops; the loops after it show what the others answer alone (what
+    /// a redundancy such as Faucet's really does when an instance dies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_after_loop: Option<u32>,
     /// reprovisioning and failover: one frame each way every this many microseconds ...
     pub reprov_interval_us: u64,
     /// ... for this many milliseconds.
@@ -194,6 +200,7 @@ impl Default for CtlConfig {
             host_macs: 8,
             failures: Vec::new(),
             kill: "master".into(),
+            kill_after_loop: None,
             slave_packet_ins: "all".into(),
             etcd_members: 1,
             reprov_interval_us: 1000,
@@ -403,6 +410,19 @@ impl CtlConfig {
                         "--sweep cluster=... with --test failover: a cluster of 1 has no member to take over; give 0 (the active/standby pair) or 2 and more".into(),
                     ));
                 }
+            }
+        }
+        if let Some(k) = self.kill_after_loop {
+            if self.test != "cbench" || self.cluster < 2 || self.sweeps_clusters() {
+                return Err(LabError::Config(
+                    "--kill-after-loop kills a member of a cluster during cbench's loops: add --cluster N (2 or more; sdnlab's or --peer faucet's), with the cbench test and no sweep of cluster sizes".into(),
+                ));
+            }
+            if k == 0 || k as usize >= self.loops {
+                return Err(LabError::Config(format!(
+                    "--kill-after-loop {k}: must be at least 1 and under --loops ({}), so loops are measured before and after",
+                    self.loops
+                )));
             }
         }
         if self.kill == "non-master" && (self.test != "failover" || self.cluster < 2) {

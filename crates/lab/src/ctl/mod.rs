@@ -328,6 +328,19 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         ],
         ..started(&run_id)
     };
+    if a.kill_after_loop.is_some() {
+        meta.metrics.extend([
+            Metric::new(
+                "matched_before_kill_per_s",
+                "matched responses/s",
+                stats::Better::Higher,
+            )
+            .titled("Matched responses per second, every member up"),
+            Metric::new("matched_after_kill_per_s", "matched responses/s", stats::Better::Higher)
+                .titled("Matched responses per second, the first member killed"),
+        ]);
+        meta.parameters["kill_after_loop"] = serde_json::json!(a.kill_after_loop);
+    }
     let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
     // Spread over workers: connected once for the run, clocks measured.
     let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the switches") {
@@ -382,7 +395,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     return Err(fail_run(writer, &mut meta, e));
                 }
             }
-            let (cfg, started) = match start_trial_controller(&a_here, fleet.as_ref(), &rt, &mut meta, obs) {
+            let (cfg, mut started) = match start_trial_controller(&a_here, fleet.as_ref(), &rt, &mut meta, obs) {
                 Ok(started) => (
                     ctlbench::Config {
                         target: started.addr,
@@ -402,7 +415,14 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                 }
             };
             let mut write_errors = Vec::new();
+            // --kill-after-loop: the first member killed once that many
+            // loops are measured (what it was, once done).
+            let mut killed: Option<String> = None;
+            let mut running = started.running.take();
             let on_loop = |l: &ctlbench::LoopResult| {
+                if a_here.kill_after_loop == Some(l.loop_index as u32 + 1) && killed.is_none() {
+                    killed = running.as_mut().and_then(Running::kill_first);
+                }
                 let s = Sample::of(
                     "loop",
                     name.clone(),
@@ -455,18 +475,38 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
                 },
             };
+            let started = Started { running, ..started };
             if let Err(e) = started.stop(&rt) {
                 return Err(fail_run(writer, &mut meta, LabError::setup(e)));
             }
             if let Some(e) = write_errors.pop() {
                 return Err(io_error(&dir)(e));
             }
+            // The killed member's sessions, one a switch, are lost by design.
+            let expected_lost = if killed.is_some() { cfg.switches as u64 } else { 0 };
+            let mut kill_values = Vec::new();
+            if let (Some(k), Some(what)) = (a_here.kill_after_loop, &killed) {
+                let k = (k as usize).min(report.loops.len());
+                let avg = |ls: &[ctlbench::LoopResult]| {
+                    ls.iter().map(|l| l.matched_per_s).sum::<f64>() / ls.len().max(1) as f64
+                };
+                kill_values.push(("matched_before_kill_per_s", avg(&report.loops[..k])));
+                kill_values.push(("matched_after_kill_per_s", avg(&report.loops[k..])));
+                meta.events.push(format!(
+                    "{name} trial {trial}: {what} killed (SIGKILL) after measured loop {k}"
+                ));
+            } else if a_here.kill_after_loop.is_some() {
+                meta.events.push(format!(
+                    "{name} trial {trial}: no member could be killed (not a cluster of processes)"
+                ));
+                invalid += 1;
+            }
             cbench_rates.extend(report.loops.iter().map(|l| l.responses_per_s));
             matched_rates.extend(report.loops.iter().map(|l| l.matched_per_s));
             let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| report.mean(f);
             let matched = mean(&|l| l.matched_per_s);
             let mut note = None;
-            if report.sessions_lost > 0 || matched == 0.0 {
+            if report.sessions_lost > expected_lost || matched == 0.0 {
                 invalid += 1;
                 let what = format!(
                     "{name} trial {trial}: {} session(s) lost, {:.0} matched responses/s{}",
@@ -551,10 +591,17 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     None => n,
                 });
             }
+            if let Some(what) = &killed {
+                let n = format!("{what} killed after loop {}", a_here.kill_after_loop.unwrap_or(0));
+                note = Some(match note {
+                    Some(x) => format!("{x}; {n}"),
+                    None => n,
+                });
+            }
             let s = Sample::trial(
                 name.clone(),
                 trial,
-                cluster_values.into_iter().chain([
+                cluster_values.into_iter().chain(kill_values).chain([
                     ("responses_per_s", mean(&|l| l.responses_per_s)),
                     ("matched_per_s", matched),
                     ("rtt_p50_us", report.rtt_us_p50),
@@ -658,6 +705,26 @@ impl Running {
             Running::Peer(p) => drop(p),
             Running::Cluster(c, _) => c.stop(),
             Running::Peers(p) => drop(p),
+        }
+    }
+
+    /// Kills the cluster's first member (SIGKILL), as a failure would:
+    /// what it was, or None when this is not a cluster of processes.
+    fn kill_first(&mut self) -> Option<String> {
+        match self {
+            Running::Peers(ps) => ps.first_mut().map(|p| {
+                p.kill();
+                format!("{} instance 1 at {}", p.name, p.addr)
+            }),
+            Running::Cluster(topology::Controller::Cluster { members, .. }, addrs) => {
+                let p = members.first_mut()?.as_mut()?;
+                p.kill();
+                Some(format!(
+                    "member c1 at {}",
+                    addrs.first().map(|a| a.to_string()).unwrap_or_default()
+                ))
+            }
+            _ => None,
         }
     }
 
