@@ -51,6 +51,10 @@ pub(crate) fn boxplot(summary: &Summary, metric: &str, unit: &str) -> String {
 pub(crate) struct Scale {
     pub factor: f64,
     pub unit: String,
+    /// A time in µs: each value in tables is written in the unit that
+    /// suits it (186 µs, 752 ms, 3.02 s), as values of one metric can
+    /// span orders of magnitude between systems.
+    pub time: bool,
 }
 
 impl Scale {
@@ -58,6 +62,26 @@ impl Scale {
         Scale {
             factor: 1.0,
             unit: unit_text(unit),
+            time: false,
+        }
+    }
+
+    /// A value for a table: a time in the unit that suits it, else the
+    /// number on this scale.
+    pub(crate) fn value(&self, v: f64) -> String {
+        if self.time {
+            time_text(v)
+        } else {
+            self.num(v)
+        }
+    }
+
+    /// What a section's heading says the values are in.
+    pub(crate) fn header(&self) -> String {
+        if self.time {
+            "time".into()
+        } else {
+            self.unit.clone()
         }
     }
 
@@ -67,20 +91,42 @@ impl Scale {
             "µs" if largest >= 1e6 => Scale {
                 factor: 1e-6,
                 unit: "s".into(),
+                time: true,
             },
             "µs" if largest >= 1e4 => Scale {
                 factor: 1e-3,
                 unit: "ms".into(),
+                time: true,
+            },
+            "µs" => Scale {
+                factor: 1.0,
+                unit: "µs".into(),
+                time: true,
             },
             u => Scale {
                 factor: 1.0,
                 unit: u.into(),
+                time: false,
             },
         }
     }
 
     pub(crate) fn num(&self, v: f64) -> String {
         fmt_num(v * self.factor)
+    }
+}
+
+/// A time given in µs, in the unit that suits it: 186 µs, 752.0 ms, 3.022 s.
+pub fn time_text(us: f64) -> String {
+    let a = us.abs();
+    if !us.is_finite() {
+        "-".into()
+    } else if a >= 1e6 {
+        format!("{} s", fmt_num(us / 1e6))
+    } else if a >= 1e3 {
+        format!("{} ms", fmt_num(us / 1e3))
+    } else {
+        format!("{} µs", fmt_num(us))
     }
 }
 
@@ -491,7 +537,7 @@ pub(crate) fn trial_rows_scaled(runs: &[Run], metric: &str, scale: &Scale) -> St
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&name),
                 s.trial,
-                scale.num(*v)
+                scale.value(*v)
             ))
         })
         .collect();
@@ -562,7 +608,9 @@ fn scenario_labels(runs: &[Run]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let many = runs.len() > 1;
     for r in runs {
-        if r.meta.parameters["answers"] != "new-source" {
+        // (Runs written before meta.json said so: Faucet by name.)
+        let faucet = r.meta.targets.first().is_some_and(|t| t.name.starts_with("faucet"));
+        if r.meta.parameters["answers"] != "new-source" && !(r.meta.parameters["answers"].is_null() && faucet) {
             continue;
         }
         for s in &r.samples {
@@ -591,22 +639,23 @@ fn answers(
 ) -> String {
     let mut h = String::from("<h2 id=\"answers\">What this run shows</h2><table class=\"answers\"><tr><th>metric</th><th>medians</th><th>better</th><th>by</th><th>how sure</th></tr>");
     let n = crate::verdict::tested(&summary.verdicts);
+    // By how much: a percentage, or a factor once one is twice the other.
     let pct = |good: f64, bad: f64| {
-        if bad != 0.0 && good.is_finite() && bad.is_finite() {
-            format!(
-                "{:.1} % {}",
-                (good - bad).abs() / bad.abs() * 100.0,
-                if good > bad { "higher" } else { "lower" }
-            )
-        } else {
+        let (hi, lo) = (good.abs().max(bad.abs()), good.abs().min(bad.abs()));
+        let how = if good > bad { "higher" } else { "lower" };
+        if !(good.is_finite() && bad.is_finite()) || bad == 0.0 {
             "-".into()
+        } else if lo > 0.0 && hi / lo >= 2.0 {
+            format!("{}x {how}", fmt_num(hi / lo))
+        } else {
+            format!("{:.1} % {how}", (good - bad).abs() / bad.abs() * 100.0)
         }
     };
     for m in metrics.iter().filter(|m| !same_as.contains_key(&m.name)) {
         let cells: Vec<&crate::Cell> = summary.cells.iter().filter(|c| c.metric == m.name).collect();
         let largest = cells.iter().map(|c| c.summary.median.abs()).fold(0.0, f64::max);
         let scale = Scale::for_values(&m.unit, largest);
-        let name = format!("{} ({})", m.display_name(), scale.unit);
+        let name = format!("{} ({})", m.display_name(), scale.header());
         let verdicts: Vec<&crate::verdict::Verdict> = summary.verdicts.iter().filter(|v| v.metric == m.name).collect();
         if !verdicts.is_empty() {
             for v in verdicts {
@@ -615,7 +664,13 @@ fn answers(
                 } else {
                     format!(", {}", v.scenario)
                 };
-                let medians = format!("{} {}; {} {}", v.a, scale.num(v.median_a), v.b, scale.num(v.median_b));
+                let medians = format!(
+                    "{} {}; {} {}",
+                    v.a,
+                    scale.value(v.median_a),
+                    v.b,
+                    scale.value(v.median_b)
+                );
                 let (better, by, sure) = match &v.better {
                     Some(b) => {
                         let (g, w) = if *b == v.a {
@@ -663,7 +718,7 @@ fn answers(
         }
         let medians = cells
             .iter()
-            .map(|c| format!("{} {}", label(&c.scenario), scale.num(c.summary.median)))
+            .map(|c| format!("{} {}", label(&c.scenario), scale.value(c.summary.median)))
             .collect::<Vec<_>>()
             .join("; ");
         let (better, by, sure) = match summary.best.iter().find(|b| b.metric == m.name) {
@@ -749,6 +804,22 @@ fn answers(
         h.push_str("</ul>");
     }
     h
+}
+
+/// A command as the setup shows it: an environment's PATH=... (dozens of
+/// directories) elided; meta.json keeps it whole.
+fn elide_path(command: &str) -> String {
+    command
+        .split(' ')
+        .map(|w| {
+            if w.starts_with("PATH=") && w.len() > 40 {
+                "PATH=…"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A parameter's value as people write it: integers without ".0".
@@ -837,7 +908,7 @@ fn setup(runs: &[Run]) -> String {
                         if t.command.is_empty() {
                             String::new()
                         } else {
-                            format!(" (started as <code>{}</code>)", esc(&t.command))
+                            format!(" (started as <code>{}</code>)", esc(&elide_path(&t.command)))
                         }
                     )
                 })
@@ -947,7 +1018,7 @@ ul.warn li{color:#8a4b00}
             "<h2 id=\"m-{}\">{} ({}; {} is better)</h2><p><code>{}</code>{}</p>",
             esc(&m.name),
             esc(&m.display_name()),
-            esc(&scale.unit),
+            esc(&scale.header()),
             match m.better {
                 stats::Better::Higher => "higher",
                 stats::Better::Lower => "lower",
@@ -979,7 +1050,11 @@ ul.warn li{color:#8a4b00}
             let ci = if st.n < 3 {
                 c.ci_text()
             } else {
-                format!("{} .. {}", scale.num(c.ci95_bootstrap.0), scale.num(c.ci95_bootstrap.1))
+                format!(
+                    "{} .. {}",
+                    scale.value(c.ci95_bootstrap.0),
+                    scale.value(c.ci95_bootstrap.1)
+                )
             };
             let _ = write!(
                 h,
@@ -987,11 +1062,11 @@ ul.warn li{color:#8a4b00}
                 esc(&label(&c.scenario)),
                 st.n,
                 c.over,
-                scale.num(st.mean),
-                scale.num(st.median),
-                scale.num(st.stdev),
-                scale.num(st.min),
-                scale.num(st.max),
+                scale.value(st.mean),
+                scale.value(st.median),
+                scale.value(st.stdev),
+                scale.value(st.min),
+                scale.value(st.max),
                 ci
             );
         }

@@ -333,8 +333,8 @@ fn anything_left(out: &std::path::Path) -> Vec<String> {
     left
 }
 
-/// Each experiment stopped by SIGINT at a random moment (the moments
-/// printed, so a failure can be replayed): exit code 130, "interrupted;
+/// Each experiment stopped by SIGINT at three random moments, one in each
+/// third of its run (the moments printed, so a failure can be replayed): exit code 130, "interrupted;
 /// partial results in DIR", nothing of it left (namespaces, interfaces,
 /// processes, temporary files), and `sdnlab report DIR` reads the run,
 /// which says it was interrupted.
@@ -357,8 +357,13 @@ fn experiments_stopped_at_random_moments_leave_nothing() {
         ("bench gen", &["bench", "gen", "--seconds", "2", "--rounds", "3"], 4000),
         ("bench lb", &["bench", "lb", "--quick"], 8000),
     ];
-    for (what, args, within_ms) in runs {
-        let at = moments.next(500, within_ms);
+    // Three points of each: a random moment in each third of its window
+    // (setting up, measuring, finishing).
+    for (what, args, within_ms, third) in runs
+        .iter()
+        .flat_map(|&(w, a, ms)| (0..3u64).map(move |t| (w, a, ms, t)))
+    {
+        let at = moments.next(300 + third * within_ms / 3, within_ms / 3);
         let moment = format!("{what} stopped after {at:?}");
         eprintln!("{moment}");
         let out = std::env::temp_dir().join(format!("sdnlab-stop-any-{}", std::process::id()));

@@ -106,7 +106,7 @@ fn sdnlab_and_mininet_side_by_side_and_nothing_left() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// Stopped by Ctrl-C (SIGINT) at a random moment (printed, so a failure
+/// Stopped by Ctrl-C (SIGINT) at three random moments (printed, so a failure
 /// can be replayed), while either emulation is up or between them: exit
 /// code 130, "interrupted" said, nothing of either emulator left, and
 /// `sdnlab report` reads what was measured, marked interrupted.
@@ -114,21 +114,26 @@ fn sdnlab_and_mininet_side_by_side_and_nothing_left() {
 fn stopped_at_a_random_moment_it_leaves_nothing() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("sdnlab-test-fidelity-stop-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let before = ours();
-    let at = common::Moments::new().next(300, 9000);
-    let moment = format!("bench fidelity stopped after {at:?}");
-    eprintln!("{moment}");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
-    cmd.args(["bench", "fidelity", "--quick", "--seconds", "1", "--no-live", "--out"])
-        .arg(&out)
-        .stdout(Stdio::null());
-    if let Some((_, status, err)) = common::stop_after(&mut cmd, at, &moment) {
-        assert_eq!(status.code(), Some(130), "{moment}: {err}");
-        assert!(err.contains("interrupted"), "{moment}: {err}");
-        common::assert_reads_interrupted(&out, "interrupted", &moment);
+    let mut moments = common::Moments::new();
+    // A moment in each third of a quick run (about 9 s): while sdnlab's
+    // emulation runs, between the two, while Mininet's runs.
+    for third in 0..3 {
+        let _ = std::fs::remove_dir_all(&out);
+        let before = ours();
+        let at = moments.next(300 + third * 3000, 3000);
+        let moment = format!("bench fidelity stopped after {at:?}");
+        eprintln!("{moment}");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
+        cmd.args(["bench", "fidelity", "--quick", "--seconds", "1", "--no-live", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null());
+        if let Some((_, status, err)) = common::stop_after(&mut cmd, at, &moment) {
+            assert_eq!(status.code(), Some(130), "{moment}: {err}");
+            assert!(err.contains("interrupted"), "{moment}: {err}");
+            common::assert_reads_interrupted(&out, "interrupted", &moment);
+        }
+        assert_eq!(before, ours(), "{moment}: an sdnlab run or namespace left");
+        assert_eq!(emulators_left(&out), Vec::<String>::new(), "{moment}");
     }
-    assert_eq!(before, ours(), "{moment}: an sdnlab run or namespace left");
-    assert_eq!(emulators_left(&out), Vec::<String>::new(), "{moment}");
     let _ = std::fs::remove_dir_all(&out);
 }
