@@ -167,12 +167,6 @@ fn temp_entries() -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// `bench ctl --cluster 3` (three controller processes and an etcd per
-/// trial) stopped by SIGINT while its members start and again in the
-/// middle of its loops: it says "interrupted; partial results in DIR"
-/// (exit code 130), no process it started is left (the members carry the
-/// run's cluster name on their command lines; etcd its data directory),
-/// no temporary directory, and `sdnlab report` reads what it measured.
 /// `bench ctl --cluster 3` into `out` (its stderr to `stderr`), once its
 /// three members run (found by the run's cluster name on their command
 /// lines); the bench and that name.
@@ -211,9 +205,61 @@ fn cluster_bench(out: &std::path::Path, stderr: Stdio, moment: &str) -> (std::pr
 /// run `net clean`: one at a time.
 static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `bench ctl --cluster 3` (three controller processes and an etcd per
+/// trial) stopped by SIGINT at three points: in the driver's ceiling run
+/// before any member, while its members start, and in the middle of its
+/// loops: it says "interrupted; partial results in DIR" (exit code 130),
+/// no process it started is left (the members carry the run's cluster
+/// name on their command lines; etcd its data directory), no temporary
+/// directory, and `sdnlab report` reads what it measured.
 #[test]
 fn bench_ctl_against_a_cluster_interrupted_leaves_nothing() {
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    // The first of three points: in the driver's ceiling run, taken before
+    // the first trial starts its etcd and members.
+    {
+        let moment = "in its ceiling run, before its members";
+        let out = std::env::temp_dir().join(format!("sdnlab-stop-ctl-{}-early", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let before = temp_entries();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+            .args([
+                "bench",
+                "ctl",
+                "--cluster",
+                "3",
+                "--ofp",
+                "1.3",
+                "--trials",
+                "5",
+                "--loops",
+                "20",
+            ])
+            .args(["--no-live", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(child.try_wait().unwrap().is_none(), "{moment}: it ended by itself");
+        let (status, err) = interrupt(&mut child, Duration::from_secs(20), moment);
+        assert_eq!(status.code(), Some(130), "{moment}: {err}");
+        assert!(err.contains("interrupted"), "{moment}: {err}");
+        assert_eq!(
+            processes_naming(&format!("bench-{}", child.id())),
+            Vec::<u32>::new(),
+            "{moment}: members left"
+        );
+        let left: Vec<String> = temp_entries()
+            .difference(&before)
+            .filter(|n| !out.ends_with(n.as_str()))
+            .cloned()
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{moment}: temporary files left");
+        common::assert_reads_interrupted(&out, "interrupted; partial results", moment);
+        let _ = std::fs::remove_dir_all(&out);
+    }
     for (moment, after_samples) in [("while its members start", 0), ("in its loops", 1)] {
         let out = std::env::temp_dir().join(format!("sdnlab-stop-ctl-{}-{after_samples}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
