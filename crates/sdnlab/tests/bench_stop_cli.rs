@@ -54,6 +54,9 @@ fn wait_for_samples(child: &mut std::process::Child, samples: &std::path::Path, 
 
 #[test]
 fn a_bench_interrupted_mid_run_removes_its_test_bed() {
+    // Its run directory is a new temporary entry: not while another test
+    // here counts them (CI, 2026-11-29: the cluster test found it).
+    let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("sdnlab-bench-stop-{}", std::process::id()));
     let (mut child, tag) = start_bench("veth", &out);
     // Interrupted once the first trials are on disk, with more to come.

@@ -112,26 +112,27 @@ fn shrunk(line: &str) -> String {
         .replace("results/<run>", "$(ls -d results/ctl-peers-* | head -1)")
 }
 
-/// What a failed block may leave: its networks (taken down), the OVSDB
-/// block's ovsdb-server (its pid file) and interfaces, the block's
-/// process group (its background jobs).
+/// What a failed block may leave: its network (taken down), the OVSDB
+/// block's ovsdb-server (its pid file) and interfaces. (Its background
+/// jobs go with its process group, killed by `run_block` as soon as the
+/// block fails, never later: a group id left to be reused may by then
+/// name another test's processes.)
 struct Guard {
-    nets: std::collections::BTreeSet<String>,
     ovsdb_dir_file: PathBuf,
     veth: String,
-    pgid: Option<i32>,
     scratch: PathBuf,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Some(g) = self.pgid {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(-g), nix::sys::signal::Signal::SIGKILL);
-        }
-        for id in common::net_runs().difference(&self.nets) {
-            let _ = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-                .args(["net", "down", "--id", id])
-                .output();
+        // The network the tour brought up with --detach, if it is still
+        // up (only that one: other tests' networks are up beside it).
+        if let Ok(said) = std::fs::read_to_string(self.scratch.join("net-up.out")) {
+            if let Some(id) = said.split("down --id ").nth(1).and_then(|r| r.split('`').next()) {
+                let _ = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+                    .args(["net", "down", "--id", id.trim()])
+                    .output();
+            }
         }
         if let Ok(d) = std::fs::read_to_string(&self.ovsdb_dir_file) {
             let d = PathBuf::from(d.trim());
@@ -152,7 +153,7 @@ impl Drop for Guard {
 /// Runs `lines` as one bash script in `dir` (each command echoed with the
 /// time it started, the first failure ending it) and returns what it said;
 /// fails the test, with the script's output, if any command failed.
-fn run_block(name: &str, lines: &[String], dir: &Path, guard: &mut Guard) -> String {
+fn run_block(name: &str, lines: &[String], dir: &Path) -> String {
     let script = format!(
         "set -e -o pipefail\nexport PS4='+ [$SECONDS s] '\nset -x\n{}\n",
         lines.join("\n")
@@ -174,7 +175,7 @@ fn run_block(name: &str, lines: &[String], dir: &Path, guard: &mut Guard) -> Str
             .spawn()
             .unwrap()
     };
-    guard.pgid = Some(child.id() as i32);
+    let group = child.id() as i32;
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();
@@ -182,6 +183,11 @@ fn run_block(name: &str, lines: &[String], dir: &Path, guard: &mut Guard) -> Str
     }
     let out = child.wait_with_output().unwrap();
     let said = format!("{}{}", common::text(&out.stdout), common::text(&out.stderr));
+    if !out.status.success() {
+        // What the failed block left running in its group (a command it
+        // sent to the background), now, while the group is still its own.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(-group), nix::sys::signal::Signal::SIGKILL);
+    }
     assert!(
         out.status.success(),
         "README block '{name}' failed ({}):\n{said}",
@@ -210,11 +216,9 @@ fn every_shell_block_of_the_readme_runs_as_written() {
     let scratch = common::scratch("readme", "tour");
     std::fs::create_dir_all(&scratch).unwrap();
     let veth = format!("rdm{:04x}", std::process::id() & 0xffff);
-    let mut guard = Guard {
-        nets: common::net_runs(),
+    let guard = Guard {
         ovsdb_dir_file: scratch.join("ovsdb-dir"),
         veth: veth.clone(),
-        pgid: None,
         scratch: scratch.clone(),
     };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -251,7 +255,7 @@ fn every_shell_block_of_the_readme_runs_as_written() {
         } else {
             scratch.clone()
         };
-        let said = run_block(&name, &lines, &dir, &mut guard);
+        let said = run_block(&name, &lines, &dir);
         eprintln!("README block {name}: ran\n{said}");
         ran += 1;
     }
