@@ -591,6 +591,16 @@ fn identical_metrics(summary: &Summary, metrics: &[crate::Metric]) -> BTreeMap<S
     let mut same = BTreeMap::new();
     for (i, m) in metrics.iter().enumerate() {
         let mine = figures(&m.name);
+        // Zero everywhere (no error, no loss) is no sign that two counts
+        // are one figure: each keeps its section.
+        let all_zero = summary
+            .cells
+            .iter()
+            .filter(|c| c.metric == m.name)
+            .all(|c| c.summary.min == 0.0 && c.summary.max == 0.0);
+        if mine.is_empty() || all_zero {
+            continue;
+        }
         if let Some(earlier) = metrics[..i]
             .iter()
             .find(|e| !same.contains_key(&e.name) && e.better == m.better && figures(&e.name) == mine)

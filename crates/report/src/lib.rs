@@ -918,6 +918,8 @@ mod tests {
                     Metric::new("rate", "responses/s", stats::Better::Higher).titled("Responses per second"),
                     Metric::new("matched", "matched responses/s", stats::Better::Higher).titled("Matched"),
                     Metric::new("rtt", "us", stats::Better::Lower).titled("Round trip"),
+                    Metric::new("errors", "errors", stats::Better::Lower).titled("Errors"),
+                    Metric::new("lost", "frames", stats::Better::Lower).titled("Lost"),
                 ],
                 ..Default::default()
             };
@@ -926,6 +928,8 @@ mod tests {
                 let mut s = sample("trial", "switches=16", t, rate + t as f64);
                 s.values.insert("matched".into(), rate + t as f64);
                 s.values.insert("rtt".into(), rtt + t as f64);
+                s.values.insert("errors".into(), 0.0);
+                s.values.insert("lost".into(), 0.0);
                 w.append(&s).unwrap();
             }
             w.finish(&meta).unwrap();
@@ -952,6 +956,8 @@ mod tests {
         // Matched responses are the same figure: one section.
         assert!(html.contains("Matched (<code>matched</code>) is the same figure in every trial"));
         assert!(!html.contains("id=\"m-matched\""));
+        // Two counts that are zero everywhere are not one figure.
+        assert!(html.contains("id=\"m-errors\"") && html.contains("id=\"m-lost\""));
         // 5,268,046 µs reads 5.268 s; no "us" left.
         assert!(
             html.contains("Round trip (time; lower is better)"),
