@@ -170,11 +170,10 @@ fn temp_entries() -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// `bench ctl --cluster 3` into `out` (its stderr to `stderr`), once its
-/// three members run (found by the run's cluster name on their command
-/// lines); the bench and that name.
-fn cluster_bench(out: &std::path::Path, stderr: Stdio, moment: &str) -> (std::process::Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
+/// `bench ctl --cluster 3` (5 trials of 20 loops: long enough to stop
+/// anywhere) into `out`, its stderr to `stderr`.
+fn spawn_cluster_bench(out: &std::path::Path, stderr: Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_sdnlab"))
         .args([
             "bench",
             "ctl",
@@ -192,7 +191,14 @@ fn cluster_bench(out: &std::path::Path, stderr: Stdio, moment: &str) -> (std::pr
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// `bench ctl --cluster 3` into `out` (its stderr to `stderr`), once its
+/// three members run (found by the run's cluster name on their command
+/// lines); the bench and that name.
+fn cluster_bench(out: &std::path::Path, stderr: Stdio, moment: &str) -> (std::process::Child, String) {
+    let mut child = spawn_cluster_bench(out, stderr);
     let cluster_name = format!("bench-{}", child.id());
     let deadline = Instant::now() + Duration::from_secs(60);
     while processes_naming(&cluster_name).len() < 3 {
@@ -225,25 +231,7 @@ fn bench_ctl_against_a_cluster_interrupted_leaves_nothing() {
         let out = std::env::temp_dir().join(format!("sdnlab-stop-ctl-{}-early", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
         let before = temp_entries();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-            .args([
-                "bench",
-                "ctl",
-                "--cluster",
-                "3",
-                "--ofp",
-                "1.3",
-                "--trials",
-                "5",
-                "--loops",
-                "20",
-            ])
-            .args(["--no-live", "--out"])
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_cluster_bench(&out, Stdio::piped());
         std::thread::sleep(Duration::from_millis(1500));
         assert!(child.try_wait().unwrap().is_none(), "{moment}: it ended by itself");
         let (status, err) = interrupt(&mut child, Duration::from_secs(20), moment);
