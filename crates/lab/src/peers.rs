@@ -484,91 +484,116 @@ fn paths_app(proactive: bool) -> &'static str {
 /// with `app`: paths, paths-proactive, or topology for discovery alone).
 fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>) -> Result<Peer, String> {
     let proactive = app == "paths-proactive";
-    let port = match port {
-        Some(p) => p,
-        None => free_port()?,
-    };
-    let rest_port = free_port()?;
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let rest_addr: SocketAddr = ([127, 0, 0, 1], rest_port).into();
-    let tmp = peer_dir(name)?;
-    let dir = tmp.path().to_path_buf();
-    let (cmd, version, rest) = match name {
-        "sdnlab" => {
-            let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
-            // The REST API's token, for the bench's path requests.
-            let token = controller::rest::new_token().map_err(|e| format!("a REST token: {e}"))?;
-            let token_file = dir.join("rest-token");
-            netlab::private::write_secret(&token_file, token.as_bytes())
-                .map_err(|e| format!("{}: {e}", token_file.display()))?;
-            let mut c = Command::new(exe);
-            c.args([
-                "controller",
-                "--listen",
-                &addr.to_string(),
-                "--rest",
-                &rest_addr.to_string(),
-            ])
-            .arg("--rest-token-file")
-            .arg(&token_file)
-            .args(["--app", app]);
-            c.args(sdnlab_args);
-            (
-                c,
-                env!("CARGO_PKG_VERSION").to_string(),
-                ctlbench::northbound::Northbound::Sdnlab(rest_addr, Some(token)),
-            )
-        }
-        "os-ken" => {
-            let py = venv(
-                "osken-1.4.1",
-                "python3",
-                &[&["os-ken==1.4.1", "eventlet==0.41.3", "dnspython>=2.6"]],
-                "import importlib.metadata as m, webob, routes; assert m.version('os-ken') == '1.4.1'",
-            )?;
-            for (file, text) in [("osken_rest_run.py", OSKEN_REST_RUN), ("osken_paths.py", OSKEN_PATHS)] {
-                std::fs::write(dir.join(file), text).map_err(|e| e.to_string())?;
-            }
-            let mut c = Command::new(&py);
-            c.arg(dir.join("osken_rest_run.py"))
-                .args([
-                    "--ofp-tcp-listen-port",
-                    &port.to_string(),
-                    "--ofp-listen-host",
-                    "127.0.0.1",
+    // The ports are chosen free, then bound by the peer: another program
+    // may take one in between (seen in CI beside the suite). Such a start
+    // is tried again on new ports, twice at most.
+    let mut tries = 0;
+    loop {
+        let port = match port {
+            Some(p) => p,
+            None => free_port()?,
+        };
+        let rest_port = free_port()?;
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let rest_addr: SocketAddr = ([127, 0, 0, 1], rest_port).into();
+        let tmp = peer_dir(name)?;
+        let dir = tmp.path().to_path_buf();
+        let (cmd, version, rest) = match name {
+            "sdnlab" => {
+                let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
+                // The REST API's token, for the bench's path requests.
+                let token = controller::rest::new_token().map_err(|e| format!("a REST token: {e}"))?;
+                let token_file = dir.join("rest-token");
+                netlab::private::write_secret(&token_file, token.as_bytes())
+                    .map_err(|e| format!("{}: {e}", token_file.display()))?;
+                let mut c = Command::new(exe);
+                c.args([
+                    "controller",
+                    "--listen",
+                    &addr.to_string(),
+                    "--rest",
+                    &rest_addr.to_string(),
                 ])
-                .args(["--wsapi-host", "127.0.0.1", "--wsapi-port", &rest_port.to_string()])
-                .args(["--observe-links", "os_ken.app.rest_topology", "os_ken.app.ofctl_rest"])
-                .arg(dir.join("osken_paths.py"));
-            if proactive {
-                c.env("SDNLAB_PATHS_PROACTIVE", "1");
+                .arg("--rest-token-file")
+                .arg(&token_file)
+                .args(["--app", app]);
+                c.args(sdnlab_args);
+                (
+                    c,
+                    env!("CARGO_PKG_VERSION").to_string(),
+                    ctlbench::northbound::Northbound::Sdnlab(rest_addr, Some(token)),
+                )
             }
-            let mode = if proactive { "proactive-only" } else { "reactive" };
-            (
-                c,
-                format!("os-ken 1.4.1 (--observe-links, rest_topology, ofctl_rest, sdnlab's {mode} shortest-path app)"),
-                ctlbench::northbound::Northbound::OsKen(rest_addr),
-            )
+            "os-ken" => {
+                let py = venv(
+                    "osken-1.4.1",
+                    "python3",
+                    &[&["os-ken==1.4.1", "eventlet==0.41.3", "dnspython>=2.6"]],
+                    "import importlib.metadata as m, webob, routes; assert m.version('os-ken') == '1.4.1'",
+                )?;
+                for (file, text) in [("osken_rest_run.py", OSKEN_REST_RUN), ("osken_paths.py", OSKEN_PATHS)] {
+                    std::fs::write(dir.join(file), text).map_err(|e| e.to_string())?;
+                }
+                let mut c = Command::new(&py);
+                c.arg(dir.join("osken_rest_run.py"))
+                    .args([
+                        "--ofp-tcp-listen-port",
+                        &port.to_string(),
+                        "--ofp-listen-host",
+                        "127.0.0.1",
+                    ])
+                    .args(["--wsapi-host", "127.0.0.1", "--wsapi-port", &rest_port.to_string()])
+                    .args(["--observe-links", "os_ken.app.rest_topology", "os_ken.app.ofctl_rest"])
+                    .arg(dir.join("osken_paths.py"));
+                if proactive {
+                    c.env("SDNLAB_PATHS_PROACTIVE", "1");
+                }
+                let mode = if proactive { "proactive-only" } else { "reactive" };
+                (
+                    c,
+                    format!(
+                        "os-ken 1.4.1 (--observe-links, rest_topology, ofctl_rest, sdnlab's {mode} shortest-path app)"
+                    ),
+                    ctlbench::northbound::Northbound::OsKen(rest_addr),
+                )
+            }
+            other => {
+                return Err(format!(
+                    "peer '{other}' has no topology discovery or REST API: the topology tests take sdnlab or os-ken"
+                ))
+            }
+        };
+        let up = match launch(name, cmd, version, addr, Some(rest), tmp) {
+            Err(e) => Err(e),
+            Ok(mut peer) => {
+                // The REST API may come up after the OpenFlow port.
+                let t = Instant::now();
+                loop {
+                    if std::net::TcpStream::connect_timeout(&rest_addr, Duration::from_millis(200)).is_ok() {
+                        break Ok(peer);
+                    }
+                    if t.elapsed() > Duration::from_secs(30) {
+                        break Err(format!("{name}'s REST API did not listen on {rest_addr} within 30 s"));
+                    }
+                    if let Ok(Some(status)) = peer.child.try_wait() {
+                        let tail = std::fs::read_to_string(peer._dir.path().join("log")).unwrap_or_default();
+                        break Err(format!(
+                            "{name} exited ({status}) before its REST API listened: {}",
+                            tail.lines().last().unwrap_or("no output")
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        };
+        match up {
+            Err(e) if tries < 2 && e.contains("in use") => {
+                tracing::warn!("{name}: a port was taken before it could bind it ({e}); starting again on new ports");
+            }
+            r => return r,
         }
-        other => {
-            return Err(format!(
-                "peer '{other}' has no topology discovery or REST API: the topology tests take sdnlab or os-ken"
-            ))
-        }
-    };
-    let mut peer = launch(name, cmd, version, addr, Some(rest), tmp)?;
-    // The REST API may come up after the OpenFlow port.
-    let t = Instant::now();
-    while std::net::TcpStream::connect_timeout(&rest_addr, Duration::from_millis(200)).is_err() {
-        if t.elapsed() > Duration::from_secs(30) {
-            return Err(format!("{name}'s REST API did not listen on {rest_addr} within 30 s"));
-        }
-        if let Ok(Some(status)) = peer.child.try_wait() {
-            return Err(format!("{name} exited ({status})"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
+        tries += 1;
     }
-    Ok(peer)
 }
 
 /// Starts `cmd` with its output in `dir`/log and waits for it to listen on `addr`.

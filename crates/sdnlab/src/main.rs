@@ -903,7 +903,13 @@ fn controller_cmd(args: ControllerArgs) -> ExitCode {
         };
         match controller::rest::serve(args.rest, handle.clone(), set, access) {
             Ok(a) => eprintln!("sdnlab controller: REST API on {scheme}://{a}/ (see /switches, /topology, /stats)"),
-            Err(e) => return net_cmd::fail(format!("{e} (choose another with --rest, or --no-rest)")),
+            Err(e) => {
+                // Out of the cluster at once (its lease revoked), not when
+                // the lease expires: a member started again in its place
+                // must not meet its ghost.
+                handle.stop();
+                return net_cmd::fail(format!("{e} (choose another with --rest, or --no-rest)"));
+            }
         }
         if made {
             eprintln!("sdnlab controller: REST API token (writes need Authorization: Bearer TOKEN): {token}");

@@ -1101,11 +1101,12 @@ fn bench_faucet_as_a_cluster_of_two_equal_instances() {
         "the killed instance's, one a switch: {trial}"
     );
     assert!(trial["note"].as_str().unwrap_or("").contains("instance 1"), "{trial}");
+    // The survivor was asked through every loop, the killed one only
+    // until its death. (Not its first answers against the other's: the
+    // killed one answers faster while both live, seen in CI: 573 against
+    // the survivor's 529 over two loops alone.)
     let members: Vec<&serde_json::Value> = samples.iter().filter(|s| s["kind"] == "member").collect();
-    assert!(
-        v(members[1], "first_answers") > v(members[0], "first_answers"),
-        "{text}"
-    );
+    assert!(v(members[1], "requests") > v(members[0], "requests"), "{text}");
     let meta = meta_of(&out.join("faucet"));
     let events = meta["events"].to_string();
     assert!(events.contains("killed (SIGKILL) after measured loop 1"), "{events}");
