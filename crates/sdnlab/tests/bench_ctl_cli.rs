@@ -294,6 +294,41 @@ fn the_report_states_the_drivers_ceiling_and_flags_a_target_near_it() {
     );
 }
 
+/// The host watch on a controller trial: sdnlab's embedded controller and
+/// its load driver pinned to one core (`taskset`) fill that core for the
+/// whole trial, so the trial is flagged host-bound, in its note and the
+/// run's events, naming the process that held the core (checked to fail
+/// without the watch: no such event).
+#[test]
+fn a_trial_on_one_saturated_core_is_flagged_host_bound() {
+    let _serial = serial();
+    let out = tmp("host-bound");
+    let r = Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_sdnlab")])
+        .args(["bench", "ctl", "--loops", "2", "--loop-ms", "500", "--warmup", "1"])
+        .args(["--macs", "20", "--trials", "1", "--switches", "4"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let events = meta["events"].to_string();
+    assert!(
+        events.contains("trial 0: host-bound: core 0 was over 95 % busy")
+            && events.contains("held by sdnlab (controller, driver)"),
+        "{events}"
+    );
+    let samples = std::fs::read_to_string(out.join("samples.jsonl")).unwrap();
+    let trial = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|s| s["kind"] == "trial")
+        .expect("a trial");
+    assert!(trial["note"].as_str().unwrap_or("").contains("host-bound"), "{trial}");
+    let _ = std::fs::remove_dir_all(out);
+}
+
 /// A controller that is not there is said at once, in one line naming
 /// its address and the refusal, before anything runs (it used to be
 /// measured: "4 session(s) lost" and a report of zeros). The target is

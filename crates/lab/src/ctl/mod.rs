@@ -419,6 +419,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             // loops are measured (what it was, once done).
             let mut killed: Option<String> = None;
             let mut running = started.running.take();
+            let watch = watch_host(&running);
             let on_loop = |l: &ctlbench::LoopResult| {
                 if a_here.kill_after_loop == Some(l.loop_index as u32 + 1) && killed.is_none() {
                     killed = running.as_mut().and_then(Running::kill_first);
@@ -475,6 +476,7 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
                 },
             };
+            let host = watch.finish();
             let started = Started { running, ..started };
             if let Err(e) = started.stop(&rt) {
                 return Err(fail_run(writer, &mut meta, LabError::setup(e)));
@@ -593,6 +595,12 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             }
             if let Some(what) = &killed {
                 let n = format!("{what} killed after loop {}", a_here.kill_after_loop.unwrap_or(0));
+                note = Some(match note {
+                    Some(x) => format!("{x}; {n}"),
+                    None => n,
+                });
+            }
+            if let Some(n) = host_bound_note(&host, name, trial, &mut meta) {
                 note = Some(match note {
                     Some(x) => format!("{x}; {n}"),
                     None => n,
@@ -728,6 +736,27 @@ impl Running {
         }
     }
 
+    /// The processes of the controller under test, and this one (the
+    /// load driver, and the controller itself when embedded), for the
+    /// host watch.
+    fn processes(&self) -> Vec<(String, u32)> {
+        match self {
+            Running::Cluster(c, _) => c.processes(),
+            Running::Peer(p) => vec![
+                ("sdnlab (driver)".to_string(), std::process::id()),
+                (p.name.clone(), p.pid()),
+            ],
+            Running::Peers(ps) => std::iter::once(("sdnlab (driver)".to_string(), std::process::id()))
+                .chain(
+                    ps.iter()
+                        .enumerate()
+                        .map(|(i, p)| (format!("{} instance {}", p.name, i + 1), p.pid())),
+                )
+                .collect(),
+            Running::Embedded(_) => vec![("sdnlab (controller, driver)".to_string(), std::process::id())],
+        }
+    }
+
     /// A cluster's members, every switch connecting to each (empty: one controller).
     fn members(&self) -> Vec<std::net::SocketAddr> {
         match self {
@@ -747,6 +776,26 @@ fn trial_members(a: &CtlConfig, running: &Option<Running>) -> Vec<std::net::Sock
     } else {
         a.target_members.clone()
     }
+}
+
+/// Watches the host while a trial runs: the processes of what `running`
+/// started, or this one alone (an external controller is not seen).
+fn watch_host(running: &Option<Running>) -> crate::host::HostWatch {
+    let watched = match running {
+        Some(r) => r.processes(),
+        None => vec![("sdnlab (driver)".to_string(), std::process::id())],
+    };
+    crate::host::HostWatch::start(watched, crate::host::Rule::default())
+}
+
+/// A host-bound trial, said in the run's events (which the report shows
+/// as warnings) and in the trial's note: on one machine the load driver
+/// and the controllers share the cores, so a saturated core bounds the
+/// figure as much as the controller does.
+fn host_bound_note(host: &crate::host::HostLoad, name: &str, trial: u32, meta: &mut Meta) -> Option<String> {
+    let reason = host.reason.as_ref()?;
+    meta.events.push(format!("{name} trial {trial}: host-bound: {reason}"));
+    Some(format!("host-bound: {reason}"))
 }
 
 /// Whether a controller accepts a connection at `addr` (within 3 s).
@@ -1240,6 +1289,7 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 members: started.members.clone(),
             };
             let members = cfg.members.len();
+            let watch = watch_host(&started.running);
             let r = match &fleet {
                 None => or_interrupted!(
                     rt,
@@ -1273,6 +1323,7 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                     r
                 }
             };
+            let host = watch.finish();
             let held = if members > 0 {
                 format!(
                     "{} switches held, each with a session to each of {members} members ({} sessions)",
@@ -1295,7 +1346,10 @@ fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                     ("sessions_per_s", r.sessions_per_s),
                 ],
             )
-            .noted(Some(format!("{held}; ended by {}: {}", r.ended_by, r.detail)));
+            .noted(Some(match host_bound_note(&host, scenario, trial, &mut meta) {
+                Some(n) => format!("{held}; ended by {}: {}; {n}", r.ended_by, r.detail),
+                None => format!("{held}; ended by {}: {}", r.ended_by, r.detail),
+            }));
             writer.append(&s).map_err(io_error(&dir))?;
             results.push((scenario.clone(), r));
             if let Err(e) = started.stop(&rt) {

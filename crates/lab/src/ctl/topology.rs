@@ -180,7 +180,7 @@ pub(super) enum Controller {
 impl Controller {
     /// The processes of the controller under test (this one when embedded;
     /// the emulated fabric's switches run here too).
-    fn processes(&self) -> Vec<(String, u32)> {
+    pub(super) fn processes(&self) -> Vec<(String, u32)> {
         let mut v = vec![("sdnlab (fabric, driver)".to_string(), std::process::id())];
         match self {
             Controller::Peer(p) => v.push((p.name.clone(), p.pid())),
