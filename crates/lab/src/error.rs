@@ -13,6 +13,12 @@ pub enum LabError {
     /// The system under test, a peer or a tool could not be started or reached.
     #[error("{0}")]
     Setup(String),
+    /// A peer controller could not be installed or started.
+    #[error(transparent)]
+    Peer(#[from] crate::peers::PeerError),
+    /// The etcd a cluster of sdnlab's controller was to run on.
+    #[error(transparent)]
+    Etcd(#[from] cluster::etcd::EtcdError),
     /// The controller to measure (`--target`) refused or did not answer a
     /// connection before the run started.
     #[error("cannot reach the controller at {addr}: {source} (is it running and listening there?)")]

@@ -21,6 +21,61 @@ use std::time::{Duration, Instant};
 
 pub const NAMES: [&str; 5] = ["sdnlab", "ovs-testcontroller", "os-ken", "ryu", "faucet"];
 
+/// Why a peer could not be installed or started.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    /// A file, a directory, a port or a process of ours: what it was for.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tool run to install or identify a peer (apt-get, pip, python)
+    /// ended in failure; `detail` is the last line it wrote.
+    #[error("{what} failed: {detail}")]
+    Tool { what: String, detail: String },
+    /// The peer ended before it was ready; `last_line` is its log's.
+    #[error("{name} exited ({status}) {when}: {last_line}")]
+    Exited {
+        name: String,
+        status: std::process::ExitStatus,
+        when: &'static str,
+        last_line: String,
+    },
+    /// The peer ran but was not ready in time.
+    #[error("{name} {what} within {} s", within.as_secs())]
+    NotReady {
+        name: String,
+        what: String,
+        within: Duration,
+    },
+    /// A peer this machine cannot run, or one asked for what it does not do.
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("unknown peer '{0}': choose {names}", names = NAMES.join(", "))]
+    Unknown(String),
+}
+
+impl PeerError {
+    fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> PeerError {
+        let what = what.into();
+        move |source| PeerError::Io { what, source }
+    }
+
+    /// A port chosen free was taken before the peer bound it.
+    fn port_taken(&self) -> bool {
+        matches!(self, PeerError::Exited { last_line, .. } if last_line.contains("in use"))
+    }
+}
+
+fn last_line(log: &Path) -> String {
+    std::fs::read_to_string(log)
+        .ok()
+        .and_then(|t| t.lines().last().map(str::to_string))
+        .unwrap_or_else(|| "no output".into())
+}
+
 /// The VLAN Faucet's configuration gives the emulated switches' ports
 /// (`native_vlan`); the driver tags its frames with it, as they reach
 /// Faucet from a real switch running Faucet's pipeline.
@@ -118,36 +173,39 @@ impl Drop for Peer {
     }
 }
 
-fn free_port() -> Result<u16, String> {
+fn free_port() -> Result<u16, PeerError> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("no free loopback port: {e}"))
+        .map_err(PeerError::io("no free loopback port"))
 }
 
 /// Where the peers' environments are kept: this user's cache (never a
 /// world-writable place: what is there is run).
-fn cache_dir() -> Result<PathBuf, String> {
-    netlab::private::cache_dir("peers").map_err(|e| format!("the peers' cache: {e}"))
+fn cache_dir() -> Result<PathBuf, PeerError> {
+    netlab::private::cache_dir("peers").map_err(PeerError::io("the peers' cache"))
 }
 
 /// A new private directory for one peer's files (random name, 0700:
 /// another user cannot plant what the peer runs).
-fn peer_dir(name: &str) -> Result<netlab::private::TempDir, String> {
-    netlab::private::temp_dir(&format!("sdnlab-peer-{name}-")).map_err(|e| format!("a directory for {name}: {e}"))
+fn peer_dir(name: &str) -> Result<netlab::private::TempDir, PeerError> {
+    netlab::private::temp_dir(&format!("sdnlab-peer-{name}-")).map_err(PeerError::io(format!("a directory for {name}")))
 }
 
-fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
-    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+fn run(cmd: &mut Command, what: &str) -> Result<String, PeerError> {
+    let out = cmd.output().map_err(PeerError::io(what))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("{what} failed: {}", err.lines().last().unwrap_or("").trim()));
+        return Err(PeerError::Tool {
+            what: what.to_string(),
+            detail: err.lines().last().unwrap_or("").trim().to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Installs Debian package `pkg` (the first time a peer needs it), saying so.
-fn apt_install(pkg: &str, why: &str) -> Result<String, String> {
+fn apt_install(pkg: &str, why: &str) -> Result<String, PeerError> {
     tracing::info!("sdnlab: installing {pkg} (apt), for {why}");
     run(
         Command::new("apt-get")
@@ -162,7 +220,7 @@ fn which(program: &str) -> bool {
 }
 
 /// A venv with `packages` installed (once), made with `python`.
-fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<PathBuf, String> {
+fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<PathBuf, PeerError> {
     let dir = cache_dir()?.join(name);
     let py = dir.join("bin/python");
     let ready = py.exists()
@@ -198,22 +256,33 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
     Ok(py)
 }
 
-fn wait_listening(child: &mut Child, addr: SocketAddr, log: &Path, name: &str, within: Duration) -> Result<(), String> {
+fn wait_listening(
+    child: &mut Child,
+    addr: SocketAddr,
+    log: &Path,
+    name: &str,
+    within: Duration,
+) -> Result<(), PeerError> {
     let t = Instant::now();
     while t.elapsed() < within {
         if let Ok(Some(status)) = child.try_wait() {
-            let tail = std::fs::read_to_string(log).unwrap_or_default();
-            return Err(format!(
-                "{name} exited ({status}) before listening: {}",
-                tail.lines().last().unwrap_or("no output")
-            ));
+            return Err(PeerError::Exited {
+                name: name.to_string(),
+                status,
+                when: "before listening",
+                last_line: last_line(log),
+            });
         }
         if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Err(format!("{name} did not listen on {addr} within {} s", within.as_secs()))
+    Err(PeerError::NotReady {
+        name: name.to_string(),
+        what: format!("did not listen on {addr}"),
+        within,
+    })
 }
 
 /// A Python 3.9 interpreter: pyenv's, then the system's (pyenv shims are
@@ -236,20 +305,20 @@ fn python39() -> Option<PathBuf> {
 }
 
 /// Installs (if needed) and starts peer `name` on a free loopback port.
-pub fn start(name: &str) -> Result<Peer, String> {
+pub fn start(name: &str) -> Result<Peer, PeerError> {
     start_as(name, Role::Learning)
 }
 
 /// `start`, telling the peer the emulated switches it will meet (Faucet
 /// needs them; the others ignore them).
-pub fn start_for(name: &str, dps: Datapaths) -> Result<Peer, String> {
+pub fn start_for(name: &str, dps: Datapaths) -> Result<Peer, PeerError> {
     match name {
         "faucet" => start_faucet(dps),
         _ => start(name),
     }
 }
 
-fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
+fn start_faucet(dps: Datapaths) -> Result<Peer, PeerError> {
     let port = free_port()?;
     let prometheus = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -258,7 +327,7 @@ fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
     let py = venv("faucet", "python3", &[&["faucet==1.10.12"]], "import faucet")?;
     let bin = py.parent().map(Path::to_path_buf).unwrap_or_default();
     let conf = dir.join("faucet.yaml");
-    std::fs::write(&conf, faucet_yaml(&dps)).map_err(|e| format!("{}: {e}", conf.display()))?;
+    std::fs::write(&conf, faucet_yaml(&dps)).map_err(PeerError::io(conf.display().to_string()))?;
     let v = run(
         Command::new(&py).args([
             "-c",
@@ -296,7 +365,7 @@ fn start_faucet(dps: Datapaths) -> Result<Peer, String> {
 /// Waits until the controller at `peer.addr` greets a new switch: answers
 /// its OpenFlow 1.3 HELLO with a FEATURES_REQUEST. The probe closes before
 /// it says which datapath it is.
-fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), String> {
+fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), PeerError> {
     use std::io::{Read, Write};
     let t = Instant::now();
     let hello = ofwire::Message::new(
@@ -308,7 +377,12 @@ fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), String> {
     .expect("hello");
     while t.elapsed() < within {
         if let Ok(Some(status)) = peer.child.try_wait() {
-            return Err(format!("{} exited ({status}) while setting up", peer.name));
+            return Err(PeerError::Exited {
+                name: peer.name.clone(),
+                status,
+                when: "while setting up",
+                last_line: last_line(&peer._dir.path().join("log")),
+            });
         }
         let Ok(mut s) = std::net::TcpStream::connect_timeout(&peer.addr, Duration::from_secs(1)) else {
             std::thread::sleep(Duration::from_millis(200));
@@ -335,16 +409,15 @@ fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), String> {
             }
         }
     }
-    Err(format!(
-        "{} listened on {} but greeted no switch within {} s",
-        peer.name,
-        peer.addr,
-        within.as_secs()
-    ))
+    Err(PeerError::NotReady {
+        name: peer.name.clone(),
+        what: format!("listened on {} but greeted no switch", peer.addr),
+        within,
+    })
 }
 
 /// `start`, for a role.
-pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
+pub fn start_as(name: &str, role: Role) -> Result<Peer, PeerError> {
     if let Role::Paths { proactive } = role {
         return start_paths(name, paths_app(proactive), &[], None);
     }
@@ -354,7 +427,7 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
     let dir = tmp.path().to_path_buf();
     let (cmd, version) = match name {
         "sdnlab" => {
-            let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
+            let exe = std::env::current_exe().map_err(PeerError::io("finding sdnlab itself"))?;
             let mut c = Command::new(exe);
             c.args([
                 "controller",
@@ -381,8 +454,9 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
         }
         "os-ken" => {
             let py = venv("osken", "python3", &[&["os-ken==4.2.2"]], "import os_ken")?;
-            std::fs::write(dir.join("osken_run.py"), OSKEN_RUN).map_err(|e| e.to_string())?;
-            std::fs::write(dir.join("osken_l2_learning.py"), OSKEN_L2).map_err(|e| e.to_string())?;
+            for (file, text) in [("osken_run.py", OSKEN_RUN), ("osken_l2_learning.py", OSKEN_L2)] {
+                std::fs::write(dir.join(file), text).map_err(PeerError::io(format!("writing {file}")))?;
+            }
             let v = run(
                 Command::new(&py).args(["-c", "import importlib.metadata as m; print(m.version('os-ken'))"]),
                 "os-ken version",
@@ -395,8 +469,11 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
             (c, format!("os-ken {v} (eventlet hub, sdnlab's learning-switch app)"))
         }
         "ryu" => {
-            let python =
-                python39().ok_or("ryu needs Python 3.9 (it does not run on Debian 12's 3.11), and none was found")?;
+            let python = python39().ok_or_else(|| {
+                PeerError::Unsupported(
+                    "ryu needs Python 3.9 (it does not run on Debian 12's 3.11), and none was found".into(),
+                )
+            })?;
             let python = python.to_str().unwrap_or_default();
             let py = venv(
                 "ryu",
@@ -421,19 +498,23 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, String> {
             .arg("ryu.app.simple_switch");
             (c, format!("ryu {v} (simple_switch)"))
         }
-        "faucet" => return Err("faucet is started with the datapaths it will meet (peers::start_for)".into()),
-        other => return Err(format!("unknown peer '{other}': choose {}", NAMES.join(", "))),
+        "faucet" => {
+            return Err(PeerError::Unsupported(
+                "faucet is started with the datapaths it will meet (peers::start_for)".into(),
+            ))
+        }
+        other => return Err(PeerError::Unknown(other.to_string())),
     };
     launch(name, cmd, version, addr, None, tmp)
 }
 
 /// A standby for the active peer whose REST API is at `active_rest`
 /// (`Role::Paths`, reactive); only sdnlab has a standby mode.
-pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, String> {
+pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, PeerError> {
     if name != "sdnlab" {
-        return Err(format!(
+        return Err(PeerError::Unsupported(format!(
             "peer '{name}' has no standby mode: the failover test takes sdnlab (active/standby with OpenFlow 1.3 roles)"
-        ));
+        )));
     }
     start_paths(
         name,
@@ -454,7 +535,7 @@ pub fn start_member(
     app: &str,
     slave_packet_ins: &str,
     port: Option<u16>,
-) -> Result<Peer, String> {
+) -> Result<Peer, PeerError> {
     let args: Vec<String> = [
         "--cluster",
         endpoints,
@@ -482,7 +563,7 @@ fn paths_app(proactive: bool) -> &'static str {
 
 /// Peers with topology discovery, shortest paths and a REST API (sdnlab
 /// with `app`: paths, paths-proactive, or topology for discovery alone).
-fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>) -> Result<Peer, String> {
+fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>) -> Result<Peer, PeerError> {
     let proactive = app == "paths-proactive";
     // The ports are chosen free, then bound by the peer: another program
     // may take one in between (seen in CI beside the suite). Such a start
@@ -500,12 +581,12 @@ fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>)
         let dir = tmp.path().to_path_buf();
         let (cmd, version, rest) = match name {
             "sdnlab" => {
-                let exe = std::env::current_exe().map_err(|e| format!("finding sdnlab itself: {e}"))?;
+                let exe = std::env::current_exe().map_err(PeerError::io("finding sdnlab itself"))?;
                 // The REST API's token, for the bench's path requests.
-                let token = controller::rest::new_token().map_err(|e| format!("a REST token: {e}"))?;
+                let token = controller::rest::new_token().map_err(PeerError::io("a REST token"))?;
                 let token_file = dir.join("rest-token");
                 netlab::private::write_secret(&token_file, token.as_bytes())
-                    .map_err(|e| format!("{}: {e}", token_file.display()))?;
+                    .map_err(PeerError::io(token_file.display().to_string()))?;
                 let mut c = Command::new(exe);
                 c.args([
                     "controller",
@@ -532,7 +613,7 @@ fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>)
                     "import importlib.metadata as m, webob, routes; assert m.version('os-ken') == '1.4.1'",
                 )?;
                 for (file, text) in [("osken_rest_run.py", OSKEN_REST_RUN), ("osken_paths.py", OSKEN_PATHS)] {
-                    std::fs::write(dir.join(file), text).map_err(|e| e.to_string())?;
+                    std::fs::write(dir.join(file), text).map_err(PeerError::io(format!("writing {file}")))?;
                 }
                 let mut c = Command::new(&py);
                 c.arg(dir.join("osken_rest_run.py"))
@@ -558,9 +639,9 @@ fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>)
                 )
             }
             other => {
-                return Err(format!(
+                return Err(PeerError::Unsupported(format!(
                     "peer '{other}' has no topology discovery or REST API: the topology tests take sdnlab or os-ken"
-                ))
+                )))
             }
         };
         let up = match launch(name, cmd, version, addr, Some(rest), tmp) {
@@ -573,21 +654,26 @@ fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>)
                         break Ok(peer);
                     }
                     if t.elapsed() > Duration::from_secs(30) {
-                        break Err(format!("{name}'s REST API did not listen on {rest_addr} within 30 s"));
+                        break Err(PeerError::NotReady {
+                            name: name.to_string(),
+                            what: format!("did not open its REST API on {rest_addr}"),
+                            within: Duration::from_secs(30),
+                        });
                     }
                     if let Ok(Some(status)) = peer.child.try_wait() {
-                        let tail = std::fs::read_to_string(peer._dir.path().join("log")).unwrap_or_default();
-                        break Err(format!(
-                            "{name} exited ({status}) before its REST API listened: {}",
-                            tail.lines().last().unwrap_or("no output")
-                        ));
+                        break Err(PeerError::Exited {
+                            name: name.to_string(),
+                            status,
+                            when: "before its REST API listened",
+                            last_line: last_line(&peer._dir.path().join("log")),
+                        });
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
             }
         };
         match up {
-            Err(e) if tries < 2 && e.contains("in use") => {
+            Err(e) if tries < 2 && e.port_taken() => {
                 tracing::warn!("{name}: a port was taken before it could bind it ({e}); starting again on new ports");
             }
             r => return r,
@@ -604,7 +690,7 @@ fn launch(
     addr: SocketAddr,
     rest: Option<ctlbench::northbound::Northbound>,
     dir: netlab::private::TempDir,
-) -> Result<Peer, String> {
+) -> Result<Peer, PeerError> {
     launch_within(name, cmd, version, addr, rest, dir, Duration::from_secs(60))
 }
 
@@ -617,12 +703,12 @@ fn launch_within(
     rest: Option<ctlbench::northbound::Northbound>,
     dir: netlab::private::TempDir,
     within: Duration,
-) -> Result<Peer, String> {
+) -> Result<Peer, PeerError> {
     let log = dir.path().join("log");
-    let logfile = || std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()));
+    let logfile = || std::fs::File::create(&log).map_err(PeerError::io(log.display().to_string()));
     let command = format!("{cmd:?}").replace('"', "");
     let out = logfile()?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
+    let err = out.try_clone().map_err(PeerError::io(log.display().to_string()))?;
     // A process group of its own: a Ctrl-C at the terminal reaches sdnlab,
     // which stops the peer (and whatever the peer started) when the run
     // ends, instead of the peer dying, or not, in the middle of a trial.
@@ -633,7 +719,10 @@ fn launch_within(
     let mut child = match cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn() {
         Ok(c) => c,
         Err(e) => {
-            return Err(format!("starting {name} ({command}): {e}"));
+            return Err(PeerError::Io {
+                what: format!("starting {name} ({command})"),
+                source: e,
+            });
         }
     };
     if let Err(e) = wait_listening(&mut child, addr, &log, name, within) {

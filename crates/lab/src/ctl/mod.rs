@@ -883,7 +883,7 @@ fn start_trial_controller<'f>(
             (s, target)
         }
         None => {
-            let (addr, target, running) = target_of(a).map_err(LabError::setup)?;
+            let (addr, target, running) = target_of(a)?;
             let s = Started {
                 addr,
                 members: trial_members(a, &running),
@@ -956,7 +956,7 @@ pub(super) fn start_spread_cluster(
 
 /// The controller to measure: `--target`, a `--peer` started afresh, or
 /// sdnlab's own started in this process.
-fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), String> {
+fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), LabError> {
     if a.cluster > 0 && a.peer.as_deref() != Some("faucet") {
         let (members, _, target, ctl) = topology::start_cluster(a, a.cluster, &a.app)?;
         return Ok((members[0], target, Some(Running::Cluster(ctl, members))));
@@ -976,11 +976,7 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
             },
             _ => {
                 // Every emulated switch any scenario of the run brings.
-                let most = scenarios(a)
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|(_, c)| c.switches)
-                    .max();
+                let most = scenarios(a)?.iter().map(|(_, c)| c.switches).max();
                 let mut ranges = vec![(a.first_dpid, most.unwrap_or(a.switches))];
                 if a.test == "dos" {
                     // The attackers (`run_dos`).
@@ -1045,7 +1041,7 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
             None,
         )),
         None => {
-            let h = controller::embedded::start_local(&a.app, workers()).map_err(|e| e.to_string())?;
+            let h = controller::embedded::start_local(&a.app, workers()).map_err(LabError::setup)?;
             let addr = h.local_addrs[0];
             Ok((
                 addr,
@@ -1063,7 +1059,7 @@ fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Runn
 
 /// `--test security`: every malformed case, with what the controller did.
 fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-    let (addr, target, embedded) = target_of(a).map_err(LabError::setup)?;
+    let (addr, target, embedded) = target_of(a)?;
     // Against a cluster: every case against each member, the witness
     // connected to all of them.
     let members = trial_members(a, &embedded);

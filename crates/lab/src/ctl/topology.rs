@@ -219,12 +219,13 @@ impl Controller {
 }
 
 /// Starts an active/standby pair of `name` as processes (the failover test kills the active one).
-fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), LabError> {
     let active = crate::peers::start_as(name, crate::peers::Role::Paths { proactive: false })?;
     let Some(Northbound::Sdnlab(active_rest, active_token)) = active.rest.clone() else {
-        return Err(format!(
+        return Err(crate::peers::PeerError::Unsupported(format!(
             "peer '{name}' has no standby mode: the failover test takes sdnlab"
-        ));
+        ))
+        .into());
     };
     let standby = crate::peers::start_standby(name, active_rest)?;
     let target = Target {
@@ -253,12 +254,13 @@ pub(super) fn start_cluster(
     a: &CtlConfig,
     n: usize,
     app: &str,
-) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), LabError> {
     let slave_packet_ins = a.slave_packet_ins.as_str();
     // A private directory (random, 0700) for etcd's data and log, removed
     // with the trial's controller.
-    let dir = netlab::private::temp_dir("sdnlab-bench-etcd-").map_err(|e| format!("a directory for etcd: {e}"))?;
-    let etcd = cluster::etcd::Etcd::start(dir.path(), a.etcd_members).map_err(|e| e.to_string())?;
+    let dir = netlab::private::temp_dir("sdnlab-bench-etcd-")
+        .map_err(|e| LabError::setup(format!("a directory for etcd: {e}")))?;
+    let etcd = cluster::etcd::Etcd::start(dir.path(), a.etcd_members)?;
     let endpoints = etcd.endpoints();
     let name = bench_cluster_name();
     let mut members = Vec::new();
@@ -377,7 +379,7 @@ fn start_controller(
     a: &CtlConfig,
     app: &str,
     explicit_nb: &Option<Northbound>,
-) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), String> {
+) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), LabError> {
     if a.cluster > 0 {
         // The failover test's members run paths (it needs a path to fail over).
         return start_cluster(a, a.cluster, if a.test == "failover" { "paths" } else { app });
@@ -404,7 +406,7 @@ fn start_one(
     a: &CtlConfig,
     app: &str,
     explicit_nb: &Option<Northbound>,
-) -> Result<(SocketAddr, Northbound, Target, Controller), String> {
+) -> Result<(SocketAddr, Northbound, Target, Controller), LabError> {
     if let Some(name) = &a.peer {
         let role = crate::peers::Role::Paths {
             proactive: a.test == "proactive-paths" || a.test == "table-capacity-proactive",
@@ -427,7 +429,7 @@ fn start_one(
         };
         return Ok((t, nb.clone(), target, Controller::External));
     }
-    let (h, rest, token) = controller::embedded::start_local_with_rest(app, workers()).map_err(|e| e.to_string())?;
+    let (h, rest, token) = controller::embedded::start_local_with_rest(app, workers()).map_err(LabError::setup)?;
     let target = Target {
         name: format!("sdnlab controller, app {app} (embedded)"),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -663,7 +665,7 @@ async fn cluster_failover(
     // (its switches reconnect to it): the masters move back to it as
     // placement says, and what that costs the data plane is measured
     // the same way as the kill.
-    let rejoined: Arc<std::sync::Mutex<Option<Result<crate::peers::Peer, String>>>> = Arc::default();
+    let rejoined: Arc<std::sync::Mutex<Option<Result<crate::peers::Peer, crate::peers::PeerError>>>> = Arc::default();
     let rejoin_s: Arc<std::sync::Mutex<Option<f64>>> = Arc::default();
     let (slot, r, back) = (rejoined.clone(), rejoin_s.clone(), before.clone());
     let (endpoints, name, sp) = (endpoints.to_string(), victim_name.clone(), a.slave_packet_ins.clone());
@@ -1178,7 +1180,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     let targets = c.members.iter().map(|m| m.openflow).collect();
                     (targets, nb, who, Controller::External)
                 }
-                None => start_controller(a, &app, &explicit_nb).map_err(LabError::Setup)?,
+                None => start_controller(a, &app, &explicit_nb)?,
             };
             if meta.targets.is_empty() {
                 meta.targets.push(who);
