@@ -282,7 +282,7 @@ impl Made {
         match self.net.take() {
             Some(net) => {
                 let id = net.state.id.clone();
-                net.down().await.map(|()| Some(id))
+                net.down().await.map(|()| Some(id)).map_err(|e| e.to_string())
             }
             None => Ok(None),
         }
@@ -512,7 +512,8 @@ async fn run(
                     part: Some(part),
                 },
             )
-            .await?;
+            .await
+            .map_err(|e| e.to_string())?;
             let reply = Reply::NetUp {
                 run: net.state.id.clone(),
                 namespaces: net.state.hosts.iter().map(|h| h.netns.clone()).collect(),
@@ -535,7 +536,9 @@ async fn run(
         }
         Call::IperfServer { host } => {
             let state = up(made).await?;
-            let child = netlab::run::iperf_server(&state, &host).await?;
+            let child = netlab::run::iperf_server(&state, &host)
+                .await
+                .map_err(|e| e.to_string())?;
             made.lock().await.iperf.push(child);
             Ok(Reply::Done)
         }
@@ -545,7 +548,9 @@ async fn run(
             seconds,
         } => {
             let state = up(made).await?;
-            let result = netlab::run::iperf_client(&state, &client, server_ip, seconds, None, &|_, _| {}).await?;
+            let result = netlab::run::iperf_client(&state, &client, server_ip, seconds, None, &|_, _| {})
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(Reply::Iperf { result })
         }
         Call::FlowReceive {
@@ -564,7 +569,8 @@ async fn run(
             }
             let (tx, rx) = std::sync::mpsc::channel();
             let every = Duration::from_millis(interval_ms.max(10).into());
-            let receiver = netlab::flow::receive(&state, &flow, clock_ahead_ns, Some((every, tx)))?;
+            let receiver =
+                netlab::flow::receive(&state, &flow, clock_ahead_ns, Some((every, tx))).map_err(|e| e.to_string())?;
             partial(Reply::FlowListening);
             let seconds = flow.seconds;
             // The receiver counts on its own thread; this one hands its
@@ -593,7 +599,8 @@ async fn run(
             until(start_unix_ns)?; // (the sender waits for it itself)
             let report = tokio::task::spawn_blocking(move || netlab::flow::send(&state, &flow, start_unix_ns))
                 .await
-                .map_err(|e| format!("sender: {e}"))??;
+                .map_err(|e| format!("sender: {e}"))?
+                .map_err(|e| e.to_string())?;
             Ok(Reply::FlowSent { report })
         }
         Call::HttpServer { host } => {
@@ -602,7 +609,7 @@ async fn run(
                 let net = m.net.as_ref().ok_or("no network is up here: bring one up first")?;
                 (net.state.clone(), net.dir.clone())
             };
-            let ns = state.netns_of(&host)?.to_string();
+            let ns = state.netns_of(&host).map_err(|e| e.to_string())?.to_string();
             let server = tokio::task::spawn_blocking(move || lb::replica::start_in(&ns, &dir, &host, 80))
                 .await
                 .map_err(|e| format!("nginx: {e}"))??;
@@ -617,7 +624,7 @@ async fn run(
             interval_ms,
         } => {
             let state = up(made).await?;
-            let ns = state.netns_of(&client)?.to_string();
+            let ns = state.netns_of(&client).map_err(|e| e.to_string())?.to_string();
             let uris = vec![lb::replica::homogeneous_uri()];
             let every = Duration::from_millis(interval_ms.max(10).into());
             // Requests handed on as they end, a batch each interval.

@@ -16,6 +16,9 @@ pub enum LabError {
     /// A peer controller could not be installed or started.
     #[error(transparent)]
     Peer(#[from] crate::peers::PeerError),
+    /// An emulated network could not be built, used or taken down.
+    #[error(transparent)]
+    Net(#[from] netlab::NetError),
     /// The etcd a cluster of sdnlab's controller was to run on.
     #[error(transparent)]
     Etcd(#[from] cluster::etcd::EtcdError),
@@ -59,6 +62,7 @@ impl LabError {
             self,
             LabError::Config(_)
                 | LabError::File { .. }
+                | LabError::Net(netlab::NetError::Topology(_) | netlab::NetError::NotFound(_))
                 | LabError::Northbound(ctlbench::northbound::NorthboundError::BadAdapter(_))
         )
     }

@@ -124,7 +124,7 @@ impl NetConfig {
         crate::check::range("interval-ms", self.interval_ms, 10, 60_000)?;
         let mut flows = Vec::new();
         for (i, (a, b)) in host_pairs("flows", &self.flows, &topo)?.into_iter().enumerate() {
-            let mut f = netlab::flow::Flow::between(&topo, i as u32 + 1, &a, &b).map_err(LabError::Config)?;
+            let mut f = netlab::flow::Flow::between(&topo, i as u32 + 1, &a, &b)?;
             f.rate_pps = self.flow_pps;
             f.seconds = self.flow_s;
             f.frame_bytes = self.flow_bytes;
@@ -396,8 +396,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                         part: None,
                     },
                 )
-                .await
-                .map_err(LabError::Setup)?;
+                .await?;
                 let pings = if c.ping_count > 0 {
                     net.ping_all(c.ping_count).await
                 } else {
@@ -405,16 +404,17 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 };
                 for (a, b) in &pairs {
                     let r = netlab::run::iperf(&net.state, a, b, c.iperf_s, None, &|_, _| {}).await;
-                    iperfs.push((format!("{a}>{b}"), r));
+                    iperfs.push((format!("{a}>{b}"), r.map_err(|e| e.to_string())));
                 }
                 let loaded = tokio::task::block_in_place(|| -> Result<(), String> {
                     let mut up = Vec::new();
                     for s in &servers {
-                        up.push(lb::replica::start_in(net.state.netns_of(s)?, &net.dir, s, 80)?);
+                        let ns = net.state.netns_of(s).map_err(|e| e.to_string())?;
+                        up.push(lb::replica::start_in(ns, &net.dir, s, 80)?);
                     }
                     for (i, (a, b)) in http.iter().enumerate() {
                         let ip = topo.host(b).expect("checked").ip;
-                        let ns = net.state.netns_of(a)?;
+                        let ns = net.state.netns_of(a).map_err(|e| e.to_string())?;
                         lb::load::Load::new(ip, 80, uris.clone(), c.http_rate, c.http_s).run_batched(
                             ns,
                             every,
@@ -427,8 +427,9 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     Ok(Vec::new())
                 } else {
                     tokio::task::block_in_place(|| netlab::flow::run(&net.state, &flows, every, &mut on_interval))
+                        .map_err(|e| e.to_string())
                 };
-                net.down().await.map_err(LabError::Setup)?;
+                net.down().await?;
                 Ok((pings, iperfs, loaded, flowed))
             }
             Some(inv) => {

@@ -202,7 +202,9 @@ impl Console {
             Command::Iperf { pair, seconds } => self.iperf(pair, seconds, None)?,
             Command::IperfUdp { rate, pair, seconds } => self.iperf(pair, seconds, Some(rate))?,
             Command::Link { a, b, up } => {
-                self.rt.block_on(run::set_link(self.state(), &a, &b, up))?;
+                self.rt
+                    .block_on(run::set_link(self.state(), &a, &b, up))
+                    .map_err(|e| e.to_string())?;
                 println!("link {a} - {b} {}", if up { "up" } else { "down" });
             }
             Command::Switch { name, start } => {
@@ -210,7 +212,7 @@ impl Console {
                     Lab::Owned(net) => self.rt.block_on(net.switch_set(&name, start)),
                     Lab::Attached(st) => self.rt.block_on(run::switch_set(st, &name, start)).map(|_| ()),
                 };
-                r?;
+                r.map_err(|e| e.to_string())?;
                 println!("switch {name} {}", if start { "started" } else { "stopped" });
             }
             Command::Dpctl { args } => self.dpctl(&args)?,
@@ -246,7 +248,7 @@ impl Console {
             Command::Node { node, line } => {
                 let line = crate::command::substitute(&line, names);
                 let c = if names.is_host(&node) {
-                    run::command_in(self.state(), &node, &["sh", "-c", &line])?
+                    run::command_in(self.state(), &node, &["sh", "-c", &line]).map_err(|e| e.to_string())?
                 } else {
                     // Switches live in the root namespace, as in Mininet.
                     let mut c = std::process::Command::new("sh");
@@ -413,7 +415,7 @@ impl Console {
             .rt
             .block_on(run::iperf(st, &client, &server, seconds, udp.as_deref(), &add));
         let host = watch.finish();
-        let r = r?;
+        let r = r.map_err(|e| e.to_string())?;
         match r.lost {
             Some(lost) => println!(
                 "*** Results: sent {}, received {}, {:.2}% lost",

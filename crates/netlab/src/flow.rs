@@ -8,6 +8,7 @@
 
 use crate::state::State;
 use crate::topo::Topology;
+use crate::NetError;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -36,7 +37,7 @@ pub struct Flow {
 
 impl Flow {
     /// The flow between hosts `from` and `to` of `topo`.
-    pub fn between(topo: &Topology, stream: u32, from: &str, to: &str) -> Result<Flow, String> {
+    pub fn between(topo: &Topology, stream: u32, from: &str, to: &str) -> Result<Flow, NetError> {
         let end = |name: &str| {
             topo.host(name)
                 .map(|h| End {
@@ -44,7 +45,7 @@ impl Flow {
                     mac: h.mac,
                     ip: h.ip,
                 })
-                .ok_or_else(|| format!("no host '{name}' in the topology"))
+                .ok_or_else(|| NetError::NotFound(format!("no host '{name}' in the topology")))
         };
         Ok(Flow {
             stream,
@@ -71,7 +72,7 @@ pub fn receive(
     flow: &Flow,
     clock_ahead_ns: i64,
     intervals: Option<(Duration, std::sync::mpsc::Sender<Interval>)>,
-) -> Result<Receiver, String> {
+) -> Result<Receiver, NetError> {
     let ns = st.netns_of(&flow.to.host)?;
     let opts = RecvOptions {
         stream: Some(flow.stream),
@@ -79,7 +80,10 @@ pub fn receive(
         intervals,
         ..RecvOptions::default()
     };
-    Receiver::start_with(Some(ns), "eth0", opts).map_err(|e| format!("receiver on {}: {e}", flow.to.host))
+    Receiver::start_with(Some(ns), "eth0", opts).map_err(|e| NetError::Tool {
+        what: format!("receiver on {}", flow.to.host),
+        detail: e.to_string(),
+    })
 }
 
 /// The frame counts once the receiver has heard nothing for a moment
@@ -91,7 +95,7 @@ pub fn finish(r: Receiver, seconds: f64) -> RecvReport {
 /// Sends `flow` from its host's `eth0`, through an AF_PACKET socket (it
 /// works on any link, VXLAN included), starting when this machine's clock
 /// reads `start_unix_ns`; blocks until done.
-pub fn send(st: &State, flow: &Flow, start_unix_ns: u64) -> Result<GenReport, String> {
+pub fn send(st: &State, flow: &Flow, start_unix_ns: u64) -> Result<GenReport, NetError> {
     let ns = st.netns_of(&flow.from.host)?;
     let template = Template::udp(
         flow.frame_bytes,
@@ -111,7 +115,10 @@ pub fn send(st: &State, flow: &Flow, start_unix_ns: u64) -> Result<GenReport, St
     spec.method = GenMethod::AfPacket;
     let wait = start_unix_ns.saturating_sub(traffic::run::now_ns());
     std::thread::sleep(Duration::from_nanos(wait));
-    traffic::run::generate(&spec).map_err(|e| format!("sender on {}: {e}", flow.from.host))
+    traffic::run::generate(&spec).map_err(|e| NetError::Tool {
+        what: format!("sender on {}", flow.from.host),
+        detail: e.to_string(),
+    })
 }
 
 /// What a flow's two ends counted.
@@ -152,7 +159,7 @@ pub fn run(
     flows: &[Flow],
     interval: Duration,
     mut on_interval: impl FnMut(usize, &Interval),
-) -> Result<Vec<FlowResult>, String> {
+) -> Result<Vec<FlowResult>, NetError> {
     let mut receivers = Vec::new();
     for f in flows {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -178,9 +185,16 @@ pub fn run(
         forward(&receivers, &mut on_interval);
         std::thread::sleep(Duration::from_millis(20));
     }
-    let sent: Vec<Result<GenReport, String>> = senders
+    let sent: Vec<Result<GenReport, NetError>> = senders
         .into_iter()
-        .map(|s| s.join().unwrap_or_else(|_| Err("sender thread panicked".into())))
+        .map(|s| {
+            s.join().unwrap_or_else(|_| {
+                Err(NetError::Tool {
+                    what: "sender".into(),
+                    detail: "its thread panicked".into(),
+                })
+            })
+        })
         .collect();
     let mut out = Vec::new();
     let mut rest = Vec::new();

@@ -5,6 +5,7 @@
 //! prefix and is removed on teardown.
 
 pub mod beds;
+pub mod error;
 pub mod flow;
 pub mod kernel;
 pub mod ovs;
@@ -14,3 +15,5 @@ pub mod run;
 pub mod sdnsw;
 pub mod state;
 pub mod topo;
+
+pub use error::NetError;

@@ -11,6 +11,7 @@
 use crate::kernel::{self, Nl};
 use crate::ovs::Ovs;
 use crate::topo::Topology;
+use crate::NetError;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -71,10 +72,6 @@ pub fn device_group(id: &str) -> u32 {
     0x5d1a_0000 | u32::from_str_radix(id, 16).unwrap_or(0) & 0xffff
 }
 
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
-}
-
 /// Switch links outside a breadth-first spanning tree of the switch graph.
 pub fn loop_links(topo: &Topology) -> HashSet<usize> {
     let mut adj: HashMap<&str, Vec<(usize, &str)>> = HashMap::new();
@@ -109,11 +106,13 @@ pub fn loop_links(topo: &Topology) -> HashSet<usize> {
 /// least one end among them (each with its index in `topo`). A link with
 /// one end here must be a switch link with a tunnel; hosts stay with their
 /// switch.
-fn restrict(topo: &Topology, part: &crate::state::Part) -> Result<(Topology, Vec<usize>), String> {
+fn restrict(topo: &Topology, part: &crate::state::Part) -> Result<(Topology, Vec<usize>), NetError> {
     let here: HashSet<&str> = part.nodes.iter().map(String::as_str).collect();
     for n in &here {
         if topo.host(n).is_none() && !topo.is_switch(n) {
-            return Err(format!("the part names '{n}', which is not in the topology"));
+            return Err(NetError::Topology(format!(
+                "the part names '{n}', which is not in the topology"
+            )));
         }
     }
     let mut local = Topology {
@@ -140,13 +139,16 @@ fn restrict(topo: &Topology, part: &crate::state::Part) -> Result<(Topology, Vec
         }
         if a != b {
             if topo.host(&l.a).is_some() || topo.host(&l.b).is_some() {
-                return Err(format!(
+                return Err(NetError::Topology(format!(
                     "host and switch of link {}-{} are on different machines: a host stays with its switch",
                     l.a, l.b
-                ));
+                )));
             }
             if !part.tunnels.iter().any(|t| t.link == i) {
-                return Err(format!("link {}-{} leaves this machine but has no tunnel", l.a, l.b));
+                return Err(NetError::Topology(format!(
+                    "link {}-{} leaves this machine but has no tunnel",
+                    l.a, l.b
+                )));
             }
         }
         local.links.push(l.clone());
@@ -157,15 +159,15 @@ fn restrict(topo: &Topology, part: &crate::state::Part) -> Result<(Topology, Vec
 
 impl Net {
     /// Brings a topology up. On any failure everything created so far is removed.
-    pub async fn up(whole: Topology, options: UpOptions) -> Result<Net, String> {
+    pub async fn up(whole: Topology, options: UpOptions) -> Result<Net, NetError> {
         Net::up_as(whole, options, new_id()).await
     }
 
     /// `up` with the run id `id` (from `new_id`; its directory may exist).
-    pub async fn up_as(whole: Topology, options: UpOptions, id: String) -> Result<Net, String> {
+    pub async fn up_as(whole: Topology, options: UpOptions, id: String) -> Result<Net, NetError> {
         let problems = whole.problems();
         if !problems.is_empty() {
-            return Err(problems.join("; "));
+            return Err(NetError::Topology(problems.join("; ")));
         }
         // Loops are found on the whole topology, so every machine of a
         // spread one leaves the same links down.
@@ -179,7 +181,7 @@ impl Net {
             Some(part) => restrict(&whole, part)?,
         };
         let dir = Path::new(STATE_ROOT).join(&id);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(NetError::io(format!("cannot create {}", dir.display())))?;
         let p = |s: &str| format!("{LINK_PREFIX}{id}{s}");
         // Names follow the whole topology's order, the same on every machine.
         let switch_names: HashMap<&str, String> = whole
@@ -267,32 +269,29 @@ impl Net {
         }
     }
 
-    fn save(&self) -> Result<(), String> {
+    fn save(&self) -> Result<(), NetError> {
         let path = self.dir.join("state.json");
-        std::fs::write(&path, serde_json::to_vec_pretty(&self.state).map_err(err)?)
-            .map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::write(&path, serde_json::to_vec_pretty(&self.state)?).map_err(NetError::io(path.display().to_string()))
     }
 
-    async fn build(&mut self) -> Result<(), String> {
+    async fn build(&mut self) -> Result<(), NetError> {
         // Each phase's time (`RUST_LOG=netlab=debug`).
         let t0 = std::time::Instant::now();
         let phase = |name: &str| tracing::debug!("netlab: {name} at {:.3} s", t0.elapsed().as_secs_f64());
-        let root = Nl::here().map_err(err)?;
+        let root = Nl::here()?;
         for h in &self.state.hosts {
-            kernel::netns_create(&h.netns).map_err(|e| format!("namespace {}: {e}", h.netns))?;
+            kernel::netns_create(&h.netns).map_err(NetError::io(format!("namespace {}", h.netns)))?;
         }
         phase("namespaces");
         // Switch-side: bridges (or OVS bridges later), and every veth.
         if self.state.options.kind == SwitchKind::Bridge {
             for (_, br) in &self.state.switches {
-                root.bridge(br, device_group(&self.state.id)).await.map_err(err)?;
+                root.bridge(br, device_group(&self.state.id)).await?;
             }
         }
         for l in &self.state.links {
             if let Some(t) = &l.tunnel {
-                root.vxlan(&l.root_ends[0], t, device_group(&self.state.id))
-                    .await
-                    .map_err(err)?;
+                root.vxlan(&l.root_ends[0], t, device_group(&self.state.id)).await?;
             } else if l.root_ends.len() == 1 {
                 let h = self
                     .state
@@ -301,18 +300,16 @@ impl Net {
                     .find(|h| h.root_end == l.root_ends[0])
                     .expect("host of link");
                 root.veth_into(&l.root_ends[0], &h.netns, "eth0", device_group(&self.state.id))
-                    .await
-                    .map_err(err)?;
+                    .await?;
             } else {
                 root.veth(&l.root_ends[0], &l.root_ends[1], device_group(&self.state.id))
-                    .await
-                    .map_err(err)?;
+                    .await?;
             }
         }
         phase("veths");
         if let Some(mtu) = self.state.options.part.as_ref().map(|p| p.mtu) {
             for end in self.state.links.iter().flat_map(|l| &l.root_ends) {
-                root.set_mtu(end, mtu).await.map_err(err)?;
+                root.set_mtu(end, mtu).await?;
             }
         }
         // Hosts: configured concurrently, each through a netlink socket in its namespace.
@@ -320,18 +317,18 @@ impl Net {
             let (netns, ip, len, mac, gw) = (hs.netns.clone(), h.ip, h.prefix_len, h.mac, h.gateway);
             let mtu = self.state.options.part.as_ref().map(|p| p.mtu);
             async move {
-                let nl = Nl::in_netns(&netns).map_err(err)?;
-                nl.set_up("lo", true).await.map_err(err)?;
-                nl.set_mac("eth0", mac).await.map_err(err)?;
+                let nl = Nl::in_netns(&netns)?;
+                nl.set_up("lo", true).await?;
+                nl.set_mac("eth0", mac).await?;
                 if let Some(mtu) = mtu {
-                    nl.set_mtu("eth0", mtu).await.map_err(err)?;
+                    nl.set_mtu("eth0", mtu).await?;
                 }
-                nl.add_addr("eth0", ip, len).await.map_err(err)?;
-                nl.set_up("eth0", true).await.map_err(err)?;
+                nl.add_addr("eth0", ip, len).await?;
+                nl.set_up("eth0", true).await?;
                 if let Some(gw) = gw {
-                    nl.default_route(gw).await.map_err(err)?;
+                    nl.default_route(gw).await?;
                 }
-                Ok::<(), String>(())
+                Ok::<(), NetError>(())
             }
         });
         for r in futures::future::join_all(jobs).await {
@@ -341,18 +338,18 @@ impl Net {
         if let Some(m) = &self.topo.mgmt {
             let group = device_group(&self.state.id);
             let br = format!("{LINK_PREFIX}{}mg", self.state.id);
-            root.bridge(&br, group).await.map_err(err)?;
+            root.bridge(&br, group).await?;
             if let Some(ip) = m.root_ip {
-                root.add_addr(&br, ip, m.prefix_len).await.map_err(err)?;
+                root.add_addr(&br, ip, m.prefix_len).await?;
             }
             for (i, (h, hs)) in self.topo.hosts.iter().zip(&self.state.hosts).enumerate() {
                 let Some(ip) = h.mgmt_ip else { continue };
                 let end = format!("{LINK_PREFIX}{}m{}", self.state.id, i + 1);
-                root.veth_into(&end, &hs.netns, "mgmt0", group).await.map_err(err)?;
-                root.enslave(&end, &br).await.map_err(err)?;
-                let nl = Nl::in_netns(&hs.netns).map_err(err)?;
-                nl.add_addr("mgmt0", ip, m.prefix_len).await.map_err(err)?;
-                nl.set_up("mgmt0", true).await.map_err(err)?;
+                root.veth_into(&end, &hs.netns, "mgmt0", group).await?;
+                root.enslave(&end, &br).await?;
+                let nl = Nl::in_netns(&hs.netns)?;
+                nl.add_addr("mgmt0", ip, m.prefix_len).await?;
+                nl.set_up("mgmt0", true).await?;
             }
             phase("management network");
         }
@@ -367,20 +364,16 @@ impl Net {
                 for l in &self.state.links {
                     if l.root_ends.len() == 1 {
                         let sw = if by_name.contains_key(l.a.as_str()) { &l.a } else { &l.b };
-                        root.enslave(&l.root_ends[0], by_name[sw.as_str()]).await.map_err(err)?;
+                        root.enslave(&l.root_ends[0], by_name[sw.as_str()]).await?;
                         if l.blocked {
-                            root.set_up(&l.root_ends[0], false).await.map_err(err)?;
+                            root.set_up(&l.root_ends[0], false).await?;
                         }
                     } else {
-                        root.enslave(&l.root_ends[0], by_name[l.a.as_str()])
-                            .await
-                            .map_err(err)?;
-                        root.enslave(&l.root_ends[1], by_name[l.b.as_str()])
-                            .await
-                            .map_err(err)?;
+                        root.enslave(&l.root_ends[0], by_name[l.a.as_str()]).await?;
+                        root.enslave(&l.root_ends[1], by_name[l.b.as_str()]).await?;
                         if l.blocked {
-                            root.set_up(&l.root_ends[0], false).await.map_err(err)?;
-                            root.set_up(&l.root_ends[1], false).await.map_err(err)?;
+                            root.set_up(&l.root_ends[0], false).await?;
+                            root.set_up(&l.root_ends[1], false).await?;
                         }
                     }
                 }
@@ -389,7 +382,7 @@ impl Net {
             SwitchKind::Sdnlab if !self.state.options.ovsdb => {
                 for l in self.state.links.iter().filter(|l| !l.blocked) {
                     for end in &l.root_ends {
-                        root.set_up(end, true).await.map_err(err)?;
+                        root.set_up(end, true).await?;
                     }
                 }
                 let started = crate::sdnsw::start(
@@ -411,7 +404,9 @@ impl Net {
                 let daemon = match kind {
                     SwitchKind::Ovs => crate::ovs::Daemon::Vswitchd,
                     _ if self.state.options.ssl.is_some() => {
-                        return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into())
+                        return Err(NetError::Refused(
+                            "the sdnlab switch has no TLS yet: use a tcp: controller".into(),
+                        ))
                     }
                     _ => crate::ovs::Daemon::Sdnlab {
                         bin: crate::sdnsw::binary()?,
@@ -420,10 +415,10 @@ impl Net {
                 };
                 for l in self.state.links.iter().filter(|l| !l.blocked) {
                     for end in &l.root_ends {
-                        root.set_up(end, true).await.map_err(err)?;
+                        root.set_up(end, true).await?;
                     }
                 }
-                let ovs = Ovs::start_with(&self.dir, &self.state.id, daemon).map_err(err)?;
+                let ovs = Ovs::start_with(&self.dir, &self.state.id, daemon)?;
                 self.state.ovs = Some(ovs.state.clone());
                 self.save()?;
                 ovs.add_switches(
@@ -431,8 +426,7 @@ impl Net {
                     &self.state,
                     self.state.options.controller.as_deref(),
                     self.state.options.ssl.as_ref(),
-                )
-                .map_err(err)?;
+                )?;
                 self.ovs = Some(ovs);
             }
         }
@@ -441,11 +435,11 @@ impl Net {
         Ok(())
     }
 
-    fn apply_rate_limits(&self) -> Result<(), String> {
+    fn apply_rate_limits(&self) -> Result<(), NetError> {
         for (l, ls) in self.topo.links.iter().zip(&self.state.links) {
             let Some(rate) = l.rate_mbit else { continue };
             let limit = l.queue_packets.unwrap_or(1000).max(1) * 1514;
-            let tbf = |prefix: &[&str], dev: &str| -> Result<(), String> {
+            let tbf = |prefix: &[&str], dev: &str| -> Result<(), NetError> {
                 let rate = format!("{rate}mbit");
                 let limit = limit.to_string();
                 let mut args: Vec<&str> = prefix.to_vec();
@@ -456,12 +450,12 @@ impl Net {
                 let out = Command::new(args[0])
                     .args(&args[1..])
                     .output()
-                    .map_err(|e| format!("{}: {e}", args[0]))?;
+                    .map_err(NetError::io(args[0]))?;
                 if !out.status.success() {
-                    return Err(format!(
-                        "rate limit on {dev}: {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    ));
+                    return Err(NetError::Tool {
+                        what: format!("rate limit on {dev}"),
+                        detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                    });
                 }
                 Ok(())
             };
@@ -476,12 +470,12 @@ impl Net {
     }
 
     /// A command that runs `argv` inside host `host`'s namespace.
-    pub fn command(&self, host: &str, argv: &[&str]) -> Result<Command, String> {
+    pub fn command(&self, host: &str, argv: &[&str]) -> Result<Command, NetError> {
         command_in(&self.state, host, argv)
     }
 
     /// Brings the link between nodes `a` and `b` down or up.
-    pub async fn set_link(&self, a: &str, b: &str, up: bool) -> Result<(), String> {
+    pub async fn set_link(&self, a: &str, b: &str, up: bool) -> Result<(), NetError> {
         set_link(&self.state, a, b, up).await
     }
 
@@ -492,9 +486,12 @@ impl Net {
 
     /// The management socket of an OVS switch (for `ovs-ofctl`), by switch name.
     /// Runs `ovs-vsctl` against this network's Open vSwitch database.
-    pub fn ovs_vsctl(&self, args: &[&str]) -> Result<String, String> {
-        let ovs = self.ovs.as_ref().ok_or("this network has no Open vSwitch")?;
-        ovs.vsctl(args).map_err(|e| e.to_string())
+    pub fn ovs_vsctl(&self, args: &[&str]) -> Result<String, NetError> {
+        let ovs = self
+            .ovs
+            .as_ref()
+            .ok_or_else(|| NetError::Refused("this network has no Open vSwitch".into()))?;
+        Ok(ovs.vsctl(args)?)
     }
 
     /// Where `ovs-ofctl` reaches a switch: `unix:SOCKET` for Open vSwitch,
@@ -512,20 +509,20 @@ impl Net {
     }
 
     /// Counters of a host's `eth0`.
-    pub async fn host_counters(&self, host: &str) -> Result<kernel::Counters, String> {
+    pub async fn host_counters(&self, host: &str) -> Result<kernel::Counters, NetError> {
         let h = self
             .state
             .hosts
             .iter()
             .find(|h| h.name == host)
-            .ok_or_else(|| format!("no host '{host}'"))?;
-        let nl = Nl::in_netns(&h.netns).map_err(err)?;
-        Ok(kernel::counters_of(&nl.link("eth0").await.map_err(err)?))
+            .ok_or_else(|| NetError::NotFound(format!("no host '{host}'")))?;
+        let nl = Nl::in_netns(&h.netns)?;
+        Ok(kernel::counters_of(&nl.link("eth0").await?))
     }
 
     /// Stops switch `name` or starts it again (see [`switch_set`]); a
     /// restarted sdnlab switch becomes this network's child like the others.
-    pub async fn switch_set(&mut self, name: &str, start: bool) -> Result<(), String> {
+    pub async fn switch_set(&mut self, name: &str, start: bool) -> Result<(), NetError> {
         if !start {
             if let Some(p) = self.state.sdnlab.iter().find(|p| p.name == name) {
                 // Stopped and reaped by pid below: forget its handle, so
@@ -539,7 +536,7 @@ impl Net {
     }
 
     /// Removes everything of this run.
-    pub async fn down(mut self) -> Result<(), String> {
+    pub async fn down(mut self) -> Result<(), NetError> {
         drop(self.ovs.take());
         crate::sdnsw::stop(&mut self.children);
         let r = teardown(&self.state).await;
@@ -549,29 +546,29 @@ impl Net {
     }
 }
 
-pub fn command_in(state: &State, host: &str, argv: &[&str]) -> Result<Command, String> {
+pub fn command_in(state: &State, host: &str, argv: &[&str]) -> Result<Command, NetError> {
     let ns = state.netns_of(host)?;
     let mut c = Command::new("ip");
     c.args(["netns", "exec", ns]).args(argv);
     Ok(c)
 }
 
-pub async fn set_link(state: &State, a: &str, b: &str, up: bool) -> Result<(), String> {
+pub async fn set_link(state: &State, a: &str, b: &str, up: bool) -> Result<(), NetError> {
     let l = state
         .links
         .iter()
         .find(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a))
-        .ok_or_else(|| format!("no link between '{a}' and '{b}'"))?;
-    let root = Nl::here().map_err(err)?;
+        .ok_or_else(|| NetError::NotFound(format!("no link between '{a}' and '{b}'")))?;
+    let root = Nl::here()?;
     for end in &l.root_ends {
-        root.set_up(end, up).await.map_err(err)?;
+        root.set_up(end, up).await?;
     }
     Ok(())
 }
 
 /// Removes everything a state names: OVS processes (by recorded pid),
 /// namespaces (their interfaces go with them) and root interfaces.
-pub async fn teardown(state: &State) -> Result<(), String> {
+pub async fn teardown(state: &State) -> Result<(), NetError> {
     let mut problems = Vec::new();
     if let Some(o) = &state.ovs {
         crate::ovs::stop(o);
@@ -580,7 +577,7 @@ pub async fn teardown(state: &State) -> Result<(), String> {
     stop_processes_under(&Path::new(STATE_ROOT).join(&state.id));
     let t0 = std::time::Instant::now();
     // Root-side interfaces in one batch; veth peers inside the hosts go with them.
-    let root = Nl::here().map_err(err)?;
+    let root = Nl::here()?;
     if let Err(e) = root.delete_group(device_group(&state.id)).await {
         problems.push(e.to_string());
     }
@@ -595,9 +592,9 @@ pub async fn teardown(state: &State) -> Result<(), String> {
         "netlab: teardown: group and namespaces gone at {:.3} s",
         t0.elapsed().as_secs_f64()
     );
-    let root = Nl::here().map_err(err)?;
+    let root = Nl::here()?;
     let prefix = format!("{LINK_PREFIX}{}", state.id);
-    for name in root.names_with_prefix(&prefix).await.map_err(err)? {
+    for name in root.names_with_prefix(&prefix).await? {
         // A veth end may already be gone with its peer.
         if let Err(e) = root.delete(&name).await {
             if root.index(&name).await.is_ok() {
@@ -612,12 +609,12 @@ pub async fn teardown(state: &State) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(problems.join("; "))
+        Err(NetError::Leftovers(problems))
     }
 }
 
 /// States of runs on this machine.
-pub fn list_states() -> Vec<(PathBuf, Result<State, String>)> {
+pub fn list_states() -> Vec<(PathBuf, Result<State, NetError>)> {
     let mut v: Vec<_> = std::fs::read_dir(STATE_ROOT)
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_else(|_| Vec::new());
@@ -626,8 +623,13 @@ pub fn list_states() -> Vec<(PathBuf, Result<State, String>)> {
         .map(|dir| {
             let path = dir.join("state.json");
             let st = std::fs::read(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))
-                .and_then(|b| serde_json::from_slice::<State>(&b).map_err(|e| format!("{}: {e}", path.display())));
+                .map_err(NetError::io(path.display().to_string()))
+                .and_then(|b| {
+                    serde_json::from_slice::<State>(&b).map_err(|source| NetError::StateFile {
+                        path: path.clone(),
+                        source,
+                    })
+                });
             (dir, st)
         })
         .collect()
@@ -636,7 +638,7 @@ pub fn list_states() -> Vec<(PathBuf, Result<State, String>)> {
 /// Removes leftovers of every earlier run: state directories, namespaces
 /// named `sdnlab-*`, root interfaces named `sl<4 hex>...`, OVS processes
 /// recorded in state files. Returns what was removed.
-pub async fn clean() -> Result<Vec<String>, String> {
+pub async fn clean() -> Result<Vec<String>, NetError> {
     let mut removed = Vec::new();
     for (dir, st) in list_states() {
         if let Ok(st) = st {
@@ -661,9 +663,9 @@ pub async fn clean() -> Result<Vec<String>, String> {
             removed.push(format!("namespace {ns}"));
         }
     }
-    removed.extend(crate::beds::clean_orphans().await.map_err(err)?);
-    let root = Nl::here().map_err(err)?;
-    for name in root.names_with_prefix(LINK_PREFIX).await.map_err(err)? {
+    removed.extend(crate::beds::clean_orphans().await?);
+    let root = Nl::here()?;
+    for name in root.names_with_prefix(LINK_PREFIX).await? {
         let ours = name.len() > 6
             && name[2..6]
                 .chars()
@@ -806,31 +808,34 @@ pub async fn iperf(
     seconds: u32,
     udp_rate: Option<&str>,
     started: &(dyn Fn(&str, u32) + Sync),
-) -> Result<IperfResult, String> {
+) -> Result<IperfResult, NetError> {
     let srv = st
         .hosts
         .iter()
         .find(|h| h.name == server)
-        .ok_or_else(|| format!("no host '{server}'"))?;
+        .ok_or_else(|| NetError::NotFound(format!("no host '{server}'")))?;
     let mut server_proc = iperf_server(st, server).await?;
     if let Some(pid) = server_proc.id() {
         started("iperf3 server", pid);
     }
     let out = iperf_client(st, client, srv.ip, seconds, udp_rate, started).await;
     let _ = server_proc.kill().await;
-    out.map_err(|e| format!("iperf3 {client} -> {server}: {e}"))
+    out.map_err(|e| NetError::Tool {
+        what: format!("iperf3 {client} -> {server}"),
+        detail: e.to_string(),
+    })
 }
 
 /// Starts a one-test iperf3 server (port 5201) on host `server` and gives
 /// it the moment it takes to listen; it is killed when the handle is
 /// dropped.
-pub async fn iperf_server(st: &State, server: &str) -> Result<tokio::process::Child, String> {
+pub async fn iperf_server(st: &State, server: &str) -> Result<tokio::process::Child, NetError> {
     let child = tokio::process::Command::from(command_in(st, server, &["iperf3", "-s", "-1", "-p", "5201"])?)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("iperf3 (run scripts/install-deps.sh): {e}"))?;
+        .map_err(NetError::io("iperf3 (run scripts/install-deps.sh)"))?;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     Ok(child)
 }
@@ -844,7 +849,7 @@ pub async fn iperf_client(
     seconds: u32,
     udp_rate: Option<&str>,
     started: &(dyn Fn(&str, u32) + Sync),
-) -> Result<IperfResult, String> {
+) -> Result<IperfResult, NetError> {
     let ip = server_ip.to_string();
     let secs = seconds.to_string();
     let mut argv = vec!["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"];
@@ -856,21 +861,26 @@ pub async fn iperf_client(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("iperf3: {e}"))?;
+        .map_err(NetError::io("iperf3"))?;
     if let Some(pid) = c.id() {
         started("iperf3 client", pid);
     }
-    let out = c.wait_with_output().await.map_err(|e| format!("iperf3: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|_| format!("failed: {}", String::from_utf8_lossy(&out.stderr).trim()))?;
+    let out = c.wait_with_output().await.map_err(NetError::io("iperf3"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|_| NetError::Tool {
+        what: "iperf3".into(),
+        detail: format!("failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
+    })?;
     iperf_figures(&v, udp_rate.is_some())
 }
 
 /// iperf3's JSON report (`-J`) read: TCP, or UDP (`udp`). Its own error,
 /// or a report without the receiver's rate, is an error.
-pub fn iperf_figures(v: &serde_json::Value, udp: bool) -> Result<IperfResult, String> {
+pub fn iperf_figures(v: &serde_json::Value, udp: bool) -> Result<IperfResult, NetError> {
     if let Some(e) = v["error"].as_str() {
-        return Err(e.to_string());
+        return Err(NetError::Tool {
+            what: "iperf3".into(),
+            detail: e.to_string(),
+        });
     }
     let end = &v["end"];
     Ok(if udp {
@@ -882,7 +892,10 @@ pub fn iperf_figures(v: &serde_json::Value, udp: bool) -> Result<IperfResult, St
             &end["sum"]
         };
         IperfResult {
-            received_bps: rx["bits_per_second"].as_f64().ok_or("iperf3 gave no UDP rate")?,
+            received_bps: rx["bits_per_second"].as_f64().ok_or_else(|| NetError::Tool {
+                what: "iperf3".into(),
+                detail: "gave no UDP rate".into(),
+            })?,
             sent_bps: end["sum_sent"]["bits_per_second"]
                 .as_f64()
                 .or(end["sum"]["bits_per_second"].as_f64())
@@ -894,7 +907,10 @@ pub fn iperf_figures(v: &serde_json::Value, udp: bool) -> Result<IperfResult, St
         IperfResult {
             received_bps: end["sum_received"]["bits_per_second"]
                 .as_f64()
-                .ok_or("iperf3 gave no TCP rate")?,
+                .ok_or_else(|| NetError::Tool {
+                    what: "iperf3".into(),
+                    detail: "gave no TCP rate".into(),
+                })?,
             sent_bps: end["sum_sent"]["bits_per_second"].as_f64().unwrap_or(0.0),
             retransmits: end["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
             lost: None,
@@ -908,23 +924,31 @@ pub fn iperf_figures(v: &serde_json::Value, udp: bool) -> Result<IperfResult, St
 /// is stopped, then started again with its ports and controller. `st` is
 /// updated (and saved) with a restarted process; a started child is handed
 /// back for the caller to own.
-pub async fn switch_set(st: &mut State, name: &str, start: bool) -> Result<Option<std::process::Child>, String> {
+pub async fn switch_set(st: &mut State, name: &str, start: bool) -> Result<Option<std::process::Child>, NetError> {
     let br = st
         .switches
         .iter()
         .find(|(n, _)| n == name)
         .map(|(_, b)| b.clone())
-        .ok_or_else(|| format!("no switch '{name}'"))?;
+        .ok_or_else(|| NetError::NotFound(format!("no switch '{name}'")))?;
     match st.options.kind {
         SwitchKind::Bridge => {
-            Nl::here().map_err(err)?.set_up(&br, start).await.map_err(err)?;
+            Nl::here()?.set_up(&br, start).await?;
             Ok(None)
         }
         // Open vSwitch, or sdnlab's switch managed through OVSDB.
         SwitchKind::Ovs | SwitchKind::Sdnlab if st.ovs.is_some() => {
-            let dir = st.ovs.as_ref().ok_or("this run has no Open vSwitch")?.dir.clone();
+            let dir = st
+                .ovs
+                .as_ref()
+                .ok_or_else(|| NetError::Refused("this run has no Open vSwitch".into()))?
+                .dir
+                .clone();
             if start {
-                let topo = st.topology.as_ref().ok_or("this run's state has no topology")?;
+                let topo = st
+                    .topology
+                    .as_ref()
+                    .ok_or_else(|| NetError::Refused("this run's state has no topology".into()))?;
                 crate::ovs::add_switches_at(
                     &dir,
                     topo,
@@ -932,39 +956,41 @@ pub async fn switch_set(st: &mut State, name: &str, start: bool) -> Result<Optio
                     st.options.controller.as_deref(),
                     st.options.ssl.as_ref(),
                     Some(name),
-                )
-                .map_err(err)?;
+                )?;
             } else {
-                crate::ovs::vsctl_at(&dir, &["--if-exists", "del-br", &br]).map_err(err)?;
+                crate::ovs::vsctl_at(&dir, &["--if-exists", "del-br", &br])?;
             }
             Ok(None)
         }
-        SwitchKind::Ovs => Err("this run has no Open vSwitch".into()),
+        SwitchKind::Ovs => Err(NetError::Refused("this run has no Open vSwitch".into())),
         SwitchKind::Sdnlab => {
             let i = st
                 .sdnlab
                 .iter()
                 .position(|p| p.name == name)
-                .ok_or_else(|| format!("switch '{name}' has no process (no ports)"))?;
+                .ok_or_else(|| NetError::Refused(format!("switch '{name}' has no process (no ports)")))?;
             let running = st.sdnlab[i].pid != 0 && is_sdnlab(st.sdnlab[i].pid);
             let child = if start {
                 if running {
-                    return Err(format!("switch '{name}' is running (pid {})", st.sdnlab[i].pid));
+                    return Err(NetError::Refused(format!(
+                        "switch '{name}' is running (pid {})",
+                        st.sdnlab[i].pid
+                    )));
                 }
                 let (p, child) = crate::sdnsw::restart(st, name)?;
                 st.sdnlab[i] = p;
                 Some(child)
             } else {
                 if !running {
-                    return Err(format!("switch '{name}' is stopped already"));
+                    return Err(NetError::Refused(format!("switch '{name}' is stopped already")));
                 }
                 crate::procs::stop_pid(st.sdnlab[i].pid);
                 st.sdnlab[i].pid = 0;
                 None
             };
             let path = st.dir().join("state.json");
-            std::fs::write(&path, serde_json::to_vec_pretty(&*st).map_err(err)?)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, serde_json::to_vec_pretty(&*st)?)
+                .map_err(NetError::io(path.display().to_string()))?;
             Ok(child)
         }
     }
@@ -973,7 +999,7 @@ pub async fn switch_set(st: &mut State, name: &str, start: bool) -> Result<Optio
 /// Takes a run down from any process: asks its `up` process to (it tears
 /// down its own network on SIGTERM) and waits for it, else removes
 /// everything the state names itself.
-pub async fn stop_run(st: &State) -> Result<(), String> {
+pub async fn stop_run(st: &State) -> Result<(), NetError> {
     let dir = st.dir();
     if st.pid != std::process::id() && is_sdnlab(st.pid) {
         let _ = nix::sys::signal::kill(

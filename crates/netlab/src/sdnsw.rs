@@ -10,13 +10,14 @@
 use crate::state::State;
 pub use crate::state::SwitchProcess;
 use crate::topo::Topology;
+use crate::NetError;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `sdnlab` executable: `SDNLAB_BIN`, else this process if it is
 /// sdnlab, else the workspace's newest build.
-pub fn binary() -> Result<PathBuf, String> {
+pub fn binary() -> Result<PathBuf, NetError> {
     if let Some(p) = std::env::var_os("SDNLAB_BIN") {
         return Ok(PathBuf::from(p));
     }
@@ -31,7 +32,9 @@ pub fn binary() -> Result<PathBuf, String> {
         .map(|p| root.join(p).join("sdnlab"))
         .filter(|p| p.is_file())
         .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
-        .ok_or_else(|| "cannot find the sdnlab binary for --switch sdnlab: build it or set SDNLAB_BIN".to_string())
+        .ok_or_else(|| {
+            NetError::Refused("cannot find the sdnlab binary for --switch sdnlab: build it or set SDNLAB_BIN".into())
+        })
 }
 
 /// The root-namespace interfaces of each switch, in port order.
@@ -50,14 +53,14 @@ fn spawn_one(
     ports: &[String],
     default_controller: Option<&str>,
     shaped: bool,
-) -> Result<(SwitchProcess, Child), String> {
+) -> Result<(SwitchProcess, Child), NetError> {
     let pidfile = dir.join(format!("{}.pid", sw.name));
     let mgmt = mgmt_socket(dir, &sw.name);
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(dir.join(format!("{}.log", sw.name)))
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+        .map_err(NetError::io(dir.display().to_string()))?;
     let mut c = Command::new(bin);
     c.arg("switch");
     for p in ports {
@@ -78,7 +81,9 @@ fn spawn_one(
         Some(cs) => {
             for one in cs.split(',').map(str::trim).filter(|c| !c.is_empty()) {
                 if one.starts_with("ssl:") {
-                    return Err("the sdnlab switch has no TLS yet: use a tcp: controller".into());
+                    return Err(NetError::Refused(
+                        "the sdnlab switch has no TLS yet: use a tcp: controller".into(),
+                    ));
                 }
                 c.args(["--controller", one]);
             }
@@ -88,9 +93,9 @@ fn spawn_one(
         }
     }
     c.stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stdout(log.try_clone().map_err(NetError::io(format!("{}'s log", sw.name)))?)
         .stderr(log);
-    let child = c.spawn().map_err(|e| format!("{}: {e}", bin.display()))?;
+    let child = c.spawn().map_err(NetError::io(bin.display().to_string()))?;
     let p = SwitchProcess {
         name: sw.name.clone(),
         pid: child.id(),
@@ -105,7 +110,7 @@ pub fn mgmt_socket(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Waits (10 s at most) until a started switch listens on its socket.
-fn wait_listening(dir: &Path, s: &SwitchProcess, child: &mut Child) -> Result<(), String> {
+fn wait_listening(dir: &Path, s: &SwitchProcess, child: &mut Child) -> Result<(), NetError> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mgmt = mgmt_socket(dir, &s.name);
     loop {
@@ -114,10 +119,16 @@ fn wait_listening(dir: &Path, s: &SwitchProcess, child: &mut Child) -> Result<()
         }
         if let Ok(Some(status)) = child.try_wait() {
             let log = std::fs::read_to_string(dir.join(format!("{}.log", s.name))).unwrap_or_default();
-            return Err(format!("sdnlab switch {} exited ({status}): {}", s.name, log.trim()));
+            return Err(NetError::Tool {
+                what: format!("sdnlab switch {} exited ({status})", s.name),
+                detail: log.trim().to_string(),
+            });
         }
         if Instant::now() > deadline {
-            return Err(format!("sdnlab switch {} did not start listening within 10 s", s.name));
+            return Err(NetError::Tool {
+                what: format!("sdnlab switch {}", s.name),
+                detail: "did not start listening within 10 s".into(),
+            });
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -136,7 +147,7 @@ pub fn start(
     st: &State,
     default_controller: Option<&str>,
     children: &mut Vec<Child>,
-) -> Result<Vec<SwitchProcess>, String> {
+) -> Result<Vec<SwitchProcess>, NetError> {
     let bin = binary()?;
     let ports = ports_of(st);
     let mut out = Vec::new();
@@ -156,16 +167,16 @@ pub fn start(
 }
 
 /// Starts one switch of a run again (after `switch S stop`), as `start` did.
-pub fn restart(st: &State, name: &str) -> Result<(SwitchProcess, Child), String> {
+pub fn restart(st: &State, name: &str) -> Result<(SwitchProcess, Child), NetError> {
     let topo = st
         .topology
         .as_ref()
-        .ok_or("this run's state has no topology (brought up by an older sdnlab)")?;
+        .ok_or_else(|| NetError::Refused("this run's state has no topology (brought up by an older sdnlab)".into()))?;
     let sw = topo
         .switches
         .iter()
         .find(|s| s.name == name)
-        .ok_or_else(|| format!("no switch '{name}'"))?;
+        .ok_or_else(|| NetError::NotFound(format!("no switch '{name}'")))?;
     let ports = ports_of(st);
     let my_ports = ports.get(name).cloned().unwrap_or_default();
     let dir = st.dir();

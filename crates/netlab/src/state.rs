@@ -34,17 +34,17 @@ pub enum SwitchKind {
 
 impl State {
     /// Host `name`'s namespace; the error names the run's hosts.
-    pub fn netns_of(&self, name: &str) -> Result<&str, String> {
+    pub fn netns_of(&self, name: &str) -> Result<&str, crate::NetError> {
         self.hosts
             .iter()
             .find(|h| h.name == name)
             .map(|h| h.netns.as_str())
             .ok_or_else(|| {
-                format!(
+                crate::NetError::NotFound(format!(
                     "no host '{name}' in run {} (hosts: {})",
                     self.id,
                     self.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(" ")
-                )
+                ))
             })
     }
 

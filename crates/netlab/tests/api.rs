@@ -91,11 +91,12 @@ async fn api_up_exec_counters_link_failure_mgmt_and_down() {
         "{}",
         String::from_utf8_lossy(&tc.stdout)
     );
-    assert!(net
-        .command("nobody", &["true"])
-        .unwrap_err()
-        .contains("no host 'nobody'"));
-    assert!(net.set_link("web", "s2", false).await.unwrap_err().contains("no link"));
+    let e = net.command("nobody", &["true"]).unwrap_err();
+    assert!(matches!(e, netlab::NetError::NotFound(_)), "{e:?}");
+    assert!(e.to_string().contains("no host 'nobody'"), "{e}");
+    let e = net.set_link("web", "s2", false).await.unwrap_err();
+    assert!(matches!(e, netlab::NetError::NotFound(_)), "{e:?}");
+    assert!(e.to_string().contains("no link"), "{e}");
     net.down().await.unwrap();
     assert_eq!(leftovers(&id), Vec::<String>::new());
 }

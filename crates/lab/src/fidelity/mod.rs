@@ -94,14 +94,45 @@ impl FidelityConfig {
     }
 }
 
+/// Why a trial of one emulator failed (the run goes on with the next).
+#[derive(Debug, thiserror::Error)]
+enum EmuError {
+    #[error(transparent)]
+    Net(#[from] netlab::NetError),
+    /// A file, a pipe or a program of ours, and what it was for.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// iperf3's or the Mininet side's answer, unreadable.
+    #[error("{what}: {source}")]
+    Unreadable {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The emulator (or its measurement) said what went wrong.
+    #[error("{0}")]
+    Said(String),
+}
+
+impl EmuError {
+    fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EmuError {
+        let what = what.into();
+        move |source| EmuError::Io { what, source }
+    }
+}
+
 /// What one emulator offers the experiment.
 trait Emulation {
-    fn up(&mut self, switches: usize) -> Result<(), String>;
+    fn up(&mut self, switches: usize) -> Result<(), EmuError>;
     /// iperf3's JSON report, TCP, or UDP at `rate` ("100M").
-    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, String>;
+    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, EmuError>;
     /// ping's output.
-    fn ping(&mut self, count: usize) -> Result<String, String>;
-    fn down(&mut self) -> Result<(), String>;
+    fn ping(&mut self, count: usize) -> Result<String, EmuError>;
+    fn down(&mut self) -> Result<(), EmuError>;
 }
 
 /// sdnlab's emulation through netlab.
@@ -111,16 +142,25 @@ struct Sdnlab {
 }
 
 impl Sdnlab {
-    fn last(&self) -> Result<(&netlab::run::State, String), String> {
-        let net = self.net.as_ref().ok_or("no network is up")?;
-        let last = net.state.hosts.last().ok_or("no hosts")?.name.clone();
+    fn last(&self) -> Result<(&netlab::run::State, String), EmuError> {
+        let net = self
+            .net
+            .as_ref()
+            .ok_or_else(|| EmuError::Said("no network is up".into()))?;
+        let last = net
+            .state
+            .hosts
+            .last()
+            .ok_or_else(|| EmuError::Said("no hosts".into()))?
+            .name
+            .clone();
         Ok((&net.state, last))
     }
 }
 
 impl Emulation for Sdnlab {
-    fn up(&mut self, switches: usize) -> Result<(), String> {
-        let topo = netlab::topo::shape(&format!("linear,{switches}"))?;
+    fn up(&mut self, switches: usize) -> Result<(), EmuError> {
+        let topo = netlab::topo::shape(&format!("linear,{switches}")).map_err(EmuError::Said)?;
         let options = netlab::run::UpOptions {
             kind: netlab::run::SwitchKind::Bridge,
             controller: None,
@@ -132,15 +172,15 @@ impl Emulation for Sdnlab {
         self.net = Some(self.rt.block_on(netlab::run::Net::up(topo, options))?);
         Ok(())
     }
-    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, String> {
+    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, EmuError> {
         let (st, last) = self.last()?;
-        let server = st.hosts.last().ok_or("no hosts")?;
+        let server = st.hosts.last().ok_or_else(|| EmuError::Said("no hosts".into()))?;
         let ip = server.ip.to_string();
         let mut srv = netlab::run::command_in(st, &last, &["iperf3", "-s", "-1", "-p", "5201"])?
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("iperf3 (scripts/install-deps.sh installs it): {e}"))?;
+            .map_err(EmuError::io("iperf3 (scripts/install-deps.sh installs it)"))?;
         std::thread::sleep(std::time::Duration::from_millis(300));
         let secs = format!("{seconds}");
         let mut argv = vec!["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"];
@@ -149,18 +189,21 @@ impl Emulation for Sdnlab {
         }
         let out = netlab::run::command_in(st, &st.hosts[0].name, &argv)?
             .output()
-            .map_err(|e| format!("iperf3: {e}"));
+            .map_err(EmuError::io("iperf3"));
         let _ = srv.kill();
         let _ = srv.wait();
-        serde_json::from_slice(&out?.stdout).map_err(|e| format!("iperf3's report: {e}"))
+        serde_json::from_slice(&out?.stdout).map_err(|source| EmuError::Unreadable {
+            what: "iperf3's report".into(),
+            source,
+        })
     }
-    fn ping(&mut self, count: usize) -> Result<String, String> {
+    fn ping(&mut self, count: usize) -> Result<String, EmuError> {
         let (st, last) = self.last()?;
         let ip = st
             .hosts
             .iter()
             .find(|h| h.name == last)
-            .ok_or("no hosts")?
+            .ok_or_else(|| EmuError::Said("no hosts".into()))?
             .ip
             .to_string();
         let n = count.to_string();
@@ -170,12 +213,12 @@ impl Emulation for Sdnlab {
             &["ping", "-n", "-q", "-c", &n, "-i", "0.2", "-W", "1", &ip],
         )?
         .output()
-        .map_err(|e| format!("ping: {e}"))?;
+        .map_err(EmuError::io("ping"))?;
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
-    fn down(&mut self) -> Result<(), String> {
+    fn down(&mut self) -> Result<(), EmuError> {
         match self.net.take() {
-            Some(n) => self.rt.block_on(n.down()),
+            Some(n) => Ok(self.rt.block_on(n.down())?),
             None => Ok(()),
         }
     }
@@ -192,9 +235,9 @@ struct Mininet {
 const MININET_SIDE: &str = include_str!("mininet_side.py");
 
 impl Mininet {
-    fn start(dir: &std::path::Path) -> Result<Mininet, String> {
+    fn start(dir: &std::path::Path) -> Result<Mininet, EmuError> {
         let script = dir.join("mininet_side.py");
-        std::fs::write(&script, MININET_SIDE).map_err(|e| format!("{}: {e}", script.display()))?;
+        std::fs::write(&script, MININET_SIDE).map_err(EmuError::io(script.display().to_string()))?;
         // Debian's interpreter: Mininet is installed for it (not for another python3 on PATH).
         use std::os::unix::process::CommandExt;
         let mut child = Command::new("/usr/bin/python3")
@@ -206,9 +249,11 @@ impl Mininet {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("/usr/bin/python3: {e}"))?;
-        let to = child.stdin.take().ok_or("no stdin")?;
-        let from = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+            .map_err(EmuError::io("/usr/bin/python3"))?;
+        let (Some(to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(EmuError::Said("Mininet's side has no pipes".into()));
+        };
+        let from = BufReader::new(from);
         Ok(Mininet {
             child,
             to: Some(to),
@@ -216,40 +261,51 @@ impl Mininet {
         })
     }
 
-    fn ask(&mut self, line: &str) -> Result<Value, String> {
-        let to = self.to.as_mut().ok_or("mininet: its side is closed")?;
-        writeln!(to, "{line}").map_err(|e| format!("mininet: {e}"))?;
+    fn ask(&mut self, line: &str) -> Result<Value, EmuError> {
+        let to = self
+            .to
+            .as_mut()
+            .ok_or_else(|| EmuError::Said("mininet: its side is closed".into()))?;
+        writeln!(to, "{line}").map_err(EmuError::io("mininet"))?;
         let mut answer = String::new();
-        self.from.read_line(&mut answer).map_err(|e| format!("mininet: {e}"))?;
+        self.from.read_line(&mut answer).map_err(EmuError::io("mininet"))?;
         if answer.is_empty() {
-            return Err("Mininet's side ended (is the `mininet` package installed? scripts/install-deps.sh)".into());
+            return Err(EmuError::Said(
+                "Mininet's side ended (is the `mininet` package installed? scripts/install-deps.sh)".into(),
+            ));
         }
-        let v: Value = serde_json::from_str(&answer).map_err(|e| format!("mininet said {answer:?}: {e}"))?;
+        let v: Value = serde_json::from_str(&answer).map_err(|source| EmuError::Unreadable {
+            what: format!("mininet said {answer:?}"),
+            source,
+        })?;
         if v["ok"] != true {
-            return Err(format!("mininet: {}", v["error"].as_str().unwrap_or("failed")));
+            return Err(EmuError::Said(format!(
+                "mininet: {}",
+                v["error"].as_str().unwrap_or("failed")
+            )));
         }
         Ok(v)
     }
 }
 
 impl Emulation for Mininet {
-    fn up(&mut self, switches: usize) -> Result<(), String> {
+    fn up(&mut self, switches: usize) -> Result<(), EmuError> {
         self.ask(&format!("up {switches}")).map(|_| ())
     }
-    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, String> {
+    fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, EmuError> {
         let v = match rate {
             None => self.ask(&format!("tcp {seconds}"))?,
             Some(r) => self.ask(&format!("udp {r} {seconds}"))?,
         };
         Ok(v["iperf"].clone())
     }
-    fn ping(&mut self, count: usize) -> Result<String, String> {
+    fn ping(&mut self, count: usize) -> Result<String, EmuError> {
         Ok(self.ask(&format!("ping {count}"))?["text"]
             .as_str()
             .unwrap_or("")
             .to_string())
     }
-    fn down(&mut self) -> Result<(), String> {
+    fn down(&mut self) -> Result<(), EmuError> {
         self.ask("down").map(|_| ())
     }
 }
@@ -279,7 +335,7 @@ fn rtt_of(text: &str) -> Option<f64> {
 }
 
 /// One watched trial: the host's load, the bound (per bit) and the trial's figure.
-fn watched<T>(f: impl FnOnce() -> Result<T, String>) -> Result<(T, HostLoad), String> {
+fn watched<T>(f: impl FnOnce() -> Result<T, EmuError>) -> Result<(T, HostLoad), EmuError> {
     let w = HostWatch::start_with(Vec::new(), &["iperf3", "ping"], Rule::default());
     let r = f();
     let host = w.finish();
@@ -336,7 +392,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
         .map_err(|e| LabError::Setup(format!("a runtime for netlab: {e}")))?;
     let mut sdnlab = Sdnlab { rt, net: None };
     let mut mininet = if args.emulators.iter().any(|e| e == "mininet") {
-        Some(Mininet::start(&dir).map_err(LabError::Setup)?)
+        Some(Mininet::start(&dir).map_err(LabError::setup)?)
     } else {
         None
     };
@@ -416,7 +472,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
 }
 
 /// One emulator at one size: up, the measurements, down (also on failure).
-fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, String> {
+fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, EmuError> {
     e.up(n)?;
     let r = measure(e, args);
     let d = e.down();
@@ -425,25 +481,26 @@ fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, 
     Ok(v)
 }
 
-fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, String> {
-    crate::stop::check()?;
+fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, EmuError> {
+    crate::stop::check().map_err(EmuError::Said)?;
     let (tcp, host) = watched(|| e.iperf(args.seconds, None))?;
-    let tcp = netlab::run::iperf_figures(&tcp, false).map_err(|e| format!("iperf3: {e}"))?;
+    let tcp = netlab::run::iperf_figures(&tcp, false)?;
     let bits = tcp.received_bps * args.seconds;
     let bound = Bound::of("bit", host.demands(bits), None);
     let tcp = json!({"mbit": tcp.received_bps / 1e6, "host": host, "bound": bound});
     let mut udp = Vec::new();
     for mbit in &args.udp_mbit {
-        crate::stop::check()?;
+        crate::stop::check().map_err(EmuError::Said)?;
         let rate = format!("{mbit}M");
         let (v, host) = watched(|| e.iperf(args.seconds, Some(&rate)))?;
-        let r = netlab::run::iperf_figures(&v, true).map_err(|e| format!("iperf3: {e}"))?;
+        let r = netlab::run::iperf_figures(&v, true)?;
         let bound = Bound::of("bit", host.demands(r.received_bps * args.seconds), None);
         udp.push(json!({"offered_mbit": mbit, "received_mbit": r.received_bps / 1e6,
             "lost_pct": r.lost.map(|l| l * 100.0), "host": host, "bound": bound}));
     }
     let (text, host) = watched(|| e.ping(args.pings))?;
-    let rtt = rtt_of(&text).ok_or_else(|| format!("no round-trip time in ping's output: {}", text.trim()))?;
+    let rtt =
+        rtt_of(&text).ok_or_else(|| EmuError::Said(format!("no round-trip time in ping's output: {}", text.trim())))?;
     Ok(json!({"tcp": tcp, "udp": udp, "ping": {"rtt_ms": rtt, "host": host}}))
 }
 

@@ -313,24 +313,24 @@ fn topology(replica_mbit: f64, mgmt: &str) -> netlab::topo::Topology {
     netlab::topo::from_toml(&t).expect("the bench's own topology is valid")
 }
 
-fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
+fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
     let mgmt = format!("10.78.{}", 100 + std::process::id() % 100);
-    let lb = Lb::new(lb_config(first, a, &mgmt)?);
+    let lb = Lb::new(lb_config(first, a, &mgmt).map_err(LabError::Setup)?);
     let slot = LbSlot::new(lb.clone());
-    let l2 = controller::catalog::by_name("l2-learning")?;
+    let l2 = controller::catalog::by_name("l2-learning").map_err(LabError::Setup)?;
     let controller = controller::runtime::start(controller::runtime::Config {
         listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))],
         workers: 1,
         apps: vec![slot.factory(), l2],
         ..Default::default()
     })
-    .map_err(|e| format!("starting the controller: {e}"))?;
+    .map_err(|e| LabError::setup(format!("starting the controller: {e}")))?;
     let addr = controller.local_addrs[0];
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
-    let kind: netlab::run::SwitchKind = a.switch.parse()?;
+        .map_err(LabError::setup)?;
+    let kind: netlab::run::SwitchKind = a.switch.parse().map_err(LabError::Setup)?;
     let net = rt.block_on(netlab::run::Net::up(
         topology(a.replica_mbit, &mgmt),
         netlab::run::UpOptions {
@@ -353,24 +353,27 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
             packetio::live::set_tx_checksum("eth0", false)
         })
         .join()
-        .map_err(|_| "setting checksum offload panicked".to_string())?
-        .map_err(|e| format!("{}: {e}", h.name))?;
+        .map_err(|_| LabError::setup("setting checksum offload panicked"))?
+        .map_err(|e| LabError::setup(format!("{}: {e}", h.name)))?;
     }
     let mut children = Children(Vec::new());
     let chunks = videos.chunk_bytes.clone();
     for r in 0..REPLICAS {
         let name = format!("r{}", r + 1);
         let dir = net.dir.join(&name);
-        let argv = ::lb::replica::prepare(&dir, &name, 80, &chunks).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let argv = ::lb::replica::prepare(&dir, &name, 80, &chunks).map_err(|source| LabError::Io {
+            path: dir.clone(),
+            source,
+        })?;
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let nginx = net
             .command(&name, &argv)?
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("nginx: {e} (install it: scripts/install-deps.sh)"))?;
+            .map_err(|e| LabError::setup(format!("nginx: {e} (install it: scripts/install-deps.sh)")))?;
         children.0.push(nginx);
-        let me = std::env::current_exe().map_err(|e| e.to_string())?;
+        let me = std::env::current_exe().map_err(LabError::setup)?;
         let pidfile = dir.join("agent.pid");
         let agent = net
             .command(
@@ -385,7 +388,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("agent: {e}"))?;
+            .map_err(|e| LabError::setup(format!("agent: {e}")))?;
         children.0.push(agent);
     }
     lb.start_tcp_health();
@@ -396,7 +399,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
         slot,
         _controller: controller,
         mgmt,
-        agents: lb::agent::Client::new().map_err(|e| e.to_string())?,
+        agents: lb::agent::Client::new().map_err(LabError::setup)?,
     };
     // Every nginx listening (seen over the management network, as the
     // health checks see it), and a request through the VIP answered.
@@ -410,10 +413,10 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, String> {
             break;
         }
         if Instant::now() > deadline {
-            return Err(format!(
+            return Err(LabError::Setup(format!(
                 "the replicas did not answer through the VIP within 20 s ({})",
                 lab.probe_vip().err().unwrap_or_default()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -709,10 +712,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         "building the testbed ({} switch, 4 nginx replicas)",
         a.switch
     )));
-    let mut lab = match up(a, &p.variants[0], &videos) {
-        Ok(l) => l,
-        Err(e) => return Err(LabError::setup(e)),
-    };
+    let mut lab = up(a, &p.variants[0], &videos)?;
     // Each policy's decision alone: new flows fed to a fresh app as fast
     // as it takes them, no switch and no other load (the agents do answer).
     let mut decisions = String::from(
