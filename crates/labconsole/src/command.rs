@@ -194,18 +194,46 @@ pub const DPCTL: &[&str] = &[
     "get-frags",
 ];
 
-fn need(words: &[String], n: usize, usage: &str) -> Result<(), String> {
+/// A line the console cannot run: what is wrong, in the one line shown.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadLine {
+    /// The command's usage.
+    #[error("usage: {0}")]
+    Usage(String),
+    /// A name that is not one of the network's nodes.
+    #[error("no {kind} '{name}' (`nodes` lists them)")]
+    NoSuch { kind: &'static str, name: String },
+    #[error("'{0}' is not a duration in seconds (1 to 3600)")]
+    NotSeconds(String),
+    #[error("'{0}' is not a rate (e.g. 10M, 1.5G, 800k)")]
+    NotRate(String),
+    #[error("'{word}': {what}")]
+    NotOneOf { word: String, what: &'static str },
+    #[error("unbalanced quotes")]
+    Quotes,
+    /// `iperf H1`: a host alone.
+    #[error("iperf {0}: give two hosts (iperf {0} H2 [SECONDS]), or none for the first and last")]
+    OneHost(String),
+    #[error("unknown command or node '{0}' (`help` lists the commands, `nodes` the nodes)")]
+    Unknown(String),
+}
+
+fn usage(u: impl Into<String>) -> BadLine {
+    BadLine::Usage(u.into())
+}
+
+fn need(words: &[String], n: usize, u: &str) -> Result<(), BadLine> {
     if words.len() != n {
-        Err(format!("usage: {usage}"))
+        Err(usage(u))
     } else {
         Ok(())
     }
 }
 
-fn seconds(s: &str) -> Result<u32, String> {
+fn seconds(s: &str) -> Result<u32, BadLine> {
     match s.parse::<u32>() {
         Ok(n) if (1..=3600).contains(&n) => Ok(n),
-        _ => Err(format!("'{s}' is not a duration in seconds (1 to 3600)")),
+        _ => Err(BadLine::NotSeconds(s.to_string())),
     }
 }
 
@@ -217,7 +245,7 @@ fn is_rate(s: &str) -> bool {
 
 impl Command {
     /// Reads one line. An error is the one line to show.
-    pub fn parse(line: &str, names: &Names) -> Result<Command, String> {
+    pub fn parse(line: &str, names: &Names) -> Result<Command, BadLine> {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             return Ok(Command::Nothing);
@@ -226,7 +254,7 @@ impl Command {
         let rest = rest.trim();
         if names.is_node(first) {
             if rest.is_empty() {
-                return Err(format!("usage: {first} CMD (a command to run in {first})"));
+                return Err(usage(format!("{first} CMD (a command to run in {first})")));
             }
             return Ok(Command::Node {
                 node: first.into(),
@@ -235,31 +263,40 @@ impl Command {
         }
         if first == "sh" {
             if rest.is_empty() {
-                return Err("usage: sh CMD".into());
+                return Err(usage("sh CMD"));
             }
             return Ok(Command::Sh { line: rest.into() });
         }
-        let words = shlex::split(line).ok_or("unbalanced quotes")?;
+        let words = shlex::split(line).ok_or(BadLine::Quotes)?;
         let args = &words[1..];
-        let host = |n: &String| -> Result<String, String> {
+        let host = |n: &String| -> Result<String, BadLine> {
             if names.is_host(n) {
                 Ok(n.clone())
             } else {
-                Err(format!("no host '{n}' (`nodes` lists them)"))
+                Err(BadLine::NoSuch {
+                    kind: "host",
+                    name: n.clone(),
+                })
             }
         };
-        let switch = |n: &String| -> Result<String, String> {
+        let switch = |n: &String| -> Result<String, BadLine> {
             if names.is_switch(n) {
                 Ok(n.clone())
             } else {
-                Err(format!("no switch '{n}' (`nodes` lists them)"))
+                Err(BadLine::NoSuch {
+                    kind: "switch",
+                    name: n.clone(),
+                })
             }
         };
-        let node = |n: &String| -> Result<String, String> {
+        let node = |n: &String| -> Result<String, BadLine> {
             if names.is_node(n) {
                 Ok(n.clone())
             } else {
-                Err(format!("no node '{n}' (`nodes` lists them)"))
+                Err(BadLine::NoSuch {
+                    kind: "node",
+                    name: n.clone(),
+                })
             }
         };
         Ok(match first {
@@ -290,19 +327,14 @@ impl Command {
                 }
             }
             "iperf" => {
-                let usage = "usage: iperf [H1 H2] [SECONDS]";
+                let u = "iperf [H1 H2] [SECONDS]";
                 let (pair, secs) = match args.len() {
                     0 => (None, 5),
-                    1 if names.is_host(&args[0]) => {
-                        return Err(format!(
-                            "iperf {}: give two hosts (iperf {} H2 [SECONDS]), or none for the first and last",
-                            args[0], args[0]
-                        ))
-                    }
+                    1 if names.is_host(&args[0]) => return Err(BadLine::OneHost(args[0].clone())),
                     1 => (None, seconds(&args[0])?),
                     2 => (Some((host(&args[0])?, host(&args[1])?)), 5),
                     3 => (Some((host(&args[0])?, host(&args[1])?)), seconds(&args[2])?),
-                    _ => return Err(usage.into()),
+                    _ => return Err(usage(u)),
                 };
                 Command::Iperf { pair, seconds: secs }
             }
@@ -311,7 +343,7 @@ impl Command {
                 let mut rate = "10M".to_string();
                 if let Some(r) = a.first().filter(|r| !names.is_node(r)) {
                     if !is_rate(r) {
-                        return Err(format!("'{r}' is not a rate (e.g. 10M, 1.5G, 800k)"));
+                        return Err(BadLine::NotRate(r.clone()));
                     }
                     rate = r.clone();
                     a = &a[1..];
@@ -320,7 +352,7 @@ impl Command {
                     0 => (None, 5),
                     2 => (Some((host(&a[0])?, host(&a[1])?)), 5),
                     3 => (Some((host(&a[0])?, host(&a[1])?)), seconds(&a[2])?),
-                    _ => return Err("usage: iperfudp [RATE] [H1 H2] [SECONDS]".into()),
+                    _ => return Err(usage("iperfudp [RATE] [H1 H2] [SECONDS]")),
                 };
                 Command::IperfUdp {
                     rate,
@@ -333,7 +365,12 @@ impl Command {
                 let up = match args[2].as_str() {
                     "up" => true,
                     "down" => false,
-                    o => return Err(format!("'{o}': a link goes up or down")),
+                    o => {
+                        return Err(BadLine::NotOneOf {
+                            word: o.to_string(),
+                            what: "a link goes up or down",
+                        })
+                    }
                 };
                 Command::Link {
                     a: node(&args[0])?,
@@ -346,7 +383,12 @@ impl Command {
                 let start = match args[1].as_str() {
                     "start" => true,
                     "stop" => false,
-                    o => return Err(format!("'{o}': a switch can start or stop")),
+                    o => {
+                        return Err(BadLine::NotOneOf {
+                            word: o.to_string(),
+                            what: "a switch can start or stop",
+                        })
+                    }
                 };
                 Command::Switch {
                     name: switch(&args[0])?,
@@ -355,7 +397,7 @@ impl Command {
             }
             "dpctl" => {
                 if args.is_empty() {
-                    return Err("usage: dpctl CMD [ARGS] (e.g. dpctl dump-flows)".into());
+                    return Err(usage("dpctl CMD [ARGS] (e.g. dpctl dump-flows)"));
                 }
                 Command::Dpctl { args: args.to_vec() }
             }
@@ -367,7 +409,7 @@ impl Command {
             }
             "watch" => {
                 if !(2..=3).contains(&words.len()) {
-                    return Err("usage: watch S [SECONDS]".into());
+                    return Err(usage("watch S [SECONDS]"));
                 }
                 Command::Watch {
                     switch: switch(&args[0])?,
@@ -379,17 +421,13 @@ impl Command {
                 1 => Command::Graph {
                     file: Some(args[0].clone()),
                 },
-                _ => return Err("usage: graph [FILE.svg]".into()),
+                _ => return Err(usage("graph [FILE.svg]")),
             },
             "source" => {
                 need(&words, 2, "source FILE")?;
                 Command::Source { path: args[0].clone() }
             }
-            other => {
-                return Err(format!(
-                    "unknown command or node '{other}' (`help` lists the commands, `nodes` the nodes)"
-                ))
-            }
+            other => return Err(BadLine::Unknown(other.to_string())),
         })
     }
 }
@@ -497,7 +535,7 @@ mod tests {
         assert_eq!(substitute("ping -c1 h2", &n), "ping -c1 10.0.0.2");
         // Whole words only: h10 is not h1 followed by 0; s1 has no address.
         assert_eq!(substitute("ping h10 h1x s1  'h2'", &n), "ping 10.0.0.10 h1x s1  'h2'");
-        assert!(Command::parse("h1", &n).unwrap_err().contains("usage"));
+        assert!(Command::parse("h1", &n).unwrap_err().to_string().contains("usage"));
     }
 
     #[test]
@@ -578,7 +616,7 @@ mod tests {
             ("dpctl", "usage: dpctl"),
             ("source 'unterminated", "unbalanced quotes"),
         ] {
-            let e = Command::parse(line, &n).expect_err(line);
+            let e = Command::parse(line, &n).expect_err(line).to_string();
             assert!(e.contains(says), "{line}: {e}");
             assert!(!e.contains('\n'), "{line}: one line");
         }

@@ -11,6 +11,7 @@
 //! - [`live`]: an experiment's progress events drawn as a dashboard.
 
 pub mod command;
+pub mod error;
 pub mod flows;
 pub mod graph;
 pub mod live;
@@ -18,4 +19,5 @@ pub mod prompt;
 pub mod session;
 pub mod watch;
 
+pub use error::ConsoleError;
 pub use session::{Console, Lab, Rest};

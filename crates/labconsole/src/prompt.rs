@@ -45,21 +45,19 @@ fn history_file() -> Option<std::path::PathBuf> {
 }
 
 /// Runs the prompt until `exit`, Ctrl-D or the end of the input.
-pub fn run(console: &mut Console) -> Result<(), String> {
+pub fn run(console: &mut Console) -> Result<(), crate::ConsoleError> {
     // SIGINT while a command runs goes to the command (same process group);
     // the console only records it. signal-hook composes with tokio's own
     // handler, so `net up`'s Ctrl-C handling elsewhere is unchanged.
     signal_hook::flag::register(signal_hook::consts::SIGINT, console.interrupted.clone())
-        .map_err(|e| format!("cannot watch Ctrl-C: {e}"))?;
+        .map_err(crate::ConsoleError::io("cannot watch Ctrl-C"))?;
     let terminal = std::io::stdin().is_terminal();
     let config = rustyline::Config::builder()
         .auto_add_history(true)
-        .max_history_size(1000)
-        .map_err(|e| e.to_string())?
+        .max_history_size(1000)?
         .completion_type(rustyline::CompletionType::List)
         .build();
-    let mut ed: Editor<Complete, rustyline::history::DefaultHistory> =
-        Editor::with_config(config).map_err(|e| format!("terminal: {e}"))?;
+    let mut ed: Editor<Complete, rustyline::history::DefaultHistory> = Editor::with_config(config)?;
     ed.set_helper(Some(Complete(console.names())));
     let history = history_file().filter(|_| terminal);
     if let Some(h) = &history {
@@ -104,7 +102,7 @@ pub fn run(console: &mut Console) -> Result<(), String> {
                 }
                 break;
             }
-            Err(e) => return Err(format!("terminal: {e}")),
+            Err(e) => return Err(e.into()),
         }
     }
     if let Some(h) = &history {

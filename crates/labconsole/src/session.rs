@@ -5,6 +5,7 @@
 //! line and the prompt stays; only `exit` ends the session.
 
 use crate::command::{Command, Names, COMMANDS};
+use crate::ConsoleError;
 use netlab::run::{self, Net, State, SwitchKind};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -119,7 +120,9 @@ impl Console {
     pub fn line(&mut self, line: &str) -> Flow {
         self.interrupted.store(false, Ordering::Relaxed);
         let names = self.names();
-        let r = Command::parse(line, &names).and_then(|c| self.run(c, &names));
+        let r = Command::parse(line, &names)
+            .map_err(ConsoleError::from)
+            .and_then(|c| self.run(c, &names));
         match r {
             Ok(f) => f,
             Err(e) => {
@@ -130,7 +133,7 @@ impl Console {
     }
 
     /// Takes the network down (unless `keep`); what to tell the person.
-    pub fn finish(self, keep: bool) -> Result<String, String> {
+    pub fn finish(self, keep: bool) -> Result<String, ConsoleError> {
         let id = self.state().id.clone();
         if keep {
             if let Lab::Owned(net) = self.lab {
@@ -147,13 +150,13 @@ impl Console {
         };
         match r {
             Ok(()) => Ok(format!("run {id} down in {:.2} s", t.elapsed().as_secs_f64())),
-            Err(e) => Err(format!(
+            Err(e) => Err(ConsoleError::refused(format!(
                 "teardown of run {id} left something behind ({e}); `sdnlab net clean` removes it"
-            )),
+            ))),
         }
     }
 
-    fn run(&mut self, c: Command, names: &Names) -> Result<Flow, String> {
+    fn run(&mut self, c: Command, names: &Names) -> Result<Flow, ConsoleError> {
         match c {
             Command::Nothing => {}
             Command::Exit => return Ok(Flow::Exit),
@@ -194,7 +197,7 @@ impl Console {
             Command::PingPair => {
                 let st = self.state();
                 if st.hosts.len() < 2 {
-                    return Err("pingpair needs two hosts".into());
+                    return Err(ConsoleError::refused("pingpair needs two hosts"));
                 }
                 let pair = [st.hosts[0].name.clone(), st.hosts[1].name.clone()];
                 self.pingall(false, Some(pair))?
@@ -202,9 +205,7 @@ impl Console {
             Command::Iperf { pair, seconds } => self.iperf(pair, seconds, None)?,
             Command::IperfUdp { rate, pair, seconds } => self.iperf(pair, seconds, Some(rate))?,
             Command::Link { a, b, up } => {
-                self.rt
-                    .block_on(run::set_link(self.state(), &a, &b, up))
-                    .map_err(|e| e.to_string())?;
+                self.rt.block_on(run::set_link(self.state(), &a, &b, up))?;
                 println!("link {a} - {b} {}", if up { "up" } else { "down" });
             }
             Command::Switch { name, start } => {
@@ -212,7 +213,7 @@ impl Console {
                     Lab::Owned(net) => self.rt.block_on(net.switch_set(&name, start)),
                     Lab::Attached(st) => self.rt.block_on(run::switch_set(st, &name, start)).map(|_| ()),
                 };
-                r.map_err(|e| e.to_string())?;
+                r?;
                 println!("switch {name} {}", if start { "started" } else { "stopped" });
             }
             Command::Dpctl { args } => self.dpctl(&args)?,
@@ -222,9 +223,11 @@ impl Console {
             Command::Graph { file } => self.graph(file.as_deref())?,
             Command::Source { path } => {
                 if self.depth >= 8 {
-                    return Err(format!("{path}: sourced files nest deeper than 8"));
+                    return Err(ConsoleError::refused(format!(
+                        "{path}: sourced files nest deeper than 8"
+                    )));
                 }
-                let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+                let text = std::fs::read_to_string(&path).map_err(ConsoleError::io(path.clone()))?;
                 self.depth += 1;
                 let mut flow = Flow::Continue;
                 for l in text.lines() {
@@ -248,7 +251,7 @@ impl Console {
             Command::Node { node, line } => {
                 let line = crate::command::substitute(&line, names);
                 let c = if names.is_host(&node) {
-                    run::command_in(self.state(), &node, &["sh", "-c", &line]).map_err(|e| e.to_string())?
+                    run::command_in(self.state(), &node, &["sh", "-c", &line])?
                 } else {
                     // Switches live in the root namespace, as in Mininet.
                     let mut c = std::process::Command::new("sh");
@@ -262,8 +265,8 @@ impl Console {
     }
 
     /// Runs a command on the terminal (Ctrl-C stops it, not the console).
-    fn foreground(&self, mut c: std::process::Command) -> Result<(), String> {
-        let status = c.status().map_err(|e| e.to_string())?;
+    fn foreground(&self, mut c: std::process::Command) -> Result<(), ConsoleError> {
+        let status = c.status().map_err(ConsoleError::io(format!("{:?}", c.get_program())))?;
         if !status.success() && !self.interrupted.load(Ordering::Relaxed) {
             if let Some(code) = status.code() {
                 println!("*** exit status {code}");
@@ -356,7 +359,7 @@ impl Console {
         }
     }
 
-    fn pingall(&self, full: bool, only: Option<[String; 2]>) -> Result<(), String> {
+    fn pingall(&self, full: bool, only: Option<[String; 2]>) -> Result<(), ConsoleError> {
         println!("*** Ping: testing ping reachability");
         let mut st = self.state().clone();
         if let Some(pair) = &only {
@@ -393,13 +396,13 @@ impl Console {
         Ok(())
     }
 
-    fn iperf(&self, pair: Option<(String, String)>, seconds: u32, udp: Option<String>) -> Result<(), String> {
+    fn iperf(&self, pair: Option<(String, String)>, seconds: u32, udp: Option<String>) -> Result<(), ConsoleError> {
         let st = self.state();
         let (client, server) = match pair {
             Some(p) => p,
             None => {
                 if st.hosts.len() < 2 {
-                    return Err("iperf needs two hosts".into());
+                    return Err(ConsoleError::refused("iperf needs two hosts"));
                 }
                 (st.hosts[0].name.clone(), st.hosts[st.hosts.len() - 1].name.clone())
             }
@@ -415,7 +418,7 @@ impl Console {
             .rt
             .block_on(run::iperf(st, &client, &server, seconds, udp.as_deref(), &add));
         let host = watch.finish();
-        let r = r.map_err(|e| e.to_string())?;
+        let r = r?;
         match r.lost {
             Some(lost) => println!(
                 "*** Results: sent {}, received {}, {:.2}% lost",
@@ -446,10 +449,12 @@ impl Console {
             .map(|o| format!("unix:{}", o.dir.join(format!("{br}.mgmt")).display()))
     }
 
-    fn dpctl(&self, args: &[String]) -> Result<(), String> {
+    fn dpctl(&self, args: &[String]) -> Result<(), ConsoleError> {
         let st = self.state();
         if st.options.kind == SwitchKind::Bridge {
-            return Err("dpctl needs OpenFlow switches (this run's are Linux bridges: --switch ovs or sdnlab)".into());
+            return Err(ConsoleError::refused(
+                "dpctl needs OpenFlow switches (this run's are Linux bridges: --switch ovs or sdnlab)",
+            ));
         }
         let chooses_version = args.iter().any(|a| a == "-O" || a.starts_with("--protocols"));
         for (name, _) in &st.switches {
@@ -475,33 +480,38 @@ impl Console {
                 k += if args[k] == "-O" { 2 } else { 1 };
             }
             let Some((cmd, cmd_args)) = args.get(k..).and_then(|r| r.split_first()) else {
-                return Err("usage: dpctl [OPTIONS] CMD [ARGS]".into());
+                return Err(crate::command::BadLine::Usage("dpctl [OPTIONS] CMD [ARGS]".into()).into());
             };
             let options = &args[..k];
             c.args(options).arg(cmd).arg(&target).args(cmd_args);
-            self.foreground(c)
-                .map_err(|e| format!("ovs-ofctl (scripts/install-deps.sh installs it): {e}"))?;
+            self.foreground(c).map_err(|e| match e {
+                ConsoleError::Io { source, .. } => ConsoleError::Io {
+                    what: "ovs-ofctl (scripts/install-deps.sh installs it)".into(),
+                    source,
+                },
+                e => e,
+            })?;
         }
         Ok(())
     }
 
-    fn flows(&self, switch: &str) -> Result<(), String> {
+    fn flows(&self, switch: &str) -> Result<(), ConsoleError> {
         let st = self.state();
         if st.options.kind == SwitchKind::Bridge {
-            return Err(format!(
+            return Err(ConsoleError::refused(format!(
                 "{switch} is a Linux bridge, which has no flow table (bring the network up with --switch ovs or sdnlab for OpenFlow switches)"
-            ));
+            )));
         }
         if !st.switches.iter().any(|(n, _)| n == switch) {
             let names: Vec<&str> = st.switches.iter().map(|(n, _)| n.as_str()).collect();
-            return Err(format!(
+            return Err(ConsoleError::refused(format!(
                 "no switch '{switch}' in this run (switches: {})",
                 names.join(" ")
-            ));
+            )));
         }
         let target = self
             .ofctl_target(switch)
-            .ok_or_else(|| format!("{switch} is stopped or has no OpenFlow listener"))?;
+            .ok_or_else(|| ConsoleError::refused(format!("{switch} is stopped or has no OpenFlow listener")))?;
         let patience = Duration::from_secs(5);
         let mut client = if let Some(path) = target.strip_prefix("unix:") {
             ofconn::blocking::Client::connect_unix(Path::new(path), patience)
@@ -509,7 +519,7 @@ impl Console {
             let addr: SocketAddr = target
                 .trim_start_matches("tcp:")
                 .parse()
-                .map_err(|_| format!("{switch}: cannot read its address '{target}'"))?;
+                .map_err(|_| ConsoleError::refused(format!("{switch}: cannot read its address '{target}'")))?;
             let cfg = ofconn::Config {
                 versions: vec![ofwire::OFP13_VERSION],
                 miss_send_len: 128,
@@ -517,9 +527,15 @@ impl Console {
             };
             ofconn::blocking::Client::connect_with(addr, cfg, patience)
         }
-        .map_err(|e| format!("{switch}: {e} (flows speaks OpenFlow 1.3)"))?;
+        .map_err(|e| ConsoleError::Peer {
+            what: switch.to_string(),
+            detail: format!("{e} (flows speaks OpenFlow 1.3)"),
+        })?;
         client.patience = patience;
-        let flows = client.flows().map_err(|e| format!("{switch}: {e}"))?;
+        let flows = client.flows().map_err(|e| ConsoleError::Peer {
+            what: switch.to_string(),
+            detail: e.to_string(),
+        })?;
         println!(
             "{switch} (datapath {:016x}): {} flow entries",
             client.info().datapath_id,
@@ -531,16 +547,19 @@ impl Console {
         Ok(())
     }
 
-    fn rest_get(&self, rest: &Rest, path: &str) -> Result<serde_json::Value, String> {
+    fn rest_get(&self, rest: &Rest, path: &str) -> Result<serde_json::Value, ConsoleError> {
         self.rt
             .block_on(ctlbench::northbound::get_json(rest.addr, path, rest.token.as_deref()))
-            .map_err(|e| e.to_string())
+            .map_err(|e| ConsoleError::Peer {
+                what: format!("the controller's REST API ({path})"),
+                detail: e.to_string(),
+            })
     }
 
-    fn controller(&self) -> Result<(), String> {
-        let rest = self.rest.as_ref().ok_or(
+    fn controller(&self) -> Result<(), ConsoleError> {
+        let rest = self.rest.as_ref().ok_or_else(|| ConsoleError::refused(
             "no controller REST API is known for this run: bring it up with --app, or attach with `sdnlab net cli --rest HOST:PORT`",
-        )?;
+        ))?;
         println!("controller REST API at http://{}", rest.addr);
         let switches = self.rest_get(rest, "/switches")?;
         let list = switches.as_array().cloned().unwrap_or_default();
@@ -579,6 +598,10 @@ impl Console {
                     }
                 }
                 Err(e) => {
+                    let e = match e {
+                        ConsoleError::Peer { detail, .. } => detail,
+                        e => e.to_string(),
+                    };
                     let why = e
                         .split_once(": ")
                         .map(|(_, body)| body)
@@ -632,7 +655,7 @@ impl Console {
         Ok(())
     }
 
-    fn watch(&self, switch: &str, seconds: Option<u32>) -> Result<(), String> {
+    fn watch(&self, switch: &str, seconds: Option<u32>) -> Result<(), ConsoleError> {
         let ports = self
             .state()
             .ports()
@@ -641,12 +664,12 @@ impl Console {
             .map(|(_, p)| p)
             .unwrap_or_default();
         if ports.is_empty() {
-            return Err(format!("{switch} has no ports"));
+            return Err(ConsoleError::refused(format!("{switch} has no ports")));
         }
         crate::watch::run(&self.rt, switch, &ports, seconds, &self.interrupted)
     }
 
-    fn graph(&self, file: Option<&str>) -> Result<(), String> {
+    fn graph(&self, file: Option<&str>) -> Result<(), ConsoleError> {
         let dot = crate::graph::dot(self.state());
         match file {
             None => print!("{dot}"),
@@ -655,21 +678,21 @@ impl Console {
                     .args(["-Tsvg", "-o", f])
                     .stdin(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(|e| format!("dot (graphviz; scripts/install-deps.sh installs it): {e}"))?;
+                    .map_err(ConsoleError::io("dot (graphviz; scripts/install-deps.sh installs it)"))?;
                 child
                     .stdin
                     .take()
                     .expect("piped")
                     .write_all(dot.as_bytes())
-                    .map_err(|e| format!("dot: {e}"))?;
-                let status = child.wait().map_err(|e| format!("dot: {e}"))?;
+                    .map_err(ConsoleError::io("dot"))?;
+                let status = child.wait().map_err(ConsoleError::io("dot"))?;
                 if !status.success() {
-                    return Err(format!("dot could not draw {f}"));
+                    return Err(ConsoleError::refused(format!("dot could not draw {f}")));
                 }
                 println!("topology drawn into {f}");
             }
             Some(f) => {
-                std::fs::write(f, dot).map_err(|e| format!("{f}: {e}"))?;
+                std::fs::write(f, dot).map_err(ConsoleError::io(f))?;
                 println!("topology written into {f} (DOT)");
             }
         }

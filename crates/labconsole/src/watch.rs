@@ -5,6 +5,7 @@
 //! netlink: the same numbers for every switch kind, and reading them costs
 //! the switch nothing. Without a terminal it prints a few plain blocks.
 
+use crate::ConsoleError;
 use crossterm::{cursor, event, terminal, QueueableCommand};
 use netlab::kernel::{counters_of, Counters, Nl};
 use netlab::run::Port;
@@ -12,14 +13,14 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-async fn read(ports: &[Port]) -> Result<Vec<Counters>, String> {
-    let nl = Nl::here().map_err(|e| e.to_string())?;
+async fn read(ports: &[Port]) -> Result<Vec<Counters>, ConsoleError> {
+    let nl = Nl::here().map_err(ConsoleError::io("netlink"))?;
     let mut out = Vec::new();
     for p in ports {
         let l = nl
             .link(&p.interface)
             .await
-            .map_err(|e| format!("{}: {e}", p.interface))?;
+            .map_err(ConsoleError::io(p.interface.clone()))?;
         out.push(counters_of(&l));
     }
     Ok(out)
@@ -67,14 +68,14 @@ pub fn run(
     ports: &[Port],
     seconds: Option<u32>,
     interrupted: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<(), ConsoleError> {
     let live = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let until =
         Instant::now() + Duration::from_secs(seconds.map(u64::from).unwrap_or(if live { u64::MAX / 4 } else { 3 }));
     let mut then = rt.block_on(read(ports))?;
     let mut t_then = Instant::now();
     let _raw = if live {
-        terminal::enable_raw_mode().map_err(|e| format!("terminal: {e}"))?;
+        terminal::enable_raw_mode().map_err(ConsoleError::io("terminal"))?;
         Some(Raw)
     } else {
         None
