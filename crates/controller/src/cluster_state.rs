@@ -74,8 +74,11 @@ pub enum StateError {
     Refused { dpid: u64, error: String },
     #[error("the master of switch {0:#x} did not apply it within {1} s (GET /cluster shows who masters it)")]
     NotApplied(u64, u64),
-    #[error("{0}")]
-    Bad(String),
+    #[error(transparent)]
+    Bad(#[from] crate::flows::FlowError),
+    /// A message of a path that does not encode (a bug of ours).
+    #[error("a path's message: {0}")]
+    Encode(ofwire::EncodeError),
 }
 
 /// The sharing thread's inbox.
@@ -234,7 +237,7 @@ impl SharedState {
             };
             Message::new(version, 0, body)
                 .encode(&mut bytes)
-                .map_err(|e| StateError::Bad(format!("{e:?}")))?;
+                .map_err(StateError::Encode)?;
             match mods.iter_mut().find(|m| m.dpid == dpid) {
                 Some(m) => m.messages.push(ofwire::types::to_hex(&bytes)),
                 None => mods.push(SwitchMods {
@@ -431,7 +434,7 @@ async fn apply(ctl: Arc<Core>, member: Arc<cluster::Handle>, id: String, intent:
             // A barrier after each: the switch's refusal of any one is
             // the answer to it.
             if let Err(e) = ctl.env.ctx.request(m.dpid, body, Wait::Barrier).await {
-                error = Some(e);
+                error = Some(e.to_string());
                 break;
             }
         }

@@ -6,7 +6,7 @@
 
 use crate::app::{AppFactory, SwitchApp, Verdict};
 use crate::shared::Registered;
-use crate::shared::{Answer, Command, Context, Ha, Membership, Outbox, Stats, Wait};
+use crate::shared::{Answer, Command, Context, Ha, Membership, Outbox, RequestError, Stats, Wait};
 use ofconn::{CloseReason, Event, Session};
 use ofwire::{v10, v13, Body, Message};
 use std::sync::atomic::Ordering;
@@ -51,10 +51,6 @@ fn hold_back_changes(buf: &mut Vec<u8>, mut keep: Option<&mut Vec<u8>>) -> u64 {
     buf.truncate(kept);
     dropped
 }
-
-/// Why a request that would change a switch is refused.
-pub const STANDBY: &str = "this controller is the standby: ask the active one";
-pub const NOT_MASTER: &str = "this cluster member is not the switch's master: ask its master (GET /cluster)";
 
 /// What every switch's driver of one controller shares.
 #[derive(Clone)]
@@ -339,23 +335,23 @@ impl Driver {
     /// Sends a request's message (and a barrier when asked) and remembers it.
     fn start_request(&mut self, body: Body, wait: Wait, reply: oneshot::Sender<Answer>) {
         if self.sess.phase() != ofconn::Phase::Ready {
-            let _ = reply.send(Err("the switch is not ready".into()));
+            let _ = reply.send(Err(RequestError::NotReady));
             return;
         }
         // Held back by its type, before anything is encoded.
         if self.standby() && changes_switch(self.sess.version(), body.msg_type()) {
             let why = if self.role == ClusterRole::Off {
-                STANDBY
+                RequestError::Standby
             } else {
-                NOT_MASTER
+                RequestError::NotMaster
             };
-            let _ = reply.send(Err(why.into()));
+            let _ = reply.send(Err(why));
             return;
         }
         let xid = match self.send_body(body) {
             Ok(x) => x,
             Err(e) => {
-                let _ = reply.send(Err(format!("not sent: {e}")));
+                let _ = reply.send(Err(RequestError::NotSent(e)));
                 return;
             }
         };
@@ -398,9 +394,8 @@ impl Driver {
         if finished {
             let p = self.pending.remove(i);
             let r = if is_error {
-                Err(format!(
-                    "the switch answered with an error: {}",
-                    p.got.last().map(|m| m.to_string()).unwrap_or_default()
+                Err(RequestError::Refused(
+                    p.got.last().map(|m| m.to_string()).unwrap_or_default(),
                 ))
             } else {
                 Ok(p.got)
@@ -486,7 +481,7 @@ impl Driver {
     pub fn finish(mut self) -> Option<CloseReason> {
         self.handle_events();
         for p in self.pending.drain(..) {
-            let _ = p.reply.send(Err("the session ended".into()));
+            let _ = p.reply.send(Err(RequestError::SessionEnded));
         }
         if let Some(d) = self.dpid {
             let mut reg = self.ctx.registry.lock();

@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 #[derive(Debug, thiserror::Error)]
 pub enum EmbeddedError {
     /// An app name the catalog does not know (the catalog's own words).
-    #[error("{0}")]
-    Apps(String),
+    #[error(transparent)]
+    Apps(#[from] crate::catalog::AppError),
     #[error("starting the built-in controller: {0}")]
     Start(std::io::Error),
     #[error("a token for the built-in REST API: {0}")]

@@ -93,16 +93,36 @@ pub struct FlowFilter {
     pub table_id: Option<u8>,
 }
 
-fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), String> {
+/// Why a flow, a filter or a packet-out cannot be written for a switch:
+/// the REST API's 400 answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FlowError {
+    #[error("bad prefix length in '{0}'")]
+    PrefixLength(String),
+    #[error("'{0}' is not an IPv4 address or prefix")]
+    NotIpv4(String),
+    #[error("prefix length in '{0}' is over 32")]
+    PrefixOver32(String),
+    /// A field used without the one OpenFlow requires before it.
+    #[error("{0}")]
+    Prerequisite(&'static str),
+    #[error("port {0} does not exist in OpenFlow 1.0 (ports stop at 65279)")]
+    Port10(u32),
+    /// Something OpenFlow 1.0's FLOW_MOD cannot say.
+    #[error("OpenFlow 1.0 {0}")]
+    NotIn10(&'static str),
+    #[error("unsupported OpenFlow version {0:#04x}")]
+    Version(u8),
+}
+
+fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8), FlowError> {
     let (addr, len) = match s.split_once('/') {
-        Some((a, l)) => (a, l.parse::<u8>().map_err(|_| format!("bad prefix length in '{s}'"))?),
+        Some((a, l)) => (a, l.parse::<u8>().map_err(|_| FlowError::PrefixLength(s.to_string()))?),
         None => (s, 32),
     };
-    let addr: Ipv4Addr = addr
-        .parse()
-        .map_err(|_| format!("'{s}' is not an IPv4 address or prefix"))?;
+    let addr: Ipv4Addr = addr.parse().map_err(|_| FlowError::NotIpv4(s.to_string()))?;
     if len > 32 {
-        return Err(format!("prefix length in '{s}' is over 32"));
+        return Err(FlowError::PrefixOver32(s.to_string()));
     }
     let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
     Ok((Ipv4Addr::from(u32::from(addr) & mask), len))
@@ -115,18 +135,22 @@ fn prefix_mask(len: u8) -> Option<Ipv4Addr> {
 impl FlowMatch {
     /// Prerequisites as OpenFlow states them, checked here so the user gets
     /// a clear answer instead of the switch's BAD_MATCH error.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), FlowError> {
         let ip = self.ipv4_src.is_some() || self.ipv4_dst.is_some() || self.ip_proto.is_some();
         if ip && self.eth_type != Some(0x0800) {
-            return Err("ipv4_src, ipv4_dst and ip_proto need \"eth_type\": 2048 (IPv4)".into());
+            return Err(FlowError::Prerequisite(
+                "ipv4_src, ipv4_dst and ip_proto need \"eth_type\": 2048 (IPv4)",
+            ));
         }
         if (self.tp_src.is_some() || self.tp_dst.is_some()) && !matches!(self.ip_proto, Some(6 | 17)) {
-            return Err("tp_src and tp_dst need \"ip_proto\": 6 (TCP) or 17 (UDP)".into());
+            return Err(FlowError::Prerequisite(
+                "tp_src and tp_dst need \"ip_proto\": 6 (TCP) or 17 (UDP)",
+            ));
         }
         Ok(())
     }
 
-    pub fn to_v10(&self) -> Result<v10::Match, String> {
+    pub fn to_v10(&self) -> Result<v10::Match, FlowError> {
         self.check()?;
         use v10::wildcards as w;
         let mut m = v10::Match::all();
@@ -169,7 +193,7 @@ impl FlowMatch {
         Ok(m)
     }
 
-    pub fn to_v13(&self) -> Result<ofwire::oxm::Match, String> {
+    pub fn to_v13(&self) -> Result<ofwire::oxm::Match, FlowError> {
         self.check()?;
         let mut f = Vec::new();
         if let Some(p) = self.in_port {
@@ -207,17 +231,17 @@ impl FlowMatch {
 }
 
 /// A 1.3 port number as 1.0 writes it.
-pub fn port10(p: u32) -> Result<u16, String> {
+pub fn port10(p: u32) -> Result<u16, FlowError> {
     if p >= v13::port::MAX {
         Ok((p & 0xffff) as u16)
     } else if p < v10::port::MAX as u32 {
         Ok(p as u16)
     } else {
-        Err(format!("port {p} does not exist in OpenFlow 1.0 (ports stop at 65279)"))
+        Err(FlowError::Port10(p))
     }
 }
 
-fn actions10(actions: &[FlowAction]) -> Result<Vec<v10::Action>, String> {
+fn actions10(actions: &[FlowAction]) -> Result<Vec<v10::Action>, FlowError> {
     actions
         .iter()
         .map(|a| {
@@ -261,11 +285,11 @@ impl FlowSpec {
     }
 
     /// The FLOW_MOD ADD for a switch speaking `version`.
-    pub fn add(&self, version: u8) -> Result<Body, String> {
+    pub fn add(&self, version: u8) -> Result<Body, FlowError> {
         match version {
             OFP10_VERSION => {
                 if self.table_id != 0 {
-                    return Err("OpenFlow 1.0 switches have no table_id in FLOW_MOD".into());
+                    return Err(FlowError::NotIn10("switches have no table_id in FLOW_MOD"));
                 }
                 Ok(Body::V10(v10::Body::FlowMod(v10::FlowMod {
                     match_: self.match_.to_v10()?,
@@ -292,7 +316,7 @@ impl FlowSpec {
                 }
                 Ok(Body::V13(v13::Body::FlowMod(fm)))
             }
-            v => Err(format!("unsupported OpenFlow version {v:#04x}")),
+            v => Err(FlowError::Version(v)),
         }
     }
 }
@@ -341,11 +365,11 @@ impl FlowFilter {
             && same(&f.tp_dst, &m.tp_dst)
     }
 
-    pub fn delete(&self, version: u8) -> Result<Body, String> {
+    pub fn delete(&self, version: u8) -> Result<Body, FlowError> {
         match version {
             OFP10_VERSION => {
                 if self.cookie.is_some() {
-                    return Err("OpenFlow 1.0 cannot delete by cookie".into());
+                    return Err(FlowError::NotIn10("cannot delete by cookie"));
                 }
                 Ok(Body::V10(v10::Body::FlowMod(v10::FlowMod {
                     match_: self.match_.to_v10()?,
@@ -379,7 +403,7 @@ impl FlowFilter {
                 fm.match_ = self.match_.to_v13()?;
                 Ok(Body::V13(v13::Body::FlowMod(fm)))
             }
-            v => Err(format!("unsupported OpenFlow version {v:#04x}")),
+            v => Err(FlowError::Version(v)),
         }
     }
 }
@@ -393,7 +417,7 @@ pub fn packet_out(
     in_port: Option<u32>,
     ports: &[u32],
     data: &[u8],
-) -> Result<Body, String> {
+) -> Result<Body, FlowError> {
     let data = ofwire::Bytes(data.to_vec());
     match version {
         OFP10_VERSION => Ok(Body::V10(v10::Body::PacketOut(v10::PacketOut {
@@ -407,7 +431,7 @@ pub fn packet_out(
                         max_len: 0,
                     })
                 })
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, FlowError>>()?,
             data,
         }))),
         OFP13_VERSION => Ok(Body::V13(v13::Body::PacketOut(v13::PacketOut {
@@ -419,7 +443,7 @@ pub fn packet_out(
                 .collect(),
             data,
         }))),
-        v => Err(format!("unsupported OpenFlow version {v:#04x}")),
+        v => Err(FlowError::Version(v)),
     }
 }
 
@@ -599,7 +623,7 @@ mod tests {
     #[test]
     fn bad_flows_are_explained() {
         let missing: FlowSpec = serde_json::from_str(r#"{"match": {"ipv4_dst": "10.0.0.1"}}"#).unwrap();
-        assert!(missing.add(OFP13_VERSION).unwrap_err().contains("eth_type"));
+        assert!(missing.add(OFP13_VERSION).unwrap_err().to_string().contains("eth_type"));
         let e = serde_json::from_str::<FlowSpec>(r#"{"actions": [{"output": "sideways"}]}"#).unwrap_err();
         assert!(e.to_string().contains("unknown port 'sideways'"), "{e}");
         let e = serde_json::from_str::<FlowSpec>(r#"{"match": {"eth_dst": "02:00"}}"#).unwrap_err();
@@ -607,6 +631,6 @@ mod tests {
         let e = serde_json::from_str::<FlowSpec>(r#"{"match": {"vlan": 5}}"#).unwrap_err();
         assert!(e.to_string().contains("unknown field"), "{e}");
         let big = FlowSpec::new(1, FlowMatch::default(), vec![FlowAction::Output(70000)]);
-        assert!(big.add(OFP10_VERSION).unwrap_err().contains("1.0"));
+        assert!(big.add(OFP10_VERSION).unwrap_err().to_string().contains("1.0"));
     }
 }

@@ -35,6 +35,22 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// Why a path cannot be provisioned (the REST API answers 404 for a host
+/// not known yet, 409 otherwise).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PathError {
+    #[error("host '{0}' is not known yet (it has sent no packet the controller saw)")]
+    UnknownHost(String),
+    #[error("source and destination are the same host")]
+    SameHost,
+    #[error("no path from switch {from:#x} to switch {to:#x}")]
+    NoPath { from: u64, to: u64 },
+    #[error("switch {0:#x} left")]
+    SwitchLeft(u64),
+    #[error(transparent)]
+    Flow(#[from] crate::flows::FlowError),
+}
+
 pub const REACTIVE_COOKIE: u64 = 0x5d1a_0a75;
 pub const PROACTIVE_COOKIE: u64 = 0x5d1a_0a76;
 pub const REACTIVE_PRIORITY: u16 = 10;
@@ -215,11 +231,11 @@ impl Paths {
     }
 
     /// Hops from host `a` to host `b` with their input ports.
-    fn hops(&self, a: &Host, b: &Host) -> Result<Vec<Hop>, String> {
-        let path = self
-            .topo
-            .path(a.dpid, b.dpid, b.port)
-            .ok_or_else(|| format!("no path from switch {:#x} to switch {:#x}", a.dpid, b.dpid))?;
+    fn hops(&self, a: &Host, b: &Host) -> Result<Vec<Hop>, PathError> {
+        let path = self.topo.path(a.dpid, b.dpid, b.port).ok_or(PathError::NoPath {
+            from: a.dpid,
+            to: b.dpid,
+        })?;
         let mut in_port = a.port;
         let mut hops = Vec::new();
         for e in path {
@@ -238,24 +254,18 @@ impl Paths {
     /// Works out a path both ways between two known hosts (MAC or IPv4) and
     /// the FLOW_MODs that set it up; the caller sends them (and waits for
     /// the barriers), then calls `record`.
-    pub fn provision(&self, a: &str, b: &str) -> Result<(ProvisionedPath, Vec<(u64, Body)>), String> {
-        let find = |k: &str| {
-            self.find_host(k)
-                .ok_or_else(|| format!("host '{k}' is not known yet (it has sent no packet the controller saw)"))
-        };
+    pub fn provision(&self, a: &str, b: &str) -> Result<(ProvisionedPath, Vec<(u64, Body)>), PathError> {
+        let find = |k: &str| self.find_host(k).ok_or_else(|| PathError::UnknownHost(k.to_string()));
         let (src, dst) = (find(a)?, find(b)?);
         if src.mac == dst.mac {
-            return Err("source and destination are the same host".into());
+            return Err(PathError::SameHost);
         }
         let forward = self.hops(&src, &dst)?;
         let reverse = self.hops(&dst, &src)?;
         let mut mods = Vec::new();
         for (hops, from, to) in [(&forward, &src, &dst), (&reverse, &dst, &src)] {
             for h in hops {
-                let version = self
-                    .topo
-                    .version_of(h.dpid)
-                    .ok_or_else(|| format!("switch {:#x} left", h.dpid))?;
+                let version = self.topo.version_of(h.dpid).ok_or(PathError::SwitchLeft(h.dpid))?;
                 let mut spec = FlowSpec::new(
                     PROACTIVE_PRIORITY,
                     FlowMatch {

@@ -35,7 +35,7 @@ use crate::flows::{FlowFilter, FlowSpec};
 pub use crate::rest_access::{new_token, token_from_file, Access};
 use crate::rest_access::{Guard, TlsListener};
 use crate::runtime::Handle;
-use crate::shared::Wait;
+use crate::shared::{RequestError, Wait};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -99,13 +99,11 @@ impl Api {
             // A standby, or a cluster member that is not the switch's
             // master, refuses to change it: the caller should ask
             // another controller, not retry this one.
-            let refused = e.starts_with(crate::driver::NOT_MASTER) || e.starts_with(crate::driver::STANDBY);
-            let code = if refused {
-                StatusCode::CONFLICT
-            } else {
-                StatusCode::BAD_GATEWAY
+            let code = match e {
+                RequestError::NotMaster | RequestError::Standby => StatusCode::CONFLICT,
+                _ => StatusCode::BAD_GATEWAY,
             };
-            ApiError(code, e)
+            ApiError(code, e.to_string())
         })
     }
 }
@@ -247,7 +245,7 @@ async fn add_flow(State(api): State<Api>, Path(dpid): Path<String>, text: String
     }
     let body = spec
         .add(info.version)
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e))?;
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
     api.ask(info.datapath_id, body, Wait::Barrier).await?;
     Ok((StatusCode::CREATED, Json(json!({"installed": spec}))).into_response())
 }
@@ -264,7 +262,7 @@ async fn delete_flows(State(api): State<Api>, Path(dpid): Path<String>, text: St
     }
     let body = filter
         .delete(info.version)
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e))?;
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
     api.ask(info.datapath_id, body, Wait::Barrier).await?;
     ok(json!({"deleted": filter}))
 }
@@ -306,7 +304,7 @@ fn state_error(e: crate::cluster_state::StateError) -> ApiError {
         E::Etcd(_) => StatusCode::SERVICE_UNAVAILABLE,
         E::Refused { .. } => StatusCode::BAD_GATEWAY,
         E::NotApplied(..) => StatusCode::GATEWAY_TIMEOUT,
-        E::Bad(_) => StatusCode::BAD_REQUEST,
+        E::Bad(_) | E::Encode(_) => StatusCode::BAD_REQUEST,
     };
     ApiError(code, e.to_string())
 }
@@ -327,12 +325,11 @@ async fn add_path(State(api): State<Api>, text: String) -> Reply {
         )
     })?;
     let (path, mods) = paths.provision(&req.src, &req.dst).map_err(|e| {
-        let code = if e.contains("not known") {
-            StatusCode::NOT_FOUND
-        } else {
-            StatusCode::CONFLICT
+        let code = match e {
+            crate::paths::PathError::UnknownHost(_) => StatusCode::NOT_FOUND,
+            _ => StatusCode::CONFLICT,
         };
-        ApiError(code, e)
+        ApiError(code, e.to_string())
     })?;
     if let Some(shared) = api.ctl.shared_state() {
         shared.add_path(&path, mods).await.map_err(state_error)?;

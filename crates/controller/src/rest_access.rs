@@ -54,15 +54,28 @@ pub fn new_token() -> std::io::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
+/// Why a REST token file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("REST token file {}: {source}", path.display())]
+    Unreadable {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("REST token file {}: the token must be at least 16 characters on its first line", .0.display())]
+    Short(std::path::PathBuf),
+}
+
 /// A token read from a file (its first line, trimmed); one line of error.
-pub fn token_from_file(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("REST token file {}: {e}", path.display()))?;
+pub fn token_from_file(path: &std::path::Path) -> Result<String, TokenError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TokenError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.len() < 16 {
-        return Err(format!(
-            "REST token file {}: the token must be at least 16 characters on its first line",
-            path.display()
-        ));
+        return Err(TokenError::Short(path.to_path_buf()));
     }
     Ok(token)
 }

@@ -7,7 +7,7 @@ use crate::app::AppFactory;
 use crate::cluster_state::{Event, SharedState};
 use crate::driver::Environment;
 use crate::shared::{Accepted, Context, Ha, Mail, Mailbox, Membership, Outbox};
-pub use crate::shared::{Command, Stats, Wait};
+pub use crate::shared::{Command, RequestError, Stats, Wait};
 use crate::worker::Core;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -189,7 +189,12 @@ impl Handle {
     }
 
     /// Sends `body` to switch `dpid` and waits (5 s at most) for what `wait` says.
-    pub async fn request(&self, dpid: u64, body: ofwire::Body, wait: Wait) -> Result<Vec<ofwire::Message>, String> {
+    pub async fn request(
+        &self,
+        dpid: u64,
+        body: ofwire::Body,
+        wait: Wait,
+    ) -> Result<Vec<ofwire::Message>, crate::shared::RequestError> {
         self.shared.env.ctx.request(dpid, body, wait).await
     }
 

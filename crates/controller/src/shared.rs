@@ -78,7 +78,33 @@ pub enum Wait {
     Barrier,
 }
 
-pub type Answer = Result<Vec<Message>, String>;
+pub type Answer = Result<Vec<Message>, RequestError>;
+
+/// Why a request to a switch (the REST API's, the cluster's) got no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    #[error("the switch is not ready")]
+    NotReady,
+    /// A standby holds back what would change a switch.
+    #[error("this controller is the standby: ask the active one")]
+    Standby,
+    /// So does a cluster member that is not the switch's master.
+    #[error("this cluster member is not the switch's master: ask its master (GET /cluster)")]
+    NotMaster,
+    #[error("not sent: {0}")]
+    NotSent(ofwire::EncodeError),
+    /// The switch's OFPT_ERROR, as the decoder prints it.
+    #[error("the switch answered with an error: {0}")]
+    Refused(String),
+    #[error("the session ended")]
+    SessionEnded,
+    #[error("no switch {0:#x}")]
+    NoSwitch(u64),
+    #[error("switch {0:#x} went away")]
+    WentAway(u64),
+    #[error("switch {0:#x} did not answer within 5 s")]
+    Timeout(u64),
+}
 
 /// Work for a switch's session from another thread.
 pub enum Command {
@@ -298,15 +324,15 @@ impl Context {
     }
 
     /// Sends `body` to switch `dpid` and waits (5 s at most) for what `wait` says.
-    pub async fn request(&self, dpid: u64, body: Body, wait: Wait) -> Result<Vec<Message>, String> {
+    pub async fn request(&self, dpid: u64, body: Body, wait: Wait) -> Result<Vec<Message>, RequestError> {
         let (reply, rx) = oneshot::channel();
         if !self.registry.command(dpid, Command::Request { body, wait, reply }) {
-            return Err(format!("no switch {dpid:#x}"));
+            return Err(RequestError::NoSwitch(dpid));
         }
         match tokio::time::timeout(std::time::Duration::from_secs(5), rx).await {
             Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err(format!("switch {dpid:#x} went away")),
-            Err(_) => Err(format!("switch {dpid:#x} did not answer within 5 s")),
+            Ok(Err(_)) => Err(RequestError::WentAway(dpid)),
+            Err(_) => Err(RequestError::Timeout(dpid)),
         }
     }
 

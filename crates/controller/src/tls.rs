@@ -13,38 +13,66 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+/// Why TLS could not be set up, or a TLS session failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A certificate, key or CA file (`what`) that cannot be read or used.
+    #[error("TLS {what} {}: {source}", path.display())]
+    File {
+        what: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("TLS certificate {}: no PEM certificate in it", .0.display())]
+    NoCertificate(std::path::PathBuf),
+    #[error("TLS certificate and key do not go together: {0}")]
+    Mismatch(rustls::Error),
+    #[error("TLS: {0}")]
+    Protocol(#[from] rustls::Error),
+    #[error("TLS: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn file_error<'a, E: std::error::Error + Send + Sync + 'static>(
+    what: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(E) -> TlsError + 'a {
+    move |e| TlsError::File {
+        what,
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    }
+}
+
 /// Loads the controller's certificate chain and key (PEM), and the CA that
 /// switch certificates must chain to, if any.
-pub fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<Arc<ServerConfig>, String> {
+pub fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<Arc<ServerConfig>, TlsError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| format!("TLS certificate {}: {e}", cert.display()))?
+        .map_err(file_error("certificate", cert))?
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("TLS certificate {}: {e}", cert.display()))?;
+        .map_err(file_error("certificate", cert))?;
     if certs.is_empty() {
-        return Err(format!("TLS certificate {}: no PEM certificate in it", cert.display()));
+        return Err(TlsError::NoCertificate(cert.to_path_buf()));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("TLS key {}: {e}", key.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(file_error("key", key))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?;
+    let builder = ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
     let builder = match client_ca {
         None => builder.with_no_client_auth(),
         Some(ca) => {
             let mut roots = RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(ca).map_err(|e| format!("TLS CA {}: {e}", ca.display()))? {
-                let c = c.map_err(|e| format!("TLS CA {}: {e}", ca.display()))?;
-                roots.add(c).map_err(|e| format!("TLS CA {}: {e}", ca.display()))?;
+            for c in CertificateDer::pem_file_iter(ca).map_err(file_error("CA", ca))? {
+                let c = c.map_err(file_error("CA", ca))?;
+                roots.add(c).map_err(file_error("CA", ca))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
-                .map_err(|e| format!("TLS CA {}: {e}", ca.display()))?;
+                .map_err(file_error("CA", ca))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let cfg = builder
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("TLS certificate and key do not go together: {e}"))?;
+    let cfg = builder.with_single_cert(certs, key).map_err(TlsError::Mismatch)?;
     Ok(Arc::new(cfg))
 }
 
@@ -55,9 +83,9 @@ pub struct TlsStream {
 }
 
 impl TlsStream {
-    pub fn new(cfg: Arc<ServerConfig>) -> Result<TlsStream, String> {
+    pub fn new(cfg: Arc<ServerConfig>) -> Result<TlsStream, TlsError> {
         Ok(TlsStream {
-            conn: ServerConnection::new(cfg).map_err(|e| e.to_string())?,
+            conn: ServerConnection::new(cfg)?,
             ciphertext: Vec::new(),
         })
     }
@@ -70,10 +98,10 @@ impl TlsStream {
         mut raw: &[u8],
         scratch: &mut [u8],
         mut on_plain: impl FnMut(&[u8]),
-    ) -> Result<bool, String> {
+    ) -> Result<bool, TlsError> {
         while !raw.is_empty() {
-            self.conn.read_tls(&mut raw).map_err(|e| format!("TLS: {e}"))?;
-            let state = self.conn.process_new_packets().map_err(|e| format!("TLS: {e}"))?;
+            self.conn.read_tls(&mut raw)?;
+            let state = self.conn.process_new_packets()?;
             let mut left = state.plaintext_bytes_to_read();
             while left > 0 {
                 match self.conn.reader().read(scratch) {
@@ -83,7 +111,7 @@ impl TlsStream {
                         left = left.saturating_sub(n);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => return Err(format!("TLS: {e}")),
+                    Err(e) => return Err(e.into()),
                 }
             }
             if state.peer_has_closed() {
@@ -94,11 +122,11 @@ impl TlsStream {
     }
 
     /// Encrypts `plain` (held until the handshake is done).
-    pub fn encrypt(&mut self, plain: &[u8]) -> Result<(), String> {
+    pub fn encrypt(&mut self, plain: &[u8]) -> Result<(), TlsError> {
         if plain.is_empty() {
             return Ok(());
         }
-        self.conn.writer().write_all(plain).map_err(|e| format!("TLS: {e}"))
+        Ok(self.conn.writer().write_all(plain)?)
     }
 
     /// Whether there are TLS records to send (handshake or data).

@@ -135,7 +135,7 @@ impl Conn {
                         let sealed = t.encrypt(&plain);
                         self.d.give_back(plain);
                         if let Err(e) = sealed {
-                            self.d.close(CloseReason::Local(e));
+                            self.d.close(CloseReason::Local(e.to_string()));
                             self.broken = true;
                             return Flush::Done;
                         }
@@ -473,7 +473,7 @@ impl Worker {
                             match t.decrypt(&self.buf[..n], &mut self.plain[..], |p| d.on_bytes(p, now)) {
                                 Ok(false) => {}
                                 Ok(true) => c.d.on_eof(),
-                                Err(e) => c.d.close(CloseReason::Local(e)),
+                                Err(e) => c.d.close(CloseReason::Local(e.to_string())),
                             }
                         }
                     }

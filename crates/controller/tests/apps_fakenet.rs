@@ -246,10 +246,9 @@ fn a_provisioned_path_carries_traffic_without_the_controller() {
         assert_eq!(net.switches.iter().map(|s| s.packet_ins()).sum::<u64>(), before);
         assert_eq!(net.switch(11).flows_with_cookie(PROACTIVE_COOKIE).len(), 2);
         assert_eq!(paths.provisioned().len(), 1);
-        assert!(paths
-            .provision("02:00:00:00:00:99", "10.0.0.1")
-            .unwrap_err()
-            .contains("not known"));
+        let e = paths.provision("02:00:00:00:00:99", "10.0.0.1").unwrap_err();
+        assert!(matches!(e, controller::paths::PathError::UnknownHost(_)), "{e:?}");
+        assert!(e.to_string().contains("not known"), "{e}");
     }
 }
 

@@ -393,10 +393,13 @@ async fn requests_from_other_threads_get_their_replies() {
         data: ofwire::Bytes(vec![]),
     };
     sw.send(&Message::v13(fm.xid, v13::Body::Error(err))).await;
-    assert!(req.await.unwrap().unwrap_err().contains("error"));
-    assert!(ctl
+    let e = req.await.unwrap().unwrap_err();
+    assert!(matches!(e, runtime::RequestError::Refused(_)), "{e:?}");
+    assert!(e.to_string().contains("error"), "{e}");
+    let e = ctl
         .request(0x99, Body::V13(v13::Body::BarrierRequest), runtime::Wait::Reply)
         .await
-        .unwrap_err()
-        .contains("no switch"));
+        .unwrap_err();
+    assert_eq!(e, runtime::RequestError::NoSwitch(0x99));
+    assert!(e.to_string().contains("no switch"), "{e}");
 }

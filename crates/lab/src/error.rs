@@ -16,6 +16,9 @@ pub enum LabError {
     /// A peer controller could not be installed or started.
     #[error(transparent)]
     Peer(#[from] crate::peers::PeerError),
+    /// Controller apps named wrongly (`--app`).
+    #[error(transparent)]
+    App(#[from] controller::catalog::AppError),
     /// An emulated network could not be built, used or taken down.
     #[error(transparent)]
     Net(#[from] netlab::NetError),
@@ -62,6 +65,7 @@ impl LabError {
             self,
             LabError::Config(_)
                 | LabError::File { .. }
+                | LabError::App(_)
                 | LabError::Net(netlab::NetError::Topology(_) | netlab::NetError::NotFound(_))
                 | LabError::Northbound(ctlbench::northbound::NorthboundError::BadAdapter(_))
         )

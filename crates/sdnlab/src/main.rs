@@ -755,7 +755,7 @@ fn controller_apps(
         if lb_config.is_some() {
             return Err("--lb-config is given but not --app lb".into());
         }
-        return Ok((controller::catalog::build(&names)?, None));
+        return Ok((controller::catalog::build(&names).map_err(|e| e.to_string())?, None));
     };
     let path = lb_config.ok_or("--app lb needs --lb-config FILE (the VIP, the replicas and the policy)")?;
     let lb = lb::Lb::new(lb::Config::load(path)?);
@@ -763,7 +763,7 @@ fn controller_apps(
     if !names.iter().any(|n| n == "l2-learning") {
         names.insert(at, "l2-learning".into());
     }
-    let mut set = controller::catalog::build(&names)?;
+    let mut set = controller::catalog::build(&names).map_err(|e| e.to_string())?;
     set.names.insert(at, "lb".into());
     set.factories.insert(at, lb.factory());
     lb.start_tcp_health();

@@ -450,7 +450,7 @@ impl CtlConfig {
             super::topology::check(self)?;
         }
         if self.target.is_none() && self.peers.is_empty() && self.peer.is_none() {
-            controller::catalog::build(&self.app.split(',').collect::<Vec<_>>()).map_err(LabError::Config)?;
+            controller::catalog::build(&self.app.split(',').collect::<Vec<_>>())?;
         }
         Ok(())
     }

@@ -1105,7 +1105,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         a.app.clone()
     };
     if a.embedded() {
-        controller::catalog::build(&app.split(',').collect::<Vec<_>>()).map_err(LabError::Config)?;
+        controller::catalog::build(&app.split(',').collect::<Vec<_>>())?;
     }
     controller::runtime::raise_fd_limit();
     // Failover needs roles, which OpenFlow 1.0 does not have.

@@ -317,7 +317,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
     let mgmt = format!("10.78.{}", 100 + std::process::id() % 100);
     let lb = Lb::new(lb_config(first, a, &mgmt).map_err(LabError::Setup)?);
     let slot = LbSlot::new(lb.clone());
-    let l2 = controller::catalog::by_name("l2-learning").map_err(LabError::Setup)?;
+    let l2 = controller::catalog::by_name("l2-learning")?;
     let controller = controller::runtime::start(controller::runtime::Config {
         listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))],
         workers: 1,
