@@ -612,7 +612,8 @@ async fn run(
             let ns = state.netns_of(&host).map_err(|e| e.to_string())?.to_string();
             let server = tokio::task::spawn_blocking(move || lb::replica::start_in(&ns, &dir, &host, 80))
                 .await
-                .map_err(|e| format!("nginx: {e}"))??;
+                .map_err(|e| format!("nginx: {e}"))?
+                .map_err(|e| e.to_string())?;
             made.lock().await.http.push(server);
             Ok(Reply::Done)
         }
@@ -631,7 +632,8 @@ async fn run(
             tokio::task::block_in_place(|| {
                 lb::load::Load::new(server_ip, 80, uris, rate, seconds)
                     .run_batched(&ns, every, |b| partial(Reply::HttpRequests { requests: b }))
-            })?;
+            })
+            .map_err(|e| e.to_string())?;
             Ok(Reply::Done)
         }
         Call::Sessions { config } => {

@@ -16,6 +16,9 @@ pub enum LabError {
     /// A peer controller could not be installed or started.
     #[error(transparent)]
     Peer(#[from] crate::peers::PeerError),
+    /// The load balancer's test bed (its configuration, nginx, a load).
+    #[error(transparent)]
+    Lb(#[from] lb::LbError),
     /// Controller apps named wrongly (`--app`).
     #[error(transparent)]
     App(#[from] controller::catalog::AppError),

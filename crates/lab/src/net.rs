@@ -410,16 +410,14 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     let mut up = Vec::new();
                     for s in &servers {
                         let ns = net.state.netns_of(s).map_err(|e| e.to_string())?;
-                        up.push(lb::replica::start_in(ns, &net.dir, s, 80)?);
+                        up.push(lb::replica::start_in(ns, &net.dir, s, 80).map_err(|e| e.to_string())?);
                     }
                     for (i, (a, b)) in http.iter().enumerate() {
                         let ip = topo.host(b).expect("checked").ip;
                         let ns = net.state.netns_of(a).map_err(|e| e.to_string())?;
-                        lb::load::Load::new(ip, 80, uris.clone(), c.http_rate, c.http_s).run_batched(
-                            ns,
-                            every,
-                            |batch| rec.borrow_mut().http_batch(i, batch),
-                        )?;
+                        lb::load::Load::new(ip, 80, uris.clone(), c.http_rate, c.http_s)
+                            .run_batched(ns, every, |batch| rec.borrow_mut().http_batch(i, batch))
+                            .map_err(|e| e.to_string())?;
                     }
                     Ok(())
                 });

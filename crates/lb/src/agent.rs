@@ -151,12 +151,10 @@ pub struct Probe {
 }
 
 impl Probe {
-    pub fn new(interface: &str, service_port: u16) -> Result<Probe, String> {
+    pub fn new(interface: &str, service_port: u16) -> Result<Probe, crate::LbError> {
         let stats_dir = std::path::PathBuf::from(format!("/sys/class/net/{interface}/statistics"));
         if !stats_dir.join("tx_bytes").exists() {
-            return Err(format!(
-                "no interface '{interface}' in this network namespace (give the replica's data interface with --interface)"
-            ));
+            return Err(crate::LbError::NoInterface(interface.to_string()));
         }
         Ok(Probe {
             stats_dir,
@@ -484,6 +482,9 @@ mod tests {
         assert_eq!(a.connections, NOT_COUNTED, "not asked, not counted");
         let counted = c.ask(&[Some(addr)], Duration::from_secs(1), true)[0].unwrap();
         assert_ne!(counted.connections, NOT_COUNTED);
-        assert!(Probe::new("no-such-if0", 80).unwrap_err().contains("--interface"));
+        assert!(Probe::new("no-such-if0", 80)
+            .unwrap_err()
+            .to_string()
+            .contains("--interface"));
     }
 }

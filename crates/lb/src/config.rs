@@ -2,6 +2,7 @@
 //! policy and its parameters, health checks. Parsing and validation only;
 //! every problem is reported in one line that names the field.
 
+use crate::LbError;
 use ofwire::MacAddr;
 use serde::Deserialize;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -165,123 +166,131 @@ fn ms(v: f64) -> Duration {
     Duration::from_secs_f64(v / 1000.0)
 }
 
+/// A configuration's problem, in one line.
+fn bad(why: impl Into<String>) -> LbError {
+    LbError::Config(why.into())
+}
+
 impl Config {
     /// Reads and validates a TOML file.
-    pub fn load(path: &std::path::Path) -> Result<Config, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn load(path: &std::path::Path) -> Result<Config, LbError> {
+        let text = std::fs::read_to_string(path).map_err(LbError::io(path.display().to_string()))?;
+        Config::parse(&text).map_err(|e| LbError::Config(format!("{}: {e}", path.display())))
     }
 
-    pub fn parse(text: &str) -> Result<Config, String> {
-        let f: File = toml::from_str(text).map_err(|e| e.message().to_string())?;
-        let ip = |what: &str, s: &str| -> Result<Ipv4Addr, String> {
-            s.parse().map_err(|_| format!("{what} '{s}' is not an IPv4 address"))
+    pub fn parse(text: &str) -> Result<Config, LbError> {
+        let f: File = toml::from_str(text).map_err(|e| bad(e.message()))?;
+        let ip = |what: &str, s: &str| -> Result<Ipv4Addr, LbError> {
+            s.parse()
+                .map_err(|_| bad(format!("{what} '{s}' is not an IPv4 address")))
         };
         let vip = ip("vip.ip", &f.vip.ip)?;
-        let vip_mac: MacAddr = f.vip.mac.parse().map_err(|e| format!("vip.mac: {e}"))?;
+        let vip_mac: MacAddr = f.vip.mac.parse().map_err(|e| bad(format!("vip.mac: {e}")))?;
         if vip_mac.is_multicast() || vip_mac == MacAddr::ZERO {
-            return Err(format!("vip.mac {vip_mac} must be a unicast address"));
+            return Err(bad(format!("vip.mac {vip_mac} must be a unicast address")));
         }
         if f.vip.ports.is_empty() || f.vip.ports.contains(&0) {
-            return Err("vip.ports needs at least one TCP port, none of them 0".into());
+            return Err(bad("vip.ports needs at least one TCP port, none of them 0"));
         }
         if f.replicas.is_empty() {
-            return Err("no [[replica]]: give at least one (ip, mac, port)".into());
+            return Err(bad("no [[replica]]: give at least one (ip, mac, port)"));
         }
         let mut replicas = Vec::new();
         for (i, r) in f.replicas.iter().enumerate() {
             let what = format!("replica {}", i + 1);
             let replica = Replica {
                 ip: ip(&format!("{what} ip"), &r.ip)?,
-                mac: r.mac.parse().map_err(|e| format!("{what} mac: {e}"))?,
+                mac: r.mac.parse().map_err(|e| bad(format!("{what} mac: {e}")))?,
                 port: r.port,
                 mgmt: r.mgmt.as_deref().map(|m| ip(&format!("{what} mgmt"), m)).transpose()?,
                 weight: r.weight.unwrap_or(1),
             };
             if replica.port == 0 || replica.port > 0xffff_ff00 {
-                return Err(format!("{what} port {} is not a switch port number", r.port));
+                return Err(bad(format!("{what} port {} is not a switch port number", r.port)));
             }
             if replica.weight == 0 || replica.weight > 65535 {
-                return Err(format!("{what} weight {} is outside 1..=65535", replica.weight));
+                return Err(bad(format!("{what} weight {} is outside 1..=65535", replica.weight)));
             }
             if replica.ip == vip {
-                return Err(format!("{what} has the VIP's own address {vip}"));
+                return Err(bad(format!("{what} has the VIP's own address {vip}")));
             }
             if replicas.iter().any(|o: &Replica| o.ip == replica.ip) {
-                return Err(format!("{what}: address {} is listed twice", replica.ip));
+                return Err(bad(format!("{what}: address {} is listed twice", replica.ip)));
             }
             replicas.push(replica);
         }
         replicas.sort_by_key(|r| r.ip);
         let policy = f.policy.unwrap_or_else(|| "round-robin".into());
         if !POLICIES.contains(&policy.as_str()) {
-            return Err(format!(
+            return Err(bad(format!(
                 "unknown policy '{policy}': choose from {}",
                 POLICIES.join(", ")
-            ));
+            )));
         }
         let mode = match f.mode.as_deref().unwrap_or("reactive") {
             "reactive" => Mode::Reactive,
             "proactive" => Mode::Proactive,
-            m => return Err(format!("mode '{m}': choose reactive or proactive")),
+            m => return Err(bad(format!("mode '{m}': choose reactive or proactive"))),
         };
         let idle_timeout = f.idle_timeout.unwrap_or(10);
         if idle_timeout == 0 {
-            return Err("idle_timeout 0 would keep every flow's rules for ever: give 1 or more seconds".into());
+            return Err(bad(
+                "idle_timeout 0 would keep every flow's rules for ever: give 1 or more seconds",
+            ));
         }
         let memory = Duration::from_secs_f64(f.memory_s.unwrap_or(6.0 * idle_timeout as f64).max(0.0));
         if memory < Duration::from_secs(idle_timeout as u64) {
-            return Err(format!(
+            return Err(bad(format!(
                 "memory_s {:.1} is shorter than idle_timeout {idle_timeout}: a returning flow could change replica",
                 memory.as_secs_f64()
-            ));
+            )));
         }
         let stats_period_ms = f.stats_period_ms.unwrap_or(10.0);
         if !(1.0..=60_000.0).contains(&stats_period_ms) {
-            return Err(format!("stats_period_ms {stats_period_ms} is outside 1..=60000"));
+            return Err(bad(format!("stats_period_ms {stats_period_ms} is outside 1..=60000")));
         }
         let alpha = f.alpha.unwrap_or(0.7);
         if !(alpha > 0.0 && alpha <= 1.0) {
-            return Err(format!("alpha {alpha} is outside (0, 1]"));
+            return Err(bad(format!("alpha {alpha} is outside (0, 1]")));
         }
         let delta = f.delta.unwrap_or(13_000.0);
         if !(0.0..1e12).contains(&delta) {
-            return Err(format!("delta {delta} must be 0 or more bytes/s"));
+            return Err(bad(format!("delta {delta} must be 0 or more bytes/s")));
         }
         let adapt_rate = f.adapt_rate.unwrap_or(0.2);
         if !(adapt_rate > 0.0 && adapt_rate <= 1.0) {
-            return Err(format!("adapt_rate {adapt_rate} is outside (0, 1]"));
+            return Err(bad(format!("adapt_rate {adapt_rate} is outside (0, 1]")));
         }
         let load_counter = match f.load_counter.as_deref().unwrap_or("rx") {
             "rx" => LoadCounter::Rx,
             "tx" => LoadCounter::Tx,
             c => {
-                return Err(format!(
+                return Err(bad(format!(
                     "load_counter '{c}': choose rx (responses, server work) or tx (requests)"
-                ))
+                )))
             }
         };
         let health = match f.health.kind.as_deref().unwrap_or("tcp") {
             "tcp" => HealthKind::Tcp,
             "arp" => HealthKind::Arp,
             "off" => HealthKind::Off,
-            k => return Err(format!("health.kind '{k}': choose tcp, arp or off")),
+            k => return Err(bad(format!("health.kind '{k}': choose tcp, arp or off"))),
         };
         let needs_mgmt = matches!(policy.as_str(), "txbytes" | "cpuq-load") || health == HealthKind::Tcp;
         if needs_mgmt {
             if let Some(r) = replicas.iter().find(|r| r.mgmt.is_none()) {
-                return Err(format!(
+                return Err(bad(format!(
                     "replica {} has no mgmt address, which policy '{policy}' or the tcp health check needs (or set health.kind = \"arp\" or \"off\")",
                     r.ip
-                ));
+                )));
             }
         }
         let maglev_size = f.maglev_size.unwrap_or(65537);
         if maglev_size < replicas.len() * 10 || !is_prime(maglev_size) {
-            return Err(format!(
+            return Err(bad(format!(
                 "maglev_size {maglev_size} must be a prime of at least 10 x the replicas ({})",
                 replicas.len() * 10
-            ));
+            )));
         }
         Ok(Config {
             vip,
@@ -378,6 +387,8 @@ weight = 3
         ];
         for (text, want) in &cases {
             let e = Config::parse(text).unwrap_err();
+            assert!(matches!(e, LbError::Config(_)), "{e:?}");
+            let e = e.to_string();
             assert!(e.contains(want), "{want}: got {e}");
             assert!(!e.contains('\n'), "one line: {e}");
         }

@@ -5,6 +5,7 @@
 //! paper's tool, for its error counters. Both run inside the client's
 //! network namespace. Also the paper's two loads as lists of URIs.
 
+use crate::LbError;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
@@ -212,14 +213,14 @@ impl Load {
 
     /// `run_with` from network namespace `netns` (on a thread of its own,
     /// which joins it).
-    pub fn run_in(self, netns: &str, on_done: impl FnMut(&Request) + Send + 'static) -> Result<Vec<Request>, String> {
+    pub fn run_in(self, netns: &str, on_done: impl FnMut(&Request) + Send + 'static) -> Result<Vec<Request>, LbError> {
         let ns = netns.to_string();
         std::thread::spawn(move || {
-            traffic::run::enter_netns(&ns).map_err(|e| format!("{ns}: {e}"))?;
-            self.run_with(on_done).map_err(|e| e.to_string())
+            traffic::run::enter_netns(&ns).map_err(LbError::io(format!("namespace {ns}")))?;
+            self.run_with(on_done).map_err(LbError::io("the HTTP client"))
         })
         .join()
-        .map_err(|_| "the HTTP client panicked".to_string())?
+        .map_err(|_| LbError::Panicked("the HTTP client"))?
     }
 
     /// `run_in`, the requests handed to `on_batch` on the calling thread,
@@ -230,7 +231,7 @@ impl Load {
         netns: &str,
         every: Duration,
         mut on_batch: impl FnMut(Vec<Request>),
-    ) -> Result<(), String> {
+    ) -> Result<(), LbError> {
         let (tx, rx) = std::sync::mpsc::channel();
         let ns = netns.to_string();
         let load = std::thread::spawn(move || {
@@ -251,9 +252,7 @@ impl Load {
             }
         }
         on_batch(batch);
-        load.join()
-            .map_err(|_| "the HTTP client panicked".to_string())?
-            .map(drop)
+        load.join().map_err(|_| LbError::Panicked("the HTTP client"))?.map(drop)
     }
 }
 
@@ -324,7 +323,7 @@ pub struct Httperf {
 }
 
 /// Reads httperf's summary (the lines it prints on exit).
-pub fn parse_httperf(out: &str) -> Result<Httperf, String> {
+pub fn parse_httperf(out: &str) -> Result<Httperf, LbError> {
     let mut h = Httperf::default();
     let nums = |line: &str, key: &str| -> Option<f64> {
         let mut it = line.split_whitespace();
@@ -357,9 +356,8 @@ pub fn parse_httperf(out: &str) -> Result<Httperf, String> {
         }
     }
     if !seen_total {
-        return Err(format!(
-            "httperf printed no summary: {}",
-            out.lines().last().unwrap_or("(nothing)")
+        return Err(LbError::NoSummary(
+            out.lines().last().unwrap_or("(nothing)").to_string(),
         ));
     }
     // httperf's reply rate needs 5 s of samples; the replies over the test do not.
@@ -380,7 +378,7 @@ pub fn httperf(
     rate: f64,
     count: u64,
     timeout_s: f64,
-) -> Result<Httperf, String> {
+) -> Result<Httperf, LbError> {
     let mut c = std::process::Command::new("ip");
     c.args(["netns", "exec", netns, "httperf", "--hog", "--server"])
         .arg(host.to_string())
@@ -399,14 +397,15 @@ pub fn httperf(
     let started = Instant::now();
     let o = c
         .output()
-        .map_err(|e| format!("httperf: {e} (install it: scripts/install-deps.sh)"))?;
+        .map_err(LbError::io("httperf (install it: scripts/install-deps.sh)"))?;
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    parse_httperf(&text).map_err(|e| {
-        format!(
-            "{e} after {:.1} s; stderr: {}",
+    parse_httperf(&text).map_err(|e| match e {
+        LbError::NoSummary(last) => LbError::NoSummary(format!(
+            "{last} after {:.1} s; stderr: {}",
             started.elapsed().as_secs_f64(),
             String::from_utf8_lossy(&o.stderr).trim()
-        )
+        )),
+        e => e,
     })
 }
 

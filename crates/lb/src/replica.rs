@@ -90,16 +90,17 @@ impl Drop for Server {
 /// Starts nginx serving the homogeneous load's file (and `index.html`) on
 /// `port` in network namespace `netns`, its files under
 /// `run_dir/http-NAME`; returns once it accepts connections (at most 10 s).
-pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Server, String> {
+pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Server, crate::LbError> {
+    use crate::LbError;
     let dir = &run_dir.join(format!("http-{name}"));
-    let argv = prepare(dir, name, port, &[]).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let argv = prepare(dir, name, port, &[]).map_err(LbError::io(dir.display().to_string()))?;
     let mut child = std::process::Command::new("ip")
         .args(["netns", "exec", netns])
         .args(&argv)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .map_err(|e| format!("nginx: {e} (install it: scripts/install-deps.sh)"))?;
+        .map_err(LbError::io("nginx (install it: scripts/install-deps.sh)"))?;
     let ns = netns.to_string();
     let listening = std::thread::spawn(move || -> std::io::Result<bool> {
         traffic::run::enter_netns(&ns)?;
@@ -114,16 +115,16 @@ pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Se
         Ok(false)
     })
     .join()
-    .map_err(|_| "nginx: the waiting thread panicked".to_string())?
-    .map_err(|e| format!("nginx: {e}"))?;
+    .map_err(|_| LbError::Panicked("nginx's waiting thread"))?
+    .map_err(LbError::io("nginx"))?;
     if !listening {
         let _ = child.kill();
         let _ = child.wait();
         let log = std::fs::read_to_string(dir.join("nginx-error.log")).unwrap_or_default();
-        return Err(format!(
-            "nginx did not listen on port {port} within 10 s: {}",
-            log.lines().last().unwrap_or("(nothing in its error log)")
-        ));
+        return Err(LbError::NotListening {
+            port,
+            last_line: log.lines().last().unwrap_or("(nothing in its error log)").to_string(),
+        });
     }
     Ok(Server(child))
 }

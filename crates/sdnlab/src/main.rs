@@ -758,7 +758,7 @@ fn controller_apps(
         return Ok((controller::catalog::build(&names).map_err(|e| e.to_string())?, None));
     };
     let path = lb_config.ok_or("--app lb needs --lb-config FILE (the VIP, the replicas and the policy)")?;
-    let lb = lb::Lb::new(lb::Config::load(path)?);
+    let lb = lb::Lb::new(lb::Config::load(path).map_err(|e| e.to_string())?);
     names.remove(at);
     if !names.iter().any(|n| n == "l2-learning") {
         names.insert(at, "l2-learning".into());

@@ -235,7 +235,7 @@ fn plan(a: &LbConfig) -> Result<Plan, String> {
     })
 }
 
-fn lb_config(v: &Variant, a: &LbConfig, mgmt: &str) -> Result<Config, String> {
+fn lb_config(v: &Variant, a: &LbConfig, mgmt: &str) -> Result<Config, ::lb::LbError> {
     let mut t = format!(
         "policy = \"{}\"\nalpha = {}\nload_counter = \"{}\"\nstats_period_ms = {}\ndelta = {}\nseed = {}\nidle_timeout = 5\nhealth = {{ kind = \"tcp\", interval_ms = 500 }}\n[vip]\nip = \"{VIP}\"\nmac = \"{VIP_MAC}\"\n",
         v.policy, v.alpha, v.counter, a.stats_period_ms, a.delta, a.seed
@@ -315,7 +315,7 @@ fn topology(replica_mbit: f64, mgmt: &str) -> netlab::topo::Topology {
 
 fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
     let mgmt = format!("10.78.{}", 100 + std::process::id() % 100);
-    let lb = Lb::new(lb_config(first, a, &mgmt).map_err(LabError::Setup)?);
+    let lb = Lb::new(lb_config(first, a, &mgmt)?);
     let slot = LbSlot::new(lb.clone());
     let l2 = controller::catalog::by_name("l2-learning")?;
     let controller = controller::runtime::start(controller::runtime::Config {
@@ -500,7 +500,7 @@ fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Res
     let client_owned = client.to_string();
     let uris_owned = uris.to_vec();
     let wlog_owned = wlog.map(Path::to_path_buf);
-    let worker = std::thread::spawn(move || -> Result<ClientRun, String> {
+    let worker = std::thread::spawn(move || -> Result<ClientRun, ::lb::LbError> {
         if client_owned == "httperf" {
             let count = (rate * seconds).round().max(1.0) as u64;
             let target = match &wlog_owned {
@@ -527,7 +527,10 @@ fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Res
             cpu_samples += 1;
         }
     }
-    let outcome = worker.join().map_err(|_| "the client panicked".to_string())??;
+    let outcome = worker
+        .join()
+        .map_err(|_| "the client panicked".to_string())?
+        .map_err(|e| e.to_string())?;
     let after = lab.agents();
     let m = lb.snapshot();
     let mut v = BTreeMap::new();
