@@ -120,15 +120,46 @@ pub struct SwitchArgs {
     pub rundir: Option<std::path::PathBuf>,
 }
 
+/// Why a switch could not be configured or started: what the one line on
+/// stderr says.
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchdError {
+    /// An argument or a configuration value, named as the user wrote it,
+    /// with what it accepts.
+    #[error("{0}")]
+    Usage(String),
+    /// A `--config` file that cannot be read or says something wrong.
+    #[error("--config {}: {}{message}", path.display(), line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+    Config {
+        path: std::path::PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    /// A port, a tap or the fast path that could not be opened.
+    #[error("{what}: {source}")]
+    Open {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A bridge that could not start (its name, and why).
+    #[error("bridge {bridge}: {source}")]
+    Bridge {
+        bridge: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Parses tcp:HOST:PORT, HOST:PORT or ptcp:PORT[:ADDR].
-pub fn parse_addr(s: &str, passive: bool) -> Result<std::net::SocketAddr, String> {
+pub fn parse_addr(s: &str, passive: bool) -> Result<std::net::SocketAddr, SwitchdError> {
     use std::net::ToSocketAddrs;
     let bad = || {
-        if passive {
+        SwitchdError::Usage(if passive {
             format!("{s:?} is not a listen address; use ptcp:PORT, ptcp:PORT:ADDR or ADDR:PORT")
         } else {
             format!("{s:?} is not a controller address; use tcp:HOST:PORT or HOST:PORT")
-        }
+        })
     };
     if let Some(rest) = s.strip_prefix("ptcp:") {
         let (port, addr) = rest.split_once(':').unwrap_or((rest, "127.0.0.1"));
@@ -147,11 +178,11 @@ pub fn parse_addr(s: &str, passive: bool) -> Result<std::net::SocketAddr, String
         .ok_or_else(bad)
 }
 
-fn parse_dpid(s: &str) -> Result<u64, String> {
+fn parse_dpid(s: &str) -> Result<u64, SwitchdError> {
     let t = s.trim_start_matches("0x");
     u64::from_str_radix(t, 16)
         .or_else(|_| s.parse())
-        .map_err(|_| format!("--dpid {s:?} is not a number; give 16 hex digits or a decimal"))
+        .map_err(|_| SwitchdError::Usage(format!("--dpid {s:?} is not a number; give 16 hex digits or a decimal")))
 }
 
 /// One bridge: what `--port`, `--controller` and the rest say on the command
@@ -239,50 +270,49 @@ impl BridgeSpec {
 }
 
 /// Reads a `--config` file; errors are one line naming the file.
-pub fn load_config(path: &std::path::Path) -> Result<Vec<BridgeSpec>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+pub fn load_config(path: &std::path::Path) -> Result<Vec<BridgeSpec>, SwitchdError> {
+    let bad = |line: Option<usize>, message: String| SwitchdError::Config {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(None, e.to_string()))?;
     let cfg: ConfigFile = toml::from_str(&text).map_err(|e| {
         let msg = e.message().replace('\n', " ");
-        match e.span() {
-            Some(sp) => {
-                let line = text[..sp.start].matches('\n').count() + 1;
-                format!("--config {}: line {line}: {msg}", path.display())
-            }
-            None => format!("--config {}: {msg}", path.display()),
-        }
+        bad(e.span().map(|sp| text[..sp.start].matches('\n').count() + 1), msg)
     })?;
     let mut names = std::collections::HashSet::new();
     for b in &cfg.bridge {
         if !names.insert(b.name.clone()) {
-            return Err(format!("--config {}: two bridges named {:?}", path.display(), b.name));
+            return Err(bad(None, format!("two bridges named {:?}", b.name)));
         }
         if b.ports.is_empty() {
-            return Err(format!("--config {}: bridge {:?} has no ports", path.display(), b.name));
+            return Err(bad(None, format!("bridge {:?} has no ports", b.name)));
         }
         if cfg.bridge.len() > 1 && b.listen.is_empty() && b.controllers.is_empty() {
-            return Err(format!(
-                "--config {}: bridge {:?} needs `controllers` or `listen` (with several bridges there is no default listener)",
-                path.display(),
-                b.name
+            return Err(bad(
+                None,
+                format!(
+                    "bridge {:?} needs `controllers` or `listen` (with several bridges there is no default listener)",
+                    b.name
+                ),
             ));
         }
         if !["secure", "standalone"].contains(&b.fail_mode.as_str()) {
-            return Err(format!(
-                "--config {}: bridge {:?}: fail_mode is secure or standalone",
-                path.display(),
-                b.name
+            return Err(bad(
+                None,
+                format!("bridge {:?}: fail_mode is secure or standalone", b.name),
             ));
         }
         if !["auto", "native", "generic"].contains(&b.xdp_mode.as_str()) {
-            return Err(format!(
-                "--config {}: bridge {:?}: xdp_mode is auto, native or generic",
-                path.display(),
-                b.name
+            return Err(bad(
+                None,
+                format!("bridge {:?}: xdp_mode is auto, native or generic", b.name),
             ));
         }
     }
     if cfg.bridge.is_empty() {
-        return Err(format!("--config {}: no [[bridge]] tables", path.display()));
+        return Err(bad(None, "no [[bridge]] tables".into()));
     }
     Ok(cfg.bridge)
 }
@@ -328,7 +358,7 @@ struct Hygiene {
     limits: ofconn::admission::Limits,
 }
 
-fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<Running, String> {
+fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<Running, SwitchdError> {
     let controllers: Vec<_> = spec
         .controllers
         .iter()
@@ -343,7 +373,7 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         .map(std::path::PathBuf::from)
         .collect();
     if unix.len() > 1 || unix.iter().any(|p| p.as_os_str().is_empty()) {
-        return Err("--listen punix:PATH: give one path, once".into());
+        return Err(SwitchdError::Usage("--listen punix:PATH: give one path, once".into()));
     }
     let mut listen: Vec<_> = spec
         .listen
@@ -361,11 +391,17 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
     };
     let fast_path = if spec.xdp_fast_path {
         if !spec.ports.iter().any(|p| p.starts_with("afxdp:")) {
-            return Err("--xdp-fast-path works between AF_XDP ports; give them as --port afxdp:IF".into());
+            return Err(SwitchdError::Usage(
+                "--xdp-fast-path works between AF_XDP ports; give them as --port afxdp:IF".into(),
+            ));
         }
         Some(Arc::new(
-            packetio::fastpath::FastPath::new(FAST_PATH_FLOWS, spec.ports.len() as u32 + 1)
-                .map_err(|e| e.to_string())?,
+            packetio::fastpath::FastPath::new(FAST_PATH_FLOWS, spec.ports.len() as u32 + 1).map_err(|source| {
+                SwitchdError::Open {
+                    what: "the XDP fast path".into(),
+                    source,
+                }
+            })?,
         ))
     } else {
         None
@@ -376,7 +412,11 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         let (kind, name) = port.split_once(':').unwrap_or(("afpacket", port));
         let port_no = ports.len() as u32 + 1;
         let opened: std::io::Result<Arc<dyn packetio::port::PortIo>> = match kind {
-            _ if name.is_empty() => return Err(format!("--port {port}: the interface name is missing")),
+            _ if name.is_empty() => {
+                return Err(SwitchdError::Usage(format!(
+                    "--port {port}: the interface name is missing"
+                )))
+            }
             "afxdp" => {
                 let fast = fast_path.as_deref().map(|fp| (fp, port_no));
                 packetio::port_xdp::XdpPort::open(name, xdp_mode, spec.ring.max(64) as u32, fast).map(|p| {
@@ -403,17 +443,23 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                 tracing::warn!("sdnlab switch: {name}: warning: {why}")
             }),
             _ => {
-                return Err(format!(
+                return Err(SwitchdError::Usage(format!(
                     "--port {port}: unknown port type {kind:?}; give IF, afxdp:IF or afpacket:IF"
-                ))
+                )))
             }
         };
-        ports.push(opened.map_err(|e| e.to_string())?);
+        ports.push(opened.map_err(|source| SwitchdError::Open {
+            what: port.clone(),
+            source,
+        })?);
     }
     let local: Option<Arc<dyn packetio::port::PortIo>> = match &spec.local {
-        Some(name) => Some(Arc::new(
-            packetio::port::TapPort::create(name).map_err(|e| e.to_string())?,
-        )),
+        Some(name) => Some(Arc::new(packetio::port::TapPort::create(name).map_err(|source| {
+            SwitchdError::Open {
+                what: format!("tap {name}"),
+                source,
+            }
+        })?)),
         None => None,
     };
     let dpid = match &spec.dpid {
@@ -444,7 +490,10 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
         listen_unix: unix.into_iter().next(),
         ..Default::default()
     };
-    let handle = crate::switch::start(cfg).map_err(|e| format!("bridge {}: {e}", spec.name))?;
+    let handle = crate::switch::start(cfg).map_err(|source| SwitchdError::Bridge {
+        bridge: spec.name.clone(),
+        source,
+    })?;
     Ok(Running {
         handle,
         spec: spec.clone(),
@@ -670,6 +719,8 @@ mod tests {
         let f = dir.join("bad.toml");
         std::fs::write(&f, "[[bridge]]\nname = \"a\"\nports = [\"x\"]\nfail_mode = \"open\"\n").unwrap();
         let e = load_config(&f).unwrap_err();
+        assert!(matches!(e, SwitchdError::Config { .. }), "{e:?}");
+        let e = e.to_string();
         assert!(
             e.contains("bad.toml") && e.contains("fail_mode is secure or standalone") && !e.contains('\n'),
             "{e}"
