@@ -89,12 +89,12 @@ impl Inventory {
             }
             (None, false) => {
                 for w in &f.workers {
-                    let addrs = resolve(w).map_err(bad)?;
+                    let addrs = resolve(w).map_err(|e| bad(e.to_string()))?;
                     workers.push((w.clone(), addrs[0]));
                 }
             }
             (Some(name), true) => {
-                let mut addrs = resolve(name).map_err(bad)?;
+                let mut addrs = resolve(name).map_err(|e| bad(e.to_string()))?;
                 addrs.sort();
                 addrs.dedup();
                 workers = addrs.into_iter().map(|a| (a.to_string(), a)).collect();
@@ -130,15 +130,32 @@ impl Inventory {
     }
 }
 
+/// Why a worker's name gives no address to reach it at.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("{0}: '{1}' is not a port")]
+    Port(String, String),
+    #[error("{0}: an IPv6 address; the tunnels need IPv4")]
+    Ipv6(String),
+    #[error("cannot read /etc/resolv.conf: {0}")]
+    Conf(std::io::Error),
+    #[error("cannot resolve {0}: {1}")]
+    Lookup(String, hickory_resolver::error::ResolveError),
+    #[error("cannot resolve {0}: the resolver failed")]
+    Panicked(String),
+    #[error("{0} has no IPv4 address (the tunnels need one)")]
+    NoIpv4(String),
+}
+
 /// Every IPv4 address `name` (HOST:PORT, or HOST for the default port)
 /// resolves to: the hosts file, then DNS as /etc/resolv.conf says (search
 /// domains included), read by hickory rather than the C library, so a
 /// static binary alone in a container resolves as well as any.
-pub fn resolve(name: &str) -> Result<Vec<SocketAddrV4>, String> {
+pub fn resolve(name: &str) -> Result<Vec<SocketAddrV4>, ResolveError> {
     let (host, port) = match name.rsplit_once(':') {
         Some((h, p)) => match p.parse::<u16>() {
             Ok(p) => (h.to_string(), p),
-            Err(_) => return Err(format!("{name}: '{p}' is not a port")),
+            Err(_) => return Err(ResolveError::Port(name.to_string(), p.to_string())),
         },
         None => (name.to_string(), DEFAULT_PORT),
     };
@@ -146,17 +163,16 @@ pub fn resolve(name: &str) -> Result<Vec<SocketAddrV4>, String> {
         return Ok(vec![SocketAddrV4::new(ip, port)]);
     }
     if host.parse::<std::net::IpAddr>().is_ok() {
-        return Err(format!("{name}: an IPv6 address; the tunnels need IPv4"));
+        return Err(ResolveError::Ipv6(name.to_string()));
     }
     // The resolver runs a runtime of its own: on a thread of its own, so
     // this works from inside another runtime too.
     let h = host.clone();
-    let found = std::thread::spawn(move || -> Result<Vec<std::net::Ipv4Addr>, String> {
-        let r =
-            hickory_resolver::Resolver::from_system_conf().map_err(|e| format!("cannot read /etc/resolv.conf: {e}"))?;
+    let found = std::thread::spawn(move || -> Result<Vec<std::net::Ipv4Addr>, ResolveError> {
+        let r = hickory_resolver::Resolver::from_system_conf().map_err(ResolveError::Conf)?;
         let ips = r
             .lookup_ip(h.as_str())
-            .map_err(|e| format!("cannot resolve {h}: {e}"))?;
+            .map_err(|e| ResolveError::Lookup(h.clone(), e))?;
         Ok(ips
             .iter()
             .filter_map(|ip| match ip {
@@ -166,9 +182,9 @@ pub fn resolve(name: &str) -> Result<Vec<SocketAddrV4>, String> {
             .collect())
     })
     .join()
-    .map_err(|_| format!("cannot resolve {host}: the resolver failed"))??;
+    .map_err(|_| ResolveError::Panicked(host.clone()))??;
     if found.is_empty() {
-        return Err(format!("{name} has no IPv4 address (the tunnels need one)"));
+        return Err(ResolveError::NoIpv4(name.to_string()));
     }
     Ok(found.into_iter().map(|ip| SocketAddrV4::new(ip, port)).collect())
 }
@@ -196,7 +212,7 @@ mod tests {
         assert!(resolve("localhost:7700")
             .unwrap()
             .contains(&"127.0.0.1:7700".parse().unwrap()));
-        assert!(resolve("127.0.0.1:x").unwrap_err().contains("not a port"));
+        assert!(resolve("127.0.0.1:x").unwrap_err().to_string().contains("not a port"));
         for (text, says) in [
             ("credentials = \"c\"\n", "no workers"),
             (
