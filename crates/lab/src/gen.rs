@@ -9,6 +9,7 @@
 
 use crate::check::{range, real};
 use crate::rundir::Place;
+use crate::switch::bed::BedError;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, RunWriter, Sample, Target};
 use serde::{Deserialize, Serialize};
@@ -80,43 +81,41 @@ impl Pair {
     /// The pair, on record (`netlab::beds`) for the run in `dir` until
     /// its namespaces are gone, so that `sdnlab net clean` removes what a
     /// killed run left.
-    fn new(dir: &std::path::Path) -> Result<Pair, String> {
+    fn new(dir: &std::path::Path) -> Result<Pair, BedError> {
         let p = Pair {
             tag: format!("{}{:04x}", netlab::beds::TAG_PREFIXES[1], std::process::id() & 0xffff),
         };
         p.remove();
-        let err = |e: std::io::Error| e.to_string();
-        netlab::beds::register(&p.tag, dir).map_err(|e| format!("{}: {e}", netlab::beds::BEDS_ROOT))?;
+        netlab::beds::register(&p.tag, dir).map_err(BedError::io(netlab::beds::BEDS_ROOT))?;
         for side in ["g", "s"] {
-            netlab::kernel::netns_create(&p.ns(side)).map_err(err)?;
+            netlab::kernel::netns_create(&p.ns(side))?;
         }
         let (g, s, g_ns, s_ns) = (p.ifname("g"), p.ifname("s"), p.ns("g"), p.ns("s"));
         netlab::kernel::blocking(None, |nl| async move {
             nl.veth(&g, &s, 0).await?;
             nl.move_to(&g, &g_ns, &g).await?;
             nl.move_to(&s, &s_ns, &s).await
-        })
-        .map_err(err)?;
+        })?;
         for side in ["g", "s"] {
             let ns = p.ns(side);
             // No IPv6 chatter counted as received frames.
             let _ = netlab::kernel::command_in_netns(&ns, "sysctl")
                 .and_then(|mut c| c.args(["-qw", "net.ipv6.conf.all.disable_ipv6=1"]).status());
             let ifname = p.ifname(side);
-            netlab::kernel::blocking(Some(&ns), |nl| async move { nl.set_up(&ifname, true).await }).map_err(err)?;
+            netlab::kernel::blocking(Some(&ns), |nl| async move { nl.set_up(&ifname, true).await })?;
         }
         p.gro_on()?;
         Ok(p)
     }
-    fn gro_on(&self) -> Result<(), String> {
+    fn gro_on(&self) -> Result<(), BedError> {
         let (ns, ifname) = (self.ns("s"), self.ifname("s"));
         std::thread::spawn(move || -> std::io::Result<()> {
             traffic::run::enter_netns(&ns)?;
             packetio::live::enable_gro(&ifname)
         })
         .join()
-        .map_err(|_| "GRO thread panicked".to_string())?
-        .map_err(|e| e.to_string())
+        .map_err(|_| BedError::Refused("the GRO thread panicked".into()))?
+        .map_err(BedError::io("enabling GRO"))
     }
     fn ns(&self, side: &str) -> String {
         format!("{}{side}", self.tag)
@@ -138,20 +137,20 @@ impl Pair {
         }
     }
     /// Frames the sink's end has received, as its namespace counts them.
-    fn sink_rx(&self) -> Result<u64, String> {
+    fn sink_rx(&self) -> Result<u64, BedError> {
         let (ns, ifname) = (self.ns("s"), self.ifname("s"));
-        std::thread::spawn(move || -> Result<u64, String> {
-            traffic::run::enter_netns(&ns).map_err(|e| e.to_string())?;
-            let text = std::fs::read_to_string("/proc/thread-self/net/dev").map_err(|e| e.to_string())?;
+        std::thread::spawn(move || -> Result<u64, BedError> {
+            traffic::run::enter_netns(&ns)?;
+            let text = std::fs::read_to_string("/proc/thread-self/net/dev")?;
             text.lines()
                 .find_map(|l| {
                     let (name, rest) = l.split_once(':')?;
                     (name.trim() == ifname).then(|| rest.split_whitespace().nth(1)?.parse().ok())?
                 })
-                .ok_or_else(|| format!("{ifname}: no receive counter"))
+                .ok_or_else(|| BedError::Refused(format!("{ifname}: no receive counter")))
         })
         .join()
-        .map_err(|_| "counter thread panicked".to_string())?
+        .map_err(|_| BedError::Refused("the counter's thread panicked".into()))?
     }
 }
 
@@ -172,8 +171,8 @@ fn trafgen_conf(frame: &[u8]) -> String {
 }
 
 /// A pcap file of `n` copies of the frame (tcpreplay loops over it).
-fn write_pcap(path: &std::path::Path, frame: &[u8], n: usize) -> Result<(), String> {
-    let mut f = std::fs::File::create(path).map_err(|e| e.to_string())?;
+fn write_pcap(path: &std::path::Path, frame: &[u8], n: usize) -> Result<(), BedError> {
+    let mut f = std::fs::File::create(path).map_err(BedError::io(path.display().to_string()))?;
     let mut b = Vec::with_capacity(24 + n * (16 + frame.len()));
     b.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
     b.extend_from_slice(&2u16.to_le_bytes());
@@ -188,13 +187,13 @@ fn write_pcap(path: &std::path::Path, frame: &[u8], n: usize) -> Result<(), Stri
         b.extend_from_slice(&(frame.len() as u32).to_le_bytes());
         b.extend_from_slice(frame);
     }
-    f.write_all(&b).map_err(|e| e.to_string())
+    f.write_all(&b).map_err(BedError::io(path.display().to_string()))
 }
 
 /// Runs an external generator on core 0 inside the generator namespace.
-fn spawn_on_core0(pair: &Pair, cmd: &[&str]) -> Result<std::process::Child, String> {
+fn spawn_on_core0(pair: &Pair, cmd: &[&str]) -> Result<std::process::Child, BedError> {
     use std::os::unix::process::CommandExt;
-    let mut c = netlab::kernel::command_in_netns(&pair.ns("g"), cmd[0]).map_err(|e| e.to_string())?;
+    let mut c = netlab::kernel::command_in_netns(&pair.ns("g"), cmd[0])?;
     c.args(&cmd[1..])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -206,16 +205,16 @@ fn spawn_on_core0(pair: &Pair, cmd: &[&str]) -> Result<std::process::Child, Stri
     unsafe {
         c.pre_exec(|| traffic::run::pin_thread(0));
     }
-    c.spawn().map_err(|e| format!("{}: {e}", cmd[0]))
+    c.spawn().map_err(BedError::io(cmd[0]))
 }
 
 /// Frames per second the sink received while `generator` ran.
-fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) -> Result<f64, String> {
+fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) -> Result<f64, BedError> {
     let frame = template().bytes;
     pair.gro_on()?;
     let run = Duration::from_secs_f64(seconds);
     let (skip_start, skip_end) = (Duration::from_millis(500), Duration::from_millis(250));
-    let window = |started: Instant| -> Result<(u64, u64, f64), String> {
+    let window = |started: Instant| -> Result<(u64, u64, f64), BedError> {
         std::thread::sleep((started + skip_start).saturating_duration_since(Instant::now()));
         let (a, ta) = (pair.sink_rx()?, Instant::now());
         std::thread::sleep((started + run - skip_end).saturating_duration_since(Instant::now()));
@@ -245,13 +244,13 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
             let gen = std::thread::spawn(move || traffic::run::generate(&spec));
             let w = window(started);
             gen.join()
-                .map_err(|_| "generator thread panicked".to_string())?
-                .map_err(|e| e.to_string())?;
+                .map_err(|_| BedError::Refused("the generator's thread panicked".into()))?
+                .map_err(BedError::io("the generator"))?;
             w?
         }
         "trafgen" => {
             let conf = dir.join("trafgen.cfg");
-            std::fs::write(&conf, trafgen_conf(&frame)).map_err(|e| e.to_string())?;
+            std::fs::write(&conf, trafgen_conf(&frame)).map_err(BedError::io(conf.display().to_string()))?;
             let ifname = pair.ifname("g");
             let conf = conf.to_string_lossy().into_owned();
             let mut child = spawn_on_core0(pair, &["trafgen", "--dev", &ifname, "--conf", &conf, "-P", "1", "-q"])?;
@@ -273,10 +272,10 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
             w?
         }
         other => {
-            return Err(format!(
+            return Err(BedError::Refused(format!(
                 "unknown generator '{other}': choose from {}",
                 GENERATORS.join(", ")
-            ))
+            )))
         }
     };
     Ok(b.saturating_sub(a) as f64 / secs)
@@ -332,7 +331,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     };
     crate::rundir::write_experiment(&dir, &Experiment::Gen(args.clone()))?;
     let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
-    let pair = Pair::new(&dir).map_err(LabError::Setup)?;
+    let pair = Pair::new(&dir).map_err(LabError::setup)?;
     let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
     'rounds: for round in 0..args.rounds.max(1) {
         for (g, v) in rates.iter_mut() {

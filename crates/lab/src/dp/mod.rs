@@ -38,7 +38,7 @@ use crate::check::{range, real};
 use crate::method::rfc2544;
 use crate::rundir::Place;
 use crate::switch::bed::{
-    iperf, iperf_udp, load, open_bed, open_chain, run_trial, sh, Bed, CpuSampler, OfClient, Text, Trial, DUTS,
+    iperf, iperf_udp, load, open_bed, open_chain, run_trial, sh, Bed, BedError, CpuSampler, OfClient, Trial, DUTS,
 };
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, RunWriter, Target};
@@ -345,10 +345,11 @@ struct AtFrame<'r, 'a> {
 
 impl rfc2544::Device for AtFrame<'_, '_> {
     type Trial = Trial;
-    fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+    type Error = BedError;
+    fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, BedError> {
         self.r.run(test, self.frame, rate, seconds)
     }
-    fn burst(&mut self, n: u64) -> Result<(bool, f64), String> {
+    fn burst(&mut self, n: u64) -> Result<(bool, f64), BedError> {
         let spec = GenSpec {
             burst: Some(n),
             ..load(self.r.bed, self.frame, None, 1.0)
@@ -366,22 +367,32 @@ impl rfc2544::Device for AtFrame<'_, '_> {
 
 /// RFC 2544 26.1 with a confirmation at full duration (RFC 9004's loss
 /// verification): the rate and its confirming trial.
-fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<rfc2544::Throughput<Trial>, String> {
+fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<rfc2544::Throughput<Trial>, BedError> {
     let search = rfc2544::Search {
         resolution: p.resolution,
         search_s: p.search_s,
         trial_s: p.trial_s,
     };
-    rfc2544::throughput(&mut AtFrame { r, frame }, search).map_err(|e| format!("{frame}-byte frames: {e}"))
+    rfc2544::throughput(&mut AtFrame { r, frame }, search).map_err(|e| BedError::Search {
+        frame,
+        source: Box::new(e),
+    })
 }
 
 /// The longest loss-free burst, by binary search between 1 frame and
 /// `b2b_s` seconds at the generator's full rate; `b2b_repetitions`
 /// searches, each recorded as a figure.
-fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result<rfc2544::BackToBack, String> {
+fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result<rfc2544::BackToBack, BedError> {
     let longest = (p.b2b_s * max_rate) as u64;
-    let b = rfc2544::back_to_back(&mut AtFrame { r, frame }, longest, p.b2b_repetitions, max_rate)
-        .map_err(|e| e.to_string())?;
+    let b = rfc2544::back_to_back(&mut AtFrame { r, frame }, longest, p.b2b_repetitions, max_rate).map_err(
+        |e| match e {
+            rfc2544::MethodError::Device(d) => d,
+            e => BedError::Search {
+                frame,
+                source: Box::new(e),
+            },
+        },
+    )?;
     for (rep, frames) in b.bursts.iter().enumerate() {
         r.figure(
             format!("{frame}B"),
@@ -397,7 +408,7 @@ fn back_to_back(r: &mut Runner, frame: usize, p: &Plan, max_rate: f64) -> Result
 /// generator's), then 50 % of that; the time from the reduction to the
 /// last frame lost (0 if none was lost after it). Seconds, and whether
 /// the overload lost anything at all.
-fn recovery(r: &mut Runner, frame: usize, p: &Plan, tput: f64, max_rate: f64) -> Result<(f64, bool), String> {
+fn recovery(r: &mut Runner, frame: usize, p: &Plan, tput: f64, max_rate: f64) -> Result<(f64, bool), BedError> {
     let over = (tput * 1.1).min(max_rate);
     let spec = GenSpec {
         then: Some((Duration::from_secs_f64(p.recovery_s), over * 0.5)),
@@ -405,7 +416,10 @@ fn recovery(r: &mut Runner, frame: usize, p: &Plan, tput: f64, max_rate: f64) ->
     };
     let t = r.run_spec("recovery", frame, &spec)?;
     let Some((change_ns, change_seq)) = t.gen.second_phase else {
-        return Err("the generator did not report its second phase".into());
+        return Err(BedError::Tool {
+            what: "the generator".into(),
+            detail: "did not report its second phase".into(),
+        });
     };
     let overloaded = t.rx.last_missing_before(change_seq).is_some();
     let recovery_s = match t.rx.last_missing_before(t.sent) {
@@ -420,7 +434,7 @@ fn recovery(r: &mut Runner, frame: usize, p: &Plan, tput: f64, max_rate: f64) ->
 
 /// iperf3 TCP (repeated) and UDP raised step by step, with the switch
 /// core's CPU over each run; a summary row.
-fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Result<String, String> {
+fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Result<String, BedError> {
     let mut tcp_cell = "-".to_string();
     if tcp {
         let mut rates = Vec::new();
@@ -467,7 +481,7 @@ fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Result<String,
 
 /// Throughput (RFC 2544, 64-byte frames), latency at the scenario rate
 /// and iperf3 TCP across the runner's bed.
-fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, String> {
+fn path_figures(r: &mut Runner, p: &Plan, label: &str) -> Result<PathFigures, BedError> {
     // Flat out first: a path that never forwards without some loss (a
     // zero-loss search finds nothing) still shows how much it carries.
     let max = r.run("path_max", 64, None, p.search_s)?.rx_pps;
@@ -508,7 +522,7 @@ struct PathFigures {
 /// The open-platform paper's short and long paths: one switch, then a
 /// chain of `long_path` switches (for Open vSwitch, bridges of the same
 /// daemon joined by veths). A summary row.
-fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, String> {
+fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, BedError> {
     let one = path_figures(r, p, "1 switch")?;
     let chain_dir = dir.join(format!("{}-chain", r.dut));
     let (chain, addrs) = open_chain(r.dut, &chain_dir, r.bed.links(), "c", p.long_path, r.bed.ovs.as_ref())?;
@@ -564,7 +578,7 @@ fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, Stri
 /// bridges of two ports, each between its own pair of hosts, flat out
 /// one alone then all together, and the latency of each at the scenario
 /// rate while all carry it. A summary row.
-fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, String> {
+fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, BedError> {
     let mut extra = Vec::new();
     for i in 1..p.parallel {
         let d = dir.join(format!("{}-bridge{}", r.dut, i + 1));
@@ -574,14 +588,17 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, S
     std::thread::sleep(Duration::from_millis(300));
     let beds: Vec<&Bed> = std::iter::once(r.bed).chain(extra.iter()).collect();
     let bridges = beds.len();
-    let at_once = |rate: Option<f64>, seconds: f64| -> Result<Vec<Trial>, String> {
+    let at_once = |rate: Option<f64>, seconds: f64| -> Result<Vec<Trial>, BedError> {
         std::thread::scope(|s| {
             let runs: Vec<_> = beds
                 .iter()
                 .map(|b| s.spawn(move || run_trial(b, &load(b, 64, rate, seconds))))
                 .collect();
             runs.into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("trial thread panicked".into())))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(BedError::Refused("a trial's thread panicked".into())))
+                })
                 .collect()
         })
     };
@@ -638,7 +655,13 @@ fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, S
 
 /// A test's summary row into its table, or its failure into the run's
 /// events (the other tests go on).
-fn add_row(table: &mut String, events: &mut Vec<String>, obs: &dyn Observer, what: &str, row: Result<String, String>) {
+fn add_row(
+    table: &mut String,
+    events: &mut Vec<String>,
+    obs: &dyn Observer,
+    what: &str,
+    row: Result<String, BedError>,
+) {
     match row {
         Ok(row) => table.push_str(&row),
         Err(e) => {
@@ -735,7 +758,6 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                 version: match (d.as_str(), args.external_openflow) {
                     ("external", Some(a)) => OfClient::connect(a)
                         .and_then(|mut c| c.describe())
-                        .text()
                         .unwrap_or_else(|e| format!("(OpenFlow description unavailable: {e})")),
                     _ => crate::switch::bed::dut_version(d),
                 },

@@ -4,7 +4,7 @@
 //! the switch core's CPU shares and its OpenFlow port counters. Shared by
 //! the RFC 2544 tests (`super`) and the OpenFlow scenarios (`scenarios`).
 
-use crate::switch::bed::{load, run_trial, Bed, CpuSampler, OfClient, Trial};
+use crate::switch::bed::{load, run_trial, Bed, BedError, CpuSampler, OfClient, Trial};
 use report::{RunWriter, Sample};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -91,7 +91,7 @@ fn port_counts(addr: Option<std::net::SocketAddr>) -> Option<BTreeMap<u32, (u64,
 
 impl Runner<'_> {
     /// One trial of `spec`, repeated once if invalid; recorded either way.
-    pub(crate) fn run_spec(&mut self, test: &str, frame: usize, spec: &GenSpec) -> Result<Trial, String> {
+    pub(crate) fn run_spec(&mut self, test: &str, frame: usize, spec: &GenSpec) -> Result<Trial, BedError> {
         let (t, valid) = self.run_once(test, frame, spec, |_| Ok(()))?;
         if valid {
             return Ok(t);
@@ -107,8 +107,8 @@ impl Runner<'_> {
         test: &str,
         frame: usize,
         spec: &GenSpec,
-        during: impl FnOnce(Option<std::net::SocketAddr>) -> Result<(), String>,
-    ) -> Result<(Trial, bool), String> {
+        during: impl FnOnce(Option<std::net::SocketAddr>) -> Result<(), BedError>,
+    ) -> Result<(Trial, bool), BedError> {
         let rate = spec.rate_pps.filter(|_| spec.burst.is_none());
         self.obs.event(crate::Event::TrialStart {
             test,
@@ -123,7 +123,12 @@ impl Runner<'_> {
         let (t, r) = std::thread::scope(|s| {
             let trial = s.spawn(|| run_trial(bed, spec));
             let r = during(of_addr);
-            (trial.join().unwrap_or_else(|_| Err("trial thread panicked".into())), r)
+            (
+                trial
+                    .join()
+                    .unwrap_or_else(|_| Err(BedError::Refused("the trial's thread panicked".into()))),
+                r,
+            )
         });
         let cpu = cpu.map(CpuSampler::finish);
         let host = host.finish();
@@ -188,7 +193,7 @@ impl Runner<'_> {
         Ok((t, valid))
     }
 
-    pub(crate) fn run(&mut self, test: &str, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+    pub(crate) fn run(&mut self, test: &str, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, BedError> {
         let spec = load(self.bed, frame, rate, seconds);
         self.run_spec(test, frame, &spec)
     }

@@ -18,7 +18,7 @@
 //!   reply came (a reply before the rule forwards is a switch that lies).
 
 use super::runner::{Plan, Ports, Runner};
-use crate::switch::bed::{delete_all, filler_rules, forward_rules, load, OfClient, Text, Trial, GEN_MAC, SINK_MAC};
+use crate::switch::bed::{delete_all, filler_rules, forward_rules, load, BedError, OfClient, Trial, GEN_MAC, SINK_MAC};
 use ctlbench::method::TableGrowth;
 use ofwire::oxm::{Match, Oxm};
 use ofwire::types::MacAddr;
@@ -99,10 +99,13 @@ fn rule(fields: Vec<Oxm>, actions: Vec<Action>) -> FlowMod {
 }
 
 /// Every other rule removed, then `rules`; (seconds to the barrier, errors).
-fn replace_rules(addr: std::net::SocketAddr, rules: &[FlowMod]) -> Result<(f64, u64), String> {
-    let mut c = OfClient::connect(addr).text()?;
-    c.install(&[delete_all()]).text()?;
-    c.install(rules).map(|i| (i.seconds, i.errors)).text()
+fn replace_rules(addr: std::net::SocketAddr, rules: &[FlowMod]) -> Result<(f64, u64), BedError> {
+    let mut c = OfClient::connect(addr).map_err(BedError::of("connecting to the switch"))?;
+    c.install(&[delete_all()])
+        .map_err(BedError::of("emptying its tables"))?;
+    c.install(rules)
+        .map(|i| (i.seconds, i.errors))
+        .map_err(BedError::of("installing the rules"))
 }
 
 /// The scenarios' frames: one stream, to `dst_ip`.
@@ -122,7 +125,7 @@ fn scenario_load(r: &Runner, p: &Plan, dst_ip: Ipv4Addr, rate: f64, seconds: f64
 }
 
 /// The scenario's latency trials, each a figure of `<dut> <scenario> <variant>`.
-fn latency_trials(r: &mut Runner, p: &Plan, scenario: &str, variant: &str) -> Result<Vec<Trial>, String> {
+fn latency_trials(r: &mut Runner, p: &Plan, scenario: &str, variant: &str) -> Result<Vec<Trial>, BedError> {
     let spec = scenario_load(r, p, SINK_IP, p.scenario_rate, p.scenario_s);
     let mut out = Vec::new();
     for i in 0..p.scenario_repetitions {
@@ -269,7 +272,7 @@ fn match_fields(variant: &str, pp: Ports) -> Vec<Oxm> {
 
 /// Runs the `wanted` scenarios on the runner's switch, then puts its
 /// forwarding rules back.
-pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[&str], tables: &mut Tables) -> Result<(), String> {
+pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[&str], tables: &mut Tables) -> Result<(), BedError> {
     let dut = r.dut.to_string();
     let Some(addr) = r.of_addr else {
         // No OpenFlow: the Linux bridge is the legacy mode the others are compared with.
@@ -301,7 +304,7 @@ fn scenarios(
     wanted: &[&str],
     tables: &mut Tables,
     addr: std::net::SocketAddr,
-) -> Result<(), String> {
+) -> Result<(), BedError> {
     let dut = r.dut.to_string();
     let pp = r.ports;
     if wanted.contains(&"match") {
@@ -406,20 +409,20 @@ fn capacity_rule(i: u32, pp: Ports) -> FlowMod {
     )
 }
 
-fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), String> {
+fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), BedError> {
     let dut = r.dut.to_string();
     let pp = r.ports;
     replace_rules(addr, &[])?;
     let chunk = (p.capacity_max / 20).clamp(1000.min(p.capacity_max), 50_000);
-    let mut c = OfClient::connect(addr).text()?;
+    let mut c = OfClient::connect(addr).map_err(BedError::of("connecting to the switch"))?;
     // RFC 8456's table-growth rule (the one the controller tests use):
     // stop at a refused rule, or when a step adds under a tenth of itself.
     let mut growth = TableGrowth::new(chunk as u64, p.capacity_max as u64, Duration::MAX, 0);
     let mut refused = 0u64;
     while let Some(batch) = growth.next_step() {
         let mods: Vec<FlowMod> = batch.clone().map(|i| capacity_rule(i as u32, pp)).collect();
-        let errors = c.install(&mods).text()?.errors;
-        let now = c.active_rules().text()?;
+        let errors = c.install(&mods).map_err(BedError::of("installing the rules"))?.errors;
+        let now = c.active_rules().map_err(BedError::of("counting its rules"))?;
         refused += errors;
         let failure = (errors > 0).then(|| format!("the switch refused {errors} rules"));
         growth.record(now, failure, Duration::ZERO);
@@ -455,12 +458,14 @@ fn capacity(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Socke
     Ok(())
 }
 
-fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), String> {
+fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::SocketAddr) -> Result<(), BedError> {
     let dut = r.dut.to_string();
     let pp = r.ports;
     replace_rules(addr, &[])?;
     let mods = filler_rules(p.table_rules, 0, pp.out);
-    let installed = OfClient::connect(addr).and_then(|mut c| c.install(&mods)).text()?;
+    let installed = OfClient::connect(addr)
+        .and_then(|mut c| c.install(&mods))
+        .map_err(BedError::of("installing the rules"))?;
     let (secs, errors) = (installed.seconds, installed.errors);
     let per_s = mods.len() as f64 / secs;
     r.figure("insertion".into(), 0, &[("flow_mods_per_s", per_s)], Vec::new());
@@ -496,10 +501,11 @@ fn insertion(r: &mut Runner, p: &Plan, tables: &mut Tables, addr: std::net::Sock
         // Once only: a repeat would find the rule in place.
         let (t, _) = r.run_once("insertion_delay", p.scenario_frame, &spec, |a| {
             let Some(a) = a else { return Ok(()) };
-            let mut c = OfClient::connect(a).text()?;
+            let mut c = OfClient::connect(a).map_err(BedError::of("connecting to the switch"))?;
             std::thread::sleep(Duration::from_secs_f64(seconds * 0.3));
             let sent = now_ns();
-            c.install(&[rule(vec![pp.in_port()], vec![pp.output()])]).text()?;
+            c.install(&[rule(vec![pp.in_port()], vec![pp.output()])])
+                .map_err(BedError::of("installing the rules"))?;
             at_reply = (sent, probe.next_seq());
             Ok(())
         })?;

@@ -30,22 +30,24 @@ pub trait Observed {
 /// A device under test with its generator and receiver.
 pub trait Device {
     type Trial: Observed;
+    /// Why a trial or a burst could not run.
+    type Error: std::error::Error + 'static;
     /// One trial of `seconds` at `rate` frames/s (`None`: as fast as the
     /// generator goes); `test` names it in the samples.
-    fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Self::Trial, String>;
+    fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Self::Trial, Self::Error>;
     /// One burst of `frames` back to back at the generator's full rate:
     /// whether all crossed, and the rate they were sent at (frames/s).
-    fn burst(&mut self, frames: u64) -> Result<(bool, f64), String>;
+    fn burst(&mut self, frames: u64) -> Result<(bool, f64), Self::Error>;
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum MethodError {
+pub enum MethodError<E: std::error::Error + 'static> {
     /// Even the lowest rate tried lost frames at full duration.
     #[error("no rate confirmed without loss (the lowest tried: {lowest_pps:.0} frames/s)")]
     NoLossFreeRate { lowest_pps: f64 },
     /// The generator, the receiver or the device failed.
-    #[error("{0}")]
-    Device(String),
+    #[error(transparent)]
+    Device(E),
 }
 
 /// Durations and resolution of the throughput search.
@@ -92,7 +94,7 @@ pub fn loss_free_search<D: Device>(
     max: &D::Trial,
     resolution: f64,
     seconds: f64,
-) -> Result<LossFree<D::Trial>, MethodError> {
+) -> Result<LossFree<D::Trial>, MethodError<D::Error>> {
     let (mut lo, mut hi) = (0.0f64, max.offered_pps());
     let mut best = None;
     let mut lowest = hi;
@@ -124,7 +126,7 @@ pub fn loss_free_search<D: Device>(
 }
 
 /// RFC 2544 26.1 with RFC 9004's confirmation at full duration.
-pub fn throughput<D: Device>(d: &mut D, s: Search) -> Result<Throughput<D::Trial>, MethodError> {
+pub fn throughput<D: Device>(d: &mut D, s: Search) -> Result<Throughput<D::Trial>, MethodError<D::Error>> {
     let max = d
         .trial("throughput_max", None, s.search_s)
         .map_err(MethodError::Device)?;
@@ -156,7 +158,7 @@ pub fn throughput<D: Device>(d: &mut D, s: Search) -> Result<Throughput<D::Trial
 
 /// RFC 2544 26.3: (offered rate, percent lost) from `max` down in steps of
 /// 10 % of it, until two trials in a row lose nothing (or ten steps).
-pub fn frame_loss_rate<D: Device>(d: &mut D, max: f64, trial_s: f64) -> Result<Vec<(f64, f64)>, MethodError> {
+pub fn frame_loss_rate<D: Device>(d: &mut D, max: f64, trial_s: f64) -> Result<Vec<(f64, f64)>, MethodError<D::Error>> {
     let mut out = Vec::new();
     let mut clean_in_a_row = 0;
     for step in 0..10 {
@@ -194,7 +196,7 @@ pub fn back_to_back<D: Device>(
     longest: u64,
     repetitions: usize,
     max_rate: f64,
-) -> Result<BackToBack, MethodError> {
+) -> Result<BackToBack, MethodError<D::Error>> {
     let longest = longest.max(2);
     let (mut bursts, mut rates, mut unbounded) = (Vec::new(), Vec::new(), true);
     for _ in 0..repetitions.max(1) {
@@ -293,7 +295,8 @@ mod tests {
 
     impl Device for Model {
         type Trial = T;
-        fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<T, String> {
+        type Error = std::convert::Infallible;
+        fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<T, Self::Error> {
             self.trials.push((test, rate, seconds));
             let offered = rate.unwrap_or(self.generator_pps).min(self.generator_pps);
             let sent = (offered * seconds) as u64;
@@ -310,7 +313,7 @@ mod tests {
                 rx: received as f64 / seconds,
             })
         }
-        fn burst(&mut self, frames: u64) -> Result<(bool, f64), String> {
+        fn burst(&mut self, frames: u64) -> Result<(bool, f64), Self::Error> {
             // At full rate the switch drains at its capacity while the
             // burst arrives: it holds what comes in faster than that.
             let excess = 1.0 - (self.capacity_pps / self.generator_pps).min(1.0);

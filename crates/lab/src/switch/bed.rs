@@ -28,18 +28,76 @@ pub(crate) const RCV_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 2];
 /// charge the receiving namespace's IP work to whatever sends into it.
 pub(crate) const SINK_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 0x99];
 
+/// Why a test bed could not be built or a trial on it could not run (the
+/// switch benchmarks' one-line messages).
+#[derive(Debug, thiserror::Error)]
+pub enum BedError {
+    /// Netlink, a namespace or a socket, in the kernel's words.
+    #[error(transparent)]
+    Kernel(#[from] std::io::Error),
+    /// A file, a program or an interface of ours, and what it was for.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tool (ovs-vsctl, iperf3, the generator) that failed, in its words.
+    #[error("{what}: {detail}")]
+    Tool { what: String, detail: String },
+    /// What the bed cannot do as asked (an argument, a switch, a port).
+    #[error("{0}")]
+    Refused(String),
+    /// The switch under test over OpenFlow: what was asked, and its answer.
+    #[error("{what}: {source}")]
+    OpenFlow {
+        what: String,
+        #[source]
+        source: ofconn::blocking::ClientError,
+    },
+    /// The workers a remote bed runs on.
+    #[error(transparent)]
+    Fleet(#[from] fleet::FleetError),
+    /// A stop signal came (`crate::stop`): the bed is removed.
+    #[error("{0}")]
+    Stopped(String),
+    /// RFC 2544's search at one frame size found no loss-free rate.
+    #[error("{frame}-byte frames: {source}")]
+    Search {
+        frame: usize,
+        #[source]
+        source: Box<crate::method::rfc2544::MethodError<BedError>>,
+    },
+}
+
+impl BedError {
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BedError {
+        let what = what.into();
+        move |source| BedError::Io { what, source }
+    }
+
+    pub(crate) fn of(what: impl Into<String>) -> impl FnOnce(ofconn::blocking::ClientError) -> BedError {
+        let what = what.into();
+        move |source| BedError::OpenFlow { what, source }
+    }
+}
+
+/// The trial's stop check, as a bed's error.
+pub(crate) fn check_stop() -> Result<(), BedError> {
+    crate::stop::check().map_err(BedError::Stopped)
+}
+
 /// A tool's output (versions of the systems under test).
-pub(crate) fn sh(args: &[&str]) -> Result<String, String> {
+pub(crate) fn sh(args: &[&str]) -> Result<String, BedError> {
     let out = Command::new(args[0])
         .args(&args[1..])
         .output()
-        .map_err(|e| format!("{}: {e}", args[0]))?;
+        .map_err(BedError::io(args[0]))?;
     if !out.status.success() {
-        return Err(format!(
-            "{}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(BedError::Tool {
+            what: args.join(" "),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -47,23 +105,12 @@ pub(crate) fn sh(args: &[&str]) -> Result<String, String> {
 /// The project's one OpenFlow client, as the benches use it.
 pub(crate) type OfClient = ofconn::blocking::Client;
 
-/// Errors as the benches' one-line messages.
-pub(crate) trait Text<T> {
-    fn text(self) -> Result<T, String>;
-}
-
-impl<T, E: std::fmt::Display> Text<T> for Result<T, E> {
-    fn text(self) -> Result<T, String> {
-        self.map_err(|e| e.to_string())
-    }
-}
-
 /// Kernel calls in namespace `ns` (None: this one) from sequential code.
-fn k<T, F>(ns: Option<&str>, f: impl FnOnce(Nl) -> F) -> Result<T, String>
+fn k<T, F>(ns: Option<&str>, f: impl FnOnce(Nl) -> F) -> Result<T, BedError>
 where
     F: std::future::Future<Output = std::io::Result<T>>,
 {
-    blocking(ns, f).text()
+    Ok(blocking(ns, f)?)
 }
 
 /// How test frames travel on a bed: how they are sent, how the receiving
@@ -207,7 +254,7 @@ impl Bed {
         suffix: &str,
         hops: usize,
         external: Option<&External>,
-    ) -> Result<Bed, String> {
+    ) -> Result<Bed, BedError> {
         let Links {
             generator,
             receiver,
@@ -246,17 +293,19 @@ impl Bed {
         bed.teardown();
         // On record until torn down: if this process is killed outright,
         // `sdnlab net clean` removes what it leaves.
-        netlab::beds::register(&bed.tag, dir)
-            .map_err(|e| format!("{}: {e} (benchmarks need root)", netlab::beds::BEDS_ROOT))?;
+        netlab::beds::register(&bed.tag, dir).map_err(BedError::io(format!(
+            "{} (benchmarks need root)",
+            netlab::beds::BEDS_ROOT
+        )))?;
         let (g, r) = (bed.gen_ns(), bed.rcv_ns());
         for ns in [&g, &r] {
-            netlab::kernel::netns_create(ns).map_err(|e| format!("namespace {ns}: {e}"))?;
+            netlab::kernel::netns_create(ns).map_err(BedError::io(format!("namespace {ns}")))?;
         }
         if let Some(ext) = external {
             for i in [&ext.ifaces.0, &ext.ifaces.1] {
                 let name = i.clone();
                 k(None, |nl| async move { nl.index(&name).await })
-                    .map_err(|_| format!("--external-ports: no interface {i} here"))?;
+                    .map_err(|_| BedError::Refused(format!("--external-ports: no interface {i} here")))?;
             }
             bed.external = Some(ext.ifaces.clone());
         } else {
@@ -389,26 +438,29 @@ impl Bed {
     /// A bed whose two ends are interfaces on workers' machines, "WORKER:IF"
     /// each (`ext.ifaces`), the workers those of inventory `inv`: the
     /// fleet connected (every clock measured) and both ports checked there.
-    fn remote(dir: &Path, links: Links, ext: &External, inv: &Path) -> Result<Bed, String> {
+    fn remote(dir: &Path, links: Links, ext: &External, inv: &Path) -> Result<Bed, BedError> {
         crate::stop::catch_stop_signals();
-        let inventory = fleet::inventory::Inventory::load(inv).text()?;
+        let inventory = fleet::inventory::Inventory::load(inv)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
-            .map_err(|e| format!("tokio: {e}"))?;
-        let fleet = rt.block_on(fleet::coordinator::Fleet::connect(&inventory)).text()?;
+            .map_err(BedError::io("tokio"))?;
+        let fleet = rt.block_on(fleet::coordinator::Fleet::connect(&inventory))?;
         let mut ends = Vec::new();
         for end in [&ext.ifaces.0, &ext.ifaces.1] {
-            let (w, iface) = split_remote_port(end)
-                .ok_or_else(|| format!("--external-ports {end}: with --workers, name each port WORKER:IF"))?;
+            let (w, iface) = split_remote_port(end).ok_or_else(|| {
+                BedError::Refused(format!(
+                    "--external-ports {end}: with --workers, name each port WORKER:IF"
+                ))
+            })?;
             let i = fleet.worker_named(w).ok_or_else(|| {
                 let names: Vec<&str> = fleet.workers.iter().map(|w| w.name.as_str()).collect();
-                format!(
+                BedError::Refused(format!(
                     "--external-ports {end}: no worker '{w}' in {} (its workers: {})",
                     inv.display(),
                     names.join(", ")
-                )
+                ))
             })?;
             ends.push((i, iface.to_string()));
         }
@@ -416,13 +468,13 @@ impl Bed {
         for (w, iface) in &ends {
             let port = rt
                 .block_on(fleet.tester_ports(*w, std::slice::from_ref(iface)))
-                .map_err(|e| format!("--external-ports: {e}"))?
+                .map_err(|e| BedError::Refused(format!("--external-ports: {e}")))?
                 .remove(0);
             if let Some(mtu) = links.mtu.filter(|m| port.mtu < *m) {
-                return Err(format!(
+                return Err(BedError::Refused(format!(
                     "jumbo frames need MTU {mtu} on {}:{iface} (it has {}): raise it there",
                     fleet.workers[*w].name, port.mtu
-                ));
+                )));
             }
             seen.push(port);
         }
@@ -453,7 +505,7 @@ impl Bed {
 
 /// Turns GRO on at interface `ifname` of namespace `ns` (None: this one),
 /// so that the veth takes frames redirected to it by XDP.
-fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), String> {
+fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), BedError> {
     std::thread::spawn(move || -> std::io::Result<()> {
         if let Some(ns) = &ns {
             traffic::run::enter_netns(ns)?;
@@ -461,8 +513,8 @@ fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), String> {
         packetio::live::enable_gro(&ifname)
     })
     .join()
-    .map_err(|_| "GRO thread panicked".to_string())?
-    .map_err(|e| e.to_string())
+    .map_err(|_| BedError::Refused("the GRO thread panicked".into()))?
+    .map_err(BedError::io("enabling GRO"))
 }
 
 /// A FLOW_MOD removing every rule of every table.
@@ -649,15 +701,15 @@ pub(crate) fn start_dut(
     dut: &str,
     bed: &mut Bed,
     shared_ovs: Option<&netlab::ovs::Ovs>,
-) -> Result<Vec<std::net::SocketAddr>, String> {
+) -> Result<Vec<std::net::SocketAddr>, BedError> {
     let mut addrs = Vec::new();
     if dut.starts_with("ovs") && shared_ovs.is_none() && !bed.ports.is_empty() {
-        bed.ovs = Some(netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(|e| e.to_string())?);
+        bed.ovs = Some(netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(BedError::io("Open vSwitch"))?);
     }
     for (i, (a, b)) in bed.ports.clone().into_iter().enumerate() {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
+            .map_err(BedError::io("a free loopback port"))?
             .port();
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
         let br = bed.bridge_name(i);
@@ -668,13 +720,13 @@ pub(crate) fn start_dut(
                 } else {
                     (format!("afxdp:{a}"), format!("afxdp:{b}"))
                 };
-                let me = std::env::current_exe().map_err(|e| e.to_string())?;
+                let me = std::env::current_exe().map_err(BedError::io("finding sdnlab itself"))?;
                 let log_name = if bed.ports.len() == 1 {
                     "sdnlab-switch.log".to_string()
                 } else {
                     format!("sdnlab-switch{}.log", i + 1)
                 };
-                let log = std::fs::File::create(bed.dir.join(log_name)).map_err(|e| e.to_string())?;
+                let log = std::fs::File::create(bed.dir.join(&log_name)).map_err(BedError::io(log_name.clone()))?;
                 let child = Command::new(me)
                     .args([
                         "switch",
@@ -691,7 +743,7 @@ pub(crate) fn start_dut(
                     .stdout(Stdio::null())
                     .stderr(log)
                     .spawn()
-                    .map_err(|e| e.to_string())?;
+                    .map_err(BedError::io("sdnlab switch"))?;
                 bed.children.push(child);
                 addrs.push(addr);
             }
@@ -734,10 +786,11 @@ pub(crate) fn start_dut(
                     format!("ptcp:{port}:127.0.0.1"),
                 ]);
                 let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-                ovs.vsctl(&refs).map_err(|e| e.to_string())?;
+                ovs.vsctl(&refs).map_err(BedError::io("ovs-vsctl"))?;
                 if let Some((_, sw)) = bed.cores {
                     // Every other thread too (the main thread polls `system` ports).
-                    traffic::run::pin_process(ovs.state.vswitchd_pid, sw).map_err(|e| e.to_string())?;
+                    traffic::run::pin_process(ovs.state.vswitchd_pid, sw)
+                        .map_err(BedError::io("pinning ovs-vswitchd"))?;
                 }
                 addrs.push(addr);
             }
@@ -755,9 +808,9 @@ pub(crate) fn start_dut(
             "xdp-patch" => {
                 // Not a switch: the least a switch hop in the kernel costs
                 // (see packetio::patch).
-                let index = |name: &str| packetio::ifindex(name).map_err(|e| format!("{name}: {e}"));
+                let index = |name: &str| packetio::ifindex(name).map_err(BedError::io(name));
                 let patch = packetio::XdpPatch::attach(index(&a)?, index(&b)?, packetio::XdpMode::Native)
-                    .map_err(|e| format!("xdp-patch: {e}"))?;
+                    .map_err(BedError::io("xdp-patch"))?;
                 bed.patches.push(patch);
                 if i == 0 {
                     // Replies redirected back out of the first port (TCP
@@ -765,7 +818,12 @@ pub(crate) fn start_dut(
                     enable_gro(Some(bed.gen_ns()), bed.gen_if())?;
                 }
             }
-            other => return Err(format!("unknown switch '{other}': choose from {}", DUTS.join(", "))),
+            other => {
+                return Err(BedError::Refused(format!(
+                    "unknown switch '{other}': choose from {}",
+                    DUTS.join(", ")
+                )))
+            }
         }
     }
     Ok(addrs)
@@ -781,15 +839,15 @@ pub(crate) fn open_chain(
     suffix: &str,
     hops: usize,
     shared_ovs: Option<&netlab::ovs::Ovs>,
-) -> Result<(Bed, Vec<std::net::SocketAddr>), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+) -> Result<(Bed, Vec<std::net::SocketAddr>), BedError> {
+    std::fs::create_dir_all(dir).map_err(BedError::io(dir.display().to_string()))?;
     let mut bed = Bed::chain(dut, dir, links, suffix, hops, None)?;
     let addrs = start_dut(dut, &mut bed, shared_ovs)?;
     for addr in &addrs {
         OfClient::connect(*addr)
             .and_then(|mut c| c.install(&forward_rules(1, 2)))
             .map(drop)
-            .map_err(|e| format!("forwarding rules: {e}"))?;
+            .map_err(BedError::of("forwarding rules"))?;
     }
     Ok((bed, addrs))
 }
@@ -803,10 +861,10 @@ pub(crate) fn open_bed(
     links: Links,
     external: Option<&External>,
     workers: Option<&Path>,
-) -> Result<(Bed, Option<std::net::SocketAddr>), String> {
+) -> Result<(Bed, Option<std::net::SocketAddr>), BedError> {
     let dut_dir = dir.join(dut);
     let _ = std::fs::remove_dir_all(&dut_dir);
-    std::fs::create_dir_all(&dut_dir).map_err(|e| format!("{}: {e}", dut_dir.display()))?;
+    std::fs::create_dir_all(&dut_dir).map_err(BedError::io(dut_dir.display().to_string()))?;
     if let Some(ext) = external {
         let bed = match workers {
             Some(inv) => Bed::remote(&dut_dir, links, ext, inv)?,
@@ -816,7 +874,7 @@ pub(crate) fn open_bed(
             OfClient::connect(addr)
                 .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
                 .map(drop)
-                .map_err(|e| format!("forwarding rules on the external switch: {e}"))?;
+                .map_err(BedError::of("forwarding rules on the external switch"))?;
         }
         return Ok((bed, ext.openflow));
     }
@@ -894,26 +952,23 @@ pub(crate) fn load(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> 
     }
 }
 
-pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, BedError> {
     run_trial(bed, &load(bed, frame, rate, seconds))
 }
 
 /// Sends `spec`'s frames and counts what arrives at the receiving host,
 /// after the traffic has stopped and drained.
-pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
-    crate::stop::check()?;
+pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, BedError> {
+    check_stop()?;
     if let Some(rm) = &bed.remote {
-        let (g, r, uncertainty) = rm
-            .rt
-            .block_on(rm.fleet.tester_trial(
-                rm.gen.0,
-                (rm.rcv.0, &rm.rcv.1),
-                bed.receiver,
-                spec,
-                Duration::from_millis(100),
-                Duration::from_secs(2),
-            ))
-            .text()?;
+        let (g, r, uncertainty) = rm.rt.block_on(rm.fleet.tester_trial(
+            rm.gen.0,
+            (rm.rcv.0, &rm.rcv.1),
+            bed.receiver,
+            spec,
+            Duration::from_millis(100),
+            Duration::from_secs(2),
+        ))?;
         return Ok(Trial::of(g, r, uncertainty));
     }
     let rx = Receiver::start_on(
@@ -922,8 +977,8 @@ pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, String> {
         bed.cores.map(|(gen, _)| gen),
         bed.receiver,
     )
-    .map_err(|e| e.to_string())?;
-    let g = generate(spec).map_err(|e| e.to_string())?;
+    .map_err(BedError::io("the receiver"))?;
+    let g = generate(spec).map_err(BedError::io("the generator"))?;
     // RFC 2544 section 23 waits 2 s for residual frames; a switch that has
     // delivered everything is done long before, so stop after 100 ms of
     // silence and wait the 2 s only for one still delivering.
@@ -957,8 +1012,8 @@ impl Trial {
 
 /// iperf3 from the generating host to the receiving one for `seconds`:
 /// TCP, or UDP at `udp_mbit`; its JSON report.
-pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<serde_json::Value, String> {
-    crate::stop::check()?;
+pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<serde_json::Value, BedError> {
+    check_stop()?;
     // Both ends on the measuring side's core, as the generator and the
     // receiver are: on the switch's core they would fight a polling
     // switch for it and their own losses would count as the switch's.
@@ -967,8 +1022,8 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
         .map(|(gen, _)| vec!["taskset".to_string(), "-c".to_string(), gen.to_string()])
         .unwrap_or_default();
     // Pinned through taskset when there is a core to pin to.
-    let run_in = |ns: &str, argv: &[String]| -> Result<Command, String> {
-        let mut c = netlab::kernel::command_in_netns(ns, &argv[0]).text()?;
+    let run_in = |ns: &str, argv: &[String]| -> Result<Command, BedError> {
+        let mut c = netlab::kernel::command_in_netns(ns, &argv[0])?;
         c.args(&argv[1..]);
         Ok(c)
     };
@@ -978,7 +1033,7 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("iperf3: {e}"))?;
+        .map_err(BedError::io("iperf3"))?;
     std::thread::sleep(Duration::from_millis(300));
     let secs = format!("{}", seconds.ceil().max(1.0) as u64);
     // A path that drops the handshake (an XDP patch loses the sender's
@@ -1004,29 +1059,36 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
             format!("{}K", (mbit * 1000.0) as u64),
         ]);
     }
-    let out = run_in(&bed.gen_ns(), &args)?
-        .output()
-        .map_err(|e| format!("iperf3: {e}"));
+    let out = run_in(&bed.gen_ns(), &args)?.output().map_err(BedError::io("iperf3"));
     let _ = server.kill();
     let _ = server.wait();
-    let v: serde_json::Value = serde_json::from_slice(&out?.stdout).map_err(|e| format!("iperf3 output: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out?.stdout).map_err(|e| BedError::Tool {
+        what: "iperf3 output".into(),
+        detail: e.to_string(),
+    })?;
     if v["error"].is_string() {
-        return Err(format!("iperf3: {}", v["error"]));
+        return Err(BedError::Tool {
+            what: "iperf3".into(),
+            detail: v["error"].to_string(),
+        });
     }
     Ok(v)
 }
 
 /// TCP throughput in Gbit/s, as iperf3's receiver counts it.
-pub(crate) fn iperf(bed: &Bed, seconds: f64) -> Result<f64, String> {
+pub(crate) fn iperf(bed: &Bed, seconds: f64) -> Result<f64, BedError> {
     let v = iperf3(bed, seconds, None)?;
     v["end"]["sum_received"]["bits_per_second"]
         .as_f64()
         .map(|b| b / 1e9)
-        .ok_or_else(|| "iperf3 reported no received rate".to_string())
+        .ok_or_else(|| BedError::Tool {
+            what: "iperf3".into(),
+            detail: "reported no received rate".into(),
+        })
 }
 
 /// UDP at `mbit`: (Mbit/s received, % lost, jitter in ms), as iperf3's server reports them.
-pub(crate) fn iperf_udp(bed: &Bed, seconds: f64, mbit: f64) -> Result<(f64, f64, f64), String> {
+pub(crate) fn iperf_udp(bed: &Bed, seconds: f64, mbit: f64) -> Result<(f64, f64, f64), BedError> {
     let v = iperf3(bed, seconds, Some(mbit))?;
     let sum = &v["end"]["sum"];
     let received = v["end"]["sum_received"]["bits_per_second"]
@@ -1035,7 +1097,10 @@ pub(crate) fn iperf_udp(bed: &Bed, seconds: f64, mbit: f64) -> Result<(f64, f64,
             let sent = sum["bits_per_second"].as_f64()?;
             Some(sent * (1.0 - sum["lost_percent"].as_f64()? / 100.0))
         })
-        .ok_or_else(|| "iperf3 reported no UDP rate".to_string())?;
+        .ok_or_else(|| BedError::Tool {
+            what: "iperf3".into(),
+            detail: "reported no UDP rate".into(),
+        })?;
     Ok((
         received / 1e6,
         sum["lost_percent"].as_f64().unwrap_or(f64::NAN),

@@ -19,7 +19,7 @@ pub mod bed;
 use crate::check::{range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
-use bed::{filler_rules, iperf, open_bed, remove_filler, trial, OfClient, Trial, DUTS};
+use bed::{filler_rules, iperf, open_bed, remove_filler, trial, BedError, OfClient, Trial, DUTS};
 use report::{Meta, Metric, RunWriter, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -129,7 +129,7 @@ fn observed_trial(
     frame: usize,
     rate: Option<f64>,
     seconds: f64,
-) -> Result<(Trial, crate::host::HostLoad), String> {
+) -> Result<(Trial, crate::host::HostLoad), BedError> {
     obs.event(Event::TrialStart {
         test,
         frame,
@@ -145,8 +145,9 @@ fn observed_trial(
 }
 
 impl crate::method::rfc2544::Device for Paced<'_, '_> {
+    type Error = BedError;
     type Trial = Trial;
-    fn trial(&mut self, _test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, String> {
+    fn trial(&mut self, _test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, BedError> {
         let t = observed_trial(
             self.obs,
             self.dut,
@@ -160,8 +161,8 @@ impl crate::method::rfc2544::Device for Paced<'_, '_> {
         (self.record)("zero_loss_search", &t, &host);
         Ok(t)
     }
-    fn burst(&mut self, _frames: u64) -> Result<(bool, f64), String> {
-        Err("bench switch sends no bursts".into())
+    fn burst(&mut self, _frames: u64) -> Result<(bool, f64), BedError> {
+        Err(BedError::Refused("bench switch sends no bursts".into()))
     }
 }
 
@@ -387,7 +388,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                     Ok(g) => json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "gbit_s": g}),
                     Err(e) => {
                         obs.event(Event::Line(&format!("{dut}: the TCP trial failed: {e}")));
-                        json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "error": e})
+                        json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "error": e.to_string()})
                     }
                 };
                 let _ = writeln!(samples, "{v}");
