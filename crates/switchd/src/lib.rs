@@ -135,13 +135,10 @@ pub enum SwitchdError {
         line: Option<usize>,
         message: String,
     },
-    /// A port, a tap or the fast path that could not be opened.
-    #[error("{what}: {source}")]
-    Open {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// A port, a tap or the fast path that could not be opened (the
+    /// error names the interface).
+    #[error(transparent)]
+    Open(std::io::Error),
     /// A bridge that could not start (its name, and why).
     #[error("bridge {bridge}: {source}")]
     Bridge {
@@ -396,12 +393,8 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
             ));
         }
         Some(Arc::new(
-            packetio::fastpath::FastPath::new(FAST_PATH_FLOWS, spec.ports.len() as u32 + 1).map_err(|source| {
-                SwitchdError::Open {
-                    what: "the XDP fast path".into(),
-                    source,
-                }
-            })?,
+            packetio::fastpath::FastPath::new(FAST_PATH_FLOWS, spec.ports.len() as u32 + 1)
+                .map_err(SwitchdError::Open)?,
         ))
     } else {
         None
@@ -448,18 +441,12 @@ fn start_bridge(spec: &BridgeSpec, verbose: bool, hygiene: &Hygiene) -> Result<R
                 )))
             }
         };
-        ports.push(opened.map_err(|source| SwitchdError::Open {
-            what: port.clone(),
-            source,
-        })?);
+        ports.push(opened.map_err(SwitchdError::Open)?);
     }
     let local: Option<Arc<dyn packetio::port::PortIo>> = match &spec.local {
-        Some(name) => Some(Arc::new(packetio::port::TapPort::create(name).map_err(|source| {
-            SwitchdError::Open {
-                what: format!("tap {name}"),
-                source,
-            }
-        })?)),
+        Some(name) => Some(Arc::new(
+            packetio::port::TapPort::create(name).map_err(SwitchdError::Open)?,
+        )),
         None => None,
     };
     let dpid = match &spec.dpid {

@@ -32,7 +32,8 @@ pub(crate) const SINK_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 0x99];
 /// switch benchmarks' one-line messages).
 #[derive(Debug, thiserror::Error)]
 pub enum BedError {
-    /// Netlink, a namespace or a socket, in the kernel's words.
+    /// Netlink, a namespace, a socket or a tool whose error names itself
+    /// (ovs-vsctl), in its own words.
     #[error(transparent)]
     Kernel(#[from] std::io::Error),
     /// A file, a program or an interface of ours, and what it was for.
@@ -786,7 +787,7 @@ pub(crate) fn start_dut(
                     format!("ptcp:{port}:127.0.0.1"),
                 ]);
                 let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-                ovs.vsctl(&refs).map_err(BedError::io("ovs-vsctl"))?;
+                ovs.vsctl(&refs)?;
                 if let Some((_, sw)) = bed.cores {
                     // Every other thread too (the main thread polls `system` ports).
                     traffic::run::pin_process(ovs.state.vswitchd_pid, sw)
