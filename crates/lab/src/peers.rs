@@ -256,12 +256,32 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
     Ok(py)
 }
 
+/// What a peer is waited for, as its errors say it: before which moment
+/// it exited, and what it did not do in time (on the address).
+struct Awaited {
+    when: &'static str,
+    not_done: &'static str,
+}
+
+/// The peer's OpenFlow port.
+const LISTENING: Awaited = Awaited {
+    when: "before listening",
+    not_done: "did not listen",
+};
+
+/// The peer's REST API, which may come up after its OpenFlow port.
+const REST_LISTENING: Awaited = Awaited {
+    when: "before its REST API listened",
+    not_done: "did not open its REST API",
+};
+
 fn wait_listening(
     child: &mut Child,
     addr: SocketAddr,
     log: &Path,
     name: &str,
     within: Duration,
+    awaited: Awaited,
 ) -> Result<(), PeerError> {
     let t = Instant::now();
     while t.elapsed() < within {
@@ -269,7 +289,7 @@ fn wait_listening(
             return Err(PeerError::Exited {
                 name: name.to_string(),
                 status,
-                when: "before listening",
+                when: awaited.when,
                 last_line: last_line(log),
             });
         }
@@ -280,7 +300,7 @@ fn wait_listening(
     }
     Err(PeerError::NotReady {
         name: name.to_string(),
-        what: format!("did not listen on {addr}"),
+        what: format!("{} on {addr}", awaited.not_done),
         within,
     })
 }
@@ -644,34 +664,11 @@ fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>)
                 )))
             }
         };
-        let up = match launch(name, cmd, version, addr, Some(rest), tmp) {
-            Err(e) => Err(e),
-            Ok(mut peer) => {
-                // The REST API may come up after the OpenFlow port.
-                let t = Instant::now();
-                loop {
-                    if std::net::TcpStream::connect_timeout(&rest_addr, Duration::from_millis(200)).is_ok() {
-                        break Ok(peer);
-                    }
-                    if t.elapsed() > Duration::from_secs(30) {
-                        break Err(PeerError::NotReady {
-                            name: name.to_string(),
-                            what: format!("did not open its REST API on {rest_addr}"),
-                            within: Duration::from_secs(30),
-                        });
-                    }
-                    if let Ok(Some(status)) = peer.child.try_wait() {
-                        break Err(PeerError::Exited {
-                            name: name.to_string(),
-                            status,
-                            when: "before its REST API listened",
-                            last_line: last_line(&peer._dir.path().join("log")),
-                        });
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            }
-        };
+        let up = launch(name, cmd, version, addr, Some(rest), tmp).and_then(|mut peer| {
+            let log = peer._dir.path().join("log");
+            let within = Duration::from_secs(30);
+            wait_listening(&mut peer.child, rest_addr, &log, name, within, REST_LISTENING).map(|()| peer)
+        });
         match up {
             Err(e) if tries < 2 && e.port_taken() => {
                 tracing::warn!("{name}: a port was taken before it could bind it ({e}); starting again on new ports");
@@ -725,7 +722,7 @@ fn launch_within(
             });
         }
     };
-    if let Err(e) = wait_listening(&mut child, addr, &log, name, within) {
+    if let Err(e) = wait_listening(&mut child, addr, &log, name, within, LISTENING) {
         let _ = child.kill();
         let _ = child.wait();
         return Err(e);

@@ -588,23 +588,14 @@ fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
                     );
                     meta.events.push(format!("{name} trial {trial}: {n}"));
                 }
-                note = Some(match note {
-                    Some(x) => format!("{x}; {n}"),
-                    None => n,
-                });
+                add_note(&mut note, n);
             }
             if let Some(what) = &killed {
                 let n = format!("{what} killed after loop {}", a_here.kill_after_loop.unwrap_or(0));
-                note = Some(match note {
-                    Some(x) => format!("{x}; {n}"),
-                    None => n,
-                });
+                add_note(&mut note, n);
             }
             if let Some(n) = host_bound_note(&host, name, trial, &mut meta) {
-                note = Some(match note {
-                    Some(x) => format!("{x}; {n}"),
-                    None => n,
-                });
+                add_note(&mut note, n);
             }
             let s = Sample::trial(
                 name.clone(),
@@ -786,6 +777,14 @@ fn watch_host(running: &Option<Running>) -> crate::host::HostWatch {
         None => vec![("sdnlab (driver)".to_string(), std::process::id())],
     };
     crate::host::HostWatch::start(watched, crate::host::Rule::default())
+}
+
+/// `n` after what `note` says already ("; " between).
+fn add_note(note: &mut Option<String>, n: String) {
+    *note = Some(match note.take() {
+        Some(x) => format!("{x}; {n}"),
+        None => n,
+    });
 }
 
 /// A host-bound trial, said in the run's events (which the report shows
