@@ -266,6 +266,7 @@ impl Made {
         .await;
     }
 
+    // Text on purpose: what tear-down left goes to the coordinator in the reply (see `run`).
     async fn tear_down(&mut self) -> Result<Option<String>, String> {
         self.cluster_down().await;
         // (A receiver dropped stops counting.)
@@ -449,6 +450,7 @@ const MAX_START_WAIT: Duration = Duration::from_secs(30);
 
 /// How long until this machine's clock reads `start_unix_ns`; an error if
 /// that is further off than `MAX_START_WAIT`.
+// Text on purpose: it goes to the coordinator as `Reply::Error` (see `run`).
 fn until(start_unix_ns: u64) -> Result<Duration, String> {
     let wait = Duration::from_nanos(start_unix_ns.saturating_sub(crate::clock::unix_ns()));
     if wait > MAX_START_WAIT {
@@ -886,6 +888,7 @@ fn raise_fd_limit() {
 }
 
 /// The running network's state, or an error if none is up.
+// Text on purpose: it goes to the coordinator as `Reply::Error` (see `run`).
 async fn up(made: &Mutex<Made>) -> Result<netlab::run::State, String> {
     made.lock()
         .await

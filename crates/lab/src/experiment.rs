@@ -45,6 +45,35 @@ pub enum Experiment {
     Net(crate::net::NetConfig),
 }
 
+const KINDS: &str = "write experiment = \"ctl\", \"switch\", \"dp\", \"gen\", \"lb\", \"fidelity\" or \"net\"";
+
+/// Why a file's text is not an experiment: one line, naming the parameter
+/// and its line where they are known.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// Not TOML.
+    #[error("{}{message}", place(.line))]
+    Toml { line: Option<usize>, message: String },
+    /// `experiment = ` something other than text.
+    #[error("experiment = {0}: {KINDS}")]
+    KindNotText(String),
+    #[error("no experiment named: {KINDS} at the top of the file")]
+    NoKind,
+    #[error("experiment = \"{0}\" is not one sdnlab runs: {KINDS}")]
+    UnknownKind(String),
+    /// A parameter the experiment does not have, or a value of the wrong type.
+    #[error("{}{}{message}", place(.line), .path.as_ref().map(|p| format!("{p}: ")).unwrap_or_default())]
+    Value {
+        line: Option<usize>,
+        path: Option<String>,
+        message: String,
+    },
+}
+
+fn place(line: &Option<usize>) -> String {
+    line.map(|l| format!("line {l}: ")).unwrap_or_default()
+}
+
 impl Experiment {
     /// Reads and validates an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, LabError> {
@@ -53,7 +82,7 @@ impl Experiment {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
-        let e = Experiment::parse(&text).map_err(file)?;
+        let e = Experiment::parse(&text).map_err(|e| file(e.to_string()))?;
         e.validate().map_err(|err| match err {
             LabError::Config(m) => file(as_file_keys(&m, &text, &e.to_toml())),
             other => other,
@@ -63,38 +92,46 @@ impl Experiment {
 
     /// Parses TOML text (not validated); the error is one line naming the
     /// parameter and its line.
-    pub fn parse(text: &str) -> Result<Experiment, String> {
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+    pub fn parse(text: &str) -> Result<Experiment, ParseError> {
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| ParseError::Toml {
             // toml's message spans lines (the offending line, a caret); keep
             // its first sentence and the place.
-            let place = e
-                .span()
-                .map(|s| format!("line {}: ", line_of(text, s.start)))
-                .unwrap_or_default();
-            format!("{place}{}", e.message().replace('\n', " "))
+            line: e.span().map(|s| line_of(text, s.start)),
+            message: e.message().replace('\n', " "),
         })?;
-        let kinds = "write experiment = \"ctl\", \"switch\", \"dp\", \"gen\", \"lb\", \"fidelity\" or \"net\"";
         let kind = match table.remove("experiment") {
             Some(toml::Value::String(k)) => k,
-            Some(other) => return Err(format!("experiment = {other}: {kinds}")),
-            None => return Err(format!("no experiment named: {kinds} at the top of the file")),
+            Some(other) => return Err(ParseError::KindNotText(other.to_string())),
+            None => return Err(ParseError::NoKind),
         };
         // The config is read from the table with the path of any bad value
         // kept, so the message names the parameter (and its line).
-        fn config<T: serde::de::DeserializeOwned>(text: &str, table: toml::Table) -> Result<T, String> {
+        fn config<T: serde::de::DeserializeOwned>(text: &str, table: toml::Table) -> Result<T, ParseError> {
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
                 let key = path.split('.').next().unwrap_or_default().to_string();
                 let inner = e.into_inner().to_string();
-                let inner = unknown_with_hint(inner.lines().next().unwrap_or_default());
-                let inner = inner.as_str();
-                match text
+                let message = unknown_with_hint(inner.lines().next().unwrap_or_default());
+                let line = text
                     .lines()
                     .position(|l| l.trim_start().starts_with(&key) && !key.is_empty())
-                {
-                    Some(i) if inner.starts_with("unknown key") => format!("line {}: {inner}", i + 1),
-                    Some(i) if path != "." => format!("line {}: {path}: {inner}", i + 1),
-                    _ => inner.to_string(),
+                    .map(|i| i + 1);
+                match line {
+                    Some(_) if message.starts_with("unknown key") => ParseError::Value {
+                        line,
+                        path: None,
+                        message,
+                    },
+                    Some(_) if path != "." => ParseError::Value {
+                        line,
+                        path: Some(path),
+                        message,
+                    },
+                    _ => ParseError::Value {
+                        line: None,
+                        path: None,
+                        message,
+                    },
                 }
             })
         }
@@ -106,7 +143,7 @@ impl Experiment {
             "lb" => Ok(Experiment::Lb(config(text, table)?)),
             "fidelity" => Ok(Experiment::Fidelity(config(text, table)?)),
             "net" => Ok(Experiment::Net(config(text, table)?)),
-            other => Err(format!("experiment = \"{other}\" is not one sdnlab runs: {kinds}")),
+            other => Err(ParseError::UnknownKind(other.into())),
         }
     }
 

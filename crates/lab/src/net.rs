@@ -147,6 +147,7 @@ impl NetConfig {
 /// What the checks found: the pings, each iperf3 run's figures, why the
 /// HTTP loads stopped short (if they did), and the flows' figures (or why
 /// they did not run).
+// Text on purpose: each check's failure is a line of the run's summary, not an error of the run.
 type Checked = (
     Vec<netlab::run::PingResult>,
     Vec<(String, Result<netlab::run::IperfResult, String>)>,
@@ -406,6 +407,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     let r = netlab::run::iperf(&net.state, a, b, c.iperf_s, None, &|_, _| {}).await;
                     iperfs.push((format!("{a}>{b}"), r.map_err(|e| e.to_string())));
                 }
+                // Text on purpose: joins the other checks' lines (`Checked`).
                 let loaded = tokio::task::block_in_place(|| -> Result<(), String> {
                     let mut up = Vec::new();
                     for s in &servers {

@@ -48,10 +48,15 @@ pub fn block_on_unless_stopped<F: std::future::Future>(rt: &tokio::runtime::Runt
     })
 }
 
+/// What a trial returns once a stop signal has come.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped by a signal; the testbed is removed, the samples so far are on disk")]
+pub struct Stopped;
+
 /// The error a trial returns once a stop signal has come.
-pub fn check() -> Result<(), String> {
+pub fn check() -> Result<(), Stopped> {
     if stopping() {
-        Err("stopped by a signal; the testbed is removed, the samples so far are on disk".into())
+        Err(Stopped)
     } else {
         Ok(())
     }

@@ -15,7 +15,7 @@ async fn main() {
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         ["time", spec, kind, reps, out] => {
             let topo = netlab::topo::shape(spec).unwrap_or_else(|e| die(e));
-            let kind: SwitchKind = kind.parse().unwrap_or_else(|e: String| die(e));
+            let kind: SwitchKind = kind.parse().unwrap_or_else(|e: netlab::run::UnknownSwitchKind| die(e));
             let reps: usize = reps.parse().unwrap_or_else(|_| die("REPS must be a number"));
             let mut file = std::fs::OpenOptions::new()
                 .create(true)

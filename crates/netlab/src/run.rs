@@ -18,7 +18,8 @@ use std::process::Command;
 
 pub use crate::procs::{is_sdnlab, stop_processes_under};
 pub use crate::state::{
-    HostState, LinkState, Port, SslFiles, State, SwitchKind, UpOptions, LINK_PREFIX, NETNS_PREFIX, STATE_ROOT,
+    HostState, LinkState, Port, SslFiles, State, SwitchKind, UnknownSwitchKind, UpOptions, LINK_PREFIX, NETNS_PREFIX,
+    STATE_ROOT,
 };
 
 pub struct Net {

@@ -81,14 +81,19 @@ impl State {
     }
 }
 
+/// A switch kind that is not one of [`SwitchKind`]'s.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown switch kind '{0}': use bridge, ovs or sdnlab")]
+pub struct UnknownSwitchKind(pub String);
+
 impl std::str::FromStr for SwitchKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownSwitchKind;
+    fn from_str(s: &str) -> Result<Self, UnknownSwitchKind> {
         match s {
             "bridge" => Ok(SwitchKind::Bridge),
             "ovs" => Ok(SwitchKind::Ovs),
             "sdnlab" => Ok(SwitchKind::Sdnlab),
-            other => Err(format!("unknown switch kind '{other}': use bridge, ovs or sdnlab")),
+            other => Err(UnknownSwitchKind(other.into())),
         }
     }
 }

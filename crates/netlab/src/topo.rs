@@ -254,23 +254,47 @@ fn link(a: &str, b: &str) -> Link {
     }
 }
 
+/// Why a built-in shape cannot be built; the message names the spec.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error("'{spec}': expected {usage}")]
+    Arity { spec: String, usage: &'static str },
+    #[error("'{spec}': '{part}' is not a positive whole number (expected {usage})")]
+    NotPositive {
+        spec: String,
+        part: String,
+        usage: &'static str,
+    },
+    #[error("'{spec}': {hosts} hosts is more than 4096")]
+    TooManyHosts { spec: String, hosts: String },
+    #[error(
+        "unknown shape '{0}': use single,N linear,N tree,DEPTH,FANOUT leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or a .toml file"
+    )]
+    Unknown(String),
+}
+
 /// Parses a built-in shape: `single,N`, `linear,N`, `tree,DEPTH,FANOUT`,
 /// `leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF`.
-pub fn shape(spec: &str) -> Result<Topology, String> {
+pub fn shape(spec: &str) -> Result<Topology, ShapeError> {
     let parts: Vec<&str> = spec.split(',').map(str::trim).collect();
-    let nums = |want: usize, usage: &str| -> Result<Vec<usize>, String> {
+    let nums = |want: usize, usage: &'static str| {
         if parts.len() != want + 1 {
-            return Err(format!("'{spec}': expected {usage}"));
+            return Err(ShapeError::Arity {
+                spec: spec.into(),
+                usage,
+            });
         }
         parts[1..]
             .iter()
             .map(|p| match p.parse::<usize>() {
                 Ok(n) if n >= 1 => Ok(n),
-                _ => Err(format!(
-                    "'{spec}': '{p}' is not a positive whole number (expected {usage})"
-                )),
+                _ => Err(ShapeError::NotPositive {
+                    spec: spec.into(),
+                    part: p.to_string(),
+                    usage,
+                }),
             })
-            .collect()
+            .collect::<Result<Vec<usize>, ShapeError>>()
     };
     let mut t = Topology::default();
     match parts[0] {
@@ -297,7 +321,10 @@ pub fn shape(spec: &str) -> Result<Topology, String> {
             let v = nums(2, "tree,DEPTH,FANOUT")?;
             let (depth, fanout) = (v[0], v[1]);
             if fanout.checked_pow(depth as u32).is_none_or(|h| h > 4096) {
-                return Err(format!("'{spec}': {fanout}^{depth} hosts is more than 4096"));
+                return Err(ShapeError::TooManyHosts {
+                    spec: spec.into(),
+                    hosts: format!("{fanout}^{depth}"),
+                });
             }
             // Breadth-first numbering: switch k's children are k*F+1 .. k*F+F (k from 0).
             let mut level = vec![0usize];
@@ -314,7 +341,8 @@ pub fn shape(spec: &str) -> Result<Topology, String> {
                         } else {
                             next_switch += 1;
                             t.switches.push(switch(format!("s{next_switch}"), next_switch as u64));
-                            t.links.push(link(&format!("s{}", parent + 1), &format!("s{next_switch}")));
+                            t.links
+                                .push(link(&format!("s{}", parent + 1), &format!("s{next_switch}")));
                             children.push(next_switch - 1);
                         }
                     }
@@ -326,7 +354,10 @@ pub fn shape(spec: &str) -> Result<Topology, String> {
             let v = nums(3, "leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF")?;
             let (spines, leaves, per_leaf) = (v[0], v[1], v[2]);
             if leaves * per_leaf > 4096 {
-                return Err(format!("'{spec}': {} hosts is more than 4096", leaves * per_leaf));
+                return Err(ShapeError::TooManyHosts {
+                    spec: spec.into(),
+                    hosts: (leaves * per_leaf).to_string(),
+                });
             }
             for s in 1..=spines {
                 t.switches.push(switch(format!("spine{s}"), 0x100 + s as u64));
@@ -344,11 +375,7 @@ pub fn shape(spec: &str) -> Result<Topology, String> {
                 }
             }
         }
-        other => {
-            return Err(format!(
-                "unknown shape '{other}': use single,N linear,N tree,DEPTH,FANOUT leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF or a .toml file"
-            ))
-        }
+        other => return Err(ShapeError::Unknown(other.into())),
     }
     Ok(t)
 }
@@ -404,16 +431,29 @@ struct FileMgmt {
     root_ip: Option<String>,
 }
 
-fn parse_cidr(s: &str, what: &str) -> Result<(Ipv4Addr, u8), String> {
+/// A topology file's address that is not `A.B.C.D[/LEN]`.
+#[derive(Debug, thiserror::Error)]
+enum CidrError {
+    #[error("{what}: '{text}' is not an IPv4 address")]
+    NotIpv4 { what: String, text: String },
+    #[error("{what}: '{text}' has a bad prefix length")]
+    PrefixLength { what: String, text: String },
+}
+
+fn parse_cidr(s: &str, what: &str) -> Result<(Ipv4Addr, u8), CidrError> {
     let (ip, len) = s.split_once('/').unwrap_or((s, "24"));
-    let ip = ip
-        .parse::<Ipv4Addr>()
-        .map_err(|_| format!("{what}: '{s}' is not an IPv4 address"))?;
+    let ip = ip.parse::<Ipv4Addr>().map_err(|_| CidrError::NotIpv4 {
+        what: what.into(),
+        text: s.into(),
+    })?;
     let len = len
         .parse::<u8>()
         .ok()
         .filter(|l| *l <= 32)
-        .ok_or_else(|| format!("{what}: '{s}' has a bad prefix length"))?;
+        .ok_or_else(|| CidrError::PrefixLength {
+            what: what.into(),
+            text: s.into(),
+        })?;
     Ok((ip, len))
 }
 
@@ -425,7 +465,7 @@ pub fn load(spec: &str) -> Result<Topology, Vec<String>> {
         let text = std::fs::read_to_string(spec).map_err(|e| vec![format!("{spec}: {e}")])?;
         from_toml(&text).map_err(|ps| ps.into_iter().map(|p| format!("{spec}: {p}")).collect())
     } else {
-        shape(spec).map_err(|e| vec![e])
+        shape(spec).map_err(|e| vec![e.to_string()])
     }
 }
 
@@ -450,13 +490,13 @@ pub fn from_toml(text: &str) -> Result<Topology, Vec<String>> {
                     root_ip,
                 })
             }
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.to_string()),
         }
     }
     for (i, h) in f.host.iter().enumerate() {
         let what = format!("host '{}'", h.name);
         let (ip, prefix_len) = parse_cidr(&h.ip, &what).unwrap_or_else(|e| {
-            problems.push(e);
+            problems.push(e.to_string());
             (Ipv4Addr::UNSPECIFIED, 0)
         });
         let mac = match &h.mac {
@@ -570,13 +610,17 @@ mod tests {
 
     #[test]
     fn bad_shapes_say_what_is_expected() {
-        assert!(shape("linear").unwrap_err().contains("linear,N"));
+        assert!(shape("linear").unwrap_err().to_string().contains("linear,N"));
         assert!(shape("tree,2,x")
             .unwrap_err()
+            .to_string()
             .contains("'x' is not a positive whole number"));
-        assert!(shape("ring,3").unwrap_err().contains("unknown shape 'ring'"));
+        assert!(shape("ring,3")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown shape 'ring'"));
         assert!(shape("single,0").is_err());
-        assert!(shape("tree,20,4").unwrap_err().contains("more than 4096"));
+        assert!(shape("tree,20,4").unwrap_err().to_string().contains("more than 4096"));
     }
 
     #[test]

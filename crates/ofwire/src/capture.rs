@@ -251,6 +251,7 @@ fn fmt_flow(k: &(IpAddr, u16, IpAddr, u16)) -> String {
 
 /// Feeds a pcap or pcapng file's bytes to the decoder; the error says
 /// what is wrong with the file (after `path` as the caller names it).
+// Text on purpose: the command line prints it as it is, after the path (`ofp decode --pcap`).
 pub fn read_capture(path: &std::path::Path, data: &[u8], dec: &mut CaptureDecoder) -> Result<(), String> {
     if data.len() >= 4 && data[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
         let mut reader = pcap_file::pcapng::PcapNgReader::new(data)

@@ -151,6 +151,7 @@ pub struct XdpRedirect {
     obj: libbpf_rs::Object,
     _link: OwnedFd,
     mode: XdpMode,
+    // Text on purpose: the verifier's reason, kept to be said when a VLAN frame is refused.
     vlan_outside_frame: Result<(), String>,
 }
 

@@ -396,7 +396,7 @@ enum NetCommand {
 }
 
 fn parse_kind(s: &str) -> Result<netlab::run::SwitchKind, String> {
-    s.parse()
+    s.parse().map_err(|e: netlab::run::UnknownSwitchKind| e.to_string())
 }
 
 #[derive(Subcommand)]

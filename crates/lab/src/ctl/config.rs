@@ -526,7 +526,7 @@ mod tests {
             ("switches = 4\n", "experiment"),
             ("experiment = \"ctl\"\nswitches = \"four\"\n", "line 2"),
         ] {
-            let e = Experiment::parse(text).unwrap_err();
+            let e = Experiment::parse(text).unwrap_err().to_string();
             assert!(e.contains(says), "{text:?}: {e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }

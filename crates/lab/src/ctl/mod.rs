@@ -1778,6 +1778,7 @@ struct DropSynAcks {
 }
 
 impl DropSynAcks {
+    // Text on purpose: said as `LabError::Setup`, with nft's own words and the package to install.
     fn install(port: u16) -> Result<DropSynAcks, String> {
         let table = format!("sdnlab_synflood_{}", std::process::id());
         let rules = format!(

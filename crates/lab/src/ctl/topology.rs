@@ -33,6 +33,7 @@ pub const TESTS: [&str; 9] = [
     "failover",
 ];
 
+// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
 pub fn parse_fabric(s: &str) -> Result<Spec, String> {
     if let Some(path) = s.strip_prefix("file:") {
         let text = std::fs::read_to_string(path).map_err(|e| format!("--fabric '{s}': {e}"))?;
@@ -447,6 +448,7 @@ struct Scenario {
     failure: Option<tt::Failure>,
 }
 
+// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
 fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, String> {
     let mut out = Vec::new();
     if a.test == "discovery-size" {
@@ -992,6 +994,7 @@ async fn trial(
 /// The flood: its runtime, and the PACKET_INs per second it sent in each 250 ms loop.
 type Flood = (tokio::runtime::Runtime, std::sync::Arc<std::sync::Mutex<Vec<f64>>>);
 
+// Text on purpose: said as `LabError::Setup`, the runtime's own words after what it was for.
 fn start_flood(target: SocketAddr, attackers: usize, pps: f64, version: u8) -> Result<Flood, String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

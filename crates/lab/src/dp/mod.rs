@@ -173,6 +173,7 @@ pub const RFC_TESTS: [&str; 5] = ["throughput", "latency", "loss", "b2b", "recov
 pub const IPERF_TESTS: [&str; 2] = ["tcp", "udp"];
 pub const TOPOLOGY_TESTS: [&str; 2] = ["paths", "parallel"];
 
+// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
 fn plan(args: &DpConfig) -> Result<Plan, String> {
     for d in &args.duts {
         if !DUTS.contains(&d.as_str()) && d != "external" {

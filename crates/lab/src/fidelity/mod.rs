@@ -116,6 +116,9 @@ enum EmuError {
     /// The emulator (or its measurement) said what went wrong.
     #[error("{0}")]
     Said(String),
+    /// A stop signal came (`crate::stop`).
+    #[error(transparent)]
+    Stopped(#[from] crate::stop::Stopped),
 }
 
 impl EmuError {
@@ -160,7 +163,7 @@ impl Sdnlab {
 
 impl Emulation for Sdnlab {
     fn up(&mut self, switches: usize) -> Result<(), EmuError> {
-        let topo = netlab::topo::shape(&format!("linear,{switches}")).map_err(EmuError::Said)?;
+        let topo = netlab::topo::shape(&format!("linear,{switches}")).map_err(|e| EmuError::Said(e.to_string()))?;
         let options = netlab::run::UpOptions {
             kind: netlab::run::SwitchKind::Bridge,
             controller: None,
@@ -482,7 +485,7 @@ fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, 
 }
 
 fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, EmuError> {
-    crate::stop::check().map_err(EmuError::Said)?;
+    crate::stop::check()?;
     let (tcp, host) = watched(|| e.iperf(args.seconds, None))?;
     let tcp = netlab::run::iperf_figures(&tcp, false)?;
     let bits = tcp.received_bps * args.seconds;
@@ -490,7 +493,7 @@ fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, EmuErr
     let tcp = json!({"mbit": tcp.received_bps / 1e6, "host": host, "bound": bound});
     let mut udp = Vec::new();
     for mbit in &args.udp_mbit {
-        crate::stop::check().map_err(EmuError::Said)?;
+        crate::stop::check()?;
         let rate = format!("{mbit}M");
         let (v, host) = watched(|| e.iperf(args.seconds, Some(&rate)))?;
         let r = netlab::run::iperf_figures(&v, true)?;

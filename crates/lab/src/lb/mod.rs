@@ -133,6 +133,7 @@ struct Plan {
     seconds: f64,
 }
 
+// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
 fn plan(a: &LbConfig) -> Result<Plan, String> {
     let policies: Vec<String> = if !a.policies.is_empty() {
         a.policies.clone()
@@ -330,7 +331,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
         .enable_all()
         .build()
         .map_err(LabError::setup)?;
-    let kind: netlab::run::SwitchKind = a.switch.parse().map_err(LabError::Setup)?;
+    let kind: netlab::run::SwitchKind = a.switch.parse().map_err(LabError::setup)?;
     let net = rt.block_on(netlab::run::Net::up(
         topology(a.replica_mbit, &mgmt),
         netlab::run::UpOptions {
@@ -429,6 +430,7 @@ impl Lab {
     }
 
     /// One GET through the VIP from the client.
+    // Text on purpose: why the VIP did not answer goes into the wait's message.
     fn probe_vip(&self) -> Result<(), String> {
         let ns = self.client_ns();
         let uris = vec!["/index.html".to_string()];
@@ -483,6 +485,7 @@ struct Measured {
     note: Option<String>,
 }
 
+// Text on purpose: a point that failed is a row of the summary, its reason in the note column.
 fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Result<Measured, String> {
     let Point {
         client,

@@ -60,8 +60,8 @@ pub enum BedError {
     #[error(transparent)]
     Fleet(#[from] fleet::FleetError),
     /// A stop signal came (`crate::stop`): the bed is removed.
-    #[error("{0}")]
-    Stopped(String),
+    #[error(transparent)]
+    Stopped(#[from] crate::stop::Stopped),
     /// RFC 2544's search at one frame size found no loss-free rate.
     #[error("{frame}-byte frames: {source}")]
     Search {
@@ -85,7 +85,7 @@ impl BedError {
 
 /// The trial's stop check, as a bed's error.
 pub(crate) fn check_stop() -> Result<(), BedError> {
-    crate::stop::check().map_err(BedError::Stopped)
+    Ok(crate::stop::check()?)
 }
 
 /// A tool's output (versions of the systems under test).

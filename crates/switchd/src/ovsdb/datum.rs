@@ -98,6 +98,7 @@ pub fn is_uuid(s: &str) -> bool {
         })
 }
 
+// Text on purpose: part of an OVSDB error reply's `details`, which is text on the wire (RFC 7047).
 fn check_atom(v: &Value) -> Result<(), String> {
     match v {
         Value::String(_) | Value::Bool(_) | Value::Number(_) => Ok(()),
@@ -111,6 +112,7 @@ fn check_atom(v: &Value) -> Result<(), String> {
 
 /// Checks one column's value: an atom, ["set", [atoms]] or
 /// ["map", [[atom, atom]...]].
+// Text on purpose: an OVSDB error reply's `details`, which is text on the wire (RFC 7047).
 pub fn check_datum(v: &Value) -> Result<(), String> {
     if let Some(a) = v.as_array() {
         match (a.first().and_then(Value::as_str), a.get(1), a.len()) {

@@ -104,6 +104,7 @@ impl Manager {
 
     /// Runs until the process is stopped (the caller drops this future and
     /// calls `shutdown`). Errs only when the database is not Open vSwitch's.
+    // Text on purpose: logged and written into the Interface table's `error` column, as Open vSwitch does.
     pub async fn run(&mut self) -> Result<(), String> {
         let mut backoff = Duration::from_millis(100);
         let mut reported = false;
@@ -139,6 +140,7 @@ impl Manager {
         &mut self,
         client: &Client,
         mut notes: tokio::sync::mpsc::UnboundedReceiver<super::client::Notification>,
+        // Text on purpose: see `run` (the Interface table's `error` column).
     ) -> Result<(), String> {
         let schema = match client.call("get_schema", json!(["Open_vSwitch"])).await {
             Ok(s) => s,
@@ -318,6 +320,7 @@ impl Manager {
         self.write_status(&want, client, self.last_stats.is_none()).await;
     }
 
+    // Text on purpose: written into the Interface table's `error` column, as Open vSwitch does.
     fn start_bridge(&self, b: &BridgeWant) -> Result<Running, String> {
         // Its name becomes a file name (BRIDGE.mgmt in the run directory):
         // a name from the database must not lead anywhere else.
@@ -390,6 +393,7 @@ impl Manager {
             if r.ports.contains_key(&i.name) {
                 continue;
             }
+            // Text on purpose: written into the Interface table's `error` column.
             let opened: Result<Arc<dyn packetio::port::PortIo>, String> = match &i.kind {
                 IfaceKind::System => crate::open_afpacket(&i.name, self.s.ring, self.s.through_qdisc, |why| {
                     tracing::warn!("sdnlab switch: ovsdb: {}", format!("{}: warning: {why}", i.name))
