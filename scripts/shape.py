@@ -12,8 +12,13 @@ FN = re.compile(r'^\s*(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?(ex
 
 
 def product_files():
-    out = subprocess.run(["git", "ls-files", "crates/*.rs"], capture_output=True, text=True, check=True).stdout
-    for path in out.split():
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "crates/*.rs"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    for path in sorted(set(out.split())):
+        if not os.path.exists(path):
+            continue
         parts = path.split("/")
         if any(p in ("tests", "benches", "examples", "fuzz") for p in parts[2:]):
             continue

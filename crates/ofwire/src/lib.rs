@@ -16,6 +16,9 @@
 pub mod capture;
 pub mod codec;
 pub mod common;
+// A message of every type, both versions: the tests', fuzzers' and
+// benchmarks' data, not the library's (feature `corpus`).
+#[cfg(any(test, feature = "corpus"))]
 pub mod corpus;
 pub mod error;
 pub mod header;
