@@ -83,8 +83,11 @@ def circles(crate_dir):
             if top in ("lib", "main"):
                 continue
             text = open(os.path.join(root, f), encoding="utf-8").read()
-            text = text.split("#[cfg(test)]")[0]
-            deps = set(re.findall(r'\bcrate::(\w+)', text)) | set(re.findall(r'\bsuper::(\w+)', text) if os.sep not in rel else [])
+            text = re.split(r"#\[cfg\(test\)\]\s*mod \w+", text)[0]
+            text = re.sub(r"//[^\n]*", "", text)  # doc and line comments name modules too
+            deps = set(re.findall(r"\bcrate::(\w+)", text))
+            for group in re.findall(r"\bcrate::\{([^}]*)\}", text):
+                deps.update(re.findall(r"(?:^|,)\s*(\w+)", group))
             mods.setdefault(top, set()).update(d for d in deps if d != top)
     names = set(mods)
     graph = {m: {d for d in ds if d in names} for m, ds in mods.items()}

@@ -9,12 +9,8 @@ use crate::{fmt_num, Run, Sample, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub(crate) use crate::text::esc;
+pub use crate::text::unit_text;
 
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -127,15 +123,6 @@ pub fn time_text(us: f64) -> String {
         format!("{} ms", fmt_num(us / 1e3))
     } else {
         format!("{} µs", fmt_num(us))
-    }
-}
-
-/// A unit as the reports write it: microseconds as µs, everywhere.
-pub fn unit_text(unit: &str) -> String {
-    if unit == "us" {
-        "µs".into()
-    } else {
-        unit.replace(" us", " µs").replace("(us)", "(µs)")
     }
 }
 

@@ -16,6 +16,7 @@
 pub mod compare;
 pub mod html;
 pub mod suite;
+mod text;
 pub mod verdict;
 
 use serde::{Deserialize, Serialize};

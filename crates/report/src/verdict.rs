@@ -6,7 +6,7 @@
 //! is under 0.05. The suite report (systems in separate runs) and a single
 //! run's report (systems named on its samples) both write these.
 
-use crate::html::esc;
+use crate::text::{esc, unit_text};
 use crate::{fmt_num, Metric};
 use serde::Serialize;
 
@@ -164,7 +164,7 @@ fn text(
                 plain(bad),
                 fmt_num(mg),
                 fmt_num(mb),
-                plain(&crate::html::unit_text(&m.unit)),
+                plain(&unit_text(&m.unit)),
                 how
             )
         }
@@ -184,7 +184,7 @@ fn text(
                 plain(&v.b),
                 fmt_num(v.median_a),
                 fmt_num(v.median_b),
-                plain(&crate::html::unit_text(&m.unit))
+                plain(&unit_text(&m.unit))
             )
         }
     }

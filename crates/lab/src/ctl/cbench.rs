@@ -1,0 +1,398 @@
+//! RFC 8456's latency and throughput tests (cbench's two modes): the
+//! trials against the controller under test, each watched for a host bound.
+
+use super::*;
+
+/// cbench's throughput and latency modes, scenario by scenario, trial by trial.
+pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let list = scenarios(a)?;
+    let clustered = list.iter().any(|(_, c)| !c.members.is_empty());
+    // Thousands of emulated switches need thousands of descriptors.
+    controller::runtime::raise_fd_limit();
+    let run_id = place.name("ctl");
+    let dir = place.dir(&run_id);
+    let mut meta = Meta {
+        benchmark: "bench ctl".into(),
+        targets: Vec::new(),
+        parameters: serde_json::json!({
+            "mode": a.mode, "openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
+            "warmup": a.warmup, "cooldown_ms": a.cooldown_ms, "window": a.window, "switches": a.switches,
+            "macs": a.macs, "malformed_percent": a.malformed_percent, "connect_rate": a.connect_rate, "ports": a.ports, "first_dpid": a.first_dpid, "sweep": a.sweep,
+            "app": if a.embedded() { Some(&a.app) } else { None },
+            // RFC 8456's setup: standalone, or a cluster of identical members.
+            "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
+            "cluster_size": list.iter().map(|(_, c)| c.members.len()).max().unwrap_or(0),
+            "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
+            "slave_packet_ins": if clustered && a.target_members.is_empty() { Some(&a.slave_packet_ins) } else { None },
+            "etcd_members": if clustered && a.target_members.is_empty() { Some(a.etcd_members) } else { None },
+            // What an answer is: the FLOW_MOD or PACKET_OUT for a buffered
+            // PACKET_IN, or (Faucet) a FLOW_MOD naming a new source, once.
+            "answers": match a.answers() {
+                ctlbench::Answers::NewSource => "new-source",
+                _ => "buffer",
+            },
+        }),
+        metrics: vec![
+            Metric::new("responses_per_s", "responses/s (cbench)", stats::Better::Higher)
+                .titled("Responses per second (cbench's figure)"),
+            Metric::new("matched_per_s", "matched responses/s", stats::Better::Higher)
+                .titled("Matched responses per second"),
+            Metric::new("rtt_p50_us", "us", stats::Better::Lower).titled("Round-trip time, median"),
+            Metric::new("rtt_p99_us", "us", stats::Better::Lower).titled("Round-trip time, 99th percentile"),
+        ],
+        ..started(&run_id)
+    };
+    if a.kill_after_loop.is_some() {
+        meta.metrics.extend([
+            Metric::new(
+                "matched_before_kill_per_s",
+                "matched responses/s",
+                stats::Better::Higher,
+            )
+            .titled("Matched responses per second, every member up"),
+            Metric::new("matched_after_kill_per_s", "matched responses/s", stats::Better::Higher)
+                .titled("Matched responses per second, the first member killed"),
+        ]);
+        meta.parameters["kill_after_loop"] = serde_json::json!(a.kill_after_loop);
+    }
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    // Spread over workers: connected once for the run, clocks measured.
+    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the switches") {
+        Ok(f) => f,
+        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+    };
+    say(
+        obs,
+        format!(
+            "sdnlab bench ctl: {} scenario(s) x {} trial(s), {} mode, OpenFlow {}, {} loops of {} ms; results in {}",
+            list.len(),
+            a.trials,
+            a.mode,
+            a.ofp,
+            a.loops,
+            a.loop_ms,
+            dir.display()
+        ),
+    );
+    obs.event(Event::Plan {
+        steps: list.len() as u64 * a.trials as u64,
+    });
+    let mut invalid = 0;
+    let mut reports = Vec::new();
+    let mut ceilings = Vec::new();
+    for (name, cfg) in &list {
+        let mut cbench_rates = Vec::new();
+        let mut matched_rates = Vec::new();
+        let mut ceiling = None;
+        // The scenario's cluster size (a sweep of sizes sets it per scenario).
+        let a_here = CtlConfig {
+            cluster: if a.target_members.is_empty() {
+                cfg.members.len()
+            } else {
+                0
+            },
+            ..a.clone()
+        };
+        for trial in 0..a.trials {
+            if ceiling::due_before(trial, a.trials) {
+                if let Err(e) = ceiling_run(
+                    &mut ceiling,
+                    name,
+                    cfg,
+                    fleet.as_ref(),
+                    &rt,
+                    &mut writer,
+                    &mut meta,
+                    &dir,
+                    obs,
+                ) {
+                    return Err(fail_run(writer, &mut meta, e));
+                }
+            }
+            let (cfg, mut started) = match start_trial_controller(&a_here, fleet.as_ref(), &rt, &mut meta, obs) {
+                Ok(started) => (
+                    ctlbench::Config {
+                        target: started.addr,
+                        members: started.members.clone(),
+                        ..cfg.clone()
+                    },
+                    started,
+                ),
+                Err(e) => {
+                    meta.events
+                        .push(format!("{name} trial {trial}: the controller did not start: {e}"));
+                    invalid += 1;
+                    obs.event(Event::Step {
+                        status: "the controller did not start",
+                    });
+                    continue;
+                }
+            };
+            let mut write_errors = Vec::new();
+            // --kill-after-loop: the first member killed once that many
+            // loops are measured (what it was, once done).
+            let mut killed: Option<String> = None;
+            let mut running = started.running.take();
+            let watch = watch_host(&running);
+            let on_loop = |l: &ctlbench::LoopResult| {
+                if a_here.kill_after_loop == Some(l.loop_index as u32 + 1) && killed.is_none() {
+                    killed = running.as_mut().and_then(Running::kill_first);
+                }
+                let s = Sample::of(
+                    "loop",
+                    name.clone(),
+                    trial,
+                    [
+                        ("responses_per_s", l.responses_per_s),
+                        ("matched_per_s", l.matched_per_s),
+                        ("unmatched", l.unmatched as f64),
+                        ("malformed_sent", l.malformed_sent as f64),
+                        ("malformed_acted", l.malformed_acted as f64),
+                        ("errors", l.errors as f64),
+                    ],
+                )
+                .at(l.loop_index as u32);
+                if let Err(e) = writer.append(&s) {
+                    write_errors.push(e);
+                }
+                obs.event(Event::CbenchLoop {
+                    switches: cfg.switches,
+                    responses_per_s: l.responses_per_s,
+                    per_switch: &l.per_switch,
+                    version: cfg.version,
+                });
+            };
+            let report = match &fleet {
+                None => or_interrupted!(rt, ctlbench::run(cfg.clone(), on_loop), writer, meta, dir),
+                Some(f) => match rt.block_on(f.ctl(&cfg, on_loop)) {
+                    Ok((report, shards)) => {
+                        for (k, sh) in shards.iter().enumerate() {
+                            let s = Sample::of(
+                                "shard",
+                                name.clone(),
+                                trial,
+                                [
+                                    ("worker", k as f64),
+                                    ("switches", sh.switches as f64),
+                                    ("first_dpid", sh.first_dpid as f64),
+                                    ("responses_per_s", sh.report.mean(|l| l.responses_per_s)),
+                                    ("matched_per_s", sh.report.mean(|l| l.matched_per_s)),
+                                    ("rtt_p50_us", sh.report.rtt_us_p50),
+                                    ("sessions_lost", sh.report.sessions_lost as f64),
+                                ],
+                            )
+                            .at(k as u32)
+                            .noted(Some(sh.worker.clone()));
+                            writer.append(&s).map_err(io_error(&dir))?;
+                        }
+                        report
+                    }
+                    Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                },
+            };
+            let host = watch.finish();
+            let started = Started { running, ..started };
+            if let Err(e) = started.stop(&rt) {
+                return Err(fail_run(writer, &mut meta, LabError::setup(e)));
+            }
+            if let Some(e) = write_errors.pop() {
+                return Err(io_error(&dir)(e));
+            }
+            // The killed member's sessions, one a switch, are lost by design.
+            let expected_lost = if killed.is_some() { cfg.switches as u64 } else { 0 };
+            let mut kill_values = Vec::new();
+            if let (Some(k), Some(what)) = (a_here.kill_after_loop, &killed) {
+                let k = (k as usize).min(report.loops.len());
+                let avg = |ls: &[ctlbench::LoopResult]| {
+                    ls.iter().map(|l| l.matched_per_s).sum::<f64>() / ls.len().max(1) as f64
+                };
+                kill_values.push(("matched_before_kill_per_s", avg(&report.loops[..k])));
+                kill_values.push(("matched_after_kill_per_s", avg(&report.loops[k..])));
+                meta.events.push(format!(
+                    "{name} trial {trial}: {what} killed (SIGKILL) after measured loop {k}"
+                ));
+            } else if a_here.kill_after_loop.is_some() {
+                meta.events.push(format!(
+                    "{name} trial {trial}: no member could be killed (not a cluster of processes)"
+                ));
+                invalid += 1;
+            }
+            cbench_rates.extend(report.loops.iter().map(|l| l.responses_per_s));
+            matched_rates.extend(report.loops.iter().map(|l| l.matched_per_s));
+            let mean = |f: &dyn Fn(&ctlbench::LoopResult) -> f64| report.mean(f);
+            let matched = mean(&|l| l.matched_per_s);
+            let mut note = None;
+            if report.sessions_lost > expected_lost || matched == 0.0 {
+                invalid += 1;
+                let what = format!(
+                    "{name} trial {trial}: {} session(s) lost, {:.0} matched responses/s{}",
+                    report.sessions_lost,
+                    matched,
+                    if matched == 0.0 {
+                        " (no answer: is the controller there?)"
+                    } else {
+                        ""
+                    }
+                );
+                meta.events.push(what.clone());
+                note = Some(what);
+            }
+            let mut cluster_values = Vec::new();
+            if let Some(c) = &report.cluster {
+                // What each member did (as the switches saw it), on disk
+                // before any summary; the trial's note says it in a line.
+                for (k, m) in c.members.iter().enumerate() {
+                    let s = Sample::of(
+                        "member",
+                        name.clone(),
+                        trial,
+                        [
+                            ("member", (k + 1) as f64),
+                            ("masters", m.masters as f64),
+                            ("requests", m.requests as f64),
+                            ("first_answers", m.first_answers as f64),
+                            ("duplicates", m.duplicates as f64),
+                            ("slave_writes", m.slave_writes as f64),
+                        ],
+                    )
+                    .at(k as u32)
+                    .noted(Some(format!("c{} at {}", k + 1, m.address)));
+                    writer.append(&s).map_err(io_error(&dir))?;
+                }
+                if let Some(x) = c.settle_s {
+                    cluster_values.push(("settle_s", x));
+                }
+                cluster_values.push(("unsettled", c.unsettled as f64));
+                cluster_values.push(("without_master", c.without_master as f64));
+                cluster_values.push((
+                    "slave_writes",
+                    c.members.iter().map(|m| m.slave_writes).sum::<u64>() as f64,
+                ));
+                cluster_values.push(("cluster_size", c.members.len() as f64));
+                let no_roles = c.without_master == cfg.switches as u64;
+                let line = c
+                    .members
+                    .iter()
+                    .enumerate()
+                    .map(|(k, m)| {
+                        format!(
+                            "c{}: {}{} first answers, {} duplicates",
+                            k + 1,
+                            if no_roles {
+                                String::new()
+                            } else {
+                                format!("master of {}, ", m.masters)
+                            },
+                            m.first_answers,
+                            m.duplicates
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let mut n = if no_roles {
+                    format!("no roles (OpenFlow 1.0, or every member EQUAL): {line}")
+                } else {
+                    format!("masters (as the switches saw the roles): {line}")
+                };
+                if c.unsettled > 0 {
+                    invalid += 1;
+                    n = format!(
+                        "{} switch(es) without settled roles when the loops began; {n}",
+                        c.unsettled
+                    );
+                    meta.events.push(format!("{name} trial {trial}: {n}"));
+                }
+                add_note(&mut note, n);
+            }
+            if let Some(what) = &killed {
+                let n = format!("{what} killed after loop {}", a_here.kill_after_loop.unwrap_or(0));
+                add_note(&mut note, n);
+            }
+            if let Some(n) = host_bound_note(&host, name, trial, &mut meta) {
+                add_note(&mut note, n);
+            }
+            let s = Sample::trial(
+                name.clone(),
+                trial,
+                cluster_values.into_iter().chain(kill_values).chain([
+                    ("responses_per_s", mean(&|l| l.responses_per_s)),
+                    ("matched_per_s", matched),
+                    ("rtt_p50_us", report.rtt_us_p50),
+                    ("rtt_p99_us", report.rtt_us_p99),
+                    ("rtt_max_us", report.rtt_us_max),
+                    ("sessions_lost", report.sessions_lost as f64),
+                    (
+                        "unmatched",
+                        report.loops.iter().map(|l| l.unmatched).sum::<u64>() as f64,
+                    ),
+                    (
+                        "malformed_sent",
+                        report.loops.iter().map(|l| l.malformed_sent).sum::<u64>() as f64,
+                    ),
+                    (
+                        "malformed_acted",
+                        report.loops.iter().map(|l| l.malformed_acted).sum::<u64>() as f64,
+                    ),
+                    ("errors", report.loops.iter().map(|l| l.errors).sum::<u64>() as f64),
+                    (
+                        "duplicates",
+                        report.loops.iter().map(|l| l.duplicates).sum::<u64>() as f64,
+                    ),
+                ]),
+            )
+            .with_cdf(report.rtt_cdf.clone())
+            .noted(note);
+            writer.append(&s).map_err(io_error(&dir))?;
+            obs.event(Event::Step {
+                status: &format!("{name}: {:.0} matched/s", matched),
+            });
+            reports.push((name.clone(), report));
+            if trial + 1 < a.trials {
+                std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+            }
+        }
+        // The last run, after the last trial.
+        if let Err(e) = ceiling_run(
+            &mut ceiling,
+            name,
+            cfg,
+            fleet.as_ref(),
+            &rt,
+            &mut writer,
+            &mut meta,
+            &dir,
+            obs,
+        ) {
+            return Err(fail_run(writer, &mut meta, e));
+        }
+        state_ceiling(ceiling.as_ref(), name, &mut meta, obs);
+        if !cbench_rates.is_empty() {
+            obs.event(Event::CbenchScenario {
+                switches: cfg.switches,
+                rates: &cbench_rates,
+            });
+        }
+        let near = if cfg.members.is_empty() {
+            flag_near_ceiling(ceiling.as_ref(), name, &cbench_rates, &mut meta)
+        } else {
+            // A cluster's answers include duplicates (every member answering,
+            // at the ceiling): the first answers are the figures compared.
+            let matched = ceiling.as_ref().map(ceiling::Ceiling::by_matched);
+            flag_near_ceiling(matched.as_ref(), name, &matched_rates, &mut meta)
+        };
+        ceilings.push(serde_json::json!({"scenario": name, "ceiling": ceiling, "near_ceiling": near}));
+    }
+    obs.event(Event::PlanDone);
+    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    outcome.json["trials"] = reports
+        .iter()
+        .map(|(n, r)| serde_json::json!({"scenario": n, "report": r}))
+        .collect();
+    outcome.json["ceilings"] = ceilings.into();
+    Ok(incomplete(
+        outcome,
+        invalid,
+        "not valid (see above and the report)",
+        obs,
+    ))
+}

@@ -1,0 +1,507 @@
+//! `sdnlab bench ctl --test discovery|discovery-size|reactive-paths|
+//! proactive-paths|change-detection|reprovisioning|table-capacity`: the
+//! RFC 8456 tests that need a topology. Each trial starts the controller
+//! afresh (sdnlab's own in this process, or a `--peer` with its topology
+//! service and REST API; a `--target` is the user's to restart), connects
+//! an emulated fabric (`ctlbench::fabric`), runs one procedure of
+//! `ctlbench::topology_tests`, appends the trial to the run's samples, and
+//! stops both. A figure that did not happen within Td is left out of the
+//! trial and said in its note; the run then exits 1.
+
+use super::{finish_run, say, workers, CtlConfig};
+use crate::rundir::{open_run, started, Place};
+use crate::{Experiment, LabError, Observer, Outcome};
+use ctlbench::fabric::{Fabric, Spec};
+use ctlbench::northbound::Northbound;
+use ctlbench::topology_tests as tt;
+use report::{Meta, Metric, Sample, Target};
+use stats::Better;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod controllers;
+mod trials;
+pub(in crate::ctl) use controllers::*;
+use trials::*;
+
+pub const TESTS: [&str; 9] = [
+    "discovery",
+    "discovery-size",
+    "reactive-paths",
+    "proactive-paths",
+    "change-detection",
+    "reprovisioning",
+    "table-capacity",
+    "table-capacity-proactive",
+    "failover",
+];
+
+// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
+pub fn parse_fabric(s: &str) -> Result<Spec, String> {
+    if let Some(path) = s.strip_prefix("file:") {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("--fabric '{s}': {e}"))?;
+        let spec: Spec = serde_json::from_str(&text).map_err(|e| {
+            format!("--fabric '{s}': {e} (write {{\"switches\": [[DPID, PORTS]], \"links\": [[[DPID, PORT], [DPID, PORT]]], \"hosts\": [[DPID, PORT]]}})")
+        })?;
+        spec.validate().map_err(|e| format!("--fabric '{s}': {e}"))?;
+        return Ok(spec);
+    }
+    let parts: Vec<&str> = s.split(',').collect();
+    let nums: Result<Vec<u32>, _> = parts[1..].iter().map(|p| p.trim().parse::<u32>()).collect();
+    let bad = || {
+        format!(
+            "--fabric '{s}': write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF, linear,N, tree,DEPTH,FANOUT or file:PATH"
+        )
+    };
+    let nums = nums.map_err(|_| bad())?;
+    match (parts[0], nums.as_slice()) {
+        ("leaf-spine", [sp, l, h]) if *sp >= 1 && *l >= 1 => Ok(Spec::leaf_spine(*sp, *l, *h)),
+        ("linear", [n]) if *n >= 1 => Ok(Spec::linear(*n)),
+        ("tree", [d, f]) if *d >= 1 && *f >= 1 && (*f as f64).powi(*d as i32) <= 100_000.0 => Ok(Spec::tree(*d, *f)),
+        _ => Err(bad()),
+    }
+}
+
+/// The metrics a test reports, its main one first (a trial without it did not complete).
+/// A metric of the topology tests in plain words.
+fn title(name: &str) -> &'static str {
+    match name {
+        "discovery_s" => "Topology discovery time",
+        "reactive_path_s" => "Reactive path provisioning time",
+        "reactive_rate_per_s" => "Reactive path provisioning rate",
+        "proactive_path_s" => "Proactive path provisioning time",
+        "proactive_rate_per_s" => "Proactive path provisioning rate",
+        "detect_view_s" => "Change detection time, as the controller's view shows it",
+        "detect_probe_s" => "Change detection time, to the controller's next probe",
+        "reprovision_s" => "Re-provisioning time (longest gap in traffic)",
+        "lost_frames" => "Frames lost",
+        "failover_s" => "Failover time (longest gap in traffic)",
+        "takeover_s" => "Takeover time (kill to the standby's first frame)",
+        "remaster_s" => "Re-mastering time (kill to every orphaned switch re-elected)",
+        "rejoin_s" => "Rejoin time (the killed member's restart to the masters as before)",
+        "rejoin_gap_s" => "Longest gap in traffic while the killed member rejoins",
+        "rejoin_lost_frames" => "Frames lost while the killed member rejoins",
+        "table_flows" => "Forwarding table capacity",
+        _ => "",
+    }
+}
+
+fn metrics(test: &str) -> Vec<Metric> {
+    let m = |name: &str, what: &str, better| Metric::new(name, what, better).titled(title(name));
+    match test {
+        "discovery" | "discovery-size" => vec![m("discovery_s", "seconds to a complete view", Better::Lower)],
+        "reactive-paths" => vec![
+            m(
+                "reactive_path_s",
+                "seconds from a first frame to its arrival (mean over destinations)",
+                Better::Lower,
+            ),
+            m(
+                "reactive_rate_per_s",
+                "destinations reached per second, all sent at once",
+                Better::Higher,
+            ),
+        ],
+        "proactive-paths" => vec![
+            m(
+                "proactive_path_s",
+                "seconds from a path request to the first frame's arrival (mean)",
+                Better::Lower,
+            ),
+            m(
+                "proactive_rate_per_s",
+                "paths carrying traffic both ways per second, all requested at once",
+                Better::Higher,
+            ),
+        ],
+        "change-detection" => vec![
+            m(
+                "detect_view_s",
+                "seconds until the controller's view lost the failed links",
+                Better::Lower,
+            ),
+            m(
+                "detect_probe_s",
+                "seconds until the controller's next LLDP probe",
+                Better::Lower,
+            ),
+        ],
+        "reprovisioning" => vec![
+            m(
+                "reprovision_s",
+                "longest gap in traffic either way after a link failure, seconds",
+                Better::Lower,
+            ),
+            m("lost_frames", "frames lost, both directions", Better::Lower),
+        ],
+        "failover" => vec![
+            m(
+                "failover_s",
+                "longest gap in controller-dependent traffic when the active controller dies, seconds",
+                Better::Lower,
+            ),
+            m(
+                "takeover_s",
+                "seconds from the kill to the first frame the standby delivered",
+                Better::Lower,
+            ),
+            m("lost_frames", "frames lost", Better::Lower),
+        ],
+        _ => vec![m("table_flows", "most flows the ingress switch held", Better::Higher)],
+        // table-capacity and table-capacity-proactive
+    }
+}
+
+/// The app sdnlab's controller runs for a test (unless `--app` says otherwise).
+fn default_app(test: &str) -> &'static str {
+    match test {
+        "discovery" | "discovery-size" | "change-detection" => "topology",
+        "proactive-paths" | "table-capacity-proactive" => "paths-proactive",
+        _ => "paths",
+    }
+}
+
+/// One scenario: its name, the fabric, and what fails (change-detection).
+struct Scenario {
+    name: String,
+    spec: Spec,
+    failure: Option<tt::Failure>,
+}
+
+// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
+fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, String> {
+    let mut out = Vec::new();
+    if a.test == "discovery-size" {
+        let mut leaves = 2;
+        while 2 + leaves <= a.max_switches.max(4) {
+            let name = format!("leaf-spine,2,{leaves},1");
+            out.push(Scenario {
+                spec: parse_fabric(&name)?,
+                name,
+                failure: None,
+            });
+            leaves *= 2;
+        }
+        return Ok(out);
+    }
+    let fabrics = if a.fabrics.is_empty() {
+        vec!["leaf-spine,2,4,1".to_string()]
+    } else {
+        a.fabrics.clone()
+    };
+    let failures: Vec<&str> = if a.failures.is_empty() {
+        vec!["link", "switch"]
+    } else {
+        a.failures.iter().map(|s| s.as_str()).collect()
+    };
+    for f in &fabrics {
+        let spec = parse_fabric(f)?;
+        let needs_hosts = !matches!(a.test.as_str(), "discovery" | "change-detection");
+        if needs_hosts && spec.hosts.len() < 2 {
+            return Err(format!("--fabric '{f}': --test {} needs at least 2 hosts", a.test));
+        }
+        if a.test == "reprovisioning" {
+            let (first, last) = (spec.hosts[0].0, spec.hosts[spec.hosts.len() - 1].0);
+            let spines = spec.links.iter().filter(|(l, _)| l.0 == first).count();
+            if first == last || spines < 2 {
+                return Err(format!(
+                    "--fabric '{f}': reprovisioning needs redundant paths between its first and last host: \
+                     use a leaf-spine with 2 or more spines and 2 or more leaves"
+                ));
+            }
+        }
+        if a.test == "change-detection" {
+            for fl in &failures {
+                out.push(Scenario {
+                    name: format!("{f} {fl} down"),
+                    spec: spec.clone(),
+                    failure: Some(if *fl == "link" {
+                        tt::Failure::Link
+                    } else {
+                        tt::Failure::Switch
+                    }),
+                });
+            }
+        } else {
+            out.push(Scenario {
+                name: f.clone(),
+                spec,
+                failure: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Checks what only the topology tests need: the fabrics (with hosts
+/// where the test sends traffic), a northbound API for a `target`, and no
+/// `target` for failover.
+pub(crate) fn check(a: &CtlConfig) -> Result<(), LabError> {
+    scenarios(a).map_err(LabError::Config)?;
+    if a.target.is_some() && a.northbound.is_none() {
+        return Err(LabError::Config(format!(
+            "--test {} with --target needs --northbound (sdnlab:HOST:PORT, osken:HOST:PORT or none)",
+            a.test
+        )));
+    }
+    if a.test == "failover" && a.target.is_some() {
+        return Err(LabError::Config("--test failover kills the active controller, so sdnlab starts the pair: use the default or --peer sdnlab, not --target".into()));
+    }
+    Ok(())
+}
+
+/// Runs one topology test, trial by trial, scenario by scenario.
+pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    check(a)?;
+    if place.workers.is_some() {
+        if a.flood_pps > 0.0 {
+            return Err(LabError::Config(
+                "--flood-pps with --workers: the flood runs on this machine only; leave one of them out".into(),
+            ));
+        }
+        if a.malformed_percent > 0.0 {
+            return Err(LabError::Config(
+                "--malformed-percent with --workers: leave one of them out (the fabric's parts would each send their own share)".into(),
+            ));
+        }
+    }
+    // Each scenario, and the config its trials run with: one per cluster
+    // size when the run sweeps them (0: standalone), named after it.
+    let sizes = a.cluster_sizes()?;
+    let list: Vec<(Scenario, CtlConfig)> = scenarios(a)
+        .map_err(LabError::Config)?
+        .into_iter()
+        .flat_map(|s| {
+            if sizes.is_empty() {
+                return vec![(s, a.clone())];
+            }
+            sizes
+                .iter()
+                .map(|&n| {
+                    let name = if n == 0 {
+                        format!("{} standalone", s.name)
+                    } else {
+                        format!("{} cluster={n}", s.name)
+                    };
+                    let s = Scenario {
+                        name,
+                        spec: s.spec.clone(),
+                        failure: s.failure,
+                    };
+                    (
+                        s,
+                        CtlConfig {
+                            cluster: n,
+                            ..a.clone()
+                        },
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let clustered = a.cluster > 0 || sizes.iter().any(|&n| n > 0);
+    let explicit_nb = a.northbound.as_deref().map(Northbound::parse).transpose()?;
+    let app = if a.app == "l2-learning" {
+        default_app(&a.test).to_string()
+    } else {
+        a.app.clone()
+    };
+    if a.embedded() {
+        controller::catalog::build(&app.split(',').collect::<Vec<_>>())?;
+    }
+    controller::runtime::raise_fd_limit();
+    // Failover needs roles, which OpenFlow 1.0 does not have.
+    let version = if a.ofp == "1.0" && a.test != "failover" {
+        ofwire::OFP10_VERSION
+    } else {
+        ofwire::OFP13_VERSION
+    };
+    let run_id = place.name(&format!("ctl-{}", a.test));
+    let dir = place.dir(&run_id);
+    let mut metrics = metrics(&a.test);
+    if a.test == "failover" && clustered {
+        // Only a cluster has it: a metric no trial of the pair can fill
+        // would leave the pair out of a results table.
+        metrics.push(
+            Metric::new(
+                "remaster_s",
+                "seconds from the kill to every switch the killed master held having a new master in etcd",
+                Better::Lower,
+            )
+            .titled(title("remaster_s")),
+        );
+        for (name, unit) in [
+            (
+                "rejoin_s",
+                "seconds from the killed member's restart to the masters as they were before the kill",
+            ),
+            (
+                "rejoin_gap_s",
+                "longest gap in traffic while the killed member rejoins, seconds",
+            ),
+            ("rejoin_lost_frames", "frames lost while the killed member rejoins"),
+        ] {
+            metrics.push(Metric::new(name, unit, Better::Lower).titled(title(name)));
+        }
+    }
+    let main_metric = metrics[0].name.clone();
+    let mut meta = Meta {
+        benchmark: format!("bench ctl --test {}", a.test),
+        parameters: serde_json::json!({"openflow": if version == ofwire::OFP13_VERSION { "1.3" } else { "1.0" }, "trials": a.trials,
+            "scenarios": list.iter().map(|(s, _)| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
+            "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
+            "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
+            "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
+            "app": if a.embedded() { Some(&app) } else { None },
+            // RFC 8456's setup: standalone, or a cluster of identical members.
+            "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
+            "cluster_size": sizes.iter().copied().max().unwrap_or(a.cluster), "cluster_sizes": sizes,
+            "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
+            "kill": if a.test == "failover" && clustered { Some(&a.kill) } else { None }}),
+        metrics,
+        ..started(&run_id)
+    };
+    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    let fleet = super::connect_fleet(place, &rt, &mut meta, obs, "the fabric's switches")?;
+    let mut invalid = 0;
+    let mut largest_discovered = None;
+    for (s, a) in &list {
+        let mut all_converged = true;
+        for trial_no in 0..a.trials {
+            // sdnlab's cluster on the workers (its first member's view read
+            // through its REST API from here), or the controller as
+            // anywhere else.
+            let spread_cluster = fleet.as_ref().filter(|_| a.cluster > 0 && a.peer.is_none());
+            let (targets, nb, who, mut ctl) = match spread_cluster {
+                Some(f) => {
+                    let (c, who) =
+                        super::start_spread_cluster(f, &rt, a, &app, &mut meta, obs).map_err(LabError::setup)?;
+                    let nb = explicit_nb
+                        .clone()
+                        .unwrap_or(Northbound::Sdnlab(c.members[0].rest, None));
+                    let targets = c.members.iter().map(|m| m.openflow).collect();
+                    (targets, nb, who, Controller::External)
+                }
+                None => start_controller(a, &app, &explicit_nb)?,
+            };
+            if meta.targets.is_empty() {
+                meta.targets.push(who);
+            }
+            let flood = if a.flood_pps > 0.0 {
+                Some(start_flood(targets[0], a.attackers, a.flood_pps, version).map_err(LabError::Setup)?)
+            } else {
+                None
+            };
+            let watch = crate::host::HostWatch::start(ctl.processes(), crate::host::Rule::default());
+            let mut t = match &fleet {
+                Some(f) => {
+                    let (t, parts) = rt.block_on(spread_trial(a, s, &targets, version, &nb, f))?;
+                    for p in parts {
+                        let sample = Sample::of(
+                            "shard",
+                            s.name.clone(),
+                            trial_no,
+                            [
+                                ("switches", p.switches as f64),
+                                ("connected", p.counts.connected as f64),
+                                ("lldp_packet_ins", p.counts.lldp_packet_ins as f64),
+                                ("frames_to_other_parts", p.counts.frames_to_other_parts as f64),
+                                ("frames_from_other_parts", p.counts.frames_from_other_parts as f64),
+                                ("refused_datagrams", p.counts.refused_datagrams as f64),
+                            ],
+                        )
+                        .noted(Some(format!("worker {}", p.worker)));
+                        writer.append(&sample).map_err(crate::rundir::io_error(&dir))?;
+                    }
+                    t
+                }
+                None => super::or_interrupted!(rt, trial(a, s, targets, version, &nb, &mut ctl), writer, meta, dir),
+            };
+            let host = watch.finish();
+            if let Some(reason) = &host.reason {
+                t.note(&format!("host-bound: {reason}"));
+                meta.events
+                    .push(format!("{} trial {trial_no}: host-bound: {reason}", s.name));
+            }
+            if let Some((f, rates)) = flood {
+                f.shutdown_background();
+                let r = rates.lock().unwrap();
+                if !r.is_empty() {
+                    t.set("flood_packet_ins_per_s", r.iter().sum::<f64>() / r.len() as f64);
+                }
+            }
+            ctl.stop();
+            if let Some(f) = spread_cluster {
+                rt.block_on(f.cluster_down()).map_err(LabError::setup)?;
+            }
+            let main = t.values.get(&main_metric).copied();
+            let shown: Vec<String> = meta
+                .metrics
+                .iter()
+                .filter_map(|m| t.values.get(&m.name).map(|v| format!("{} {v:.4}", m.name)))
+                .collect();
+            say(
+                obs,
+                format!(
+                    "  {} trial {trial_no} ({}): {}{}",
+                    s.name,
+                    nb.name(),
+                    if shown.is_empty() {
+                        "no figure".to_string()
+                    } else {
+                        shown.join(", ")
+                    },
+                    if t.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", t.note)
+                    }
+                ),
+            );
+            let note = main.is_none().then(|| {
+                invalid += 1;
+                all_converged = false;
+                let n = format!("{} trial {trial_no}: {}", s.name, t.note);
+                meta.events.push(n.clone());
+                n
+            });
+            let sample = Sample::trial(s.name.clone(), trial_no, t.values)
+                .noted(note.or((!t.note.is_empty()).then_some(t.note)));
+            writer.append(&sample).map_err(crate::rundir::io_error(&dir))?;
+            std::thread::sleep(Duration::from_millis(a.cooldown_ms));
+        }
+        if a.test == "discovery-size" {
+            if !all_converged {
+                meta.events.push(format!(
+                    "network discovery size: {} switches did not converge in every trial; the largest that did: {}",
+                    s.spec.switches.len(),
+                    largest_discovered.map_or("none".to_string(), |n: usize| format!("{n} switches"))
+                ));
+                break;
+            }
+            largest_discovered = Some(s.spec.switches.len());
+        }
+    }
+    if let Some(n) = largest_discovered {
+        say(
+            obs,
+            format!("sdnlab bench ctl: network discovery size: {n} switches converged in every trial"),
+        );
+        if !meta.events.iter().any(|e| e.starts_with("network discovery size")) {
+            meta.events.push(format!(
+                "network discovery size: at least {n} switches (the largest tried)"
+            ));
+        }
+    }
+    let outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    // Growing until discovery fails is discovery-size's purpose, not an invalid run.
+    let invalid = if a.test == "discovery-size" { 0 } else { invalid };
+    Ok(super::incomplete(
+        outcome,
+        invalid,
+        "did not complete (see the report)",
+        obs,
+    ))
+}
