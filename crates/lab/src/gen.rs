@@ -11,7 +11,7 @@ use crate::check::{range, real};
 use crate::rundir::Place;
 use crate::switch::bed::BedError;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
-use report::{Meta, Metric, RunWriter, Sample, Target};
+use report::{Meta, Metric, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stats::Better;
@@ -312,7 +312,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     crate::stop::catch_stop_signals();
     let run_id = place.name("bench-gen");
     let dir = place.dir(&run_id);
-    let mut meta = Meta {
+    let meta = Meta {
         benchmark: "bench gen".into(),
         targets: args
             .generators
@@ -329,8 +329,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         metrics: vec![Metric::new("pps", "frames/s", Better::Higher).titled("Frames into the veth")],
         ..crate::rundir::started(&run_id)
     };
-    crate::rundir::write_experiment(&dir, &Experiment::Gen(args.clone()))?;
-    let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Gen(args.clone()))?;
     let pair = Pair::new(&dir).map_err(LabError::setup)?;
     let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
     'rounds: for round in 0..args.rounds.max(1) {
@@ -340,8 +339,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             }
             match measure(&pair, g, args.seconds, &dir) {
                 Ok(pps) => {
-                    run.append(&Sample::trial(g.clone(), round as u32, [("pps", pps)]).under_test(g.clone(), ""))
-                        .map_err(crate::rundir::io_error(&dir))?;
+                    run.sample(&Sample::trial(g.clone(), round as u32, [("pps", pps)]).under_test(g.clone(), ""))?;
                     obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
                     v.push(pps);
                 }
@@ -366,8 +364,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         table.push_str(&format!("| {g} | {r:.0} | {x} |\n"));
     }
     std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
-    meta.finished_unix = Some(report::now_unix());
-    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    run.finish()?;
     let report_path = dir.join("report.html").display().to_string();
     Ok(Outcome {
         table: format!("{table}\nreport: {report_path}\n"),

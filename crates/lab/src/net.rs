@@ -7,7 +7,7 @@
 //! them, links between them carried as VXLAN, each worker's clock offset
 //! in `meta.json`.
 
-use crate::rundir::{fail_run, io_error, open_run, started, Place};
+use crate::rundir::{io_error, runtime, started, Place, Run};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, Sample};
 use serde::{Deserialize, Serialize};
@@ -159,9 +159,9 @@ type Checked = (
 /// load's requests as they come (from this machine or a worker), the
 /// requests' records in `requests.csv`.
 struct Recorder<'a> {
-    writer: report::RunWriter,
+    run: Run,
     obs: &'a dyn Observer,
-    errors: Vec<std::io::Error>,
+    errors: Vec<LabError>,
     flow_names: Vec<String>,
     interval_s: f64,
     /// Each HTTP load's name, requests so far, and intervals so far.
@@ -171,7 +171,7 @@ struct Recorder<'a> {
 
 impl Recorder<'_> {
     fn append(&mut self, s: Sample) {
-        if let Err(e) = self.writer.append(&s) {
+        if let Err(e) = self.run.sample(&s) {
             self.errors.push(e);
         }
     }
@@ -220,7 +220,7 @@ impl Recorder<'_> {
                 )
                 .and_then(|()| csv.flush())
                 {
-                    self.errors.push(e);
+                    self.errors.push(io_error(&self.run.dir().join("requests.csv"))(e));
                 }
             }
         }
@@ -337,7 +337,10 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         ],
         ..started(&run_id)
     };
-    let (writer, rt) = open_run(&dir, &meta, &Experiment::Net(c.clone()))?;
+    // (`meta` is the run's until the checks are done: what the workers say
+    // goes into it meanwhile, while the run's writer is the recorder's.)
+    let run = Run::open(&dir, meta.clone(), &Experiment::Net(c.clone()))?;
+    let rt = runtime()?;
     let where_ = match &inventory {
         Some(inv) => format!("over {} worker(s)", inv.workers.len()),
         None => "on this machine".into(),
@@ -353,7 +356,6 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             dir.display()
         ),
     );
-    let write = |w: &mut report::RunWriter, s: Sample| w.append(&s).map_err(io_error(&dir));
     let mut incomplete = 0;
     let controller = c.controller.clone();
     let names: Vec<String> = flows.iter().map(netlab::flow::Flow::name).collect();
@@ -366,7 +368,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         Some(f)
     };
     let rec = std::cell::RefCell::new(Recorder {
-        writer,
+        run,
         obs,
         errors: Vec::new(),
         flow_names: names.clone(),
@@ -497,18 +499,16 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         }
     });
     let Recorder {
-        mut writer,
+        mut run,
         errors,
         http: loads,
         ..
     } = rec.into_inner();
+    run.meta = meta;
     if let Some(e) = errors.into_iter().next() {
-        return Err(io_error(&dir)(e));
+        return Err(run.fail(e));
     }
-    let (pings, iperfs, loaded, flowed) = match checked {
-        Ok(x) => x,
-        Err(e) => return Err(fail_run(writer, &mut meta, e)),
-    };
+    let (pings, iperfs, loaded, flowed) = run.or_fail(checked)?;
     let mut reached = 0;
     for p in &pings {
         if p.received > 0 {
@@ -518,10 +518,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         if let Some(rtt) = p.rtt_avg_ms {
             values.push(("rtt_avg_ms", rtt));
         }
-        write(
-            &mut writer,
-            Sample::of("ping", format!("{}>{}", p.from, p.to), 0, values),
-        )?;
+        run.sample(&Sample::of("ping", format!("{}>{}", p.from, p.to), 0, values))?;
     }
     if !pings.is_empty() {
         let share = reached as f64 / pings.len() as f64;
@@ -533,68 +530,59 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 .take(8)
                 .map(|p| format!("{}>{}", p.from, p.to))
                 .collect();
-            meta.events.push(format!(
+            run.meta.events.push(format!(
                 "{} of {} host pairs do not reach each other (first: {})",
                 pings.len() - reached,
                 pings.len(),
                 missing.join(", ")
             ));
         }
-        write(
-            &mut writer,
-            Sample::trial(
-                "pingall",
-                0,
-                [
-                    ("reached_share", share),
-                    ("pairs", pings.len() as f64),
-                    ("reached", reached as f64),
-                ],
-            ),
-        )?;
+        run.sample(&Sample::trial(
+            "pingall",
+            0,
+            [
+                ("reached_share", share),
+                ("pairs", pings.len() as f64),
+                ("reached", reached as f64),
+            ],
+        ))?;
     }
     for (what, r) in &iperfs {
         match r {
-            Ok(r) => write(
-                &mut writer,
-                Sample::trial(
-                    format!("iperf {what}"),
-                    0,
-                    [
-                        ("iperf_mbit_s", r.received_bps / 1e6),
-                        ("retransmits", r.retransmits as f64),
-                    ],
-                ),
-            )?,
+            Ok(r) => run.sample(&Sample::trial(
+                format!("iperf {what}"),
+                0,
+                [
+                    ("iperf_mbit_s", r.received_bps / 1e6),
+                    ("retransmits", r.retransmits as f64),
+                ],
+            ))?,
             Err(e) => {
                 incomplete += 1;
-                meta.events.push(format!("iperf3 {what}: {e}"));
+                run.meta.events.push(format!("iperf3 {what}: {e}"));
             }
         }
     }
     for (name, reqs, _) in &loads {
         let f = HttpFigures::of(reqs, c.http_s);
-        write(
-            &mut writer,
-            Sample::trial(
-                format!("http {name}"),
-                0,
-                [
-                    ("http_latency_ms_p50", f.p50_ms),
-                    ("http_latency_ms_p99", f.p99_ms),
-                    ("http_error_ratio", f.errors / f.requests.max(1.0)),
-                    ("requests", f.requests),
-                    ("errors", f.errors),
-                    ("goodput_mbit_s", f.goodput_mbit_s),
-                ],
-            ),
-        )?;
+        run.sample(&Sample::trial(
+            format!("http {name}"),
+            0,
+            [
+                ("http_latency_ms_p50", f.p50_ms),
+                ("http_latency_ms_p99", f.p99_ms),
+                ("http_error_ratio", f.errors / f.requests.max(1.0)),
+                ("requests", f.requests),
+                ("errors", f.errors),
+                ("goodput_mbit_s", f.goodput_mbit_s),
+            ],
+        ))?;
         if f.errors > 0.0 {
             incomplete += 1;
             let mut kinds: Vec<&str> = reqs.iter().filter_map(|q| q.error).collect();
             kinds.sort_unstable();
             kinds.dedup();
-            meta.events.push(format!(
+            run.meta.events.push(format!(
                 "http {name}: {} of {} requests failed ({})",
                 f.errors,
                 f.requests,
@@ -604,21 +592,20 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     }
     if let Err(e) = &loaded {
         incomplete += 1;
-        meta.events.push(format!("http: {e}"));
+        run.meta.events.push(format!("http: {e}"));
     }
     match &flowed {
         Ok(results) => {
             for r in results {
-                incomplete += flow_sample(r, &mut writer, &mut meta.events).map_err(io_error(&dir))?;
+                incomplete += flow_sample(r, &mut run)?;
             }
         }
         Err(e) => {
             incomplete += 1;
-            meta.events.push(format!("flows: {e}"));
+            run.meta.events.push(format!("flows: {e}"));
         }
     }
-    meta.finished_unix = Some(report::now_unix());
-    let summary = writer.finish(&meta).map_err(io_error(&dir))?;
+    let crate::rundir::Finished { summary, meta, .. } = run.finish()?;
     for e in &meta.events {
         say(obs, format!("sdnlab net: {e}"));
     }
@@ -641,13 +628,9 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
 
 /// Writes flow `r`'s figures as a sample, and its warnings as events;
 /// 1 if its figures cannot be trusted (the receiver lost frames itself).
-fn flow_sample(
-    r: &netlab::flow::FlowResult,
-    w: &mut report::RunWriter,
-    events: &mut Vec<String>,
-) -> std::io::Result<usize> {
+fn flow_sample(r: &netlab::flow::FlowResult, run: &mut Run) -> Result<usize, LabError> {
     let (name, rx) = (r.flow.name(), &r.received);
-    w.append(&Sample::trial(
+    run.sample(&Sample::trial(
         format!("flow {name}"),
         0,
         [
@@ -664,6 +647,7 @@ fn flow_sample(
             ("achieved_pps", r.sent.achieved_pps),
         ],
     ))?;
+    let events = &mut run.meta.events;
     if rx.received > 0 && r.clock_uncertainty_us > rx.latency_us_p50 {
         events.push(format!(
             "flow {name}: its ends' clocks are known within {:.0} µs, more than its median one-way latency ({:.0} µs): read its latencies as bounds",

@@ -55,11 +55,12 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
         ]);
         meta.parameters["kill_after_loop"] = serde_json::json!(a.kill_after_loop);
     }
-    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
+    let rt = runtime()?;
     // Spread over workers: connected once for the run, clocks measured.
-    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the switches") {
+    let fleet = match connect_fleet(place, &rt, &mut run.meta, obs, "the switches") {
         Ok(f) => f,
-        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+        Err(e) => return Err(run.fail(e)),
     };
     say(
         obs,
@@ -95,21 +96,11 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
         };
         for trial in 0..a.trials {
             if ceiling::due_before(trial, a.trials) {
-                if let Err(e) = ceiling_run(
-                    &mut ceiling,
-                    name,
-                    cfg,
-                    fleet.as_ref(),
-                    &rt,
-                    &mut writer,
-                    &mut meta,
-                    &dir,
-                    obs,
-                ) {
-                    return Err(fail_run(writer, &mut meta, e));
+                if let Err(e) = ceiling_run(&mut ceiling, name, cfg, fleet.as_ref(), &rt, &mut run, obs) {
+                    return Err(run.fail(e));
                 }
             }
-            let (cfg, mut started) = match start_trial_controller(&a_here, fleet.as_ref(), &rt, &mut meta, obs) {
+            let (cfg, mut started) = match start_trial_controller(&a_here, fleet.as_ref(), &rt, &mut run.meta, obs) {
                 Ok(started) => (
                     ctlbench::Config {
                         target: started.addr,
@@ -119,7 +110,8 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                     started,
                 ),
                 Err(e) => {
-                    meta.events
+                    run.meta
+                        .events
                         .push(format!("{name} trial {trial}: the controller did not start: {e}"));
                     invalid += 1;
                     obs.event(Event::Step {
@@ -152,7 +144,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                     ],
                 )
                 .at(l.loop_index as u32);
-                if let Err(e) = writer.append(&s) {
+                if let Err(e) = run.sample(&s) {
                     write_errors.push(e);
                 }
                 obs.event(Event::CbenchLoop {
@@ -163,7 +155,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                 });
             };
             let report = match &fleet {
-                None => or_interrupted!(rt, ctlbench::run(cfg.clone(), on_loop), writer, meta, dir),
+                None => or_interrupted!(rt, ctlbench::run(cfg.clone(), on_loop), run),
                 Some(f) => match rt.block_on(f.ctl(&cfg, on_loop)) {
                     Ok((report, shards)) => {
                         for (k, sh) in shards.iter().enumerate() {
@@ -183,20 +175,20 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                             )
                             .at(k as u32)
                             .noted(Some(sh.worker.clone()));
-                            writer.append(&s).map_err(io_error(&dir))?;
+                            run.sample(&s)?;
                         }
                         report
                     }
-                    Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                    Err(e) => return Err(run.fail(LabError::setup(e))),
                 },
             };
             let host = watch.finish();
             let started = Started { running, ..started };
             if let Err(e) = started.stop(&rt) {
-                return Err(fail_run(writer, &mut meta, LabError::setup(e)));
+                return Err(run.fail(LabError::setup(e)));
             }
             if let Some(e) = write_errors.pop() {
-                return Err(io_error(&dir)(e));
+                return Err(e);
             }
             // The killed member's sessions, one a switch, are lost by design.
             let expected_lost = if killed.is_some() { cfg.switches as u64 } else { 0 };
@@ -208,11 +200,11 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                 };
                 kill_values.push(("matched_before_kill_per_s", avg(&report.loops[..k])));
                 kill_values.push(("matched_after_kill_per_s", avg(&report.loops[k..])));
-                meta.events.push(format!(
+                run.meta.events.push(format!(
                     "{name} trial {trial}: {what} killed (SIGKILL) after measured loop {k}"
                 ));
             } else if a_here.kill_after_loop.is_some() {
-                meta.events.push(format!(
+                run.meta.events.push(format!(
                     "{name} trial {trial}: no member could be killed (not a cluster of processes)"
                 ));
                 invalid += 1;
@@ -234,7 +226,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                         ""
                     }
                 );
-                meta.events.push(what.clone());
+                run.meta.events.push(what.clone());
                 note = Some(what);
             }
             let mut cluster_values = Vec::new();
@@ -257,7 +249,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                     )
                     .at(k as u32)
                     .noted(Some(format!("c{} at {}", k + 1, m.address)));
-                    writer.append(&s).map_err(io_error(&dir))?;
+                    run.sample(&s)?;
                 }
                 if let Some(x) = c.settle_s {
                     cluster_values.push(("settle_s", x));
@@ -300,7 +292,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                         "{} switch(es) without settled roles when the loops began; {n}",
                         c.unsettled
                     );
-                    meta.events.push(format!("{name} trial {trial}: {n}"));
+                    run.meta.events.push(format!("{name} trial {trial}: {n}"));
                 }
                 add_note(&mut note, n);
             }
@@ -308,7 +300,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
                 let n = format!("{what} killed after loop {}", a_here.kill_after_loop.unwrap_or(0));
                 add_note(&mut note, n);
             }
-            if let Some(n) = host_bound_note(&host, name, trial, &mut meta) {
+            if let Some(n) = host_bound_note(&host, name, trial, &mut run.meta) {
                 add_note(&mut note, n);
             }
             let s = Sample::trial(
@@ -342,7 +334,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
             )
             .with_cdf(report.rtt_cdf.clone())
             .noted(note);
-            writer.append(&s).map_err(io_error(&dir))?;
+            run.sample(&s)?;
             obs.event(Event::Step {
                 status: &format!("{name}: {:.0} matched/s", matched),
             });
@@ -352,20 +344,10 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
             }
         }
         // The last run, after the last trial.
-        if let Err(e) = ceiling_run(
-            &mut ceiling,
-            name,
-            cfg,
-            fleet.as_ref(),
-            &rt,
-            &mut writer,
-            &mut meta,
-            &dir,
-            obs,
-        ) {
-            return Err(fail_run(writer, &mut meta, e));
+        if let Err(e) = ceiling_run(&mut ceiling, name, cfg, fleet.as_ref(), &rt, &mut run, obs) {
+            return Err(run.fail(e));
         }
-        state_ceiling(ceiling.as_ref(), name, &mut meta, obs);
+        state_ceiling(ceiling.as_ref(), name, &mut run.meta, obs);
         if !cbench_rates.is_empty() {
             obs.event(Event::CbenchScenario {
                 switches: cfg.switches,
@@ -373,17 +355,17 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
             });
         }
         let near = if cfg.members.is_empty() {
-            flag_near_ceiling(ceiling.as_ref(), name, &cbench_rates, &mut meta)
+            flag_near_ceiling(ceiling.as_ref(), name, &cbench_rates, &mut run.meta)
         } else {
             // A cluster's answers include duplicates (every member answering,
             // at the ceiling): the first answers are the figures compared.
             let matched = ceiling.as_ref().map(ceiling::Ceiling::by_matched);
-            flag_near_ceiling(matched.as_ref(), name, &matched_rates, &mut meta)
+            flag_near_ceiling(matched.as_ref(), name, &matched_rates, &mut run.meta)
         };
         ceilings.push(serde_json::json!({"scenario": name, "ceiling": ceiling, "near_ceiling": near}));
     }
     obs.event(Event::PlanDone);
-    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    let mut outcome = finish_run(run, obs)?;
     outcome.json["trials"] = reports
         .iter()
         .map(|(n, r)| serde_json::json!({"scenario": n, "report": r}))

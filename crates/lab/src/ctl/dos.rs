@@ -16,7 +16,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
     }
     let run_id = place.name("ctl-dos");
     let dir = place.dir(&run_id);
-    let mut meta = Meta {
+    let meta = Meta {
         benchmark: "bench ctl --test dos".into(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "good_switches": a.switches, "attackers": a.attackers, "syn_flood_pps": a.syn_flood_pps, "attacker_window": 4096, "macs": a.macs}),
@@ -32,7 +32,8 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
         ],
         ..started(&run_id)
     };
-    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
+    let rt = runtime()?;
     say(obs, format!(
         "sdnlab bench ctl --test dos: {} well-behaved switches (latency mode), {} attackers; {} trial(s); results in {}",
         a.switches,
@@ -40,12 +41,12 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
         a.trials,
         dir.display()
     ));
-    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the attackers") {
+    let fleet = match connect_fleet(place, &rt, &mut run.meta, obs, "the attackers") {
         Ok(f) => f,
-        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+        Err(e) => return Err(run.fail(e)),
     };
     for trial in 0..a.trials {
-        let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs)?;
+        let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut run.meta, obs)?;
         let addr = started.addr;
         // In a cluster, the well-behaved switches and the attackers alike
         // connect to every member.
@@ -69,7 +70,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
             loops: good.warmup + good.loops + 2,
             ..base.clone()
         };
-        let alone = or_interrupted!(rt, ctlbench::run(good.clone(), |_| {}), writer, meta, dir);
+        let alone = or_interrupted!(rt, ctlbench::run(good.clone(), |_| {}), run);
         let (under, flood) = match &fleet {
             None => {
                 // The attackers run on a thread and runtime of their own, so the
@@ -83,7 +84,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
                 });
                 // Let the flood build up first.
                 std::thread::sleep(Duration::from_millis(good.loop_ms));
-                let under = or_interrupted!(rt, ctlbench::run(good.clone(), |_| {}), writer, meta, dir);
+                let under = or_interrupted!(rt, ctlbench::run(good.clone(), |_| {}), run);
                 (under, flood.join().ok().flatten())
             }
             // The attackers on the workers, the well-behaved switches here:
@@ -97,7 +98,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
                 });
                 match flood {
                     Ok((flood, _)) => (under, Some(flood)),
-                    Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                    Err(e) => return Err(run.fail(LabError::setup(e))),
                 }
             }
         };
@@ -118,7 +119,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
             syn = Some((r, sent));
         }
         if let Err(e) = started.stop(&rt) {
-            return Err(fail_run(writer, &mut meta, LabError::setup(e)));
+            return Err(run.fail(LabError::setup(e)));
         }
         let flood_rate = flood.as_ref().map(|f| f.mean(|l| l.matched_per_s)).unwrap_or(0.0);
         let mut phases = vec![("alone", &alone), ("under attack", &under)];
@@ -134,7 +135,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
                 )
             });
             if let Some(n) = &note {
-                meta.events.push(n.clone());
+                run.meta.events.push(n.clone());
             }
             let mut values = BTreeMap::from([
                 ("matched_per_s".to_string(), matched),
@@ -153,7 +154,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
             let s = Sample::trial(scenario, trial, values)
                 .with_cdf(r.rtt_cdf.clone())
                 .noted(note);
-            writer.append(&s).map_err(io_error(&dir))?;
+            run.sample(&s)?;
         }
         say(obs, format!(
             "  trial {trial}: alone p50 {:.1} us, under attack p50 {:.1} us (p99 {:.1} -> {:.1}); attackers answered {}/s",
@@ -165,7 +166,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
         ));
         std::thread::sleep(Duration::from_millis(a.cooldown_ms));
     }
-    finish_run(writer, &mut meta, &dir, obs)
+    finish_run(run, obs)
 }
 
 /// An nftables table that drops the controller's SYN-ACKs to the SYN

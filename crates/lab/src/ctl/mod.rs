@@ -16,11 +16,10 @@ pub mod topology;
 
 pub use config::{all_tests, CtlConfig, TESTS};
 
-use crate::rundir::{fail_run, io_error, open_run, started, Place};
+use crate::rundir::{io_error, runtime, started, Place, Run};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
-use report::{Meta, Metric, RunWriter, Sample, Target};
+use report::{Meta, Metric, Sample, Target};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 mod cbench;
@@ -168,18 +167,10 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
 /// `LabError::Interrupted` (what the run started is dropped, and so
 /// stopped, as the error goes up).
 macro_rules! or_interrupted {
-    ($rt:expr, $f:expr, $writer:ident, $meta:ident, $dir:expr) => {
+    ($rt:expr, $f:expr, $run:ident) => {
         match crate::stop::block_on_unless_stopped(&$rt, $f) {
             Some(r) => r,
-            None => {
-                return Err(crate::rundir::fail_run(
-                    $writer,
-                    &mut $meta,
-                    LabError::Interrupted {
-                        dir: $dir.to_path_buf(),
-                    },
-                ))
-            }
+            None => return Err($run.interrupted()),
         }
     };
 }
@@ -231,9 +222,7 @@ pub(crate) fn ceiling_run(
     cfg: &ctlbench::Config,
     fleet: Option<&fleet::coordinator::Fleet>,
     rt: &tokio::runtime::Runtime,
-    writer: &mut RunWriter,
-    meta: &mut Meta,
-    dir: &Path,
+    run: &mut Run,
     obs: &dyn Observer,
 ) -> Result<(), LabError> {
     let k = acc.as_ref().map_or(0, |c| c.runs.len()) as u32;
@@ -246,7 +235,7 @@ pub(crate) fn ceiling_run(
             match ceiling::measure(cfg, rt) {
                 // (Either way only its words go into the run's events.)
                 Some(r) => r.map_err(|e| e.to_string()),
-                None => return Err(LabError::Interrupted { dir: dir.to_path_buf() }),
+                None => return Err(run.interrupted()),
             }
         }
         Some(f) => {
@@ -274,10 +263,10 @@ pub(crate) fn ceiling_run(
                 None => *acc = Some(c),
             }
             let c = acc.as_ref().expect("just set");
-            writer.append(&c.sample(name, k)).map_err(io_error(dir))?;
+            run.sample(&c.sample(name, k))?;
         }
         Ok(None) => {}
-        Err(e) => meta.events.push(format!(
+        Err(e) => run.event(format!(
             "{name}: run {} of the driver's own ceiling was not measured: {e}",
             k + 1
         )),
@@ -315,25 +304,19 @@ pub(crate) fn incomplete(mut outcome: Outcome, n: usize, what: &str, obs: &dyn O
 
 /// Ends a run: final `meta.json`, summaries and report on disk; the
 /// events and where the report is go to the observer.
-pub(crate) fn finish_run(
-    writer: RunWriter,
-    meta: &mut Meta,
-    dir: &Path,
-    obs: &dyn Observer,
-) -> Result<Outcome, LabError> {
-    meta.finished_unix = Some(report::now_unix());
-    let summary = writer.finish(meta).map_err(io_error(dir))?;
-    for e in &meta.events {
+pub(crate) fn finish_run(run: Run, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    let done = run.finish()?;
+    for e in &done.meta.events {
         say(obs, format!("sdnlab bench ctl: {e}"));
     }
     say(
         obs,
-        format!("sdnlab bench ctl: report in {}", dir.join("report.html").display()),
+        format!("sdnlab bench ctl: report in {}", done.dir.join("report.html").display()),
     );
     Ok(Outcome {
-        dir: dir.to_path_buf(),
-        table: report::terminal_table(&summary, &meta.metrics),
-        json: serde_json::json!({ "run": dir, "summary": summary }),
+        table: report::terminal_table(&done.summary, &done.meta.metrics),
+        json: serde_json::json!({ "run": done.dir, "summary": done.summary }),
+        dir: done.dir,
         incomplete: 0,
     })
 }

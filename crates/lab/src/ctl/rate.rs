@@ -8,7 +8,7 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
     let list = scenarios(a)?;
     let run_id = place.name("ctl-rate");
     let dir = place.dir(&run_id);
-    let mut meta = Meta {
+    let meta = Meta {
         benchmark: "bench ctl --test rate".into(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "warmup": a.warmup, "window": a.window, "switches": a.switches, "macs": a.macs, "sweep": a.sweep,
@@ -21,7 +21,8 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
         .titled("Loss-free message processing rate")],
         ..started(&run_id)
     };
-    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
+    let rt = runtime()?;
     say(
         obs,
         format!(
@@ -31,9 +32,9 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
             dir.display()
         ),
     );
-    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the switches") {
+    let fleet = match connect_fleet(place, &rt, &mut run.meta, obs, "the switches") {
         Ok(f) => f,
-        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+        Err(e) => return Err(run.fail(e)),
     };
     let mut invalid = 0;
     for (name, cfg) in &list {
@@ -41,19 +42,9 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
         let mut rates = Vec::new();
         for trial in 0..a.trials {
             if ceiling::due_before(trial, a.trials) {
-                ceiling_run(
-                    &mut ceiling,
-                    name,
-                    cfg,
-                    fleet.as_ref(),
-                    &rt,
-                    &mut writer,
-                    &mut meta,
-                    &dir,
-                    obs,
-                )?;
+                ceiling_run(&mut ceiling, name, cfg, fleet.as_ref(), &rt, &mut run, obs)?;
             }
-            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs)?;
+            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut run.meta, obs)?;
             let cfg = ctlbench::Config {
                 target: started.addr,
                 members: started.members.clone(),
@@ -78,24 +69,18 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
                 rounds.push(round.clone());
             };
             let r = match &fleet {
-                None => or_interrupted!(
-                    rt,
-                    ctlbench::rate::search(cfg, 10, a.rate_tolerance, on_round),
-                    writer,
-                    meta,
-                    dir
-                ),
+                None => or_interrupted!(rt, ctlbench::rate::search(cfg, 10, a.rate_tolerance, on_round), run),
                 Some(f) => {
                     // Each round's load shared out over the workers, as cbench's.
                     let round = |c: ctlbench::Config| async move { f.ctl(&c, |_| {}).await.map(|(r, _)| r) };
                     match rt.block_on(ctlbench::rate::search_with(cfg, 10, a.rate_tolerance, on_round, round)) {
                         Ok(r) => r,
-                        Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                        Err(e) => return Err(run.fail(LabError::setup(e))),
                     }
                 }
             };
             if let Err(e) = started.stop(&rt) {
-                return Err(fail_run(writer, &mut meta, LabError::setup(e)));
+                return Err(run.fail(LabError::setup(e)));
             }
             for (i, round) in rounds.iter().enumerate() {
                 let s = Sample::of(
@@ -110,7 +95,7 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
                     ],
                 )
                 .at(i as u32);
-                writer.append(&s).map_err(io_error(&dir))?;
+                run.sample(&s)?;
             }
             let note = (!r.converged || r.sessions_lost > 0).then(|| {
                 invalid += 1;
@@ -120,7 +105,7 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
                     r.rounds.len(),
                     r.sessions_lost
                 );
-                meta.events.push(what.clone());
+                run.meta.events.push(what.clone());
                 what
             });
             let s = Sample::trial(
@@ -132,25 +117,15 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
                 ],
             )
             .noted(note);
-            writer.append(&s).map_err(io_error(&dir))?;
+            run.sample(&s)?;
             rates.push(r.loss_free_per_s);
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
-        ceiling_run(
-            &mut ceiling,
-            name,
-            cfg,
-            fleet.as_ref(),
-            &rt,
-            &mut writer,
-            &mut meta,
-            &dir,
-            obs,
-        )?;
-        state_ceiling(ceiling.as_ref(), name, &mut meta, obs);
-        flag_near_ceiling(ceiling.as_ref(), name, &rates, &mut meta);
+        ceiling_run(&mut ceiling, name, cfg, fleet.as_ref(), &rt, &mut run, obs)?;
+        state_ceiling(ceiling.as_ref(), name, &mut run.meta, obs);
+        flag_near_ceiling(ceiling.as_ref(), name, &rates, &mut run.meta);
     }
-    let outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    let outcome = finish_run(run, obs)?;
     Ok(incomplete(
         outcome,
         invalid,

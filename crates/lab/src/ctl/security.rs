@@ -26,7 +26,7 @@ pub(super) fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
         vlan: a.frame_vlan(),
         members: members.clone(),
     };
-    let mut meta = Meta {
+    let meta = Meta {
         benchmark: "bench ctl --test security".into(),
         targets: vec![target],
         parameters: serde_json::json!({"openflow": a.ofp, "case_wait_ms": a.case_wait_ms, "hello_wait_s": a.hello_wait_s,
@@ -34,7 +34,8 @@ pub(super) fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
             "switch_connections": if clustered { "the witness to every member; each case's session to one member" } else { "one controller" }}),
         ..started(&run_id)
     };
-    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
+    let rt = runtime()?;
     say(
         obs,
         format!(
@@ -75,26 +76,25 @@ pub(super) fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
                 r.outcome,
                 if r.others_served { "served" } else { "NOT served" }
             )));
-            if let Err(e) = writer.append(&s) {
+            if let Err(e) = run.sample(&s) {
                 failed_write.get_or_insert(e);
             }
             say(obs, format!("  {:<42} {}", scenario, r.outcome));
         }),
-        writer,
-        meta,
-        dir
+        run
     );
     if let Some(r) = embedded {
         r.stop();
     }
     if let Some(e) = failed_write {
-        return Err(io_error(&dir)(e));
+        return Err(e);
     }
     if results.iter().any(|r| !r.controller_alive) {
-        meta.events
+        run.meta
+            .events
             .push("the controller stopped accepting connections during the suite".into());
     }
-    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    let mut outcome = finish_run(run, obs)?;
     outcome.json = serde_json::json!({ "run": dir, "cases": results });
     let case_of = |r: &ctlbench::security::CaseResult| match r.member.and_then(|m| names.get(&m)) {
         Some(n) => format!("{} @ {n}", r.case),

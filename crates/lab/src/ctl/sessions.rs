@@ -61,7 +61,8 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
             "the embedded controller shares this process's open-file limit ({limit}): each session costs it two descriptors"
         ));
     }
-    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
+    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
+    let rt = runtime()?;
     say(
         obs,
         format!(
@@ -71,15 +72,15 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
             dir.display()
         ),
     );
-    let fleet = match connect_fleet(place, &rt, &mut meta, obs, "the sessions") {
+    let fleet = match connect_fleet(place, &rt, &mut run.meta, obs, "the sessions") {
         Ok(f) => f,
-        Err(e) => return Err(fail_run(writer, &mut meta, e)),
+        Err(e) => return Err(run.fail(e)),
     };
     let mut results = Vec::new();
     for (scenario, a) in &list {
         for trial in 0..a.trials {
             // A fresh controller for each trial when sdnlab starts it.
-            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut meta, obs)?;
+            let started = start_trial_controller(a, fleet.as_ref(), &rt, &mut run.meta, obs)?;
             let cfg = ctlbench::capacity::CapacityConfig {
                 target: started.addr,
                 version,
@@ -99,9 +100,7 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
                             "trial {trial}: {n} sessions held after {secs:.1} s"
                         )));
                     }),
-                    writer,
-                    meta,
-                    dir
+                    run
                 ),
                 Some(f) => {
                     let r = rt.block_on(f.sessions(&cfg, |n| {
@@ -109,7 +108,7 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
                     }));
                     let (r, shards) = match r {
                         Ok(x) => x,
-                        Err(e) => return Err(fail_run(writer, &mut meta, LabError::setup(e))),
+                        Err(e) => return Err(run.fail(LabError::setup(e))),
                     };
                     for (worker, s) in &shards {
                         let sample = Sample::of(
@@ -119,7 +118,7 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
                             [("sessions_held", s.held as f64), ("seconds", s.seconds)],
                         )
                         .noted(Some(format!("worker {worker}: ended by {}: {}", s.ended_by, s.detail)));
-                        writer.append(&sample).map_err(io_error(&dir))?;
+                        run.sample(&sample)?;
                     }
                     r
                 }
@@ -147,14 +146,14 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
                     ("sessions_per_s", r.sessions_per_s),
                 ],
             )
-            .noted(Some(match host_bound_note(&host, scenario, trial, &mut meta) {
+            .noted(Some(match host_bound_note(&host, scenario, trial, &mut run.meta) {
                 Some(n) => format!("{held}; ended by {}: {}; {n}", r.ended_by, r.detail),
                 None => format!("{held}; ended by {}: {}", r.ended_by, r.detail),
             }));
-            writer.append(&s).map_err(io_error(&dir))?;
+            run.sample(&s)?;
             results.push((scenario.clone(), r));
             if let Err(e) = started.stop(&rt) {
-                return Err(fail_run(writer, &mut meta, LabError::setup(e)));
+                return Err(run.fail(LabError::setup(e)));
             }
             if trial + 1 < a.trials {
                 // Let the controller release the previous trial's sessions.
@@ -162,7 +161,7 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
             }
         }
     }
-    let mut outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    let mut outcome = finish_run(run, obs)?;
     outcome.json = serde_json::json!({ "run": dir, "trials": results.iter().map(|(_, r)| r).collect::<Vec<_>>() });
     outcome.table = String::new();
     for (scenario, c) in &list {

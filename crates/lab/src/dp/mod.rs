@@ -41,7 +41,7 @@ use crate::switch::bed::{
     iperf, iperf_udp, load, open_bed, open_chain, run_trial, sh, Bed, BedError, CpuSampler, OfClient, Trial, DUTS,
 };
 use crate::{Event, Experiment, LabError, Observer, Outcome};
-use report::{Meta, Metric, RunWriter, Target};
+use report::{Meta, Metric, Target};
 use runner::{lost, Plan, Ports, Runner};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -430,7 +430,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
     let run_id = place.name("bench-dp");
     let dir = place.dir(&run_id);
     let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
-    let mut meta = Meta {
+    let meta = Meta {
         run_id,
         benchmark: "bench dp".into(),
         command: std::env::args().collect(),
@@ -484,8 +484,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         // Jumbo frames need every link's MTU raised.
         mtu: p.frames.iter().any(|f| *f > 1518).then_some(9000),
     };
-    crate::rundir::write_experiment(&dir, &Experiment::Dp(args.clone()))?;
-    let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Dp(args.clone()))?;
     let trials_path = dir.join("trials.jsonl");
     let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
     let wants = |t: &str| args.tests.iter().any(|x| x == t);
@@ -520,15 +519,15 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
         };
         if let Some(rm) = &bed.remote {
-            meta.parameters["workers"] = rm.fleet.clocks();
-            meta.parameters["external_ports_seen"] = json!(rm.seen);
-            meta.parameters["ports"] = json!(format!(
+            run.meta.parameters["workers"] = rm.fleet.clocks();
+            run.meta.parameters["external_ports_seen"] = json!(rm.seen);
+            run.meta.parameters["ports"] = json!(format!(
                 "frames leave by {} and come back by {}, each in its worker's own namespace",
                 rm.name(&rm.gen),
                 rm.name(&rm.rcv)
             ));
-            meta.parameters["cores"] = json!("the workers' schedulers' choice");
-            meta.events.extend(rm.fleet.clock_warnings());
+            run.meta.parameters["cores"] = json!("the workers' schedulers' choice");
+            run.meta.events.extend(rm.fleet.clock_warnings());
             let line = match rm.clock_uncertainty_us() {
                 0.0 => format!("{dut}: both ports on one worker: latencies on one clock"),
                 u => format!(
@@ -536,7 +535,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                 ),
             };
             obs.event(Event::Line(&line));
-            meta.events.push(line);
+            run.meta.events.push(line);
         }
         if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {
             let rate = format!("{}kbit", (mbit * 1000.0) as u64);
@@ -736,20 +735,26 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                 "{dut}: tcp, udp left out: iperf3 needs addresses on the ports, and with --workers they stay as their machines have them"
             );
             obs.event(Event::Line(&line));
-            meta.events.push(line);
+            runner.run.meta.events.push(line);
         } else if wants("tcp") || wants("udp") {
             let row = iperf_tests(&mut runner, &p, wants("tcp"), wants("udp"));
-            add_row(&mut iperf_table, &mut meta.events, obs, dut, row);
+            add_row(&mut iperf_table, &mut runner.run.meta.events, obs, dut, row);
         }
         if wants("paths") && !["veth", "external"].contains(&dut.as_str()) {
             let row = paths(&mut runner, &p, &dir);
-            add_row(&mut paths_table, &mut meta.events, obs, &format!("{dut}: paths"), row);
+            add_row(
+                &mut paths_table,
+                &mut runner.run.meta.events,
+                obs,
+                &format!("{dut}: paths"),
+                row,
+            );
         }
         if wants("parallel") && !["veth", "external"].contains(&dut.as_str()) {
             let row = parallel(&mut runner, &p, &dir);
             add_row(
                 &mut parallel_table,
-                &mut meta.events,
+                &mut runner.run.meta.events,
                 obs,
                 &format!("{dut}: parallel"),
                 row,
@@ -758,22 +763,21 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         let wanted: Vec<&str> = scenarios::SCENARIOS.iter().copied().filter(|s| wants(s)).collect();
         if !wanted.is_empty() {
             if let Err(e) = scenarios::run_all(&mut runner, &p, &wanted, &mut scenario_tables) {
-                meta.events.push(format!("{dut}: {e}"));
+                runner.run.meta.events.push(format!("{dut}: {e}"));
                 obs.event(Event::Line(&format!("{dut}: {e}")));
             }
         }
-        meta.events.append(&mut runner.problems);
+        runner.run.meta.events.append(&mut runner.problems);
         if let Some(line) = runner.clock_loose_summary() {
             obs.event(Event::Line(&line));
-            meta.events.push(line);
+            runner.run.meta.events.push(line);
         }
         if let Some(line) = runner.host_bound_summary() {
             obs.event(Event::Line(&line));
-            meta.events.push(line);
+            runner.run.meta.events.push(line);
         }
         drop(bed);
     }
-    meta.finished_unix = Some(report::now_unix());
     let rfc_table = if RFC_TESTS.iter().any(|t| wants(t)) {
         table
     } else {
@@ -795,12 +799,12 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         scenario_tables.render()
     );
     let _ = std::fs::write(dir.join("summary.md"), &summary);
-    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    let done = run.finish()?;
     let trials = trials_path.display().to_string();
     let report_path = dir.join("report.html").display().to_string();
     Ok(Outcome {
         table: format!("{summary}\ntrials: {trials}\nreport: {report_path}\n"),
-        json: json!({"dir": dir, "trials": trials, "report": report_path, "events": meta.events}),
+        json: json!({"dir": dir, "trials": trials, "report": report_path, "events": done.meta.events}),
         dir,
         incomplete: 0,
     })

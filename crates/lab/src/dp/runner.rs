@@ -5,7 +5,7 @@
 //! the RFC 2544 tests (`super`) and the OpenFlow scenarios (`scenarios`).
 
 use crate::switch::bed::{load, run_trial, Bed, BedError, CpuSampler, OfClient, Trial};
-use report::{RunWriter, Sample};
+use report::Sample;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -61,7 +61,7 @@ pub(crate) struct Runner<'a> {
     pub(crate) dut: &'a str,
     pub(crate) of_addr: Option<std::net::SocketAddr>,
     pub(crate) trials: &'a mut std::fs::File,
-    pub(crate) run: &'a mut RunWriter,
+    pub(crate) run: &'a mut crate::rundir::Run,
     /// The OpenFlow ports towards the generating and the receiving host.
     pub(crate) ports: Ports,
     /// What went wrong without stopping the run (goes to the report's events).
@@ -206,7 +206,7 @@ impl Runner<'_> {
         let s = Sample::trial(scenario, trial, values.iter().copied())
             .with_cdf(cdf)
             .under_test(self.dut, condition);
-        if let Err(e) = self.run.append(&s) {
+        if let Err(e) = self.run.sample(&s) {
             self.problems.push(format!("writing a sample: {e}"));
         }
     }

@@ -14,7 +14,7 @@ use crate::check::{range, real};
 use crate::host::{Bound, HostLoad, HostWatch, Rule};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
-use report::{Meta, Metric, RunWriter, Sample, Target};
+use report::{Meta, Metric, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::Better;
@@ -366,7 +366,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
     for r in &args.udp_mbit {
         metrics.push(Metric::new(&udp_metric(*r), "%", Better::Lower).titled(&format!("UDP loss offered {r} Mbit/s")));
     }
-    let mut meta = Meta {
+    let meta = Meta {
         benchmark: "bench fidelity".into(),
         targets: args
             .emulators
@@ -385,8 +385,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
         metrics,
         ..crate::rundir::started(&run_id)
     };
-    crate::rundir::write_experiment(&dir, &Experiment::Fidelity(args.clone()))?;
-    let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(args.clone()))?;
     let trials_path = dir.join("trials.jsonl");
     let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -406,7 +405,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
         for &n in &args.switches {
             for emu in &args.emulators {
                 if crate::stop::stopping() {
-                    meta.events.push("stopped by a signal before the end".into());
+                    run.meta.events.push("stopped by a signal before the end".into());
                     obs.event(Event::Line(
                         "stopped by a signal; both emulations are down, the report covers what ran",
                     ));
@@ -431,7 +430,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
                         values.retain(|(_, v)| v.is_finite());
                         let s = Sample::trial(format!("{emu} linear,{n}"), round as u32, values)
                             .under_test(emu.clone(), format!("linear,{n}"));
-                        run.append(&s).map_err(crate::rundir::io_error(&dir))?;
+                        run.sample(&s)?;
                         let line = json!({"emulator": emu, "switches": n, "round": round, "figures": fig});
                         let _ = writeln!(trials, "{line}");
                         let _ = trials.flush();
@@ -445,7 +444,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
                         let _ = e.down();
                         let line = format!("{emu} linear,{n}: {err}");
                         obs.event(Event::Line(&line));
-                        meta.events.push(line);
+                        run.meta.events.push(line);
                     }
                 }
             }
@@ -457,14 +456,15 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
         for f in figs {
             for kind in ["tcp", "ping"] {
                 if let Some(r) = f[kind]["host"]["reason"].as_str() {
-                    meta.events.push(format!("{emu} linear,{n} {kind}: host-bound: {r}"));
+                    run.meta
+                        .events
+                        .push(format!("{emu} linear,{n} {kind}: host-bound: {r}"));
                 }
             }
         }
     }
     std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
-    meta.finished_unix = Some(report::now_unix());
-    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    run.finish()?;
     let report_path = dir.join("report.html").display().to_string();
     Ok(Outcome {
         table: format!("{table}\nreport: {report_path}\n"),

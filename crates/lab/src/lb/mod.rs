@@ -12,7 +12,7 @@ use crate::{Event, Experiment, LabError, Observer, Outcome};
 use ::lb::app::LbSlot;
 use ::lb::load::{self, Videos};
 use ::lb::{Config, Lb};
-use report::{Meta, Metric, RunWriter, Sample, Target};
+use report::{Meta, Metric, Sample, Target};
 use serde::{Deserialize, Serialize};
 use stats::Better;
 use std::collections::BTreeMap;
@@ -679,7 +679,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         return Err(LabError::setup(format!("{}: {e}", wlog.display())));
     }
     let homo_uris = vec![::lb::replica::homogeneous_uri()];
-    let mut meta = Meta {
+    let meta = Meta {
         run_id,
         benchmark: "bench lb".into(),
         command: std::env::args().collect(),
@@ -703,10 +703,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         metrics: metrics(),
         ..Default::default()
     };
-    let mut run = match RunWriter::create(&dir, &meta) {
-        Ok(w) => w,
-        Err(e) => return Err(LabError::setup(e.to_string())),
-    };
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Lb(a.clone()))?;
     let csv_path = dir.join("requests.csv");
     let mut csv = match std::fs::File::create(&csv_path) {
         Ok(f) => f,
@@ -748,10 +745,10 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         let mut values = BTreeMap::new();
         values.insert("decision_us_p50".to_string(), m.decision_us_p50);
         values.insert("decision_us_p99".to_string(), m.decision_us_p99);
-        let _ = run.append(
+        run.sample(
             &Sample::trial(format!("{} decision-alone", v.name), 0, values)
                 .under_test(v.name.clone(), "decision-alone"),
-        );
+        )?;
     }
     obs.event(Event::Line(&format!("decision time alone:\n{decisions}")));
     let mut rows: Vec<(String, BTreeMap<String, Vec<f64>>)> = Vec::new();
@@ -801,7 +798,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                         let Measured { values, cdf, mut note } = match measured {
                             Ok(x) => x,
                             Err(e) => {
-                                meta.events.push(format!("{scenario} #{rep}: {e}"));
+                                run.meta.events.push(format!("{scenario} #{rep}: {e}"));
                                 obs.event(Event::Line(&format!("{scenario} #{rep}: {e}")));
                                 continue;
                             }
@@ -809,7 +806,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                         if let Some(reason) = &host.reason {
                             let line = format!("{scenario} #{rep}: host-bound: {reason}");
                             obs.event(Event::Line(&line));
-                            meta.events.push(line);
+                            run.meta.events.push(line);
                             note = Some(match note {
                                 Some(n) => format!("{n}; host-bound: {reason}"),
                                 None => format!("host-bound: {reason}"),
@@ -818,12 +815,12 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                         for (k, x) in &values {
                             acc.entry(k.clone()).or_default().push(*x);
                         }
-                        let _ = run.append(
+                        run.sample(
                             &Sample::trial(scenario.clone(), rep, values)
                                 .with_cdf(cdf)
                                 .noted(note)
                                 .under_test(v.name.clone(), format!("{load} {client} {level}")),
-                        );
+                        )?;
                     }
                     let mean = |k: &str| acc.get(k).map(|x| stats::mean(x)).unwrap_or(f64::NAN);
                     obs.event(Event::Line(&format!(
@@ -840,20 +837,19 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     }
     drop(lab);
     if crate::stop::stopping() {
-        meta.events.push("stopped by a signal before the end".into());
+        run.meta.events.push("stopped by a signal before the end".into());
         obs.event(Event::Line(
             "stopped by a signal; the testbed is removed, the report covers what ran",
         ));
     }
     let summary = format!("{}\n{decisions}", summary_md(&rows));
     let _ = std::fs::write(dir.join("summary.md"), &summary);
-    meta.finished_unix = Some(report::now_unix());
-    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    let done = run.finish()?;
     let requests = csv_path.display().to_string();
     let report_path = dir.join("report.html").display().to_string();
     Ok(Outcome {
         table: format!("{summary}\nrequests: {requests}\nreport: {report_path}\n"),
-        json: serde_json::json!({"dir": dir, "requests": requests, "report": report_path, "events": meta.events}),
+        json: serde_json::json!({"dir": dir, "requests": requests, "report": report_path, "events": done.meta.events}),
         dir,
         incomplete: 0,
     })

@@ -20,7 +20,7 @@ use crate::check::{range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use bed::{filler_rules, iperf, open_bed, remove_filler, trial, BedError, OfClient, Trial, DUTS};
-use report::{Meta, Metric, RunWriter, Sample, Target};
+use report::{Meta, Metric, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stats::Better;
@@ -210,7 +210,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     let dir = place.dir(&run_id);
     // Open vSwitch's sockets need an absolute path.
     let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
-    let mut meta = Meta {
+    let meta = Meta {
         benchmark: "bench switch".into(),
         targets: cfg
             .duts
@@ -230,8 +230,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         metrics: metrics(),
         ..crate::rundir::started(&run_id)
     };
-    crate::rundir::write_experiment(&dir, &Experiment::Switch(cfg.clone()))?;
-    let mut run = RunWriter::create(&dir, &meta).map_err(crate::rundir::io_error(&dir))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Switch(cfg.clone()))?;
     // Every trial as it ends; the report's samples are one per switch,
     // rule count and round.
     let samples_path = dir.join("trials.jsonl");
@@ -411,11 +410,10 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             ]
             .into_iter()
             .filter_map(|k| Some((k, row[k].as_f64()?)));
-            run.append(
+            run.sample(
                 &Sample::trial(format!("{dut}, {extra} extra rules"), round as u32, values)
                     .under_test(dut.clone(), format!("{extra} extra rules")),
-            )
-            .map_err(crate::rundir::io_error(&dir))?;
+            )?;
             rows.push(row);
         }
         drop(bed);
@@ -483,11 +481,10 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 mine.len()
             );
             obs.event(Event::Line(&line));
-            meta.events.push(line);
+            run.meta.events.push(line);
         }
     }
-    meta.finished_unix = Some(report::now_unix());
-    run.finish(&meta).map_err(crate::rundir::io_error(&dir))?;
+    run.finish()?;
     let trials = samples_path.display().to_string();
     let report_path = dir.join("report.html").display().to_string();
     Ok(Outcome {

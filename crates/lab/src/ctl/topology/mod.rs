@@ -9,7 +9,7 @@
 //! trial and said in its note; the run then exits 1.
 
 use super::{finish_run, say, workers, CtlConfig};
-use crate::rundir::{open_run, started, Place};
+use crate::rundir::{runtime, started, Place, Run};
 use crate::{Experiment, LabError, Observer, Outcome};
 use ctlbench::fabric::{Fabric, Spec};
 use ctlbench::northbound::Northbound;
@@ -347,7 +347,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         }
     }
     let main_metric = metrics[0].name.clone();
-    let mut meta = Meta {
+    let meta = Meta {
         benchmark: format!("bench ctl --test {}", a.test),
         parameters: serde_json::json!({"openflow": if version == ofwire::OFP13_VERSION { "1.3" } else { "1.0" }, "trials": a.trials,
             "scenarios": list.iter().map(|(s, _)| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
@@ -363,8 +363,9 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         metrics,
         ..started(&run_id)
     };
-    let (mut writer, rt) = open_run(&dir, &meta, &Experiment::Ctl(a.clone()))?;
-    let fleet = super::connect_fleet(place, &rt, &mut meta, obs, "the fabric's switches")?;
+    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
+    let rt = runtime()?;
+    let fleet = super::connect_fleet(place, &rt, &mut run.meta, obs, "the fabric's switches")?;
     let mut invalid = 0;
     let mut largest_discovered = None;
     for (s, a) in &list {
@@ -377,7 +378,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             let (targets, nb, who, mut ctl) = match spread_cluster {
                 Some(f) => {
                     let (c, who) =
-                        super::start_spread_cluster(f, &rt, a, &app, &mut meta, obs).map_err(LabError::setup)?;
+                        super::start_spread_cluster(f, &rt, a, &app, &mut run.meta, obs).map_err(LabError::setup)?;
                     let nb = explicit_nb
                         .clone()
                         .unwrap_or(Northbound::Sdnlab(c.members[0].rest, None));
@@ -386,8 +387,8 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 }
                 None => start_controller(a, &app, &explicit_nb)?,
             };
-            if meta.targets.is_empty() {
-                meta.targets.push(who);
+            if run.meta.targets.is_empty() {
+                run.meta.targets.push(who);
             }
             let flood = if a.flood_pps > 0.0 {
                 Some(start_flood(targets[0], a.attackers, a.flood_pps, version).map_err(LabError::Setup)?)
@@ -413,16 +414,17 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                             ],
                         )
                         .noted(Some(format!("worker {}", p.worker)));
-                        writer.append(&sample).map_err(crate::rundir::io_error(&dir))?;
+                        run.sample(&sample)?;
                     }
                     t
                 }
-                None => super::or_interrupted!(rt, trial(a, s, targets, version, &nb, &mut ctl), writer, meta, dir),
+                None => super::or_interrupted!(rt, trial(a, s, targets, version, &nb, &mut ctl), run),
             };
             let host = watch.finish();
             if let Some(reason) = &host.reason {
                 t.note(&format!("host-bound: {reason}"));
-                meta.events
+                run.meta
+                    .events
                     .push(format!("{} trial {trial_no}: host-bound: {reason}", s.name));
             }
             if let Some((f, rates)) = flood {
@@ -437,7 +439,8 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 rt.block_on(f.cluster_down()).map_err(LabError::setup)?;
             }
             let main = t.values.get(&main_metric).copied();
-            let shown: Vec<String> = meta
+            let shown: Vec<String> = run
+                .meta
                 .metrics
                 .iter()
                 .filter_map(|m| t.values.get(&m.name).map(|v| format!("{} {v:.4}", m.name)))
@@ -464,17 +467,17 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 invalid += 1;
                 all_converged = false;
                 let n = format!("{} trial {trial_no}: {}", s.name, t.note);
-                meta.events.push(n.clone());
+                run.meta.events.push(n.clone());
                 n
             });
             let sample = Sample::trial(s.name.clone(), trial_no, t.values)
                 .noted(note.or((!t.note.is_empty()).then_some(t.note)));
-            writer.append(&sample).map_err(crate::rundir::io_error(&dir))?;
+            run.sample(&sample)?;
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
         if a.test == "discovery-size" {
             if !all_converged {
-                meta.events.push(format!(
+                run.meta.events.push(format!(
                     "network discovery size: {} switches did not converge in every trial; the largest that did: {}",
                     s.spec.switches.len(),
                     largest_discovered.map_or("none".to_string(), |n: usize| format!("{n} switches"))
@@ -489,13 +492,13 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             obs,
             format!("sdnlab bench ctl: network discovery size: {n} switches converged in every trial"),
         );
-        if !meta.events.iter().any(|e| e.starts_with("network discovery size")) {
-            meta.events.push(format!(
+        if !run.meta.events.iter().any(|e| e.starts_with("network discovery size")) {
+            run.meta.events.push(format!(
                 "network discovery size: at least {n} switches (the largest tried)"
             ));
         }
     }
-    let outcome = finish_run(writer, &mut meta, &dir, obs)?;
+    let outcome = finish_run(run, obs)?;
     // Growing until discovery fails is discovery-size's purpose, not an invalid run.
     let invalid = if a.test == "discovery-size" { 0 } else { invalid };
     Ok(super::incomplete(
