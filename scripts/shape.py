@@ -3,7 +3,8 @@
 functions and import circles between a crate's modules. Prints each list
 and a summary line; `--max-files N --max-fns N` make it a check (exit 1
 when a count is above its bound). Product code only: `tests/`, `benches/`,
-`examples/` and `fuzz/` are left out, and a function's length is counted
+`examples/`, `fuzz/` and test modules in files of their own (`tests.rs`)
+are left out, and a function's length is counted
 from its `fn` line to its closing brace, `#[cfg(test)]` modules excluded.
 """
 import argparse, os, re, subprocess, sys
@@ -21,6 +22,8 @@ def product_files():
             continue
         parts = path.split("/")
         if any(p in ("tests", "benches", "examples", "fuzz") for p in parts[2:]):
+            continue
+        if parts[-1] == "tests.rs":  # a `#[cfg(test)] mod tests;` in a file of its own
             continue
         yield path
 
@@ -76,7 +79,7 @@ def circles(crate_dir):
     mods = {}
     for root, _, files in os.walk(src):
         for f in files:
-            if not f.endswith(".rs"):
+            if not f.endswith(".rs") or f == "tests.rs":
                 continue
             rel = os.path.relpath(os.path.join(root, f), src)
             top = rel.split(os.sep)[0].removesuffix(".rs")
