@@ -269,36 +269,7 @@ impl Command {
         }
         let words = shlex::split(line).ok_or(BadLine::Quotes)?;
         let args = &words[1..];
-        let host = |n: &String| -> Result<String, BadLine> {
-            if names.is_host(n) {
-                Ok(n.clone())
-            } else {
-                Err(BadLine::NoSuch {
-                    kind: "host",
-                    name: n.clone(),
-                })
-            }
-        };
-        let switch = |n: &String| -> Result<String, BadLine> {
-            if names.is_switch(n) {
-                Ok(n.clone())
-            } else {
-                Err(BadLine::NoSuch {
-                    kind: "switch",
-                    name: n.clone(),
-                })
-            }
-        };
-        let node = |n: &String| -> Result<String, BadLine> {
-            if names.is_node(n) {
-                Ok(n.clone())
-            } else {
-                Err(BadLine::NoSuch {
-                    kind: "node",
-                    name: n.clone(),
-                })
-            }
-        };
+        let switch = |n: &String| known(names, "switch", n);
         Ok(match first {
             "help" | "?" => Command::Help,
             "exit" | "quit" => Command::Exit,
@@ -326,75 +297,10 @@ impl Command {
                     _ => Command::Controller,
                 }
             }
-            "iperf" => {
-                let u = "iperf [H1 H2] [SECONDS]";
-                let (pair, secs) = match args.len() {
-                    0 => (None, 5),
-                    1 if names.is_host(&args[0]) => return Err(BadLine::OneHost(args[0].clone())),
-                    1 => (None, seconds(&args[0])?),
-                    2 => (Some((host(&args[0])?, host(&args[1])?)), 5),
-                    3 => (Some((host(&args[0])?, host(&args[1])?)), seconds(&args[2])?),
-                    _ => return Err(usage(u)),
-                };
-                Command::Iperf { pair, seconds: secs }
-            }
-            "iperfudp" => {
-                let mut a: &[String] = args;
-                let mut rate = "10M".to_string();
-                if let Some(r) = a.first().filter(|r| !names.is_node(r)) {
-                    if !is_rate(r) {
-                        return Err(BadLine::NotRate(r.clone()));
-                    }
-                    rate = r.clone();
-                    a = &a[1..];
-                }
-                let (pair, secs) = match a.len() {
-                    0 => (None, 5),
-                    2 => (Some((host(&a[0])?, host(&a[1])?)), 5),
-                    3 => (Some((host(&a[0])?, host(&a[1])?)), seconds(&a[2])?),
-                    _ => return Err(usage("iperfudp [RATE] [H1 H2] [SECONDS]")),
-                };
-                Command::IperfUdp {
-                    rate,
-                    pair,
-                    seconds: secs,
-                }
-            }
-            "link" => {
-                need(&words, 4, "link A B up|down")?;
-                let up = match args[2].as_str() {
-                    "up" => true,
-                    "down" => false,
-                    o => {
-                        return Err(BadLine::NotOneOf {
-                            word: o.to_string(),
-                            what: "a link goes up or down",
-                        })
-                    }
-                };
-                Command::Link {
-                    a: node(&args[0])?,
-                    b: node(&args[1])?,
-                    up,
-                }
-            }
-            "switch" => {
-                need(&words, 3, "switch S start|stop")?;
-                let start = match args[1].as_str() {
-                    "start" => true,
-                    "stop" => false,
-                    o => {
-                        return Err(BadLine::NotOneOf {
-                            word: o.to_string(),
-                            what: "a switch can start or stop",
-                        })
-                    }
-                };
-                Command::Switch {
-                    name: switch(&args[0])?,
-                    start,
-                }
-            }
+            "iperf" => parse_iperf(args, names)?,
+            "iperfudp" => parse_iperfudp(args, names)?,
+            "link" => parse_link(&words, names)?,
+            "switch" => parse_switch(&words, names)?,
             "dpctl" => {
                 if args.is_empty() {
                     return Err(usage("dpctl CMD [ARGS] (e.g. dpctl dump-flows)"));
@@ -430,6 +336,105 @@ impl Command {
             other => return Err(BadLine::Unknown(other.to_string())),
         })
     }
+}
+
+/// `n` if it names a `kind` ("host", "switch" or "node") of the network.
+fn known(names: &Names, kind: &'static str, n: &str) -> Result<String, BadLine> {
+    let is = match kind {
+        "host" => names.is_host(n),
+        "switch" => names.is_switch(n),
+        _ => names.is_node(n),
+    };
+    if is {
+        Ok(n.to_string())
+    } else {
+        Err(BadLine::NoSuch {
+            kind,
+            name: n.to_string(),
+        })
+    }
+}
+
+/// `iperf [H1 H2] [SECONDS]`.
+fn parse_iperf(args: &[String], names: &Names) -> Result<Command, BadLine> {
+    let host = |n: &String| known(names, "host", n);
+    let u = "iperf [H1 H2] [SECONDS]";
+    let (pair, secs) = match args.len() {
+        0 => (None, 5),
+        1 if names.is_host(&args[0]) => return Err(BadLine::OneHost(args[0].clone())),
+        1 => (None, seconds(&args[0])?),
+        2 => (Some((host(&args[0])?, host(&args[1])?)), 5),
+        3 => (Some((host(&args[0])?, host(&args[1])?)), seconds(&args[2])?),
+        _ => return Err(usage(u)),
+    };
+    Ok(Command::Iperf { pair, seconds: secs })
+}
+
+/// `iperfudp [RATE] [H1 H2] [SECONDS]`.
+fn parse_iperfudp(args: &[String], names: &Names) -> Result<Command, BadLine> {
+    let host = |n: &String| known(names, "host", n);
+    let mut a: &[String] = args;
+    let mut rate = "10M".to_string();
+    if let Some(r) = a.first().filter(|r| !names.is_node(r)) {
+        if !is_rate(r) {
+            return Err(BadLine::NotRate(r.clone()));
+        }
+        rate = r.clone();
+        a = &a[1..];
+    }
+    let (pair, secs) = match a.len() {
+        0 => (None, 5),
+        2 => (Some((host(&a[0])?, host(&a[1])?)), 5),
+        3 => (Some((host(&a[0])?, host(&a[1])?)), seconds(&a[2])?),
+        _ => return Err(usage("iperfudp [RATE] [H1 H2] [SECONDS]")),
+    };
+    Ok(Command::IperfUdp {
+        rate,
+        pair,
+        seconds: secs,
+    })
+}
+
+/// `link A B up|down`.
+fn parse_link(words: &[String], names: &Names) -> Result<Command, BadLine> {
+    let args = &words[1..];
+    let node = |n: &String| known(names, "node", n);
+    need(words, 4, "link A B up|down")?;
+    let up = match args[2].as_str() {
+        "up" => true,
+        "down" => false,
+        o => {
+            return Err(BadLine::NotOneOf {
+                word: o.to_string(),
+                what: "a link goes up or down",
+            })
+        }
+    };
+    Ok(Command::Link {
+        a: node(&args[0])?,
+        b: node(&args[1])?,
+        up,
+    })
+}
+
+/// `switch S start|stop`.
+fn parse_switch(words: &[String], names: &Names) -> Result<Command, BadLine> {
+    let args = &words[1..];
+    need(words, 3, "switch S start|stop")?;
+    let start = match args[1].as_str() {
+        "start" => true,
+        "stop" => false,
+        o => {
+            return Err(BadLine::NotOneOf {
+                word: o.to_string(),
+                what: "a switch can start or stop",
+            })
+        }
+    };
+    Ok(Command::Switch {
+        name: known(names, "switch", &args[0])?,
+        start,
+    })
 }
 
 /// Mininet's substitution: in a node's command, each word that is a host's

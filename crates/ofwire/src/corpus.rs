@@ -234,6 +234,13 @@ fn flow_stats_request13(m: Match13) -> v13::FlowStatsRequest {
 
 /// Every 1.0 message type, several shapes each.
 pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
+    let mut v = v10_messages_but_stats();
+    v.extend(v10_stats());
+    v
+}
+
+/// The 1.0 messages other than statistics: symmetric, switch configuration, packets, flows, ports.
+fn v10_messages_but_stats() -> Vec<(&'static str, v10::Body)> {
     use v10::Body as B;
     let fm = |command, actions| v10::FlowMod {
         match_: match10(),
@@ -247,8 +254,6 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
         flags: v10::flow_mod_flags::SEND_FLOW_REM,
         actions,
     };
-    let stats_req = |body| B::StatsRequest(v10::StatsRequest { flags: 0, body });
-    let stats_reply = |body| B::StatsReply(v10::StatsReply { flags: 0, body });
     vec![
         (
             "error",
@@ -383,6 +388,15 @@ pub fn v10_messages() -> Vec<(&'static str, v10::Body)> {
                 advertise: 0,
             }),
         ),
+    ]
+}
+
+/// 1.0's statistics requests and replies, and its barrier and queue messages.
+fn v10_stats() -> Vec<(&'static str, v10::Body)> {
+    use v10::Body as B;
+    let stats_req = |body| B::StatsRequest(v10::StatsRequest { flags: 0, body });
+    let stats_reply = |body| B::StatsReply(v10::StatsReply { flags: 0, body });
+    vec![
         ("stats_request_desc", stats_req(v10::StatsRequestBody::Desc)),
         (
             "stats_request_flow",
@@ -573,12 +587,42 @@ fn bucket(weight: u16, watch_port: u32, out: u32) -> v13::Bucket {
 /// Every 1.3 message type, several shapes each.
 pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
     use v13::Body as B;
-    use v13::MultipartReplyBody as R;
-    use v13::MultipartRequestBody as Q;
-    let req = |body| B::MultipartRequest(v13::MultipartRequest { flags: 0, body });
-    let rep = |body| B::MultipartReply(v13::MultipartReply { flags: 0, body });
     let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
-    let mut v: Vec<(&'static str, v13::Body)> = vec![
+    let mut v = v13_basic();
+    v.extend(v13_multipart());
+    v.extend(v13_other());
+    for (i, m) in all_matches13().into_iter().enumerate() {
+        const NAMES: [&str; 12] = [
+            "flow_mod_match_l4tcp",
+            "flow_mod_match_udp",
+            "flow_mod_match_sctp",
+            "flow_mod_match_icmp",
+            "flow_mod_match_arp",
+            "flow_mod_match_ipv6_nd_sll",
+            "flow_mod_match_ipv6_nd_tll",
+            "flow_mod_match_mpls",
+            "flow_mod_match_pbb",
+            "flow_mod_match_empty",
+            "flow_mod_match_in_phy_port",
+            "flow_mod_match_ipv6_exthdr",
+        ];
+        v.push((
+            NAMES[i],
+            B::FlowMod(flow_mod13(
+                v10::FlowModCommand::Add,
+                m,
+                apply(vec![v13::Action::Output { port: 1, max_len: 0 }]),
+            )),
+        ));
+    }
+    v
+}
+
+/// The 1.3 messages outside multipart: symmetric, switch configuration, packets, flows, groups, meters.
+fn v13_basic() -> Vec<(&'static str, v13::Body)> {
+    use v13::Body as B;
+    let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
+    vec![
         (
             "error",
             B::Error(ErrorMsg {
@@ -871,6 +915,18 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 bands: vec![],
             }),
         ),
+    ]
+}
+
+/// 1.3's multipart requests and replies, every type.
+fn v13_multipart() -> Vec<(&'static str, v13::Body)> {
+    use v13::Body as B;
+    use v13::MultipartReplyBody as R;
+    use v13::MultipartRequestBody as Q;
+    let req = |body| B::MultipartRequest(v13::MultipartRequest { flags: 0, body });
+    let rep = |body| B::MultipartReply(v13::MultipartReply { flags: 0, body });
+    let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
+    vec![
         ("mp_request_desc", req(Q::Desc)),
         (
             "mp_request_flow",
@@ -1074,6 +1130,13 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 data: Bytes(vec![9, 9, 9, 9]),
             }),
         ),
+    ]
+}
+
+/// 1.3's barrier, queue, role and asynchronous-configuration messages.
+fn v13_other() -> Vec<(&'static str, v13::Body)> {
+    use v13::Body as B;
+    vec![
         ("barrier_request", B::BarrierRequest),
         ("barrier_reply", B::BarrierReply),
         ("queue_get_config_request", B::QueueGetConfigRequest { port: 1 }),
@@ -1119,32 +1182,7 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
                 flow_removed_mask: [1, 0],
             }),
         ),
-    ];
-    for (i, m) in all_matches13().into_iter().enumerate() {
-        const NAMES: [&str; 12] = [
-            "flow_mod_match_l4tcp",
-            "flow_mod_match_udp",
-            "flow_mod_match_sctp",
-            "flow_mod_match_icmp",
-            "flow_mod_match_arp",
-            "flow_mod_match_ipv6_nd_sll",
-            "flow_mod_match_ipv6_nd_tll",
-            "flow_mod_match_mpls",
-            "flow_mod_match_pbb",
-            "flow_mod_match_empty",
-            "flow_mod_match_in_phy_port",
-            "flow_mod_match_ipv6_exthdr",
-        ];
-        v.push((
-            NAMES[i],
-            B::FlowMod(flow_mod13(
-                v10::FlowModCommand::Add,
-                m,
-                apply(vec![v13::Action::Output { port: 1, max_len: 0 }]),
-            )),
-        ));
-    }
-    v
+    ]
 }
 
 /// The whole corpus as messages, with HELLOs of several versions.

@@ -240,6 +240,16 @@ impl CtlConfig {
     /// Checks every parameter; the error is one line naming the first one
     /// out of range and what it accepts.
     pub fn validate(&self) -> Result<(), LabError> {
+        self.check_choices()?;
+        self.check_cluster()?;
+        self.check_load()?;
+        self.check_sweep_and_kills()?;
+        self.check_tests()?;
+        Ok(())
+    }
+
+    /// The test, the suite, the peers, the answers' matching, and the load's sizes.
+    fn check_choices(&self) -> Result<(), LabError> {
         one_of("test", &self.test, &all_tests())?;
         if let Some(s) = &self.suite {
             one_of("suite", s, &["rfc8456"])?;
@@ -283,6 +293,11 @@ impl CtlConfig {
         range("window", self.window, 1, 1_000_000)?;
         range("driver-threads", self.driver_threads, 0, 1024)?;
         range("cluster", self.cluster, 0, 9)?;
+        Ok(())
+    }
+
+    /// The cluster options: sdnlab's cluster or Faucet's, or one at addresses, and the tests each takes.
+    fn check_cluster(&self) -> Result<(), LabError> {
         if self.cluster > 0 && !CLUSTER_TESTS.contains(&self.test.as_str()) {
             return Err(LabError::Config(format!(
                 "--cluster {} --test {}: cluster mode is built for {} so far ({}); leave --cluster out",
@@ -343,6 +358,11 @@ impl CtlConfig {
                 if self.suite.is_some() { " and --suite" } else { "" }
             )));
         }
+        Ok(())
+    }
+
+    /// The load's and the cluster's numbers and choices (ports, rates, trials, attackers, etcd, slaves' PACKET_INs).
+    fn check_load(&self) -> Result<(), LabError> {
         range("ports", self.ports, 1, 0xff00)?;
         real("connect-rate", self.connect_rate, 0.0, 1e9)?;
         real("malformed-percent", self.malformed_percent, 0.0, 100.0)?;
@@ -378,6 +398,11 @@ impl CtlConfig {
                 "--slave-packet-ins is an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The sweep (what each test sweeps) and the kills (which member, after which loop).
+    fn check_sweep_and_kills(&self) -> Result<(), LabError> {
         if let Some(sweep) = &self.sweep {
             let topology = super::topology::TESTS.contains(&self.test.as_str());
             let by_cluster = topology || self.test == "sessions";
@@ -431,6 +456,11 @@ impl CtlConfig {
                     .into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The topology tests' parameters, the fabrics, the northbound adapter, the scenarios and the apps.
+    fn check_tests(&self) -> Result<(), LabError> {
         range("reprov-interval-us", self.reprov_interval_us, 100, 60_000_000)?;
         range("reprov-ms", self.reprov_ms, 500, 3_600_000)?;
         range("table-step", self.table_step, 1, u16::MAX)?;
