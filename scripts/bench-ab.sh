@@ -3,7 +3,8 @@
 # A, B, ...), so the machine's drift hits both alike: the controller
 # benchmark against the null responder (throughput and latency modes, the
 # driver's own ceiling) and the switch benchmark's fast path against the
-# XDP patch (the least any hop between two veths costs). Prints one
+# XDP patch (the least any hop between two veths costs), with the switch's
+# FLOW_MOD rate (1,000 rules to their BARRIER_REPLY). Prints one
 # markdown table of medians; every run's samples stay under the output
 # directory. Needs root (namespaces) for the switch part.
 # Usage: scripts/bench-ab.sh BIN_A BIN_B [ROUNDS] [OUT]
@@ -42,6 +43,8 @@ for line in open(path):
         continue
     r = json.loads(line)
     print(json.dumps({"what": f"bench switch, {r['dut']}, zero-loss pps (64 B)", "side": side, "value": r["zero_loss_pps"]}))
+    if r.get("flow_mods_per_s"):
+        print(json.dumps({"what": f"bench switch, {r['dut']}, FLOW_MODs/s (1,000, to BARRIER_REPLY)", "side": side, "value": r["flow_mods_per_s"]}))
 PY
   done
 done
