@@ -22,6 +22,16 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Mutex};
 
+mod ctl;
+mod fabric;
+mod net;
+mod tester;
+
+/// A call's answer. Text on purpose: an error goes to the coordinator as
+/// `Reply::Error { message }`, and the coordinator types it there
+/// (`FleetError::Failed`, naming the worker); so do the families' handlers.
+type Answer = Result<Reply, String>;
+
 /// How long a coordinator has to finish the TLS handshake and say hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -473,398 +483,33 @@ async fn run(
     local: Option<SocketAddr>,
     partial: &(dyn Fn(Reply) + Sync),
     cancelled: &AtomicBool,
-) -> Result<Reply, String> {
+) -> Answer {
     match call {
-        Call::Ceiling { config } => {
-            raise_fd_limit();
-            Ok(Reply::Ceiling {
-                ceiling: ctlbench::ceiling::measure(&config).await.map_err(|e| e.to_string())?,
-            })
-        }
-        Call::Ctl { config, start_unix_ns } => {
-            raise_fd_limit();
-            let wait = until(start_unix_ns)?;
-            tokio::time::sleep(wait).await;
-            let report = ctlbench::run(config, |l| partial(Reply::CtlLoop { result: l.clone() })).await;
-            let rtt_histogram =
-                crate::shard::encode_histogram(report.rtt_histogram.as_ref()).map_err(|e| e.to_string())?;
-            Ok(Reply::Ctl {
-                report: Box::new(report),
-                rtt_histogram,
-            })
-        }
-        Call::NetUp {
-            topology,
-            part,
-            kind,
-            controller,
-        } => {
-            let mut m = made.lock().await;
-            if m.net.is_some() {
-                return Err("a network is already up here: bring it down first".into());
-            }
-            let net = Net::up(
-                topology,
-                UpOptions {
-                    kind,
-                    controller,
-                    keep_loops: false,
-                    ssl: None,
-                    ovsdb: false,
-                    part: Some(part),
-                },
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-            let reply = Reply::NetUp {
-                run: net.state.id.clone(),
-                namespaces: net.state.hosts.iter().map(|h| h.netns.clone()).collect(),
-                interfaces: net
-                    .state
-                    .links
-                    .iter()
-                    .flat_map(|l| l.root_ends.iter().cloned())
-                    .chain(net.state.switches.iter().map(|(_, s)| s.clone()))
-                    .collect(),
-            };
-            m.net = Some(net);
-            Ok(reply)
-        }
-        Call::Ping { targets, count } => {
-            let state = up(made).await?;
-            Ok(Reply::Ping {
-                results: netlab::run::ping_from(&state, &targets, count, 1).await,
-            })
-        }
-        Call::IperfServer { host } => {
-            let state = up(made).await?;
-            let child = netlab::run::iperf_server(&state, &host)
-                .await
-                .map_err(|e| e.to_string())?;
-            made.lock().await.iperf.push(child);
-            Ok(Reply::Done)
-        }
-        Call::Iperf {
-            client,
-            server_ip,
-            seconds,
-        } => {
-            let state = up(made).await?;
-            let result = netlab::run::iperf_client(&state, &client, server_ip, seconds, None, &|_, _| {})
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(Reply::Iperf { result })
-        }
-        Call::FlowReceive {
-            flow,
-            clock_ahead_ns,
-            until_unix_ns,
-            interval_ms,
-        } => {
-            let state = up(made).await?;
-            let until = Duration::from_nanos(until_unix_ns.saturating_sub(crate::clock::unix_ns()));
-            if until > MAX_START_WAIT + Duration::from_secs_f64(flow.seconds) {
-                return Err(format!(
-                    "asked to count until {:.1} s from now: are the clocks far apart?",
-                    until.as_secs_f64()
-                ));
-            }
-            let (tx, rx) = std::sync::mpsc::channel();
-            let every = Duration::from_millis(interval_ms.max(10).into());
-            let receiver =
-                netlab::flow::receive(&state, &flow, clock_ahead_ns, Some((every, tx))).map_err(|e| e.to_string())?;
-            partial(Reply::FlowListening);
-            let seconds = flow.seconds;
-            // The receiver counts on its own thread; this one hands its
-            // intervals on as they come and, past the time, stops it.
-            let report = tokio::task::block_in_place(|| {
-                let end = std::time::Instant::now() + until;
-                // A teardown (the coordinator gone) ends it at once: a
-                // blocking wait is not cancelled with its task.
-                while std::time::Instant::now() < end && !cancelled.load(Ordering::Relaxed) {
-                    if let Ok(i) = rx.recv_timeout(Duration::from_millis(50)) {
-                        partial(Reply::FlowInterval { interval: i });
-                    }
-                }
-                let report = netlab::flow::finish(receiver, seconds + 5.0);
-                while let Ok(i) = rx.try_recv() {
-                    partial(Reply::FlowInterval { interval: i });
-                }
-                report
-            });
-            Ok(Reply::FlowReceived {
-                report: Box::new(report),
-            })
-        }
-        Call::FlowSend { flow, start_unix_ns } => {
-            let state = up(made).await?;
-            until(start_unix_ns)?; // (the sender waits for it itself)
-            let report = tokio::task::spawn_blocking(move || netlab::flow::send(&state, &flow, start_unix_ns))
-                .await
-                .map_err(|e| format!("sender: {e}"))?
-                .map_err(|e| e.to_string())?;
-            Ok(Reply::FlowSent { report })
-        }
-        Call::HttpServer { host } => {
-            let (state, dir) = {
-                let m = made.lock().await;
-                let net = m.net.as_ref().ok_or("no network is up here: bring one up first")?;
-                (net.state.clone(), net.dir.clone())
-            };
-            let ns = state.netns_of(&host).map_err(|e| e.to_string())?.to_string();
-            let server = tokio::task::spawn_blocking(move || lb::replica::start_in(&ns, &dir, &host, 80))
-                .await
-                .map_err(|e| format!("nginx: {e}"))?
-                .map_err(|e| e.to_string())?;
-            made.lock().await.http.push(server);
-            Ok(Reply::Done)
-        }
-        Call::HttpLoad {
-            client,
-            server_ip,
-            rate,
-            seconds,
-            interval_ms,
-        } => {
-            let state = up(made).await?;
-            let ns = state.netns_of(&client).map_err(|e| e.to_string())?.to_string();
-            let uris = vec![lb::replica::homogeneous_uri()];
-            let every = Duration::from_millis(interval_ms.max(10).into());
-            // Requests handed on as they end, a batch each interval.
-            tokio::task::block_in_place(|| {
-                lb::load::Load::new(server_ip, 80, uris, rate, seconds)
-                    .run_batched(&ns, every, |b| partial(Reply::HttpRequests { requests: b }))
-            })
-            .map_err(|e| e.to_string())?;
-            Ok(Reply::Done)
-        }
-        Call::Sessions { config } => {
-            raise_fd_limit();
-            // (A stop that came first, from a shard that ended at once, holds.)
-            let (stop, release) = made.lock().await.sessions();
-            let held = ctlbench::capacity::open(
-                config,
-                |held, seconds| partial(Reply::SessionsProgress { held, seconds }),
-                stop.subscribe(),
-            )
-            .await;
-            partial(Reply::SessionsEnded {
-                result: Box::new(held.result.clone()),
-            });
-            release.notified().await;
-            drop(held);
-            made.lock().await.sessions = None;
-            Ok(Reply::Done)
-        }
-        Call::SessionsStop { release } => {
-            let (stop, done) = made.lock().await.sessions();
-            if release {
-                // (A permit kept if the shard is not waiting yet.)
-                done.notify_one();
-            } else {
-                stop.send_replace(true);
-            }
-            Ok(Reply::Done)
-        }
-        Call::TesterPorts { ifaces } => {
-            let nl = netlab::kernel::Nl::here().map_err(|e| e.to_string())?;
-            let mut ports = Vec::new();
-            for i in &ifaces {
-                let l = nl.link(i).await.map_err(|e| e.to_string())?;
-                ports.push(netlab::kernel::port_info_of(i, &l));
-            }
-            if let Some(p) = ports.iter().find(|p| !p.up) {
-                return Err(format!(
-                    "interface {} is down: bring it up (ip link set {} up)",
-                    p.name, p.name
-                ));
-            }
-            Ok(Reply::TesterPorts { ports })
-        }
-        Call::TesterListen {
-            iface,
-            method,
-            clock_ahead_ns,
-        } => {
-            let mut m = made.lock().await;
-            if m.testers.contains_key(&iface) {
-                return Err(format!("{iface} is counting already"));
-            }
-            let opts = traffic::run::RecvOptions {
-                method,
-                clock_ahead_ns,
-                ..traffic::run::RecvOptions::default()
-            };
-            let name = iface.clone();
-            let r = tokio::task::block_in_place(|| traffic::run::Receiver::start_with(None, &name, opts))
-                .map_err(|e| format!("receiver on {iface}: {e}"))?;
-            m.testers.insert(iface, r);
-            Ok(Reply::Done)
-        }
-        Call::TesterSend { mut spec } => {
-            // This machine's namespace and scheduler, whatever the
-            // coordinator's bed would use on its own.
-            spec.netns = None;
-            spec.core = None;
-            let report = tokio::task::spawn_blocking(move || traffic::run::generate(&spec))
-                .await
-                .map_err(|e| format!("generator: {e}"))?
-                .map_err(|e| format!("generator: {e}"))?;
-            Ok(Reply::FlowSent { report })
-        }
-        Call::TesterFinish {
-            iface,
-            quiet_ms,
-            at_most_ms,
-        } => {
-            let r = made
-                .lock()
-                .await
-                .testers
-                .remove(&iface)
-                .ok_or_else(|| format!("nothing counts on {iface}: listen first"))?;
-            let (quiet, at_most) = (
-                Duration::from_millis(quiet_ms.into()),
-                Duration::from_millis(at_most_ms.into()),
-            );
-            let report = tokio::task::spawn_blocking(move || r.finish_when_quiet(quiet, at_most))
-                .await
-                .map_err(|e| format!("receiver: {e}"))?;
-            let (seen, blocks) = report.index();
-            let (seen, blocks) = (
-                crate::shard::pack_words(seen).map_err(|e| e.to_string())?,
-                crate::shard::pack_words(blocks).map_err(|e| e.to_string())?,
-            );
-            Ok(Reply::TesterReceived {
-                report: Box::new(report),
-                seen,
-                blocks,
-            })
-        }
-        Call::FabricBind => {
-            let ip = local.map(|a| a.ip()).ok_or("the session's own address is unknown")?;
-            let socket = tokio::net::UdpSocket::bind((ip, 0))
-                .await
-                .map_err(|e| format!("fabric socket on {ip}: {e}"))?;
-            // Room for a burst of the controller's probes (thousands of
-            // small datagrams at once): the kernel's default receive
-            // buffer drops most of one. Forced past the sysctl limits
-            // (the worker runs as root); the defaults stand if refused.
-            {
-                use nix::sys::socket::{setsockopt, sockopt};
-                let _ = setsockopt(&socket, sockopt::RcvBufForce, &FABRIC_RCVBUF);
-                let _ = setsockopt(&socket, sockopt::SndBufForce, &FABRIC_SNDBUF);
-            }
-            let port = socket.local_addr().map_err(|e| e.to_string())?.port();
-            made.lock().await.fabric_socket = Some(Arc::new(socket));
-            Ok(Reply::FabricBound { port })
-        }
-        Call::FabricStart {
-            spec,
-            here,
-            elsewhere,
-            targets,
-            version,
-            timeout_ms,
-            malformed_per_mille,
-        } => {
-            raise_fd_limit();
-            let socket = {
-                let m = made.lock().await;
-                if m.fabric.is_some() {
-                    return Err("a fabric part runs here already: stop it first".into());
-                }
-                m.fabric_socket.clone().ok_or("no fabric socket: bind one first")?
-            };
-            let opts = ctlbench::fabric::Options {
-                targets,
-                version,
-                timeout: Duration::from_millis(timeout_ms),
-                malformed_per_mille,
-                shard: Some(ctlbench::fabric::Shard {
-                    here,
-                    socket,
-                    elsewhere: elsewhere.into_iter().collect(),
-                }),
-                reconnect: None,
-            };
-            let f = ctlbench::fabric::Fabric::start_with(spec, opts).await;
-            let reply = fabric_up(&f);
-            made.lock().await.fabric = Some(f);
-            Ok(reply)
-        }
-        Call::FabricCount => {
-            let m = made.lock().await;
-            Ok(fabric_up(m.fabric.as_ref().ok_or("no fabric part runs here")?))
-        }
-        Call::FabricPort { at, up } => {
-            let m = made.lock().await;
-            m.fabric.as_ref().ok_or("no fabric part runs here")?.set_port(at, up);
-            Ok(Reply::Done)
-        }
-        Call::FabricSwitchOff { dpid } => {
-            let m = made.lock().await;
-            m.fabric.as_ref().ok_or("no fabric part runs here")?.disconnect(dpid);
-            Ok(Reply::Done)
-        }
-        Call::FabricStop => {
-            let f = made.lock().await.fabric.take().ok_or("no fabric part runs here")?;
-            // The switches first; what other parts sent until they stopped
-            // too is still taken in and counted before the reading.
-            f.stop_switches();
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let reply = fabric_up(&f);
-            f.stop();
-            Ok(reply)
-        }
-        Call::EtcdUp { members } => {
-            let ip = match local.map(|a| a.ip()) {
-                Some(std::net::IpAddr::V4(ip)) => ip,
-                _ => return Err("etcd here needs the session's own IPv4 address".into()),
-            };
-            if made.lock().await.etcd.is_some() {
-                return Err("an etcd runs here already: stop the cluster first".into());
-            }
-            let (etcd, dir) = tokio::task::spawn_blocking(move || {
-                let dir = netlab::private::temp_dir("sdnlab-worker-etcd-")
-                    .map_err(|e| format!("a directory for etcd: {e}"))?;
-                let etcd = cluster::etcd::Etcd::start_on(dir.path(), members, ip).map_err(|e| e.to_string())?;
-                Ok::<_, String>((etcd, dir))
-            })
-            .await
-            .map_err(|e| e.to_string())??;
-            let reply = Reply::EtcdUp {
-                endpoints: etcd.endpoint_list(),
-                version: cluster::etcd::Etcd::version().unwrap_or_else(|| "etcd".into()),
-            };
-            made.lock().await.etcd = Some((etcd, dir));
-            Ok(reply)
-        }
-        Call::MemberUp {
-            endpoints,
-            cluster,
-            member,
-            app,
-            slave_packet_ins,
-        } => {
-            let ip = local.map(|a| a.ip()).ok_or("the session's own address is unknown")?;
-            let mut c = cluster::Config::new(endpoints, member, SocketAddr::new(ip, 0));
-            c.cluster = cluster;
-            c.slave_packet_ins = slave_packet_ins;
-            let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let (h, rest, _token) = tokio::task::spawn_blocking(move || {
-                controller::embedded::start_member_on(ip, &app, workers, Some(c)).map_err(|e| e.to_string())
-            })
-            .await
-            .map_err(|e| e.to_string())??;
-            let openflow = *h.local_addrs.first().ok_or("the member listens nowhere")?;
-            made.lock().await.members.push(h);
-            Ok(Reply::MemberUp { openflow, rest })
-        }
-        Call::ClusterDown => {
-            made.lock().await.cluster_down().await;
-            Ok(Reply::Done)
-        }
+        c @ (Call::NetUp { .. }
+        | Call::Ping { .. }
+        | Call::IperfServer { .. }
+        | Call::Iperf { .. }
+        | Call::FlowReceive { .. }
+        | Call::FlowSend { .. }
+        | Call::HttpServer { .. }
+        | Call::HttpLoad { .. }) => net::handle(c, made, partial, cancelled).await,
+        c @ (Call::Ceiling { .. }
+        | Call::Ctl { .. }
+        | Call::Sessions { .. }
+        | Call::SessionsStop { .. }
+        | Call::EtcdUp { .. }
+        | Call::MemberUp { .. }
+        | Call::ClusterDown) => ctl::handle(c, made, local, partial).await,
+        c @ (Call::TesterPorts { .. }
+        | Call::TesterListen { .. }
+        | Call::TesterSend { .. }
+        | Call::TesterFinish { .. }) => tester::handle(c, made).await,
+        c @ (Call::FabricBind
+        | Call::FabricStart { .. }
+        | Call::FabricCount
+        | Call::FabricPort { .. }
+        | Call::FabricSwitchOff { .. }
+        | Call::FabricStop) => fabric::handle(c, made, local).await,
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {
                 tracing::info!(

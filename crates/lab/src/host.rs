@@ -467,43 +467,8 @@ impl HostWatch {
                 }
             })
             .collect();
-        // The path's cores: those where its processes spent a quarter or
-        // more of their CPU time; a kernel-only path (no process, or
-        // processes that hardly ran) runs wherever its softirqs do.
-        let mut path_time: HashMap<usize, f64> = HashMap::new();
-        for p in &processes {
-            for (c, s) in &p.cores {
-                *path_time.entry(*c).or_default() += s;
-            }
-        }
-        let path_total: f64 = path_time.values().sum();
-        let mut path_cores: Vec<usize> = if path_total >= 0.01 * seconds {
-            path_time
-                .iter()
-                .filter(|(_, s)| **s >= 0.25 * path_total)
-                .map(|(c, _)| *c)
-                .collect()
-        } else {
-            (0..n).collect()
-        };
-        path_cores.sort_unstable();
-        let worst = cores
-            .iter()
-            .filter(|c| path_cores.contains(&c.core) && c.saturated > self.rule.share)
-            .max_by(|a, b| a.saturated.total_cmp(&b.saturated));
-        let reason = worst.map(|c| {
-            let holder = match &c.held_by {
-                Some((name, 0, s)) => format!("held by {name} ({s:.1} s of CPU)"),
-                Some((name, pid, s)) => format!("held by {name} (pid {pid}, {s:.1} s of CPU)"),
-                None => "held by the kernel".into(),
-            };
-            format!(
-                "core {} was over {:.0} % busy for {:.0} % of the trial, {holder}",
-                c.core,
-                self.rule.busy * 100.0,
-                c.saturated * 100.0
-            )
-        });
+        let path_cores = path_cores(&processes, seconds, n);
+        let reason = bound_reason(&cores, &path_cores, &self.rule);
         HostLoad {
             watched: true,
             seconds,
@@ -515,6 +480,52 @@ impl HostWatch {
             reason,
         }
     }
+}
+
+/// The path's cores: those where its processes spent a quarter or more of
+/// their CPU time; a kernel-only path (no process, or processes that
+/// hardly ran) runs wherever its softirqs do (any of the `n` cores).
+fn path_cores(processes: &[ProcessLoad], seconds: f64, n: usize) -> Vec<usize> {
+    let mut path_time: HashMap<usize, f64> = HashMap::new();
+    for p in processes {
+        for (c, s) in &p.cores {
+            *path_time.entry(*c).or_default() += s;
+        }
+    }
+    let path_total: f64 = path_time.values().sum();
+    let mut path_cores: Vec<usize> = if path_total >= 0.01 * seconds {
+        path_time
+            .iter()
+            .filter(|(_, s)| **s >= 0.25 * path_total)
+            .map(|(c, _)| *c)
+            .collect()
+    } else {
+        (0..n).collect()
+    };
+    path_cores.sort_unstable();
+    path_cores
+}
+
+/// Why the trial was host-bound, if it was: the path's core saturated the
+/// longest beyond the rule's share, and who held it.
+fn bound_reason(cores: &[CoreLoad], path_cores: &[usize], rule: &Rule) -> Option<String> {
+    let worst = cores
+        .iter()
+        .filter(|c| path_cores.contains(&c.core) && c.saturated > rule.share)
+        .max_by(|a, b| a.saturated.total_cmp(&b.saturated));
+    worst.map(|c| {
+        let holder = match &c.held_by {
+            Some((name, 0, s)) => format!("held by {name} ({s:.1} s of CPU)"),
+            Some((name, pid, s)) => format!("held by {name} (pid {pid}, {s:.1} s of CPU)"),
+            None => "held by the kernel".into(),
+        };
+        format!(
+            "core {} was over {:.0} % busy for {:.0} % of the trial, {holder}",
+            c.core,
+            rule.busy * 100.0,
+            c.saturated * 100.0
+        )
+    })
 }
 
 impl HostLoad {

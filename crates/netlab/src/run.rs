@@ -316,45 +316,10 @@ impl Net {
                 root.set_mtu(end, mtu).await?;
             }
         }
-        // Hosts: configured concurrently, each through a netlink socket in its namespace.
-        let jobs = self.topo.hosts.iter().zip(&self.state.hosts).map(|(h, hs)| {
-            let (netns, ip, len, mac, gw) = (hs.netns.clone(), h.ip, h.prefix_len, h.mac, h.gateway);
-            let mtu = self.state.options.part.as_ref().map(|p| p.mtu);
-            async move {
-                let nl = Nl::in_netns(&netns)?;
-                nl.set_up("lo", true).await?;
-                nl.set_mac("eth0", mac).await?;
-                if let Some(mtu) = mtu {
-                    nl.set_mtu("eth0", mtu).await?;
-                }
-                nl.add_addr("eth0", ip, len).await?;
-                nl.set_up("eth0", true).await?;
-                if let Some(gw) = gw {
-                    nl.default_route(gw).await?;
-                }
-                Ok::<(), NetError>(())
-            }
-        });
-        for r in futures::future::join_all(jobs).await {
-            r?;
-        }
+        self.configure_hosts().await?;
         phase("hosts configured");
-        if let Some(m) = &self.topo.mgmt {
-            let group = device_group(&self.state.id);
-            let br = format!("{LINK_PREFIX}{}mg", self.state.id);
-            root.bridge(&br, group).await?;
-            if let Some(ip) = m.root_ip {
-                root.add_addr(&br, ip, m.prefix_len).await?;
-            }
-            for (i, (h, hs)) in self.topo.hosts.iter().zip(&self.state.hosts).enumerate() {
-                let Some(ip) = h.mgmt_ip else { continue };
-                let end = format!("{LINK_PREFIX}{}m{}", self.state.id, i + 1);
-                root.veth_into(&end, &hs.netns, "mgmt0", group).await?;
-                root.enslave(&end, &br).await?;
-                let nl = Nl::in_netns(&hs.netns)?;
-                nl.add_addr("mgmt0", ip, m.prefix_len).await?;
-                nl.set_up("mgmt0", true).await?;
-            }
+        if self.topo.mgmt.is_some() {
+            self.build_mgmt(&root).await?;
             phase("management network");
         }
         match self.state.options.kind {
@@ -436,6 +401,56 @@ impl Net {
         }
         phase("switches");
         self.apply_rate_limits()?;
+        Ok(())
+    }
+    /// Each host's loopback, address, MAC, MTU and default route, the hosts
+    /// configured concurrently, each through a netlink socket in its
+    /// namespace.
+    async fn configure_hosts(&self) -> Result<(), NetError> {
+        let jobs = self.topo.hosts.iter().zip(&self.state.hosts).map(|(h, hs)| {
+            let (netns, ip, len, mac, gw) = (hs.netns.clone(), h.ip, h.prefix_len, h.mac, h.gateway);
+            let mtu = self.state.options.part.as_ref().map(|p| p.mtu);
+            async move {
+                let nl = Nl::in_netns(&netns)?;
+                nl.set_up("lo", true).await?;
+                nl.set_mac("eth0", mac).await?;
+                if let Some(mtu) = mtu {
+                    nl.set_mtu("eth0", mtu).await?;
+                }
+                nl.add_addr("eth0", ip, len).await?;
+                nl.set_up("eth0", true).await?;
+                if let Some(gw) = gw {
+                    nl.default_route(gw).await?;
+                }
+                Ok::<(), NetError>(())
+            }
+        });
+        for r in futures::future::join_all(jobs).await {
+            r?;
+        }
+        Ok(())
+    }
+
+    /// The management network: a bridge in the root namespace (with the
+    /// root's address, if any) and a `mgmt0` in each host that has an
+    /// address on it.
+    async fn build_mgmt(&self, root: &Nl) -> Result<(), NetError> {
+        let Some(m) = &self.topo.mgmt else { return Ok(()) };
+        let group = device_group(&self.state.id);
+        let br = format!("{LINK_PREFIX}{}mg", self.state.id);
+        root.bridge(&br, group).await?;
+        if let Some(ip) = m.root_ip {
+            root.add_addr(&br, ip, m.prefix_len).await?;
+        }
+        for (i, (h, hs)) in self.topo.hosts.iter().zip(&self.state.hosts).enumerate() {
+            let Some(ip) = h.mgmt_ip else { continue };
+            let end = format!("{LINK_PREFIX}{}m{}", self.state.id, i + 1);
+            root.veth_into(&end, &hs.netns, "mgmt0", group).await?;
+            root.enslave(&end, &br).await?;
+            let nl = Nl::in_netns(&hs.netns)?;
+            nl.add_addr("mgmt0", ip, m.prefix_len).await?;
+            nl.set_up("mgmt0", true).await?;
+        }
         Ok(())
     }
 

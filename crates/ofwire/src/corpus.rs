@@ -589,7 +589,10 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
     use v13::Body as B;
     let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
     let mut v = v13_basic();
+    v.extend(v13_flows_groups_meters());
+    v.extend(v13_groups_ports_meters());
     v.extend(v13_multipart());
+    v.extend(v13_multipart_replies());
     v.extend(v13_other());
     for (i, m) in all_matches13().into_iter().enumerate() {
         const NAMES: [&str; 12] = [
@@ -618,10 +621,9 @@ pub fn v13_messages() -> Vec<(&'static str, v13::Body)> {
     v
 }
 
-/// The 1.3 messages outside multipart: symmetric, switch configuration, packets, flows, groups, meters.
+/// 1.3's symmetric, switch configuration and packet messages.
 fn v13_basic() -> Vec<(&'static str, v13::Body)> {
     use v13::Body as B;
-    let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
     vec![
         (
             "error",
@@ -736,6 +738,14 @@ fn v13_basic() -> Vec<(&'static str, v13::Body)> {
                 data: Bytes(sample_frame()),
             }),
         ),
+    ]
+}
+
+/// 1.3's FLOW_MODs, each shape.
+fn v13_flows_groups_meters() -> Vec<(&'static str, v13::Body)> {
+    use v13::Body as B;
+    let apply = |a: Vec<v13::Action>| vec![v13::Instruction::ApplyActions(a)];
+    vec![
         (
             "flow_mod_add",
             B::FlowMod(flow_mod13(
@@ -811,6 +821,13 @@ fn v13_basic() -> Vec<(&'static str, v13::Body)> {
                 vec![],
             )),
         ),
+    ]
+}
+
+/// 1.3's GROUP_MOD, PORT_MOD, TABLE_MOD and METER_MOD.
+fn v13_groups_ports_meters() -> Vec<(&'static str, v13::Body)> {
+    use v13::Body as B;
+    vec![
         (
             "group_mod_all",
             B::GroupMod(v13::GroupMod {
@@ -1013,6 +1030,15 @@ fn v13_multipart() -> Vec<(&'static str, v13::Body)> {
                 matched_count: 8,
             }])),
         ),
+    ]
+}
+
+/// 1.3's multipart replies from the port statistics on.
+fn v13_multipart_replies() -> Vec<(&'static str, v13::Body)> {
+    use v13::Body as B;
+    use v13::MultipartReplyBody as R;
+    let rep = |body| B::MultipartReply(v13::MultipartReply { flags: 0, body });
+    vec![
         (
             "mp_reply_port_stats",
             rep(R::PortStats(vec![v13::PortStats {

@@ -333,131 +333,139 @@ td:first-child,th:first-child,td.l{text-align:left}h2{border-bottom:1px solid #c
     h.push_str("</table><p class=\"files\">Data: <a href=\"summary.csv\">summary.csv</a><a href=\"summary.json\">summary.json</a><a href=\"suite.md\">suite.md</a><a href=\"experiment.toml\">experiment.toml</a></p></section>");
 
     for (section, runs) in index.sections.iter().zip(runs) {
-        let sid = section.id();
-        let _ = write!(
-            h,
-            "<section class=\"test\" id=\"{sid}\" data-test=\"{}\"><h2>{}</h2><p class=\"procedure\">{}</p>",
-            esc(&section.test),
-            esc(&section.heading()),
-            esc(&section.procedure)
-        );
-        if let Some((_, r)) = runs.first() {
-            let params: Vec<String> = r
-                .meta
-                .parameters
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .filter(|(_, v)| !v.is_null())
-                        .map(|(k, v)| format!("{k} = {v}"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let _ = write!(
-                h,
-                "<p class=\"parameters\">Parameters: {}.</p>",
-                esc(&params.join(", "))
-            );
-        }
-        for n in &section.not_run {
-            let _ = write!(
-                h,
-                "<p class=\"not-run\">Not run against {}: {}.</p>",
-                esc(&n.target),
-                esc(&n.why)
-            );
-        }
-        for r in section.runs.iter().filter(|r| !r.complete) {
-            let _ = write!(
-                h,
-                "<p class=\"not-run\">{}: some trials did not complete (see its <a href=\"{}/report.html\">run's report</a>).</p>",
-                esc(&r.target),
-                esc(&r.dir)
-            );
-        }
-        let plain: Vec<Run> = runs
-            .iter()
-            .map(|(t, r)| {
-                let mut r = r.clone();
-                r.meta.run_id = t.clone();
-                r
-            })
-            .collect();
-        let summary = crate::summarise(&plain);
-        let metrics = metrics_of(runs);
-        if metrics.is_empty() {
-            // Case-by-case tests (exception handling): what each system did.
-            h.push_str(&cases_table(runs));
-        }
-        for m in &metrics {
-            let _ = write!(
-                h,
-                "<h3 data-metric=\"{}\">{} <small>({}; {} is better)</small></h3>",
-                esc(&m.name),
-                esc(&m.display_name()),
-                esc(&crate::html::unit_text(&m.unit)),
-                match m.better {
-                    stats::Better::Higher => "higher",
-                    stats::Better::Lower => "lower",
-                }
-            );
-            h.push_str(&boxplot(&summary, &m.name, &m.unit));
-            h.push_str(&size_plot(&plain, &m.name, &m.unit));
-            h.push_str("<table class=\"results\"><tr><th>system</th><th>scenario</th><th>n</th><th>median</th><th>mean</th><th>95 % CI of the mean (bootstrap)</th></tr>");
-            for f in analysis
-                .figures
-                .iter()
-                .filter(|f| f.section == sid && f.cell.metric == m.name)
-            {
-                let (s, c) = (&f.cell.summary, &f.cell);
-                let _ = write!(
-                    h,
-                    "<tr data-target=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&f.target),
-                    esc(&f.target),
-                    esc(&c.scenario),
-                    s.n,
-                    c.over,
-                    fmt_num(s.median),
-                    fmt_num(s.mean),
-                    c.ci_text()
-                );
-            }
-            h.push_str("</table>");
-            let vs: Vec<&Verdict> = analysis
-                .verdicts
-                .iter()
-                .filter(|v| v.section == sid && v.metric == m.name)
-                .collect();
-            if vs.is_empty() {
-                let _ = write!(
-                    h,
-                    "<p class=\"verdict\">Only {} measured: no comparison.</p>",
-                    esc(&runs.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>().join(", "))
-                );
-            }
-            for v in vs {
-                let _ = write!(
-                    h,
-                    "<p class=\"verdict\">{}: {}</p>",
-                    esc(&v.scenario),
-                    verdict::html(v, m, comparisons)
-                );
-            }
-            h.push_str(&trial_rows(&plain, &m.name));
-        }
-        h.push_str("<p class=\"files\">Each run: ");
-        for r in &section.runs {
-            let _ = write!(
-                h,
-                "<a href=\"{0}/report.html\">{1} report</a><a href=\"{0}/samples.jsonl\">{1} samples</a><a href=\"{0}/summary.csv\">{1} CSV</a>",
-                esc(&r.dir),
-                esc(&r.target)
-            );
-        }
-        h.push_str("</p></section>");
+        h.push_str(&test_section(section, runs, analysis, comparisons));
     }
     h.push_str("</body></html>\n");
+    h
+}
+
+/// One test's section: its procedure and parameters, what was not run,
+/// each metric's figure, figures per system, verdicts and trials.
+fn test_section(section: &Section, runs: &[(String, Run)], analysis: &SuiteSummary, comparisons: usize) -> String {
+    let mut h = String::new();
+    let sid = section.id();
+    let _ = write!(
+        h,
+        "<section class=\"test\" id=\"{sid}\" data-test=\"{}\"><h2>{}</h2><p class=\"procedure\">{}</p>",
+        esc(&section.test),
+        esc(&section.heading()),
+        esc(&section.procedure)
+    );
+    if let Some((_, r)) = runs.first() {
+        let params: Vec<String> = r
+            .meta
+            .parameters
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let _ = write!(
+            h,
+            "<p class=\"parameters\">Parameters: {}.</p>",
+            esc(&params.join(", "))
+        );
+    }
+    for n in &section.not_run {
+        let _ = write!(
+            h,
+            "<p class=\"not-run\">Not run against {}: {}.</p>",
+            esc(&n.target),
+            esc(&n.why)
+        );
+    }
+    for r in section.runs.iter().filter(|r| !r.complete) {
+        let _ = write!(
+            h,
+            "<p class=\"not-run\">{}: some trials did not complete (see its <a href=\"{}/report.html\">run's report</a>).</p>",
+            esc(&r.target),
+            esc(&r.dir)
+        );
+    }
+    let plain: Vec<Run> = runs
+        .iter()
+        .map(|(t, r)| {
+            let mut r = r.clone();
+            r.meta.run_id = t.clone();
+            r
+        })
+        .collect();
+    let summary = crate::summarise(&plain);
+    let metrics = metrics_of(runs);
+    if metrics.is_empty() {
+        // Case-by-case tests (exception handling): what each system did.
+        h.push_str(&cases_table(runs));
+    }
+    for m in &metrics {
+        let _ = write!(
+            h,
+            "<h3 data-metric=\"{}\">{} <small>({}; {} is better)</small></h3>",
+            esc(&m.name),
+            esc(&m.display_name()),
+            esc(&crate::html::unit_text(&m.unit)),
+            match m.better {
+                stats::Better::Higher => "higher",
+                stats::Better::Lower => "lower",
+            }
+        );
+        h.push_str(&boxplot(&summary, &m.name, &m.unit));
+        h.push_str(&size_plot(&plain, &m.name, &m.unit));
+        h.push_str("<table class=\"results\"><tr><th>system</th><th>scenario</th><th>n</th><th>median</th><th>mean</th><th>95 % CI of the mean (bootstrap)</th></tr>");
+        for f in analysis
+            .figures
+            .iter()
+            .filter(|f| f.section == sid && f.cell.metric == m.name)
+        {
+            let (s, c) = (&f.cell.summary, &f.cell);
+            let _ = write!(
+                h,
+                "<tr data-target=\"{}\"><td>{}</td><td class=\"l\">{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&f.target),
+                esc(&f.target),
+                esc(&c.scenario),
+                s.n,
+                c.over,
+                fmt_num(s.median),
+                fmt_num(s.mean),
+                c.ci_text()
+            );
+        }
+        h.push_str("</table>");
+        let vs: Vec<&Verdict> = analysis
+            .verdicts
+            .iter()
+            .filter(|v| v.section == sid && v.metric == m.name)
+            .collect();
+        if vs.is_empty() {
+            let _ = write!(
+                h,
+                "<p class=\"verdict\">Only {} measured: no comparison.</p>",
+                esc(&runs.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>().join(", "))
+            );
+        }
+        for v in vs {
+            let _ = write!(
+                h,
+                "<p class=\"verdict\">{}: {}</p>",
+                esc(&v.scenario),
+                verdict::html(v, m, comparisons)
+            );
+        }
+        h.push_str(&trial_rows(&plain, &m.name));
+    }
+    h.push_str("<p class=\"files\">Each run: ");
+    for r in &section.runs {
+        let _ = write!(
+            h,
+            "<a href=\"{0}/report.html\">{1} report</a><a href=\"{0}/samples.jsonl\">{1} samples</a><a href=\"{0}/summary.csv\">{1} CSV</a>",
+            esc(&r.dir),
+            esc(&r.target)
+        );
+    }
+    h.push_str("</p></section>");
     h
 }
 

@@ -148,69 +148,9 @@ pub(super) fn controller_cmd(args: ControllerArgs) -> ExitCode {
         Err(e) => return net_cmd::fail(e),
     };
     let names = set.names.clone();
-    // Plain listeners by default only when no TLS listener was asked for.
-    let listen = if args.listen.is_empty() && args.tls_listen.is_empty() {
-        let dual = std::net::TcpListener::bind("[::]:0").is_ok();
-        let host = if dual { "[::]" } else { "0.0.0.0" };
-        vec![
-            format!("{host}:6653").parse().expect("literal"),
-            format!("{host}:6633").parse().expect("literal"),
-        ]
-    } else {
-        args.listen.clone()
-    };
-    let versions = args
-        .ofp
-        .iter()
-        .map(|v| {
-            if v == "1.0" {
-                ofwire::OFP10_VERSION
-            } else {
-                ofwire::OFP13_VERSION
-            }
-        })
-        .collect();
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => match controller::tls::server_config(cert, key, args.tls_ca.as_deref()) {
-            Ok(c) => Some(c),
-            Err(e) => return net_cmd::fail(e),
-        },
-        _ => None,
-    };
-    // A cluster member's own socket (how the others notice its death)
-    // listens where its first OpenFlow listener does.
-    let member_ip = listen.first().map_or(std::net::Ipv4Addr::LOCALHOST.into(), |a| a.ip());
-    let cfg = controller::runtime::Config {
-        listen,
-        workers: args
-            .workers
-            .map(usize::from)
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
-        local_workers: args.local_workers.map(usize::from),
-        apps: set.factories.clone(),
-        session: ofconn::Config {
-            versions,
-            ..Default::default()
-        },
-        verbose: args.verbose,
-        tls_listen: args.tls_listen.clone(),
-        tls,
-        standby_for: args.standby_for,
-        cluster: args.member.as_ref().map(|member| {
-            let mut c = cluster::Config::new(args.cluster.clone(), member.clone(), (member_ip, 0).into());
-            c.cluster = args.cluster_name.clone();
-            c.slave_packet_ins = args.slave_packet_ins == "all";
-            c
-        }),
-        limits: (args.max_connections.is_some() || args.max_per_address.is_some()).then(|| {
-            let total = args.max_connections.unwrap_or_else(|| {
-                ofconn::admission::Limits::for_open_files(controller::runtime::raise_fd_limit()).total
-            });
-            ofconn::admission::Limits {
-                total,
-                per_source: args.max_per_address.unwrap_or(total).min(total),
-            }
-        }),
+    let cfg = match runtime_config(&args, &set) {
+        Ok(c) => c,
+        Err(e) => return net_cmd::fail(e),
     };
     let workers = cfg.workers;
     if let Some(l) = cfg.local_workers.filter(|&l| l > workers) {
@@ -242,43 +182,8 @@ pub(super) fn controller_cmd(args: ControllerArgs) -> ExitCode {
         "switches on other machines can use --tls-listen; --listen 127.0.0.1:6653 and --rest 127.0.0.1:PORT keep it on this one",
     );
     if !args.no_rest {
-        let (token, made) = match &args.rest_token_file {
-            Some(f) => match controller::rest::token_from_file(f) {
-                Ok(t) => (t, false),
-                Err(e) => return net_cmd::fail(e),
-            },
-            None => match controller::rest::new_token() {
-                Ok(t) => (t, true),
-                Err(e) => return net_cmd::fail(format!("making a REST token: {e}")),
-            },
-        };
-        let tls = match (&args.rest_tls_cert, &args.rest_tls_key) {
-            (Some(cert), Some(key)) => match controller::tls::server_config(cert, key, None) {
-                Ok(c) => Some(c),
-                Err(e) => return net_cmd::fail(format!("--rest-tls-cert/--rest-tls-key: {e}")),
-            },
-            _ => None,
-        };
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        let access = controller::rest::Access {
-            open_reads: !args.rest_closed_reads,
-            hosts: args.rest_hosts.clone(),
-            cors: args.rest_cors.clone(),
-            tls,
-            ..controller::rest::Access::with_token(token.clone())
-        };
-        match controller::rest::serve(args.rest, handle.clone(), set, access) {
-            Ok(a) => eprintln!("sdnlab controller: REST API on {scheme}://{a}/ (see /switches, /topology, /stats)"),
-            Err(e) => {
-                // Out of the cluster at once (its lease revoked), not when
-                // the lease expires: a member started again in its place
-                // must not meet its ghost.
-                handle.stop();
-                return net_cmd::fail(format!("{e} (choose another with --rest, or --no-rest)"));
-            }
-        }
-        if made {
-            eprintln!("sdnlab controller: REST API token (writes need Authorization: Bearer TOKEN): {token}");
+        if let Err(e) = serve_rest(&args, &handle, set) {
+            return net_cmd::fail(e);
         }
     }
     eprintln!(
@@ -315,4 +220,127 @@ pub(super) fn controller_cmd(args: ControllerArgs) -> ExitCode {
         );
     }
     ExitCode::SUCCESS
+}
+
+/// The controller's runtime as the arguments ask: its listeners (both
+/// OpenFlow ports on every address by default), versions, TLS, cluster
+/// membership and connection limits. The error is the line to print.
+fn runtime_config(
+    args: &ControllerArgs,
+    set: &controller::catalog::AppSet,
+) -> Result<controller::runtime::Config, String> {
+    // Plain listeners by default only when no TLS listener was asked for.
+    let listen = if args.listen.is_empty() && args.tls_listen.is_empty() {
+        let dual = std::net::TcpListener::bind("[::]:0").is_ok();
+        let host = if dual { "[::]" } else { "0.0.0.0" };
+        vec![
+            format!("{host}:6653").parse().expect("literal"),
+            format!("{host}:6633").parse().expect("literal"),
+        ]
+    } else {
+        args.listen.clone()
+    };
+    let versions = args
+        .ofp
+        .iter()
+        .map(|v| {
+            if v == "1.0" {
+                ofwire::OFP10_VERSION
+            } else {
+                ofwire::OFP13_VERSION
+            }
+        })
+        .collect();
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => match controller::tls::server_config(cert, key, args.tls_ca.as_deref()) {
+            Ok(c) => Some(c),
+            Err(e) => return Err(e.to_string()),
+        },
+        _ => None,
+    };
+    // A cluster member's own socket (how the others notice its death)
+    // listens where its first OpenFlow listener does.
+    let member_ip = listen.first().map_or(std::net::Ipv4Addr::LOCALHOST.into(), |a| a.ip());
+    Ok(controller::runtime::Config {
+        listen,
+        workers: args
+            .workers
+            .map(usize::from)
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+        local_workers: args.local_workers.map(usize::from),
+        apps: set.factories.clone(),
+        session: ofconn::Config {
+            versions,
+            ..Default::default()
+        },
+        verbose: args.verbose,
+        tls_listen: args.tls_listen.clone(),
+        tls,
+        standby_for: args.standby_for,
+        cluster: args.member.as_ref().map(|member| {
+            let mut c = cluster::Config::new(args.cluster.clone(), member.clone(), (member_ip, 0).into());
+            c.cluster = args.cluster_name.clone();
+            c.slave_packet_ins = args.slave_packet_ins == "all";
+            c
+        }),
+        limits: (args.max_connections.is_some() || args.max_per_address.is_some()).then(|| {
+            let total = args.max_connections.unwrap_or_else(|| {
+                ofconn::admission::Limits::for_open_files(controller::runtime::raise_fd_limit()).total
+            });
+            ofconn::admission::Limits {
+                total,
+                per_source: args.max_per_address.unwrap_or(total).min(total),
+            }
+        }),
+    })
+}
+
+/// The REST API started beside the controller, with its token (made, or
+/// read from --rest-token-file) and its access rules; a failure stops the
+/// controller first (out of its cluster at once). The error is the line
+/// to print.
+fn serve_rest(
+    args: &ControllerArgs,
+    handle: &controller::runtime::Handle,
+    set: controller::catalog::AppSet,
+) -> Result<(), String> {
+    let (token, made) = match &args.rest_token_file {
+        Some(f) => match controller::rest::token_from_file(f) {
+            Ok(t) => (t, false),
+            Err(e) => return Err(e.to_string()),
+        },
+        None => match controller::rest::new_token() {
+            Ok(t) => (t, true),
+            Err(e) => return Err(format!("making a REST token: {e}")),
+        },
+    };
+    let tls = match (&args.rest_tls_cert, &args.rest_tls_key) {
+        (Some(cert), Some(key)) => match controller::tls::server_config(cert, key, None) {
+            Ok(c) => Some(c),
+            Err(e) => return Err(format!("--rest-tls-cert/--rest-tls-key: {e}")),
+        },
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let access = controller::rest::Access {
+        open_reads: !args.rest_closed_reads,
+        hosts: args.rest_hosts.clone(),
+        cors: args.rest_cors.clone(),
+        tls,
+        ..controller::rest::Access::with_token(token.clone())
+    };
+    match controller::rest::serve(args.rest, handle.clone(), set, access) {
+        Ok(a) => eprintln!("sdnlab controller: REST API on {scheme}://{a}/ (see /switches, /topology, /stats)"),
+        Err(e) => {
+            // Out of the cluster at once (its lease revoked), not when
+            // the lease expires: a member started again in its place
+            // must not meet its ghost.
+            handle.stop();
+            return Err(format!("{e} (choose another with --rest, or --no-rest)"));
+        }
+    }
+    if made {
+        eprintln!("sdnlab controller: REST API token (writes need Authorization: Bearer TOKEN): {token}");
+    }
+    Ok(())
 }

@@ -20,16 +20,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
         benchmark: "bench ctl --test dos".into(),
         parameters: serde_json::json!({"openflow": a.ofp, "trials": a.trials, "loops": a.loops, "loop_ms": a.loop_ms,
             "good_switches": a.switches, "attackers": a.attackers, "syn_flood_pps": a.syn_flood_pps, "attacker_window": 4096, "macs": a.macs}),
-        metrics: vec![
-            Metric::new(
-                "matched_per_s",
-                "well-behaved switches' answered PACKET_INs/s",
-                stats::Better::Higher,
-            )
-            .titled("Well-behaved switches' answered PACKET_INs per second"),
-            Metric::new("rtt_p50_us", "us", stats::Better::Lower).titled("Round-trip time, median"),
-            Metric::new("rtt_p99_us", "us", stats::Better::Lower).titled("Round-trip time, 99th percentile"),
-        ],
+        metrics: dos_metrics(),
         ..started(&run_id)
     };
     let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
@@ -103,21 +94,11 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
             }
         };
         // Under a SYN flood (the well-behaved switches connect anew during it).
-        let mut syn = None;
-        if a.syn_flood_pps > 0 {
-            let std::net::SocketAddr::V4(v4) = addr else {
-                return Err(LabError::Config(
-                    "--syn-flood-pps: the SYN flood needs an IPv4 loopback target".into(),
-                ));
-            };
-            let guard = DropSynAcks::install(v4.port()).map_err(LabError::setup)?;
-            let flood = ctlbench::synflood::SynFlood::start(v4, a.syn_flood_pps).map_err(LabError::setup)?;
-            std::thread::sleep(Duration::from_millis(good.loop_ms));
-            let r = rt.block_on(ctlbench::run(good.clone(), |_| {}));
-            let sent = flood.stop();
-            drop(guard);
-            syn = Some((r, sent));
-        }
+        let syn = if a.syn_flood_pps > 0 {
+            Some(under_syn_flood(addr, a.syn_flood_pps, &good, &rt)?)
+        } else {
+            None
+        };
         if let Err(e) = started.stop(&rt) {
             return Err(run.fail(LabError::setup(e)));
         }
@@ -167,6 +148,43 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
         std::thread::sleep(Duration::from_millis(a.cooldown_ms));
     }
     finish_run(run, obs)
+}
+
+/// The DoS test's metrics: the well-behaved switches' answers and round trips.
+fn dos_metrics() -> Vec<Metric> {
+    vec![
+        Metric::new(
+            "matched_per_s",
+            "well-behaved switches' answered PACKET_INs/s",
+            stats::Better::Higher,
+        )
+        .titled("Well-behaved switches' answered PACKET_INs per second"),
+        Metric::new("rtt_p50_us", "us", stats::Better::Lower).titled("Round-trip time, median"),
+        Metric::new("rtt_p99_us", "us", stats::Better::Lower).titled("Round-trip time, 99th percentile"),
+    ]
+}
+
+/// The well-behaved switches measured while a SYN flood of `pps` hits the
+/// controller at `addr` (they connect anew during it), the flood's SYN-ACKs
+/// dropped so its connections stay half-open; and the SYNs sent.
+fn under_syn_flood(
+    addr: std::net::SocketAddr,
+    pps: u64,
+    good: &ctlbench::Config,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(ctlbench::Report, u64), LabError> {
+    let std::net::SocketAddr::V4(v4) = addr else {
+        return Err(LabError::Config(
+            "--syn-flood-pps: the SYN flood needs an IPv4 loopback target".into(),
+        ));
+    };
+    let guard = DropSynAcks::install(v4.port()).map_err(LabError::setup)?;
+    let flood = ctlbench::synflood::SynFlood::start(v4, pps).map_err(LabError::setup)?;
+    std::thread::sleep(Duration::from_millis(good.loop_ms));
+    let r = rt.block_on(ctlbench::run(good.clone(), |_| {}));
+    let sent = flood.stop();
+    drop(guard);
+    Ok((r, sent))
 }
 
 /// An nftables table that drops the controller's SYN-ACKs to the SYN

@@ -9,27 +9,7 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
     // A sweep of cluster sizes runs each size in turn (0: standalone).
     let sizes = a.cluster_sizes()?;
     let clustered = a.cluster > 0 || !a.target_members.is_empty() || sizes.iter().any(|&n| n > 0);
-    let list: Vec<(String, CtlConfig)> = if sizes.is_empty() {
-        vec![("sessions".into(), a.clone())]
-    } else {
-        sizes
-            .iter()
-            .map(|&n| {
-                let name = if n == 0 {
-                    "standalone".into()
-                } else {
-                    format!("cluster={n}")
-                };
-                (
-                    name,
-                    CtlConfig {
-                        cluster: n,
-                        ..a.clone()
-                    },
-                )
-            })
-            .collect()
-    };
+    let list = by_cluster_size(a, &sizes);
     let run_id = place.name("ctl-sessions");
     let dir = place.dir(&run_id);
     let version = a.version();
@@ -163,8 +143,41 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
     }
     let mut outcome = finish_run(run, obs)?;
     outcome.json = serde_json::json!({ "run": dir, "trials": results.iter().map(|(_, r)| r).collect::<Vec<_>>() });
-    outcome.table = String::new();
-    for (scenario, c) in &list {
+    outcome.table = capacity_table(&list, &results);
+    Ok(outcome)
+}
+
+/// The trials' configs, one scenario per cluster size swept (0:
+/// standalone), or the one asked for.
+fn by_cluster_size(a: &CtlConfig, sizes: &[usize]) -> Vec<(String, CtlConfig)> {
+    if sizes.is_empty() {
+        vec![("sessions".into(), a.clone())]
+    } else {
+        sizes
+            .iter()
+            .map(|&n| {
+                let name = if n == 0 {
+                    "standalone".into()
+                } else {
+                    format!("cluster={n}")
+                };
+                (
+                    name,
+                    CtlConfig {
+                        cluster: n,
+                        ..a.clone()
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+/// The terminal's table: per scenario, the sessions (or switches) held
+/// over its trials and what ended each.
+fn capacity_table(list: &[(String, CtlConfig)], results: &[(String, ctlbench::capacity::CapacityResult)]) -> String {
+    let mut table = String::new();
+    for (scenario, c) in list {
         let of: Vec<&ctlbench::capacity::CapacityResult> =
             results.iter().filter(|(n, _)| n == scenario).map(|(_, r)| r).collect();
         let held: Vec<f64> = of.iter().map(|r| r.held as f64).collect();
@@ -179,7 +192,7 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
         } else {
             "sessions"
         };
-        outcome.table.push_str(&format!(
+        table.push_str(&format!(
             "{label}{unit} held: median {} (min {}, max {}) over {} trial(s); ended by: {}\n",
             report::fmt_num(s.median),
             report::fmt_num(s.min),
@@ -188,5 +201,5 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
             of.iter().map(|r| r.ended_by.as_str()).collect::<Vec<_>>().join(", ")
         ));
     }
-    Ok(outcome)
+    table
 }

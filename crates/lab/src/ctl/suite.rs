@@ -448,18 +448,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         if interrupted {
             break;
         }
-        let mut section = Section {
-            number: step.number.into(),
-            name: step.name.into(),
-            variant: step.variant.clone(),
-            test: step.test.into(),
-            procedure: if a.cluster > 0 {
-                format!("{} {}", procedure(step.test, step.mode), cluster_procedure(step.test))
-            } else {
-                procedure(step.test, step.mode).into()
-            },
-            ..Default::default()
-        };
+        let mut section = section_of(step, a);
         for target in &targets {
             if interrupted {
                 break;
@@ -526,41 +515,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 dir: format!("{:02}-{}/{shown}", i + 1, step.test),
                 complete,
             });
-            let summary = report::summarise(std::slice::from_ref(&run));
-            if summary.cells.is_empty() {
-                lines.push(format!(
-                    "| {} | {} | {shown} | | {} | | | | no numeric figure: see {} |",
-                    step.rfc,
-                    step.test,
-                    run.samples.iter().filter(|s| s.kind == "trial").count(),
-                    sub.display()
-                ));
-            }
-            let note = if complete {
-                String::new()
-            } else {
-                format!(
-                    "some trials incomplete ({} events, see the report)",
-                    run.meta.events.len()
-                )
-            };
-            for m in &run.meta.metrics {
-                for c in summary.cells.iter().filter(|c| c.metric == m.name) {
-                    let s = &c.summary;
-                    lines.push(format!(
-                        "| {} | {} | {shown} / {} | {} ({}) | {} | {} | {} | {} | {note} |",
-                        step.rfc,
-                        step.test,
-                        c.scenario,
-                        m.name,
-                        m.unit,
-                        s.n,
-                        report::fmt_num(s.mean),
-                        report::fmt_num(s.stdev),
-                        c.ci_text()
-                    ));
-                }
-            }
+            lines.extend(table_rows(step, shown, &run, &sub, complete));
         }
         index.sections.push(section);
     }
@@ -600,6 +555,65 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         table: lines.join("\n") + "\n",
         incomplete: failed,
     })
+}
+
+/// A step's section of the suite's report, before its runs: its place in
+/// RFC 8456, its name and its procedure (with the cluster's, in cluster mode).
+fn section_of(step: &Step, a: &CtlConfig) -> Section {
+    Section {
+        number: step.number.into(),
+        name: step.name.into(),
+        variant: step.variant.clone(),
+        test: step.test.into(),
+        procedure: if a.cluster > 0 {
+            format!("{} {}", procedure(step.test, step.mode), cluster_procedure(step.test))
+        } else {
+            procedure(step.test, step.mode).into()
+        },
+        ..Default::default()
+    }
+}
+
+/// One test's run against one target as rows of suite.md: each metric's
+/// figure per scenario, or why there is none.
+fn table_rows(step: &Step, shown: &str, run: &report::Run, sub: &std::path::Path, complete: bool) -> Vec<String> {
+    let mut rows = Vec::new();
+    let summary = report::summarise(std::slice::from_ref(run));
+    if summary.cells.is_empty() {
+        rows.push(format!(
+            "| {} | {} | {shown} | | {} | | | | no numeric figure: see {} |",
+            step.rfc,
+            step.test,
+            run.samples.iter().filter(|s| s.kind == "trial").count(),
+            sub.display()
+        ));
+    }
+    let note = if complete {
+        String::new()
+    } else {
+        format!(
+            "some trials incomplete ({} events, see the report)",
+            run.meta.events.len()
+        )
+    };
+    for m in &run.meta.metrics {
+        for c in summary.cells.iter().filter(|c| c.metric == m.name) {
+            let s = &c.summary;
+            rows.push(format!(
+                "| {} | {} | {shown} / {} | {} ({}) | {} | {} | {} | {} | {note} |",
+                step.rfc,
+                step.test,
+                c.scenario,
+                m.name,
+                m.unit,
+                s.n,
+                report::fmt_num(s.mean),
+                report::fmt_num(s.stdev),
+                c.ci_text()
+            ));
+        }
+    }
+    rows
 }
 
 #[cfg(test)]

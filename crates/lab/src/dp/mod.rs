@@ -168,7 +168,7 @@ impl Default for DpConfig {
 impl DpConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), LabError> {
-        plan(self).map(drop).map_err(LabError::Config)
+        plan(self).map(drop)
     }
 }
 
@@ -176,39 +176,8 @@ pub const RFC_TESTS: [&str; 5] = ["throughput", "latency", "loss", "b2b", "recov
 pub const IPERF_TESTS: [&str; 2] = ["tcp", "udp"];
 pub const TOPOLOGY_TESTS: [&str; 2] = ["paths", "parallel"];
 
-// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
-fn plan(args: &DpConfig) -> Result<Plan, String> {
-    for d in &args.duts {
-        if !DUTS.contains(&d.as_str()) && d != "external" {
-            return Err(format!(
-                "unknown switch '{d}': choose from {}, external",
-                DUTS.join(", ")
-            ));
-        }
-    }
-    let has_external = args.duts.iter().any(|d| d == "external");
-    if has_external && args.external_ports.len() != 2 {
-        return Err("--dut external needs --external-ports IF1,IF2 (the interfaces that lead to it)".into());
-    }
-    if !has_external && (!args.external_ports.is_empty() || args.external_openflow.is_some()) {
-        return Err("--external-ports and --external-openflow go with --dut external".into());
-    }
-    if args.external_of_ports.len() != 2 || args.external_of_ports.iter().any(|p| *p == 0 || *p > 0xffff_ff00) {
-        return Err("--external-of-ports takes two OpenFlow port numbers, e.g. 1,2".into());
-    }
-    for t in &args.tests {
-        let known = RFC_TESTS
-            .iter()
-            .chain(&IPERF_TESTS)
-            .chain(&TOPOLOGY_TESTS)
-            .chain(&scenarios::SCENARIOS);
-        if !known.clone().any(|k| k == t) {
-            return Err(format!(
-                "unknown test '{t}': choose from {}",
-                known.copied().collect::<Vec<_>>().join(", ")
-            ));
-        }
-    }
+fn plan(args: &DpConfig) -> Result<Plan, LabError> {
+    check_duts_and_tests(args)?;
     let frames = args.frames.clone().unwrap_or_else(|| {
         if args.quick {
             vec![64, 512, 1518]
@@ -216,79 +185,7 @@ fn plan(args: &DpConfig) -> Result<Plan, String> {
             vec![64, 128, 256, 512, 1024, 1280, 1518]
         }
     });
-    if let Some(f) = frames.iter().find(|f| !(64..=9000).contains(*f)) {
-        return Err(format!("--frames {f} is outside 64..=9000"));
-    }
-    if !(64..=1518).contains(&args.scenario_frame) {
-        return Err(format!("--scenario-frame {} is outside 64..=1518", args.scenario_frame));
-    }
-    if !(0.001..0.5).contains(&args.resolution) {
-        return Err(format!("--resolution {} is outside 0.001..0.5", args.resolution));
-    }
-    let min_s = [
-        args.trial_seconds,
-        args.search_seconds,
-        args.latency_seconds,
-        args.overload_seconds,
-        args.recovery_seconds,
-        args.scenario_seconds,
-    ]
-    .into_iter()
-    .fold(f64::INFINITY, f64::min);
-    if min_s < 0.2 {
-        return Err(format!("trials of {min_s} s are too short; give 0.2 s or more"));
-    }
-    if let Some(m) = args.udp_mbit.iter().find(|m| !(0.1..=100_000.0).contains(*m)) {
-        return Err(format!("--udp-mbit {m} is outside 0.1..=100000"));
-    }
-    if !(2..=8).contains(&args.long_path) {
-        return Err(format!("--long-path {} is outside 2..=8", args.long_path));
-    }
-    if !(2..=8).contains(&args.parallel) {
-        return Err(format!("--parallel {} is outside 2..=8", args.parallel));
-    }
-    if args.iperf_seconds < 1.0 {
-        return Err(format!(
-            "--iperf-seconds {} is too short; give 1 or more",
-            args.iperf_seconds
-        ));
-    }
-    if !(0.001..=10.0).contains(&args.b2b_seconds) {
-        return Err(format!("--b2b-seconds {} is outside 0.001..=10", args.b2b_seconds));
-    }
-    if let Some(m) = args.limit_mbit.filter(|m| !(0.1..=100_000.0).contains(m)) {
-        return Err(format!("--limit-mbit {m} is outside 0.1..=100000"));
-    }
-    // Counts and durations the checks above leave open: one line each, no
-    // silent substitute (a 0 used to become 1, a NaN ran).
-    let counts = [
-        ("repetitions", args.repetitions),
-        ("b2b-repetitions", args.b2b_repetitions),
-        ("recovery-repetitions", args.recovery_repetitions),
-        ("scenario-repetitions", args.scenario_repetitions),
-    ];
-    for (name, v) in counts {
-        range(name, v, 1, 100_000).map_err(|e| e.to_string())?;
-    }
-    range("table-rules", args.table_rules, 0, 10_000_000).map_err(|e| e.to_string())?;
-    range("capacity-max", args.capacity_max, 1, 100_000_000).map_err(|e| e.to_string())?;
-    for (name, v) in [
-        ("trial-seconds", args.trial_seconds),
-        ("search-seconds", args.search_seconds),
-        ("latency-seconds", args.latency_seconds),
-        ("overload-seconds", args.overload_seconds),
-        ("recovery-seconds", args.recovery_seconds),
-        ("scenario-seconds", args.scenario_seconds),
-        ("iperf-seconds", args.iperf_seconds),
-    ] {
-        real(name, v, 0.2, 86_400.0).map_err(|e| e.to_string())?;
-    }
-    if !(1.0..=10e6).contains(&args.scenario_rate) {
-        return Err(format!(
-            "--scenario-rate {} is outside 1..=10000000",
-            args.scenario_rate
-        ));
-    }
+    check_numbers(args, &frames)?;
     Ok(if args.quick {
         Plan {
             frames,
@@ -338,6 +235,132 @@ fn plan(args: &DpConfig) -> Result<Plan, String> {
             parallel: args.parallel,
         }
     })
+}
+
+/// A config's problem, as the one line the command line prints.
+fn bad(m: impl Into<String>) -> LabError {
+    LabError::Config(m.into())
+}
+
+/// The switches and tests are ones `bench dp` knows, and an external
+/// switch comes with its ports.
+fn check_duts_and_tests(args: &DpConfig) -> Result<(), LabError> {
+    for d in &args.duts {
+        if !DUTS.contains(&d.as_str()) && d != "external" {
+            return Err(bad(format!(
+                "unknown switch '{d}': choose from {}, external",
+                DUTS.join(", ")
+            )));
+        }
+    }
+    let has_external = args.duts.iter().any(|d| d == "external");
+    if has_external && args.external_ports.len() != 2 {
+        return Err(bad(
+            "--dut external needs --external-ports IF1,IF2 (the interfaces that lead to it)",
+        ));
+    }
+    if !has_external && (!args.external_ports.is_empty() || args.external_openflow.is_some()) {
+        return Err(bad("--external-ports and --external-openflow go with --dut external"));
+    }
+    if args.external_of_ports.len() != 2 || args.external_of_ports.iter().any(|p| *p == 0 || *p > 0xffff_ff00) {
+        return Err(bad("--external-of-ports takes two OpenFlow port numbers, e.g. 1,2"));
+    }
+    for t in &args.tests {
+        let known = RFC_TESTS
+            .iter()
+            .chain(&IPERF_TESTS)
+            .chain(&TOPOLOGY_TESTS)
+            .chain(&scenarios::SCENARIOS);
+        if !known.clone().any(|k| k == t) {
+            return Err(bad(format!(
+                "unknown test '{t}': choose from {}",
+                known.copied().collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every size, duration, rate and count in its range: one line each, no
+/// silent substitute.
+fn check_numbers(args: &DpConfig, frames: &[usize]) -> Result<(), LabError> {
+    if let Some(f) = frames.iter().find(|f| !(64..=9000).contains(*f)) {
+        return Err(bad(format!("--frames {f} is outside 64..=9000")));
+    }
+    if !(64..=1518).contains(&args.scenario_frame) {
+        return Err(bad(format!(
+            "--scenario-frame {} is outside 64..=1518",
+            args.scenario_frame
+        )));
+    }
+    if !(0.001..0.5).contains(&args.resolution) {
+        return Err(bad(format!("--resolution {} is outside 0.001..0.5", args.resolution)));
+    }
+    let min_s = [
+        args.trial_seconds,
+        args.search_seconds,
+        args.latency_seconds,
+        args.overload_seconds,
+        args.recovery_seconds,
+        args.scenario_seconds,
+    ]
+    .into_iter()
+    .fold(f64::INFINITY, f64::min);
+    if min_s < 0.2 {
+        return Err(bad(format!("trials of {min_s} s are too short; give 0.2 s or more")));
+    }
+    if let Some(m) = args.udp_mbit.iter().find(|m| !(0.1..=100_000.0).contains(*m)) {
+        return Err(bad(format!("--udp-mbit {m} is outside 0.1..=100000")));
+    }
+    if !(2..=8).contains(&args.long_path) {
+        return Err(bad(format!("--long-path {} is outside 2..=8", args.long_path)));
+    }
+    if !(2..=8).contains(&args.parallel) {
+        return Err(bad(format!("--parallel {} is outside 2..=8", args.parallel)));
+    }
+    if args.iperf_seconds < 1.0 {
+        return Err(bad(format!(
+            "--iperf-seconds {} is too short; give 1 or more",
+            args.iperf_seconds
+        )));
+    }
+    if !(0.001..=10.0).contains(&args.b2b_seconds) {
+        return Err(bad(format!("--b2b-seconds {} is outside 0.001..=10", args.b2b_seconds)));
+    }
+    if let Some(m) = args.limit_mbit.filter(|m| !(0.1..=100_000.0).contains(m)) {
+        return Err(bad(format!("--limit-mbit {m} is outside 0.1..=100000")));
+    }
+    // Counts and durations the checks above leave open: one line each, no
+    // silent substitute (a 0 used to become 1, a NaN ran).
+    let counts = [
+        ("repetitions", args.repetitions),
+        ("b2b-repetitions", args.b2b_repetitions),
+        ("recovery-repetitions", args.recovery_repetitions),
+        ("scenario-repetitions", args.scenario_repetitions),
+    ];
+    for (name, v) in counts {
+        range(name, v, 1, 100_000)?;
+    }
+    range("table-rules", args.table_rules, 0, 10_000_000)?;
+    range("capacity-max", args.capacity_max, 1, 100_000_000)?;
+    for (name, v) in [
+        ("trial-seconds", args.trial_seconds),
+        ("search-seconds", args.search_seconds),
+        ("latency-seconds", args.latency_seconds),
+        ("overload-seconds", args.overload_seconds),
+        ("recovery-seconds", args.recovery_seconds),
+        ("scenario-seconds", args.scenario_seconds),
+        ("iperf-seconds", args.iperf_seconds),
+    ] {
+        real(name, v, 0.2, 86_400.0)?;
+    }
+    if !(1.0..=10e6).contains(&args.scenario_rate) {
+        return Err(bad(format!(
+            "--scenario-rate {} is outside 1..=10000000",
+            args.scenario_rate
+        )));
+    }
+    Ok(())
 }
 
 /// A test's summary row into its table, or its failure into the run's
@@ -401,7 +424,7 @@ fn metrics() -> Vec<Metric> {
 
 /// Runs the benchmark into `place`.
 pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-    let p = plan(args).map_err(LabError::Config)?;
+    let p = plan(args)?;
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::setup(
             "bench dp needs root (network namespaces, AF_PACKET, XDP)",

@@ -675,17 +675,10 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         .iter()
         .map(|&c| format!("/{}", ::lb::replica::chunk_name(c)))
         .collect();
-    if let Err(e) = std::fs::write(&wlog, hetero_uris.join("\0") + "\0") {
-        return Err(LabError::setup(format!("{}: {e}", wlog.display())));
-    }
+    std::fs::write(&wlog, hetero_uris.join("\0") + "\0").map_err(crate::rundir::io_error(&wlog))?;
     let homo_uris = vec![::lb::replica::homogeneous_uri()];
     let meta = Meta {
-        run_id,
         benchmark: "bench lb".into(),
-        command: std::env::args().collect(),
-        sdnlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: report::now_unix(),
-        setup: report::Setup::detect(),
         targets: vec![Target {
             name: format!("sdnlab controller, lb app, {} switch, 4 nginx replicas", a.switch),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -701,62 +694,24 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
             "heterogeneous_chunk_bytes": [videos.chunk_bytes.iter().min(), videos.chunk_bytes.iter().max()],
         }),
         metrics: metrics(),
-        ..Default::default()
+        ..crate::rundir::started(&run_id)
     };
     let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Lb(a.clone()))?;
     let csv_path = dir.join("requests.csv");
-    let mut csv = match std::fs::File::create(&csv_path) {
-        Ok(f) => f,
-        Err(e) => return Err(LabError::setup(format!("{}: {e}", csv_path.display()))),
-    };
-    let _ = writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error");
+    let mut csv = std::fs::File::create(&csv_path).map_err(crate::rundir::io_error(&csv_path))?;
+    writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error")
+        .map_err(crate::rundir::io_error(&csv_path))?;
     crate::stop::catch_stop_signals();
     obs.event(Event::Line(&format!(
         "building the testbed ({} switch, 4 nginx replicas)",
         a.switch
     )));
     let mut lab = up(a, &p.variants[0], &videos)?;
-    // Each policy's decision alone: new flows fed to a fresh app as fast
-    // as it takes them, no switch and no other load (the agents do answer).
-    let mut decisions = String::from(
-        "| policy | new flows | decision p50 (µs) | p99 (µs) | max (µs) | agent questions unanswered |\n|---|---:|---:|---:|---:|---:|\n",
-    );
-    for v in &p.variants {
-        let cfg = match lb_config(v, a, &lab.mgmt) {
-            Ok(c) => c,
-            Err(e) => return Err(LabError::setup(e)),
-        };
-        let flows = if lb::policy::Kind::from_name(&v.policy).is_some_and(|k| k.asks_servers()) {
-            if a.quick {
-                200
-            } else {
-                2_000
-            }
-        } else if a.quick {
-            5_000
-        } else {
-            100_000
-        };
-        let m = lb::offline::time_decisions(&Lb::new(cfg), flows);
-        decisions += &format!(
-            "| {} | {} | {:.2} | {:.2} | {:.1} | {} |\n",
-            v.name, m.decisions, m.decision_us_p50, m.decision_us_p99, m.decision_us_max, m.agent_unanswered
-        );
-        let mut values = BTreeMap::new();
-        values.insert("decision_us_p50".to_string(), m.decision_us_p50);
-        values.insert("decision_us_p99".to_string(), m.decision_us_p99);
-        run.sample(
-            &Sample::trial(format!("{} decision-alone", v.name), 0, values)
-                .under_test(v.name.clone(), "decision-alone"),
-        )?;
-    }
+    let decisions = decisions_alone(&p, a, &lab.mgmt, &mut run)?;
     obs.event(Event::Line(&format!("decision time alone:\n{decisions}")));
     let mut rows: Vec<(String, BTreeMap<String, Vec<f64>>)> = Vec::new();
     for v in &p.variants {
-        let cfg = match lb_config(v, a, &lab.mgmt) {
-            Ok(c) => c,
-            Err(e) => return Err(LabError::setup(e)),
-        };
+        let cfg = lb_config(v, a, &lab.mgmt).map_err(LabError::setup)?;
         for load in &p.loads {
             for client in &p.clients {
                 for &level in &p.levels {
@@ -843,7 +798,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         ));
     }
     let summary = format!("{}\n{decisions}", summary_md(&rows));
-    let _ = std::fs::write(dir.join("summary.md"), &summary);
+    std::fs::write(dir.join("summary.md"), &summary).map_err(crate::rundir::io_error(&dir))?;
     let done = run.finish()?;
     let requests = csv_path.display().to_string();
     let report_path = dir.join("report.html").display().to_string();
@@ -900,6 +855,45 @@ fn summary_md(rows: &[(String, BTreeMap<String, Vec<f64>>)]) -> String {
         );
     }
     s
+}
+
+/// Each policy's decision alone: new flows fed to a fresh app as fast as it
+/// takes them, no switch and no other load (the agents do answer); a
+/// sample per policy, and the table's rows.
+fn decisions_alone(p: &Plan, a: &LbConfig, mgmt: &str, run: &mut crate::rundir::Run) -> Result<String, LabError> {
+    let mut decisions = String::from(
+        "| policy | new flows | decision p50 (µs) | p99 (µs) | max (µs) | agent questions unanswered |\n|---|---:|---:|---:|---:|---:|\n",
+    );
+    for v in &p.variants {
+        let cfg = match lb_config(v, a, mgmt) {
+            Ok(c) => c,
+            Err(e) => return Err(LabError::setup(e)),
+        };
+        let flows = if lb::policy::Kind::from_name(&v.policy).is_some_and(|k| k.asks_servers()) {
+            if a.quick {
+                200
+            } else {
+                2_000
+            }
+        } else if a.quick {
+            5_000
+        } else {
+            100_000
+        };
+        let m = lb::offline::time_decisions(&Lb::new(cfg), flows);
+        decisions += &format!(
+            "| {} | {} | {:.2} | {:.2} | {:.1} | {} |\n",
+            v.name, m.decisions, m.decision_us_p50, m.decision_us_p99, m.decision_us_max, m.agent_unanswered
+        );
+        let mut values = BTreeMap::new();
+        values.insert("decision_us_p50".to_string(), m.decision_us_p50);
+        values.insert("decision_us_p99".to_string(), m.decision_us_p99);
+        run.sample(
+            &Sample::trial(format!("{} decision-alone", v.name), 0, values)
+                .under_test(v.name.clone(), "decision-alone"),
+        )?;
+    }
+    Ok(decisions)
 }
 
 #[cfg(test)]

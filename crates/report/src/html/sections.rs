@@ -138,18 +138,6 @@ pub(super) fn answers(
 ) -> String {
     let mut h = String::from("<h2 id=\"answers\">What this run shows</h2><table class=\"answers\"><tr><th>metric</th><th>medians</th><th>better</th><th>by</th><th>how sure</th></tr>");
     let n = crate::verdict::tested(&summary.verdicts);
-    // By how much: a percentage, or a factor once one is twice the other.
-    let pct = |good: f64, bad: f64| {
-        let (hi, lo) = (good.abs().max(bad.abs()), good.abs().min(bad.abs()));
-        let how = if good > bad { "higher" } else { "lower" };
-        if !(good.is_finite() && bad.is_finite()) || bad == 0.0 {
-            "-".into()
-        } else if lo > 0.0 && hi / lo >= 2.0 {
-            format!("{}x {how}", fmt_num(hi / lo))
-        } else {
-            format!("{:.1} % {how}", (good - bad).abs() / bad.abs() * 100.0)
-        }
-    };
     for m in metrics.iter().filter(|m| !same_as.contains_key(&m.name)) {
         let cells: Vec<&crate::Cell> = summary.cells.iter().filter(|c| c.metric == m.name).collect();
         let largest = cells.iter().map(|c| c.summary.median.abs()).fold(0.0, f64::max);
@@ -158,60 +146,7 @@ pub(super) fn answers(
         let verdicts: Vec<&crate::verdict::Verdict> = summary.verdicts.iter().filter(|v| v.metric == m.name).collect();
         if !verdicts.is_empty() {
             for v in verdicts {
-                let at = if v.scenario.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {}", v.scenario)
-                };
-                let medians = format!(
-                    "{} {}; {} {}",
-                    v.a,
-                    scale.value(v.median_a),
-                    v.b,
-                    scale.value(v.median_b)
-                );
-                let (better, by, sure) = match &v.better {
-                    Some(b) => {
-                        let (g, w) = if *b == v.a {
-                            (v.median_a, v.median_b)
-                        } else {
-                            (v.median_b, v.median_a)
-                        };
-                        (
-                            b.clone(),
-                            pct(g, w),
-                            format!("p = {:.3} (Holm, {n} comparisons)", v.p_holm),
-                        )
-                    }
-                    None if v.p.is_nan() => (
-                        "no verdict".into(),
-                        "-".into(),
-                        format!("too few trials (n = {} and {}; at least 4 a side)", v.n_a, v.n_b),
-                    ),
-                    None if crate::verdict::smallest_p(v.n_a, v.n_b) >= crate::verdict::ALPHA => (
-                        "no verdict".into(),
-                        "-".into(),
-                        format!(
-                            "too few trials to test (n = {} and {}; at least 4 a side)",
-                            v.n_a, v.n_b
-                        ),
-                    ),
-                    None => (
-                        "no difference shown".into(),
-                        "-".into(),
-                        format!("p = {:.3} (Holm, {n} comparisons)", v.p_holm),
-                    ),
-                };
-                let _ = write!(
-                    h,
-                    "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\"><b>{}</b></td><td>{}</td><td class=\"l\">{}</td></tr>",
-                    esc(&name),
-                    esc(&at),
-                    esc(&medians),
-                    esc(&better),
-                    by,
-                    esc(&sure)
-                );
+                h.push_str(&verdict_row(v, &name, &scale, n));
             }
             continue;
         }
@@ -241,7 +176,7 @@ pub(super) fn answers(
                         format!("no verdict ({} by median)", label(&b.scenario))
                     },
                     if runner_up.is_finite() {
-                        pct(best, runner_up)
+                        by_how_much(best, runner_up)
                     } else {
                         "-".into()
                     },
@@ -302,6 +237,81 @@ pub(super) fn answers(
         }
         h.push_str("</ul>");
     }
+    h
+}
+
+/// By how much `good` beats `bad`: a percentage, or a factor once one is
+/// twice the other.
+fn by_how_much(good: f64, bad: f64) -> String {
+    let (hi, lo) = (good.abs().max(bad.abs()), good.abs().min(bad.abs()));
+    let how = if good > bad { "higher" } else { "lower" };
+    if !(good.is_finite() && bad.is_finite()) || bad == 0.0 {
+        "-".into()
+    } else if lo > 0.0 && hi / lo >= 2.0 {
+        format!("{}x {how}", fmt_num(hi / lo))
+    } else {
+        format!("{:.1} % {how}", (good - bad).abs() / bad.abs() * 100.0)
+    }
+}
+
+/// One verdict between two systems as a row of the answers' table: their
+/// medians, the better one, by how much, and how sure (`n` comparisons).
+fn verdict_row(v: &crate::verdict::Verdict, name: &str, scale: &Scale, n: usize) -> String {
+    let mut h = String::new();
+    let at = if v.scenario.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", v.scenario)
+    };
+    let medians = format!(
+        "{} {}; {} {}",
+        v.a,
+        scale.value(v.median_a),
+        v.b,
+        scale.value(v.median_b)
+    );
+    let (better, by, sure) = match &v.better {
+        Some(b) => {
+            let (g, w) = if *b == v.a {
+                (v.median_a, v.median_b)
+            } else {
+                (v.median_b, v.median_a)
+            };
+            (
+                b.clone(),
+                by_how_much(g, w),
+                format!("p = {:.3} (Holm, {n} comparisons)", v.p_holm),
+            )
+        }
+        None if v.p.is_nan() => (
+            "no verdict".into(),
+            "-".into(),
+            format!("too few trials (n = {} and {}; at least 4 a side)", v.n_a, v.n_b),
+        ),
+        None if crate::verdict::smallest_p(v.n_a, v.n_b) >= crate::verdict::ALPHA => (
+            "no verdict".into(),
+            "-".into(),
+            format!(
+                "too few trials to test (n = {} and {}; at least 4 a side)",
+                v.n_a, v.n_b
+            ),
+        ),
+        None => (
+            "no difference shown".into(),
+            "-".into(),
+            format!("p = {:.3} (Holm, {n} comparisons)", v.p_holm),
+        ),
+    };
+    let _ = write!(
+        h,
+        "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\"><b>{}</b></td><td>{}</td><td class=\"l\">{}</td></tr>",
+        esc(name),
+        esc(&at),
+        esc(&medians),
+        esc(&better),
+        by,
+        esc(&sure)
+    );
     h
 }
 

@@ -270,37 +270,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     // Each scenario, and the config its trials run with: one per cluster
     // size when the run sweeps them (0: standalone), named after it.
     let sizes = a.cluster_sizes()?;
-    let list: Vec<(Scenario, CtlConfig)> = scenarios(a)
-        .map_err(LabError::Config)?
-        .into_iter()
-        .flat_map(|s| {
-            if sizes.is_empty() {
-                return vec![(s, a.clone())];
-            }
-            sizes
-                .iter()
-                .map(|&n| {
-                    let name = if n == 0 {
-                        format!("{} standalone", s.name)
-                    } else {
-                        format!("{} cluster={n}", s.name)
-                    };
-                    let s = Scenario {
-                        name,
-                        spec: s.spec.clone(),
-                        failure: s.failure,
-                    };
-                    (
-                        s,
-                        CtlConfig {
-                            cluster: n,
-                            ..a.clone()
-                        },
-                    )
-                })
-                .collect()
-        })
-        .collect();
+    let list = by_cluster_size(a, &sizes)?;
     let clustered = a.cluster > 0 || sizes.iter().any(|&n| n > 0);
     let explicit_nb = a.northbound.as_deref().map(Northbound::parse).transpose()?;
     let app = if a.app == "l2-learning" {
@@ -320,46 +290,11 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     };
     let run_id = place.name(&format!("ctl-{}", a.test));
     let dir = place.dir(&run_id);
-    let mut metrics = metrics(&a.test);
-    if a.test == "failover" && clustered {
-        // Only a cluster has it: a metric no trial of the pair can fill
-        // would leave the pair out of a results table.
-        metrics.push(
-            Metric::new(
-                "remaster_s",
-                "seconds from the kill to every switch the killed master held having a new master in etcd",
-                Better::Lower,
-            )
-            .titled(title("remaster_s")),
-        );
-        for (name, unit) in [
-            (
-                "rejoin_s",
-                "seconds from the killed member's restart to the masters as they were before the kill",
-            ),
-            (
-                "rejoin_gap_s",
-                "longest gap in traffic while the killed member rejoins, seconds",
-            ),
-            ("rejoin_lost_frames", "frames lost while the killed member rejoins"),
-        ] {
-            metrics.push(Metric::new(name, unit, Better::Lower).titled(title(name)));
-        }
-    }
+    let metrics = run_metrics(&a.test, clustered);
     let main_metric = metrics[0].name.clone();
     let meta = Meta {
         benchmark: format!("bench ctl --test {}", a.test),
-        parameters: serde_json::json!({"openflow": if version == ofwire::OFP13_VERSION { "1.3" } else { "1.0" }, "trials": a.trials,
-            "scenarios": list.iter().map(|(s, _)| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
-            "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
-            "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
-            "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
-            "app": if a.embedded() { Some(&app) } else { None },
-            // RFC 8456's setup: standalone, or a cluster of identical members.
-            "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
-            "cluster_size": sizes.iter().copied().max().unwrap_or(a.cluster), "cluster_sizes": sizes,
-            "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
-            "kill": if a.test == "failover" && clustered { Some(&a.kill) } else { None }}),
+        parameters: parameters(a, version, &list, &app, clustered, &sizes),
         metrics,
         ..started(&run_id)
     };
@@ -400,21 +335,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                 Some(f) => {
                     let (t, parts) = rt.block_on(spread_trial(a, s, &targets, version, &nb, f))?;
                     for p in parts {
-                        let sample = Sample::of(
-                            "shard",
-                            s.name.clone(),
-                            trial_no,
-                            [
-                                ("switches", p.switches as f64),
-                                ("connected", p.counts.connected as f64),
-                                ("lldp_packet_ins", p.counts.lldp_packet_ins as f64),
-                                ("frames_to_other_parts", p.counts.frames_to_other_parts as f64),
-                                ("frames_from_other_parts", p.counts.frames_from_other_parts as f64),
-                                ("refused_datagrams", p.counts.refused_datagrams as f64),
-                            ],
-                        )
-                        .noted(Some(format!("worker {}", p.worker)));
-                        run.sample(&sample)?;
+                        run.sample(&shard_sample(&s.name, trial_no, &p))?;
                     }
                     t
                 }
@@ -427,42 +348,15 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
                     .events
                     .push(format!("{} trial {trial_no}: host-bound: {reason}", s.name));
             }
-            if let Some((f, rates)) = flood {
-                f.shutdown_background();
-                let r = rates.lock().unwrap();
-                if !r.is_empty() {
-                    t.set("flood_packet_ins_per_s", r.iter().sum::<f64>() / r.len() as f64);
-                }
+            if let Some(f) = flood {
+                stop_flood(f, &mut t);
             }
             ctl.stop();
             if let Some(f) = spread_cluster {
                 rt.block_on(f.cluster_down()).map_err(LabError::setup)?;
             }
             let main = t.values.get(&main_metric).copied();
-            let shown: Vec<String> = run
-                .meta
-                .metrics
-                .iter()
-                .filter_map(|m| t.values.get(&m.name).map(|v| format!("{} {v:.4}", m.name)))
-                .collect();
-            say(
-                obs,
-                format!(
-                    "  {} trial {trial_no} ({}): {}{}",
-                    s.name,
-                    nb.name(),
-                    if shown.is_empty() {
-                        "no figure".to_string()
-                    } else {
-                        shown.join(", ")
-                    },
-                    if t.note.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", t.note)
-                    }
-                ),
-            );
+            say(obs, trial_line(s, trial_no, &nb, &run.meta.metrics, &t));
             let note = main.is_none().then(|| {
                 invalid += 1;
                 all_converged = false;
@@ -507,4 +401,144 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         "did not complete (see the report)",
         obs,
     ))
+}
+
+/// Stops the flood of a DoS variant; its mean rate goes into the trial.
+fn stop_flood((f, rates): Flood, t: &mut Trial) {
+    f.shutdown_background();
+    let r = rates.lock().unwrap();
+    if !r.is_empty() {
+        t.set("flood_packet_ins_per_s", r.iter().sum::<f64>() / r.len() as f64);
+    }
+}
+
+/// The run's parameters in meta.json: the test's, and RFC 8456's mode.
+fn parameters(
+    a: &CtlConfig,
+    version: u8,
+    list: &[(Scenario, CtlConfig)],
+    app: &str,
+    clustered: bool,
+    sizes: &[usize],
+) -> serde_json::Value {
+    serde_json::json!({"openflow": if version == ofwire::OFP13_VERSION { "1.3" } else { "1.0" }, "trials": a.trials,
+        "scenarios": list.iter().map(|(s, _)| s.name.clone()).collect::<Vec<_>>(), "td_s": a.td_s,
+        "northbound": a.northbound, "host_macs": a.host_macs, "reprov_interval_us": a.reprov_interval_us,
+        "reprov_ms": a.reprov_ms, "table_step": a.table_step, "table_max": a.table_max,
+        "malformed_percent": a.malformed_percent, "flood_attackers": if a.flood_pps > 0.0 { a.attackers } else { 0 }, "flood_pps": a.flood_pps,
+        "app": if a.embedded() { Some(&app) } else { None },
+        // RFC 8456's setup: standalone, or a cluster of identical members.
+        "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
+        "cluster_size": sizes.iter().copied().max().unwrap_or(a.cluster), "cluster_sizes": sizes,
+        "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
+        "kill": if a.test == "failover" && clustered { Some(&a.kill) } else { None }})
+}
+
+/// Each scenario and the config its trials run with: one per cluster size
+/// when the run sweeps them (0: standalone), named after it.
+fn by_cluster_size(a: &CtlConfig, sizes: &[usize]) -> Result<Vec<(Scenario, CtlConfig)>, LabError> {
+    Ok(scenarios(a)
+        .map_err(LabError::Config)?
+        .into_iter()
+        .flat_map(|s| {
+            if sizes.is_empty() {
+                return vec![(s, a.clone())];
+            }
+            sizes
+                .iter()
+                .map(|&n| {
+                    let name = if n == 0 {
+                        format!("{} standalone", s.name)
+                    } else {
+                        format!("{} cluster={n}", s.name)
+                    };
+                    let s = Scenario {
+                        name,
+                        spec: s.spec.clone(),
+                        failure: s.failure,
+                    };
+                    (
+                        s,
+                        CtlConfig {
+                            cluster: n,
+                            ..a.clone()
+                        },
+                    )
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// The test's metrics, and in cluster mode the failover's own (the
+/// re-mastering and the rejoin).
+fn run_metrics(test: &str, clustered: bool) -> Vec<Metric> {
+    let mut metrics = metrics(test);
+    if test == "failover" && clustered {
+        // Only a cluster has it: a metric no trial of the pair can fill
+        // would leave the pair out of a results table.
+        metrics.push(
+            Metric::new(
+                "remaster_s",
+                "seconds from the kill to every switch the killed master held having a new master in etcd",
+                Better::Lower,
+            )
+            .titled(title("remaster_s")),
+        );
+        for (name, unit) in [
+            (
+                "rejoin_s",
+                "seconds from the killed member's restart to the masters as they were before the kill",
+            ),
+            (
+                "rejoin_gap_s",
+                "longest gap in traffic while the killed member rejoins, seconds",
+            ),
+            ("rejoin_lost_frames", "frames lost while the killed member rejoins"),
+        ] {
+            metrics.push(Metric::new(name, unit, Better::Lower).titled(title(name)));
+        }
+    }
+    metrics
+}
+
+/// A worker's part of a spread fabric in one trial, as a sample.
+fn shard_sample(name: &str, trial: u32, p: &fleet::coordinator::FabricPart) -> Sample {
+    Sample::of(
+        "shard",
+        name.to_string(),
+        trial,
+        [
+            ("switches", p.switches as f64),
+            ("connected", p.counts.connected as f64),
+            ("lldp_packet_ins", p.counts.lldp_packet_ins as f64),
+            ("frames_to_other_parts", p.counts.frames_to_other_parts as f64),
+            ("frames_from_other_parts", p.counts.frames_from_other_parts as f64),
+            ("refused_datagrams", p.counts.refused_datagrams as f64),
+        ],
+    )
+    .noted(Some(format!("worker {}", p.worker)))
+}
+
+/// The line a trial ends with: its figures (or none) and its note.
+fn trial_line(s: &Scenario, trial_no: u32, nb: &Northbound, metrics: &[Metric], t: &Trial) -> String {
+    let shown: Vec<String> = metrics
+        .iter()
+        .filter_map(|m| t.values.get(&m.name).map(|v| format!("{} {v:.4}", m.name)))
+        .collect();
+    format!(
+        "  {} trial {trial_no} ({}): {}{}",
+        s.name,
+        nb.name(),
+        if shown.is_empty() {
+            "no figure".to_string()
+        } else {
+            shown.join(", ")
+        },
+        if t.note.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", t.note)
+        }
+    )
 }

@@ -192,9 +192,33 @@ pub(super) async fn cluster_failover(
     // `cluster::Config::handover_after` (2 s), and traffic runs on 1 s.
     let g = tt::failover(fabric, restart, interval, Duration::from_millis(a.reprov_ms.max(5000))).await;
     let started = rejoined.lock().unwrap().take();
+    if let Some(p) = record_rejoin(started, &g, &rejoin_s, &victim_name, t).await {
+        members[victim] = Some(p);
+    }
+    let which = if control {
+        format!("not the master of the last host's switch {egress:#x} ({master} is), the control")
+    } else {
+        format!("master of the last host's switch {egress:#x}")
+    };
+    t.note(&format!(
+        "masters before: {}; killed {victim_name} ({which}, {orphans} switches in all); after: {}",
+        describe(&before),
+        after.as_ref().map(describe).unwrap_or_else(|| "unknown".into())
+    ));
+}
+
+/// What the killed member's restart cost (`g`, the traffic meanwhile) and
+/// how long until the masters were as before the kill (`rejoin_s`, polled
+/// for 10 s); the member started again, for the trial to keep and stop.
+async fn record_rejoin(
+    started: Option<Result<crate::peers::Peer, crate::peers::PeerError>>,
+    g: &tt::Failover,
+    rejoin_s: &std::sync::Mutex<Option<f64>>,
+    victim_name: &str,
+    t: &mut Trial,
+) -> Option<crate::peers::Peer> {
     match started {
         Some(Ok(p)) => {
-            members[victim] = Some(p);
             if let Some(x) = g.gap_s {
                 t.set("rejoin_gap_s", x);
             }
@@ -211,20 +235,17 @@ pub(super) async fn cluster_failover(
                     "after {victim_name} rejoined, the masters were not as before the kill within 10 s"
                 )),
             }
+            Some(p)
         }
-        Some(Err(e)) => t.note(&format!("{victim_name} could not be started again: {e}")),
-        None => t.note(&format!("{victim_name} was not started again")),
+        Some(Err(e)) => {
+            t.note(&format!("{victim_name} could not be started again: {e}"));
+            None
+        }
+        None => {
+            t.note(&format!("{victim_name} was not started again"));
+            None
+        }
     }
-    let which = if control {
-        format!("not the master of the last host's switch {egress:#x} ({master} is), the control")
-    } else {
-        format!("master of the last host's switch {egress:#x}")
-    };
-    t.note(&format!(
-        "masters before: {}; killed {victim_name} ({which}, {orphans} switches in all); after: {}",
-        describe(&before),
-        after.as_ref().map(describe).unwrap_or_else(|| "unknown".into())
-    ));
 }
 
 pub(super) fn mean_of(seconds: &[Option<f64>]) -> Option<f64> {
@@ -325,24 +346,7 @@ pub(super) async fn trial(
     };
     let switches: Vec<u64> = s.spec.switches.iter().map(|s| s.0).collect();
     if a.test == "discovery" || a.test == "discovery-size" {
-        // In a cluster the clock runs from the switches' connection, the
-        // members' election included: the cluster's own discovery time.
-        let start = Instant::now();
-        let fabric = Fabric::start_with(s.spec.clone(), opts).await;
-        let d = tt::discovery_on(&fabric, start, nb, td).await;
-        t.set("links_seen", d.links_seen as f64);
-        if let Some(x) = d.seconds {
-            t.set("discovery_s", x);
-        }
-        t.note(&d.note);
-        if let Some(rests) = &cluster {
-            let left = td.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
-            match settled_map(rests[0], &switches, rests.len(), left).await {
-                Some((m, _)) => t.note(&format!("masters: {}", describe(&m))),
-                None => t.note("mastership had not settled by the end of the trial"),
-            }
-        }
-        fabric.stop();
+        discovery(s, opts, nb, td, cluster.as_deref(), &switches, &mut t).await;
         return t;
     }
     let fabric = Fabric::start_with(s.spec.clone(), opts).await;
@@ -427,33 +431,9 @@ pub(super) async fn trial(
             cluster_failover(a, &fabric, members, &endpoints, td, &mut t).await;
         }
         "failover" => {
-            let Controller::Pair { active, standby } = ctl else {
-                t.note("the failover test needs an active/standby pair");
+            if !pair_failover(a, &fabric, ctl, td, &mut t).await {
                 fabric.stop();
                 return t;
-            };
-            // The standby must have learnt the network from what the active one sees.
-            let standby_nb = standby.rest.clone().unwrap_or(Northbound::None);
-            if let Err(e) = tt::wait_for_view(&fabric, &standby_nb, td).await {
-                t.note(&format!("the standby's view: {e}"));
-            }
-            let active = active.take();
-            let kill = Box::new(move || drop(active));
-            let interval = Duration::from_micros(a.reprov_interval_us.max(100));
-            let f = tt::failover(&fabric, kill, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
-            t.failover(&f);
-            if let Northbound::Sdnlab(rest, _) = standby_nb {
-                let role = match ctlbench::northbound::http_get(rest, "/stats").await {
-                    Ok((200, body)) => serde_json::from_str::<serde_json::Value>(&body)
-                        .map(|v| v["role"].as_str().unwrap_or("").to_string())
-                        .unwrap_or_default(),
-                    _ => String::new(),
-                };
-                let took_over = role.starts_with("active (took over");
-                t.set("standby_took_over", if took_over { 1.0 } else { 0.0 });
-                if !took_over {
-                    t.note(&format!("the standby reports its role as '{role}'"));
-                }
             }
         }
         "table-capacity-proactive" => {
@@ -475,6 +455,73 @@ pub(super) async fn trial(
     }
     fabric.stop();
     t
+}
+
+/// The active/standby pair's failover: the standby's view of the network
+/// awaited, the active one killed, the gap and the frames lost measured,
+/// and the standby's own word that it took over. False when `ctl` is not
+/// a pair (said in the trial's note).
+async fn pair_failover(a: &CtlConfig, fabric: &Fabric, ctl: &mut Controller, td: Duration, t: &mut Trial) -> bool {
+    let Controller::Pair { active, standby } = ctl else {
+        t.note("the failover test needs an active/standby pair");
+        return false;
+    };
+    // The standby must have learnt the network from what the active one sees.
+    let standby_nb = standby.rest.clone().unwrap_or(Northbound::None);
+    if let Err(e) = tt::wait_for_view(fabric, &standby_nb, td).await {
+        t.note(&format!("the standby's view: {e}"));
+    }
+    let active = active.take();
+    let kill = Box::new(move || drop(active));
+    let interval = Duration::from_micros(a.reprov_interval_us.max(100));
+    let f = tt::failover(fabric, kill, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
+    t.failover(&f);
+    if let Northbound::Sdnlab(rest, _) = standby_nb {
+        let role = match ctlbench::northbound::http_get(rest, "/stats").await {
+            Ok((200, body)) => serde_json::from_str::<serde_json::Value>(&body)
+                .map(|v| v["role"].as_str().unwrap_or("").to_string())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let took_over = role.starts_with("active (took over");
+        t.set("standby_took_over", if took_over { 1.0 } else { 0.0 });
+        if !took_over {
+            t.note(&format!("the standby reports its role as '{role}'"));
+        }
+    }
+    true
+}
+
+/// The discovery tests' trial: the fabric connected, the time until the
+/// controller's view holds every link (in a cluster, the members' election
+/// included), and the masters once settled.
+async fn discovery(
+    s: &Scenario,
+    opts: ctlbench::fabric::Options,
+    nb: &Northbound,
+    td: Duration,
+    cluster: Option<&[SocketAddr]>,
+    switches: &[u64],
+    t: &mut Trial,
+) {
+    // In a cluster the clock runs from the switches' connection, the
+    // members' election included: the cluster's own discovery time.
+    let start = Instant::now();
+    let fabric = Fabric::start_with(s.spec.clone(), opts).await;
+    let d = tt::discovery_on(&fabric, start, nb, td).await;
+    t.set("links_seen", d.links_seen as f64);
+    if let Some(x) = d.seconds {
+        t.set("discovery_s", x);
+    }
+    t.note(&d.note);
+    if let Some(rests) = cluster {
+        let left = td.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
+        match settled_map(rests[0], switches, rests.len(), left).await {
+            Some((m, _)) => t.note(&format!("masters: {}", describe(&m))),
+            None => t.note("mastership had not settled by the end of the trial"),
+        }
+    }
+    fabric.stop();
 }
 
 /// RFC 8456 DoS handling applied to a topology test: `attackers` emulated
