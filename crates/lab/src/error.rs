@@ -57,6 +57,11 @@ pub enum LabError {
 }
 
 impl LabError {
+    /// A parameter the caller gave wrongly: the one line naming it and the fix.
+    pub fn config(m: impl Into<String>) -> LabError {
+        LabError::Config(m.into())
+    }
+
     /// A system, peer or tool that could not be set up, in its own words.
     pub fn setup(e: impl std::fmt::Display) -> LabError {
         LabError::Setup(e.to_string())

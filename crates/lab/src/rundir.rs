@@ -129,10 +129,7 @@ impl Run {
     pub fn sample(&mut self, s: &Sample) -> Result<(), LabError> {
         match &mut self.writer {
             Some(w) => w.append(s).map_err(io_error(&self.dir)),
-            None => Err(LabError::Io {
-                path: self.dir.clone(),
-                source: std::io::Error::other("the run has already ended"),
-            }),
+            None => Err(self.ended()),
         }
     }
 
@@ -144,17 +141,32 @@ impl Run {
     /// Ends a run that cannot go on: `e` becomes its last event, beside what
     /// was measured before it; returns `e` for the caller to send up.
     pub fn fail(&mut self, e: LabError) -> LabError {
+        self.end_with(e.to_string());
+        e
+    }
+
+    /// If the run has not ended: `event` is its last, then its finish time,
+    /// summary and report (a failure to write them is logged: the caller
+    /// is already on its way out with the error that ended the run).
+    fn end_with(&mut self, event: String) {
         if let Some(w) = self.writer.take() {
-            self.meta.events.push(e.to_string());
+            self.meta.events.push(event);
             self.meta.finished_unix = Some(report::now_unix());
             if let Err(w) = w.finish(&self.meta) {
                 tracing::warn!(
-                    "{}: the failed run's summary could not be written: {w}",
+                    "{}: the ended run's summary could not be written: {w}",
                     self.dir.display()
                 );
             }
         }
-        e
+    }
+
+    /// What a run that has already ended says to a sample or a finish.
+    fn ended(&self) -> LabError {
+        LabError::Io {
+            path: self.dir.clone(),
+            source: std::io::Error::other("the run has already ended"),
+        }
     }
 
     /// `r`'s value, or the run failed with its error.
@@ -172,10 +184,7 @@ impl Run {
     /// Ends the run: its finish time, then its summary and report written.
     pub fn finish(mut self) -> Result<Finished, LabError> {
         let Some(w) = self.writer.take() else {
-            return Err(LabError::Io {
-                path: self.dir.clone(),
-                source: std::io::Error::other("the run has already ended"),
-            });
+            return Err(self.ended());
         };
         self.meta.finished_unix = Some(report::now_unix());
         let summary = w.finish(&self.meta).map_err(io_error(&self.dir))?;
@@ -189,13 +198,7 @@ impl Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
-        if let Some(w) = self.writer.take() {
-            self.meta
-                .events
-                .push("the run ended early: the command's error says why".into());
-            self.meta.finished_unix = Some(report::now_unix());
-            let _ = w.finish(&self.meta);
-        }
+        self.end_with("the run ended early: the command's error says why".into());
     }
 }
 

@@ -237,17 +237,12 @@ fn plan(args: &DpConfig) -> Result<Plan, LabError> {
     })
 }
 
-/// A config's problem, as the one line the command line prints.
-fn bad(m: impl Into<String>) -> LabError {
-    LabError::Config(m.into())
-}
-
 /// The switches and tests are ones `bench dp` knows, and an external
 /// switch comes with its ports.
 fn check_duts_and_tests(args: &DpConfig) -> Result<(), LabError> {
     for d in &args.duts {
         if !DUTS.contains(&d.as_str()) && d != "external" {
-            return Err(bad(format!(
+            return Err(LabError::config(format!(
                 "unknown switch '{d}': choose from {}, external",
                 DUTS.join(", ")
             )));
@@ -255,15 +250,19 @@ fn check_duts_and_tests(args: &DpConfig) -> Result<(), LabError> {
     }
     let has_external = args.duts.iter().any(|d| d == "external");
     if has_external && args.external_ports.len() != 2 {
-        return Err(bad(
+        return Err(LabError::config(
             "--dut external needs --external-ports IF1,IF2 (the interfaces that lead to it)",
         ));
     }
     if !has_external && (!args.external_ports.is_empty() || args.external_openflow.is_some()) {
-        return Err(bad("--external-ports and --external-openflow go with --dut external"));
+        return Err(LabError::config(
+            "--external-ports and --external-openflow go with --dut external",
+        ));
     }
     if args.external_of_ports.len() != 2 || args.external_of_ports.iter().any(|p| *p == 0 || *p > 0xffff_ff00) {
-        return Err(bad("--external-of-ports takes two OpenFlow port numbers, e.g. 1,2"));
+        return Err(LabError::config(
+            "--external-of-ports takes two OpenFlow port numbers, e.g. 1,2",
+        ));
     }
     for t in &args.tests {
         let known = RFC_TESTS
@@ -272,7 +271,7 @@ fn check_duts_and_tests(args: &DpConfig) -> Result<(), LabError> {
             .chain(&TOPOLOGY_TESTS)
             .chain(&scenarios::SCENARIOS);
         if !known.clone().any(|k| k == t) {
-            return Err(bad(format!(
+            return Err(LabError::config(format!(
                 "unknown test '{t}': choose from {}",
                 known.copied().collect::<Vec<_>>().join(", ")
             )));
@@ -285,16 +284,19 @@ fn check_duts_and_tests(args: &DpConfig) -> Result<(), LabError> {
 /// silent substitute.
 fn check_numbers(args: &DpConfig, frames: &[usize]) -> Result<(), LabError> {
     if let Some(f) = frames.iter().find(|f| !(64..=9000).contains(*f)) {
-        return Err(bad(format!("--frames {f} is outside 64..=9000")));
+        return Err(LabError::config(format!("--frames {f} is outside 64..=9000")));
     }
     if !(64..=1518).contains(&args.scenario_frame) {
-        return Err(bad(format!(
+        return Err(LabError::config(format!(
             "--scenario-frame {} is outside 64..=1518",
             args.scenario_frame
         )));
     }
     if !(0.001..0.5).contains(&args.resolution) {
-        return Err(bad(format!("--resolution {} is outside 0.001..0.5", args.resolution)));
+        return Err(LabError::config(format!(
+            "--resolution {} is outside 0.001..0.5",
+            args.resolution
+        )));
     }
     let min_s = [
         args.trial_seconds,
@@ -307,28 +309,39 @@ fn check_numbers(args: &DpConfig, frames: &[usize]) -> Result<(), LabError> {
     .into_iter()
     .fold(f64::INFINITY, f64::min);
     if min_s < 0.2 {
-        return Err(bad(format!("trials of {min_s} s are too short; give 0.2 s or more")));
+        return Err(LabError::config(format!(
+            "trials of {min_s} s are too short; give 0.2 s or more"
+        )));
     }
     if let Some(m) = args.udp_mbit.iter().find(|m| !(0.1..=100_000.0).contains(*m)) {
-        return Err(bad(format!("--udp-mbit {m} is outside 0.1..=100000")));
+        return Err(LabError::config(format!("--udp-mbit {m} is outside 0.1..=100000")));
     }
     if !(2..=8).contains(&args.long_path) {
-        return Err(bad(format!("--long-path {} is outside 2..=8", args.long_path)));
+        return Err(LabError::config(format!(
+            "--long-path {} is outside 2..=8",
+            args.long_path
+        )));
     }
     if !(2..=8).contains(&args.parallel) {
-        return Err(bad(format!("--parallel {} is outside 2..=8", args.parallel)));
+        return Err(LabError::config(format!(
+            "--parallel {} is outside 2..=8",
+            args.parallel
+        )));
     }
     if args.iperf_seconds < 1.0 {
-        return Err(bad(format!(
+        return Err(LabError::config(format!(
             "--iperf-seconds {} is too short; give 1 or more",
             args.iperf_seconds
         )));
     }
     if !(0.001..=10.0).contains(&args.b2b_seconds) {
-        return Err(bad(format!("--b2b-seconds {} is outside 0.001..=10", args.b2b_seconds)));
+        return Err(LabError::config(format!(
+            "--b2b-seconds {} is outside 0.001..=10",
+            args.b2b_seconds
+        )));
     }
     if let Some(m) = args.limit_mbit.filter(|m| !(0.1..=100_000.0).contains(m)) {
-        return Err(bad(format!("--limit-mbit {m} is outside 0.1..=100000")));
+        return Err(LabError::config(format!("--limit-mbit {m} is outside 0.1..=100000")));
     }
     // Counts and durations the checks above leave open: one line each, no
     // silent substitute (a 0 used to become 1, a NaN ran).
@@ -355,7 +368,7 @@ fn check_numbers(args: &DpConfig, frames: &[usize]) -> Result<(), LabError> {
         real(name, v, 0.2, 86_400.0)?;
     }
     if !(1.0..=10e6).contains(&args.scenario_rate) {
-        return Err(bad(format!(
+        return Err(LabError::config(format!(
             "--scenario-rate {} is outside 1..=10000000",
             args.scenario_rate
         )));

@@ -667,15 +667,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     let run_id = place.name("bench-lb");
     let dir = place.dir(&run_id);
     let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
-    crate::rundir::write_experiment(&dir, &Experiment::Lb(a.clone()))?;
     let videos = Videos::new(a.seed, 60_000, a.sessions);
-    let wlog = dir.join("heterogeneous.wlog");
-    let hetero_uris: Vec<String> = videos
-        .requests
-        .iter()
-        .map(|&c| format!("/{}", ::lb::replica::chunk_name(c)))
-        .collect();
-    std::fs::write(&wlog, hetero_uris.join("\0") + "\0").map_err(crate::rundir::io_error(&wlog))?;
     let homo_uris = vec![::lb::replica::homogeneous_uri()];
     let meta = Meta {
         benchmark: "bench lb".into(),
@@ -697,6 +689,14 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         ..crate::rundir::started(&run_id)
     };
     let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Lb(a.clone()))?;
+    // (In the run directory Run::open made, after it refused one that holds a run.)
+    let wlog = dir.join("heterogeneous.wlog");
+    let hetero_uris: Vec<String> = videos
+        .requests
+        .iter()
+        .map(|&c| format!("/{}", ::lb::replica::chunk_name(c)))
+        .collect();
+    std::fs::write(&wlog, hetero_uris.join("\0") + "\0").map_err(crate::rundir::io_error(&wlog))?;
     let csv_path = dir.join("requests.csv");
     let mut csv = std::fs::File::create(&csv_path).map_err(crate::rundir::io_error(&csv_path))?;
     writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error")
