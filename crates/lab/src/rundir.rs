@@ -214,11 +214,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, LabError> {
 mod tests {
     use super::*;
 
-    /// A fresh directory under the system's temporary one, removed by the test.
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sdnlab-rundir-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        d
+    /// A run directory to be, in a private temporary one (random, 0700)
+    /// removed when the guard drops, a failed assertion included.
+    fn scratch() -> (netlab::private::TempDir, PathBuf) {
+        let t = netlab::private::temp_dir("sdnlab-rundir-test-").unwrap();
+        let d = t.path().join("run");
+        (t, d)
     }
 
     fn meta() -> Meta {
@@ -235,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_run_writes_its_samples_as_they_come_and_its_summary_at_the_end() {
-        let dir = scratch("finish");
+        let (_tmp, dir) = scratch();
         let mut run = Run::open(&dir, meta(), &experiment()).unwrap();
         assert!(dir.join("experiment.toml").is_file() && dir.join("meta.json").is_file());
         run.sample(&Sample::trial("s", 0, [("x", 1.0)])).unwrap();
@@ -254,12 +255,11 @@ mod tests {
             again.is_usage() && again.to_string().contains("already holds a run"),
             "{again}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_failed_run_ends_with_its_error_and_keeps_what_it_measured() {
-        let dir = scratch("fail");
+        let (_tmp, dir) = scratch();
         let mut run = Run::open(&dir, meta(), &experiment()).unwrap();
         run.sample(&Sample::trial("s", 0, [("x", 2.0)])).unwrap();
         let r: Result<(), LabError> = Err(LabError::setup("the peer died"));
@@ -272,12 +272,11 @@ mod tests {
         assert_eq!(back.meta.events.last().map(String::as_str), Some("the peer died"));
         assert!(back.meta.finished_unix.is_some());
         assert_eq!(back.samples.len(), 1);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_run_dropped_on_an_error_still_gets_its_end_written() {
-        let dir = scratch("drop");
+        let (_tmp, dir) = scratch();
         let mut run = Run::open(&dir, meta(), &experiment()).unwrap();
         run.sample(&Sample::trial("s", 0, [("x", 4.0)])).unwrap();
         drop(run);
@@ -289,6 +288,5 @@ mod tests {
             back.meta.events
         );
         assert!(dir.join("report.html").is_file(), "the report of what was measured");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
