@@ -58,7 +58,7 @@ done
 # The workspace's shape (issue 48): long product files, long functions and
 # import circles between a crate's modules, as scripts/shape.py counts
 # them. A ratchet too: lower these bounds as files and functions are split.
-if ! python3 scripts/shape.py --max-files 1 --max-fns 15 --max-circles 0 > /dev/null; then
+if ! python3 scripts/shape.py --max-files 1 --max-fns 0 --max-circles 0 > /dev/null; then
   bad=1
 fi
 exit $bad

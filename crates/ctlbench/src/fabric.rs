@@ -649,6 +649,107 @@ async fn redial(target: SocketAddr, index: usize, every: Duration, inbox: mpsc::
     }
 }
 
+/// What a switch has to write to its controllers: per connection, the
+/// bytes waiting for the next write; and the count that spaces the
+/// malformed messages out.
+struct Outbox {
+    pending: Vec<Vec<u8>>,
+    out: Vec<u8>,
+    sent_total: u64,
+    malformed_seq: u32,
+}
+
+impl Net {
+    /// A message the switch sends a controller: a PACKET_IN counted (LLDP
+    /// apart), encoded, followed now and then by a malformed message when
+    /// asked for, and appended to its connection's pending bytes.
+    fn to_controller(&self, conn: usize, m: &Message, o: &mut Outbox) {
+        let data = match &m.body {
+            Body::V10(v10::Body::PacketIn(pi)) => Some(&pi.data.0),
+            Body::V13(ofwire::v13::Body::PacketIn(pi)) => Some(&pi.data.0),
+            _ => None,
+        };
+        let stats = &self.stats;
+        if let Some(d) = data {
+            let lldp = d.get(12..14) == Some(&[0x88, 0xcc][..]);
+            let counter = if lldp {
+                &stats.lldp_packet_ins
+            } else {
+                &stats.packet_ins
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        o.out.clear();
+        if m.encode(&mut o.out).is_err() {
+            return;
+        }
+        let per_mille = self.malformed_per_mille;
+        if per_mille > 0 {
+            o.sent_total += 1;
+            // Spread evenly: one after every 1000/per_mille messages.
+            if (o.sent_total * per_mille as u64) % 1000 < per_mille as u64 {
+                o.malformed_seq += 1;
+                let (kind, len) = if o.malformed_seq.is_multiple_of(2) {
+                    (0x63, 8)
+                } else {
+                    (10, 12)
+                };
+                o.out.extend_from_slice(&[m.version, kind, 0, len]);
+                o.out
+                    .extend_from_slice(&(0x8000_0000u32 | o.malformed_seq).to_be_bytes());
+                o.out.resize(o.out.len() + len as usize - 8, 0);
+                stats.malformed_sent.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if o.pending.len() <= conn {
+            o.pending.resize(conn + 1, Vec::new());
+        }
+        o.pending[conn].extend_from_slice(&o.out);
+    }
+
+    /// A frame switch `dpid` sends out of `port`: to the switch or host at
+    /// the link's other end, or to another part's switch over UDP; frames
+    /// between switches counted (LLDP apart, its last time kept).
+    async fn transmit(&self, dpid: u64, port: u32, frame: Vec<u8>) {
+        let stats = &self.stats;
+        let lldp = frame.get(12..14) == Some(&[0x88, 0xcc][..]);
+        let between_switches = || {
+            stats.frames_between_switches.fetch_add(1, Ordering::Relaxed);
+            if lldp {
+                stats.last_lldp_out_ns.fetch_max(unix_ns(), Ordering::Relaxed);
+            } else {
+                let mut m = stats.link_frames.lock().unwrap_or_else(|p| p.into_inner());
+                *m.entry((dpid, port)).or_insert(0) += 1;
+            }
+        };
+        match self.wiring.get(&(dpid, port)) {
+            Some(Far::Switch(d, p)) => {
+                between_switches();
+                if let Some(tx) = self.inboxes.get(d) {
+                    let _ = tx.send(Input::Frame { port: *p, frame });
+                }
+            }
+            Some(Far::Remote(addr, d, p)) => {
+                between_switches();
+                if let Some(s) = &self.socket {
+                    // A full send buffer holds the switch back (a
+                    // burst of the controller's probes is not lost here).
+                    if s.send_to(&shard_datagram(*d, *p, &frame), *addr).await.is_ok() {
+                        stats.frames_to_other_parts.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            // Hosts ignore the controller's LLDP probes (os-ken probes host ports too).
+            Some(Far::Host(_)) if lldp => {}
+            Some(Far::Host(h)) => {
+                let mut r = self.received.lock().unwrap_or_else(|p| p.into_inner());
+                r[*h].push((Instant::now(), frame));
+            }
+            None => {}
+        }
+    }
+}
+
 async fn run_switch(
     mut dp: Emulated,
     version: u8,
@@ -656,19 +757,11 @@ async fn run_switch(
     mut inbox: mpsc::UnboundedReceiver<Input>,
     net: Net,
 ) {
-    let Net {
-        malformed_per_mille,
-        reconnect,
-        stats,
-        inboxes,
-        wiring,
-        received,
-        socket,
-    } = net;
+    let (reconnect, stats) = (net.reconnect, net.stats.clone());
     let dpid = dp.datapath_id;
     // Dropping the set (the switch stops or is aborted) closes every connection.
     let mut io = tokio::task::JoinSet::new();
-    let Some(own_inbox) = inboxes.get(&dpid).cloned() else {
+    let Some(own_inbox) = net.inboxes.get(&dpid).cloned() else {
         return;
     };
     // By the agent's connection number (0, 1, .. in the order connected;
@@ -687,86 +780,18 @@ async fn run_switch(
     // Kept only when connections are tried again.
     let own_inbox = reconnect.map(|_| own_inbox);
     stats.connected.fetch_add(1, Ordering::Relaxed);
-    let mut pending = vec![Vec::new(); writers.len()];
+    let mut outbox = Outbox {
+        pending: vec![Vec::new(); writers.len()],
+        out: Vec::new(),
+        sent_total: 0,
+        malformed_seq: 0,
+    };
     let mut effects = Vec::new();
-    let mut out = Vec::new();
-    let (mut sent_total, mut malformed_seq) = (0u64, 0u32);
     loop {
         for e in effects.drain(..) {
             match e {
-                Effect::ToController { conn, msg: m } => {
-                    let data = match &m.body {
-                        Body::V10(v10::Body::PacketIn(pi)) => Some(&pi.data.0),
-                        Body::V13(ofwire::v13::Body::PacketIn(pi)) => Some(&pi.data.0),
-                        _ => None,
-                    };
-                    if let Some(d) = data {
-                        let lldp = d.get(12..14) == Some(&[0x88, 0xcc][..]);
-                        let counter = if lldp {
-                            &stats.lldp_packet_ins
-                        } else {
-                            &stats.packet_ins
-                        };
-                        counter.fetch_add(1, Ordering::Relaxed);
-                    }
-                    out.clear();
-                    if m.encode(&mut out).is_err() {
-                        continue;
-                    }
-                    if malformed_per_mille > 0 {
-                        sent_total += 1;
-                        // Spread evenly: one after every 1000/per_mille messages.
-                        if (sent_total * malformed_per_mille as u64) % 1000 < malformed_per_mille as u64 {
-                            malformed_seq += 1;
-                            let (kind, len) = if malformed_seq % 2 == 0 { (0x63, 8) } else { (10, 12) };
-                            out.extend_from_slice(&[m.version, kind, 0, len]);
-                            out.extend_from_slice(&(0x8000_0000u32 | malformed_seq).to_be_bytes());
-                            out.resize(out.len() + len as usize - 8, 0);
-                            stats.malformed_sent.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    if pending.len() <= conn {
-                        pending.resize(conn + 1, Vec::new());
-                    }
-                    pending[conn].extend_from_slice(&out);
-                }
-                Effect::Transmit { port, frame } => match wiring.get(&(dpid, port)) {
-                    Some(Far::Switch(d, p)) => {
-                        stats.frames_between_switches.fetch_add(1, Ordering::Relaxed);
-                        if frame.get(12..14) == Some(&[0x88, 0xcc][..]) {
-                            stats.last_lldp_out_ns.fetch_max(unix_ns(), Ordering::Relaxed);
-                        } else {
-                            let mut m = stats.link_frames.lock().unwrap_or_else(|p| p.into_inner());
-                            *m.entry((dpid, port)).or_insert(0) += 1;
-                        }
-                        if let Some(tx) = inboxes.get(d) {
-                            let _ = tx.send(Input::Frame { port: *p, frame });
-                        }
-                    }
-                    Some(Far::Remote(addr, d, p)) => {
-                        stats.frames_between_switches.fetch_add(1, Ordering::Relaxed);
-                        if frame.get(12..14) == Some(&[0x88, 0xcc][..]) {
-                            stats.last_lldp_out_ns.fetch_max(unix_ns(), Ordering::Relaxed);
-                        } else {
-                            let mut m = stats.link_frames.lock().unwrap_or_else(|p| p.into_inner());
-                            *m.entry((dpid, port)).or_insert(0) += 1;
-                        }
-                        if let Some(s) = &socket {
-                            // A full send buffer holds the switch back (a
-                            // burst of the controller's probes is not lost here).
-                            if s.send_to(&shard_datagram(*d, *p, &frame), *addr).await.is_ok() {
-                                stats.frames_to_other_parts.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                    }
-                    // Hosts ignore the controller's LLDP probes (os-ken probes host ports too).
-                    Some(Far::Host(_)) if frame.get(12..14) == Some(&[0x88, 0xcc][..]) => {}
-                    Some(Far::Host(h)) => {
-                        let mut r = received.lock().unwrap_or_else(|p| p.into_inner());
-                        r[*h].push((Instant::now(), frame));
-                    }
-                    None => {}
-                },
+                Effect::ToController { conn, msg } => net.to_controller(conn, &msg, &mut outbox),
+                Effect::Transmit { port, frame } => net.transmit(dpid, port, frame).await,
             }
         }
         // Writes go out once nothing else is waiting: one write per batch, not per message.
@@ -774,7 +799,7 @@ async fn run_switch(
             Ok(i) => Some(i),
             Err(mpsc::error::TryRecvError::Disconnected) => None,
             Err(mpsc::error::TryRecvError::Empty) => {
-                for (p, w) in pending.iter_mut().zip(&writers) {
+                for (p, w) in outbox.pending.iter_mut().zip(&writers) {
                     if !p.is_empty() {
                         match w {
                             Some(w) => {

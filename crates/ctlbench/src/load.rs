@@ -789,9 +789,7 @@ impl Switch {
             return;
         }
         let now = self.now_ns();
-        let slots = self.sent_at.len();
-        let (mut resp, mut matched, mut unmatched, mut acted, mut errors) = (0u64, 0u64, 0u64, 0u64, 0u64);
-        let (mut duplicates, mut slave_writes, mut roles_changed) = (0u64, 0u64, false);
+        let mut t = Tally::default();
         // Out of the session while its messages are read (they borrow it).
         let mut framer = std::mem::replace(&mut self.sessions[k].framer, Framer::unallocated(0));
         let mut broken = false;
@@ -807,7 +805,7 @@ impl Switch {
             };
             match m[1] {
                 1 => {
-                    errors += 1;
+                    t.errors += 1;
                     continue;
                 }
                 2 => {
@@ -827,88 +825,23 @@ impl Switch {
                 answered_buffer(cfg.version, m)
             };
             let Some(b) = answered else {
-                // Role requests, asynchronous configuration and a slave's
-                // writes are the roles' matter; other control messages
-                // (barrier, stats, config) get a switch's answer.
-                let Ok(m) = ofwire::decode(m) else { continue };
-                let verdict = match self.roles.as_mut() {
-                    Some(r) => r.on_message(k, &m),
-                    None => Verdict::Pass,
-                };
-                let out = &mut self.sessions[k].out;
-                match verdict {
-                    Verdict::Answer(r) => {
-                        let _ = r.encode(out);
-                        if slave_write {
-                            slave_writes += 1;
-                        } else {
-                            roles_changed = true;
-                        }
-                    }
-                    Verdict::Taken => roles_changed = true,
-                    Verdict::Pass => {
-                        for r in switch::replies(self.id, &m) {
-                            let _ = r.encode(out);
-                        }
-                    }
-                }
+                self.control_message(k, m, slave_write, &mut t);
                 continue;
             };
-            resp += 1;
+            t.resp += 1;
             // The request answered, and which bits of its sequence say so.
-            let (answered, bits) = if self.new_sources {
-                // Answers are FLOW_MODs naming a new source (1.3 only).
-                if m[1] != 14 {
-                    continue;
-                }
-                let Ok(fm) = ofwire::decode(m) else {
-                    continue;
-                };
-                if let Some(rule) = to_controller_rule(&fm).filter(|r| self.stamped != Some(*r)) {
-                    // PACKET_INs come from that rule from now on.
-                    self.stamped = Some(rule);
-                    for tpl in self.templates.chunks_exact_mut(self.tpl_len) {
-                        tpl[15] = rule.0;
-                        tpl[16..24].copy_from_slice(&rule.1.to_be_bytes());
-                    }
-                }
-                let Some(s24) = answered_source(&fm, self.prefix) else {
-                    continue;
-                };
-                (s24, 0xff_ffff)
+            let answer = if self.new_sources {
+                self.new_source_answer(m)
+            } else if b == 0 || b == u32::MAX {
+                None // an answer to the learning phase (or unbuffered)
+            } else if b & MALFORMED_BIT != 0 {
+                t.acted += 1;
+                None
             } else {
-                if b == 0 || b == u32::MAX {
-                    continue; // an answer to the learning phase (or unbuffered)
-                }
-                if b & MALFORMED_BIT != 0 {
-                    acted += 1;
-                    continue;
-                }
-                (b, u32::MAX)
+                Some((b, u32::MAX))
             };
-            let slot = &mut self.sent_at[answered as usize % slots];
-            if slot.0 != 0 && slot.0 & bits == answered {
-                if slot.1 == ANSWERED {
-                    duplicates += 1;
-                    continue;
-                }
-                let at = std::mem::replace(&mut slot.1, ANSWERED);
-                matched += 1;
-                self.outstanding = self.outstanding.saturating_sub(1);
-                if measuring {
-                    self.rtts.record(now.saturating_sub(at).max(1), hist);
-                }
-            } else {
-                // Its slot has moved on: a request sent before (answered
-                // already; a lagging member's answers come this late) is
-                // a duplicate, one never sent is unmatched.
-                let span: u32 = if self.new_sources { 1 << 24 } else { 1 << 31 };
-                let back = self.seq.wrapping_sub(answered) & (span - 1);
-                if back > 0 && back < span / 2 {
-                    duplicates += 1;
-                } else {
-                    unmatched += 1;
-                }
+            if let Some((answered, bits)) = answer {
+                self.match_answer(answered, bits, now, measuring, hist, &mut t);
             }
         }
         self.sessions[k].framer = framer;
@@ -919,24 +852,126 @@ impl Switch {
                     c.fetch_add(n, Ordering::Relaxed);
                 }
             };
-            add(&self.counters.responses, resp);
-            add(&self.counters.matched, matched);
-            add(&self.counters.unmatched, unmatched);
-            add(&self.counters.malformed_acted, acted);
-            add(&self.counters.errors, errors);
-            add(&self.counters.duplicates, duplicates);
+            add(&self.counters.responses, t.resp);
+            add(&self.counters.matched, t.matched);
+            add(&self.counters.unmatched, t.unmatched);
+            add(&self.counters.malformed_acted, t.acted);
+            add(&self.counters.errors, t.errors);
+            add(&self.counters.duplicates, t.duplicates);
             let member = &self.shared.members[k.min(self.shared.members.len() - 1)];
-            add(&member.first_answers, matched);
-            add(&member.duplicates, duplicates);
-            add(&member.slave_writes, slave_writes);
+            add(&member.first_answers, t.matched);
+            add(&member.duplicates, t.duplicates);
+            add(&member.slave_writes, t.slave_writes);
         }
-        if roles_changed {
+        if t.roles_changed {
             self.refresh_roles();
         }
         if broken {
             self.fail(k, registry);
         }
     }
+
+    /// A message that answers no request: role requests, asynchronous
+    /// configuration and a slave's writes are the roles' matter; other
+    /// control messages (barrier, stats, config) get a switch's answer.
+    #[cold]
+    fn control_message(&mut self, k: usize, m: &[u8], slave_write: bool, t: &mut Tally) {
+        let Ok(m) = ofwire::decode(m) else { return };
+        let verdict = match self.roles.as_mut() {
+            Some(r) => r.on_message(k, &m),
+            None => Verdict::Pass,
+        };
+        let out = &mut self.sessions[k].out;
+        match verdict {
+            Verdict::Answer(r) => {
+                let _ = r.encode(out);
+                if slave_write {
+                    t.slave_writes += 1;
+                } else {
+                    t.roles_changed = true;
+                }
+            }
+            Verdict::Taken => t.roles_changed = true,
+            Verdict::Pass => {
+                for r in switch::replies(self.id, &m) {
+                    let _ = r.encode(out);
+                }
+            }
+        }
+    }
+
+    /// An answer naming a new source (a FLOW_MOD, 1.3 only): the source
+    /// it answers and the bits of the sequence that say so. The rule
+    /// sending to the controller is stamped into the templates the first
+    /// time it is seen: PACKET_INs come from it from then on.
+    fn new_source_answer(&mut self, m: &[u8]) -> Option<(u32, u32)> {
+        if m[1] != 14 {
+            return None;
+        }
+        let fm = ofwire::decode(m).ok()?;
+        if let Some(rule) = to_controller_rule(&fm).filter(|r| self.stamped != Some(*r)) {
+            self.stamped = Some(rule);
+            for tpl in self.templates.chunks_exact_mut(self.tpl_len) {
+                tpl[15] = rule.0;
+                tpl[16..24].copy_from_slice(&rule.1.to_be_bytes());
+            }
+        }
+        let s24 = answered_source(&fm, self.prefix)?;
+        Some((s24, 0xff_ffff))
+    }
+
+    /// The answer to request `answered` (its sequence's `bits`): the
+    /// first answer is matched and its round trip recorded, a second a
+    /// duplicate; one to a request never sent is unmatched.
+    #[inline]
+    fn match_answer(
+        &mut self,
+        answered: u32,
+        bits: u32,
+        now: u64,
+        measuring: bool,
+        hist: &mut Histogram<u64>,
+        t: &mut Tally,
+    ) {
+        let slots = self.sent_at.len();
+        let slot = &mut self.sent_at[answered as usize % slots];
+        if slot.0 != 0 && slot.0 & bits == answered {
+            if slot.1 == ANSWERED {
+                t.duplicates += 1;
+                return;
+            }
+            let at = std::mem::replace(&mut slot.1, ANSWERED);
+            t.matched += 1;
+            self.outstanding = self.outstanding.saturating_sub(1);
+            if measuring {
+                self.rtts.record(now.saturating_sub(at).max(1), hist);
+            }
+        } else {
+            // Its slot has moved on: a request sent before (answered
+            // already; a lagging member's answers come this late) is
+            // a duplicate, one never sent is unmatched.
+            let span: u32 = if self.new_sources { 1 << 24 } else { 1 << 31 };
+            let back = self.seq.wrapping_sub(answered) & (span - 1);
+            if back > 0 && back < span / 2 {
+                t.duplicates += 1;
+            } else {
+                t.unmatched += 1;
+            }
+        }
+    }
+}
+
+/// What one read of a session's messages counted.
+#[derive(Default)]
+struct Tally {
+    resp: u64,
+    matched: u64,
+    unmatched: u64,
+    acted: u64,
+    errors: u64,
+    duplicates: u64,
+    slave_writes: u64,
+    roles_changed: bool,
 }
 
 /// Round trips waiting to go into the histogram: a run of equal values

@@ -461,12 +461,6 @@ async fn run_cases(
     on_case: &mut impl FnMut(&CaseResult),
 ) -> Vec<CaseResult> {
     let cfg = cfg.clone();
-    let v = cfg.version;
-    let other = if v == OFP10_VERSION {
-        OFP13_VERSION
-    } else {
-        OFP10_VERSION
-    };
     let src = Sources::of(&cfg);
     let mut witness = match cluster {
         Some(_) => None,
@@ -499,90 +493,7 @@ async fn run_cases(
         let dpid = first + i as u64;
         // Each case's frame comes from a source of its own.
         let n = 0x100 + i as u32;
-        let mut note = None;
-        let obs = match i {
-            0 | 2 | 3 | 4 | 7 | 8 | 9 => match Peer::open(&cfg, dpid, true).await {
-                Ok(mut p) => {
-                    let bytes = match i {
-                        0 => header(v, 10, 4, 9),
-                        2 => {
-                            // A PACKET_IN body under the PORT_STATUS type.
-                            let mut b = p
-                                .packet_in(9, 9, src.frame(n, [0xff; 6], [0x08, 0x00], &IPV4))
-                                .to_bytes()
-                                .expect("pi");
-                            b[1] = 12;
-                            b
-                        }
-                        3 => p
-                            .packet_in(9, 9, src.frame(n, src.mac(n + 0x100), [0x08, 0x06], &IPV4))
-                            .to_bytes()
-                            .expect("pi"),
-                        4 => port_status_without_nul(v),
-                        7 => header(other, 2, 8, 9),
-                        8 => header(v, 0x63, 8, 9),
-                        _ => p.packet_in(9, 0xdead_beef, Vec::new()).to_bytes().expect("pi"),
-                    };
-                    p.send(&bytes).await;
-                    p.observe(cfg.wait, Until::Waited, false).await.0
-                }
-                Err(e) => {
-                    note = Some(format!("could not open a session: {e}"));
-                    Observation::default()
-                }
-            },
-            1 | 5 | 6 => match Peer::raw(&cfg, dpid).await {
-                Ok(mut p) => match i {
-                    1 => {
-                        // A HELLO of version 0, which no OpenFlow version is.
-                        p.send(&header(0x00, 0, 8, 1)).await;
-                        p.observe(cfg.wait, Until::Waited, false).await.0
-                    }
-                    5 => {
-                        let pi = p.packet_in(9, 9, src.frame(n, [0xff; 6], [0x08, 0x00], &IPV4));
-                        p.send_msg(&pi).await;
-                        p.observe(cfg.wait, Until::Waited, false).await.0
-                    }
-                    _ => p.observe(cfg.hello_wait, Until::Waited, false).await.0,
-                },
-                Err(e) => {
-                    note = Some(format!("could not connect: {e}"));
-                    Observation::default()
-                }
-            },
-            _ => {
-                // Two sessions announce the same datapath id.
-                // (The second is not waited on for a pipeline: the
-                // controller may close it at once.)
-                match Peer::open(&cfg, dpid, true).await {
-                    Ok(mut first) => match Peer::open(&cfg, dpid, false).await {
-                        Ok(mut second) => {
-                            let a = first.observe(cfg.wait / 2, Until::Waited, false).await.0;
-                            let b = second.observe(cfg.wait / 2, Until::Waited, false).await.0;
-                            note = Some(format!(
-                                "first session {}, second session {}",
-                                if a.closed { "closed" } else { "kept" },
-                                if b.closed { "closed" } else { "kept" }
-                            ));
-                            Observation {
-                                errors: [a.errors, b.errors].concat(),
-                                acted: 0,
-                                closed: a.closed || b.closed,
-                                reaction_ms: a.reaction_ms.or(b.reaction_ms),
-                            }
-                        }
-                        Err(e) => {
-                            note = Some(format!("the second session could not open: {e}"));
-                            Observation::default()
-                        }
-                    },
-                    Err(e) => {
-                        note = Some(format!("could not open a session: {e}"));
-                        Observation::default()
-                    }
-                }
-            }
-        };
+        let (obs, note) = observe_case(&cfg, i, dpid, n, &src).await;
         let (others_served, alive) = match &mut cluster {
             Some((_, ws)) => witness_group_served(ws, &cfg, &src, &mut seq).await,
             None => witness_served(&mut witness, &cfg, &src, &mut seq).await,
@@ -610,4 +521,116 @@ async fn run_cases(
         results.push(r);
     }
     results
+}
+
+/// One case's observation, and a note on what could not be done.
+async fn observe_case(cfg: &SuiteConfig, i: usize, dpid: u64, n: u32, src: &Sources) -> (Observation, Option<String>) {
+    match i {
+        0 | 2 | 3 | 4 | 7 | 8 | 9 => malformed_in_session(cfg, i, dpid, n, src).await,
+        1 | 5 | 6 => before_hello(cfg, i, dpid, n, src).await,
+        _ => duplicate_dpid(cfg, dpid).await,
+    }
+}
+
+/// A malformed message in an open session (cases 0, 2, 3, 4, 7, 8, 9).
+async fn malformed_in_session(
+    cfg: &SuiteConfig,
+    i: usize,
+    dpid: u64,
+    n: u32,
+    src: &Sources,
+) -> (Observation, Option<String>) {
+    let v = cfg.version;
+    let other = if v == OFP10_VERSION {
+        OFP13_VERSION
+    } else {
+        OFP10_VERSION
+    };
+    let mut note = None;
+    let obs = match Peer::open(cfg, dpid, true).await {
+        Ok(mut p) => {
+            let bytes = match i {
+                0 => header(v, 10, 4, 9),
+                2 => {
+                    // A PACKET_IN body under the PORT_STATUS type.
+                    let mut b = p
+                        .packet_in(9, 9, src.frame(n, [0xff; 6], [0x08, 0x00], &IPV4))
+                        .to_bytes()
+                        .expect("pi");
+                    b[1] = 12;
+                    b
+                }
+                3 => p
+                    .packet_in(9, 9, src.frame(n, src.mac(n + 0x100), [0x08, 0x06], &IPV4))
+                    .to_bytes()
+                    .expect("pi"),
+                4 => port_status_without_nul(v),
+                7 => header(other, 2, 8, 9),
+                8 => header(v, 0x63, 8, 9),
+                _ => p.packet_in(9, 0xdead_beef, Vec::new()).to_bytes().expect("pi"),
+            };
+            p.send(&bytes).await;
+            p.observe(cfg.wait, Until::Waited, false).await.0
+        }
+        Err(e) => {
+            note = Some(format!("could not open a session: {e}"));
+            Observation::default()
+        }
+    };
+    (obs, note)
+}
+
+/// A session that goes wrong around its HELLO (cases 1, 5, 6).
+async fn before_hello(cfg: &SuiteConfig, i: usize, dpid: u64, n: u32, src: &Sources) -> (Observation, Option<String>) {
+    let mut note = None;
+    let obs = match Peer::raw(cfg, dpid).await {
+        Ok(mut p) => match i {
+            1 => {
+                // A HELLO of version 0, which no OpenFlow version is.
+                p.send(&header(0x00, 0, 8, 1)).await;
+                p.observe(cfg.wait, Until::Waited, false).await.0
+            }
+            5 => {
+                let pi = p.packet_in(9, 9, src.frame(n, [0xff; 6], [0x08, 0x00], &IPV4));
+                p.send_msg(&pi).await;
+                p.observe(cfg.wait, Until::Waited, false).await.0
+            }
+            _ => p.observe(cfg.hello_wait, Until::Waited, false).await.0,
+        },
+        Err(e) => {
+            note = Some(format!("could not connect: {e}"));
+            Observation::default()
+        }
+    };
+    (obs, note)
+}
+
+/// Two sessions announce the same datapath id (case 10). (The second is
+/// not waited on for a pipeline: the controller may close it at once.)
+async fn duplicate_dpid(cfg: &SuiteConfig, dpid: u64) -> (Observation, Option<String>) {
+    let mut first = match Peer::open(cfg, dpid, true).await {
+        Ok(p) => p,
+        Err(e) => return (Observation::default(), Some(format!("could not open a session: {e}"))),
+    };
+    let mut second = match Peer::open(cfg, dpid, false).await {
+        Ok(p) => p,
+        Err(e) => {
+            let note = format!("the second session could not open: {e}");
+            return (Observation::default(), Some(note));
+        }
+    };
+    let a = first.observe(cfg.wait / 2, Until::Waited, false).await.0;
+    let b = second.observe(cfg.wait / 2, Until::Waited, false).await.0;
+    let note = format!(
+        "first session {}, second session {}",
+        if a.closed { "closed" } else { "kept" },
+        if b.closed { "closed" } else { "kept" }
+    );
+    let obs = Observation {
+        errors: [a.errors, b.errors].concat(),
+        acted: 0,
+        closed: a.closed || b.closed,
+        reaction_ms: a.reaction_ms.or(b.reaction_ms),
+    };
+    (obs, Some(note))
 }

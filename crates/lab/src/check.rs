@@ -1,17 +1,45 @@
 //! Range checks shared by every experiment's configuration: each refuses a
-//! value with one line naming the option as the command line spells it and
-//! what it accepts. Nothing out of range is clamped silently.
+//! value with a `ParamError` naming the parameter and what it accepts,
+//! which the command line says as `--name VALUE: ...` and an experiment
+//! file's reader as `name = VALUE: ...` at its line. Nothing out of range
+//! is clamped silently.
 
 use crate::LabError;
+
+/// One parameter outside what it accepts. `name` is spelled as the
+/// command line spells the option (`loop-ms`); a file's key is the same
+/// with underscores (`loop_ms`).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("--{name} {value}: {problem}")]
+pub struct ParamError {
+    pub name: String,
+    /// The value as given (a word in quotes).
+    pub value: String,
+    /// What it accepts, or what is wrong with it.
+    pub problem: String,
+}
+
+impl ParamError {
+    pub fn new(name: &str, value: impl std::fmt::Display, problem: impl Into<String>) -> ParamError {
+        ParamError {
+            name: name.to_string(),
+            value: value.to_string(),
+            problem: problem.into(),
+        }
+    }
+
+    /// The key an experiment file gives the parameter by.
+    pub fn key(&self) -> String {
+        self.name.replace('-', "_")
+    }
+}
 
 /// `--name VALUE: must be at least LO and at most HI` unless `LO <= v <= HI`.
 pub fn range<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<(), LabError> {
     if v >= lo && v <= hi {
         Ok(())
     } else {
-        Err(LabError::Config(format!(
-            "--{name} {v}: must be at least {lo} and at most {hi}"
-        )))
+        Err(ParamError::new(name, v, format!("must be at least {lo} and at most {hi}")).into())
     }
 }
 
@@ -20,9 +48,7 @@ pub fn real(name: &str, v: f64, lo: f64, hi: f64) -> Result<(), LabError> {
     if v.is_finite() && v >= lo && v <= hi {
         Ok(())
     } else {
-        Err(LabError::Config(format!(
-            "--{name} {v}: must be a number at least {lo} and at most {hi}"
-        )))
+        Err(ParamError::new(name, v, format!("must be a number at least {lo} and at most {hi}")).into())
     }
 }
 
@@ -31,13 +57,14 @@ pub fn one_of(name: &str, v: &str, allowed: &[&str]) -> Result<(), LabError> {
     if allowed.contains(&v) {
         Ok(())
     } else {
-        Err(LabError::Config(format!(
-            "--{name} '{v}': {}choose one of {}",
+        let problem = format!(
+            "{}choose one of {}",
             closest(v, allowed.iter().copied())
                 .map(|w| format!("did you mean '{w}'? "))
                 .unwrap_or_default(),
             allowed.join(", ")
-        )))
+        );
+        Err(ParamError::new(name, format!("'{v}'"), problem).into())
     }
 }
 

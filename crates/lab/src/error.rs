@@ -10,6 +10,10 @@ pub enum LabError {
     /// names the parameter as the command line spells it and what it accepts.
     #[error("{0}")]
     Config(String),
+    /// One parameter outside what it accepts, said by the command line
+    /// as `--name VALUE: ...` and by a file's reader at the key's line.
+    #[error(transparent)]
+    Param(#[from] crate::check::ParamError),
     /// The system under test, a peer or a tool could not be started or reached.
     #[error("{0}")]
     Setup(String),
@@ -72,6 +76,7 @@ impl LabError {
         matches!(
             self,
             LabError::Config(_)
+                | LabError::Param(_)
                 | LabError::File { .. }
                 | LabError::App(_)
                 | LabError::Net(netlab::NetError::Topology(_) | netlab::NetError::NotFound(_))

@@ -85,6 +85,7 @@ impl Experiment {
         let e = Experiment::parse(&text).map_err(|e| file(e.to_string()))?;
         e.validate().map_err(|err| match err {
             LabError::Config(m) => file(as_file_keys(&m, &text, &e.to_toml())),
+            LabError::Param(p) => file(param_in_file(&p, &text, &e.to_toml())),
             other => other,
         })?;
         Ok(e)
@@ -265,19 +266,47 @@ fn unknown_with_hint(message: &str) -> String {
     }
 }
 
-/// A check's message, which spells options as the command line does
-/// (`--switches 0: ...`), as a file's reader needs it: the key as the
-/// file writes it and its line ("line 2: switches = 0: ..."). `all` is
-/// the experiment as a file with every key, which tells flags that are
+/// Whether `k` is a key of the experiment's file: in `text`, or in `all`
+/// (the experiment as a file with every key), which tells flags that are
 /// keys from those that are not (`--workers`).
+fn is_key(k: &str, text: &str, all: &str) -> bool {
+    all.lines().chain(text.lines()).any(|l| {
+        l.trim_start()
+            .strip_prefix(k)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    })
+}
+
+/// The 0-based line of `text` that sets key `k`.
+fn key_line(text: &str, k: &str) -> Option<usize> {
+    text.lines().position(|l| {
+        l.trim_start()
+            .strip_prefix(k)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    })
+}
+
+/// A parameter's error as a file's reader needs it: its key as the file
+/// writes it, and its line ("line 2: switches = 0: ..."); the command
+/// line's form for an option that is no key of the file.
+fn param_in_file(p: &crate::check::ParamError, text: &str, all: &str) -> String {
+    let key = p.key();
+    if !is_key(&key, text, all) {
+        return p.to_string();
+    }
+    let said = format!("{key} = {}: {}", p.value, p.problem);
+    match key_line(text, &key) {
+        Some(i) => format!("line {}: {said}", i + 1),
+        None => said,
+    }
+}
+
+/// A check's text, which spells options as the command line does
+/// (`--switches 0: ...`), as a file's reader needs it: each flag that is
+/// a key written as the key, the leading one as "key =", and the line of
+/// the first ("line 2: ..."). For the checks that are not one parameter's
+/// (`ParamError`): those that relate several.
 fn as_file_keys(message: &str, text: &str, all: &str) -> String {
-    let is_key = |k: &str| {
-        all.lines().chain(text.lines()).any(|l| {
-            l.trim_start()
-                .strip_prefix(k)
-                .is_some_and(|r| r.trim_start().starts_with('='))
-        })
-    };
     let mut out = String::new();
     let mut first_key = None;
     let mut rest = message;
@@ -288,7 +317,7 @@ fn as_file_keys(message: &str, text: &str, all: &str) -> String {
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
             .unwrap_or(after.len());
         let key = after[..len].replace('-', "_");
-        if len > 0 && is_key(&key) {
+        if len > 0 && is_key(&key, text, all) {
             // The leading "--key VALUE:" reads "key = VALUE:".
             let leading = out.is_empty() && after[len..].starts_with(' ');
             out.push_str(&key);
@@ -302,14 +331,7 @@ fn as_file_keys(message: &str, text: &str, all: &str) -> String {
         rest = &after[len..];
     }
     out.push_str(rest);
-    let line = first_key.and_then(|k| {
-        text.lines().position(|l| {
-            l.trim_start()
-                .strip_prefix(k.as_str())
-                .is_some_and(|r| r.trim_start().starts_with('='))
-        })
-    });
-    match line {
+    match first_key.and_then(|k| key_line(text, &k)) {
         Some(i) => format!("line {}: {out}", i + 1),
         None => out,
     }
@@ -324,6 +346,30 @@ mod tests {
     use super::*;
 
     /// The examples in the repository are experiments sdnlab accepts as written.
+    /// A parameter out of range is said at its key and line in a file,
+    /// and as its flag on the command line, from one structured error.
+    #[test]
+    fn a_parameter_out_of_range_is_said_at_its_key_and_line() {
+        let text = "experiment = \"switch\"\n\n# a comment\nflow_mods = 0\n";
+        let e = Experiment::parse(text).unwrap();
+        let err = e.validate().unwrap_err();
+        let LabError::Param(p) = &err else {
+            panic!("not structured: {err:?}")
+        };
+        assert_eq!((p.name.as_str(), p.value.as_str()), ("flow-mods", "0"));
+        assert_eq!(
+            err.to_string(),
+            "--flow-mods 0: must be at least 1 and at most 10000000"
+        );
+        assert_eq!(
+            param_in_file(p, text, &e.to_toml()),
+            "line 4: flow_mods = 0: must be at least 1 and at most 10000000"
+        );
+        // An option that is no key of the file keeps its flag.
+        let flag = crate::check::ParamError::new("workers", "x", "no such file");
+        assert_eq!(param_in_file(&flag, text, &e.to_toml()), "--workers x: no such file");
+    }
+
     #[test]
     fn every_example_file_is_a_valid_experiment() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/experiments");

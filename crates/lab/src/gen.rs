@@ -22,23 +22,67 @@ use traffic::frame::Template;
 use traffic::run::{GenMethod, GenSpec};
 
 /// The generator benchmark: every generator, 5 s runs, 5 rounds (the
-/// verdicts need at least 4).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// verdicts need at least 4). Its fields are `sdnlab bench gen`'s flags
+/// too (the command line flattens them): each declared once, with its
+/// default and help.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 pub struct GenConfig {
-    /// Generators: sdnlab-xdp, sdnlab-afpacket, trafgen, tcpreplay.
-    pub generators: Vec<String>,
+    /// Generators, comma-separated.
+    #[arg(long = "generator", value_name = "GENERATOR", value_delimiter = ',', default_values_t = GenConfig::default().generators)]
+    pub generators: Vec<Generator>,
     /// Seconds each generator runs (the rate is counted over all but its
     /// first 0.5 s and last 0.25 s).
+    #[arg(long, default_value_t = GenConfig::default().seconds)]
     pub seconds: f64,
     /// Runs of each generator, alternated; the summary gives the median.
+    #[arg(long, default_value_t = GenConfig::default().rounds)]
     pub rounds: usize,
+}
+
+/// A traffic generator `bench gen` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Generator {
+    /// sdnlab's: an XDP program in live-frame mode.
+    SdnlabXdp,
+    /// sdnlab's: an AF_PACKET socket, sendmmsg.
+    SdnlabAfpacket,
+    /// netsniff-ng's trafgen.
+    Trafgen,
+    /// tcpreplay, a capture replayed at top speed.
+    Tcpreplay,
+}
+
+impl Generator {
+    pub const ALL: [Generator; 4] = [
+        Generator::SdnlabXdp,
+        Generator::SdnlabAfpacket,
+        Generator::Trafgen,
+        Generator::Tcpreplay,
+    ];
+
+    /// Its name, as flags, files and reports give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::SdnlabXdp => "sdnlab-xdp",
+            Generator::SdnlabAfpacket => "sdnlab-afpacket",
+            Generator::Trafgen => "trafgen",
+            Generator::Tcpreplay => "tcpreplay",
+        }
+    }
+}
+
+impl std::fmt::Display for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Default for GenConfig {
     fn default() -> GenConfig {
         GenConfig {
-            generators: GENERATORS.map(String::from).to_vec(),
+            generators: Generator::ALL.to_vec(),
             seconds: 5.0,
             rounds: 5,
         }
@@ -51,12 +95,6 @@ impl GenConfig {
         if self.generators.is_empty() {
             return Err(LabError::Config("--generator: name at least one".into()));
         }
-        if let Some(g) = self.generators.iter().find(|g| !GENERATORS.contains(&g.as_str())) {
-            return Err(LabError::Config(format!(
-                "unknown generator '{g}': choose from {}",
-                GENERATORS.join(", ")
-            )));
-        }
         if self.seconds < 1.0 {
             return Err(LabError::Config(format!(
                 "--seconds {} is too short; give 1 or more",
@@ -68,7 +106,6 @@ impl GenConfig {
     }
 }
 
-pub const GENERATORS: [&str; 4] = ["sdnlab-xdp", "sdnlab-afpacket", "trafgen", "tcpreplay"];
 const SRC_MAC: [u8; 6] = [2, 0x67, 0, 0, 0, 1];
 const SINK_MAC: [u8; 6] = [2, 0x67, 0, 0, 0, 0x99];
 
@@ -209,7 +246,7 @@ fn spawn_on_core0(pair: &Pair, cmd: &[&str]) -> Result<std::process::Child, BedE
 }
 
 /// Frames per second the sink received while `generator` ran.
-fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) -> Result<f64, BedError> {
+fn measure(pair: &Pair, generator: Generator, seconds: f64, dir: &std::path::Path) -> Result<f64, BedError> {
     let frame = template().bytes;
     pair.gro_on()?;
     let run = Duration::from_secs_f64(seconds);
@@ -222,7 +259,7 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
         Ok((a, b, (tb - ta).as_secs_f64()))
     };
     let (a, b, secs) = match generator {
-        "sdnlab-xdp" | "sdnlab-afpacket" => {
+        Generator::SdnlabXdp | Generator::SdnlabAfpacket => {
             let spec = GenSpec {
                 netns: Some(pair.ns("g")),
                 ifname: pair.ifname("g"),
@@ -230,7 +267,7 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
                 rate_pps: None,
                 duration: run,
                 streams: 16,
-                method: if generator == "sdnlab-xdp" {
+                method: if generator == Generator::SdnlabXdp {
                     GenMethod::Xdp
                 } else {
                     GenMethod::AfPacket
@@ -248,7 +285,7 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
                 .map_err(BedError::io("the generator"))?;
             w?
         }
-        "trafgen" => {
+        Generator::Trafgen => {
             let conf = dir.join("trafgen.cfg");
             std::fs::write(&conf, trafgen_conf(&frame)).map_err(BedError::io(conf.display().to_string()))?;
             let ifname = pair.ifname("g");
@@ -258,7 +295,7 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
             stop(&mut child);
             w?
         }
-        "tcpreplay" => {
+        Generator::Tcpreplay => {
             let pcap = dir.join("frames.pcap");
             write_pcap(&pcap, &frame, 10_000)?;
             let ifname = pair.ifname("g");
@@ -270,12 +307,6 @@ fn measure(pair: &Pair, generator: &str, seconds: f64, dir: &std::path::Path) ->
             let w = window(Instant::now());
             stop(&mut child);
             w?
-        }
-        other => {
-            return Err(BedError::Refused(format!(
-                "unknown generator '{other}': choose from {}",
-                GENERATORS.join(", ")
-            )))
         }
     };
     Ok(b.saturating_sub(a) as f64 / secs)
@@ -318,7 +349,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             .generators
             .iter()
             .map(|g| Target {
-                name: g.clone(),
+                name: g.name().to_string(),
                 ..Target::default()
             })
             .collect(),
@@ -331,15 +362,15 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     };
     let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Gen(args.clone()))?;
     let pair = Pair::new(&dir).map_err(LabError::setup)?;
-    let mut rates: Vec<(String, Vec<f64>)> = args.generators.iter().map(|g| (g.clone(), Vec::new())).collect();
+    let mut rates: Vec<(Generator, Vec<f64>)> = args.generators.iter().map(|g| (*g, Vec::new())).collect();
     'rounds: for round in 0..args.rounds.max(1) {
         for (g, v) in rates.iter_mut() {
             if crate::stop::stopping() {
                 break 'rounds;
             }
-            match measure(&pair, g, args.seconds, &dir) {
+            match measure(&pair, *g, args.seconds, &dir) {
                 Ok(pps) => {
-                    run.sample(&Sample::trial(g.clone(), round as u32, [("pps", pps)]).under_test(g.clone(), ""))?;
+                    run.sample(&Sample::trial(g.name(), round as u32, [("pps", pps)]).under_test(g.name(), ""))?;
                     obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
                     v.push(pps);
                 }
@@ -347,7 +378,10 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
             }
         }
     }
-    let medians: Vec<(String, f64)> = rates.iter().map(|(g, v)| (g.clone(), stats::median(v))).collect();
+    let medians: Vec<(String, f64)> = rates
+        .iter()
+        .map(|(g, v)| (g.name().to_string(), stats::median(v)))
+        .collect();
     let best_other = medians
         .iter()
         .filter(|(g, _)| !g.starts_with("sdnlab"))

@@ -150,10 +150,14 @@ impl NetConfig {
 // Text on purpose: each check's failure is a line of the run's summary, not an error of the run.
 type Checked = (
     Vec<netlab::run::PingResult>,
-    Vec<(String, Result<netlab::run::IperfResult, String>)>,
+    Vec<IperfRun>,
     Result<(), String>,
     Result<Vec<netlab::flow::FlowResult>, String>,
 );
+
+/// An iperf3 run: which, and its figures or why there are none.
+// Text on purpose: as `Checked`'s.
+type IperfRun = (String, Result<netlab::run::IperfResult, String>);
 
 /// What the run writes as it goes: each flow's intervals and each HTTP
 /// load's requests as they come (from this machine or a worker), the
@@ -294,13 +298,7 @@ fn say(obs: &dyn Observer, s: String) {
 
 /// Runs `c` into `place`: on this machine, or over `place.workers`.
 pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-    let Read {
-        topo,
-        kind,
-        pairs,
-        http,
-        flows,
-    } = c.read()?;
+    let read = c.read()?;
     let inventory = match &place.workers {
         Some(p) => Some(fleet::inventory::Inventory::load(p).map_err(|e| LabError::Config(e.to_string()))?),
         None => None,
@@ -309,7 +307,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         // Every interface of a spread network has the underlay's MTU less
         // VXLAN's 50 bytes; a longer frame would not leave its host.
         let most = inv.underlay_mtu as usize - 50 + 14;
-        if !flows.is_empty() && c.flow_bytes > most {
+        if !read.flows.is_empty() && c.flow_bytes > most {
             return Err(LabError::Config(format!(
                 "--flow-bytes {}: frames over workers hold at most {most} bytes (underlay_mtu {} less VXLAN's 50, plus Ethernet's 14)",
                 c.flow_bytes, inv.underlay_mtu
@@ -318,6 +316,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     }
     let run_id = place.name("net");
     let dir = place.dir(&run_id);
+    let topo = &read.topo;
     let mut meta = Meta {
         benchmark: "net".into(),
         parameters: serde_json::json!({
@@ -356,10 +355,8 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             dir.display()
         ),
     );
-    let mut incomplete = 0;
-    let controller = c.controller.clone();
-    let names: Vec<String> = flows.iter().map(netlab::flow::Flow::name).collect();
-    let csv = if http.is_empty() {
+    let names: Vec<String> = read.flows.iter().map(netlab::flow::Flow::name).collect();
+    let csv = if read.http.is_empty() {
         None
     } else {
         let path = dir.join("requests.csv");
@@ -373,129 +370,28 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         errors: Vec::new(),
         flow_names: names.clone(),
         interval_s: c.interval_ms as f64 / 1e3,
-        http: http.iter().map(|(a, b)| (format!("{a}>{b}"), Vec::new(), 0)).collect(),
+        http: read
+            .http
+            .iter()
+            .map(|(a, b)| (format!("{a}>{b}"), Vec::new(), 0))
+            .collect(),
         csv,
     });
-    // Each flow's intervals and each HTTP load's requests go to disk as
-    // they come.
-    let mut on_interval = |i: usize, iv: &traffic::run::Interval| rec.borrow_mut().flow_interval(i, iv);
-    let mut servers: Vec<&str> = http.iter().map(|(_, s)| s.as_str()).collect();
+    let mut servers: Vec<&str> = read.http.iter().map(|(_, s)| s.as_str()).collect();
     servers.sort_unstable();
     servers.dedup();
-    let uris = vec![lb::replica::homogeneous_uri()];
-    let every = std::time::Duration::from_millis(c.interval_ms.into());
-    let checked: Result<Checked, LabError> = rt.block_on(async {
-        let mut iperfs = Vec::new();
+    let checks = Checks {
+        c,
+        read: &read,
+        names: &names,
+        servers,
+        every: std::time::Duration::from_millis(c.interval_ms.into()),
+        rec: &rec,
+    };
+    let checked = rt.block_on(async {
         match &inventory {
-            None => {
-                let net = netlab::run::Net::up(
-                    topo.clone(),
-                    netlab::run::UpOptions {
-                        kind,
-                        controller,
-                        keep_loops: false,
-                        ssl: None,
-                        ovsdb: false,
-                        part: None,
-                    },
-                )
-                .await?;
-                let pings = if c.ping_count > 0 {
-                    net.ping_all(c.ping_count).await
-                } else {
-                    Vec::new()
-                };
-                for (a, b) in &pairs {
-                    let r = netlab::run::iperf(&net.state, a, b, c.iperf_s, None, &|_, _| {}).await;
-                    iperfs.push((format!("{a}>{b}"), r.map_err(|e| e.to_string())));
-                }
-                // Text on purpose: joins the other checks' lines (`Checked`).
-                let loaded = tokio::task::block_in_place(|| -> Result<(), String> {
-                    let mut up = Vec::new();
-                    for s in &servers {
-                        let ns = net.state.netns_of(s).map_err(|e| e.to_string())?;
-                        up.push(lb::replica::start_in(ns, &net.dir, s, 80).map_err(|e| e.to_string())?);
-                    }
-                    for (i, (a, b)) in http.iter().enumerate() {
-                        let ip = topo.host(b).expect("checked").ip;
-                        let ns = net.state.netns_of(a).map_err(|e| e.to_string())?;
-                        lb::load::Load::new(ip, 80, uris.clone(), c.http_rate, c.http_s)
-                            .run_batched(ns, every, |batch| rec.borrow_mut().http_batch(i, batch))
-                            .map_err(|e| e.to_string())?;
-                    }
-                    Ok(())
-                });
-                let flowed = if flows.is_empty() {
-                    Ok(Vec::new())
-                } else {
-                    tokio::task::block_in_place(|| netlab::flow::run(&net.state, &flows, every, &mut on_interval))
-                        .map_err(|e| e.to_string())
-                };
-                net.down().await?;
-                Ok((pings, iperfs, loaded, flowed))
-            }
-            Some(inv) => {
-                let fleet = fleet::coordinator::Fleet::connect(inv).await.map_err(LabError::setup)?;
-                meta.parameters["workers"] = fleet.clocks();
-                meta.events.extend(fleet.clock_warnings());
-                let spread = fleet.net_up(&topo, kind, controller).await.map_err(LabError::setup)?;
-                meta.parameters["links_between_workers"] = spread.cut.into();
-                let pings = if c.ping_count > 0 {
-                    spread.ping_all(c.ping_count).await.map_err(LabError::setup)?
-                } else {
-                    Vec::new()
-                };
-                for (a, b) in &pairs {
-                    let r = spread.iperf(a, b, c.iperf_s).await;
-                    if let Err(e @ fleet::FleetError::Lost { .. }) = r {
-                        return Err(LabError::setup(e));
-                    }
-                    let what = format!(
-                        "{a}>{b} ({} -> {})",
-                        spread.worker_of(a).unwrap_or("?"),
-                        spread.worker_of(b).unwrap_or("?")
-                    );
-                    iperfs.push((what, r.map_err(|e| e.to_string())));
-                }
-                let loaded = async {
-                    for s in &servers {
-                        spread.http_server(s).await?;
-                    }
-                    for (i, (a, b)) in http.iter().enumerate() {
-                        let batch = |batch| rec.borrow_mut().http_batch(i, batch);
-                        spread
-                            .http_load(a, b, c.http_rate, c.http_s, c.interval_ms, batch)
-                            .await?;
-                    }
-                    Ok::<(), fleet::FleetError>(())
-                };
-                let loaded = match loaded.await {
-                    Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
-                    r => r.map_err(|e| e.to_string()),
-                };
-                for (a, b) in &http {
-                    let (wa, wb) = (spread.worker_of(a), spread.worker_of(b));
-                    meta.parameters["http_workers"][format!("{a}>{b}")] = serde_json::json!([wa, wb]);
-                }
-                let flowed = if flows.is_empty() {
-                    Ok(Vec::new())
-                } else {
-                    match spread.flows(&flows, c.interval_ms, &mut on_interval).await {
-                        Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
-                        r => r.map_err(|e| e.to_string()),
-                    }
-                };
-                for (f, name) in flows.iter().zip(&names) {
-                    let (a, b) = (spread.worker_of(&f.from.host), spread.worker_of(&f.to.host));
-                    meta.parameters["flow_workers"][name] = serde_json::json!([a, b]);
-                }
-                // Clocks that moved during the run make its one-way figures drift.
-                let (drift, warnings) = fleet.clock_drift().await.map_err(LabError::setup)?;
-                meta.parameters["clock_drift"] = drift;
-                meta.events.extend(warnings);
-                spread.down().await.map_err(LabError::setup)?;
-                Ok((pings, iperfs, loaded, flowed))
-            }
+            None => checks.here().await,
+            Some(inv) => checks.spread(inv, &mut meta).await,
         }
     });
     let Recorder {
@@ -509,87 +405,9 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         return Err(run.fail(e));
     }
     let (pings, iperfs, loaded, flowed) = run.or_fail(checked)?;
-    let mut reached = 0;
-    for p in &pings {
-        if p.received > 0 {
-            reached += 1;
-        }
-        let mut values = vec![("sent", p.sent as f64), ("received", p.received as f64)];
-        if let Some(rtt) = p.rtt_avg_ms {
-            values.push(("rtt_avg_ms", rtt));
-        }
-        run.sample(&Sample::of("ping", format!("{}>{}", p.from, p.to), 0, values))?;
-    }
-    if !pings.is_empty() {
-        let share = reached as f64 / pings.len() as f64;
-        if reached < pings.len() {
-            incomplete += 1;
-            let missing: Vec<String> = pings
-                .iter()
-                .filter(|p| p.received == 0)
-                .take(8)
-                .map(|p| format!("{}>{}", p.from, p.to))
-                .collect();
-            run.meta.events.push(format!(
-                "{} of {} host pairs do not reach each other (first: {})",
-                pings.len() - reached,
-                pings.len(),
-                missing.join(", ")
-            ));
-        }
-        run.sample(&Sample::trial(
-            "pingall",
-            0,
-            [
-                ("reached_share", share),
-                ("pairs", pings.len() as f64),
-                ("reached", reached as f64),
-            ],
-        ))?;
-    }
-    for (what, r) in &iperfs {
-        match r {
-            Ok(r) => run.sample(&Sample::trial(
-                format!("iperf {what}"),
-                0,
-                [
-                    ("iperf_mbit_s", r.received_bps / 1e6),
-                    ("retransmits", r.retransmits as f64),
-                ],
-            ))?,
-            Err(e) => {
-                incomplete += 1;
-                run.meta.events.push(format!("iperf3 {what}: {e}"));
-            }
-        }
-    }
-    for (name, reqs, _) in &loads {
-        let f = HttpFigures::of(reqs, c.http_s);
-        run.sample(&Sample::trial(
-            format!("http {name}"),
-            0,
-            [
-                ("http_latency_ms_p50", f.p50_ms),
-                ("http_latency_ms_p99", f.p99_ms),
-                ("http_error_ratio", f.errors / f.requests.max(1.0)),
-                ("requests", f.requests),
-                ("errors", f.errors),
-                ("goodput_mbit_s", f.goodput_mbit_s),
-            ],
-        ))?;
-        if f.errors > 0.0 {
-            incomplete += 1;
-            let mut kinds: Vec<&str> = reqs.iter().filter_map(|q| q.error).collect();
-            kinds.sort_unstable();
-            kinds.dedup();
-            run.meta.events.push(format!(
-                "http {name}: {} of {} requests failed ({})",
-                f.errors,
-                f.requests,
-                kinds.join(", ")
-            ));
-        }
-    }
+    let reached = pings.iter().filter(|p| p.received > 0).count();
+    let mut incomplete = record_pings(&pings, &mut run)?;
+    incomplete += record_loads(c, &iperfs, &loads, &mut run)?;
     if let Err(e) = &loaded {
         incomplete += 1;
         run.meta.events.push(format!("http: {e}"));
@@ -624,6 +442,253 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         json: serde_json::json!({ "run": dir, "summary": summary, "reached": reached, "pairs": pings.len() }),
         incomplete,
     })
+}
+
+/// The checks of one run: what they need, read from the config once.
+/// Each flow's intervals and each HTTP load's requests go to disk (the
+/// recorder) as they come.
+struct Checks<'a, 'o> {
+    c: &'a NetConfig,
+    read: &'a Read,
+    names: &'a [String],
+    /// The HTTP servers, each once.
+    servers: Vec<&'a str>,
+    every: std::time::Duration,
+    rec: &'a std::cell::RefCell<Recorder<'o>>,
+}
+
+impl Checks<'_, '_> {
+    /// The network up on this machine (netlab), checked, and down.
+    async fn here(&self) -> Result<Checked, LabError> {
+        let Checks { c, read, every, .. } = self;
+        let Read {
+            topo,
+            kind,
+            pairs,
+            http,
+            flows,
+        } = read;
+        let options = netlab::run::UpOptions {
+            kind: *kind,
+            controller: c.controller.clone(),
+            keep_loops: false,
+            ssl: None,
+            ovsdb: false,
+            part: None,
+        };
+        let net = netlab::run::Net::up(topo.clone(), options).await?;
+        let pings = if c.ping_count > 0 {
+            net.ping_all(c.ping_count).await
+        } else {
+            Vec::new()
+        };
+        let mut iperfs = Vec::new();
+        for (a, b) in pairs {
+            let r = netlab::run::iperf(&net.state, a, b, c.iperf_s, None, &|_, _| {}).await;
+            iperfs.push((format!("{a}>{b}"), r.map_err(|e| e.to_string())));
+        }
+        let uris = vec![lb::replica::homogeneous_uri()];
+        // Text on purpose: joins the other checks' lines (`Checked`).
+        let loaded = tokio::task::block_in_place(|| -> Result<(), String> {
+            let mut up = Vec::new();
+            for s in &self.servers {
+                let ns = net.state.netns_of(s).map_err(|e| e.to_string())?;
+                up.push(lb::replica::start_in(ns, &net.dir, s, 80).map_err(|e| e.to_string())?);
+            }
+            for (i, (a, b)) in http.iter().enumerate() {
+                let ip = topo.host(b).expect("checked").ip;
+                let ns = net.state.netns_of(a).map_err(|e| e.to_string())?;
+                lb::load::Load::new(ip, 80, uris.clone(), c.http_rate, c.http_s)
+                    .run_batched(ns, *every, |batch| self.rec.borrow_mut().http_batch(i, batch))
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        });
+        let flowed = if flows.is_empty() {
+            Ok(Vec::new())
+        } else {
+            let on_interval = |i: usize, iv: &traffic::run::Interval| self.rec.borrow_mut().flow_interval(i, iv);
+            tokio::task::block_in_place(|| netlab::flow::run(&net.state, flows, *every, on_interval))
+                .map_err(|e| e.to_string())
+        };
+        net.down().await?;
+        Ok((pings, iperfs, loaded, flowed))
+    }
+
+    /// The network spread over the workers (`fleet`), checked, and down;
+    /// where each check ran, and the workers' clocks, go into `meta`.
+    async fn spread(&self, inv: &fleet::inventory::Inventory, meta: &mut Meta) -> Result<Checked, LabError> {
+        let Checks { c, read, names, .. } = self;
+        let Read {
+            topo,
+            kind,
+            pairs,
+            http,
+            flows,
+        } = read;
+        let fleet = fleet::coordinator::Fleet::connect(inv).await.map_err(LabError::setup)?;
+        meta.parameters["workers"] = fleet.clocks();
+        meta.events.extend(fleet.clock_warnings());
+        let spread = fleet
+            .net_up(topo, *kind, c.controller.clone())
+            .await
+            .map_err(LabError::setup)?;
+        meta.parameters["links_between_workers"] = spread.cut.into();
+        let pings = if c.ping_count > 0 {
+            spread.ping_all(c.ping_count).await.map_err(LabError::setup)?
+        } else {
+            Vec::new()
+        };
+        let mut iperfs = Vec::new();
+        for (a, b) in pairs {
+            let r = spread.iperf(a, b, c.iperf_s).await;
+            if let Err(e @ fleet::FleetError::Lost { .. }) = r {
+                return Err(LabError::setup(e));
+            }
+            let what = format!(
+                "{a}>{b} ({} -> {})",
+                spread.worker_of(a).unwrap_or("?"),
+                spread.worker_of(b).unwrap_or("?")
+            );
+            iperfs.push((what, r.map_err(|e| e.to_string())));
+        }
+        let loaded = async {
+            for s in &self.servers {
+                spread.http_server(s).await?;
+            }
+            for (i, (a, b)) in http.iter().enumerate() {
+                let batch = |batch| self.rec.borrow_mut().http_batch(i, batch);
+                spread
+                    .http_load(a, b, c.http_rate, c.http_s, c.interval_ms, batch)
+                    .await?;
+            }
+            Ok::<(), fleet::FleetError>(())
+        };
+        let loaded = match loaded.await {
+            Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
+            r => r.map_err(|e| e.to_string()),
+        };
+        for (a, b) in http {
+            let (wa, wb) = (spread.worker_of(a), spread.worker_of(b));
+            meta.parameters["http_workers"][format!("{a}>{b}")] = serde_json::json!([wa, wb]);
+        }
+        let flowed = if flows.is_empty() {
+            Ok(Vec::new())
+        } else {
+            let on_interval = |i: usize, iv: &traffic::run::Interval| self.rec.borrow_mut().flow_interval(i, iv);
+            match spread.flows(flows, c.interval_ms, on_interval).await {
+                Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
+                r => r.map_err(|e| e.to_string()),
+            }
+        };
+        for (f, name) in flows.iter().zip(names.iter()) {
+            let (a, b) = (spread.worker_of(&f.from.host), spread.worker_of(&f.to.host));
+            meta.parameters["flow_workers"][name] = serde_json::json!([a, b]);
+        }
+        // Clocks that moved during the run make its one-way figures drift.
+        let (drift, warnings) = fleet.clock_drift().await.map_err(LabError::setup)?;
+        meta.parameters["clock_drift"] = drift;
+        meta.events.extend(warnings);
+        spread.down().await.map_err(LabError::setup)?;
+        Ok((pings, iperfs, loaded, flowed))
+    }
+}
+
+/// Every ping pair's sample, and the share of pairs that reach each
+/// other; 1 if some do not (the first of them named in the events).
+fn record_pings(pings: &[netlab::run::PingResult], run: &mut Run) -> Result<usize, LabError> {
+    for p in pings {
+        let mut values = vec![("sent", p.sent as f64), ("received", p.received as f64)];
+        if let Some(rtt) = p.rtt_avg_ms {
+            values.push(("rtt_avg_ms", rtt));
+        }
+        run.sample(&Sample::of("ping", format!("{}>{}", p.from, p.to), 0, values))?;
+    }
+    if pings.is_empty() {
+        return Ok(0);
+    }
+    let reached = pings.iter().filter(|p| p.received > 0).count();
+    let mut incomplete = 0;
+    if reached < pings.len() {
+        incomplete += 1;
+        let missing: Vec<String> = pings
+            .iter()
+            .filter(|p| p.received == 0)
+            .take(8)
+            .map(|p| format!("{}>{}", p.from, p.to))
+            .collect();
+        run.meta.events.push(format!(
+            "{} of {} host pairs do not reach each other (first: {})",
+            pings.len() - reached,
+            pings.len(),
+            missing.join(", ")
+        ));
+    }
+    run.sample(&Sample::trial(
+        "pingall",
+        0,
+        [
+            ("reached_share", reached as f64 / pings.len() as f64),
+            ("pairs", pings.len() as f64),
+            ("reached", reached as f64),
+        ],
+    ))?;
+    Ok(incomplete)
+}
+
+/// The iperf3 runs' and the HTTP loads' samples; how many of them failed
+/// (each said in the events).
+fn record_loads(
+    c: &NetConfig,
+    iperfs: &[IperfRun],
+    loads: &[(String, Vec<lb::load::Request>, u32)],
+    run: &mut Run,
+) -> Result<usize, LabError> {
+    let mut incomplete = 0;
+    for (what, r) in iperfs {
+        match r {
+            Ok(r) => run.sample(&Sample::trial(
+                format!("iperf {what}"),
+                0,
+                [
+                    ("iperf_mbit_s", r.received_bps / 1e6),
+                    ("retransmits", r.retransmits as f64),
+                ],
+            ))?,
+            Err(e) => {
+                incomplete += 1;
+                run.meta.events.push(format!("iperf3 {what}: {e}"));
+            }
+        }
+    }
+    for (name, reqs, _) in loads {
+        let f = HttpFigures::of(reqs, c.http_s);
+        run.sample(&Sample::trial(
+            format!("http {name}"),
+            0,
+            [
+                ("http_latency_ms_p50", f.p50_ms),
+                ("http_latency_ms_p99", f.p99_ms),
+                ("http_error_ratio", f.errors / f.requests.max(1.0)),
+                ("requests", f.requests),
+                ("errors", f.errors),
+                ("goodput_mbit_s", f.goodput_mbit_s),
+            ],
+        ))?;
+        if f.errors > 0.0 {
+            incomplete += 1;
+            let mut kinds: Vec<&str> = reqs.iter().filter_map(|q| q.error).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            run.meta.events.push(format!(
+                "http {name}: {} of {} requests failed ({})",
+                f.errors,
+                f.requests,
+                kinds.join(", ")
+            ));
+        }
+    }
+    Ok(incomplete)
 }
 
 /// Writes flow `r`'s figures as a sample, and its warnings as events;
@@ -713,5 +778,68 @@ mod tests {
         assert!(e.contains("--flow-pps"), "{e}");
         let e = with(|c| c.interval_ms = 0).unwrap_err().to_string();
         assert!(e.contains("--interval-ms"), "{e}");
+    }
+
+    fn scratch() -> (netlab::private::TempDir, Run) {
+        let meta = Meta {
+            benchmark: "net".into(),
+            ..started("net-test")
+        };
+        crate::rundir::scratch_run(meta, &Experiment::Net(NetConfig::default()))
+    }
+
+    fn ping(from: &str, to: &str, received: u32) -> netlab::run::PingResult {
+        netlab::run::PingResult {
+            from: from.into(),
+            to: to.into(),
+            sent: 3,
+            received,
+            rtt_avg_ms: (received > 0).then_some(0.1),
+        }
+    }
+
+    #[test]
+    fn pairs_that_do_not_reach_each_other_are_named_and_make_the_run_incomplete() {
+        let (_t, mut run) = scratch();
+        let pings = [ping("h1", "h2", 3), ping("h2", "h1", 0)];
+        assert_eq!(record_pings(&pings, &mut run).unwrap(), 1);
+        assert_eq!(
+            run.meta.events,
+            ["1 of 2 host pairs do not reach each other (first: h2>h1)"]
+        );
+        let dir = run.dir().to_path_buf();
+        let samples = report::load(&dir).unwrap().samples;
+        // Each pair's pings, then the share: on disk before any summary.
+        assert_eq!(samples.len(), 3);
+        let all = samples.iter().find(|s| s.scenario == "pingall").expect("the share");
+        assert_eq!(all.values["reached_share"], 0.5);
+        let (_t, mut run) = scratch();
+        assert_eq!(record_pings(&[ping("h1", "h2", 3)], &mut run).unwrap(), 0);
+        assert_eq!(
+            record_pings(&[], &mut run).unwrap(),
+            0,
+            "no pings asked: nothing missing"
+        );
+    }
+
+    #[test]
+    fn a_failed_iperf3_run_is_said_and_counted_and_a_good_one_is_a_sample() {
+        let (_t, mut run) = scratch();
+        let good = netlab::run::IperfResult {
+            received_bps: 2e9,
+            sent_bps: 2e9,
+            retransmits: 4,
+            lost: None,
+        };
+        let iperfs = [
+            ("h1>h2".to_string(), Ok(good)),
+            ("h2>h1".to_string(), Err("iperf3: connection refused".to_string())),
+        ];
+        assert_eq!(record_loads(&NetConfig::default(), &iperfs, &[], &mut run).unwrap(), 1);
+        assert_eq!(run.meta.events, ["iperf3 h2>h1: iperf3: connection refused"]);
+        let dir = run.dir().to_path_buf();
+        let samples = report::load(&dir).unwrap().samples;
+        assert_eq!(samples.len(), 1);
+        assert_eq!(samples[0].values["iperf_mbit_s"], 2000.0);
     }
 }

@@ -210,6 +210,16 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, LabError> {
         .map_err(|e| LabError::Setup(format!("cannot start the runtime: {e}")))
 }
 
+/// A run in a private temporary directory (random, 0700, removed when
+/// the guard drops, a failed assertion included): for the experiments'
+/// unit tests.
+#[cfg(test)]
+pub(crate) fn scratch_run(meta: Meta, e: &Experiment) -> (netlab::private::TempDir, Run) {
+    let t = netlab::private::temp_dir("sdnlab-lab-test-").expect("a temporary directory");
+    let run = Run::open(&t.path().join("run"), meta, e).expect("a run opens in a new directory");
+    (t, run)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

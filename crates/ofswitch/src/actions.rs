@@ -390,36 +390,7 @@ impl Packet {
                     self.data[t] = (self.data[t] & 0x1f) | ((v[0] & 7) << 5);
                 }
             }
-            IP_DSCP | IP_ECN => match l3 {
-                Some(l3) if is4 => {
-                    let tos = self.data[l3 + 1];
-                    let tos = if w.field == IP_DSCP {
-                        (v[0] << 2) | (tos & 3)
-                    } else {
-                        (tos & 0xfc) | (v[0] & 3)
-                    };
-                    self.rewrite(
-                        l3 + 1,
-                        &[tos],
-                        Covers {
-                            ipv4_header: true,
-                            l4: false,
-                            pseudo: false,
-                        },
-                    );
-                }
-                Some(l3) if is6 => {
-                    let tc = (self.data[l3] << 4) | (self.data[l3 + 1] >> 4);
-                    let tc = if w.field == IP_DSCP {
-                        (v[0] << 2) | (tc & 3)
-                    } else {
-                        (tc & 0xfc) | (v[0] & 3)
-                    };
-                    self.data[l3] = (self.data[l3] & 0xf0) | (tc >> 4);
-                    self.data[l3 + 1] = (self.data[l3 + 1] & 0x0f) | (tc << 4);
-                }
-                _ => {}
-            },
+            IP_DSCP | IP_ECN => self.set_tos(w.field, v[0], l3, is4, is6),
             IPV4_SRC if is4 => {
                 if let Some(l3) = l3 {
                     self.rewrite(l3 + 12, v, pseudo)
@@ -476,20 +447,8 @@ impl Packet {
                 }
             }
             IPV6_ND_SLL | IPV6_ND_TLL => {
-                let want = if w.field == IPV6_ND_SLL { 1 } else { 2 };
                 if let Some(l4) = l4 {
-                    let mut o = l4 + 24;
-                    while o + 8 <= self.data.len() {
-                        let (t, len) = (self.data[o], self.data[o + 1] as usize * 8);
-                        if len == 0 {
-                            break;
-                        }
-                        if t == want && len == 8 {
-                            self.rewrite(o + 2, v, l4_only);
-                            break;
-                        }
-                        o += len;
-                    }
+                    self.set_nd_lla(w.field == IPV6_ND_SLL, l4, v)
                 }
             }
             ARP_OP | ARP_SHA | ARP_SPA | ARP_THA | ARP_TPA if ty == key::ETH_TYPE_ARP => {
@@ -510,6 +469,66 @@ impl Packet {
         if w.field == VLAN_VID && self.layout.vlan.is_some() {
             let vid = (u16::from_be_bytes([v[0], v[1]]) & 0x0fff) | OFPVID_PRESENT;
             self.key.set(VLAN_VID, &vid.to_be_bytes());
+        }
+    }
+
+    /// IP_DSCP or IP_ECN: the six or two bits of IPv4's TOS (its header
+    /// checksum fixed) or of IPv6's traffic class.
+    #[inline]
+    fn set_tos(&mut self, which: u8, v: u8, l3: Option<usize>, is4: bool, is6: bool) {
+        match l3 {
+            Some(l3) if is4 => {
+                let tos = self.data[l3 + 1];
+                let tos = if which == field::IP_DSCP {
+                    (v << 2) | (tos & 3)
+                } else {
+                    (tos & 0xfc) | (v & 3)
+                };
+                self.rewrite(
+                    l3 + 1,
+                    &[tos],
+                    Covers {
+                        ipv4_header: true,
+                        l4: false,
+                        pseudo: false,
+                    },
+                );
+            }
+            Some(l3) if is6 => {
+                let tc = (self.data[l3] << 4) | (self.data[l3 + 1] >> 4);
+                let tc = if which == field::IP_DSCP {
+                    (v << 2) | (tc & 3)
+                } else {
+                    (tc & 0xfc) | (v & 3)
+                };
+                self.data[l3] = (self.data[l3] & 0xf0) | (tc >> 4);
+                self.data[l3 + 1] = (self.data[l3 + 1] & 0x0f) | (tc << 4);
+            }
+            _ => {}
+        }
+    }
+
+    /// IPV6_ND_SLL or IPV6_ND_TLL: the link-layer address in the neighbour
+    /// discovery message's source (or target) option, if it has one.
+    #[inline]
+    fn set_nd_lla(&mut self, source: bool, l4: usize, v: &[u8]) {
+        let want = if source { 1 } else { 2 };
+        let l4_only = Covers {
+            ipv4_header: false,
+            l4: true,
+            pseudo: false,
+        };
+        let mut o = l4 + 24;
+        while o + 8 <= self.data.len() {
+            let (t, len) = (self.data[o], self.data[o + 1] as usize * 8);
+            if len == 0 {
+                break;
+            }
+            if t == want && len == 8 {
+                self.rewrite(o + 2, v, l4_only);
+                break;
+            }
+            o += len;
         }
     }
 

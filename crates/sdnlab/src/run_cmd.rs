@@ -16,6 +16,34 @@ pub struct Show {
     pub print_config: bool,
 }
 
+/// Where a benchmark's run goes and how its results are shown: the flags
+/// the `sdnlab bench` commands share.
+#[derive(clap::Args)]
+pub struct Output {
+    /// Run directory (default: a new one under results/, named for the
+    /// benchmark and the time).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the experiment file these flags describe, and run nothing.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Output {
+    /// Validates and runs (or prints) `e` as these flags say.
+    pub fn run(self, e: &Experiment) -> ExitCode {
+        let how = Show {
+            json: self.json,
+            print_config: self.print_config,
+            ..Show::default()
+        };
+        run(e, self.out, how)
+    }
+}
+
 /// `--no-live`: plain progress lines even on a terminal.
 pub static NO_LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

@@ -94,8 +94,9 @@ impl Ctx {
     }
 }
 
-/// Starts the switch.
-pub fn start(cfg: Config) -> std::io::Result<Handle> {
+/// The switch's tables, its ports in them, and the table-miss flood rule
+/// when asked for.
+fn pipeline_for(cfg: &Config) -> std::io::Result<(Pipeline, datapath::PortTable)> {
     let mut pipeline = Pipeline::new(cfg.n_tables, cfg.max_rules);
     let table = datapath::PortTable {
         by_no: cfg.ports.iter().cloned().map(Some).collect(),
@@ -118,20 +119,11 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
             .flow_mod(&fm, Instant::now())
             .map_err(|e| std::io::Error::other(format!("table-miss flood rule: {e:?}")))?;
     }
-    let pipeline = Arc::new(RwLock::new(pipeline));
-    let (pi_tx, pi_rx) = mpsc::channel(4096);
-    let shared = Arc::new(Shared {
-        pipeline: pipeline.clone(),
-        ports: arc_swap::ArcSwap::from_pointee(table),
-        to_controller: pi_tx,
-        stop: false.into(),
-        packet_ins_dropped: 0.into(),
-        fast_ports: (1..=cfg.ports.len() as u32)
-            .map(|p| cfg.fast_path.is_some() && cfg.fast_ports.contains(&p))
-            .collect(),
-        fast_path: cfg.fast_path.clone(),
-        fast_generation: u64::MAX.into(),
-    });
+    Ok((pipeline, table))
+}
+
+/// The switch's OpenFlow agent: its identity, the versions it speaks.
+fn agent_for(cfg: &Config, pipeline: Arc<RwLock<Pipeline>>) -> Agent {
     let mut agent = Agent::new(
         pipeline,
         Identity {
@@ -148,7 +140,64 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
     if !cfg.versions.is_empty() {
         agent.set_versions(&cfg.versions);
     }
-    let agent = Arc::new(Mutex::new(agent));
+    agent
+}
+
+/// The control listeners: TCP, and a Unix socket for tools on this machine.
+type Listeners = (Vec<std::net::TcpListener>, Option<std::os::unix::net::UnixListener>);
+
+/// The control listeners, bound here so that errors (a port in use)
+/// reach the caller.
+fn bind_listeners(cfg: &Config) -> std::io::Result<Listeners> {
+    let mut std_listeners = Vec::new();
+    for a in &cfg.listen {
+        let l = std::net::TcpListener::bind(a)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {a}: {e}")))?;
+        l.set_nonblocking(true)?;
+        std_listeners.push(l);
+    }
+    let Some(path) = &cfg.listen_unix else {
+        return Ok((std_listeners, None));
+    };
+    // A socket left by a switch that died is replaced; a live one
+    // answers, and is not.
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!("{}: another switch is listening there", path.display()),
+        ));
+    }
+    let _ = std::fs::remove_file(path);
+    let l = std::os::unix::net::UnixListener::bind(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", path.display())))?;
+    // This user's only (Open vSwitch's management sockets are
+    // likewise its own): whoever connects can reprogram the switch.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    l.set_nonblocking(true)?;
+    Ok((std_listeners, Some(l)))
+}
+
+/// Starts the switch.
+pub fn start(cfg: Config) -> std::io::Result<Handle> {
+    let (pipeline, table) = pipeline_for(&cfg)?;
+    let pipeline = Arc::new(RwLock::new(pipeline));
+    let (pi_tx, pi_rx) = mpsc::channel(4096);
+    let shared = Arc::new(Shared {
+        pipeline: pipeline.clone(),
+        ports: arc_swap::ArcSwap::from_pointee(table),
+        to_controller: pi_tx,
+        stop: false.into(),
+        packet_ins_dropped: 0.into(),
+        fast_ports: (1..=cfg.ports.len() as u32)
+            .map(|p| cfg.fast_path.is_some() && cfg.fast_ports.contains(&p))
+            .collect(),
+        fast_path: cfg.fast_path.clone(),
+        fast_generation: u64::MAX.into(),
+    });
+    let agent = Arc::new(Mutex::new(agent_for(&cfg, pipeline)));
 
     // Before any frame is forwarded: only ports that can take redirected
     // frames go in the fast path's DEVMAP.
@@ -181,39 +230,8 @@ pub fn start(cfg: Config) -> std::io::Result<Handle> {
         );
     }
 
-    // Bind listeners here so errors (port in use) reach the caller.
-    let mut std_listeners = Vec::new();
-    for a in &cfg.listen {
-        let l = std::net::TcpListener::bind(a)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {a}: {e}")))?;
-        l.set_nonblocking(true)?;
-        std_listeners.push(l);
-    }
+    let (std_listeners, unix_listener) = bind_listeners(&cfg)?;
     let listening = std_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
-    let unix_listener = match &cfg.listen_unix {
-        Some(path) => {
-            // A socket left by a switch that died is replaced; a live one
-            // answers, and is not.
-            if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::AddrInUse,
-                    format!("{}: another switch is listening there", path.display()),
-                ));
-            }
-            let _ = std::fs::remove_file(path);
-            let l = std::os::unix::net::UnixListener::bind(path)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {}: {e}", path.display())))?;
-            // This user's only (Open vSwitch's management sockets are
-            // likewise its own): whoever connects can reprogram the switch.
-            {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-            }
-            l.set_nonblocking(true)?;
-            Some(l)
-        }
-        None => None,
-    };
     let ctx = Ctx {
         agent: agent.clone(),
         shared: shared.clone(),
@@ -319,67 +337,12 @@ async fn control(
         });
     let mut last_recheck = Instant::now();
     for l in listeners {
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let Ok(l) = tokio::net::TcpListener::from_std(l) else {
-                return;
-            };
-            let mut warned = false;
-            loop {
-                match l.accept().await {
-                    Ok((s, peer)) => {
-                        let kill = Arc::new(tokio::sync::Notify::new());
-                        let admit = ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).admit(
-                            peer.ip(),
-                            Instant::now(),
-                            kill.clone(),
-                        );
-                        let Admit::Accept { id, evict } = admit else {
-                            // Every connection held is a session: this one is dropped.
-                            continue;
-                        };
-                        if let Some(victim) = evict {
-                            victim.notify_one();
-                        }
-                        let _ = s.set_nodelay(true);
-                        let ctx = ctx.clone();
-                        tokio::spawn(async move {
-                            let (rd, wr) = s.into_split();
-                            serve(ctx.clone(), rd, wr, Some((id, kill)), None).await;
-                            ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
-                        });
-                    }
-                    // Out of descriptors (EMFILE, ENFILE) or memory: wait
-                    // for connections to close rather than spin.
-                    Err(e) => {
-                        if !warned {
-                            tracing::info!("sdnlab switch: accept: {e}; retrying every 100 ms");
-                            warned = true;
-                        }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            }
-        });
+        tokio::spawn(accept_tcp(ctx.clone(), l));
     }
     if let Some(l) = unix_listener {
         // Tools on this machine (ovs-ofctl BRIDGE): the socket's
         // permissions admit them, so no admission limits.
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let Ok(l) = tokio::net::UnixListener::from_std(l) else {
-                return;
-            };
-            loop {
-                match l.accept().await {
-                    Ok((s, _)) => {
-                        let (rd, wr) = s.into_split();
-                        tokio::spawn(serve(ctx.clone(), rd, wr, None, None));
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
-        });
+        tokio::spawn(accept_unix(ctx.clone(), l));
     }
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut batch = Vec::with_capacity(256);
@@ -429,24 +392,92 @@ async fn control(
                         e.refresh(fp);
                     }
                 }
-                let mut fx = Effects::default();
-                {
-                    let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
-                    agent.expire(Instant::now(), &mut fx);
-                    for (port_no, io) in ctx.shared.port_table().iter() {
-                        agent.link_changed(port_no, io.link_up(), &mut fx);
-                        let drops = io.take_rx_drops();
-                        if drops > 0 {
-                            let p = ctx.shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
-                            if let Some(ps) = p.ports.get(&port_no) {
-                                ps.counters.rx_dropped.fetch_add(drops, Relaxed);
-                            }
-                        }
-                    }
-                }
-                ctx.dispatch(fx);
+                ctx.on_tick();
             }
         }
+    }
+}
+
+/// Takes TCP control connections, each a session once admitted (a full
+/// house makes room by evicting an idle one, or drops the newcomer).
+async fn accept_tcp(ctx: Ctx, l: std::net::TcpListener) {
+    let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+        return;
+    };
+    let mut warned = false;
+    loop {
+        match l.accept().await {
+            Ok((s, peer)) => {
+                let kill = Arc::new(tokio::sync::Notify::new());
+                let admit = ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).admit(
+                    peer.ip(),
+                    Instant::now(),
+                    kill.clone(),
+                );
+                let Admit::Accept { id, evict } = admit else {
+                    // Every connection held is a session: this one is dropped.
+                    continue;
+                };
+                if let Some(victim) = evict {
+                    victim.notify_one();
+                }
+                let _ = s.set_nodelay(true);
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    let (rd, wr) = s.into_split();
+                    serve(ctx.clone(), rd, wr, Some((id, kill)), None).await;
+                    ctx.admission.lock().unwrap_or_else(|e| e.into_inner()).closed(id);
+                });
+            }
+            // Out of descriptors (EMFILE, ENFILE) or memory: wait
+            // for connections to close rather than spin.
+            Err(e) => {
+                if !warned {
+                    tracing::info!("sdnlab switch: accept: {e}; retrying every 100 ms");
+                    warned = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Takes control connections on the Unix socket.
+async fn accept_unix(ctx: Ctx, l: std::os::unix::net::UnixListener) {
+    let Ok(l) = tokio::net::UnixListener::from_std(l) else {
+        return;
+    };
+    loop {
+        match l.accept().await {
+            Ok((s, _)) => {
+                let (rd, wr) = s.into_split();
+                tokio::spawn(serve(ctx.clone(), rd, wr, None, None));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+impl Ctx {
+    /// Every 100 ms: rules expired, links' changes told, the ports'
+    /// receive drops counted.
+    fn on_tick(&self) {
+        let mut fx = Effects::default();
+        {
+            let mut agent = self.agent.lock().unwrap_or_else(|e| e.into_inner());
+            agent.expire(Instant::now(), &mut fx);
+            for (port_no, io) in self.shared.port_table().iter() {
+                agent.link_changed(port_no, io.link_up(), &mut fx);
+                let drops = io.take_rx_drops();
+                if drops > 0 {
+                    let p = self.shared.pipeline.read().unwrap_or_else(|e| e.into_inner());
+                    if let Some(ps) = p.ports.get(&port_no) {
+                        ps.counters.rx_dropped.fetch_add(drops, Relaxed);
+                    }
+                }
+            }
+        }
+        self.dispatch(fx);
     }
 }
 
@@ -504,6 +535,216 @@ async fn read_more(rd: &mut impl ReadSide, framer: &mut Framer) -> bool {
     }
 }
 
+/// Resolves when the listeners' admission evicts this connection (never,
+/// for a connection the switch made to a controller). A fresh one may be
+/// made at each wait: an eviction told while nobody waited is kept.
+async fn evicted(admitted: &Option<(u64, Arc<tokio::sync::Notify>)>) {
+    match admitted {
+        Some((_, kill)) => kill.notified().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The HELLO exchange: ours sent, the peer's read (within `ctx.deadline`,
+/// unless evicted first) and the version negotiated. None when the
+/// connection is to end: closed, evicted, no HELLO in time, or no
+/// version in common (told with HELLO_FAILED).
+async fn handshake(
+    ctx: &Ctx,
+    rd: &mut impl ReadSide,
+    wr: &mut (impl tokio::io::AsyncWrite + Unpin),
+    framer: &mut Framer,
+    admitted: &Option<(u64, Arc<tokio::sync::Notify>)>,
+) -> Option<u8> {
+    let versions = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).versions().to_vec();
+    let newest = *versions.iter().max().unwrap_or(&ofwire::OFP13_VERSION);
+    let hello = Message {
+        version: newest,
+        xid: 0,
+        body: Body::Hello(ofwire::header::Hello::with_versions(&versions)),
+    };
+    wr.write_all(&hello.to_bytes().unwrap_or_default()).await.ok()?;
+    let handshake_by = tokio::time::Instant::now() + ctx.deadline;
+    loop {
+        let msg = match framer.next_message() {
+            Ok(Some(m)) => m.to_vec(),
+            Ok(None) => {
+                let more = tokio::select! {
+                    r = tokio::time::timeout_at(handshake_by, read_more(rd, framer)) => r.unwrap_or(false),
+                    _ = evicted(admitted) => false,
+                };
+                if more {
+                    continue;
+                }
+                // Closed, evicted, or no HELLO in time.
+                return None;
+            }
+            Err(_) => return None,
+        };
+        let header = Header::peek(&msg);
+        let Ok(Message {
+            body: Body::Hello(h), ..
+        }) = ofwire::decode(&msg)
+        else {
+            return None;
+        };
+        match negotiate_version(&versions, header.map(|h| h.version).unwrap_or(0), &h) {
+            Ok(v) => return Some(v),
+            Err(e) => {
+                let err = Message {
+                    version: newest,
+                    xid: header.map(|h| h.xid).unwrap_or(0),
+                    body: Body::V13(ofwire::v13::Body::Error(ErrorMsg::for_decode_error(&e, &msg))),
+                };
+                let _ = wr.write_all(&err.to_bytes().unwrap_or_default()).await;
+                return None;
+            }
+        }
+    }
+}
+
+/// The session's writes, in order: what the agent queued for the peer,
+/// joined into one write when several wait. `backlog` counts the bytes
+/// queued and not yet written, `wrote` says when a write last went
+/// through, `drained` is told after each.
+struct WriteSide {
+    backlog: Arc<std::sync::atomic::AtomicUsize>,
+    wrote: Arc<Mutex<tokio::time::Instant>>,
+    drained: Arc<tokio::sync::Notify>,
+}
+
+impl WriteSide {
+    fn spawn(
+        &self,
+        mut wr: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+        mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    ) -> tokio::task::JoinHandle<()> {
+        let (wrote, backlog, drained) = (self.wrote.clone(), self.backlog.clone(), self.drained.clone());
+        tokio::spawn(async move {
+            while let Some(mut b) = rx.recv().await {
+                while let Ok(more) = rx.try_recv() {
+                    b.extend_from_slice(&more);
+                }
+                if wr.write_all(&b).await.is_err() {
+                    break;
+                }
+                // Every byte sent was counted in before it was sent.
+                backlog.fetch_sub(b.len(), Relaxed);
+                *wrote.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
+                drained.notify_one();
+            }
+            // Nothing more will be written: nobody waits for it.
+            backlog.store(0, Relaxed);
+            drained.notify_one();
+        })
+    }
+
+    fn last_write(&self) -> tokio::time::Instant {
+        *self.wrote.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The peer said nothing by the time something had to happen: a
+    /// message begun and not finished by its deadline, or a probe not
+    /// answered, closes the session (false); a probe falls due, and goes
+    /// out unless a write went through since (a peer reading a long reply
+    /// is alive).
+    fn quiet(
+        &self,
+        ctx: &Ctx,
+        finish_by: tokio::time::Instant,
+        probed: &mut Option<tokio::time::Instant>,
+        tx: &mpsc::UnboundedSender<Vec<u8>>,
+        echo: &[u8],
+    ) -> bool {
+        let now = tokio::time::Instant::now();
+        if now >= finish_by {
+            if ctx.verbose {
+                tracing::warn!(
+                    "sdnlab switch: closing a connection whose message stayed unfinished for {:?}",
+                    ctx.deadline
+                );
+            }
+            return false;
+        }
+        if probed.is_some() {
+            if ctx.verbose {
+                tracing::warn!("sdnlab switch: closing a connection that did not answer its inactivity probe");
+            }
+            return false;
+        }
+        if self.last_write() + ctx.probe.unwrap_or_default() <= now {
+            self.backlog.fetch_add(echo.len(), Relaxed);
+            let _ = tx.send(echo.to_vec());
+            *probed = Some(now);
+        }
+        true
+    }
+}
+
+/// Why a batch of messages stopped.
+enum BatchEnd {
+    /// Every whole message in the framer was handled.
+    Emptied,
+    /// The batch's replies are many: the peer's backlog is looked at.
+    Full,
+    /// A length that cannot be: the stream cannot be framed any more.
+    Broken,
+}
+
+/// Handles the framer's whole messages under one lock of the agent, until
+/// it is empty or 64 replies wait, and hands the replies to the writers.
+/// A message that does not decode gets the error the codec names.
+/// `completed`: a message was completed; `acted`: one was more than
+/// keeping alive.
+fn handle_batch(
+    ctx: &Ctx,
+    framer: &mut Framer,
+    conn: usize,
+    version: u8,
+    completed: &mut bool,
+    acted: &mut bool,
+) -> BatchEnd {
+    let mut fx = Effects::default();
+    let end = {
+        let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if fx.messages.len() >= 64 {
+                break BatchEnd::Full;
+            }
+            let raw = match framer.next_message() {
+                Ok(Some(raw)) => raw,
+                Ok(None) => break BatchEnd::Emptied,
+                Err(_) => break BatchEnd::Broken,
+            };
+            *completed = true;
+            let now = Instant::now();
+            match ofwire::decode_in_session(raw, version) {
+                Ok(m) => {
+                    // Keeping alive is not activity.
+                    *acted |= !matches!(
+                        m.body,
+                        Body::V10(ofwire::v10::Body::EchoRequest(_) | ofwire::v10::Body::EchoReply(_))
+                            | Body::V13(ofwire::v13::Body::EchoRequest(_) | ofwire::v13::Body::EchoReply(_))
+                    );
+                    agent.on_message(conn, &m, now, &mut fx)
+                }
+                Err(e) => {
+                    let xid = Header::peek(raw).map(|h| h.xid).unwrap_or(0);
+                    let err = ErrorMsg::for_decode_error(&e, raw);
+                    let msg = if version == ofwire::OFP10_VERSION {
+                        Message::v10(xid, ofwire::v10::Body::Error(err))
+                    } else {
+                        Message::v13(xid, ofwire::v13::Body::Error(err))
+                    };
+                    fx.messages.push((conn, msg));
+                }
+            }
+        }
+    };
+    ctx.dispatch(fx);
+    end
+}
+
 /// One controller connection: HELLO exchange, then messages until EOF, a
 /// byte stream that can no longer be framed, or a deadline missed (the
 /// HELLO, or the rest of a message begun, not in `ctx.deadline`).
@@ -518,62 +759,9 @@ async fn serve(
     admitted: Option<(u64, Arc<tokio::sync::Notify>)>,
     up: Option<Arc<AtomicBool>>,
 ) {
-    let versions = ctx.agent.lock().unwrap_or_else(|e| e.into_inner()).versions().to_vec();
-    let hello = Message {
-        version: *versions.iter().max().unwrap_or(&ofwire::OFP13_VERSION),
-        xid: 0,
-        body: Body::Hello(ofwire::header::Hello::with_versions(&versions)),
-    };
-    if wr.write_all(&hello.to_bytes().unwrap_or_default()).await.is_err() {
-        return;
-    }
     let mut framer = Framer::new(u16::MAX as usize);
-    let handshake_by = tokio::time::Instant::now() + ctx.deadline;
-    let evicted = async {
-        match &admitted {
-            Some((_, kill)) => kill.notified().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(evicted);
-    // The peer's HELLO.
-    let version = loop {
-        let msg = match framer.next_message() {
-            Ok(Some(m)) => m.to_vec(),
-            Ok(None) => {
-                let more = tokio::select! {
-                    r = tokio::time::timeout_at(handshake_by, read_more(&mut rd, &mut framer)) => r.unwrap_or(false),
-                    _ = &mut evicted => false,
-                };
-                if more {
-                    continue;
-                }
-                // Closed, evicted, or no HELLO in time.
-                return;
-            }
-            Err(_) => return,
-        };
-        let header = Header::peek(&msg);
-        let negotiated = match ofwire::decode(&msg) {
-            Ok(Message {
-                body: Body::Hello(h), ..
-            }) => negotiate_version(&versions, header.map(|h| h.version).unwrap_or(0), &h),
-            _ => {
-                return;
-            }
-        };
-        match negotiated {
-            Ok(v) => break v,
-            Err(e) => {
-                let err = Message {
-                    version: *versions.iter().max().unwrap(),
-                    xid: header.map(|h| h.xid).unwrap_or(0),
-                    body: Body::V13(ofwire::v13::Body::Error(ErrorMsg::for_decode_error(&e, &msg))),
-                };
-                let _ = wr.write_all(&err.to_bytes().unwrap_or_default()).await;
-                return;
-            }
-        }
+    let Some(version) = handshake(&ctx, &mut rd, &mut wr, &mut framer, &admitted).await else {
+        return;
     };
     if let Some((id, _)) = &admitted {
         // Evicted as its handshake ended: it goes before it is a session.
@@ -597,8 +785,15 @@ async fn serve(
     if let Some(u) = &session.up {
         u.store(true, Relaxed);
     }
-    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let backlog = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (tx, rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    // When a write last went through: a peer reading a long reply is alive
+    // even if it says nothing.
+    let ws = WriteSide {
+        backlog: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        wrote: Arc::new(Mutex::new(tokio::time::Instant::now())),
+        drained: Arc::new(tokio::sync::Notify::new()),
+    };
+    let backlog = ws.backlog.clone();
     ctx.writers.lock().unwrap_or_else(|e| e.into_inner()).insert(
         conn,
         Writer {
@@ -606,30 +801,7 @@ async fn serve(
             backlog: backlog.clone(),
         },
     );
-    // When a write last went through: a peer reading a long reply is alive
-    // even if it says nothing.
-    let wrote = Arc::new(Mutex::new(tokio::time::Instant::now()));
-    let drained = Arc::new(tokio::sync::Notify::new());
-    let writer = {
-        let (wrote, backlog, drained) = (wrote.clone(), backlog.clone(), drained.clone());
-        tokio::spawn(async move {
-            while let Some(mut b) = rx.recv().await {
-                while let Ok(more) = rx.try_recv() {
-                    b.extend_from_slice(&more);
-                }
-                if wr.write_all(&b).await.is_err() {
-                    break;
-                }
-                // Every byte sent was counted in before it was sent.
-                backlog.fetch_sub(b.len(), Relaxed);
-                *wrote.lock().unwrap_or_else(|e| e.into_inner()) = tokio::time::Instant::now();
-                drained.notify_one();
-            }
-            // Nothing more will be written: nobody waits for it.
-            backlog.store(0, Relaxed);
-            drained.notify_one();
-        })
-    };
+    let writer = ws.spawn(wr, rx);
     let echo = if version == ofwire::OFP10_VERSION {
         Message::v10(ECHO_XID, ofwire::v10::Body::EchoRequest(ofwire::Bytes::default()))
     } else {
@@ -653,7 +825,7 @@ async fn serve(
         // Replies waiting to be written past the bound: read nothing more
         // until the peer takes some, and close it if it takes none.
         while backlog.load(Relaxed) >= MAX_BACKLOG {
-            if tokio::time::timeout(STALLED, drained.notified()).await.is_err() {
+            if tokio::time::timeout(STALLED, ws.drained.notified()).await.is_err() {
                 if ctx.verbose {
                     tracing::warn!("sdnlab switch: closing a connection that read none of its replies for {STALLED:?}");
                 }
@@ -667,13 +839,13 @@ async fn serve(
             let finish_by = partial_since.map_or(far, |t| t + ctx.deadline);
             let probe_at = match (ctx.probe, probed) {
                 (None, _) => far,
-                (Some(p), None) => heard.max(*wrote.lock().unwrap_or_else(|e| e.into_inner())) + p,
+                (Some(p), None) => heard.max(ws.last_write()) + p,
                 (Some(p), Some(t)) => t + p,
             };
             let read = tokio::select! {
                 r = tokio::time::timeout_at(finish_by.min(probe_at), read_more(&mut rd, &mut framer)) => r,
                 // Idle on a full listener: a newcomer took its place.
-                _ = &mut evicted => break 'read,
+                _ = evicted(&admitted) => break 'read,
             };
             match read {
                 Ok(true) => {
@@ -681,32 +853,8 @@ async fn serve(
                     probed = None;
                 }
                 Ok(false) => break,
-                Err(_) => {
-                    let now = tokio::time::Instant::now();
-                    if now >= finish_by {
-                        if ctx.verbose {
-                            tracing::warn!(
-                                "sdnlab switch: closing a connection whose message stayed unfinished for {:?}",
-                                ctx.deadline
-                            );
-                        }
-                        break;
-                    }
-                    if probed.is_some() {
-                        if ctx.verbose {
-                            tracing::warn!(
-                                "sdnlab switch: closing a connection that did not answer its inactivity probe"
-                            );
-                        }
-                        break;
-                    }
-                    if *wrote.lock().unwrap_or_else(|e| e.into_inner()) + ctx.probe.unwrap_or_default() <= now {
-                        backlog.fetch_add(echo.len(), Relaxed);
-                        let _ = tx.send(echo.clone());
-                        probed = Some(now);
-                    }
-                    continue;
-                }
+                Err(_) if ws.quiet(&ctx, finish_by, &mut probed, &tx, &echo) => continue,
+                Err(_) => break,
             }
         }
         first = false;
@@ -716,61 +864,14 @@ async fn serve(
         // until it has read some.
         buffered = false;
         loop {
-            let mut fx = Effects::default();
-            let mut emptied = false;
-            {
-                let mut agent = ctx.agent.lock().unwrap_or_else(|e| e.into_inner());
-                loop {
-                    if fx.messages.len() >= 64 {
-                        break;
-                    }
-                    match framer.next_message() {
-                        Ok(Some(raw)) => {
-                            completed = true;
-                            let now = Instant::now();
-                            match ofwire::decode_in_session(raw, version) {
-                                Ok(m) => {
-                                    // Keeping alive is not activity.
-                                    acted |= !matches!(
-                                        m.body,
-                                        Body::V10(ofwire::v10::Body::EchoRequest(_) | ofwire::v10::Body::EchoReply(_))
-                                            | Body::V13(
-                                                ofwire::v13::Body::EchoRequest(_) | ofwire::v13::Body::EchoReply(_)
-                                            )
-                                    );
-                                    agent.on_message(conn, &m, now, &mut fx)
-                                }
-                                Err(e) => {
-                                    let xid = Header::peek(raw).map(|h| h.xid).unwrap_or(0);
-                                    let err = ErrorMsg::for_decode_error(&e, raw);
-                                    let msg = if version == ofwire::OFP10_VERSION {
-                                        Message::v10(xid, ofwire::v10::Body::Error(err))
-                                    } else {
-                                        Message::v13(xid, ofwire::v13::Body::Error(err))
-                                    };
-                                    fx.messages.push((conn, msg));
-                                }
-                            }
-                        }
-                        Ok(None) => {
-                            emptied = true;
-                            break;
-                        }
-                        Err(_) => {
-                            drop(agent);
-                            ctx.dispatch(fx);
-                            break 'read;
-                        }
-                    }
+            match handle_batch(&ctx, &mut framer, conn, version, &mut completed, &mut acted) {
+                BatchEnd::Emptied => break,
+                BatchEnd::Broken => break 'read,
+                BatchEnd::Full if backlog.load(Relaxed) >= MAX_BACKLOG => {
+                    buffered = true;
+                    break;
                 }
-            }
-            ctx.dispatch(fx);
-            if emptied {
-                break;
-            }
-            if backlog.load(Relaxed) >= MAX_BACKLOG {
-                buffered = true;
-                break;
+                BatchEnd::Full => {}
             }
         }
         partial_since = ofconn::unfinished_since(

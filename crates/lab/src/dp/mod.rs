@@ -443,6 +443,70 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             "bench dp needs root (network namespaces, AF_PACKET, XDP)",
         ));
     }
+    check_place(args, place)?;
+    let run_id = place.name("bench-dp");
+    let dir = place.dir(&run_id);
+    let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
+    let meta = meta(args, &p, run_id);
+    let links = crate::switch::bed::Links {
+        generator: args.generator,
+        receiver: args.receiver,
+        // Jumbo frames need every link's MTU raised.
+        mtu: p.frames.iter().any(|f| *f > 1518).then_some(9000),
+    };
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Dp(args.clone()))?;
+    let trials_path = dir.join("trials.jsonl");
+    let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
+    let wants = |t: &str| args.tests.iter().any(|x| x == t);
+    let mut tables = Tables::new();
+    for dut in &args.duts {
+        let (bed, of_addr, ports) = open_dut(args, dut, &dir, links, place, &mut run, obs)?;
+        let mut runner = Runner {
+            bed: &bed,
+            dut,
+            of_addr,
+            trials: &mut trials,
+            run: &mut run,
+            ports,
+            problems: Vec::new(),
+            obs,
+            trials_run: 0,
+            host_bound: Vec::new(),
+            last_bound: None,
+            clock_loose: Vec::new(),
+        };
+        if RFC_TESTS.iter().any(|t| wants(t)) {
+            for &frame in &p.frames {
+                let row = frame_row(&mut runner, frame, &p, &wants)?;
+                tables.rfc.push_str(&row);
+            }
+        }
+        other_tests(&mut runner, &p, &dir, &wants, &mut tables);
+        runner.run.meta.events.append(&mut runner.problems);
+        let summaries = [runner.clock_loose_summary(), runner.host_bound_summary()];
+        for line in summaries.into_iter().flatten() {
+            obs.event(Event::Line(&line));
+            runner.run.meta.events.push(line);
+        }
+        drop(bed);
+    }
+    let summary = tables.render(&wants);
+    let summary_path = dir.join("summary.md");
+    std::fs::write(&summary_path, &summary).map_err(crate::rundir::io_error(&summary_path))?;
+    let done = run.finish()?;
+    let trials = trials_path.display().to_string();
+    let report_path = dir.join("report.html").display().to_string();
+    Ok(Outcome {
+        table: format!("{summary}\ntrials: {trials}\nreport: {report_path}\n"),
+        json: json!({"dir": dir, "trials": trials, "report": report_path, "events": done.meta.events}),
+        dir,
+        incomplete: 0,
+    })
+}
+
+/// The ports must be where the switch is: with `--workers`, an external
+/// switch whose ports each name their worker; without, local interfaces.
+fn check_place(args: &DpConfig, place: &Place) -> Result<(), LabError> {
     if place.workers.is_some() {
         if args.duts.iter().any(|d| d != "external") {
             return Err(LabError::Config(
@@ -463,10 +527,13 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
             "--external-ports {p} names a worker's port: give --workers FILE (an interface name has no ':')"
         )));
     }
-    let run_id = place.name("bench-dp");
-    let dir = place.dir(&run_id);
-    let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
-    let meta = Meta {
+    Ok(())
+}
+
+/// The run's metadata: the switches under test, each with its version,
+/// and every parameter the plan resolved.
+fn meta(args: &DpConfig, p: &Plan, run_id: String) -> Meta {
+    Meta {
         run_id,
         benchmark: "bench dp".into(),
         command: std::env::args().collect(),
@@ -513,335 +580,412 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
         }),
         metrics: metrics(),
         ..Meta::default()
-    };
-    let links = crate::switch::bed::Links {
-        generator: args.generator,
-        receiver: args.receiver,
-        // Jumbo frames need every link's MTU raised.
-        mtu: p.frames.iter().any(|f| *f > 1518).then_some(9000),
-    };
-    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Dp(args.clone()))?;
-    let trials_path = dir.join("trials.jsonl");
-    let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
-    let wants = |t: &str| args.tests.iter().any(|x| x == t);
-    let mut table = String::from(
-        "| switch | frame (B) | throughput (frames/s) | throughput (Mbit/s, L2) | latency mean / p50 / p99.9 (µs) | delay variation (µs) | loss at 100 % / 90 % / 80 % of max (%) | back-to-back (frames; implied / corrected buffer, ms) | recovery (ms) |\n|---|---:|---:|---:|---|---:|---|---|---:|\n",
-    );
-    let mut scenario_tables = scenarios::Tables::default();
-    let mut paths_table = String::from(
-        "| switch | throughput, 64 B, 1 switch / long path (frames/s) | flat-out forwarding, 64 B, 1 switch / long path (frames/s) | its operational bound, 1 switch / long path (frames/s, bottleneck) | latency mean at the scenario rate (µs) | iperf3 TCP (Gbit/s) |\n|---|---|---|---|---|---|\n",
-    );
-    let mut parallel_table = String::from(
-        "| switch | bridges | one alone, flat out (frames/s) | all at once, flat out: total (each) | its operational bound (frames/s, bottleneck) | latency mean at the scenario rate, all loaded (µs) |\n|---|---:|---:|---|---|---|\n",
-    );
-    let mut iperf_table = String::from(
-        "| switch | iperf3 TCP (Gbit/s) | iperf3 UDP, offered → received Mbit/s (loss) |\n|---|---:|---|\n",
-    );
-    for dut in &args.duts {
-        let external = (dut == "external").then(|| crate::switch::bed::External {
-            ifaces: (args.external_ports[0].clone(), args.external_ports[1].clone()),
-            openflow: args.external_openflow,
-            of_ports: (args.external_of_ports[0], args.external_of_ports[1]),
-        });
-        let ports = match &external {
-            Some(e) => Ports {
-                inp: e.of_ports.0,
-                out: e.of_ports.1,
-            },
-            None => Ports { inp: 1, out: 2 },
-        };
-        let (bed, of_addr) = match open_bed(dut, &dir, links, external.as_ref(), place.workers.as_deref()) {
-            Ok(b) => b,
-            Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
-        };
-        if let Some(rm) = &bed.remote {
-            run.meta.parameters["workers"] = rm.fleet.clocks();
-            run.meta.parameters["external_ports_seen"] = json!(rm.seen);
-            run.meta.parameters["ports"] = json!(format!(
-                "frames leave by {} and come back by {}, each in its worker's own namespace",
-                rm.name(&rm.gen),
-                rm.name(&rm.rcv)
-            ));
-            run.meta.parameters["cores"] = json!("the workers' schedulers' choice");
-            run.meta.events.extend(rm.fleet.clock_warnings());
-            let line = match rm.clock_uncertainty_us() {
-                0.0 => format!("{dut}: both ports on one worker: latencies on one clock"),
-                u => format!(
-                    "{dut}: the ports are on two workers: every latency has their clocks' offset taken off, known within {u:.1} us"
-                ),
-            };
-            obs.event(Event::Line(&line));
-            run.meta.events.push(line);
-        }
-        if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {
-            let rate = format!("{}kbit", (mbit * 1000.0) as u64);
-            if let Err(e) = sh(&[
-                "tc",
-                "qdisc",
-                "replace",
-                "dev",
-                towards_receiver,
-                "root",
-                "tbf",
-                "rate",
-                &rate,
-                "burst",
-                "16kb",
-                "latency",
-                "20ms",
-            ]) {
-                return Err(LabError::setup(format!("--limit-mbit: {e}")));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        let watched: Vec<(String, String)> = bed
-            .ports
-            .iter()
-            .enumerate()
-            .flat_map(|(i, (a, b))| {
-                let n = if bed.ports.len() > 1 {
-                    format!("s{} ", i + 1)
-                } else {
-                    String::new()
-                };
-                [(format!("{n}in"), a.clone()), (format!("{n}out"), b.clone())]
-            })
-            .collect();
-        obs.event(Event::Watch {
-            system: dut,
-            ports: &watched,
-        });
-        let mut runner = Runner {
-            bed: &bed,
-            dut,
-            of_addr,
-            trials: &mut trials,
-            run: &mut run,
-            ports,
-            problems: Vec::new(),
-            obs,
-            trials_run: 0,
-            host_bound: Vec::new(),
-            last_bound: None,
-            clock_loose: Vec::new(),
-        };
-        for &frame in &p.frames {
-            if !RFC_TESTS.iter().any(|t| wants(t)) {
-                break;
-            }
-            let condition = format!("{frame}B");
-            let mut tput = None;
-            if ["throughput", "latency", "b2b", "recovery"].iter().any(|t| wants(t)) {
-                match throughput(&mut runner, frame, &p) {
-                    Ok(t) => {
-                        let rate = t.rate;
-                        obs.event(Event::Line(&format!(
-                            "{dut}: {frame} B: throughput {rate:.0} frames/s{}",
-                            if t.generator_bound {
-                                " (the generator's ceiling: nothing was lost at its full rate)"
-                            } else {
-                                ""
-                            }
-                        )));
-                        runner.figure(
-                            condition.clone(),
-                            0,
-                            &[("frame_bytes", frame as f64), ("throughput_fps", rate)],
-                            Vec::new(),
-                        );
-                        tput = Some(rate);
-                    }
-                    Err(e) => obs.event(Event::Line(&format!("{dut}: {e}"))),
-                }
-            }
-            let mut lat: Vec<Trial> = Vec::new();
-            if let (true, Some(rate)) = (wants("latency"), tput) {
-                for i in 0..p.repetitions {
-                    match runner.run("latency", frame, Some(rate), p.latency_s) {
-                        Ok(t) => {
-                            runner.figure(
-                                condition.clone(),
-                                i as u32,
-                                &[
-                                    ("frame_bytes", frame as f64),
-                                    ("latency_mean_us", t.latency_us_mean),
-                                    ("latency_p50_us", t.latency_us_p50),
-                                    ("latency_p999_us", t.latency_us_p999),
-                                    ("pdv_us", t.latency_us_p999 - t.latency_us_min),
-                                ],
-                                t.rx.latency_cdf.clone(),
-                            );
-                            lat.push(t)
-                        }
-                        Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
-                    }
-                }
-            }
-            let mut losses: Vec<f64> = Vec::new();
-            let mut max_rate = None;
-            if wants("loss") || wants("b2b") || wants("recovery") {
-                match runner.run("loss_max", frame, None, p.search_s) {
-                    Ok(t) => max_rate = Some(t.offered_pps),
-                    Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
-                }
-            }
-            if let (true, Some(max)) = (wants("loss"), max_rate) {
-                match rfc2544::frame_loss_rate(&mut AtFrame { r: &mut runner, frame }, max, p.trial_s) {
-                    Ok(curve) => losses = curve.iter().map(|(_, pct)| *pct).collect(),
-                    Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
-                }
-            }
-            let mut b2b_cell = "-".to_string();
-            if let (true, Some(max)) = (wants("b2b"), max_rate) {
-                match back_to_back(&mut runner, frame, &p, max) {
-                    Ok(b) if b.unbounded => {
-                        b2b_cell = format!("≥ {:.0} (no loss at the longest burst)", b.frames);
-                    }
-                    Ok(b) => {
-                        let (implied, corrected) =
-                            tput.map_or((f64::NAN, f64::NAN), |t| rfc2544::buffer_times_ms(&b, t));
-                        b2b_cell = format!(
-                            "{:.0} at {:.0}/s; {implied:.3} / {corrected:.3}",
-                            b.frames, b.burst_rate
-                        );
-                    }
-                    Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
-                }
-            }
-            let mut recovery_cell = "-".to_string();
-            if let (true, Some(t), Some(max)) = (wants("recovery"), tput, max_rate) {
-                let mut times = Vec::new();
-                let mut overloaded = false;
-                for i in 0..p.recovery_repetitions {
-                    match recovery(&mut runner, frame, &p, t, max) {
-                        Ok((s, o)) => {
-                            overloaded |= o;
-                            runner.figure(
-                                condition.clone(),
-                                i as u32,
-                                &[("frame_bytes", frame as f64), ("recovery_ms", s * 1e3)],
-                                Vec::new(),
-                            );
-                            times.push(s * 1e3);
-                        }
-                        Err(e) => return Err(LabError::setup(format!("{dut}: {e}"))),
-                    }
-                }
-                recovery_cell = format!(
-                    "{:.1}{}",
-                    stats::mean(&times),
-                    if overloaded { "" } else { " (overload lost nothing)" }
-                );
-            }
-            let mean = |f: fn(&Trial) -> f64| lat.iter().map(f).sum::<f64>() / lat.len().max(1) as f64;
-            let lat_cell = if lat.is_empty() {
-                "-".to_string()
-            } else {
-                format!(
-                    "{:.1} / {:.0} / {:.0}",
-                    mean(|t| t.latency_us_mean),
-                    mean(|t| t.latency_us_p50),
-                    mean(|t| t.latency_us_p999)
-                )
-            };
-            let pdv = if lat.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{:.0}", mean(|t| t.latency_us_p999 - t.latency_us_min))
-            };
-            let loss_cell = if losses.is_empty() {
-                "-".to_string()
-            } else {
-                losses
-                    .iter()
-                    .take(3)
-                    .map(|l| format!("{l:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            };
-            table.push_str(&format!(
-                "| {dut} | {frame} | {} | {} | {lat_cell} | {pdv} | {loss_cell} | {b2b_cell} | {recovery_cell} |\n",
-                tput.map(|r| format!("{r:.0}")).unwrap_or_else(|| "-".into()),
-                tput.map(|r| format!("{:.1}", r * frame as f64 * 8.0 / 1e6))
-                    .unwrap_or_else(|| "-".into()),
-            ));
-        }
-        if (wants("tcp") || wants("udp")) && bed.remote.is_some() {
-            let line = format!(
-                "{dut}: tcp, udp left out: iperf3 needs addresses on the ports, and with --workers they stay as their machines have them"
-            );
-            obs.event(Event::Line(&line));
-            runner.run.meta.events.push(line);
-        } else if wants("tcp") || wants("udp") {
-            let row = iperf_tests(&mut runner, &p, wants("tcp"), wants("udp"));
-            add_row(&mut iperf_table, &mut runner.run.meta.events, obs, dut, row);
-        }
-        if wants("paths") && !["veth", "external"].contains(&dut.as_str()) {
-            let row = paths(&mut runner, &p, &dir);
-            add_row(
-                &mut paths_table,
-                &mut runner.run.meta.events,
-                obs,
-                &format!("{dut}: paths"),
-                row,
-            );
-        }
-        if wants("parallel") && !["veth", "external"].contains(&dut.as_str()) {
-            let row = parallel(&mut runner, &p, &dir);
-            add_row(
-                &mut parallel_table,
-                &mut runner.run.meta.events,
-                obs,
-                &format!("{dut}: parallel"),
-                row,
-            );
-        }
-        let wanted: Vec<&str> = scenarios::SCENARIOS.iter().copied().filter(|s| wants(s)).collect();
-        if !wanted.is_empty() {
-            if let Err(e) = scenarios::run_all(&mut runner, &p, &wanted, &mut scenario_tables) {
-                runner.run.meta.events.push(format!("{dut}: {e}"));
-                obs.event(Event::Line(&format!("{dut}: {e}")));
-            }
-        }
-        runner.run.meta.events.append(&mut runner.problems);
-        if let Some(line) = runner.clock_loose_summary() {
-            obs.event(Event::Line(&line));
-            runner.run.meta.events.push(line);
-        }
-        if let Some(line) = runner.host_bound_summary() {
-            obs.event(Event::Line(&line));
-            runner.run.meta.events.push(line);
-        }
-        drop(bed);
     }
-    let rfc_table = if RFC_TESTS.iter().any(|t| wants(t)) {
-        table
-    } else {
-        String::new()
+}
+
+/// The summary's tables, a row added per switch (and per frame size).
+struct Tables {
+    rfc: String,
+    scenarios: scenarios::Tables,
+    paths: String,
+    parallel: String,
+    iperf: String,
+}
+
+impl Tables {
+    fn new() -> Tables {
+        Tables {
+            rfc: String::from(
+                "| switch | frame (B) | throughput (frames/s) | throughput (Mbit/s, L2) | latency mean / p50 / p99.9 (µs) | delay variation (µs) | loss at 100 % / 90 % / 80 % of max (%) | back-to-back (frames; implied / corrected buffer, ms) | recovery (ms) |\n|---|---:|---:|---:|---|---:|---|---|---:|\n",
+            ),
+            scenarios: scenarios::Tables::default(),
+            paths: String::from(
+                "| switch | throughput, 64 B, 1 switch / long path (frames/s) | flat-out forwarding, 64 B, 1 switch / long path (frames/s) | its operational bound, 1 switch / long path (frames/s, bottleneck) | latency mean at the scenario rate (µs) | iperf3 TCP (Gbit/s) |\n|---|---|---|---|---|---|\n",
+            ),
+            parallel: String::from(
+                "| switch | bridges | one alone, flat out (frames/s) | all at once, flat out: total (each) | its operational bound (frames/s, bottleneck) | latency mean at the scenario rate, all loaded (µs) |\n|---|---:|---:|---|---|---|\n",
+            ),
+            iperf: String::from(
+                "| switch | iperf3 TCP (Gbit/s) | iperf3 UDP, offered → received Mbit/s (loss) |\n|---|---:|---|\n",
+            ),
+        }
+    }
+
+    /// The summary: the tables of the tests that were asked for.
+    fn render(self, wants: &dyn Fn(&str) -> bool) -> String {
+        let only = |asked: bool, table: String| if asked { table } else { String::new() };
+        format!(
+            "{}\n{}\n{}\n{}\n{}",
+            only(RFC_TESTS.iter().any(|t| wants(t)), self.rfc),
+            only(IPERF_TESTS.iter().any(|t| wants(t)), self.iperf),
+            only(wants("paths"), self.paths),
+            only(wants("parallel"), self.parallel),
+            self.scenarios.render()
+        )
+    }
+}
+
+/// Opens the bed for one switch under test: its OpenFlow address, the
+/// ports frames enter and leave by, the rate limit asked for, and the
+/// live view told which ports to watch.
+fn open_dut(
+    args: &DpConfig,
+    dut: &str,
+    dir: &std::path::Path,
+    links: crate::switch::bed::Links,
+    place: &Place,
+    run: &mut crate::rundir::Run,
+    obs: &dyn Observer,
+) -> Result<(Bed, Option<std::net::SocketAddr>, Ports), LabError> {
+    let external = (dut == "external").then(|| crate::switch::bed::External {
+        ifaces: (args.external_ports[0].clone(), args.external_ports[1].clone()),
+        openflow: args.external_openflow,
+        of_ports: (args.external_of_ports[0], args.external_of_ports[1]),
+    });
+    let ports = match &external {
+        Some(e) => Ports {
+            inp: e.of_ports.0,
+            out: e.of_ports.1,
+        },
+        None => Ports { inp: 1, out: 2 },
     };
-    let iperf_table = if IPERF_TESTS.iter().any(|t| wants(t)) {
-        iperf_table
+    let (bed, of_addr) = open_bed(dut, dir, links, external.as_ref(), place.workers.as_deref())
+        .map_err(|e| LabError::setup(format!("{dut}: {e}")))?;
+    if let Some(rm) = &bed.remote {
+        run.meta.parameters["workers"] = rm.fleet.clocks();
+        run.meta.parameters["external_ports_seen"] = json!(rm.seen);
+        run.meta.parameters["ports"] = json!(format!(
+            "frames leave by {} and come back by {}, each in its worker's own namespace",
+            rm.name(&rm.gen),
+            rm.name(&rm.rcv)
+        ));
+        run.meta.parameters["cores"] = json!("the workers' schedulers' choice");
+        run.meta.events.extend(rm.fleet.clock_warnings());
+        let line = match rm.clock_uncertainty_us() {
+            0.0 => format!("{dut}: both ports on one worker: latencies on one clock"),
+            u => format!(
+                "{dut}: the ports are on two workers: every latency has their clocks' offset taken off, known within {u:.1} us"
+            ),
+        };
+        obs.event(Event::Line(&line));
+        run.meta.events.push(line);
+    }
+    if let (Some(mbit), Some((_, towards_receiver))) = (args.limit_mbit, bed.ports.last()) {
+        let rate = format!("{}kbit", (mbit * 1000.0) as u64);
+        sh(&[
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            towards_receiver,
+            "root",
+            "tbf",
+            "rate",
+            &rate,
+            "burst",
+            "16kb",
+            "latency",
+            "20ms",
+        ])
+        .map_err(|e| LabError::setup(format!("--limit-mbit: {e}")))?;
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let watched: Vec<(String, String)> = bed
+        .ports
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (a, b))| {
+            let n = if bed.ports.len() > 1 {
+                format!("s{} ", i + 1)
+            } else {
+                String::new()
+            };
+            [(format!("{n}in"), a.clone()), (format!("{n}out"), b.clone())]
+        })
+        .collect();
+    obs.event(Event::Watch {
+        system: dut,
+        ports: &watched,
+    });
+    Ok((bed, of_addr, ports))
+}
+
+/// A bed failure during one switch's tests, named by the switch.
+fn on_dut<E: std::fmt::Display>(dut: &str) -> impl Fn(E) -> LabError + '_ {
+    move |e| LabError::setup(format!("{dut}: {e}"))
+}
+
+/// One frame size's RFC 2544 tests on one switch: its row of the table.
+fn frame_row(r: &mut Runner, frame: usize, p: &Plan, wants: &dyn Fn(&str) -> bool) -> Result<String, LabError> {
+    let dut = r.dut;
+    let condition = format!("{frame}B");
+    let tput = if ["throughput", "latency", "b2b", "recovery"].iter().any(|t| wants(t)) {
+        throughput_figure(r, frame, p, &condition)
     } else {
-        String::new()
+        None
     };
-    let paths_table = if wants("paths") { paths_table } else { String::new() };
-    let parallel_table = if wants("parallel") {
-        parallel_table
+    let lat = match (wants("latency"), tput) {
+        (true, Some(rate)) => latency_figures(r, frame, p, rate, &condition)?,
+        _ => Vec::new(),
+    };
+    let max_rate = if wants("loss") || wants("b2b") || wants("recovery") {
+        let t = r.run("loss_max", frame, None, p.search_s).map_err(on_dut(dut))?;
+        Some(t.offered_pps)
     } else {
-        String::new()
+        None
     };
-    let summary = format!(
-        "{rfc_table}\n{iperf_table}\n{paths_table}\n{parallel_table}\n{}",
-        scenario_tables.render()
-    );
-    let _ = std::fs::write(dir.join("summary.md"), &summary);
-    let done = run.finish()?;
-    let trials = trials_path.display().to_string();
-    let report_path = dir.join("report.html").display().to_string();
-    Ok(Outcome {
-        table: format!("{summary}\ntrials: {trials}\nreport: {report_path}\n"),
-        json: json!({"dir": dir, "trials": trials, "report": report_path, "events": done.meta.events}),
-        dir,
-        incomplete: 0,
-    })
+    let losses: Vec<f64> = match (wants("loss"), max_rate) {
+        (true, Some(max)) => rfc2544::frame_loss_rate(&mut AtFrame { r: &mut *r, frame }, max, p.trial_s)
+            .map_err(on_dut(dut))?
+            .iter()
+            .map(|(_, pct)| *pct)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let b2b_cell = match (wants("b2b"), max_rate) {
+        (true, Some(max)) => match back_to_back(r, frame, p, max).map_err(on_dut(dut))? {
+            b if b.unbounded => format!("≥ {:.0} (no loss at the longest burst)", b.frames),
+            b => {
+                let (implied, corrected) = tput.map_or((f64::NAN, f64::NAN), |t| rfc2544::buffer_times_ms(&b, t));
+                format!(
+                    "{:.0} at {:.0}/s; {implied:.3} / {corrected:.3}",
+                    b.frames, b.burst_rate
+                )
+            }
+        },
+        _ => "-".to_string(),
+    };
+    let recovery_cell = match (wants("recovery"), tput, max_rate) {
+        (true, Some(t), Some(max)) => recovery_figures(r, frame, p, t, max, &condition)?,
+        _ => "-".to_string(),
+    };
+    Ok(rfc_row(dut, frame, tput, &lat, &losses, &b2b_cell, &recovery_cell))
+}
+
+/// The throughput search at one frame size, recorded as a figure; a
+/// failed search is told and leaves the tests that need its rate out.
+fn throughput_figure(r: &mut Runner, frame: usize, p: &Plan, condition: &str) -> Option<f64> {
+    let dut = r.dut;
+    match throughput(r, frame, p) {
+        Ok(t) => {
+            let rate = t.rate;
+            r.obs.event(Event::Line(&format!(
+                "{dut}: {frame} B: throughput {rate:.0} frames/s{}",
+                if t.generator_bound {
+                    " (the generator's ceiling: nothing was lost at its full rate)"
+                } else {
+                    ""
+                }
+            )));
+            r.figure(
+                condition.to_string(),
+                0,
+                &[("frame_bytes", frame as f64), ("throughput_fps", rate)],
+                Vec::new(),
+            );
+            Some(rate)
+        }
+        Err(e) => {
+            r.obs.event(Event::Line(&format!("{dut}: {e}")));
+            None
+        }
+    }
+}
+
+/// The latency trials at the throughput rate, each recorded as a figure.
+fn latency_figures(r: &mut Runner, frame: usize, p: &Plan, rate: f64, condition: &str) -> Result<Vec<Trial>, LabError> {
+    let mut lat = Vec::new();
+    for i in 0..p.repetitions {
+        let t = r
+            .run("latency", frame, Some(rate), p.latency_s)
+            .map_err(on_dut(r.dut))?;
+        r.figure(
+            condition.to_string(),
+            i as u32,
+            &[
+                ("frame_bytes", frame as f64),
+                ("latency_mean_us", t.latency_us_mean),
+                ("latency_p50_us", t.latency_us_p50),
+                ("latency_p999_us", t.latency_us_p999),
+                ("pdv_us", t.latency_us_p999 - t.latency_us_min),
+            ],
+            t.rx.latency_cdf.clone(),
+        );
+        lat.push(t)
+    }
+    Ok(lat)
+}
+
+/// The system recovery trials, each recorded as a figure: the table's
+/// cell (their mean, and whether the overload lost anything).
+fn recovery_figures(
+    r: &mut Runner,
+    frame: usize,
+    p: &Plan,
+    tput: f64,
+    max: f64,
+    condition: &str,
+) -> Result<String, LabError> {
+    let mut times = Vec::new();
+    let mut overloaded = false;
+    for i in 0..p.recovery_repetitions {
+        let (s, o) = recovery(r, frame, p, tput, max).map_err(on_dut(r.dut))?;
+        overloaded |= o;
+        r.figure(
+            condition.to_string(),
+            i as u32,
+            &[("frame_bytes", frame as f64), ("recovery_ms", s * 1e3)],
+            Vec::new(),
+        );
+        times.push(s * 1e3);
+    }
+    Ok(format!(
+        "{:.1}{}",
+        stats::mean(&times),
+        if overloaded { "" } else { " (overload lost nothing)" }
+    ))
+}
+
+/// One row of the RFC 2544 table.
+fn rfc_row(
+    dut: &str,
+    frame: usize,
+    tput: Option<f64>,
+    lat: &[Trial],
+    losses: &[f64],
+    b2b_cell: &str,
+    recovery_cell: &str,
+) -> String {
+    let mean = |f: fn(&Trial) -> f64| lat.iter().map(f).sum::<f64>() / lat.len().max(1) as f64;
+    let (lat_cell, pdv) = if lat.is_empty() {
+        ("-".to_string(), "-".to_string())
+    } else {
+        (
+            format!(
+                "{:.1} / {:.0} / {:.0}",
+                mean(|t| t.latency_us_mean),
+                mean(|t| t.latency_us_p50),
+                mean(|t| t.latency_us_p999)
+            ),
+            format!("{:.0}", mean(|t| t.latency_us_p999 - t.latency_us_min)),
+        )
+    };
+    let loss_cell = if losses.is_empty() {
+        "-".to_string()
+    } else {
+        losses
+            .iter()
+            .take(3)
+            .map(|l| format!("{l:.2}"))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    format!(
+        "| {dut} | {frame} | {} | {} | {lat_cell} | {pdv} | {loss_cell} | {b2b_cell} | {recovery_cell} |\n",
+        tput.map(|r| format!("{r:.0}")).unwrap_or_else(|| "-".into()),
+        tput.map(|r| format!("{:.1}", r * frame as f64 * 8.0 / 1e6))
+            .unwrap_or_else(|| "-".into()),
+    )
+}
+
+/// The tests after the RFC 2544 ones: iperf3, paths, parallel bridges
+/// and the OpenFlow scenarios. A failed one is told and goes to the
+/// events; the others go on.
+fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(&str) -> bool, tables: &mut Tables) {
+    let dut = r.dut;
+    let obs = r.obs;
+    if (wants("tcp") || wants("udp")) && r.bed.remote.is_some() {
+        let line = format!(
+            "{dut}: tcp, udp left out: iperf3 needs addresses on the ports, and with --workers they stay as their machines have them"
+        );
+        obs.event(Event::Line(&line));
+        r.run.meta.events.push(line);
+    } else if wants("tcp") || wants("udp") {
+        let row = iperf_tests(r, p, wants("tcp"), wants("udp"));
+        add_row(&mut tables.iperf, &mut r.run.meta.events, obs, dut, row);
+    }
+    let own_switch = !["veth", "external"].contains(&dut);
+    if wants("paths") && own_switch {
+        let row = paths(r, p, dir);
+        add_row(
+            &mut tables.paths,
+            &mut r.run.meta.events,
+            obs,
+            &format!("{dut}: paths"),
+            row,
+        );
+    }
+    if wants("parallel") && own_switch {
+        let row = parallel(r, p, dir);
+        let what = format!("{dut}: parallel");
+        add_row(&mut tables.parallel, &mut r.run.meta.events, obs, &what, row);
+    }
+    let wanted: Vec<&str> = scenarios::SCENARIOS.iter().copied().filter(|s| wants(s)).collect();
+    if !wanted.is_empty() {
+        if let Err(e) = scenarios::run_all(r, p, &wanted, &mut tables.scenarios) {
+            r.run.meta.events.push(format!("{dut}: {e}"));
+            obs.event(Event::Line(&format!("{dut}: {e}")));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ports_must_be_where_the_switch_is() {
+        let spread = Place {
+            workers: Some("workers.toml".into()),
+            ..Place::default()
+        };
+        let ours = DpConfig {
+            duts: vec!["sdnlab".into()],
+            ..DpConfig::default()
+        };
+        let e = check_place(&ours, &spread).expect_err("our switches run here");
+        assert!(
+            matches!(e, LabError::Config(_)) && e.to_string().contains("--dut external"),
+            "{e}"
+        );
+        let external = DpConfig {
+            duts: vec!["external".into()],
+            external_ports: vec!["w1:eth1".into(), "eth2".into()],
+            ..DpConfig::default()
+        };
+        let e = check_place(&external, &spread).expect_err("a port without its worker");
+        assert!(e.to_string().contains("--external-ports eth2"), "{e}");
+        let e = check_place(&external, &Place::default()).expect_err("a worker's port, no workers");
+        assert!(e.to_string().contains("--external-ports w1:eth1"), "{e}");
+        let here = DpConfig {
+            external_ports: vec!["eth1".into(), "eth2".into()],
+            ..external
+        };
+        assert!(check_place(&here, &Place::default()).is_ok());
+    }
+
+    #[test]
+    fn an_rfc_2544_row_shows_what_was_measured_and_dashes_for_the_rest() {
+        let row = rfc_row("sdnlab", 64, Some(1000.0), &[], &[0.0, 1.5, 2.25, 9.0], "-", "3.0");
+        assert_eq!(
+            row, "| sdnlab | 64 | 1000 | 0.5 | - | - | 0.00 / 1.50 / 2.25 | - | 3.0 |\n",
+            "L2 Mbit/s = frames/s x 64 B x 8; three loss steps at most"
+        );
+        let none = rfc_row("ovs", 1518, None, &[], &[], "-", "-");
+        assert_eq!(none, "| ovs | 1518 | - | - | - | - | - | - | - |\n");
+    }
+
+    #[test]
+    fn the_summary_holds_the_tables_of_the_tests_asked_for() {
+        let tests = ["throughput".to_string(), "paths".to_string()];
+        let wants = |t: &str| tests.iter().any(|x| x == t);
+        let s = Tables::new().render(&wants);
+        assert!(s.contains("| switch | frame (B) | throughput"), "{s}");
+        assert!(s.contains("long path"), "{s}");
+        assert!(!s.contains("iperf3 TCP (Gbit/s) | iperf3 UDP"), "{s}");
+        assert!(!s.contains("| bridges |"), "{s}");
+        let only_iperf = ["tcp".to_string()];
+        let s = Tables::new().render(&|t: &str| only_iperf.iter().any(|x| x == t));
+        assert!(!s.contains("frame (B)") && s.contains("iperf3 UDP"), "{s}");
+    }
 }

@@ -13,248 +13,14 @@ impl Agent {
         now: Instant,
         fx: &mut Effects,
     ) {
-        let p = self.pipeline.read().unwrap_or_else(|e| e.into_inner());
-        let since = |t: Instant| {
-            let d = now.saturating_duration_since(t);
-            (d.as_secs() as u32, d.subsec_nanos())
+        let bodies = {
+            let p = self.pipeline.read().unwrap_or_else(|e| e.into_inner());
+            replies(&p, &self.id.desc, &req.body, now)
         };
-        let mut bodies: Vec<R> = Vec::new();
-        let err = |code| error_for(m, code);
-        match &req.body {
-            Q::Desc => bodies.push(R::Desc(self.id.desc.clone())),
-            Q::Flow(f) | Q::Aggregate(f) => {
-                if let Err(code) = p.check_table(f.table_id) {
-                    drop(p);
-                    return fx.messages.push((conn, err(code)));
-                }
-                let (value, mask) = match crate::matching::keys_of(&f.match_) {
-                    Ok(k) => k,
-                    Err(code) => {
-                        drop(p);
-                        return fx.messages.push((conn, err(code)));
-                    }
-                };
-                let selected = p
-                    .tables
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| f.table_id == v13::TABLE_ALL || *i == f.table_id as usize)
-                    .flat_map(|(_, t)| t.rules.iter())
-                    .filter(|r| {
-                        r.within(&value, &mask)
-                            && r.cookie & f.cookie_mask == f.cookie & f.cookie_mask
-                            && r.program.outputs_to(f.out_port, f.out_group)
-                    });
-                if matches!(req.body, Q::Aggregate(_)) {
-                    let mut a = ofwire::AggregateStats::default();
-                    for r in selected {
-                        a.packet_count += r.packets();
-                        a.byte_count += r.bytes();
-                        a.flow_count += 1;
-                    }
-                    bodies.push(R::Aggregate(a));
-                } else {
-                    let mut chunk = Vec::new();
-                    let mut size = 0;
-                    let mut scratch = Vec::new();
-                    for r in selected {
-                        scratch.clear();
-                        v13::encode_instructions(&r.instructions, &mut scratch);
-                        let len = 56 + r.match_.wire_len() + scratch.len();
-                        if size + len > MAX_REPLY_BYTES && !chunk.is_empty() {
-                            bodies.push(R::Flow(std::mem::take(&mut chunk)));
-                            size = 0;
-                        }
-                        size += len;
-                        let (duration_sec, duration_nsec) = since(r.created);
-                        chunk.push(v13::FlowStats {
-                            table_id: r.table_id,
-                            duration_sec,
-                            duration_nsec,
-                            priority: r.priority,
-                            idle_timeout: r.idle_timeout,
-                            hard_timeout: r.hard_timeout,
-                            flags: r.flags,
-                            cookie: r.cookie,
-                            packet_count: r.packets(),
-                            byte_count: r.bytes(),
-                            match_: r.match_.clone(),
-                            instructions: r.instructions.clone(),
-                        });
-                    }
-                    bodies.push(R::Flow(chunk));
-                }
-            }
-            Q::Table => bodies.push(R::Table(
-                p.tables
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| v13::TableStats {
-                        table_id: i as u8,
-                        active_count: t.rules.len() as u32,
-                        lookup_count: t.lookups.get().packet_count,
-                        matched_count: t.matched.get().packet_count,
-                    })
-                    .collect(),
-            )),
-            Q::PortStats { port_no } => {
-                if *port_no != v13::port::ANY && !p.ports.contains_key(port_no) {
-                    drop(p);
-                    return fx
-                        .messages
-                        .push((conn, err(ErrorCode::BadRequest(BadRequestCode::BadPort))));
-                }
-                let started = p.started;
-                bodies.push(R::PortStats(
-                    p.ports
-                        .values()
-                        .filter(|q| *port_no == v13::port::ANY || q.port_no == *port_no)
-                        .map(|q| {
-                            let (duration_sec, duration_nsec) = since(started);
-                            v13::PortStats {
-                                port_no: q.port_no,
-                                counters: q.counters.snapshot(),
-                                duration_sec,
-                                duration_nsec,
-                            }
-                        })
-                        .collect(),
-                ))
-            }
-            Q::Queue { .. } => bodies.push(R::Queue(Vec::new())),
-            Q::Group { group_id } => {
-                let mut groups: Vec<_> = p
-                    .groups
-                    .values()
-                    .filter(|g| *group_id == v13::GROUP_ALL || g.id == *group_id)
-                    .collect();
-                groups.sort_by_key(|g| g.id);
-                bodies.push(R::Group(
-                    groups
-                        .into_iter()
-                        .map(|g| {
-                            let c = g.counter.get();
-                            let (duration_sec, duration_nsec) = since(g.created);
-                            let ref_count = p
-                                .tables
-                                .iter()
-                                .map(|t| t.rules.iter().filter(|r| r.program.uses_group(g.id)).count())
-                                .sum::<usize>() as u32;
-                            v13::GroupStats {
-                                group_id: g.id,
-                                ref_count,
-                                packet_count: c.packet_count,
-                                byte_count: c.byte_count,
-                                duration_sec,
-                                duration_nsec,
-                                bucket_stats: g.bucket_counters.iter().map(|b| b.get()).collect(),
-                            }
-                        })
-                        .collect(),
-                ))
-            }
-            Q::GroupDesc => {
-                let mut groups: Vec<_> = p.groups.values().collect();
-                groups.sort_by_key(|g| g.id);
-                bodies.push(R::GroupDesc(
-                    groups
-                        .into_iter()
-                        .map(|g| v13::GroupDesc {
-                            group_type: g.kind,
-                            group_id: g.id,
-                            buckets: g.buckets.clone(),
-                        })
-                        .collect(),
-                ))
-            }
-            Q::GroupFeatures => bodies.push(R::GroupFeatures(v13::GroupFeatures {
-                types: 0b1111,
-                // SELECT_WEIGHT | SELECT_LIVENESS | CHAINING | CHAINING_CHECKS
-                // (loops refused at GROUP_MOD; chains up to
-                // pipeline::MAX_GROUP_CHAIN groups, a depth this reply has
-                // no field for: the README states it)
-                capabilities: 1 | 2 | 4 | 8,
-                max_groups: [65535; 4],
-                // OUTPUT, PUSH/POP_VLAN, SET_NW_TTL, DEC_NW_TTL, SET_QUEUE, GROUP, SET_FIELD
-                actions: [
-                    (1 << 0) | (1 << 17) | (1 << 18) | (1 << 23) | (1 << 24) | (1 << 21) | (1 << 22) | (1 << 25),
-                    0,
-                    0,
-                    0,
-                ]
-                .map(|a| a | (1 << 0)),
-            })),
-            Q::Meter { meter_id } | Q::MeterConfig { meter_id } => {
-                let mut meters: Vec<_> = p
-                    .meters
-                    .values()
-                    .filter(|x| *meter_id == 0xffff_ffff || x.id == *meter_id)
-                    .collect();
-                meters.sort_by_key(|x| x.id);
-                if matches!(req.body, Q::Meter { .. }) {
-                    bodies.push(R::Meter(
-                        meters
-                            .into_iter()
-                            .map(|x| {
-                                let c = x.counter.get();
-                                let (duration_sec, duration_nsec) = since(x.created);
-                                v13::MeterStats {
-                                    meter_id: x.id,
-                                    flow_count: p
-                                        .tables
-                                        .iter()
-                                        .map(|t| t.rules.iter().filter(|r| r.program.meter == Some(x.id)).count())
-                                        .sum::<usize>() as u32,
-                                    packet_in_count: c.packet_count,
-                                    byte_in_count: c.byte_count,
-                                    duration_sec,
-                                    duration_nsec,
-                                    band_stats: x.band_counters.iter().map(|b| b.get()).collect(),
-                                }
-                            })
-                            .collect(),
-                    ))
-                } else {
-                    bodies.push(R::MeterConfig(
-                        meters
-                            .into_iter()
-                            .map(|x| v13::MeterConfig {
-                                flags: x.flags,
-                                meter_id: x.id,
-                                bands: x.bands.clone(),
-                            })
-                            .collect(),
-                    ))
-                }
-            }
-            Q::MeterFeatures => bodies.push(R::MeterFeatures(v13::MeterFeatures {
-                max_meter: 65535,
-                // DROP and DSCP_REMARK
-                band_types: (1 << 1) | (1 << 2),
-                // KBPS | PKTPS | BURST | STATS
-                capabilities: 0b1111,
-                max_bands: 8,
-                max_color: 0,
-            })),
-            Q::TableFeatures(set) => {
-                if !set.is_empty() {
-                    drop(p);
-                    return fx.messages.push((
-                        conn,
-                        err(ErrorCode::TableFeaturesFailed(TableFeaturesFailedCode::Eperm)),
-                    ));
-                }
-                bodies.push(R::TableFeatures(table_features(&p)));
-            }
-            Q::PortDesc => bodies.push(R::PortDesc(p.ports.values().map(|q| q.desc()).collect())),
-            Q::Experimenter { .. } => {
-                drop(p);
-                return fx
-                    .messages
-                    .push((conn, err(ErrorCode::BadRequest(BadRequestCode::BadExperimenter))));
-            }
-        }
-        drop(p);
+        let bodies = match bodies {
+            Ok(b) => b,
+            Err(code) => return fx.messages.push((conn, error_for(m, code))),
+        };
         // Every reply under the 16-bit message length: each body cut into
         // parts as needed, REPLY_MORE on all parts but the very last.
         let parts: Vec<v13::MultipartReply> = bodies
@@ -267,6 +33,241 @@ impl Agent {
             fx.messages.push((conn, reply(m, B::MultipartReply(part))));
         }
     }
+}
+
+/// The time from `t` to `now`, as statistics replies give it.
+fn since(now: Instant, t: Instant) -> (u32, u32) {
+    let d = now.saturating_duration_since(t);
+    (d.as_secs() as u32, d.subsec_nanos())
+}
+
+/// The reply bodies to a multipart request, from the pipeline as it is;
+/// or the error the request gets.
+fn replies(p: &Pipeline, desc: &DescStats, req: &Q, now: Instant) -> Result<Vec<R>, ErrorCode> {
+    let one = match req {
+        Q::Desc => R::Desc(desc.clone()),
+        Q::Flow(f) => return flow_stats(p, f, now),
+        Q::Aggregate(f) => R::Aggregate(aggregate(p, f)?),
+        Q::Table => R::Table(
+            p.tables
+                .iter()
+                .enumerate()
+                .map(|(i, t)| v13::TableStats {
+                    table_id: i as u8,
+                    active_count: t.rules.len() as u32,
+                    lookup_count: t.lookups.get().packet_count,
+                    matched_count: t.matched.get().packet_count,
+                })
+                .collect(),
+        ),
+        Q::PortStats { port_no } => R::PortStats(port_stats(p, *port_no, now)?),
+        Q::Queue { .. } => R::Queue(Vec::new()),
+        Q::Group { group_id } => R::Group(group_stats(p, *group_id, now)),
+        Q::GroupDesc => {
+            let mut groups: Vec<_> = p.groups.values().collect();
+            groups.sort_by_key(|g| g.id);
+            R::GroupDesc(
+                groups
+                    .into_iter()
+                    .map(|g| v13::GroupDesc {
+                        group_type: g.kind,
+                        group_id: g.id,
+                        buckets: g.buckets.clone(),
+                    })
+                    .collect(),
+            )
+        }
+        Q::GroupFeatures => R::GroupFeatures(v13::GroupFeatures {
+            types: 0b1111,
+            // SELECT_WEIGHT | SELECT_LIVENESS | CHAINING | CHAINING_CHECKS
+            // (loops refused at GROUP_MOD; chains up to
+            // pipeline::MAX_GROUP_CHAIN groups, a depth this reply has
+            // no field for: the README states it)
+            capabilities: 1 | 2 | 4 | 8,
+            max_groups: [65535; 4],
+            // OUTPUT, PUSH/POP_VLAN, SET_NW_TTL, DEC_NW_TTL, SET_QUEUE, GROUP, SET_FIELD
+            actions: [
+                (1 << 0) | (1 << 17) | (1 << 18) | (1 << 23) | (1 << 24) | (1 << 21) | (1 << 22) | (1 << 25),
+                0,
+                0,
+                0,
+            ]
+            .map(|a| a | (1 << 0)),
+        }),
+        Q::Meter { meter_id } => R::Meter(meter_stats(p, *meter_id, now)),
+        Q::MeterConfig { meter_id } => R::MeterConfig(
+            meters(p, *meter_id)
+                .into_iter()
+                .map(|x| v13::MeterConfig {
+                    flags: x.flags,
+                    meter_id: x.id,
+                    bands: x.bands.clone(),
+                })
+                .collect(),
+        ),
+        Q::MeterFeatures => R::MeterFeatures(v13::MeterFeatures {
+            max_meter: 65535,
+            // DROP and DSCP_REMARK
+            band_types: (1 << 1) | (1 << 2),
+            // KBPS | PKTPS | BURST | STATS
+            capabilities: 0b1111,
+            max_bands: 8,
+            max_color: 0,
+        }),
+        Q::TableFeatures(set) if !set.is_empty() => {
+            return Err(ErrorCode::TableFeaturesFailed(TableFeaturesFailedCode::Eperm))
+        }
+        Q::TableFeatures(_) => R::TableFeatures(table_features(p)),
+        Q::PortDesc => R::PortDesc(p.ports.values().map(|q| q.desc()).collect()),
+        Q::Experimenter { .. } => return Err(ErrorCode::BadRequest(BadRequestCode::BadExperimenter)),
+    };
+    Ok(vec![one])
+}
+
+/// The rules a flow or aggregate statistics request selects.
+fn selected<'p>(
+    p: &'p Pipeline,
+    f: &'p v13::FlowStatsRequest,
+) -> Result<impl Iterator<Item = &'p Arc<crate::flow::Rule>> + 'p, ErrorCode> {
+    p.check_table(f.table_id)?;
+    let (value, mask) = crate::matching::keys_of(&f.match_)?;
+    Ok(p.tables
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| f.table_id == v13::TABLE_ALL || *i == f.table_id as usize)
+        .flat_map(|(_, t)| t.rules.iter())
+        .filter(move |r| {
+            r.within(&value, &mask)
+                && r.cookie & f.cookie_mask == f.cookie & f.cookie_mask
+                && r.program.outputs_to(f.out_port, f.out_group)
+        }))
+}
+
+fn aggregate(p: &Pipeline, f: &v13::FlowStatsRequest) -> Result<ofwire::AggregateStats, ErrorCode> {
+    let mut a = ofwire::AggregateStats::default();
+    for r in selected(p, f)? {
+        a.packet_count += r.packets();
+        a.byte_count += r.bytes();
+        a.flow_count += 1;
+    }
+    Ok(a)
+}
+
+/// Flow statistics, in as many bodies as keep each reply under the
+/// message length.
+fn flow_stats(p: &Pipeline, f: &v13::FlowStatsRequest, now: Instant) -> Result<Vec<R>, ErrorCode> {
+    let mut bodies = Vec::new();
+    let mut chunk = Vec::new();
+    let mut size = 0;
+    let mut scratch = Vec::new();
+    for r in selected(p, f)? {
+        scratch.clear();
+        v13::encode_instructions(&r.instructions, &mut scratch);
+        let len = 56 + r.match_.wire_len() + scratch.len();
+        if size + len > MAX_REPLY_BYTES && !chunk.is_empty() {
+            bodies.push(R::Flow(std::mem::take(&mut chunk)));
+            size = 0;
+        }
+        size += len;
+        let (duration_sec, duration_nsec) = since(now, r.created);
+        chunk.push(v13::FlowStats {
+            table_id: r.table_id,
+            duration_sec,
+            duration_nsec,
+            priority: r.priority,
+            idle_timeout: r.idle_timeout,
+            hard_timeout: r.hard_timeout,
+            flags: r.flags,
+            cookie: r.cookie,
+            packet_count: r.packets(),
+            byte_count: r.bytes(),
+            match_: r.match_.clone(),
+            instructions: r.instructions.clone(),
+        });
+    }
+    bodies.push(R::Flow(chunk));
+    Ok(bodies)
+}
+
+fn port_stats(p: &Pipeline, port_no: u32, now: Instant) -> Result<Vec<v13::PortStats>, ErrorCode> {
+    if port_no != v13::port::ANY && !p.ports.contains_key(&port_no) {
+        return Err(ErrorCode::BadRequest(BadRequestCode::BadPort));
+    }
+    let (duration_sec, duration_nsec) = since(now, p.started);
+    Ok(p.ports
+        .values()
+        .filter(|q| port_no == v13::port::ANY || q.port_no == port_no)
+        .map(|q| v13::PortStats {
+            port_no: q.port_no,
+            counters: q.counters.snapshot(),
+            duration_sec,
+            duration_nsec,
+        })
+        .collect())
+}
+
+fn group_stats(p: &Pipeline, group_id: u32, now: Instant) -> Vec<v13::GroupStats> {
+    let mut groups: Vec<_> = p
+        .groups
+        .values()
+        .filter(|g| group_id == v13::GROUP_ALL || g.id == group_id)
+        .collect();
+    groups.sort_by_key(|g| g.id);
+    groups
+        .into_iter()
+        .map(|g| {
+            let c = g.counter.get();
+            let (duration_sec, duration_nsec) = since(now, g.created);
+            let ref_count = p
+                .tables
+                .iter()
+                .map(|t| t.rules.iter().filter(|r| r.program.uses_group(g.id)).count())
+                .sum::<usize>() as u32;
+            v13::GroupStats {
+                group_id: g.id,
+                ref_count,
+                packet_count: c.packet_count,
+                byte_count: c.byte_count,
+                duration_sec,
+                duration_nsec,
+                bucket_stats: g.bucket_counters.iter().map(|b| b.get()).collect(),
+            }
+        })
+        .collect()
+}
+
+/// The meters a request names (all of them for 0xffffffff), by id.
+fn meters(p: &Pipeline, meter_id: u32) -> Vec<&Arc<crate::flow::Meter>> {
+    let mut meters: Vec<_> = p
+        .meters
+        .values()
+        .filter(|x| meter_id == 0xffff_ffff || x.id == meter_id)
+        .collect();
+    meters.sort_by_key(|x| x.id);
+    meters
+}
+
+fn meter_stats(p: &Pipeline, meter_id: u32, now: Instant) -> Vec<v13::MeterStats> {
+    meters(p, meter_id)
+        .into_iter()
+        .map(|x| {
+            let c = x.counter.get();
+            let (duration_sec, duration_nsec) = since(now, x.created);
+            v13::MeterStats {
+                meter_id: x.id,
+                flow_count: p
+                    .tables
+                    .iter()
+                    .map(|t| t.rules.iter().filter(|r| r.program.meter == Some(x.id)).count())
+                    .sum::<usize>() as u32,
+                packet_in_count: c.packet_count,
+                byte_in_count: c.byte_count,
+                duration_sec,
+                duration_nsec,
+                band_stats: x.band_counters.iter().map(|b| b.get()).collect(),
+            }
+        })
+        .collect()
 }
 
 pub(super) fn table_features(p: &Pipeline) -> Vec<v13::TableFeatures> {

@@ -93,3 +93,112 @@ pub fn encode_packet_out_body(out: &mut Vec<u8>, buffer_id: u32, in_port: u16, a
     out.patch_u16(len_at, actions_len);
     out.put_slice(data);
 }
+
+impl PacketIn {
+    #[inline]
+    pub(super) fn decode(r: &mut Reader) -> Result<PacketIn, DecodeError> {
+        let buffer_id = r.u32()?;
+        let total_len = r.u16()?;
+        let in_port = r.u16()?;
+        let reason = r.u8()?.into();
+        r.pad(1)?;
+        Ok(PacketIn {
+            buffer_id,
+            total_len,
+            in_port,
+            reason,
+            data: Bytes::from(r.rest()),
+        })
+    }
+}
+
+impl FlowRemoved {
+    pub(super) fn decode(r: &mut Reader) -> Result<FlowRemoved, DecodeError> {
+        let match_ = Match::decode(r)?;
+        let cookie = r.u64()?;
+        let priority = r.u16()?;
+        let reason = r.u8()?.into();
+        r.pad(1)?;
+        let duration_sec = r.u32()?;
+        let duration_nsec = r.u32()?;
+        let idle_timeout = r.u16()?;
+        r.pad(2)?;
+        Ok(FlowRemoved {
+            match_,
+            cookie,
+            priority,
+            reason,
+            duration_sec,
+            duration_nsec,
+            idle_timeout,
+            packet_count: r.u64()?,
+            byte_count: r.u64()?,
+        })
+    }
+}
+
+impl PacketOut {
+    #[inline]
+    pub(super) fn decode(r: &mut Reader) -> Result<PacketOut, DecodeError> {
+        let buffer_id = r.u32()?;
+        let in_port = r.u16()?;
+        let actions_len = r.u16()? as usize;
+        if actions_len > r.remaining() {
+            return Err(r.error(
+                bad_len(),
+                format_args!("actions_len {actions_len} exceeds the {} bytes left", r.remaining()),
+            ));
+        }
+        let mut ar = r.sub_with(
+            actions_len,
+            ErrorCode::BadAction(BadActionCode::BadLen),
+            "PACKET_OUT actions",
+        )?;
+        let actions = Action::decode_list(&mut ar)?;
+        Ok(PacketOut {
+            buffer_id,
+            in_port,
+            actions,
+            data: Bytes::from(r.rest()),
+        })
+    }
+}
+
+impl FlowMod {
+    #[inline]
+    pub(super) fn decode(r: &mut Reader) -> Result<FlowMod, DecodeError> {
+        let match_ = Match::decode(r)?;
+        let cookie = r.u64()?;
+        let cmd = r.u16()?;
+        let command = FlowModCommand::from(cmd.min(0xff) as u8);
+        if cmd > 4 {
+            return Err(r.error(
+                ErrorCode::FlowModFailed10(FlowModFailed10Code::BadCommand),
+                format_args!("unknown command {cmd}"),
+            ));
+        }
+        let idle_timeout = r.u16()?;
+        let hard_timeout = r.u16()?;
+        let priority = r.u16()?;
+        let buffer_id = r.u32()?;
+        let out_port = r.u16()?;
+        let flags = r.u16()?;
+        let mut ar = r.sub_with(
+            r.remaining(),
+            ErrorCode::BadAction(BadActionCode::BadLen),
+            "FLOW_MOD actions",
+        )?;
+        Ok(FlowMod {
+            match_,
+            cookie,
+            command,
+            idle_timeout,
+            hard_timeout,
+            priority,
+            buffer_id,
+            out_port,
+            flags,
+            actions: Action::decode_list(&mut ar)?,
+        })
+    }
+}

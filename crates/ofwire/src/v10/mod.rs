@@ -211,259 +211,18 @@ impl Body {
                 data: Bytes::from(r.rest()),
             },
             FEATURES_REQUEST => return empty(&r, Body::FeaturesRequest),
-            FEATURES_REPLY => {
-                let datapath_id = r.u64()?;
-                let n_buffers = r.u32()?;
-                let n_tables = r.u8()?;
-                r.pad(3)?;
-                let capabilities = r.u32()?;
-                let actions = r.u32()?;
-                if !r.remaining().is_multiple_of(PhyPort::LEN) {
-                    return Err(r.error(
-                        bad_len(),
-                        format_args!("port list of {} bytes is not a multiple of 48", r.remaining()),
-                    ));
-                }
-                let mut ports = Vec::with_capacity(r.remaining() / PhyPort::LEN);
-                while !r.is_empty() {
-                    ports.push(PhyPort::decode(&mut r)?);
-                }
-                Body::FeaturesReply(FeaturesReply {
-                    datapath_id,
-                    n_buffers,
-                    n_tables,
-                    capabilities,
-                    actions,
-                    ports,
-                })
-            }
+            FEATURES_REPLY => Body::FeaturesReply(FeaturesReply::decode(&mut r)?),
             GET_CONFIG_REQUEST => return empty(&r, Body::GetConfigRequest),
             GET_CONFIG_REPLY => Body::GetConfigReply(SwitchConfig::decode(&mut r)?),
             SET_CONFIG => Body::SetConfig(SwitchConfig::decode(&mut r)?),
-            PACKET_IN => {
-                let buffer_id = r.u32()?;
-                let total_len = r.u16()?;
-                let in_port = r.u16()?;
-                let reason = r.u8()?.into();
-                r.pad(1)?;
-                Body::PacketIn(PacketIn {
-                    buffer_id,
-                    total_len,
-                    in_port,
-                    reason,
-                    data: Bytes::from(r.rest()),
-                })
-            }
-            FLOW_REMOVED => {
-                let match_ = Match::decode(&mut r)?;
-                let cookie = r.u64()?;
-                let priority = r.u16()?;
-                let reason = r.u8()?.into();
-                r.pad(1)?;
-                let duration_sec = r.u32()?;
-                let duration_nsec = r.u32()?;
-                let idle_timeout = r.u16()?;
-                r.pad(2)?;
-                Body::FlowRemoved(FlowRemoved {
-                    match_,
-                    cookie,
-                    priority,
-                    reason,
-                    duration_sec,
-                    duration_nsec,
-                    idle_timeout,
-                    packet_count: r.u64()?,
-                    byte_count: r.u64()?,
-                })
-            }
-            PORT_STATUS => {
-                let reason = r.u8()?.into();
-                r.pad(7)?;
-                Body::PortStatus(PortStatus {
-                    reason,
-                    desc: PhyPort::decode(&mut r)?,
-                })
-            }
-            PACKET_OUT => {
-                let buffer_id = r.u32()?;
-                let in_port = r.u16()?;
-                let actions_len = r.u16()? as usize;
-                if actions_len > r.remaining() {
-                    return Err(r.error(
-                        bad_len(),
-                        format_args!("actions_len {actions_len} exceeds the {} bytes left", r.remaining()),
-                    ));
-                }
-                let mut ar = r.sub_with(
-                    actions_len,
-                    ErrorCode::BadAction(BadActionCode::BadLen),
-                    "PACKET_OUT actions",
-                )?;
-                let actions = Action::decode_list(&mut ar)?;
-                Body::PacketOut(PacketOut {
-                    buffer_id,
-                    in_port,
-                    actions,
-                    data: Bytes::from(r.rest()),
-                })
-            }
-            FLOW_MOD => {
-                let match_ = Match::decode(&mut r)?;
-                let cookie = r.u64()?;
-                let cmd = r.u16()?;
-                let command = FlowModCommand::from(cmd.min(0xff) as u8);
-                if cmd > 4 {
-                    return Err(r.error(
-                        ErrorCode::FlowModFailed10(FlowModFailed10Code::BadCommand),
-                        format_args!("unknown command {cmd}"),
-                    ));
-                }
-                let idle_timeout = r.u16()?;
-                let hard_timeout = r.u16()?;
-                let priority = r.u16()?;
-                let buffer_id = r.u32()?;
-                let out_port = r.u16()?;
-                let flags = r.u16()?;
-                let mut ar = r.sub_with(
-                    r.remaining(),
-                    ErrorCode::BadAction(BadActionCode::BadLen),
-                    "FLOW_MOD actions",
-                )?;
-                Body::FlowMod(FlowMod {
-                    match_,
-                    cookie,
-                    command,
-                    idle_timeout,
-                    hard_timeout,
-                    priority,
-                    buffer_id,
-                    out_port,
-                    flags,
-                    actions: Action::decode_list(&mut ar)?,
-                })
-            }
-            PORT_MOD => {
-                let port_no = r.u16()?;
-                let hw_addr = MacAddr(r.array()?);
-                let config = r.u32()?;
-                let mask = r.u32()?;
-                let advertise = r.u32()?;
-                r.pad(4)?;
-                Body::PortMod(PortMod {
-                    port_no,
-                    hw_addr,
-                    config,
-                    mask,
-                    advertise,
-                })
-            }
-            STATS_REQUEST => {
-                let ty = r.u16()?;
-                let flags = r.u16()?;
-                let body = match ty {
-                    0 => StatsRequestBody::Desc,
-                    1 | 2 => {
-                        let f = FlowStatsRequest {
-                            match_: Match::decode(&mut r)?,
-                            table_id: r.u8()?,
-                            out_port: {
-                                r.pad(1)?;
-                                r.u16()?
-                            },
-                        };
-                        if ty == 1 {
-                            StatsRequestBody::Flow(f)
-                        } else {
-                            StatsRequestBody::Aggregate(f)
-                        }
-                    }
-                    3 => StatsRequestBody::Table,
-                    4 => {
-                        let port_no = r.u16()?;
-                        r.pad(6)?;
-                        StatsRequestBody::Port { port_no }
-                    }
-                    5 => {
-                        let port_no = r.u16()?;
-                        r.pad(2)?;
-                        StatsRequestBody::Queue {
-                            port_no,
-                            queue_id: r.u32()?,
-                        }
-                    }
-                    STATS_PORT_DESC => StatsRequestBody::PortDesc,
-                    0xffff => StatsRequestBody::Vendor {
-                        vendor: r.u32()?,
-                        data: Bytes::from(r.rest()),
-                    },
-                    other => {
-                        return Err(r.error(
-                            ErrorCode::BadRequest(BadRequestCode::BadMultipart),
-                            format_args!("unknown stats type {other}"),
-                        ))
-                    }
-                };
-                Body::StatsRequest(StatsRequest { flags, body })
-            }
-            STATS_REPLY => {
-                let ty = r.u16()?;
-                let flags = r.u16()?;
-                let body = match ty {
-                    0 => StatsReplyBody::Desc(DescStats::decode(&mut r)?),
-                    1 => {
-                        let mut v = Vec::new();
-                        while !r.is_empty() {
-                            v.push(decode_flow_stats(&mut r)?);
-                        }
-                        StatsReplyBody::Flow(v)
-                    }
-                    2 => StatsReplyBody::Aggregate(AggregateStats::decode(&mut r)?),
-                    3 => StatsReplyBody::Table(fixed_list(&mut r, 64, |r| {
-                        let table_id = r.u8()?;
-                        r.pad(3)?;
-                        Ok(TableStats {
-                            table_id,
-                            name: r.fixed_str::<32>("table name")?,
-                            wildcards: r.u32()?,
-                            max_entries: r.u32()?,
-                            active_count: r.u32()?,
-                            lookup_count: r.u64()?,
-                            matched_count: r.u64()?,
-                        })
-                    })?),
-                    4 => StatsReplyBody::Port(fixed_list(&mut r, 104, |r| {
-                        let port_no = r.u16()?;
-                        r.pad(6)?;
-                        Ok(PortStats {
-                            port_no,
-                            counters: PortCounters::decode(r)?,
-                        })
-                    })?),
-                    5 => StatsReplyBody::Queue(fixed_list(&mut r, 32, |r| {
-                        let port_no = r.u16()?;
-                        r.pad(2)?;
-                        Ok(QueueStats {
-                            port_no,
-                            queue_id: r.u32()?,
-                            tx_bytes: r.u64()?,
-                            tx_packets: r.u64()?,
-                            tx_errors: r.u64()?,
-                        })
-                    })?),
-                    STATS_PORT_DESC => StatsReplyBody::PortDesc(fixed_list(&mut r, 48, PhyPort::decode)?),
-                    0xffff => StatsReplyBody::Vendor {
-                        vendor: r.u32()?,
-                        data: Bytes::from(r.rest()),
-                    },
-                    other => {
-                        return Err(r.error(
-                            ErrorCode::BadRequest(BadRequestCode::BadMultipart),
-                            format_args!("unknown stats type {other}"),
-                        ))
-                    }
-                };
-                Body::StatsReply(StatsReply { flags, body })
-            }
+            PACKET_IN => Body::PacketIn(PacketIn::decode(&mut r)?),
+            FLOW_REMOVED => Body::FlowRemoved(FlowRemoved::decode(&mut r)?),
+            PORT_STATUS => Body::PortStatus(PortStatus::decode(&mut r)?),
+            PACKET_OUT => Body::PacketOut(PacketOut::decode(&mut r)?),
+            FLOW_MOD => Body::FlowMod(FlowMod::decode(&mut r)?),
+            PORT_MOD => Body::PortMod(PortMod::decode(&mut r)?),
+            STATS_REQUEST => Body::StatsRequest(StatsRequest::decode(&mut r)?),
+            STATS_REPLY => Body::StatsReply(StatsReply::decode(&mut r)?),
             BARRIER_REQUEST => return empty(&r, Body::BarrierRequest),
             BARRIER_REPLY => return empty(&r, Body::BarrierReply),
             QUEUE_GET_CONFIG_REQUEST => {
@@ -471,25 +230,7 @@ impl Body {
                 r.pad(2)?;
                 Body::QueueGetConfigRequest { port }
             }
-            QUEUE_GET_CONFIG_REPLY => {
-                let port = r.u16()?;
-                r.pad(6)?;
-                let mut queues = Vec::new();
-                while !r.is_empty() {
-                    let queue_id = r.u32()?;
-                    let len = r.u16()? as usize;
-                    r.pad(2)?;
-                    if len < 8 {
-                        return Err(r.error(bad_len(), format_args!("queue length {len} is below 8")));
-                    }
-                    let mut q = r.sub(len - 8, "packet queue")?;
-                    queues.push(PacketQueue {
-                        queue_id,
-                        properties: QueueProp::decode_list(&mut q, crate::OFP10_VERSION)?,
-                    });
-                }
-                Body::QueueGetConfigReply(QueueGetConfigReply { port, queues })
-            }
+            QUEUE_GET_CONFIG_REPLY => Body::QueueGetConfigReply(QueueGetConfigReply::decode(&mut r)?),
             other => {
                 return Err(DecodeError::new(
                     ErrorCode::BadRequest(BadRequestCode::BadType),
@@ -655,4 +396,55 @@ pub(crate) fn fixed_list<T>(
         e.finish()?;
     }
     Ok(v)
+}
+
+impl FeaturesReply {
+    pub(super) fn decode(r: &mut Reader) -> Result<FeaturesReply, DecodeError> {
+        let datapath_id = r.u64()?;
+        let n_buffers = r.u32()?;
+        let n_tables = r.u8()?;
+        r.pad(3)?;
+        let capabilities = r.u32()?;
+        let actions = r.u32()?;
+        if !r.remaining().is_multiple_of(PhyPort::LEN) {
+            return Err(r.error(
+                bad_len(),
+                format_args!("port list of {} bytes is not a multiple of 48", r.remaining()),
+            ));
+        }
+        let mut ports = Vec::with_capacity(r.remaining() / PhyPort::LEN);
+        while !r.is_empty() {
+            ports.push(PhyPort::decode(r)?);
+        }
+        Ok(FeaturesReply {
+            datapath_id,
+            n_buffers,
+            n_tables,
+            capabilities,
+            actions,
+            ports,
+        })
+    }
+}
+
+impl QueueGetConfigReply {
+    pub(super) fn decode(r: &mut Reader) -> Result<QueueGetConfigReply, DecodeError> {
+        let port = r.u16()?;
+        r.pad(6)?;
+        let mut queues = Vec::new();
+        while !r.is_empty() {
+            let queue_id = r.u32()?;
+            let len = r.u16()? as usize;
+            r.pad(2)?;
+            if len < 8 {
+                return Err(r.error(bad_len(), format_args!("queue length {len} is below 8")));
+            }
+            let mut q = r.sub(len - 8, "packet queue")?;
+            queues.push(PacketQueue {
+                queue_id,
+                properties: QueueProp::decode_list(&mut q, crate::OFP10_VERSION)?,
+            });
+        }
+        Ok(QueueGetConfigReply { port, queues })
+    }
 }

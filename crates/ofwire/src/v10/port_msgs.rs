@@ -62,3 +62,32 @@ pub struct PortMod {
     pub mask: u32,
     pub advertise: u32,
 }
+
+impl PortStatus {
+    pub(super) fn decode(r: &mut Reader) -> Result<PortStatus, DecodeError> {
+        let reason = r.u8()?.into();
+        r.pad(7)?;
+        Ok(PortStatus {
+            reason,
+            desc: PhyPort::decode(r)?,
+        })
+    }
+}
+
+impl PortMod {
+    pub(super) fn decode(r: &mut Reader) -> Result<PortMod, DecodeError> {
+        let port_no = r.u16()?;
+        let hw_addr = MacAddr(r.array()?);
+        let config = r.u32()?;
+        let mask = r.u32()?;
+        let advertise = r.u32()?;
+        r.pad(4)?;
+        Ok(PortMod {
+            port_no,
+            hw_addr,
+            config,
+            mask,
+            advertise,
+        })
+    }
+}

@@ -248,3 +248,116 @@ pub(super) fn encode_stats_reply_body(body: &StatsReplyBody, out: &mut Vec<u8>) 
         }
     }
 }
+
+impl StatsRequest {
+    pub(super) fn decode(r: &mut Reader) -> Result<StatsRequest, DecodeError> {
+        let ty = r.u16()?;
+        let flags = r.u16()?;
+        let body = match ty {
+            0 => StatsRequestBody::Desc,
+            1 | 2 => {
+                let f = FlowStatsRequest {
+                    match_: Match::decode(r)?,
+                    table_id: r.u8()?,
+                    out_port: {
+                        r.pad(1)?;
+                        r.u16()?
+                    },
+                };
+                if ty == 1 {
+                    StatsRequestBody::Flow(f)
+                } else {
+                    StatsRequestBody::Aggregate(f)
+                }
+            }
+            3 => StatsRequestBody::Table,
+            4 => {
+                let port_no = r.u16()?;
+                r.pad(6)?;
+                StatsRequestBody::Port { port_no }
+            }
+            5 => {
+                let port_no = r.u16()?;
+                r.pad(2)?;
+                StatsRequestBody::Queue {
+                    port_no,
+                    queue_id: r.u32()?,
+                }
+            }
+            STATS_PORT_DESC => StatsRequestBody::PortDesc,
+            0xffff => StatsRequestBody::Vendor {
+                vendor: r.u32()?,
+                data: Bytes::from(r.rest()),
+            },
+            other => {
+                return Err(r.error(
+                    ErrorCode::BadRequest(BadRequestCode::BadMultipart),
+                    format_args!("unknown stats type {other}"),
+                ))
+            }
+        };
+        Ok(StatsRequest { flags, body })
+    }
+}
+
+impl StatsReply {
+    pub(super) fn decode(r: &mut Reader) -> Result<StatsReply, DecodeError> {
+        let ty = r.u16()?;
+        let flags = r.u16()?;
+        let body = match ty {
+            0 => StatsReplyBody::Desc(DescStats::decode(r)?),
+            1 => {
+                let mut v = Vec::new();
+                while !r.is_empty() {
+                    v.push(decode_flow_stats(r)?);
+                }
+                StatsReplyBody::Flow(v)
+            }
+            2 => StatsReplyBody::Aggregate(AggregateStats::decode(r)?),
+            3 => StatsReplyBody::Table(fixed_list(r, 64, |r| {
+                let table_id = r.u8()?;
+                r.pad(3)?;
+                Ok(TableStats {
+                    table_id,
+                    name: r.fixed_str::<32>("table name")?,
+                    wildcards: r.u32()?,
+                    max_entries: r.u32()?,
+                    active_count: r.u32()?,
+                    lookup_count: r.u64()?,
+                    matched_count: r.u64()?,
+                })
+            })?),
+            4 => StatsReplyBody::Port(fixed_list(r, 104, |r| {
+                let port_no = r.u16()?;
+                r.pad(6)?;
+                Ok(PortStats {
+                    port_no,
+                    counters: PortCounters::decode(r)?,
+                })
+            })?),
+            5 => StatsReplyBody::Queue(fixed_list(r, 32, |r| {
+                let port_no = r.u16()?;
+                r.pad(2)?;
+                Ok(QueueStats {
+                    port_no,
+                    queue_id: r.u32()?,
+                    tx_bytes: r.u64()?,
+                    tx_packets: r.u64()?,
+                    tx_errors: r.u64()?,
+                })
+            })?),
+            STATS_PORT_DESC => StatsReplyBody::PortDesc(fixed_list(r, 48, PhyPort::decode)?),
+            0xffff => StatsReplyBody::Vendor {
+                vendor: r.u32()?,
+                data: Bytes::from(r.rest()),
+            },
+            other => {
+                return Err(r.error(
+                    ErrorCode::BadRequest(BadRequestCode::BadMultipart),
+                    format_args!("unknown stats type {other}"),
+                ))
+            }
+        };
+        Ok(StatsReply { flags, body })
+    }
+}

@@ -134,3 +134,112 @@ pub fn encode_packet_out_body(out: &mut Vec<u8>, buffer_id: u32, in_port: u32, a
     out.patch_u16(len_at, actions_len);
     out.put_slice(data);
 }
+
+impl PacketIn {
+    #[inline]
+    pub(super) fn decode(r: &mut Reader) -> Result<PacketIn, DecodeError> {
+        let buffer_id = r.u32()?;
+        let total_len = r.u16()?;
+        let reason = r.u8()?.into();
+        let table_id = r.u8()?;
+        let cookie = r.u64()?;
+        let match_ = Match::decode(r)?;
+        r.pad(2)?;
+        Ok(PacketIn {
+            buffer_id,
+            total_len,
+            reason,
+            table_id,
+            cookie,
+            match_,
+            data: Bytes::from(r.rest()),
+        })
+    }
+}
+
+impl FlowRemoved {
+    pub(super) fn decode(r: &mut Reader) -> Result<FlowRemoved, DecodeError> {
+        Ok(FlowRemoved {
+            cookie: r.u64()?,
+            priority: r.u16()?,
+            reason: r.u8()?.into(),
+            table_id: r.u8()?,
+            duration_sec: r.u32()?,
+            duration_nsec: r.u32()?,
+            idle_timeout: r.u16()?,
+            hard_timeout: r.u16()?,
+            packet_count: r.u64()?,
+            byte_count: r.u64()?,
+            match_: Match::decode(r)?,
+        })
+    }
+}
+
+impl PacketOut {
+    #[inline]
+    pub(super) fn decode(r: &mut Reader) -> Result<PacketOut, DecodeError> {
+        let buffer_id = r.u32()?;
+        let in_port = r.u32()?;
+        let actions_len = r.u16()? as usize;
+        r.pad(6)?;
+        if actions_len > r.remaining() {
+            return Err(r.error(
+                bad_len(),
+                format_args!("actions_len {actions_len} exceeds the {} bytes left", r.remaining()),
+            ));
+        }
+        let mut ar = r.sub_with(actions_len, bad_action(BadActionCode::BadLen), "PACKET_OUT actions")?;
+        let actions = Action::decode_list(&mut ar)?;
+        Ok(PacketOut {
+            buffer_id,
+            in_port,
+            actions,
+            data: Bytes::from(r.rest()),
+        })
+    }
+}
+
+impl FlowMod {
+    #[inline]
+    pub(super) fn decode(r: &mut Reader) -> Result<FlowMod, DecodeError> {
+        let cookie = r.u64()?;
+        let cookie_mask = r.u64()?;
+        let table_id = r.u8()?;
+        let cmd = r.u8()?;
+        if cmd > 4 {
+            return Err(r.error(
+                ErrorCode::FlowModFailed(FlowModFailedCode::BadCommand),
+                format_args!("unknown command {cmd}"),
+            ));
+        }
+        let idle_timeout = r.u16()?;
+        let hard_timeout = r.u16()?;
+        let priority = r.u16()?;
+        let buffer_id = r.u32()?;
+        let out_port = r.u32()?;
+        let out_group = r.u32()?;
+        let flags = r.u16()?;
+        r.pad(2)?;
+        let match_ = Match::decode(r)?;
+        let mut ir = r.sub_with(
+            r.remaining(),
+            bad_inst(BadInstructionCode::BadLen),
+            "FLOW_MOD instructions",
+        )?;
+        Ok(FlowMod {
+            cookie,
+            cookie_mask,
+            table_id,
+            command: cmd.into(),
+            idle_timeout,
+            hard_timeout,
+            priority,
+            buffer_id,
+            out_port,
+            out_group,
+            flags,
+            match_,
+            instructions: Instruction::decode_list(&mut ir)?,
+        })
+    }
+}

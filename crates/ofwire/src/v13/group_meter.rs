@@ -199,3 +199,50 @@ pub struct MeterMod {
     pub meter_id: u32,
     pub bands: Vec<MeterBand>,
 }
+
+impl GroupMod {
+    pub(super) fn decode(r: &mut Reader) -> Result<GroupMod, DecodeError> {
+        let command = GroupModCommand::from(r.u16()?);
+        if let GroupModCommand::Unknown(c) = command {
+            return Err(r.error(
+                ErrorCode::GroupModFailed(GroupModFailedCode::BadCommand),
+                format_args!("unknown group command {c}"),
+            ));
+        }
+        let group_type = GroupType::from(r.u8()?);
+        if let GroupType::Unknown(t) = group_type {
+            return Err(r.error(
+                ErrorCode::GroupModFailed(GroupModFailedCode::BadType),
+                format_args!("unknown group type {t}"),
+            ));
+        }
+        r.pad(1)?;
+        let group_id = r.u32()?;
+        Ok(GroupMod {
+            command,
+            group_type,
+            group_id,
+            buckets: decode_buckets(r)?,
+        })
+    }
+}
+
+impl MeterMod {
+    pub(super) fn decode(r: &mut Reader) -> Result<MeterMod, DecodeError> {
+        let command = MeterModCommand::from(r.u16()?);
+        if let MeterModCommand::Unknown(c) = command {
+            return Err(r.error(
+                ErrorCode::MeterModFailed(MeterModFailedCode::BadCommand),
+                format_args!("unknown meter command {c}"),
+            ));
+        }
+        let flags = r.u16()?;
+        let meter_id = r.u32()?;
+        Ok(MeterMod {
+            command,
+            flags,
+            meter_id,
+            bands: decode_bands(r)?,
+        })
+    }
+}

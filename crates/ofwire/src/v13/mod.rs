@@ -301,162 +301,17 @@ impl Body {
                 data: Bytes::from(r.rest()),
             },
             FEATURES_REQUEST => return empty(&r, Body::FeaturesRequest),
-            FEATURES_REPLY => {
-                let f = FeaturesReply {
-                    datapath_id: r.u64()?,
-                    n_buffers: r.u32()?,
-                    n_tables: r.u8()?,
-                    auxiliary_id: r.u8()?,
-                    capabilities: {
-                        r.pad(2)?;
-                        r.u32()?
-                    },
-                    reserved: r.u32()?,
-                };
-                Body::FeaturesReply(f)
-            }
+            FEATURES_REPLY => Body::FeaturesReply(FeaturesReply::decode(&mut r)?),
             GET_CONFIG_REQUEST => return empty(&r, Body::GetConfigRequest),
             GET_CONFIG_REPLY => Body::GetConfigReply(SwitchConfig::decode(&mut r)?),
             SET_CONFIG => Body::SetConfig(SwitchConfig::decode(&mut r)?),
-            PACKET_IN => {
-                let buffer_id = r.u32()?;
-                let total_len = r.u16()?;
-                let reason = r.u8()?.into();
-                let table_id = r.u8()?;
-                let cookie = r.u64()?;
-                let match_ = Match::decode(&mut r)?;
-                r.pad(2)?;
-                Body::PacketIn(PacketIn {
-                    buffer_id,
-                    total_len,
-                    reason,
-                    table_id,
-                    cookie,
-                    match_,
-                    data: Bytes::from(r.rest()),
-                })
-            }
-            FLOW_REMOVED => Body::FlowRemoved(FlowRemoved {
-                cookie: r.u64()?,
-                priority: r.u16()?,
-                reason: r.u8()?.into(),
-                table_id: r.u8()?,
-                duration_sec: r.u32()?,
-                duration_nsec: r.u32()?,
-                idle_timeout: r.u16()?,
-                hard_timeout: r.u16()?,
-                packet_count: r.u64()?,
-                byte_count: r.u64()?,
-                match_: Match::decode(&mut r)?,
-            }),
-            PORT_STATUS => {
-                let reason = r.u8()?.into();
-                r.pad(7)?;
-                Body::PortStatus(PortStatus {
-                    reason,
-                    desc: Port::decode(&mut r)?,
-                })
-            }
-            PACKET_OUT => {
-                let buffer_id = r.u32()?;
-                let in_port = r.u32()?;
-                let actions_len = r.u16()? as usize;
-                r.pad(6)?;
-                if actions_len > r.remaining() {
-                    return Err(r.error(
-                        bad_len(),
-                        format_args!("actions_len {actions_len} exceeds the {} bytes left", r.remaining()),
-                    ));
-                }
-                let mut ar = r.sub_with(actions_len, bad_action(BadActionCode::BadLen), "PACKET_OUT actions")?;
-                let actions = Action::decode_list(&mut ar)?;
-                Body::PacketOut(PacketOut {
-                    buffer_id,
-                    in_port,
-                    actions,
-                    data: Bytes::from(r.rest()),
-                })
-            }
-            FLOW_MOD => {
-                let cookie = r.u64()?;
-                let cookie_mask = r.u64()?;
-                let table_id = r.u8()?;
-                let cmd = r.u8()?;
-                if cmd > 4 {
-                    return Err(r.error(
-                        ErrorCode::FlowModFailed(FlowModFailedCode::BadCommand),
-                        format_args!("unknown command {cmd}"),
-                    ));
-                }
-                let idle_timeout = r.u16()?;
-                let hard_timeout = r.u16()?;
-                let priority = r.u16()?;
-                let buffer_id = r.u32()?;
-                let out_port = r.u32()?;
-                let out_group = r.u32()?;
-                let flags = r.u16()?;
-                r.pad(2)?;
-                let match_ = Match::decode(&mut r)?;
-                let mut ir = r.sub_with(
-                    r.remaining(),
-                    bad_inst(BadInstructionCode::BadLen),
-                    "FLOW_MOD instructions",
-                )?;
-                Body::FlowMod(FlowMod {
-                    cookie,
-                    cookie_mask,
-                    table_id,
-                    command: cmd.into(),
-                    idle_timeout,
-                    hard_timeout,
-                    priority,
-                    buffer_id,
-                    out_port,
-                    out_group,
-                    flags,
-                    match_,
-                    instructions: Instruction::decode_list(&mut ir)?,
-                })
-            }
-            GROUP_MOD => {
-                let command = GroupModCommand::from(r.u16()?);
-                if let GroupModCommand::Unknown(c) = command {
-                    return Err(r.error(
-                        ErrorCode::GroupModFailed(GroupModFailedCode::BadCommand),
-                        format_args!("unknown group command {c}"),
-                    ));
-                }
-                let group_type = GroupType::from(r.u8()?);
-                if let GroupType::Unknown(t) = group_type {
-                    return Err(r.error(
-                        ErrorCode::GroupModFailed(GroupModFailedCode::BadType),
-                        format_args!("unknown group type {t}"),
-                    ));
-                }
-                r.pad(1)?;
-                let group_id = r.u32()?;
-                Body::GroupMod(GroupMod {
-                    command,
-                    group_type,
-                    group_id,
-                    buckets: decode_buckets(&mut r)?,
-                })
-            }
-            PORT_MOD => {
-                let port_no = r.u32()?;
-                r.pad(4)?;
-                let hw_addr = MacAddr(r.array()?);
-                r.pad(2)?;
-                let p = PortMod {
-                    port_no,
-                    hw_addr,
-                    config: r.u32()?,
-                    mask: r.u32()?,
-                    advertise: r.u32()?,
-                };
-                r.pad(4)?;
-                Body::PortMod(p)
-            }
+            PACKET_IN => Body::PacketIn(PacketIn::decode(&mut r)?),
+            FLOW_REMOVED => Body::FlowRemoved(FlowRemoved::decode(&mut r)?),
+            PORT_STATUS => Body::PortStatus(PortStatus::decode(&mut r)?),
+            PACKET_OUT => Body::PacketOut(PacketOut::decode(&mut r)?),
+            FLOW_MOD => Body::FlowMod(FlowMod::decode(&mut r)?),
+            GROUP_MOD => Body::GroupMod(GroupMod::decode(&mut r)?),
+            PORT_MOD => Body::PortMod(PortMod::decode(&mut r)?),
             TABLE_MOD => {
                 let table_id = r.u8()?;
                 r.pad(3)?;
@@ -474,44 +329,13 @@ impl Body {
                 r.pad(4)?;
                 Body::QueueGetConfigRequest { port }
             }
-            QUEUE_GET_CONFIG_REPLY => {
-                let port = r.u32()?;
-                r.pad(4)?;
-                let queues = length_prefixed_list(&mut r, 16, 8, "packet queue", |q| {
-                    let queue_id = q.u32()?;
-                    let port = q.u32()?;
-                    q.u16()?;
-                    q.pad(6)?;
-                    Ok(PacketQueue {
-                        queue_id,
-                        port,
-                        properties: QueueProp::decode_list(q, crate::OFP13_VERSION)?,
-                    })
-                })?;
-                Body::QueueGetConfigReply(QueueGetConfigReply { port, queues })
-            }
+            QUEUE_GET_CONFIG_REPLY => Body::QueueGetConfigReply(QueueGetConfigReply::decode(&mut r)?),
             ROLE_REQUEST => Body::RoleRequest(role(&mut r)?),
             ROLE_REPLY => Body::RoleReply(role(&mut r)?),
             GET_ASYNC_REQUEST => return empty(&r, Body::GetAsyncRequest),
             GET_ASYNC_REPLY => Body::GetAsyncReply(async_config(&mut r)?),
             SET_ASYNC => Body::SetAsync(async_config(&mut r)?),
-            METER_MOD => {
-                let command = MeterModCommand::from(r.u16()?);
-                if let MeterModCommand::Unknown(c) = command {
-                    return Err(r.error(
-                        ErrorCode::MeterModFailed(MeterModFailedCode::BadCommand),
-                        format_args!("unknown meter command {c}"),
-                    ));
-                }
-                let flags = r.u16()?;
-                let meter_id = r.u32()?;
-                Body::MeterMod(MeterMod {
-                    command,
-                    flags,
-                    meter_id,
-                    bands: decode_bands(&mut r)?,
-                })
-            }
+            METER_MOD => Body::MeterMod(MeterMod::decode(&mut r)?),
             other => {
                 return Err(DecodeError::new(
                     ErrorCode::BadRequest(BadRequestCode::BadType),
@@ -638,5 +462,41 @@ impl Body {
                 encode_bands(&m.bands, out);
             }
         }
+    }
+}
+
+impl FeaturesReply {
+    pub(super) fn decode(r: &mut Reader) -> Result<FeaturesReply, DecodeError> {
+        let f = FeaturesReply {
+            datapath_id: r.u64()?,
+            n_buffers: r.u32()?,
+            n_tables: r.u8()?,
+            auxiliary_id: r.u8()?,
+            capabilities: {
+                r.pad(2)?;
+                r.u32()?
+            },
+            reserved: r.u32()?,
+        };
+        Ok(f)
+    }
+}
+
+impl QueueGetConfigReply {
+    pub(super) fn decode(r: &mut Reader) -> Result<QueueGetConfigReply, DecodeError> {
+        let port = r.u32()?;
+        r.pad(4)?;
+        let queues = length_prefixed_list(r, 16, 8, "packet queue", |q| {
+            let queue_id = q.u32()?;
+            let port = q.u32()?;
+            q.u16()?;
+            q.pad(6)?;
+            Ok(PacketQueue {
+                queue_id,
+                port,
+                properties: QueueProp::decode_list(q, crate::OFP13_VERSION)?,
+            })
+        })?;
+        Ok(QueueGetConfigReply { port, queues })
     }
 }

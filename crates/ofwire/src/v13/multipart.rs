@@ -445,41 +445,7 @@ pub(super) fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, D
     r.pad(4)?;
     let body = match ty {
         0 => B::Desc(DescStats::decode(r)?),
-        1 => B::Flow(length_prefixed_list(r, 56, 0, "flow stats entry", |e| {
-            e.u16()?;
-            let table_id = e.u8()?;
-            e.pad(1)?;
-            let duration_sec = e.u32()?;
-            let duration_nsec = e.u32()?;
-            let priority = e.u16()?;
-            let idle_timeout = e.u16()?;
-            let hard_timeout = e.u16()?;
-            let flags = e.u16()?;
-            e.pad(4)?;
-            let cookie = e.u64()?;
-            let packet_count = e.u64()?;
-            let byte_count = e.u64()?;
-            let match_ = Match::decode(e)?;
-            let mut ir = e.sub_with(
-                e.remaining(),
-                bad_inst(BadInstructionCode::BadLen),
-                "flow stats instructions",
-            )?;
-            Ok(FlowStats {
-                table_id,
-                duration_sec,
-                duration_nsec,
-                priority,
-                idle_timeout,
-                hard_timeout,
-                flags,
-                cookie,
-                packet_count,
-                byte_count,
-                match_,
-                instructions: Instruction::decode_list(&mut ir)?,
-            })
-        })?),
+        1 => B::Flow(length_prefixed_list(r, 56, 0, "flow stats entry", flow_stats_entry)?),
         2 => B::Aggregate(AggregateStats::decode(r)?),
         3 => B::Table(fixed_list(r, 24, |e| {
             let table_id = e.u8()?;
@@ -512,22 +478,7 @@ pub(super) fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, D
                 duration_nsec: e.u32()?,
             })
         })?),
-        6 => B::Group(length_prefixed_list(r, 40, 0, "group stats entry", |e| {
-            e.u16()?;
-            e.pad(2)?;
-            let group_id = e.u32()?;
-            let ref_count = e.u32()?;
-            e.pad(4)?;
-            Ok(GroupStats {
-                group_id,
-                ref_count,
-                packet_count: e.u64()?,
-                byte_count: e.u64()?,
-                duration_sec: e.u32()?,
-                duration_nsec: e.u32()?,
-                bucket_stats: counters(e)?,
-            })
-        })?),
+        6 => B::Group(length_prefixed_list(r, 40, 0, "group stats entry", group_stats_entry)?),
         7 => B::GroupDesc(length_prefixed_list(r, 8, 0, "group desc entry", |e| {
             e.u16()?;
             let group_type = e.u8()?.into();
@@ -539,38 +490,8 @@ pub(super) fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, D
                 buckets: decode_buckets(e)?,
             })
         })?),
-        8 => {
-            let types = r.u32()?;
-            let capabilities = r.u32()?;
-            let mut max_groups = [0u32; 4];
-            for g in &mut max_groups {
-                *g = r.u32()?;
-            }
-            let mut actions = [0u32; 4];
-            for a in &mut actions {
-                *a = r.u32()?;
-            }
-            B::GroupFeatures(GroupFeatures {
-                types,
-                capabilities,
-                max_groups,
-                actions,
-            })
-        }
-        9 => B::Meter(length_prefixed_list(r, 40, 4, "meter stats entry", |e| {
-            let meter_id = e.u32()?;
-            e.u16()?;
-            e.pad(6)?;
-            Ok(MeterStats {
-                meter_id,
-                flow_count: e.u32()?,
-                packet_in_count: e.u64()?,
-                byte_in_count: e.u64()?,
-                duration_sec: e.u32()?,
-                duration_nsec: e.u32()?,
-                band_stats: counters(e)?,
-            })
-        })?),
+        8 => B::GroupFeatures(group_features(r)?),
+        9 => B::Meter(length_prefixed_list(r, 40, 4, "meter stats entry", meter_stats_entry)?),
         10 => B::MeterConfig(length_prefixed_list(r, 8, 0, "meter config entry", |e| {
             e.u16()?;
             let flags = e.u16()?;
@@ -581,17 +502,7 @@ pub(super) fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, D
                 bands: decode_bands(e)?,
             })
         })?),
-        11 => {
-            let f = MeterFeatures {
-                max_meter: r.u32()?,
-                band_types: r.u32()?,
-                capabilities: r.u32()?,
-                max_bands: r.u8()?,
-                max_color: r.u8()?,
-            };
-            r.pad(2)?;
-            B::MeterFeatures(f)
-        }
+        11 => B::MeterFeatures(meter_features(r)?),
         12 => B::TableFeatures(decode_table_features_list(r)?),
         13 => B::PortDesc(fixed_list(r, Port::LEN, Port::decode)?),
         0xffff => B::Experimenter {
@@ -602,6 +513,110 @@ pub(super) fn decode_multipart_reply(r: &mut Reader) -> Result<MultipartReply, D
         other => return Err(unknown_multipart(r, other)),
     };
     Ok(MultipartReply { flags, body })
+}
+
+/// One entry of a flow statistics reply.
+fn flow_stats_entry(e: &mut Reader) -> Result<FlowStats, DecodeError> {
+    e.u16()?;
+    let table_id = e.u8()?;
+    e.pad(1)?;
+    let duration_sec = e.u32()?;
+    let duration_nsec = e.u32()?;
+    let priority = e.u16()?;
+    let idle_timeout = e.u16()?;
+    let hard_timeout = e.u16()?;
+    let flags = e.u16()?;
+    e.pad(4)?;
+    let cookie = e.u64()?;
+    let packet_count = e.u64()?;
+    let byte_count = e.u64()?;
+    let match_ = Match::decode(e)?;
+    let mut ir = e.sub_with(
+        e.remaining(),
+        bad_inst(BadInstructionCode::BadLen),
+        "flow stats instructions",
+    )?;
+    Ok(FlowStats {
+        table_id,
+        duration_sec,
+        duration_nsec,
+        priority,
+        idle_timeout,
+        hard_timeout,
+        flags,
+        cookie,
+        packet_count,
+        byte_count,
+        match_,
+        instructions: Instruction::decode_list(&mut ir)?,
+    })
+}
+
+/// One entry of a group statistics reply.
+fn group_stats_entry(e: &mut Reader) -> Result<GroupStats, DecodeError> {
+    e.u16()?;
+    e.pad(2)?;
+    let group_id = e.u32()?;
+    let ref_count = e.u32()?;
+    e.pad(4)?;
+    Ok(GroupStats {
+        group_id,
+        ref_count,
+        packet_count: e.u64()?,
+        byte_count: e.u64()?,
+        duration_sec: e.u32()?,
+        duration_nsec: e.u32()?,
+        bucket_stats: counters(e)?,
+    })
+}
+
+/// One entry of a meter statistics reply.
+fn meter_stats_entry(e: &mut Reader) -> Result<MeterStats, DecodeError> {
+    let meter_id = e.u32()?;
+    e.u16()?;
+    e.pad(6)?;
+    Ok(MeterStats {
+        meter_id,
+        flow_count: e.u32()?,
+        packet_in_count: e.u64()?,
+        byte_in_count: e.u64()?,
+        duration_sec: e.u32()?,
+        duration_nsec: e.u32()?,
+        band_stats: counters(e)?,
+    })
+}
+
+/// A group features reply.
+fn group_features(r: &mut Reader) -> Result<GroupFeatures, DecodeError> {
+    let types = r.u32()?;
+    let capabilities = r.u32()?;
+    let mut max_groups = [0u32; 4];
+    for g in &mut max_groups {
+        *g = r.u32()?;
+    }
+    let mut actions = [0u32; 4];
+    for a in &mut actions {
+        *a = r.u32()?;
+    }
+    Ok(GroupFeatures {
+        types,
+        capabilities,
+        max_groups,
+        actions,
+    })
+}
+
+/// A meter features reply.
+fn meter_features(r: &mut Reader) -> Result<MeterFeatures, DecodeError> {
+    let f = MeterFeatures {
+        max_meter: r.u32()?,
+        band_types: r.u32()?,
+        capabilities: r.u32()?,
+        max_bands: r.u8()?,
+        max_color: r.u8()?,
+    };
+    r.pad(2)?;
+    Ok(f)
 }
 
 pub(super) fn patch_len_at(out: &mut Vec<u8>, start: usize, at: usize) {

@@ -76,3 +76,32 @@ pub struct PortMod {
     pub mask: u32,
     pub advertise: u32,
 }
+
+impl PortStatus {
+    pub(super) fn decode(r: &mut Reader) -> Result<PortStatus, DecodeError> {
+        let reason = r.u8()?.into();
+        r.pad(7)?;
+        Ok(PortStatus {
+            reason,
+            desc: Port::decode(r)?,
+        })
+    }
+}
+
+impl PortMod {
+    pub(super) fn decode(r: &mut Reader) -> Result<PortMod, DecodeError> {
+        let port_no = r.u32()?;
+        r.pad(4)?;
+        let hw_addr = MacAddr(r.array()?);
+        r.pad(2)?;
+        let p = PortMod {
+            port_no,
+            hw_addr,
+            config: r.u32()?,
+            mask: r.u32()?,
+            advertise: r.u32()?,
+        };
+        r.pad(4)?;
+        Ok(p)
+    }
+}

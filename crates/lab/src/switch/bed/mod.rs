@@ -30,6 +30,63 @@ pub(crate) const DUTS: [&str; 8] = [
     "xdp-patch",
     "veth",
 ];
+/// A switch `bench switch` and `bench dp` start and measure (or a
+/// reference that is none: the XDP patch, the bare veth pair).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dut {
+    /// sdnlab's switch, AF_PACKET ports.
+    Sdnlab,
+    /// sdnlab's switch, AF_XDP ports.
+    SdnlabAfxdp,
+    /// sdnlab's switch, AF_XDP ports with the in-kernel fast path.
+    SdnlabFastpath,
+    /// Open vSwitch's userspace datapath, system (AF_PACKET) ports.
+    Ovs,
+    /// Open vSwitch's userspace datapath, AF_XDP ports.
+    OvsAfxdp,
+    /// The Linux bridge.
+    Bridge,
+    /// Not a switch: every frame redirected to the other port by XDP, the
+    /// floor of a hop in the kernel.
+    XdpPatch,
+    /// No hop at all: the two hosts' veths joined.
+    Veth,
+}
+
+impl Dut {
+    /// Every one, in `DUTS`'s order.
+    pub const ALL: [Dut; 8] = [
+        Dut::Sdnlab,
+        Dut::SdnlabAfxdp,
+        Dut::SdnlabFastpath,
+        Dut::Ovs,
+        Dut::OvsAfxdp,
+        Dut::Bridge,
+        Dut::XdpPatch,
+        Dut::Veth,
+    ];
+
+    /// Its name, as flags, files, the bed and reports give it.
+    pub fn name(self) -> &'static str {
+        DUTS[Dut::ALL.iter().position(|d| *d == self).expect("every Dut is in ALL")]
+    }
+
+    /// Whether it speaks OpenFlow (its table can be filled and timed).
+    pub fn openflow(self) -> bool {
+        matches!(
+            self,
+            Dut::Sdnlab | Dut::SdnlabAfxdp | Dut::SdnlabFastpath | Dut::Ovs | Dut::OvsAfxdp
+        )
+    }
+}
+
+impl std::fmt::Display for Dut {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 pub(crate) const GEN_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 1];
 pub(crate) const RCV_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 2];
 /// Test frames go to a MAC the receiving host does not own: its stack drops
