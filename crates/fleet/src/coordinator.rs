@@ -10,7 +10,9 @@
 use crate::clock::{self, Exchange, Offset};
 use crate::inventory::Inventory;
 use crate::partition::{self, Underlay};
-use crate::proto::{self, Call, Reply, Request, Response, VERSION, WORKER_NAME};
+use crate::proto::{
+    self, Call, CtlCall, FabricCall, NetCall, Reply, Request, Response, TesterCall, VERSION, WORKER_NAME,
+};
 use crate::FleetError;
 use futures::future::join_all;
 use netlab::run::{IperfResult, PingResult, SwitchKind};

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 
 /// The protocol's version; a worker refuses a coordinator of another.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The longest line either side accepts (a topology of thousands of nodes
 /// fits many times over).
@@ -41,8 +41,24 @@ pub enum Call {
     Heartbeat,
     /// The worker's clock now (`Reply::Clock`).
     Clock,
+    /// The network experiment's calls: this worker's part of a network, and the checks run on it (pings, iperf3, test-frame flows, HTTP loads).
+    Net(NetCall),
+    /// The controller benchmark's calls: its load shards and ceilings, the session capacity test, and sdnlab's cluster run on the workers.
+    Ctl(CtlCall),
+    /// `bench dp`'s calls for an external switch whose ports are on the workers: its ports, and test frames sent and counted there.
+    Tester(TesterCall),
+    /// The topology tests' calls: this worker's part of an emulated fabric of switches.
+    Fabric(FabricCall),
+    /// Removes everything this worker made for the coordinator (`Reply::Done`).
+    Down,
+}
+
+/// The network experiment's calls: this worker's part of a network, and the checks run on it (pings, iperf3, test-frame flows, HTTP loads). Answered by the worker's `net` module.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum NetCall {
     /// Brings up this worker's part of `topology` (`Reply::NetUp`).
-    NetUp {
+    Up {
         topology: Topology,
         part: Part,
         kind: SwitchKind,
@@ -94,6 +110,12 @@ pub enum Call {
         seconds: f64,
         interval_ms: u32,
     },
+}
+
+/// The controller benchmark's calls: its load shards and ceilings, the session capacity test, and sdnlab's cluster run on the workers. Answered by the worker's `ctl` module.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum CtlCall {
     /// A shard of the control session capacity test: opens `config`'s
     /// sessions (its own datapath ids) until the controller fails, the
     /// shard's count is reached, or `SessionsStop` says stop; streams the
@@ -108,7 +130,7 @@ pub enum Call {
     /// against its target, starting at `start_unix_ns` on the worker's
     /// clock (so the shards' loops line up); each loop as it is measured
     /// (`Reply::CtlLoop`), then the whole (`Reply::Ctl`).
-    Ctl {
+    Shard {
         config: ctlbench::Config,
         start_unix_ns: u64,
     },
@@ -116,57 +138,6 @@ pub enum Call {
     /// same switches against the reference null responder here
     /// (`Reply::Ceiling`).
     Ceiling { config: ctlbench::Config },
-    /// The interfaces here that lead to a switch under test (`bench dp`'s
-    /// external switch), as they are (`Reply::TesterPorts`); an error
-    /// names one that is missing or down.
-    TesterPorts { ifaces: Vec<String> },
-    /// Starts counting the test frames that arrive on `iface` here, taken
-    /// as `method` says (`Reply::Done` once it counts); `clock_ahead_ns`
-    /// (this worker's clock minus the generator's) comes off every latency.
-    TesterListen {
-        iface: String,
-        method: traffic::run::RecvMethod,
-        clock_ahead_ns: i64,
-    },
-    /// Sends `spec`'s frames from its interface here, at once, in this
-    /// worker's namespace, on a core of the scheduler's choosing
-    /// (`Reply::FlowSent` when done).
-    TesterSend { spec: traffic::run::GenSpec },
-    /// Ends the count on `iface` once no test frame has come for
-    /// `quiet_ms` (at most `at_most_ms` from now): `Reply::TesterReceived`.
-    TesterFinish {
-        iface: String,
-        quiet_ms: u32,
-        at_most_ms: u32,
-    },
-    /// Opens the UDP socket this worker's part of an emulated fabric takes
-    /// frames from the other parts on, on the session's address
-    /// (`Reply::FabricBound`).
-    FabricBind,
-    /// Runs this worker's part of the emulated fabric `spec` (the switches
-    /// `here`; frames to a switch of `elsewhere` go to that part's socket),
-    /// each switch connected to `targets`; answers once every switch here
-    /// has completed its handshake or `timeout_ms` passed
-    /// (`Reply::FabricUp`), and runs until `FabricStop` or the session ends.
-    FabricStart {
-        spec: ctlbench::fabric::Spec,
-        here: Vec<u64>,
-        elsewhere: Vec<(u64, std::net::SocketAddr)>,
-        targets: Vec<std::net::SocketAddr>,
-        version: u8,
-        timeout_ms: u64,
-        malformed_per_mille: u32,
-    },
-    /// Stops this worker's part of the fabric (`Reply::FabricUp`: what it
-    /// counted).
-    FabricStop,
-    /// What this worker's part of the fabric counted so far (`Reply::FabricUp`).
-    FabricCount,
-    /// Port `at` of a switch here goes down or up (`Reply::Done`).
-    FabricPort { at: (u64, u32), up: bool },
-    /// Switch `dpid` here fails as if powered off: its session closes, its
-    /// neighbours here see their ports go down (`Reply::Done`).
-    FabricSwitchOff { dpid: u64 },
     /// Starts a private etcd of `members` members on this worker's
     /// session address, for a cluster of sdnlab's controller
     /// (`Reply::EtcdUp`); stopped by `ClusterDown` or `Down`.
@@ -185,8 +156,69 @@ pub enum Call {
     /// The members here leave their cluster and stop, then the etcd here
     /// stops (`Reply::Done`).
     ClusterDown,
-    /// Removes everything this worker made for the coordinator (`Reply::Done`).
-    Down,
+}
+
+/// `bench dp`'s calls for an external switch whose ports are on the workers: its ports, and test frames sent and counted there. Answered by the worker's `tester` module.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum TesterCall {
+    /// The interfaces here that lead to a switch under test (`bench dp`'s
+    /// external switch), as they are (`Reply::TesterPorts`); an error
+    /// names one that is missing or down.
+    Ports { ifaces: Vec<String> },
+    /// Starts counting the test frames that arrive on `iface` here, taken
+    /// as `method` says (`Reply::Done` once it counts); `clock_ahead_ns`
+    /// (this worker's clock minus the generator's) comes off every latency.
+    Listen {
+        iface: String,
+        method: traffic::run::RecvMethod,
+        clock_ahead_ns: i64,
+    },
+    /// Sends `spec`'s frames from its interface here, at once, in this
+    /// worker's namespace, on a core of the scheduler's choosing
+    /// (`Reply::FlowSent` when done).
+    Send { spec: traffic::run::GenSpec },
+    /// Ends the count on `iface` once no test frame has come for
+    /// `quiet_ms` (at most `at_most_ms` from now): `Reply::TesterReceived`.
+    Finish {
+        iface: String,
+        quiet_ms: u32,
+        at_most_ms: u32,
+    },
+}
+
+/// The topology tests' calls: this worker's part of an emulated fabric of switches. Answered by the worker's `fabric` module.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum FabricCall {
+    /// Opens the UDP socket this worker's part of an emulated fabric takes
+    /// frames from the other parts on, on the session's address
+    /// (`Reply::FabricBound`).
+    Bind,
+    /// Runs this worker's part of the emulated fabric `spec` (the switches
+    /// `here`; frames to a switch of `elsewhere` go to that part's socket),
+    /// each switch connected to `targets`; answers once every switch here
+    /// has completed its handshake or `timeout_ms` passed
+    /// (`Reply::FabricUp`), and runs until `FabricStop` or the session ends.
+    Start {
+        spec: ctlbench::fabric::Spec,
+        here: Vec<u64>,
+        elsewhere: Vec<(u64, std::net::SocketAddr)>,
+        targets: Vec<std::net::SocketAddr>,
+        version: u8,
+        timeout_ms: u64,
+        malformed_per_mille: u32,
+    },
+    /// Stops this worker's part of the fabric (`Reply::FabricUp`: what it
+    /// counted).
+    Stop,
+    /// What this worker's part of the fabric counted so far (`Reply::FabricUp`).
+    Count,
+    /// Port `at` of a switch here goes down or up (`Reply::Done`).
+    Port { at: (u64, u32), up: bool },
+    /// Switch `dpid` here fails as if powered off: its session closes, its
+    /// neighbours here see their ports go down (`Reply::Done`).
+    SwitchOff { dpid: u64 },
 }
 
 /// What a worker's part of an emulated fabric counted.
@@ -396,21 +428,53 @@ mod tests {
     fn requests_and_replies_read_back_as_written() {
         let r = Request {
             id: 7,
-            call: Call::Iperf {
+            call: Call::Net(NetCall::Iperf {
                 client: "h1".into(),
                 server_ip: Ipv4Addr::new(10, 0, 0, 6),
                 seconds: 2,
-            },
+            }),
         };
         let text = line(&r);
         assert!(text.ends_with(b"\n"));
         let s = std::str::from_utf8(&text).unwrap();
-        assert!(s.contains("\"call\":\"iperf\""), "{s}");
+        // The family, then the call within it.
+        assert!(s.contains("\"call\":\"net\"") && s.contains("\"op\":\"iperf\""), "{s}");
         let back: Request = serde_json::from_slice(&text).unwrap();
         assert_eq!(back.id, 7);
-        assert!(matches!(back.call, Call::Iperf { seconds: 2, .. }));
+        assert!(matches!(back.call, Call::Net(NetCall::Iperf { seconds: 2, .. })));
         let e: Response = serde_json::from_str(r#"{"id":3,"reply":"error","message":"no"}"#).unwrap();
         assert!(matches!(e.reply, Reply::Error { ref message } if message == "no"));
+    }
+
+    /// Every family's calls, with fields and without, and the session's
+    /// own, read back as the call they were.
+    #[test]
+    fn each_familys_calls_read_back_as_written() {
+        let calls = [
+            Call::Hello {
+                version: VERSION,
+                lease_ms: 10,
+            },
+            Call::Heartbeat,
+            Call::Down,
+            Call::Net(NetCall::HttpServer { host: "h2".into() }),
+            Call::Ctl(CtlCall::SessionsStop { release: true }),
+            Call::Ctl(CtlCall::ClusterDown),
+            Call::Tester(TesterCall::Finish {
+                iface: "eth1".into(),
+                quiet_ms: 5,
+                at_most_ms: 50,
+            }),
+            Call::Fabric(FabricCall::Bind),
+            Call::Fabric(FabricCall::SwitchOff { dpid: 9 }),
+        ];
+        for (id, call) in calls.into_iter().enumerate() {
+            let sent = serde_json::to_string(&Request { id: id as u64, call }).unwrap();
+            let back: Request = serde_json::from_str(&sent).unwrap_or_else(|e| panic!("{sent}: {e}"));
+            assert_eq!(serde_json::to_string(&back).unwrap(), sent);
+        }
+        // A call of no family is refused, not taken for another.
+        assert!(serde_json::from_str::<Request>(r#"{"id":1,"call":"net","op":"nonesuch"}"#).is_err());
     }
 
     #[tokio::test]

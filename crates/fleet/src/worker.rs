@@ -11,7 +11,7 @@
 //! for its lease, and when the worker is stopped.
 
 use crate::creds::{peer_is, Role};
-use crate::proto::{self, Call, Reply, Request, Response, VERSION};
+use crate::proto::{self, Call, CtlCall, FabricCall, NetCall, Reply, Request, Response, TesterCall, VERSION};
 use futures::FutureExt;
 use netlab::run::{Net, UpOptions};
 use std::net::SocketAddr;
@@ -485,31 +485,10 @@ async fn run(
     cancelled: &AtomicBool,
 ) -> Answer {
     match call {
-        c @ (Call::NetUp { .. }
-        | Call::Ping { .. }
-        | Call::IperfServer { .. }
-        | Call::Iperf { .. }
-        | Call::FlowReceive { .. }
-        | Call::FlowSend { .. }
-        | Call::HttpServer { .. }
-        | Call::HttpLoad { .. }) => net::handle(c, made, partial, cancelled).await,
-        c @ (Call::Ceiling { .. }
-        | Call::Ctl { .. }
-        | Call::Sessions { .. }
-        | Call::SessionsStop { .. }
-        | Call::EtcdUp { .. }
-        | Call::MemberUp { .. }
-        | Call::ClusterDown) => ctl::handle(c, made, local, partial).await,
-        c @ (Call::TesterPorts { .. }
-        | Call::TesterListen { .. }
-        | Call::TesterSend { .. }
-        | Call::TesterFinish { .. }) => tester::handle(c, made).await,
-        c @ (Call::FabricBind
-        | Call::FabricStart { .. }
-        | Call::FabricCount
-        | Call::FabricPort { .. }
-        | Call::FabricSwitchOff { .. }
-        | Call::FabricStop) => fabric::handle(c, made, local).await,
+        Call::Net(c) => net::handle(c, made, partial, cancelled).await,
+        Call::Ctl(c) => ctl::handle(c, made, local, partial).await,
+        Call::Tester(c) => tester::handle(c, made).await,
+        Call::Fabric(c) => fabric::handle(c, made, local).await,
         Call::Down => {
             if let Some(run) = made.lock().await.tear_down().await? {
                 tracing::info!(

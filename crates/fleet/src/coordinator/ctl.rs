@@ -54,9 +54,11 @@ impl Fleet {
             }
             active.push(i);
             let tx = tx.clone();
-            calls.push(w.call_with(Call::Sessions { config: c.clone() }, move |r| {
-                let _ = tx.send((i, r));
-            }));
+            calls.push(
+                w.call_with(Call::Ctl(CtlCall::Sessions { config: c.clone() }), move |r| {
+                    let _ = tx.send((i, r));
+                }),
+            );
         }
         drop(tx);
         let run = async {
@@ -82,7 +84,7 @@ impl Fleet {
                                 let stops = active
                                     .iter()
                                     .filter(|&&j| j != i && ended[j].is_none())
-                                    .map(|&j| self.workers[j].call(Call::SessionsStop { release: false }));
+                                    .map(|&j| self.workers[j].call(Call::Ctl(CtlCall::SessionsStop { release: false })));
                                 for r in join_all(stops).await {
                                     r?;
                                 }
@@ -104,7 +106,7 @@ impl Fleet {
             for r in join_all(
                 active
                     .iter()
-                    .map(|&i| self.workers[i].call(Call::SessionsStop { release: true })),
+                    .map(|&i| self.workers[i].call(Call::Ctl(CtlCall::SessionsStop { release: true }))),
             )
             .await
             {
@@ -149,10 +151,10 @@ impl Fleet {
                 async move {
                     let r = w
                         .call_with(
-                            Call::Ctl {
+                            Call::Ctl(CtlCall::Shard {
                                 config: c.clone(),
                                 start_unix_ns: start.saturating_add_signed(offset_ns),
-                            },
+                            }),
                             |reply| {
                                 if let Reply::CtlLoop { result } = reply {
                                     let _ = tx.send((i, result));
@@ -229,7 +231,7 @@ impl Fleet {
             .iter()
             .zip(&configs)
             .filter(|(_, c)| c.switches > 0)
-            .map(|(w, c)| async move { (w, w.call(Call::Ceiling { config: c.clone() }).await) });
+            .map(|(w, c)| async move { (w, w.call(Call::Ctl(CtlCall::Ceiling { config: c.clone() })).await) });
         let results = self.unless_lost(async { Ok(join_all(calls).await) }).await?;
         let mut sum = ctlbench::ceiling::Ceiling {
             responses_per_s: 0.0,
@@ -280,7 +282,7 @@ impl Fleet {
                 message: format!("answered with {other:?}"),
             };
             let (endpoints, etcd_version) = match self
-                .unless_lost(first.call(Call::EtcdUp { members: etcd_members }))
+                .unless_lost(first.call(Call::Ctl(CtlCall::EtcdUp { members: etcd_members })))
                 .await?
             {
                 Reply::EtcdUp { endpoints, version } => (endpoints, version),
@@ -291,13 +293,13 @@ impl Fleet {
             for i in 1..=n {
                 let w = &self.workers[(i - 1) % self.workers.len()];
                 let member = format!("c{i}");
-                let call = Call::MemberUp {
+                let call = Call::Ctl(CtlCall::MemberUp {
                     endpoints: endpoints.clone(),
                     cluster: name.to_string(),
                     member: member.clone(),
                     app: app.to_string(),
                     slave_packet_ins,
-                };
+                });
                 match self.unless_lost(w.call(call)).await? {
                     Reply::MemberUp { openflow, rest } => members.push(SpreadMember {
                         name: member,
@@ -324,7 +326,7 @@ impl Fleet {
 
     /// Every worker stops the cluster members and the etcd it runs.
     pub async fn cluster_down(&self) -> Result<(), FleetError> {
-        for r in join_all(self.workers.iter().map(|w| w.call(Call::ClusterDown))).await {
+        for r in join_all(self.workers.iter().map(|w| w.call(Call::Ctl(CtlCall::ClusterDown)))).await {
             r?;
         }
         Ok(())

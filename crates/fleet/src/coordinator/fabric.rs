@@ -47,7 +47,7 @@ impl<'a> SpreadFabric<'a> {
         malformed_per_mille: u32,
     ) -> Result<Vec<FabricPart>, FleetError> {
         let (fleet, spec, assignment) = (self.fleet, &self.spec, &self.assignment);
-        let bound = join_all(fleet.workers.iter().map(|w| w.call(Call::FabricBind)));
+        let bound = join_all(fleet.workers.iter().map(|w| w.call(Call::Fabric(FabricCall::Bind))));
         let mut sockets = Vec::new();
         for (w, r) in fleet
             .workers
@@ -74,7 +74,7 @@ impl<'a> SpreadFabric<'a> {
                 .filter(|(_, &p)| p != i)
                 .map(|(s, &p)| (s.0, sockets[p]))
                 .collect();
-            w.call(Call::FabricStart {
+            w.call(Call::Fabric(FabricCall::Start {
                 spec: spec.clone(),
                 here,
                 elsewhere,
@@ -82,7 +82,7 @@ impl<'a> SpreadFabric<'a> {
                 version,
                 timeout_ms: timeout.as_millis() as u64,
                 malformed_per_mille,
-            })
+            }))
         });
         let up = fleet.unless_lost(async { Ok(join_all(start).await) }).await?;
         self.parts(up)
@@ -90,7 +90,13 @@ impl<'a> SpreadFabric<'a> {
 
     /// Stops every worker's part of the fabric: what each counted.
     pub async fn stop(&self) -> Result<Vec<FabricPart>, FleetError> {
-        let stopped = join_all(self.fleet.workers.iter().map(|w| w.call(Call::FabricStop))).await;
+        let stopped = join_all(
+            self.fleet
+                .workers
+                .iter()
+                .map(|w| w.call(Call::Fabric(FabricCall::Stop))),
+        )
+        .await;
         self.parts(stopped)
     }
 
@@ -130,7 +136,7 @@ impl<'a> SpreadFabric<'a> {
     }
 
     pub(super) async fn port_down(&self, at: ctlbench::fabric::Attach) -> Result<(), FleetError> {
-        let call = self.owner(at.0)?.call(Call::FabricPort { at, up: false });
+        let call = self.owner(at.0)?.call(Call::Fabric(FabricCall::Port { at, up: false }));
         self.fleet.unless_lost(call).await.map(drop)
     }
 }
@@ -151,7 +157,7 @@ impl ctlbench::topology_tests::Failures for SpreadFabric<'_> {
     }
 
     async fn switch_off(&self, dpid: u64) -> Result<(), FleetError> {
-        let off = self.owner(dpid)?.call(Call::FabricSwitchOff { dpid });
+        let off = self.owner(dpid)?.call(Call::Fabric(FabricCall::SwitchOff { dpid }));
         self.fleet.unless_lost(off).await?;
         // Its neighbours on other workers (those on its own went down with it).
         let mine = self.owner.get(&dpid).copied();
@@ -173,7 +179,12 @@ impl ctlbench::topology_tests::Failures for SpreadFabric<'_> {
     }
 
     async fn last_probe_ns(&self) -> Result<u64, FleetError> {
-        let counts = join_all(self.fleet.workers.iter().map(|w| w.call(Call::FabricCount)));
+        let counts = join_all(
+            self.fleet
+                .workers
+                .iter()
+                .map(|w| w.call(Call::Fabric(FabricCall::Count))),
+        );
         let counts = self.fleet.unless_lost(async { Ok(counts.await) }).await?;
         let mut latest = 0u64;
         for (w, r) in self.fleet.workers.iter().zip(counts) {

@@ -20,12 +20,12 @@ impl Fleet {
         };
         let parts = partition::parts(topo, &assignment, &underlay)?;
         let calls = self.workers.iter().zip(&parts).map(|(w, part)| {
-            w.call(Call::NetUp {
+            w.call(Call::Net(NetCall::Up {
                 topology: topo.clone(),
                 part: part.clone(),
                 kind,
                 controller: controller.clone(),
-            })
+            }))
         });
         let results = self.unless_lost(async { Ok(join_all(calls).await) }).await?;
         let mut runs = Vec::new();
@@ -84,10 +84,10 @@ impl SpreadNet<'_> {
         let mut targets: Vec<(String, Ipv4Addr)> = self.hosts.iter().map(|(n, (ip, _))| (n.clone(), *ip)).collect();
         targets.sort();
         let calls = self.fleet.workers.iter().map(|w| {
-            w.call(Call::Ping {
+            w.call(Call::Net(NetCall::Ping {
                 targets: targets.clone(),
                 count,
-            })
+            }))
         });
         let mut out = Vec::new();
         for r in self.fleet.unless_lost(async { Ok(join_all(calls).await) }).await? {
@@ -104,15 +104,15 @@ impl SpreadNet<'_> {
         let ((_, cw), (sip, sw)) = (self.find(client)?, self.find(server)?);
         let workers = &self.fleet.workers;
         self.fleet
-            .unless_lost(workers[sw].call(Call::IperfServer { host: server.into() }))
+            .unless_lost(workers[sw].call(Call::Net(NetCall::IperfServer { host: server.into() })))
             .await?;
         let reply = self
             .fleet
-            .unless_lost(workers[cw].call(Call::Iperf {
+            .unless_lost(workers[cw].call(Call::Net(NetCall::Iperf {
                 client: client.into(),
                 server_ip: sip,
                 seconds,
-            }))
+            })))
             .await?;
         match reply {
             Reply::Iperf { result } => Ok(result),
@@ -163,12 +163,12 @@ impl SpreadNet<'_> {
                 };
                 let until = (planned as i64 + ns(clock(rw).offset_us)) as u64 + (f.seconds * 1e9) as u64;
                 workers[rw].call_with(
-                    Call::FlowReceive {
+                    Call::Net(NetCall::FlowReceive {
                         flow: f.clone(),
                         clock_ahead_ns: ahead,
                         until_unix_ns: until,
                         interval_ms,
-                    },
+                    }),
                     move |r| {
                         let _ = tx.send((i, r));
                     },
@@ -205,10 +205,10 @@ impl SpreadNet<'_> {
             }
             let start = planned.max(clock::unix_ns() + 100_000_000);
             let send = join_all(flows.iter().zip(&ends).map(|(f, &(sw, _))| {
-                workers[sw].call(Call::FlowSend {
+                workers[sw].call(Call::Net(NetCall::FlowSend {
                     flow: f.clone(),
                     start_unix_ns: (start as i64 + ns(clock(sw).offset_us)) as u64,
-                })
+                }))
             }));
             tokio::pin!(send);
             let mut sent_all = None;
@@ -255,7 +255,7 @@ impl SpreadNet<'_> {
     pub async fn http_server(&self, host: &str) -> Result<(), FleetError> {
         let (_, w) = self.find(host)?;
         self.fleet
-            .unless_lost(self.fleet.workers[w].call(Call::HttpServer { host: host.into() }))
+            .unless_lost(self.fleet.workers[w].call(Call::Net(NetCall::HttpServer { host: host.into() })))
             .await
             .map(drop)
     }
@@ -275,13 +275,13 @@ impl SpreadNet<'_> {
     ) -> Result<(), FleetError> {
         let ((_, cw), (sip, _)) = (self.find(client)?, self.find(server)?);
         let call = self.fleet.workers[cw].call_with(
-            Call::HttpLoad {
+            Call::Net(NetCall::HttpLoad {
                 client: client.into(),
                 server_ip: sip,
                 rate,
                 seconds,
                 interval_ms,
-            },
+            }),
             |r| {
                 if let Reply::HttpRequests { requests } = r {
                     on_batch(requests);

@@ -7,9 +7,9 @@ impl Fleet {
     /// Interfaces `ifaces` on worker `w`, as they are there; an error
     /// names one missing or down.
     pub async fn tester_ports(&self, w: usize, ifaces: &[String]) -> Result<Vec<netlab::kernel::PortInfo>, FleetError> {
-        let call = self.workers[w].call(Call::TesterPorts {
+        let call = self.workers[w].call(Call::Tester(TesterCall::Ports {
             ifaces: ifaces.to_vec(),
-        });
+        }));
         match self.unless_lost(call).await? {
             Reply::TesterPorts { ports } => Ok(ports),
             other => Err(FleetError::Partition(format!("tester-ports answered {other:?}"))),
@@ -46,20 +46,20 @@ impl Fleet {
         let (sender, receiver) = (&self.workers[gen], &self.workers[rw]);
         let run = async {
             receiver
-                .call(Call::TesterListen {
+                .call(Call::Tester(TesterCall::Listen {
                     iface: iface.to_string(),
                     method,
                     clock_ahead_ns: ahead_ns,
-                })
+                }))
                 .await?;
-            let sent = sender.call(Call::TesterSend { spec: spec.clone() }).await;
+            let sent = sender.call(Call::Tester(TesterCall::Send { spec: spec.clone() })).await;
             // The count ends even when the sender failed (nothing is left counting).
             let received = receiver
-                .call(Call::TesterFinish {
+                .call(Call::Tester(TesterCall::Finish {
                     iface: iface.to_string(),
                     quiet_ms: quiet.as_millis() as u32,
                     at_most_ms: at_most.as_millis() as u32,
-                })
+                }))
                 .await?;
             let Reply::FlowSent { report: sent } = sent? else {
                 return Err(FleetError::Partition("tester-send answered out of turn".into()));

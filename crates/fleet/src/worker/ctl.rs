@@ -6,19 +6,19 @@ use super::*;
 
 /// Answers a call of this family (`run` routes each family here).
 pub(super) async fn handle(
-    call: Call,
+    call: CtlCall,
     made: &Mutex<Made>,
     local: Option<SocketAddr>,
     partial: &(dyn Fn(Reply) + Sync),
 ) -> Answer {
     match call {
-        Call::Ceiling { config } => {
+        CtlCall::Ceiling { config } => {
             raise_fd_limit();
             Ok(Reply::Ceiling {
                 ceiling: ctlbench::ceiling::measure(&config).await.map_err(|e| e.to_string())?,
             })
         }
-        Call::Ctl { config, start_unix_ns } => {
+        CtlCall::Shard { config, start_unix_ns } => {
             raise_fd_limit();
             let wait = until(start_unix_ns)?;
             tokio::time::sleep(wait).await;
@@ -30,7 +30,7 @@ pub(super) async fn handle(
                 rtt_histogram,
             })
         }
-        Call::Sessions { config } => {
+        CtlCall::Sessions { config } => {
             raise_fd_limit();
             // (A stop that came first, from a shard that ended at once, holds.)
             let (stop, release) = made.lock().await.sessions();
@@ -48,7 +48,7 @@ pub(super) async fn handle(
             made.lock().await.sessions = None;
             Ok(Reply::Done)
         }
-        Call::SessionsStop { release } => {
+        CtlCall::SessionsStop { release } => {
             let (stop, done) = made.lock().await.sessions();
             if release {
                 // (A permit kept if the shard is not waiting yet.)
@@ -58,7 +58,7 @@ pub(super) async fn handle(
             }
             Ok(Reply::Done)
         }
-        Call::EtcdUp { members } => {
+        CtlCall::EtcdUp { members } => {
             let ip = match local.map(|a| a.ip()) {
                 Some(std::net::IpAddr::V4(ip)) => ip,
                 _ => return Err("etcd here needs the session's own IPv4 address".into()),
@@ -81,7 +81,7 @@ pub(super) async fn handle(
             made.lock().await.etcd = Some((etcd, dir));
             Ok(reply)
         }
-        Call::MemberUp {
+        CtlCall::MemberUp {
             endpoints,
             cluster,
             member,
@@ -102,10 +102,9 @@ pub(super) async fn handle(
             made.lock().await.members.push(h);
             Ok(Reply::MemberUp { openflow, rest })
         }
-        Call::ClusterDown => {
+        CtlCall::ClusterDown => {
             made.lock().await.cluster_down().await;
             Ok(Reply::Done)
         }
-        _ => Err("a call routed to the wrong family".into()),
     }
 }

@@ -5,9 +5,9 @@
 use super::*;
 
 /// Answers a call of this family (`run` routes each family here).
-pub(super) async fn handle(call: Call, made: &Mutex<Made>, local: Option<SocketAddr>) -> Answer {
+pub(super) async fn handle(call: FabricCall, made: &Mutex<Made>, local: Option<SocketAddr>) -> Answer {
     match call {
-        Call::FabricBind => {
+        FabricCall::Bind => {
             let ip = local.map(|a| a.ip()).ok_or("the session's own address is unknown")?;
             let socket = tokio::net::UdpSocket::bind((ip, 0))
                 .await
@@ -25,7 +25,7 @@ pub(super) async fn handle(call: Call, made: &Mutex<Made>, local: Option<SocketA
             made.lock().await.fabric_socket = Some(Arc::new(socket));
             Ok(Reply::FabricBound { port })
         }
-        Call::FabricStart {
+        FabricCall::Start {
             spec,
             here,
             elsewhere,
@@ -59,21 +59,21 @@ pub(super) async fn handle(call: Call, made: &Mutex<Made>, local: Option<SocketA
             made.lock().await.fabric = Some(f);
             Ok(reply)
         }
-        Call::FabricCount => {
+        FabricCall::Count => {
             let m = made.lock().await;
             Ok(fabric_up(m.fabric.as_ref().ok_or("no fabric part runs here")?))
         }
-        Call::FabricPort { at, up } => {
+        FabricCall::Port { at, up } => {
             let m = made.lock().await;
             m.fabric.as_ref().ok_or("no fabric part runs here")?.set_port(at, up);
             Ok(Reply::Done)
         }
-        Call::FabricSwitchOff { dpid } => {
+        FabricCall::SwitchOff { dpid } => {
             let m = made.lock().await;
             m.fabric.as_ref().ok_or("no fabric part runs here")?.disconnect(dpid);
             Ok(Reply::Done)
         }
-        Call::FabricStop => {
+        FabricCall::Stop => {
             let f = made.lock().await.fabric.take().ok_or("no fabric part runs here")?;
             // The switches first; what other parts sent until they stopped
             // too is still taken in and counted before the reading.
@@ -83,6 +83,5 @@ pub(super) async fn handle(call: Call, made: &Mutex<Made>, local: Option<SocketA
             f.stop();
             Ok(reply)
         }
-        _ => Err("a call routed to the wrong family".into()),
     }
 }

@@ -6,13 +6,13 @@ use super::*;
 
 /// Answers a call of this family (`run` routes each family here).
 pub(super) async fn handle(
-    call: Call,
+    call: NetCall,
     made: &Mutex<Made>,
     partial: &(dyn Fn(Reply) + Sync),
     cancelled: &AtomicBool,
 ) -> Answer {
     match call {
-        Call::NetUp {
+        NetCall::Up {
             topology,
             part,
             kind,
@@ -49,13 +49,13 @@ pub(super) async fn handle(
             m.net = Some(net);
             Ok(reply)
         }
-        Call::Ping { targets, count } => {
+        NetCall::Ping { targets, count } => {
             let state = up(made).await?;
             Ok(Reply::Ping {
                 results: netlab::run::ping_from(&state, &targets, count, 1).await,
             })
         }
-        Call::IperfServer { host } => {
+        NetCall::IperfServer { host } => {
             let state = up(made).await?;
             let child = netlab::run::iperf_server(&state, &host)
                 .await
@@ -63,7 +63,7 @@ pub(super) async fn handle(
             made.lock().await.iperf.push(child);
             Ok(Reply::Done)
         }
-        Call::Iperf {
+        NetCall::Iperf {
             client,
             server_ip,
             seconds,
@@ -74,7 +74,7 @@ pub(super) async fn handle(
                 .map_err(|e| e.to_string())?;
             Ok(Reply::Iperf { result })
         }
-        Call::FlowReceive {
+        NetCall::FlowReceive {
             flow,
             clock_ahead_ns,
             until_unix_ns,
@@ -91,7 +91,7 @@ pub(super) async fn handle(
             )
             .await
         }
-        Call::FlowSend { flow, start_unix_ns } => {
+        NetCall::FlowSend { flow, start_unix_ns } => {
             let state = up(made).await?;
             until(start_unix_ns)?; // (the sender waits for it itself)
             let report = tokio::task::spawn_blocking(move || netlab::flow::send(&state, &flow, start_unix_ns))
@@ -100,7 +100,7 @@ pub(super) async fn handle(
                 .map_err(|e| e.to_string())?;
             Ok(Reply::FlowSent { report })
         }
-        Call::HttpServer { host } => {
+        NetCall::HttpServer { host } => {
             let (state, dir) = {
                 let m = made.lock().await;
                 let net = m.net.as_ref().ok_or("no network is up here: bring one up first")?;
@@ -114,7 +114,7 @@ pub(super) async fn handle(
             made.lock().await.http.push(server);
             Ok(Reply::Done)
         }
-        Call::HttpLoad {
+        NetCall::HttpLoad {
             client,
             server_ip,
             rate,
@@ -133,7 +133,6 @@ pub(super) async fn handle(
             .map_err(|e| e.to_string())?;
             Ok(Reply::Done)
         }
-        _ => Err("a call routed to the wrong family".into()),
     }
 }
 

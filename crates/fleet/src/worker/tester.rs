@@ -4,9 +4,9 @@
 use super::*;
 
 /// Answers a call of this family (`run` routes each family here).
-pub(super) async fn handle(call: Call, made: &Mutex<Made>) -> Answer {
+pub(super) async fn handle(call: TesterCall, made: &Mutex<Made>) -> Answer {
     match call {
-        Call::TesterPorts { ifaces } => {
+        TesterCall::Ports { ifaces } => {
             let nl = netlab::kernel::Nl::here().map_err(|e| e.to_string())?;
             let mut ports = Vec::new();
             for i in &ifaces {
@@ -21,7 +21,7 @@ pub(super) async fn handle(call: Call, made: &Mutex<Made>) -> Answer {
             }
             Ok(Reply::TesterPorts { ports })
         }
-        Call::TesterListen {
+        TesterCall::Listen {
             iface,
             method,
             clock_ahead_ns,
@@ -41,7 +41,7 @@ pub(super) async fn handle(call: Call, made: &Mutex<Made>) -> Answer {
             m.testers.insert(iface, r);
             Ok(Reply::Done)
         }
-        Call::TesterSend { mut spec } => {
+        TesterCall::Send { mut spec } => {
             // This machine's namespace and scheduler, whatever the
             // coordinator's bed would use on its own.
             spec.netns = None;
@@ -52,7 +52,7 @@ pub(super) async fn handle(call: Call, made: &Mutex<Made>) -> Answer {
                 .map_err(|e| format!("generator: {e}"))?;
             Ok(Reply::FlowSent { report })
         }
-        Call::TesterFinish {
+        TesterCall::Finish {
             iface,
             quiet_ms,
             at_most_ms,
@@ -81,6 +81,5 @@ pub(super) async fn handle(call: Call, made: &Mutex<Made>) -> Answer {
                 blocks,
             })
         }
-        _ => Err("a call routed to the wrong family".into()),
     }
 }
