@@ -4,7 +4,6 @@
 
 use clap::Args;
 use lab::fidelity::FidelityConfig;
-use std::path::PathBuf;
 
 #[derive(Args)]
 #[command(allow_negative_numbers = true)]
@@ -33,15 +32,8 @@ pub struct FidelityBenchArgs {
     /// round (flags given beside it still count).
     #[arg(long)]
     pub quick: bool,
-    /// Run directory (default results/bench-fidelity-<time>).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print the experiment file these flags describe, and run nothing.
-    #[arg(long)]
-    pub print_config: bool,
-    /// Print the results as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub show: crate::run_cmd::Output,
 }
 
 /// `sdnlab bench fidelity`: the flags as an experiment, printed or run.
@@ -60,10 +52,5 @@ pub fn run(a: FidelityBenchArgs) -> std::process::ExitCode {
         pings: a.pings.unwrap_or(base.pings),
         rounds: a.rounds.unwrap_or(base.rounds),
     };
-    let how = crate::run_cmd::Show {
-        json: a.json,
-        print_config: a.print_config,
-        ..Default::default()
-    };
-    crate::run_cmd::run(&lab::Experiment::Fidelity(config), a.out, how)
+    a.show.run(&lab::Experiment::Fidelity(config))
 }

@@ -30,6 +30,7 @@ fn every_bench_prints_a_file_that_runs_as_the_same_experiment() {
             "generators = [\"trafgen\"]",
         ),
         ("lb", vec!["--policy", "maglev", "--quick"], "policies = [\"maglev\"]"),
+        ("fidelity", vec!["--quick", "--rounds", "2"], "rounds = 2"),
     ] {
         let mut args = vec!["bench", bench];
         args.extend(&flags);

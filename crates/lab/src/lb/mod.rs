@@ -26,39 +26,61 @@ use std::time::{Duration, Instant};
 /// The load-balancing experiment. The defaults are the paper's design
 /// with 5 repetitions of 10 s: every policy, both loads, both clients,
 /// eight concurrency levels, on sdnlab's switch.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Its fields are `sdnlab bench lb`'s flags too (the command line
+/// flattens them): each declared once, with its default and help.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 pub struct LbConfig {
     /// A smoke run: concurrency 20 and 60, one repetition of 1.5 s, the
-    /// policies round-robin, txbytes, load and load-prev-delta (unless `policies`).
+    /// policies round-robin, txbytes, load and load-prev-delta (unless --policy).
+    #[arg(long)]
     pub quick: bool,
-    /// Policies to compare (empty: all eleven).
+    /// Policies to compare (default: all eleven): round-robin, random, txbytes, cpuq-load,
+    /// load, load-prev-delta, least-connections, power-of-two, weighted, maglev, load-prev-adaptive.
+    #[arg(long = "policy", value_delimiter = ',')]
     pub policies: Vec<String>,
-    /// The OpenFlow switch between clients and replicas: "sdnlab" or "ovs".
+    /// The OpenFlow switch between clients and replicas.
+    #[arg(long, default_value = "sdnlab", value_parser = ["sdnlab", "ovs"])]
     pub switch: String,
     /// Loads: homogeneous (every request 100 KB), heterogeneous (video chunks).
+    #[arg(long = "load", value_delimiter = ',', default_values_t = LbConfig::default().loads,
+          value_parser = ["homogeneous", "heterogeneous"])]
     pub loads: Vec<String>,
-    /// New connections (requests) per second offered by the client.
+    /// Concurrency levels: new connections (requests) per second offered by the client.
+    #[arg(long, value_delimiter = ',', default_values_t = LbConfig::default().concurrency)]
     pub concurrency: Vec<u32>,
     /// Repetitions of every point (the paper used 33).
+    #[arg(long, default_value_t = LbConfig::default().repetitions)]
     pub repetitions: u32,
     /// Seconds of load per repetition.
+    #[arg(long, default_value_t = LbConfig::default().seconds)]
     pub seconds: f64,
-    /// Clients: open-loop (latency from each request's intended start) and httperf.
+    /// Clients: open-loop (ours: latency from each request's intended start) and httperf.
+    #[arg(long = "client", value_delimiter = ',', default_values_t = LbConfig::default().clients,
+          value_parser = ["open-loop", "httperf"])]
     pub clients: Vec<String>,
-    /// The `load` policy's alpha values (empty: 0.3,0.5,0.7,1; with `quick`: 0.7).
+    /// The `load` policy's alpha values (default 0.3,0.5,0.7,1; --quick: 0.7).
+    #[arg(long, value_delimiter = ',')]
     pub alpha: Vec<f64>,
-    /// Which port counter `load` reads: rx, tx or both (empty: both; with `quick`: rx).
+    /// Which port counter `load` reads: rx (responses: server work), tx (requests, the
+    /// paper's formula), or both (each a variant; default both, --quick rx).
+    #[arg(long, value_parser = ["rx", "tx", "both"])]
     pub load_counter: Option<String>,
     /// PortStats polling period of the statistics-driven policies (the paper: 10 ms).
+    #[arg(long, default_value_t = LbConfig::default().stats_period_ms)]
     pub stats_period_ms: f64,
     /// load-prev-delta's per-flow addition, bytes/s (the paper: 13 KB/s).
+    #[arg(long, default_value_t = LbConfig::default().delta)]
     pub delta: f64,
-    /// Each replica's link rate, Mbit/s: what makes the replicas the bottleneck.
+    /// Each replica's link rate, Mbit/s: what makes the replicas the bottleneck here.
+    #[arg(long, default_value_t = LbConfig::default().replica_mbit)]
     pub replica_mbit: f64,
     /// Seed of the heterogeneous load and of the random policies.
+    #[arg(long, default_value_t = LbConfig::default().seed)]
     pub seed: u64,
     /// Distinct video sessions in the heterogeneous load.
+    #[arg(long, default_value_t = LbConfig::default().sessions)]
     pub sessions: usize,
 }
 
