@@ -66,25 +66,10 @@ pub fn run(console: &mut Console) -> Result<(), crate::ConsoleError> {
     let prompt = if terminal { "sdnlab> " } else { "" };
     'read: loop {
         // Lines typed while the last command ran (the terminal echoed
-        // them): each is a command, in order, before the editor starts.
-        // rustyline would read them all into a buffer of its own and keep
-        // only the first.
-        while let Some(next) = terminal.then(typed_ahead) {
-            match next {
-                TypedAhead::Line(line) => {
-                    println!("{prompt}{line}");
-                    let _ = ed.add_history_entry(line.as_str());
-                    if console.line(&line) == Flow::Exit {
-                        break 'read;
-                    }
-                }
-                TypedAhead::Eof => {
-                    println!();
-                    break 'read;
-                }
-                TypedAhead::None => break,
-            }
-        }
+        // them) are read by the editor in order, one a prompt: what it
+        // read past a line's end waits in its buffer (rustyline's
+        // `buffer-redux`) for the next prompt. Without it, a line typed
+        // just as Enter was read was lost (CI, 2026-11-29).
         match ed.readline(prompt) {
             // Several lines pasted at once (a terminal's bracketed paste
             // puts them in one buffer): each is a command, in order.
@@ -109,45 +94,4 @@ pub fn run(console: &mut Console) -> Result<(), crate::ConsoleError> {
         let _ = ed.save_history(h);
     }
     Ok(())
-}
-
-/// What waits on the terminal before the prompt shows.
-enum TypedAhead {
-    /// A whole line, typed (and echoed) while a command ran.
-    Line(String),
-    /// Ctrl-D typed at the start of a line.
-    Eof,
-    None,
-}
-
-/// One line already typed on the terminal, if a whole one waits: the
-/// terminal is in canonical mode between prompts, so the kernel reports
-/// input only once a line is complete and a read returns one line. A
-/// partial line is left to the editor, which shows it for editing.
-fn typed_ahead() -> TypedAhead {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let stdin = std::io::stdin();
-    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
-    if !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0) {
-        return TypedAhead::None;
-    }
-    let mut buf = [0u8; 4096];
-    // A read of the raw descriptor: std's buffered stdin would keep what
-    // follows the line from the editor.
-    match nix::unistd::read(libc::STDIN_FILENO, &mut buf) {
-        Ok(0) => TypedAhead::Eof,
-        Ok(n) => {
-            let line = String::from_utf8_lossy(&buf[..n])
-                .trim_end_matches(['\n', '\r'])
-                .to_string();
-            if line.trim().is_empty() {
-                // An empty line: nothing to run; look again.
-                typed_ahead()
-            } else {
-                TypedAhead::Line(line)
-            }
-        }
-        Err(_) => TypedAhead::None,
-    }
 }

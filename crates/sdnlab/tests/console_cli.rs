@@ -268,6 +268,16 @@ fn the_prompts_default_is_ovs_with_a_controller_and_type_ahead_is_kept() {
     assert!(results < one && one < two, "{s}");
     let s = t.wait("the prompt after them", 10, |s| s.trim_end().ends_with("sdnlab>"));
     t.prompts = Tmux::prompt_count(&s);
+    // Two lines arriving in one write at the prompt (a fast typist, or a
+    // busy machine joining the keys): the editor reads both at once, and
+    // the second runs after the first instead of going with the editor's
+    // buffer (lost so once in CI).
+    t.keys(&["-l", "sh echo out-$((0+3))\rsh echo out-$((0+4))\r"]);
+    let s = t.wait("both lines of one write", 20, |s| s.contains("\nout-4"));
+    let at = |what: &str| s.find(what).unwrap_or_else(|| panic!("no {what}: {s}"));
+    assert!(at("\nout-3") < at("\nout-4"), "{s}");
+    let s = t.wait("the prompt after them", 10, |s| s.trim_end().ends_with("sdnlab>"));
+    t.prompts = Tmux::prompt_count(&s);
     // Open vSwitch, learning through the controller.
     let out = t.run("dpctl dump-flows", 20);
     assert!(out.contains("*** s1") && out.contains("actions=CONTROLLER"), "{out}");
