@@ -5,8 +5,7 @@
 //! members are stopped when this is dropped; one can be killed and started
 //! again (quorum tests, failover).
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -172,16 +171,8 @@ impl Etcd {
     /// Whether member `i` answers its /health with "true".
     pub fn healthy(&self, i: usize) -> bool {
         let addr = SocketAddr::from((self.ip, self.nodes[i].client));
-        let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(300)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        if s.write_all(b"GET /health HTTP/1.0\r\n\r\n").is_err() {
-            return false;
-        }
-        let mut body = String::new();
-        let _ = s.read_to_string(&mut body);
-        body.contains("\"health\":\"true\"")
+        httpc::request_blocking(addr, httpc::Request::get("/health"), Duration::from_secs(2))
+            .is_ok_and(|r| r.body.contains("\"health\":\"true\""))
     }
 
     fn wait_healthy(&mut self, i: usize, within: Duration) -> Result<(), EtcdError> {

@@ -17,8 +17,6 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// What went wrong reading or writing a controller's northbound API.
 #[derive(Debug, thiserror::Error)]
@@ -26,25 +24,9 @@ pub enum NorthboundError {
     /// An adapter written wrongly (the caller's mistake).
     #[error("--northbound '{0}': write sdnlab:HOST:PORT, osken:HOST:PORT or none")]
     BadAdapter(String),
-    #[error("{method} {addr}{path}: no answer within 5 s")]
-    Timeout {
-        method: String,
-        addr: SocketAddr,
-        path: String,
-    },
-    #[error("{method} {addr}{path}: {source}")]
-    Io {
-        method: String,
-        addr: SocketAddr,
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{method} {addr}{path}: not an HTTP answer")]
-    NotHttp {
-        method: String,
-        addr: SocketAddr,
-        path: String,
-    },
+    /// No answer, or not an HTTP one.
+    #[error(transparent)]
+    Http(#[from] httpc::HttpError),
     /// An answer, but not the one asked for.
     #[error("{method} {path} answered {status}: {body}")]
     Status {
@@ -81,8 +63,8 @@ pub type Link = ((u64, u32), (u64, u32));
 pub const OFCTL_PATH_PRIORITY: u16 = 200;
 pub const OFCTL_PATH_COOKIE: u64 = 0x5d1a_0a77;
 
-/// One HTTP/1.1 request (`Connection: close`, 5 s at most), with a bearer
-/// token when given; the status and the body.
+/// One HTTP/1.1 request through the lab's client (5 s at most), with a
+/// bearer token when given; the status and the body.
 pub async fn http(
     addr: SocketAddr,
     method: &str,
@@ -90,52 +72,14 @@ pub async fn http(
     body: Option<&str>,
     token: Option<&str>,
 ) -> Result<(u16, String), NorthboundError> {
-    let io = async {
-        let mut s = TcpStream::connect(addr).await?;
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-        if let Some(t) = token {
-            req.push_str(&format!("Authorization: Bearer {t}\r\n"));
-        }
-        if let Some(b) = body {
-            req.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
-                b.len()
-            ));
-        } else {
-            req.push_str("\r\n");
-        }
-        s.write_all(req.as_bytes()).await?;
-        let mut text = String::new();
-        s.read_to_string(&mut text).await?;
-        Ok::<_, std::io::Error>(text)
+    let req = httpc::Request {
+        method,
+        path,
+        body,
+        token,
     };
-    let (m, p) = (|| method.to_string(), || path.to_string());
-    let text = tokio::time::timeout(Duration::from_secs(5), io)
-        .await
-        .map_err(|_| NorthboundError::Timeout {
-            method: m(),
-            addr,
-            path: p(),
-        })?
-        .map_err(|source| NorthboundError::Io {
-            method: m(),
-            addr,
-            path: p(),
-            source,
-        })?;
-    let status = text
-        .get(9..12)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| NorthboundError::NotHttp {
-            method: m(),
-            addr,
-            path: p(),
-        })?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Ok((status, body))
+    let r = httpc::request(addr, req, Duration::from_secs(5)).await?;
+    Ok((r.status, r.body))
 }
 
 /// One HTTP/1.1 GET; returns the status and the body.

@@ -85,7 +85,7 @@ pub enum NetCall {
     /// `clock_ahead_ns` (this worker's clock minus the sender's) comes
     /// off every latency.
     FlowReceive {
-        flow: netlab::flow::Flow,
+        flow: traffic::flow::Flow,
         clock_ahead_ns: i64,
         until_unix_ns: u64,
         interval_ms: u32,
@@ -93,7 +93,7 @@ pub enum NetCall {
     /// Sends `flow` from its sending host here, starting at
     /// `start_unix_ns` on this worker's clock (`Reply::FlowSent`).
     FlowSend {
-        flow: netlab::flow::Flow,
+        flow: traffic::flow::Flow,
         start_unix_ns: u64,
     },
     /// Starts nginx on `host` here, serving on port 80 (`Reply::Done` once

@@ -80,7 +80,7 @@ struct Read {
     pairs: Vec<(String, String)>,
     /// The HTTP loads' (client, server) pairs.
     http: Vec<(String, String)>,
-    flows: Vec<netlab::flow::Flow>,
+    flows: Vec<traffic::flow::Flow>,
 }
 
 /// "A>B" items of `key`: pairs of two different hosts of `topo`.
@@ -100,6 +100,26 @@ fn host_pairs(key: &str, items: &[String], topo: &netlab::topo::Topology) -> Res
         pairs.push((a, b));
     }
     Ok(pairs)
+}
+
+/// Stream `stream` between hosts `from` and `to` of `topo` (both checked
+/// to be there by [`host_pairs`]).
+fn flow_between(
+    topo: &netlab::topo::Topology,
+    stream: u32,
+    from: &str,
+    to: &str,
+) -> Result<traffic::flow::Flow, LabError> {
+    let end = |name: &str| {
+        topo.host(name)
+            .map(|h| traffic::flow::End {
+                host: h.name.clone(),
+                mac: h.mac,
+                ip: h.ip,
+            })
+            .ok_or_else(|| LabError::Config(format!("flows: no host '{name}' in the topology")))
+    };
+    Ok(traffic::flow::Flow::new(stream, end(from)?, end(to)?))
 }
 
 impl NetConfig {
@@ -124,7 +144,7 @@ impl NetConfig {
         crate::check::range("interval-ms", self.interval_ms, 10, 60_000)?;
         let mut flows = Vec::new();
         for (i, (a, b)) in host_pairs("flows", &self.flows, &topo)?.into_iter().enumerate() {
-            let mut f = netlab::flow::Flow::between(&topo, i as u32 + 1, &a, &b)?;
+            let mut f = flow_between(&topo, i as u32 + 1, &a, &b)?;
             f.rate_pps = self.flow_pps;
             f.seconds = self.flow_s;
             f.frame_bytes = self.flow_bytes;
@@ -152,7 +172,7 @@ type Checked = (
     Vec<netlab::run::PingResult>,
     Vec<IperfRun>,
     Result<(), String>,
-    Result<Vec<netlab::flow::FlowResult>, String>,
+    Result<Vec<traffic::flow::FlowResult>, String>,
 );
 
 /// An iperf3 run: which, and its figures or why there are none.
@@ -355,7 +375,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             dir.display()
         ),
     );
-    let names: Vec<String> = read.flows.iter().map(netlab::flow::Flow::name).collect();
+    let names: Vec<String> = read.flows.iter().map(traffic::flow::Flow::name).collect();
     let csv = if read.http.is_empty() {
         None
     } else {
@@ -508,8 +528,20 @@ impl Checks<'_, '_> {
             Ok(Vec::new())
         } else {
             let on_interval = |i: usize, iv: &traffic::run::Interval| self.rec.borrow_mut().flow_interval(i, iv);
-            tokio::task::block_in_place(|| netlab::flow::run(&net.state, flows, *every, on_interval))
-                .map_err(|e| e.to_string())
+            let netns = flows
+                .iter()
+                .map(|f| {
+                    Ok(traffic::flow::Netns {
+                        from: net.state.netns_of(&f.from.host)?.to_string(),
+                        to: net.state.netns_of(&f.to.host)?.to_string(),
+                    })
+                })
+                .collect::<Result<Vec<_>, netlab::NetError>>()
+                .map_err(|e| e.to_string());
+            netns.and_then(|netns| {
+                tokio::task::block_in_place(|| traffic::flow::run(flows, &netns, *every, on_interval))
+                    .map_err(|e| e.to_string())
+            })
         };
         net.down().await?;
         Ok((pings, iperfs, loaded, flowed))
@@ -693,7 +725,7 @@ fn record_loads(
 
 /// Writes flow `r`'s figures as a sample, and its warnings as events;
 /// 1 if its figures cannot be trusted (the receiver lost frames itself).
-fn flow_sample(r: &netlab::flow::FlowResult, run: &mut Run) -> Result<usize, LabError> {
+fn flow_sample(r: &traffic::flow::FlowResult, run: &mut Run) -> Result<usize, LabError> {
     let (name, rx) = (r.flow.name(), &r.received);
     run.sample(&Sample::trial(
         format!("flow {name}"),

@@ -548,12 +548,20 @@ impl Console {
     }
 
     fn rest_get(&self, rest: &Rest, path: &str) -> Result<serde_json::Value, ConsoleError> {
-        self.rt
-            .block_on(ctlbench::northbound::get_json(rest.addr, path, rest.token.as_deref()))
-            .map_err(|e| ConsoleError::Peer {
-                what: format!("the controller's REST API ({path})"),
-                detail: e.to_string(),
-            })
+        let peer = |detail: String| ConsoleError::Peer {
+            what: format!("the controller's REST API ({path})"),
+            detail,
+        };
+        let req = httpc::Request {
+            token: rest.token.as_deref(),
+            ..httpc::Request::get(path)
+        };
+        let r = httpc::request_blocking(rest.addr, req, std::time::Duration::from_secs(5))
+            .map_err(|e| peer(e.to_string()))?;
+        if r.status != 200 {
+            return Err(peer(format!("GET {path} answered {}: {}", r.status, r.body.trim())));
+        }
+        serde_json::from_str(&r.body).map_err(|e| peer(format!("GET {path}: {e}")))
     }
 
     fn controller(&self) -> Result<(), ConsoleError> {

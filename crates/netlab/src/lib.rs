@@ -6,7 +6,6 @@
 
 pub mod beds;
 pub mod error;
-pub mod flow;
 pub mod kernel;
 pub mod ovs;
 pub mod private;

@@ -168,7 +168,7 @@ fn with_xdp_a_tag_held_beside_the_frame_still_arrives() {
     assert_eq!(u16::from_be_bytes([sample[14], sample[15]]) & 0x0fff, 7);
 }
 
-/// A flow's receiver as `netlab::flow` uses it: a paced generator sends
+/// A flow's receiver as `traffic::flow` uses it: a paced generator sends
 /// exactly rate x length frames, a receiver of another stream on the same
 /// interface counts none of them, the clocks' offset comes off every
 /// latency, and each interval's count is handed over as it is counted.

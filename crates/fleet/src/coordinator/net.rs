@@ -128,10 +128,10 @@ impl SpreadNet<'_> {
     /// each flow's intervals (by index in `flows`) as they arrive.
     pub async fn flows(
         &self,
-        flows: &[netlab::flow::Flow],
+        flows: &[traffic::flow::Flow],
         interval_ms: u32,
         mut on_interval: impl FnMut(usize, &traffic::run::Interval),
-    ) -> Result<Vec<netlab::flow::FlowResult>, FleetError> {
+    ) -> Result<Vec<traffic::flow::FlowResult>, FleetError> {
         let workers = &self.fleet.workers;
         let worker = |h: &str| self.find(h).map(|(_, w)| w);
         let clock = |w: usize| {
@@ -234,7 +234,7 @@ impl SpreadNet<'_> {
                 let (Reply::FlowSent { report: sent }, Reply::FlowReceived { report: received }) = (s?, r?) else {
                     return Err(FleetError::Partition("a flow's ends answered out of turn".into()));
                 };
-                out.push(netlab::flow::FlowResult {
+                out.push(traffic::flow::FlowResult {
                     flow: f.clone(),
                     sent,
                     received: *received,

@@ -94,7 +94,8 @@ pub(super) async fn handle(
         NetCall::FlowSend { flow, start_unix_ns } => {
             let state = up(made).await?;
             until(start_unix_ns)?; // (the sender waits for it itself)
-            let report = tokio::task::spawn_blocking(move || netlab::flow::send(&state, &flow, start_unix_ns))
+            let ns = state.netns_of(&flow.from.host).map_err(|e| e.to_string())?.to_string();
+            let report = tokio::task::spawn_blocking(move || traffic::flow::send(&ns, &flow, start_unix_ns))
                 .await
                 .map_err(|e| format!("sender: {e}"))?
                 .map_err(|e| e.to_string())?;
@@ -140,7 +141,7 @@ pub(super) async fn handle(
 /// handing each interval on as it comes, then the whole.
 async fn receive(
     made: &Mutex<Made>,
-    flow: netlab::flow::Flow,
+    flow: traffic::flow::Flow,
     clock_ahead_ns: i64,
     until_unix_ns: u64,
     interval_ms: u32,
@@ -157,8 +158,13 @@ async fn receive(
     }
     let (tx, rx) = std::sync::mpsc::channel();
     let every = Duration::from_millis(interval_ms.max(10).into());
-    let receiver =
-        netlab::flow::receive(&state, &flow, clock_ahead_ns, Some((every, tx))).map_err(|e| e.to_string())?;
+    let receiver = traffic::flow::receive(
+        state.netns_of(&flow.to.host).map_err(|e| e.to_string())?,
+        &flow,
+        clock_ahead_ns,
+        Some((every, tx)),
+    )
+    .map_err(|e| e.to_string())?;
     partial(Reply::FlowListening);
     let seconds = flow.seconds;
     // The receiver counts on its own thread; this one hands its
@@ -172,7 +178,7 @@ async fn receive(
                 partial(Reply::FlowInterval { interval: i });
             }
         }
-        let report = netlab::flow::finish(receiver, seconds + 5.0);
+        let report = traffic::flow::finish(receiver, seconds + 5.0);
         while let Ok(i) = rx.try_recv() {
             partial(Reply::FlowInterval { interval: i });
         }

@@ -165,14 +165,10 @@ pub(super) type MastershipMap = BTreeMap<u64, (String, usize)>;
 /// id -> master's name, and every member's view of how many members
 /// each switch is connected to.
 pub(super) fn cluster_map(rest: SocketAddr) -> Option<MastershipMap> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect_timeout(&rest, Duration::from_millis(200)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(s, "GET /cluster HTTP/1.0\r\nHost: {rest}\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (_, body) = text.split_once("\r\n\r\n")?;
-    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let body = httpc::request_blocking(rest, httpc::Request::get("/cluster"), Duration::from_secs(2))
+        .ok()?
+        .body;
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
     let mut out = BTreeMap::new();
     for (d, x) in v["masters"].as_object()? {
         let dpid = u64::from_str_radix(d, 16).ok()?;

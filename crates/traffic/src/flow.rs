@@ -1,19 +1,28 @@
-//! Test-frame flows between the hosts of a running network: a paced UDP
-//! stream of crate `traffic`'s stamped frames from one host's `eth0`, and
-//! a receiver on the other's that counts loss, reordering and duplicates
-//! and measures one-way latency. The two ends may be on different machines
-//! (a network spread over workers): each end is started apart, the sender
-//! at an agreed time on its own clock, and the receiver takes the clocks'
-//! offset off every latency.
+//! Test-frame flows between two hosts: a paced UDP stream of this crate's
+//! stamped frames from one host's `eth0`, and a receiver on the other's
+//! that counts loss, reordering and duplicates and measures one-way
+//! latency. The two ends may be on different machines (a network spread
+//! over workers): each end is started apart, the sender at an agreed time
+//! on its own clock, and the receiver takes the clocks' offset off every
+//! latency. Each end runs in the network namespace its caller names (the
+//! emulation that made the hosts knows where they are; this crate does
+//! not depend on it).
 
-use crate::state::State;
-use crate::topo::Topology;
-use crate::NetError;
+use crate::frame::Template;
+use crate::run::{GenMethod, GenReport, GenSpec, Interval, Receiver, RecvOptions, RecvReport};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::time::Duration;
-use traffic::frame::Template;
-use traffic::run::{GenMethod, GenReport, GenSpec, Interval, Receiver, RecvOptions, RecvReport};
+
+/// An end of a flow that could not start or run, and which end.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct FlowError {
+    /// "sender on h1", "receiver on h2".
+    pub what: String,
+    #[source]
+    pub source: std::io::Error,
+}
 
 /// One end of a flow: a host's name and addresses.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,25 +45,17 @@ pub struct Flow {
 }
 
 impl Flow {
-    /// The flow between hosts `from` and `to` of `topo`.
-    pub fn between(topo: &Topology, stream: u32, from: &str, to: &str) -> Result<Flow, NetError> {
-        let end = |name: &str| {
-            topo.host(name)
-                .map(|h| End {
-                    host: h.name.clone(),
-                    mac: h.mac,
-                    ip: h.ip,
-                })
-                .ok_or_else(|| NetError::NotFound(format!("no host '{name}' in the topology")))
-        };
-        Ok(Flow {
+    /// Stream `stream` from `from` to `to`: 1,000 frames of 64 bytes a
+    /// second for a second, until the caller says otherwise.
+    pub fn new(stream: u32, from: End, to: End) -> Flow {
+        Flow {
             stream,
-            from: end(from)?,
-            to: end(to)?,
+            from,
+            to,
             rate_pps: 1000.0,
             seconds: 1.0,
             frame_bytes: 64,
-        })
+        }
     }
 
     /// "FROM>TO", as a flow is named in results.
@@ -63,26 +64,26 @@ impl Flow {
     }
 }
 
-/// Starts the receiving end of `flow` on its host's `eth0`. Frames of
+/// Starts the receiving end of `flow` on `eth0` in namespace `netns` (its
+/// receiving host's). Frames of
 /// other streams are not counted; `clock_ahead_ns` (the receiver's clock
 /// minus the sender's) comes off every latency; each `interval`, what it
 /// counted goes to `intervals`.
 pub fn receive(
-    st: &State,
+    netns: &str,
     flow: &Flow,
     clock_ahead_ns: i64,
     intervals: Option<(Duration, std::sync::mpsc::Sender<Interval>)>,
-) -> Result<Receiver, NetError> {
-    let ns = st.netns_of(&flow.to.host)?;
+) -> Result<Receiver, FlowError> {
     let opts = RecvOptions {
         stream: Some(flow.stream),
         clock_ahead_ns,
         intervals,
         ..RecvOptions::default()
     };
-    Receiver::start_with(Some(ns), "eth0", opts).map_err(|e| NetError::Tool {
+    Receiver::start_with(Some(netns), "eth0", opts).map_err(|source| FlowError {
         what: format!("receiver on {}", flow.to.host),
-        detail: e.to_string(),
+        source,
     })
 }
 
@@ -92,11 +93,10 @@ pub fn finish(r: Receiver, seconds: f64) -> RecvReport {
     r.finish_when_quiet(Duration::from_millis(300), Duration::from_secs_f64(seconds.max(1.0)))
 }
 
-/// Sends `flow` from its host's `eth0`, through an AF_PACKET socket (it
+/// Sends `flow` from `eth0` in namespace `netns` (its sending host's), through an AF_PACKET socket (it
 /// works on any link, VXLAN included), starting when this machine's clock
 /// reads `start_unix_ns`; blocks until done.
-pub fn send(st: &State, flow: &Flow, start_unix_ns: u64) -> Result<GenReport, NetError> {
-    let ns = st.netns_of(&flow.from.host)?;
+pub fn send(netns: &str, flow: &Flow, start_unix_ns: u64) -> Result<GenReport, FlowError> {
     let template = Template::udp(
         flow.frame_bytes,
         flow.from.mac,
@@ -106,18 +106,18 @@ pub fn send(st: &State, flow: &Flow, start_unix_ns: u64) -> Result<GenReport, Ne
         flow.stream,
     );
     let mut spec = GenSpec::new(
-        Some(ns.to_string()),
+        Some(netns.to_string()),
         "eth0".into(),
         template,
         Some(flow.rate_pps),
         Duration::from_secs_f64(flow.seconds),
     );
     spec.method = GenMethod::AfPacket;
-    let wait = start_unix_ns.saturating_sub(traffic::run::now_ns());
+    let wait = start_unix_ns.saturating_sub(crate::run::now_ns());
     std::thread::sleep(Duration::from_nanos(wait));
-    traffic::run::generate(&spec).map_err(|e| NetError::Tool {
+    crate::run::generate(&spec).map_err(|source| FlowError {
         what: format!("sender on {}", flow.from.host),
-        detail: e.to_string(),
+        source,
     })
 }
 
@@ -150,27 +150,36 @@ impl FlowResult {
     }
 }
 
-/// Runs `flows` at once between hosts of `st` (all on this machine): every
-/// receiver listening first, then every sender from the same moment.
+/// The namespaces a flow's two hosts are in, on this machine.
+#[derive(Clone, Debug)]
+pub struct Netns {
+    pub from: String,
+    pub to: String,
+}
+
+/// Runs `flows` at once, each between the namespaces of `netns` (the same
+/// index; all on this machine): every receiver listening first, then every sender from the same moment.
 /// `on_interval` sees each flow's intervals (by index in `flows`) as they
 /// are counted. Blocks until every flow is done.
 pub fn run(
-    st: &State,
     flows: &[Flow],
+    netns: &[Netns],
     interval: Duration,
     mut on_interval: impl FnMut(usize, &Interval),
-) -> Result<Vec<FlowResult>, NetError> {
+) -> Result<Vec<FlowResult>, FlowError> {
+    assert_eq!(flows.len(), netns.len(), "one pair of namespaces per flow");
     let mut receivers = Vec::new();
-    for f in flows {
+    for (f, ns) in flows.iter().zip(netns) {
         let (tx, rx) = std::sync::mpsc::channel();
-        receivers.push((receive(st, f, 0, Some((interval, tx)))?, rx));
+        receivers.push((receive(&ns.to, f, 0, Some((interval, tx)))?, rx));
     }
-    let start = traffic::run::now_ns() + 100_000_000;
+    let start = crate::run::now_ns() + 100_000_000;
     let senders: Vec<_> = flows
         .iter()
-        .map(|f| {
-            let (st, f) = (st.clone(), f.clone());
-            std::thread::spawn(move || send(&st, &f, start))
+        .zip(netns)
+        .map(|(f, ns)| {
+            let (ns, f) = (ns.from.clone(), f.clone());
+            std::thread::spawn(move || send(&ns, &f, start))
         })
         .collect();
     let forward = |receivers: &[(Receiver, std::sync::mpsc::Receiver<Interval>)],
@@ -185,13 +194,13 @@ pub fn run(
         forward(&receivers, &mut on_interval);
         std::thread::sleep(Duration::from_millis(20));
     }
-    let sent: Vec<Result<GenReport, NetError>> = senders
+    let sent: Vec<Result<GenReport, FlowError>> = senders
         .into_iter()
         .map(|s| {
             s.join().unwrap_or_else(|_| {
-                Err(NetError::Tool {
+                Err(FlowError {
                     what: "sender".into(),
-                    detail: "its thread panicked".into(),
+                    source: std::io::Error::other("its thread panicked"),
                 })
             })
         })
