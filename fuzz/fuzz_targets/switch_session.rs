@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use ofswitch::agent::{Agent, Effects, Identity};
-use ofswitch::pipeline::{Pipeline, PortCounters, PortState};
+use ofswitch::pipeline::{Pipeline, PortState};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -17,15 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let version = if first & 1 == 1 { ofwire::OFP10_VERSION } else { ofwire::OFP13_VERSION };
     let mut p = Pipeline::new(8, 10_000);
     for n in 1..=3u32 {
-        p.add_port(PortState {
-            port_no: n,
-            name: format!("p{n}"),
-            hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, n as u8]),
-            config: 0,
-            link_up: true,
-            speed_kbps: 10_000_000,
-            counters: Arc::new(PortCounters::default()),
-        });
+        p.add_port(PortState::up(n, format!("p{n}"), ofwire::MacAddr([2, 0, 0, 0, 0, n as u8]), 10_000_000));
     }
     let mut agent = Agent::new(
         Arc::new(RwLock::new(p)),

@@ -190,14 +190,7 @@ async fn flows(State(api): State<Api>, Path(dpid): Path<String>) -> Reply {
     } else {
         Body::V13(v13::Body::MultipartRequest(v13::MultipartRequest {
             flags: 0,
-            body: v13::MultipartRequestBody::Flow(v13::FlowStatsRequest {
-                table_id: v13::TABLE_ALL,
-                out_port: v13::port::ANY,
-                out_group: v13::GROUP_ANY,
-                cookie: 0,
-                cookie_mask: 0,
-                match_: Default::default(),
-            }),
+            body: v13::MultipartRequestBody::Flow(v13::FlowStatsRequest::all()),
         }))
     };
     let mut out = Vec::new();

@@ -221,17 +221,7 @@ async fn malformed_input_gets_the_right_answer_and_other_switches_keep_working()
         0x25,
         v10::Body::PortStatus(v10::PortStatus {
             reason: ofwire::PortReason::Add,
-            desc: v10::PhyPort {
-                port_no: 3,
-                hw_addr: ofwire::MacAddr([2; 6]),
-                name: "p3".into(),
-                config: 0,
-                state: 0,
-                curr: 0,
-                advertised: 0,
-                supported: 0,
-                peer: 0,
-            },
+            desc: v10::PhyPort::new(3, ofwire::MacAddr([2; 6]), "p3"),
         }),
     )
     .to_bytes()

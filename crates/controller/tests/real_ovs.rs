@@ -39,22 +39,18 @@ fn start_controller(app: &str) -> (runtime::Handle, SocketAddr) {
     (ctl, rest)
 }
 
-/// One HTTP/1.1 exchange; returns the status and the JSON body.
+/// One HTTP/1.1 exchange through the lab's client, with the test's
+/// token; the status and the JSON body.
 fn http(rest: SocketAddr, method: &str, path: &str, body: &str) -> (u16, Value) {
-    let mut s = std::net::TcpStream::connect(rest).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {rest}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status: u16 = text[9..12].parse().unwrap();
-    let (_, payload) = text.split_once("\r\n\r\n").unwrap();
-    let json = serde_json::from_str(payload).unwrap_or_else(|e| panic!("{method} {path}: {e}: {payload}"));
-    (status, json)
+    let req = httpc::Request {
+        method,
+        path,
+        body: Some(body),
+        token: Some(TOKEN),
+    };
+    let r = httpc::request_blocking(rest, req, Duration::from_secs(10)).unwrap();
+    let json = serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{method} {path}: {e}: {}", r.body));
+    (r.status, json)
 }
 
 fn dump_flows(net: &Net, switch: &str, protocol: &str) -> String {
@@ -304,12 +300,8 @@ async fn rest_flows_reach_the_switch() {
         let net = Net::up(
             topo,
             UpOptions {
-                kind: SwitchKind::Ovs,
                 controller: Some(ctl.local_addrs[0].to_string()),
-                keep_loops: false,
-                ssl: None,
-                ovsdb: false,
-                part: None,
+                ..UpOptions::of(SwitchKind::Ovs)
             },
         )
         .await
@@ -530,12 +522,8 @@ async fn a_standby_controller_takes_over_real_switches() {
     let net = Net::up(
         topo,
         UpOptions {
-            kind: SwitchKind::Ovs,
             controller: Some(format!("{},{}", active.local_addrs[0], standby.local_addrs[0])),
-            keep_loops: false,
-            ssl: None,
-            ovsdb: false,
-            part: None,
+            ..UpOptions::of(SwitchKind::Ovs)
         },
     )
     .await

@@ -104,6 +104,34 @@ pub struct Config {
 }
 
 impl Config {
+    /// cbench's defaults against `target`: 16 switches of 1,000 MACs, 4
+    /// ports each, OpenFlow 1.0 throughput mode with 256 PACKET_INs
+    /// outstanding per switch, 5 loops of 1 s after one of warm-up, answers
+    /// matched by buffer id; no pacing, malformed messages, VLAN or cluster.
+    pub fn new(target: SocketAddr) -> Config {
+        Config {
+            target,
+            switches: 16,
+            macs: 1000,
+            mode: Mode::Throughput,
+            version: ofwire::OFP10_VERSION,
+            loops: 5,
+            loop_ms: 1000,
+            warmup: 1,
+            window: 256,
+            connect_rate: 0.0,
+            first_dpid: 1,
+            ports: 4,
+            malformed_per_mille: 0,
+            offered_rate: 0.0,
+            vlan: None,
+            answers: Answers::Buffer,
+            unanswered_after_ms: 0,
+            threads: 0,
+            members: Vec::new(),
+        }
+    }
+
     /// The controllers each switch connects to: the members, or `target`.
     pub fn addresses(&self) -> Vec<SocketAddr> {
         if self.members.is_empty() {

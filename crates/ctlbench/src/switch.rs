@@ -63,32 +63,18 @@ pub fn reply(id: Identity, m: &Message) -> Option<Message> {
     let ports10 = || -> Vec<v10::PhyPort> {
         (1..=id.ports.min(0xff00))
             .map(|p| v10::PhyPort {
-                port_no: p as u16,
-                hw_addr: port_mac(id.datapath_id, p),
-                name: format!("eth{p}"),
-                config: 0,
-                state: 0,
                 curr: 0x2c0,
-                advertised: 0,
-                supported: 0,
-                peer: 0,
+                ..v10::PhyPort::new(p as u16, port_mac(id.datapath_id, p), format!("eth{p}"))
             })
             .collect()
     };
     let ports13 = || -> Vec<v13::Port> {
         (1..=id.ports)
             .map(|p| v13::Port {
-                port_no: p,
-                hw_addr: port_mac(id.datapath_id, p),
-                name: format!("eth{p}"),
-                config: 0,
-                state: 0,
                 curr: 0x2040,
-                advertised: 0,
-                supported: 0,
-                peer: 0,
                 curr_speed: 10_000_000,
                 max_speed: 10_000_000,
+                ..v13::Port::new(p, port_mac(id.datapath_id, p), format!("eth{p}"))
             })
             .collect()
     };

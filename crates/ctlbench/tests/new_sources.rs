@@ -134,25 +134,17 @@ async fn new_sources_are_stamped_matched_and_given_up_when_unanswered() {
     tokio::spawn(learning_controller(l, seen.clone()));
     for mode in [ctlbench::Mode::Throughput, ctlbench::Mode::Latency] {
         let cfg = ctlbench::Config {
-            target,
             switches: 2,
             macs: 50,
             mode,
             version: ofwire::OFP13_VERSION,
             loops: 2,
             loop_ms: 1500,
-            warmup: 1,
             window: 16,
-            connect_rate: 0.0,
-            first_dpid: 1,
-            ports: 4,
-            malformed_per_mille: 0,
-            offered_rate: 0.0,
             vlan: Some(100),
             answers: ctlbench::Answers::NewSource,
             unanswered_after_ms: 300,
-            threads: 0,
-            members: Vec::new(),
+            ..ctlbench::Config::new(target)
         };
         let r = ctlbench::run(cfg, |_| {}).await;
         assert_eq!(r.sessions_lost, 0);

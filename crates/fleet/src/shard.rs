@@ -416,25 +416,15 @@ mod tests {
 
     fn cfg(switches: usize) -> Config {
         Config {
-            target: "127.0.0.1:6653".parse().unwrap(),
             switches,
             macs: 100,
-            mode: ctlbench::Mode::Throughput,
             version: 4,
             loops: 2,
             loop_ms: 100,
             warmup: 0,
             window: 8,
-            connect_rate: 0.0,
             first_dpid: 100,
-            ports: 4,
-            malformed_per_mille: 0,
-            offered_rate: 0.0,
-            vlan: None,
-            answers: ctlbench::Answers::Buffer,
-            unanswered_after_ms: 0,
-            threads: 0,
-            members: Vec::new(),
+            ..Config::new("127.0.0.1:6653".parse().unwrap())
         }
     }
 

@@ -43,14 +43,9 @@ pub const MAX_LEASE: Duration = Duration::from_secs(3600);
 /// afterwards is there too. For several workers on one machine, each in a
 /// namespace of its own.
 pub fn enter_netns(name: &str) -> Result<(), crate::FleetError> {
-    let path = netlab::kernel::netns_path(name);
-    let f = std::fs::File::open(&path).map_err(|e| crate::FleetError::Credentials {
-        path: path.clone(),
-        message: format!("no such network namespace: {e}"),
-    })?;
-    nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| crate::FleetError::Credentials {
-        path,
-        message: format!("setns: {e}"),
+    nsexec::enter(name).map_err(|e| crate::FleetError::Credentials {
+        path: nsexec::netns_path(name),
+        message: e.to_string(),
     })
 }
 

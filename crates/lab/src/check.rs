@@ -6,6 +6,39 @@
 
 use crate::LabError;
 
+/// Declares a choice among names (a switch, a load, a client): an enum
+/// whose every variant has one name, the same on the command line (clap's
+/// `ValueEnum`), in an experiment file (serde) and in reports (`Display`,
+/// `name()`), with `ALL` in the order written.
+macro_rules! choice {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $var:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+        $vis enum $name {
+            $($(#[$vm])* #[serde(rename = $text)] #[value(name = $text)] $var),+
+        }
+
+        impl $name {
+            /// Every one, in the order declared.
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+
+            /// Its name, as flags, files and reports give it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($name::$var => $text),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+pub(crate) use choice;
+
 /// One parameter outside what it accepts. `name` is spelled as the
 /// command line spells the option (`loop-ms`); a file's key is the same
 /// with underscores (`loop_ms`).

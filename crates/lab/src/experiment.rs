@@ -219,7 +219,7 @@ impl Experiment {
         // wrote its run: said as one interrupted (exit code 130), and its
         // run directory marked so, in meta.json and the report.
         let dir = match &r {
-            _ if !crate::stop::stopping() => return r,
+            _ if !place.stop.stopping() => return r,
             Err(LabError::Interrupted { .. }) => return r,
             Ok(o) => o.dir.clone(),
             // Ended by an error on its way out: its run directory, if it

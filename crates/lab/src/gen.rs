@@ -40,42 +40,17 @@ pub struct GenConfig {
     pub rounds: usize,
 }
 
-/// A traffic generator `bench gen` measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Generator {
-    /// sdnlab's: an XDP program in live-frame mode.
-    SdnlabXdp,
-    /// sdnlab's: an AF_PACKET socket, sendmmsg.
-    SdnlabAfpacket,
-    /// netsniff-ng's trafgen.
-    Trafgen,
-    /// tcpreplay, a capture replayed at top speed.
-    Tcpreplay,
-}
-
-impl Generator {
-    pub const ALL: [Generator; 4] = [
-        Generator::SdnlabXdp,
-        Generator::SdnlabAfpacket,
-        Generator::Trafgen,
-        Generator::Tcpreplay,
-    ];
-
-    /// Its name, as flags, files and reports give it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Generator::SdnlabXdp => "sdnlab-xdp",
-            Generator::SdnlabAfpacket => "sdnlab-afpacket",
-            Generator::Trafgen => "trafgen",
-            Generator::Tcpreplay => "tcpreplay",
-        }
-    }
-}
-
-impl std::fmt::Display for Generator {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(self.name())
+crate::check::choice! {
+    /// A traffic generator `bench gen` measures.
+    pub enum Generator {
+        /// sdnlab's: an XDP program in live-frame mode.
+        SdnlabXdp = "sdnlab-xdp",
+        /// sdnlab's: an AF_PACKET socket, sendmmsg.
+        SdnlabAfpacket = "sdnlab-afpacket",
+        /// netsniff-ng's trafgen.
+        Trafgen = "trafgen",
+        /// tcpreplay, a capture replayed at top speed.
+        Tcpreplay = "tcpreplay",
     }
 }
 
@@ -136,7 +111,7 @@ impl Pair {
         for side in ["g", "s"] {
             let ns = p.ns(side);
             // No IPv6 chatter counted as received frames.
-            let _ = netlab::kernel::command_in_netns(&ns, "sysctl")
+            let _ = nsexec::command(&ns, "sysctl")
                 .and_then(|mut c| c.args(["-qw", "net.ipv6.conf.all.disable_ipv6=1"]).status());
             let ifname = p.ifname(side);
             netlab::kernel::blocking(Some(&ns), |nl| async move { nl.set_up(&ifname, true).await })?;
@@ -146,13 +121,7 @@ impl Pair {
     }
     fn gro_on(&self) -> Result<(), BedError> {
         let (ns, ifname) = (self.ns("s"), self.ifname("s"));
-        std::thread::spawn(move || -> std::io::Result<()> {
-            traffic::run::enter_netns(&ns)?;
-            packetio::live::enable_gro(&ifname)
-        })
-        .join()
-        .map_err(|_| BedError::Refused("the GRO thread panicked".into()))?
-        .map_err(BedError::io("enabling GRO"))
+        nsexec::on_thread(Some(&ns), move || packetio::live::enable_gro(&ifname)).map_err(BedError::io("enabling GRO"))
     }
     fn ns(&self, side: &str) -> String {
         format!("{}{side}", self.tag)
@@ -176,18 +145,13 @@ impl Pair {
     /// Frames the sink's end has received, as its namespace counts them.
     fn sink_rx(&self) -> Result<u64, BedError> {
         let (ns, ifname) = (self.ns("s"), self.ifname("s"));
-        std::thread::spawn(move || -> Result<u64, BedError> {
-            traffic::run::enter_netns(&ns)?;
-            let text = std::fs::read_to_string("/proc/thread-self/net/dev")?;
-            text.lines()
-                .find_map(|l| {
-                    let (name, rest) = l.split_once(':')?;
-                    (name.trim() == ifname).then(|| rest.split_whitespace().nth(1)?.parse().ok())?
-                })
-                .ok_or_else(|| BedError::Refused(format!("{ifname}: no receive counter")))
-        })
-        .join()
-        .map_err(|_| BedError::Refused("the counter's thread panicked".into()))?
+        let text = nsexec::on_thread(Some(&ns), || std::fs::read_to_string("/proc/thread-self/net/dev"))?;
+        text.lines()
+            .find_map(|l| {
+                let (name, rest) = l.split_once(':')?;
+                (name.trim() == ifname).then(|| rest.split_whitespace().nth(1)?.parse().ok())?
+            })
+            .ok_or_else(|| BedError::Refused(format!("{ifname}: no receive counter")))
     }
 }
 
@@ -230,7 +194,7 @@ fn write_pcap(path: &std::path::Path, frame: &[u8], n: usize) -> Result<(), BedE
 /// Runs an external generator on core 0 inside the generator namespace.
 fn spawn_on_core0(pair: &Pair, cmd: &[&str]) -> Result<std::process::Child, BedError> {
     use std::os::unix::process::CommandExt;
-    let mut c = netlab::kernel::command_in_netns(&pair.ns("g"), cmd[0])?;
+    let mut c = nsexec::command(&pair.ns("g"), cmd[0])?;
     c.args(&cmd[1..])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -338,9 +302,9 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::Setup("bench gen needs root (network namespaces)".into()));
     }
-    // Ctrl-C or SIGTERM ends the run after the measurement in progress
-    // (a few seconds at most), its pair of namespaces removed.
-    crate::stop::catch_stop_signals();
+    // A stop (Ctrl-C or SIGTERM at the command line) ends the run after the
+    // measurement in progress (a few seconds at most), its pair of
+    // namespaces removed.
     let run_id = place.name("bench-gen");
     let dir = place.dir(&run_id);
     let meta = Meta {
@@ -360,12 +324,12 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         metrics: vec![Metric::new("pps", "frames/s", Better::Higher).titled("Frames into the veth")],
         ..crate::rundir::started(&run_id)
     };
-    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Gen(args.clone()))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Gen(args.clone()), &place.stop)?;
     let pair = Pair::new(&dir).map_err(LabError::setup)?;
     let mut rates: Vec<(Generator, Vec<f64>)> = args.generators.iter().map(|g| (*g, Vec::new())).collect();
     'rounds: for round in 0..args.rounds.max(1) {
         for (g, v) in rates.iter_mut() {
-            if crate::stop::stopping() {
+            if run.stop.stopping() {
                 break 'rounds;
             }
             match measure(&pair, *g, args.seconds, &dir) {

@@ -18,6 +18,7 @@ pub mod experiment;
 pub mod fidelity;
 pub mod gen;
 pub mod host;
+pub mod hostport;
 pub mod lb;
 pub mod method;
 pub mod net;

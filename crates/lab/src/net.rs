@@ -358,7 +358,7 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     };
     // (`meta` is the run's until the checks are done: what the workers say
     // goes into it meanwhile, while the run's writer is the recorder's.)
-    let run = Run::open(&dir, meta.clone(), &Experiment::Net(c.clone()))?;
+    let run = Run::open(&dir, meta.clone(), &Experiment::Net(c.clone()), &place.stop)?;
     let rt = runtime()?;
     let where_ = match &inventory {
         Some(inv) => format!("over {} worker(s)", inv.workers.len()),
@@ -489,12 +489,8 @@ impl Checks<'_, '_> {
             flows,
         } = read;
         let options = netlab::run::UpOptions {
-            kind: *kind,
             controller: c.controller.clone(),
-            keep_loops: false,
-            ssl: None,
-            ovsdb: false,
-            part: None,
+            ..netlab::run::UpOptions::of(*kind)
         };
         let net = netlab::run::Net::up(topo.clone(), options).await?;
         let pings = if c.ping_count > 0 {
@@ -551,18 +547,11 @@ impl Checks<'_, '_> {
     /// where each check ran, and the workers' clocks, go into `meta`.
     async fn spread(&self, inv: &fleet::inventory::Inventory, meta: &mut Meta) -> Result<Checked, LabError> {
         let Checks { c, read, names, .. } = self;
-        let Read {
-            topo,
-            kind,
-            pairs,
-            http,
-            flows,
-        } = read;
         let fleet = fleet::coordinator::Fleet::connect(inv).await.map_err(LabError::setup)?;
         meta.parameters["workers"] = fleet.clocks();
         meta.events.extend(fleet.clock_warnings());
         let spread = fleet
-            .net_up(topo, *kind, c.controller.clone())
+            .net_up(&read.topo, read.kind, c.controller.clone())
             .await
             .map_err(LabError::setup)?;
         meta.parameters["links_between_workers"] = spread.cut.into();
@@ -572,7 +561,7 @@ impl Checks<'_, '_> {
             Vec::new()
         };
         let mut iperfs = Vec::new();
-        for (a, b) in pairs {
+        for (a, b) in &read.pairs {
             let r = spread.iperf(a, b, c.iperf_s).await;
             if let Err(e @ fleet::FleetError::Lost { .. }) = r {
                 return Err(LabError::setup(e));
@@ -588,7 +577,7 @@ impl Checks<'_, '_> {
             for s in &self.servers {
                 spread.http_server(s).await?;
             }
-            for (i, (a, b)) in http.iter().enumerate() {
+            for (i, (a, b)) in read.http.iter().enumerate() {
                 let batch = |batch| self.rec.borrow_mut().http_batch(i, batch);
                 spread
                     .http_load(a, b, c.http_rate, c.http_s, c.interval_ms, batch)
@@ -600,20 +589,20 @@ impl Checks<'_, '_> {
             Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
             r => r.map_err(|e| e.to_string()),
         };
-        for (a, b) in http {
+        for (a, b) in &read.http {
             let (wa, wb) = (spread.worker_of(a), spread.worker_of(b));
             meta.parameters["http_workers"][format!("{a}>{b}")] = serde_json::json!([wa, wb]);
         }
-        let flowed = if flows.is_empty() {
+        let flowed = if read.flows.is_empty() {
             Ok(Vec::new())
         } else {
             let on_interval = |i: usize, iv: &traffic::run::Interval| self.rec.borrow_mut().flow_interval(i, iv);
-            match spread.flows(flows, c.interval_ms, on_interval).await {
+            match spread.flows(&read.flows, c.interval_ms, on_interval).await {
                 Err(e @ fleet::FleetError::Lost { .. }) => return Err(LabError::setup(e)),
                 r => r.map_err(|e| e.to_string()),
             }
         };
-        for (f, name) in flows.iter().zip(names.iter()) {
+        for (f, name) in read.flows.iter().zip(names.iter()) {
             let (a, b) = (spread.worker_of(&f.from.host), spread.worker_of(&f.to.host));
             meta.parameters["flow_workers"][name] = serde_json::json!([a, b]);
         }

@@ -20,6 +20,9 @@ pub struct Place {
     /// The directory `dir` last handed out: where a run that failed on its
     /// way (a stop signal) left what it measured.
     pub handed: std::sync::Arc<std::sync::Mutex<Option<PathBuf>>>,
+    /// The run's stop token: stopped, the run ends at its next trial with
+    /// what it measured (the command line stops it on SIGINT and SIGTERM).
+    pub stop: crate::stop::Stop,
 }
 
 impl Place {
@@ -92,6 +95,8 @@ pub struct Run {
     pub meta: Meta,
     /// `None` once the run has ended.
     writer: Option<RunWriter>,
+    /// Its place's stop token, checked between trials.
+    pub stop: crate::stop::Stop,
 }
 
 /// What a finished run leaves: where it is, its metadata and its summary.
@@ -104,7 +109,7 @@ pub struct Finished {
 impl Run {
     /// Creates `dir` with its `experiment.toml` and `meta.json`; refuses a
     /// directory that already holds a run.
-    pub fn open(dir: &Path, meta: Meta, e: &Experiment) -> Result<Run, LabError> {
+    pub fn open(dir: &Path, meta: Meta, e: &Experiment, stop: &crate::stop::Stop) -> Result<Run, LabError> {
         if dir.join("samples.jsonl").exists() {
             return Err(LabError::Config(format!(
                 "{} already holds a run: choose another --out",
@@ -117,6 +122,7 @@ impl Run {
             dir: dir.to_path_buf(),
             meta,
             writer: Some(writer),
+            stop: stop.clone(),
         })
     }
 
@@ -216,7 +222,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, LabError> {
 #[cfg(test)]
 pub(crate) fn scratch_run(meta: Meta, e: &Experiment) -> (netlab::private::TempDir, Run) {
     let t = netlab::private::temp_dir("sdnlab-lab-test-").expect("a temporary directory");
-    let run = Run::open(&t.path().join("run"), meta, e).expect("a run opens in a new directory");
+    let run = Run::open(&t.path().join("run"), meta, e, &Default::default()).expect("a run opens in a new directory");
     (t, run)
 }
 
@@ -247,7 +253,7 @@ mod tests {
     #[test]
     fn a_run_writes_its_samples_as_they_come_and_its_summary_at_the_end() {
         let (_tmp, dir) = scratch();
-        let mut run = Run::open(&dir, meta(), &experiment()).unwrap();
+        let mut run = Run::open(&dir, meta(), &experiment(), &Default::default()).unwrap();
         assert!(dir.join("experiment.toml").is_file() && dir.join("meta.json").is_file());
         run.sample(&Sample::trial("s", 0, [("x", 1.0)])).unwrap();
         // On disk before anything sums it up.
@@ -260,7 +266,9 @@ mod tests {
         assert_eq!(back.meta.events, vec!["something happened".to_string()]);
         assert!(dir.join("report.html").is_file());
         // The directory now holds a run: a second one is refused, naming it.
-        let again = Run::open(&dir, meta(), &experiment()).err().expect("refused");
+        let again = Run::open(&dir, meta(), &experiment(), &Default::default())
+            .err()
+            .expect("refused");
         assert!(
             again.is_usage() && again.to_string().contains("already holds a run"),
             "{again}"
@@ -270,7 +278,7 @@ mod tests {
     #[test]
     fn a_failed_run_ends_with_its_error_and_keeps_what_it_measured() {
         let (_tmp, dir) = scratch();
-        let mut run = Run::open(&dir, meta(), &experiment()).unwrap();
+        let mut run = Run::open(&dir, meta(), &experiment(), &Default::default()).unwrap();
         run.sample(&Sample::trial("s", 0, [("x", 2.0)])).unwrap();
         let r: Result<(), LabError> = Err(LabError::setup("the peer died"));
         let e = run.or_fail(r).unwrap_err();
@@ -287,7 +295,7 @@ mod tests {
     #[test]
     fn a_run_dropped_on_an_error_still_gets_its_end_written() {
         let (_tmp, dir) = scratch();
-        let mut run = Run::open(&dir, meta(), &experiment()).unwrap();
+        let mut run = Run::open(&dir, meta(), &experiment(), &Default::default()).unwrap();
         run.sample(&Sample::trial("s", 0, [("x", 4.0)])).unwrap();
         drop(run);
         let back = report::load(&dir).unwrap();

@@ -214,13 +214,7 @@ impl Load {
     /// `run_with` from network namespace `netns` (on a thread of its own,
     /// which joins it).
     pub fn run_in(self, netns: &str, on_done: impl FnMut(&Request) + Send + 'static) -> Result<Vec<Request>, LbError> {
-        let ns = netns.to_string();
-        std::thread::spawn(move || {
-            traffic::run::enter_netns(&ns).map_err(LbError::io(format!("namespace {ns}")))?;
-            self.run_with(on_done).map_err(LbError::io("the HTTP client"))
-        })
-        .join()
-        .map_err(|_| LbError::Panicked("the HTTP client"))?
+        nsexec::on_thread(Some(netns), move || self.run_with(on_done)).map_err(LbError::io("the HTTP client"))
     }
 
     /// `run_in`, the requests handed to `on_batch` on the calling thread,
@@ -379,8 +373,8 @@ pub fn httperf(
     count: u64,
     timeout_s: f64,
 ) -> Result<Httperf, LbError> {
-    let mut c = std::process::Command::new("ip");
-    c.args(["netns", "exec", netns, "httperf", "--hog", "--server"])
+    let mut c = nsexec::command(netns, "httperf").map_err(LbError::io("httperf"))?;
+    c.args(["--hog", "--server"])
         .arg(host.to_string())
         .arg(format!("--port={port}"))
         .arg(format!("--rate={rate}"))

@@ -71,21 +71,8 @@ pub fn chunk_name(i: usize) -> String {
 }
 
 /// An nginx started by `start_in`; dropping it stops it (SIGTERM, so the
-/// master takes its workers with it; SIGKILL after 5 s).
-pub struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SAFETY: a signal to our own child's pid.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while self.0.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+/// master takes its workers with it; SIGKILL after nsexec's grace).
+pub struct Server(#[allow(dead_code)] nsexec::Children);
 
 /// Starts nginx serving the homogeneous load's file (and `index.html`) on
 /// `port` in network namespace `netns`, its files under
@@ -94,16 +81,14 @@ pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Se
     use crate::LbError;
     let dir = &run_dir.join(format!("http-{name}"));
     let argv = prepare(dir, name, port, &[]).map_err(LbError::io(dir.display().to_string()))?;
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", netns])
-        .args(&argv)
+    let mut child = nsexec::command(netns, &argv[0])
+        .map_err(LbError::io("nginx"))?
+        .args(&argv[1..])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .map_err(LbError::io("nginx (install it: scripts/install-deps.sh)"))?;
-    let ns = netns.to_string();
-    let listening = std::thread::spawn(move || -> std::io::Result<bool> {
-        traffic::run::enter_netns(&ns)?;
+    let listening = nsexec::on_thread(Some(netns), move || {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
         while std::time::Instant::now() < deadline {
@@ -114,8 +99,6 @@ pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Se
         }
         Ok(false)
     })
-    .join()
-    .map_err(|_| LbError::Panicked("nginx's waiting thread"))?
     .map_err(LbError::io("nginx"))?;
     if !listening {
         let _ = child.kill();
@@ -126,5 +109,5 @@ pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Se
             last_line: log.lines().last().unwrap_or("(nothing in its error log)").to_string(),
         });
     }
-    Ok(Server(child))
+    Ok(Server(nsexec::Children(vec![child])))
 }

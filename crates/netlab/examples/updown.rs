@@ -24,19 +24,9 @@ async fn main() {
                 .unwrap_or_else(|e| die(format!("{out}: {e}")));
             for rep in 0..reps {
                 let t = Instant::now();
-                let net = Net::up(
-                    topo.clone(),
-                    UpOptions {
-                        kind,
-                        controller: None,
-                        keep_loops: false,
-                        ssl: None,
-                        ovsdb: false,
-                        part: None,
-                    },
-                )
-                .await
-                .unwrap_or_else(|e| die(e));
+                let net = Net::up(topo.clone(), UpOptions::of(kind))
+                    .await
+                    .unwrap_or_else(|e| die(e));
                 let up_s = t.elapsed().as_secs_f64();
                 let t = Instant::now();
                 net.down().await.unwrap_or_else(|e| die(e));

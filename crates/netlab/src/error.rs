@@ -30,6 +30,9 @@ pub enum NetError {
     /// A program the network runs (tc, iperf3, a switch) failed; its words.
     #[error("{what}: {detail}")]
     Tool { what: String, detail: String },
+    /// A program run through `nsexec` (tc, ping) that did not start or failed.
+    #[error(transparent)]
+    Exec(#[from] nsexec::ToolError),
     /// Teardown left things behind: each, with why.
     #[error("{}", .0.join("; "))]
     Leftovers(Vec<String>),

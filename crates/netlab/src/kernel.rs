@@ -6,21 +6,16 @@
 use futures::TryStreamExt;
 use netlink_packet_route::link::{LinkAttribute, LinkMessage};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
-use nix::sched::{setns, unshare, CloneFlags};
+use nix::sched::{unshare, CloneFlags};
 use rtnetlink::Handle;
 use std::fs::File;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
 
-pub const NETNS_DIR: &str = "/run/netns";
+pub use nsexec::{netns_path, NETNS_DIR};
 
 fn io_err(what: impl std::fmt::Display) -> io::Error {
     io::Error::other(what.to_string())
-}
-
-pub fn netns_path(name: &str) -> PathBuf {
-    PathBuf::from(NETNS_DIR).join(name)
 }
 
 /// Creates a named network namespace.
@@ -71,20 +66,6 @@ pub fn netns_list(prefix: &str) -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
-}
-
-/// A command that runs `program` inside namespace `ns` (like `ip netns
-/// exec`, without the `ip` process or its private /sys).
-pub fn command_in_netns(ns: &str, program: &str) -> io::Result<std::process::Command> {
-    use std::os::unix::process::CommandExt;
-    let fd = File::open(netns_path(ns)).map_err(|e| io_err(format!("namespace {ns}: {e}")))?;
-    let mut c = std::process::Command::new(program);
-    // SAFETY: setns(2) on an already open descriptor is async-signal-safe
-    // and touches nothing of the parent's between fork and exec.
-    unsafe {
-        c.pre_exec(move || setns(&fd, CloneFlags::CLONE_NEWNET).map_err(io::Error::from));
-    }
-    Ok(c)
 }
 
 /// Runs `f` with a netlink handle in namespace `ns` (None: this one), on a
@@ -145,16 +126,12 @@ impl Nl {
     /// A handle whose socket lives in namespace `name` (the socket keeps its
     /// namespace whichever thread polls it).
     pub fn in_netns(name: &str) -> io::Result<Nl> {
-        let fd = File::open(netns_path(name))?;
         let rt = tokio::runtime::Handle::current();
-        let (conn, handle) = std::thread::spawn(move || -> io::Result<_> {
-            setns(&fd, CloneFlags::CLONE_NEWNET).map_err(|e| io_err(format!("setns: {e}")))?;
+        let (conn, handle) = nsexec::on_thread(Some(name), move || {
             let _guard = rt.enter();
             let (conn, handle, _) = rtnetlink::new_connection()?;
             Ok((conn, handle))
-        })
-        .join()
-        .map_err(|_| io_err("netns thread panicked"))??;
+        })?;
         tokio::spawn(conn);
         Ok(Nl {
             handle,

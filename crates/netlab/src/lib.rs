@@ -12,6 +12,7 @@ pub mod private;
 pub mod procs;
 pub mod run;
 pub mod sdnsw;
+pub mod shaper;
 pub mod state;
 pub mod topo;
 

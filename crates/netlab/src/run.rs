@@ -458,31 +458,16 @@ impl Net {
         for (l, ls) in self.topo.links.iter().zip(&self.state.links) {
             let Some(rate) = l.rate_mbit else { continue };
             let limit = l.queue_packets.unwrap_or(1000).max(1) * 1514;
-            let tbf = |prefix: &[&str], dev: &str| -> Result<(), NetError> {
-                let rate = format!("{rate}mbit");
-                let limit = limit.to_string();
-                let mut args: Vec<&str> = prefix.to_vec();
-                args.extend([
-                    "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", &rate, "burst", "32kb", "limit",
-                    &limit,
-                ]);
-                let out = Command::new(args[0])
-                    .args(&args[1..])
-                    .output()
-                    .map_err(NetError::io(args[0]))?;
-                if !out.status.success() {
-                    return Err(NetError::Tool {
-                        what: format!("rate limit on {dev}"),
-                        detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                    });
-                }
-                Ok(())
+            let tbf = crate::shaper::Tbf {
+                rate_kbit: (rate * 1000.0).round() as u64,
+                burst_kb: 32,
+                queue: crate::shaper::Queue::Bytes(limit.into()),
             };
             for end in &ls.root_ends {
-                tbf(&[], end)?;
+                crate::shaper::shape(None, end, tbf)?;
             }
             if let Some(h) = self.state.hosts.iter().find(|h| ls.root_ends.contains(&h.root_end)) {
-                tbf(&["ip", "netns", "exec", &h.netns], "eth0")?;
+                crate::shaper::shape(Some(&h.netns), "eth0", tbf)?;
             }
         }
         Ok(())
@@ -567,8 +552,11 @@ impl Net {
 
 pub fn command_in(state: &State, host: &str, argv: &[&str]) -> Result<Command, NetError> {
     let ns = state.netns_of(host)?;
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns]).args(argv);
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| NetError::Refused("an empty command line".into()))?;
+    let mut c = nsexec::command(ns, program).map_err(NetError::io(format!("host {host}")))?;
+    c.args(args);
     Ok(c)
 }
 

@@ -199,21 +199,5 @@ pub fn restart(st: &State, name: &str) -> Result<(SwitchProcess, Child), NetErro
 /// Stops switch processes: SIGTERM, then reap (they are our children when
 /// `children` holds them; otherwise wait for them to go).
 pub fn stop(children: &mut Vec<Child>) {
-    for c in children.iter() {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(c.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-    }
-    for mut c in children.drain(..) {
-        let t = Instant::now();
-        loop {
-            if !matches!(c.try_wait(), Ok(None)) || t.elapsed() > Duration::from_secs(5) {
-                let _ = c.kill();
-                let _ = c.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
+    nsexec::stop(children.drain(..), nsexec::GRACE);
 }

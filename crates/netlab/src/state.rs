@@ -126,6 +126,21 @@ pub struct UpOptions {
     pub part: Option<Part>,
 }
 
+impl UpOptions {
+    /// Switches of `kind`, and nothing else: no controller, loops broken,
+    /// no TLS, no OVSDB, the whole topology here.
+    pub fn of(kind: SwitchKind) -> UpOptions {
+        UpOptions {
+            kind,
+            controller: None,
+            keep_loops: false,
+            ssl: None,
+            ovsdb: false,
+            part: None,
+        }
+    }
+}
+
 /// One machine's part of a topology spread over several: the nodes it
 /// brings up, and a VXLAN tunnel for each link to a node on another one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -53,19 +53,7 @@ async fn api_up_exec_counters_link_failure_mgmt_and_down() {
         "#,
     )
     .unwrap();
-    let net = Net::up(
-        topo,
-        UpOptions {
-            kind: SwitchKind::Bridge,
-            controller: None,
-            keep_loops: false,
-            ssl: None,
-            ovsdb: false,
-            part: None,
-        },
-    )
-    .await
-    .unwrap();
+    let net = Net::up(topo, UpOptions::of(SwitchKind::Bridge)).await.unwrap();
     let id = net.state.id.clone();
     let before = net.host_counters("client").await.unwrap();
     assert!(ping(&net, "client", "10.1.0.1"));
@@ -103,19 +91,9 @@ async fn api_up_exec_counters_link_failure_mgmt_and_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_net_dropped_without_down_is_still_removed() {
-    let net = Net::up(
-        netlab::topo::shape("single,2").unwrap(),
-        UpOptions {
-            kind: SwitchKind::Ovs,
-            controller: None,
-            keep_loops: false,
-            ssl: None,
-            ovsdb: false,
-            part: None,
-        },
-    )
-    .await
-    .unwrap();
+    let net = Net::up(netlab::topo::shape("single,2").unwrap(), UpOptions::of(SwitchKind::Ovs))
+        .await
+        .unwrap();
     let id = net.state.id.clone();
     assert!(!leftovers(&id).is_empty());
     drop(net);

@@ -285,14 +285,7 @@ impl Client {
 
     /// Every flow entry of every table.
     pub fn flows(&mut self) -> Result<Vec<v13::FlowStats>> {
-        let parts = self.multipart(v13::MultipartRequestBody::Flow(v13::FlowStatsRequest {
-            table_id: v13::TABLE_ALL,
-            out_port: v13::port::ANY,
-            out_group: v13::GROUP_ANY,
-            cookie: 0,
-            cookie_mask: 0,
-            match_: Default::default(),
-        }))?;
+        let parts = self.multipart(v13::MultipartRequestBody::Flow(v13::FlowStatsRequest::all()))?;
         Ok(parts
             .into_iter()
             .flat_map(|b| match b {

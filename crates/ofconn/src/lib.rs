@@ -435,12 +435,7 @@ impl Session {
             }) => hello,
             Ok(_) => unreachable!("type 0 decodes as HELLO"),
             Err(e) => {
-                let v = if h.version <= ofwire::OFP10_VERSION {
-                    ofwire::OFP10_VERSION
-                } else {
-                    ofwire::OFP13_VERSION
-                };
-                self.reply_error(v, h.xid, &e, raw);
+                self.reply_error(lowest_common(h.version), h.xid, &e, raw);
                 return self.close(CloseReason::NoCommonVersion(e.what));
             }
         };
@@ -454,13 +449,7 @@ impl Session {
                 };
             }
             Err(e) => {
-                // Told in the lowest version either side speaks, so the peer can read it.
-                let v = if h.version <= ofwire::OFP10_VERSION {
-                    ofwire::OFP10_VERSION
-                } else {
-                    ofwire::OFP13_VERSION
-                };
-                self.reply_error(v, h.xid, &e, raw);
+                self.reply_error(lowest_common(h.version), h.xid, &e, raw);
                 self.close(CloseReason::NoCommonVersion(e.what));
             }
         }
@@ -597,6 +586,16 @@ impl Session {
             return Some(now + self.cfg.echo_timeout);
         }
         Some(due)
+    }
+}
+
+/// The version a HELLO's error is told in: the lowest either side speaks
+/// (1.0 for a peer at or below it, else 1.3), so the peer can read it.
+fn lowest_common(peer: u8) -> u8 {
+    if peer <= ofwire::OFP10_VERSION {
+        ofwire::OFP10_VERSION
+    } else {
+        ofwire::OFP13_VERSION
     }
 }
 

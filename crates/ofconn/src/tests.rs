@@ -26,19 +26,7 @@ fn events(s: &mut Session) -> Vec<Event> {
 }
 
 fn port13(no: u32) -> v13::Port {
-    v13::Port {
-        port_no: no,
-        hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, no as u8]),
-        name: format!("p{no}"),
-        config: 0,
-        state: 0,
-        curr: 0,
-        advertised: 0,
-        supported: 0,
-        peer: 0,
-        curr_speed: 0,
-        max_speed: 0,
-    }
+    v13::Port::new(no, ofwire::MacAddr([2, 0, 0, 0, 0, no as u8]), format!("p{no}"))
 }
 
 /// A session through the 1.3 handshake, with port desc split in two replies.
@@ -171,15 +159,8 @@ fn openflow10_handshake_from_a_hello_without_bitmap() {
         capabilities: 0,
         actions: 0,
         ports: vec![v10::PhyPort {
-            port_no: 1,
-            hw_addr: ofwire::MacAddr([2; 6]),
-            name: "eth1".into(),
-            config: 0,
             state: 1,
-            curr: 0,
-            advertised: 0,
-            supported: 0,
-            peer: 0,
+            ..v10::PhyPort::new(1, ofwire::MacAddr([2; 6]), "eth1")
         }],
     };
     feed(&mut s, &Message::v10(out[0].xid, v10::Body::FeaturesReply(fr)), now);

@@ -8,11 +8,10 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use ofswitch::actions::Packet;
-use ofswitch::pipeline::{Emitted, Pipeline, PortCounters, PortState};
+use ofswitch::pipeline::{Emitted, Pipeline, PortState};
 use ofwire::oxm::{Match, Oxm};
 use ofwire::v13::{Action, FlowMod, Instruction};
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 use std::time::Instant;
 
 fn frame() -> Vec<u8> {
@@ -26,15 +25,12 @@ fn frame() -> Vec<u8> {
 fn pipeline(filler: u32) -> Pipeline {
     let mut p = Pipeline::new(64, 4_000_000);
     for n in 1..=2 {
-        p.add_port(PortState {
-            port_no: n,
-            name: format!("p{n}"),
-            hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, n as u8]),
-            config: 0,
-            link_up: true,
-            speed_kbps: 10_000_000,
-            counters: Arc::new(PortCounters::default()),
-        });
+        p.add_port(PortState::up(
+            n,
+            format!("p{n}"),
+            ofwire::MacAddr([2, 0, 0, 0, 0, n as u8]),
+            10_000_000,
+        ));
     }
     let now = Instant::now();
     let out2 = vec![Instruction::ApplyActions(vec![Action::Output { port: 2, max_len: 0 }])];

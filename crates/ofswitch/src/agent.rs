@@ -261,14 +261,8 @@ impl Agent {
                                     | v13::FlowModCommand::ModifyStrict
                             )
                         {
-                            match self.buffers.take(fm.buffer_id) {
-                                Ok((in_port, data)) => {
-                                    let mut pkt = Packet::new(data, in_port);
-                                    let mut out = Emitted::default();
-                                    self.read().forward(&mut pkt, now, &mut out);
-                                    self.emit(out, fx);
-                                }
-                                Err(code) => fx.messages.push((conn, error_for(m, code))),
+                            if let Err(code) = self.release_buffered(fm.buffer_id, now, fx) {
+                                fx.messages.push((conn, error_for(m, code)));
                             }
                         }
                     }
@@ -405,6 +399,17 @@ impl Agent {
         let mut pkt = Packet::new(data, in_port);
         let mut out = Emitted::default();
         self.read().packet_out(&acts, &mut pkt, now, &mut out);
+        self.emit(out, fx);
+        Ok(())
+    }
+
+    /// The packet held in buffer `id` sent through the tables, as a
+    /// FLOW_MOD naming the buffer asks; the error when none is held there.
+    fn release_buffered(&mut self, id: u32, now: Instant, fx: &mut Effects) -> Result<(), ErrorCode> {
+        let (in_port, data) = self.buffers.take(id)?;
+        let mut pkt = Packet::new(data, in_port);
+        let mut out = Emitted::default();
+        self.read().forward(&mut pkt, now, &mut out);
         self.emit(out, fx);
         Ok(())
     }

@@ -15,7 +15,7 @@
 use crate::actions::Packet;
 use crate::agent::{Agent, Effects, Identity};
 use crate::flow::Rule;
-use crate::pipeline::{Emitted, Pipeline, PortCounters, PortState};
+use crate::pipeline::{Emitted, Pipeline, PortState};
 use ofwire::{v10, v13, Body, DescStats, MacAddr, Message};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Instant;
@@ -69,15 +69,12 @@ impl Emulated {
     pub fn new(datapath_id: u64, ports: u32, n_tables: usize, max_rules: usize, desc: DescStats) -> Emulated {
         let mut p = Pipeline::new(n_tables, max_rules);
         for port_no in 1..=ports {
-            p.add_port(PortState {
+            p.add_port(PortState::up(
                 port_no,
-                name: format!("eth{port_no}"),
-                hw_addr: port_mac(datapath_id, port_no),
-                config: 0,
-                link_up: true,
-                speed_kbps: PORT_SPEED_KBPS,
-                counters: Arc::new(PortCounters::default()),
-            });
+                format!("eth{port_no}"),
+                port_mac(datapath_id, port_no),
+                PORT_SPEED_KBPS,
+            ));
         }
         let agent = Agent::new(Arc::new(RwLock::new(p)), Identity { datapath_id, desc });
         Emulated {

@@ -383,15 +383,7 @@ mod tests {
         use crate::pipeline::{Emitted, Pipeline, PortState};
         let mut p = Pipeline::new(4, 100);
         for n in 1..=2 {
-            p.add_port(PortState {
-                port_no: n,
-                name: format!("p{n}"),
-                hw_addr: NO_MAC,
-                config: 0,
-                link_up: true,
-                speed_kbps: 1,
-                counters: Default::default(),
-            });
+            p.add_port(PortState::up(n, format!("p{n}"), NO_MAC, 1));
         }
         let fm = v10::FlowMod {
             match_: v10::Match::all(),

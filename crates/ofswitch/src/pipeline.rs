@@ -51,6 +51,20 @@ pub struct PortState {
 }
 
 impl PortState {
+    /// Port `port_no`, up, with this name and address, no config bits,
+    /// `speed_kbps` fast, and counters of its own.
+    pub fn up(port_no: u32, name: impl Into<String>, hw_addr: MacAddr, speed_kbps: u32) -> PortState {
+        PortState {
+            port_no,
+            name: name.into(),
+            hw_addr,
+            config: 0,
+            link_up: true,
+            speed_kbps,
+            counters: Arc::new(PortCounters::default()),
+        }
+    }
+
     pub fn live(&self) -> bool {
         self.link_up && self.config & port_config::PORT_DOWN == 0
     }

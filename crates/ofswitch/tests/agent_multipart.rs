@@ -42,14 +42,7 @@ fn a_million_flows_are_dumped_in_parts_under_64_kib() {
         77,
         v13::Body::MultipartRequest(v13::MultipartRequest {
             flags: 0,
-            body: Q::Flow(v13::FlowStatsRequest {
-                table_id: v13::TABLE_ALL,
-                out_port: v13::port::ANY,
-                out_group: v13::GROUP_ANY,
-                cookie: 0,
-                cookie_mask: 0,
-                match_: Match::new(vec![]),
-            }),
+            body: Q::Flow(v13::FlowStatsRequest::all()),
         }),
     );
     let mut fx = Effects::default();

@@ -5,13 +5,12 @@
 
 use etherparse::{IcmpEchoHeader, Icmpv4Type, PacketBuilder, SlicedPacket, TransportSlice};
 use ofswitch::actions::Packet;
-use ofswitch::pipeline::{Emitted, Pipeline, PortCounters, PortState};
+use ofswitch::pipeline::{Emitted, Pipeline, PortState};
 use ofwire::error::{BadActionCode, GroupModFailedCode};
 use ofwire::oxm::{Match, Oxm};
 use ofwire::v13::{self, Action, Bucket, FlowMod, GroupMod, GroupModCommand, GroupType, Instruction};
 use ofwire::{ErrorCode, MacAddr};
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const H1: [u8; 6] = [2, 0, 0, 0, 0, 1];
@@ -20,15 +19,12 @@ const H2: [u8; 6] = [2, 0, 0, 0, 0, 2];
 fn pipeline(ports: u32) -> Pipeline {
     let mut p = Pipeline::new(64, 2_000_000);
     for n in 1..=ports {
-        p.add_port(PortState {
-            port_no: n,
-            name: format!("p{n}"),
-            hw_addr: MacAddr([2, 0xaa, 0, 0, 0, n as u8]),
-            config: 0,
-            link_up: true,
-            speed_kbps: 10_000_000,
-            counters: Arc::new(PortCounters::default()),
-        });
+        p.add_port(PortState::up(
+            n,
+            format!("p{n}"),
+            MacAddr([2, 0xaa, 0, 0, 0, n as u8]),
+            10_000_000,
+        ));
     }
     p
 }

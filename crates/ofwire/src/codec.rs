@@ -217,6 +217,14 @@ pub trait Put {
     fn put_fixed_str(&mut self, s: &str, size: usize);
     /// Zero-pads so that the bytes written since `start` are a multiple of 8.
     fn pad_to_8(&mut self, start: usize);
+    /// An experimenter body: its id, its type and its data, as every
+    /// experimenter message, multipart body and property carries them.
+    #[inline]
+    fn put_experimenter(&mut self, experimenter: u32, exp_type: u32, data: &[u8]) {
+        self.put_u32(experimenter);
+        self.put_u32(exp_type);
+        self.put_slice(data);
+    }
 }
 
 impl Put for Vec<u8> {

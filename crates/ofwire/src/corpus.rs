@@ -38,31 +38,17 @@ fn desc() -> DescStats {
 
 fn phy_port(no: u16) -> v10::PhyPort {
     v10::PhyPort {
-        port_no: no,
-        hw_addr: MAC1,
-        name: format!("eth{no}"),
-        config: 0,
-        state: 0,
         curr: 0x2c0,
-        advertised: 0,
-        supported: 0,
-        peer: 0,
+        ..v10::PhyPort::new(no, MAC1, format!("eth{no}"))
     }
 }
 
 fn port13(no: u32) -> v13::Port {
     v13::Port {
-        port_no: no,
-        hw_addr: MAC1,
-        name: format!("p{no}"),
-        config: 0,
         state: 4,
         curr: 0x2820,
-        advertised: 0,
-        supported: 0,
-        peer: 0,
         curr_speed: 10_000_000,
-        max_speed: 0,
+        ..v13::Port::new(no, MAC1, format!("p{no}"))
     }
 }
 

@@ -26,17 +26,7 @@ fn desc() -> DescStats {
 
 /// The one port the fake 1.0 switch has (FEATURES_REPLY, port description).
 fn port10() -> v10::PhyPort {
-    v10::PhyPort {
-        port_no: 1,
-        hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
-        name: "p1".into(),
-        config: 0,
-        state: 0,
-        curr: 0,
-        advertised: 0,
-        supported: 0,
-        peer: 0,
-    }
+    v10::PhyPort::new(1, ofwire::MacAddr([2, 0, 0, 0, 0, 1]), "p1")
 }
 
 fn reply10(req: &v10::Body, config: &mut ofwire::SwitchConfig) -> Option<v10::Body> {
@@ -142,19 +132,7 @@ fn reply13(req: &v13::Body, config: &mut ofwire::SwitchConfig) -> Option<v13::Bo
                     max_color: 0,
                 }),
                 Q::TableFeatures(_) => R::TableFeatures(vec![ofwire::corpus::sample_table_features()]),
-                Q::PortDesc => R::PortDesc(vec![v13::Port {
-                    port_no: 1,
-                    hw_addr: ofwire::MacAddr([2, 0, 0, 0, 0, 1]),
-                    name: "p1".into(),
-                    config: 0,
-                    state: 0,
-                    curr: 0,
-                    advertised: 0,
-                    supported: 0,
-                    peer: 0,
-                    curr_speed: 0,
-                    max_speed: 0,
-                }]),
+                Q::PortDesc => R::PortDesc(vec![v13::Port::new(1, ofwire::MacAddr([2, 0, 0, 0, 0, 1]), "p1")]),
                 Q::Experimenter { .. } => return None,
             };
             B::MultipartReply(v13::MultipartReply { flags: 0, body })

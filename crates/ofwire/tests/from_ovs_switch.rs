@@ -319,14 +319,7 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
     }));
     c.barrier();
     use v13::MultipartRequestBody as Q;
-    let all_flows = v13::FlowStatsRequest {
-        table_id: v13::TABLE_ALL,
-        out_port: v13::port::ANY,
-        out_group: v13::GROUP_ANY,
-        cookie: 0,
-        cookie_mask: 0,
-        match_: Default::default(),
-    };
+    let all_flows = v13::FlowStatsRequest::all();
     for q in [
         Q::Desc,
         Q::Flow(all_flows.clone()),

@@ -394,17 +394,9 @@ proptest! {
 
 fn port13() -> impl Strategy<Value = v13::Port> {
     (any::<u32>(), mac(), "[a-z0-9]{0,15}", any::<u32>()).prop_map(|(port_no, hw_addr, name, curr_speed)| v13::Port {
-        port_no,
-        hw_addr,
-        name,
-        config: 0,
-        state: 0,
-        curr: 0,
-        advertised: 0,
-        supported: 0,
-        peer: 0,
         curr_speed,
         max_speed: curr_speed,
+        ..v13::Port::new(port_no, hw_addr, name)
     })
 }
 

@@ -27,7 +27,7 @@ pub struct RespondArgs {
 #[derive(Args)]
 pub struct GenerateArgs {
     /// The controller (HOST:PORT; a name resolves to its first IPv4 address).
-    #[arg(long, value_name = "HOST:PORT", value_parser = crate::hostport::parse)]
+    #[arg(long, value_name = "HOST:PORT", value_parser = lab::hostport::parse)]
     pub target: SocketAddr,
     #[arg(long, default_value_t = 16)]
     pub switches: u32,

@@ -80,7 +80,7 @@ pub(super) struct ControllerArgs {
     /// Run as the standby of the active controller whose REST API is at this address: a SLAVE
     /// (OpenFlow 1.3 roles) that learns what the active one sees and takes over as MASTER when
     /// that address stops accepting connections.
-    #[arg(long, value_name = "HOST:PORT", value_parser = hostport::parse)]
+    #[arg(long, value_name = "HOST:PORT", value_parser = lab::hostport::parse)]
     pub(super) standby_for: Option<std::net::SocketAddr>,
     /// Run as a member of a cluster coordinated through etcd at these client URLs (comma
     /// separated, e.g. http://127.0.0.1:2379): every switch connects to every member, each

@@ -8,7 +8,6 @@ mod bench_gen;
 mod bench_lb;
 mod bench_ref;
 mod bench_switch;
-mod hostport;
 mod net_cmd;
 mod run_cmd;
 mod worker_cmd;

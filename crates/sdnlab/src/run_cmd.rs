@@ -35,12 +35,17 @@ pub struct Output {
 impl Output {
     /// Validates and runs (or prints) `e` as these flags say.
     pub fn run(self, e: &Experiment) -> ExitCode {
+        self.run_on(e, None)
+    }
+
+    /// Like [`Output::run`], spread over the workers of inventory `workers`.
+    pub fn run_on(self, e: &Experiment, workers: Option<PathBuf>) -> ExitCode {
         let how = Show {
             json: self.json,
             print_config: self.print_config,
             ..Show::default()
         };
-        run(e, self.out, how)
+        run_on(e, self.out, workers, how)
     }
 }
 
@@ -57,12 +62,8 @@ fn fail(e: &LabError) -> ExitCode {
     })
 }
 
-/// Validates and runs (or prints) `e` into `out` (default under results/).
-pub fn run(e: &Experiment, out: Option<PathBuf>, how: Show) -> ExitCode {
-    run_on(e, out, None, how)
-}
-
-/// Like [`run`], spread over the workers of inventory `workers`.
+/// Validates and runs (or prints) `e` into `out` (default under results/),
+/// spread over the workers of inventory `workers` when given.
 pub fn run_on(e: &Experiment, out: Option<PathBuf>, workers: Option<PathBuf>, how: Show) -> ExitCode {
     if let Err(err) = e.validate() {
         return fail(&err);
@@ -78,6 +79,17 @@ pub fn run_on(e: &Experiment, out: Option<PathBuf>, workers: Option<PathBuf>, ho
         workers,
         ..Default::default()
     };
+    // SIGINT and SIGTERM stop the run at its next trial (its testbed
+    // removed, what it measured kept), except a network's, which ends its
+    // own way. The handlers only set the run's stop flag.
+    if !matches!(e, Experiment::Net(_)) {
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            if let Err(err) = signal_hook::flag::register(sig, place.stop.flag()) {
+                eprintln!("sdnlab: cannot watch signal {sig}: {err}");
+                return ExitCode::from(1);
+            }
+        }
+    }
     let result = e.run(&place, &progress);
     progress.finish();
     match result {

@@ -180,6 +180,18 @@ fn bench_switch_gen_and_lb_refuse_values_out_of_range() {
         (vec!["bench", "lb", "--replica-mbit", "0"], "--replica-mbit 0"),
         (vec!["bench", "lb", "--concurrency", "0,20"], "--concurrency 0"),
         (vec!["bench", "lb", "--sessions", "0"], "--sessions 0"),
+        (
+            vec!["bench", "lb", "--switch", "bridge"],
+            "invalid value 'bridge' for '--switch <SWITCH>'",
+        ),
+        (
+            vec!["bench", "lb", "--load", "nonesuch"],
+            "'--load <LOADS>' (one of: homogeneous, heterogeneous)",
+        ),
+        (
+            vec!["bench", "lb", "--client", "curl"],
+            "invalid value 'curl' for '--client <CLIENTS>' (one of: open-loop, httperf)",
+        ),
     ] {
         refused(&a, says);
     }

@@ -15,18 +15,9 @@ use std::sync::Mutex;
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn bench(args: &[&str], out: &Path) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "dp", "--quick", "--out"])
-        .arg(out)
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(o.status.success(), "bench dp {args:?}: {text}");
+    let dir = out.to_str().unwrap();
+    let (ok, text) = common::sdnlab_says(["bench", "dp", "--quick", "--out", dir].iter().chain(args));
+    assert!(ok, "bench dp {args:?}: {text}");
     std::fs::read_to_string(out.join("summary.md")).unwrap()
 }
 

@@ -12,7 +12,7 @@
 mod common;
 
 use common::{free_port, scratch};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,20 +39,20 @@ impl Drop for Kids {
     }
 }
 
+/// One HTTP/1.1 exchange through the lab's client, with the test's
+/// token; the status and the JSON body (null when it is none).
 fn http(rest: SocketAddr, method: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
-    let mut s = std::net::TcpStream::connect(rest).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {rest}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
+    let req = httpc::Request {
+        method,
+        path,
+        body: Some(body),
+        token: Some(TOKEN),
+    };
+    let r = httpc::request_blocking(rest, req, Duration::from_secs(10)).unwrap();
+    (
+        r.status,
+        serde_json::from_str(&r.body).unwrap_or(serde_json::Value::Null),
     )
-    .unwrap();
-    let mut t = String::new();
-    s.read_to_string(&mut t).unwrap();
-    let status = t[9..12].parse().unwrap();
-    let (_, payload) = t.split_once("\r\n\r\n").unwrap();
-    (status, serde_json::from_str(payload).unwrap_or(serde_json::Value::Null))
 }
 
 fn wait_until(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {

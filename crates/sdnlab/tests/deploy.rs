@@ -9,6 +9,9 @@
 //! the binary runs in it and resolves names without the C library's
 //! modules.
 
+mod common;
+use common::free_port;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -297,15 +300,6 @@ fn the_image_is_the_binary_and_its_c_library_alone_and_runs() {
     );
     assert!(text.contains("/nowhere/"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A free TCP port on loopback (taken, then given back).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// etcd (Debian's) and a real kube-apiserver (scripts/install-kube-apiserver.sh)

@@ -62,17 +62,16 @@ fn sdnlab_and_mininet_side_by_side_and_nothing_left() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = std::env::temp_dir().join(format!("sdnlab-test-fidelity-{}", std::process::id()));
     let before = ours();
-    let o = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args(["bench", "fidelity", "--quick", "--seconds", "1", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(o.status.success(), "{text}");
+    let (ok, text) = common::sdnlab_says([
+        "bench",
+        "fidelity",
+        "--quick",
+        "--seconds",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
     for row in ["| sdnlab | 1 |", "| mininet | 1 |", "| sdnlab | 2 |", "| mininet | 2 |"] {
         assert!(text.contains(row), "{row}: {text}");
     }

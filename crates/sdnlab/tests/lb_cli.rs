@@ -9,6 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+use common::free_port;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -67,14 +68,6 @@ fn in_ns(id: &str, host: &str, argv: &[&str]) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &format!("sdnlab-{id}-{host}")]).args(argv);
     c
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]

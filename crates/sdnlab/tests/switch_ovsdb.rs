@@ -10,7 +10,7 @@
 //! which a real server never sends, are in `crates/switchd/tests/ovsdb_peer.rs`.
 
 mod common;
-use common::{sh, text, Hosts};
+use common::{free_port, sh, text, Hosts};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -122,14 +122,6 @@ impl Drop for Lab {
         let _ = sh(&["ip", "link", "del", &self.bridge]);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn lab() -> Lab {

@@ -43,13 +43,6 @@ pub fn pin_process(pid: u32, core: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Joins network namespace `name` (this thread only).
-pub fn enter_netns(name: &str) -> io::Result<()> {
-    let f = std::fs::File::open(format!("/run/netns/{name}"))?;
-    nix::sched::setns(&f, nix::sched::CloneFlags::CLONE_NEWNET)
-        .map_err(|e| io::Error::other(format!("setns {name}: {e}")))
-}
-
 /// Opens `ifname`, in namespace `netns` if given, with a ring of `slots`
 /// slots that hold frames of `frame_len` bytes.
 fn open_in(netns: Option<&str>, ifname: &str, slots: usize, frame_len: usize) -> io::Result<AfPacketPort> {
@@ -59,15 +52,8 @@ fn open_in(netns: Option<&str>, ifname: &str, slots: usize, frame_len: usize) ->
     } else {
         GSO_SLOT
     };
-    let (netns, ifname) = (netns.map(str::to_string), ifname.to_string());
-    std::thread::spawn(move || {
-        if let Some(ns) = &netns {
-            enter_netns(ns)?;
-        }
-        AfPacketPort::open_with(&ifname, slots, slot)
-    })
-    .join()
-    .map_err(|_| io::Error::other("socket thread panicked"))?
+    let ifname = ifname.to_string();
+    nsexec::on_thread(netns, move || AfPacketPort::open_with(&ifname, slots, slot))
 }
 
 /// What a generator sends. It serialises (the generator may run on a
@@ -252,7 +238,7 @@ fn generate_xdp(spec: &GenSpec) -> io::Result<GenReport> {
     let spec = spec.clone();
     std::thread::spawn(move || {
         if let Some(ns) = &spec.netns {
-            enter_netns(ns)?;
+            nsexec::enter(ns)?;
         }
         if let Some(c) = spec.core {
             pin_thread(c)?;
@@ -711,14 +697,7 @@ impl Receiver {
     /// `opts` says.
     pub fn start_with(netns: Option<&str>, ifname: &str, opts: RecvOptions) -> io::Result<Receiver> {
         let (ns, name, method) = (netns.map(str::to_string), ifname.to_string(), opts.method);
-        let mut ring = std::thread::spawn(move || {
-            if let Some(ns) = &ns {
-                enter_netns(ns)?;
-            }
-            RxSockets::open(&name, method)
-        })
-        .join()
-        .map_err(|_| io::Error::other("socket thread panicked"))??;
+        let mut ring = nsexec::on_thread(ns.as_deref(), move || RxSockets::open(&name, method))?;
         let _ = ring.take_drops();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

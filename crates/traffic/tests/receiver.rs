@@ -112,7 +112,7 @@ fn the_afpacket_receiver_counts_and_dates_every_frame() {
 fn send_through_stack(ns: &str, ifname: &str, count: u64) {
     let (ns, ifname) = (ns.to_string(), ifname.to_string());
     std::thread::spawn(move || {
-        traffic::run::enter_netns(&ns).unwrap();
+        nsexec::enter(&ns).unwrap();
         let ifindex = packetio::ifindex(&ifname).unwrap();
         // SAFETY: plain socket calls on a socket this thread owns; the
         // address and frame outlive the calls.
@@ -155,7 +155,7 @@ fn with_xdp_a_tag_held_beside_the_frame_still_arrives() {
     let rx = Receiver::start_on(Some(&r), &r, None, RecvMethod::Xdp).expect("receiver starts");
     std::thread::scope(|s| {
         s.spawn(|| {
-            traffic::run::enter_netns(&g).unwrap();
+            nsexec::enter(&g).unwrap();
             let _tagging = packetio::tc::VlanTagOutOfBand::attach(packetio::ifindex(&g).unwrap(), 7).unwrap();
             send_through_stack(&g, &g, 200);
         });

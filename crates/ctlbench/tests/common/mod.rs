@@ -18,24 +18,13 @@ pub fn controller(app: &str) -> controller::runtime::Handle {
 /// Four switches of 50 MACs, two loops of 200 ms after one of warm-up.
 pub fn cfg(target: std::net::SocketAddr, mode: ctlbench::Mode, version: u8) -> ctlbench::Config {
     ctlbench::Config {
-        target,
         switches: 4,
         macs: 50,
         mode,
         version,
         loops: 2,
         loop_ms: 200,
-        warmup: 1,
         window: 32,
-        connect_rate: 0.0,
-        first_dpid: 1,
-        ports: 4,
-        malformed_per_mille: 0,
-        offered_rate: 0.0,
-        vlan: None,
-        answers: ctlbench::Answers::Buffer,
-        unanswered_after_ms: 0,
-        threads: 0,
-        members: Vec::new(),
+        ..ctlbench::Config::new(target)
     }
 }

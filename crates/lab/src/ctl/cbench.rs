@@ -10,8 +10,7 @@ pub(super) fn run_cbench(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Re
     controller::runtime::raise_fd_limit();
     let run_id = place.name("ctl");
     let dir = place.dir(&run_id);
-    let mut run = Run::open(&dir, meta(a, &list, &run_id), &Experiment::Ctl(a.clone()))?;
-    let rt = runtime()?;
+    let (mut run, rt) = open_run(&dir, meta(a, &list, &run_id), a, place)?;
     // Spread over workers: connected once for the run, clocks measured.
     let fleet = match connect_fleet(place, &rt, &mut run.meta, obs, "the switches") {
         Ok(f) => f,
@@ -217,6 +216,7 @@ impl Trial<'_> {
         let mut killed: Option<String> = None;
         let mut running = started.running.take();
         let watch = watch_host(&running);
+        let stop = run.stop.clone();
         let on_loop = |l: &ctlbench::LoopResult| {
             if a.kill_after_loop == Some(l.loop_index as u32 + 1) && killed.is_none() {
                 killed = running.as_mut().and_then(Running::kill_first);
@@ -246,7 +246,7 @@ impl Trial<'_> {
             });
         };
         let report = match fleet {
-            None => or_interrupted!(rt, ctlbench::run(cfg.clone(), on_loop), run),
+            None => or_interrupted!(rt, ctlbench::run(cfg.clone(), on_loop), run, stop),
             Some(f) => match rt.block_on(f.ctl(&cfg, on_loop)) {
                 Ok((report, shards)) => {
                     self.record_shards(&shards, run)?;

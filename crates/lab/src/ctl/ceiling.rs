@@ -204,9 +204,10 @@ impl Ceiling {
 pub fn measure(
     cfg: &ctlbench::Config,
     rt: &tokio::runtime::Runtime,
+    stop: &crate::stop::Stop,
 ) -> Option<Result<Option<Ceiling>, ctlbench::ceiling::CeilingError>> {
     let fan_out = cfg.members.len();
-    let r = crate::stop::block_on_unless_stopped(rt, ctlbench::ceiling::measure(cfg))?;
+    let r = stop.block_on_unless_stopped(rt, ctlbench::ceiling::measure(cfg))?;
     Some(r.map(|c| {
         c.map(|c| {
             let c = Ceiling::here(c);

@@ -46,122 +46,191 @@ pub fn all_tests() -> Vec<&'static str> {
 /// The controller benchmark. The defaults are cbench's throughput mode
 /// against sdnlab's own controller: 16 switches, 1,000 MACs each, 5 loops
 /// of 1 s, 10 trials (RFC 8456's minimum).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(allow_negative_numbers = true)]
 pub struct CtlConfig {
-    /// What to run: one of [`all_tests`].
+    /// What to run: cbench (throughput or latency, --mode) or security (RFC 8456
+    /// exception handling: every known malformed case, one session each).
+    /// sessions: RFC 8456 control session capacity (open sessions until the controller fails).
+    /// rate: RFC 8456 asynchronous message processing rate (loss-free search).
+    /// dos: RFC 8456 denial-of-service handling (well-behaved switches' latency with and without a PACKET_IN flood).
+    /// On emulated fabrics (--fabric), read and driven through a northbound API (RFC 8456):
+    /// discovery (topology discovery time), discovery-size (grow the fabric until discovery fails),
+    /// reactive-paths and proactive-paths (path provisioning time and rate),
+    /// change-detection (a link or a switch fails, --failure), reprovisioning (traffic around a
+    /// failed link: gap and loss per direction), table-capacity and table-capacity-proactive
+    /// (forwarding table capacity: destinations sent to, or paths requested, until the flow count stops growing),
+    /// failover (an active/standby sdnlab pair with OpenFlow 1.3 roles, or a cluster with --cluster N;
+    /// the active one, or the master, is killed).
+    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos",
+        "discovery", "discovery-size", "reactive-paths", "proactive-paths", "change-detection",
+        "reprovisioning", "table-capacity", "table-capacity-proactive", "failover"])]
     pub test: String,
-    /// A whole methodology instead of one test: `rfc8456`.
+    /// Run a whole methodology: rfc8456 (every test the target supports, one report).
+    #[arg(long, value_parser = ["rfc8456"])]
     pub suite: Option<String>,
-    /// With `suite`: small fabrics and at most 3 trials (a smoke run).
+    /// With --suite: small fabrics and at most 3 trials (a smoke run).
+    #[arg(long, requires = "suite")]
     pub quick: bool,
     /// A controller to measure that sdnlab does not start (HOST:PORT).
+    #[arg(skip)]
     pub target: Option<SocketAddr>,
     /// A cluster to measure that sdnlab does not start: every member
     /// (`target` is the first), every emulated switch connected to each
     /// (RFC 8456's cluster mode; `--target A,B,C`). Empty: one controller.
+    #[arg(skip)]
     pub target_members: Vec<SocketAddr>,
-    /// Real controllers sdnlab installs, starts afresh for each trial and
-    /// compares, each its own run: sdnlab, ovs-testcontroller, os-ken, ryu.
+    /// Real controllers to compare, installed (when missing), started and stopped by sdnlab:
+    /// sdnlab, ovs-testcontroller, os-ken, ryu, faucet (OpenFlow 1.3; cbench, rate and dos tests)
+    /// (repeatable; one run each, then one comparison).
+    #[arg(long = "peer", value_name = "PEER", value_parser = crate::peers::NAMES, conflicts_with = "target")]
     pub peers: Vec<String>,
-    /// The app of the embedded controller (when neither `target` nor `peers`).
+    /// App of the embedded controller (l2-learning, hub, null, ...).
+    #[arg(long, default_value = "l2-learning")]
     pub app: String,
     /// OpenFlow version the emulated switches speak: "1.0" or "1.3".
+    #[arg(long, default_value = "1.0", value_parser = ["1.0", "1.3"])]
     pub ofp: String,
     /// cbench mode: "throughput" (a window of PACKET_INs outstanding) or "latency" (one at a time).
+    #[arg(long, default_value = "throughput", value_parser = ["throughput", "latency"])]
     pub mode: String,
     /// Emulated switches.
+    #[arg(long, default_value_t = CtlConfig::default().switches)]
     pub switches: usize,
     /// Host MAC addresses per switch.
+    #[arg(long, default_value_t = CtlConfig::default().macs)]
     pub macs: usize,
     /// Measured loops per trial.
+    #[arg(long, default_value_t = CtlConfig::default().loops)]
     pub loops: usize,
     /// Length of a loop, ms.
+    #[arg(long, default_value_t = CtlConfig::default().loop_ms)]
     pub loop_ms: u64,
     /// Unmeasured loops before the measured ones.
+    #[arg(long, default_value_t = CtlConfig::default().warmup)]
     pub warmup: usize,
     /// Pause between trials, ms.
+    #[arg(long, default_value_t = CtlConfig::default().cooldown_ms)]
     pub cooldown_ms: u64,
     /// Outstanding PACKET_INs per switch in throughput mode.
+    #[arg(long, default_value_t = CtlConfig::default().window)]
     pub window: usize,
     /// Ports each emulated switch reports.
+    #[arg(long, default_value_t = CtlConfig::default().ports)]
     pub ports: u32,
     /// Datapath id of the first emulated switch (the others follow).
+    #[arg(long, default_value_t = CtlConfig::default().first_dpid)]
     pub first_dpid: u64,
     /// New switch connections per second (0: as fast as accepted).
+    #[arg(long, default_value_t = CtlConfig::default().connect_rate)]
     pub connect_rate: f64,
-    /// Malformed messages mixed into the load, percent (RFC 8456 exception handling).
+    /// Malformed messages mixed into the load, percent (RFC 8456 exception handling: 1 and 2).
+    #[arg(long, default_value_t = CtlConfig::default().malformed_percent)]
     pub malformed_percent: f64,
     /// Repetitions of each scenario (RFC 8456 asks for at least 10).
+    #[arg(long, default_value_t = CtlConfig::default().trials)]
     pub trials: u32,
-    /// Sweep one parameter: `switches`, `macs`, `window`, `loop-ms` or
-    /// `malformed` (percent), e.g. "switches=1,2,4,8".
+    /// Sweep one parameter: switches, macs, window, loop-ms or malformed (percent), e.g. `switches=1,2,4,8`.
+    #[arg(long, value_name = "PARAM=V1,V2,...")]
     pub sweep: Option<String>,
     /// rate: two rounds agree when the answered rate is within this fraction of the offered one.
+    #[arg(long, default_value_t = CtlConfig::default().rate_tolerance)]
     pub rate_tolerance: f64,
-    /// dos, and the flood of the topology tests: flooding switches.
+    /// dos: flooding switches (each keeps up to 4096 PACKET_INs outstanding and never slows down).
+    #[arg(long, default_value_t = CtlConfig::default().attackers)]
     pub attackers: usize,
-    /// Topology tests: PACKET_INs per second the attackers send throughout each trial (0: none).
+    /// Topology tests: --attackers switches flood the controller with this many PACKET_INs per
+    /// second in all, whatever it answers, throughout each trial (RFC 8456 DoS handling applied
+    /// to the test; 0: no flood). --malformed-percent applies to them too: that share of the
+    /// fabric's messages is followed by a malformed one.
+    #[arg(long, default_value_t = CtlConfig::default().flood_pps)]
     pub flood_pps: f64,
-    /// dos: also measure under a TCP SYN flood of this many SYNs per second (0: off).
+    /// dos: also measure under a TCP SYN flood of this many SYNs per second on the OpenFlow port (0: off).
+    #[arg(long, default_value_t = CtlConfig::default().syn_flood_pps)]
     pub syn_flood_pps: u64,
-    /// Topology tests: emulated fabrics (leaf-spine,S,L,H, linear,N, tree,D,F or file:PATH).
+    /// Topology tests: emulated fabrics, repeatable: leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF, linear,N,
+    /// tree,DEPTH,FANOUT or file:PATH (JSON).
+    #[arg(long = "fabric", value_name = "SHAPE")]
     pub fabrics: Vec<String>,
-    /// Topology tests: how the controller is read (sdnlab:HOST:PORT, osken:HOST:PORT, none).
+    /// Topology tests: how the controller is read and asked for paths: sdnlab:HOST:PORT (its REST
+    /// API), osken:HOST:PORT (os-ken's or Ryu's rest_topology + ofctl_rest) or none.
+    /// Default: the embedded controller's or the peer's own.
+    #[arg(long, value_name = "ADAPTER")]
     pub northbound: Option<String>,
     /// Topology tests: give up after this many seconds (the RFC's Td).
+    #[arg(long, default_value_t = CtlConfig::default().td_s)]
     pub td_s: u64,
-    /// Path tests: addresses per emulated host.
+    /// Path tests: addresses per emulated host (the rate tests use them all as destinations).
+    #[arg(long, default_value_t = CtlConfig::default().host_macs)]
     pub host_macs: u16,
-    /// change-detection: what fails: "link", "switch" (empty: both).
+    /// change-detection: what fails, repeatable: link, switch (default both).
+    #[arg(long = "failure", value_parser = ["link", "switch"])]
     pub failures: Vec<String>,
-    /// sdnlab's cluster: whether its slaves ask for every PACKET_IN ("all",
-    /// as `sdnlab controller --slave-packet-ins`) or none.
+    /// sdnlab's cluster: its slaves ask for every PACKET_IN (all: they know the network at a
+    /// takeover) or none (each PACKET_IN handled by its master alone).
+    #[arg(long, value_parser = ["all", "none"], default_value = "all")]
     pub slave_packet_ins: String,
-    /// sdnlab's cluster: how many members its etcd has (1, 3 or 5; one
-    /// of 3 may fail and the cluster works on).
+    /// sdnlab's cluster: the members of its etcd (1, 3 or 5), started for each trial.
+    #[arg(long, default_value_t = CtlConfig::default().etcd_members)]
     pub etcd_members: usize,
-    /// failover in a cluster: which member is killed: "master" (of the
-    /// switch the traffic needs) or "non-master" (a member it does not
-    /// need: the control).
+    /// failover with --cluster: kill the master of the switch the traffic needs, or a
+    /// non-master (the control: the traffic should not notice).
+    #[arg(long, value_parser = ["master", "non-master"], default_value = "master")]
     pub kill: String,
-    /// cbench against a cluster (sdnlab's members or a peer's instances):
-    /// the first member is killed (SIGKILL) after this many measured
-    /// loops; the loops after it show what the others answer alone (what
-    /// a redundancy such as Faucet's really does when an instance dies).
+    /// cbench against a cluster (--cluster N, sdnlab's or --peer faucet's instances): kill
+    /// (SIGKILL) the first member after this many measured loops; the loops after it show
+    /// what the others answer alone.
+    #[arg(long, value_name = "K")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_after_loop: Option<u32>,
-    /// reprovisioning and failover: one frame each way every this many microseconds ...
+    /// reprovisioning and failover: one frame (each way) every this many microseconds.
+    #[arg(long, default_value_t = CtlConfig::default().reprov_interval_us)]
     pub reprov_interval_us: u64,
-    /// ... for this many milliseconds.
+    /// reprovisioning and failover: how long the frames go on, ms.
+    #[arg(long, default_value_t = CtlConfig::default().reprov_ms)]
     pub reprov_ms: u64,
-    /// table-capacity: destinations (or paths) added per step ...
+    /// table-capacity(-proactive): destinations added per step.
+    #[arg(long, default_value_t = CtlConfig::default().table_step)]
     pub table_step: u16,
-    /// ... and at most.
+    /// table-capacity(-proactive): at most this many destinations (up to 65535).
+    #[arg(long, default_value_t = CtlConfig::default().table_max)]
     pub table_max: u16,
-    /// discovery-size: grow leaf-spine fabrics up to this many switches.
+    /// discovery-size: grow leaf-spine fabrics (2 spines, leaves doubling) up to this many switches.
+    #[arg(long, default_value_t = CtlConfig::default().max_switches)]
     pub max_switches: u32,
     /// sessions: stop at this many if the controller has not failed before.
+    #[arg(long, default_value_t = CtlConfig::default().max_sessions)]
     pub max_sessions: usize,
     /// security: how long to watch each case, ms.
+    #[arg(long, default_value_t = CtlConfig::default().case_wait_ms)]
     pub case_wait_ms: u64,
     /// security: how long to wait for the controller to drop a silent connection, s.
+    #[arg(long, default_value_t = CtlConfig::default().hello_wait_s)]
     pub hello_wait_s: u64,
     /// One peer started afresh for each trial (set for each of `peers`, and by suites).
+    #[arg(skip)]
     pub peer: Option<String>,
-    /// The emulated switches' PACKET_IN frames carry this 802.1Q VLAN id
-    /// (None: untagged; with the faucet peer, its ports' native VLAN).
+    /// Tag the emulated switches' PACKET_IN frames with this 802.1Q VLAN id (1-4094). With
+    /// --peer faucet they carry its ports' native VLAN, 100, unless this says otherwise.
+    #[arg(long, value_name = "VID")]
     pub vlan: Option<u16>,
-    /// How answers are matched to PACKET_INs: "buffer" (cbench's) or
-    /// "new-source" (each PACKET_IN a new source, answered by a FLOW_MOD
-    /// naming it: Faucet). None: new-source for the faucet peer, else buffer.
+    /// How answers are matched to PACKET_INs: buffer (cbench's: a FLOW_MOD or PACKET_OUT with
+    /// the PACKET_IN's buffer id) or new-source (OpenFlow 1.3: every PACKET_IN a source never
+    /// sent before, answered by the first FLOW_MOD naming it, as Faucet learns). Default:
+    /// new-source for --peer faucet, else buffer.
+    #[arg(long, value_name = "HOW", value_parser = ["buffer", "new-source"])]
     pub match_by: Option<String>,
-    /// The driver's event loops (threads) the emulated switches are spread
-    /// over; 0: half the cores (the controller measured gets the rest).
+    /// The driver's event loops (threads) the emulated switches are spread over (0: half the
+    /// cores, leaving the rest to a controller on the same machine).
+    #[arg(long, default_value_t = CtlConfig::default().driver_threads)]
     pub driver_threads: usize,
-    /// RFC 8456's cluster mode: sdnlab's controller as this many members
-    /// of a cluster on an etcd of the run's own, every emulated switch
-    /// connected to each (0: standalone). The tests of [`CLUSTER_TESTS`].
+    /// RFC 8456's cluster mode: sdnlab's controller as N members (1 to 9) on an etcd of the
+    /// run's own, every emulated switch connected to each, trials once every switch has one
+    /// master. Tests on fabrics: discovery, discovery-size, reactive-paths, change-detection,
+    /// reprovisioning, table-capacity, and failover (2 or more: the master of the last host's
+    /// switch is killed with SIGKILL).
+    #[arg(long, value_name = "N", default_value_t = CtlConfig::default().cluster)]
     pub cluster: usize,
 }
 

@@ -23,8 +23,7 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
         metrics: dos_metrics(),
         ..started(&run_id)
     };
-    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
-    let rt = runtime()?;
+    let (mut run, rt) = open_run(&dir, meta, a, place)?;
     say(obs, format!(
         "sdnlab bench ctl --test dos: {} well-behaved switches (latency mode), {} attackers; {} trial(s); results in {}",
         a.switches,

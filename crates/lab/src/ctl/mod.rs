@@ -166,9 +166,14 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
 /// first; then ends the run, its meta.json saying so, with
 /// `LabError::Interrupted` (what the run started is dropped, and so
 /// stopped, as the error goes up).
+/// (`$stop`: the run's stop token, cloned before `$f` borrowed the run.)
 macro_rules! or_interrupted {
-    ($rt:expr, $f:expr, $run:ident) => {
-        match crate::stop::block_on_unless_stopped(&$rt, $f) {
+    ($rt:expr, $f:expr, $run:ident) => {{
+        let stop = $run.stop.clone();
+        crate::ctl::or_interrupted!($rt, $f, $run, stop)
+    }};
+    ($rt:expr, $f:expr, $run:ident, $stop:expr) => {
+        match $stop.block_on_unless_stopped(&$rt, $f) {
             Some(r) => r,
             None => return Err($run.interrupted()),
         }
@@ -176,14 +181,26 @@ macro_rules! or_interrupted {
 }
 pub(crate) use or_interrupted;
 
+/// One controller test's run, opened in `dir` with `meta` (and `a` as its
+/// experiment file), and the runtime its trials run on.
+fn open_run(
+    dir: &std::path::Path,
+    meta: Meta,
+    a: &CtlConfig,
+    place: &Place,
+) -> Result<(Run, tokio::runtime::Runtime), LabError> {
+    let run = Run::open(dir, meta, &Experiment::Ctl(a.clone()), &place.stop)?;
+    Ok((run, runtime()?))
+}
+
 /// Runs the controller benchmark `a` into `place`: one test, a suite, or
 /// the same test against each of several peers.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     a.validate()?;
-    // Ctrl-C and SIGTERM end the run at once, cleanly: every controller,
-    // peer, etcd and temporary directory it made goes (their owners are
-    // dropped), and the run directory says what was measured.
-    crate::stop::catch_stop_signals();
+    // A stop (the command line's on Ctrl-C and SIGTERM) ends the run at
+    // once, cleanly: every controller, peer, etcd and temporary directory
+    // it made goes (their owners are dropped), and the run directory says
+    // what was measured.
     if place.workers.is_some() {
         spread_cluster_supported(a)?;
     } else {
@@ -232,7 +249,7 @@ pub(crate) fn ceiling_run(
                 "{name}: measuring the driver's own ceiling (run {})",
                 k + 1
             )));
-            match ceiling::measure(cfg, rt) {
+            match ceiling::measure(cfg, rt, &run.stop) {
                 // (Either way only its words go into the run's events.)
                 Some(r) => r.map_err(|e| e.to_string()),
                 None => return Err(run.interrupted()),

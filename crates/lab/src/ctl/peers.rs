@@ -26,6 +26,7 @@ pub(super) fn run_peers(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Res
         let place = Place {
             dir: Some(sub.clone()),
             name: Some(name.clone()),
+            stop: place.stop.clone(),
             ..Default::default()
         };
         match run(&one, &place, obs) {

@@ -21,8 +21,7 @@ pub(super) fn run_rate(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resu
         .titled("Loss-free message processing rate")],
         ..started(&run_id)
     };
-    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
-    let rt = runtime()?;
+    let (mut run, rt) = open_run(&dir, meta, a, place)?;
     say(
         obs,
         format!(

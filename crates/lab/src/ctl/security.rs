@@ -34,8 +34,7 @@ pub(super) fn run_security(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
             "switch_connections": if clustered { "the witness to every member; each case's session to one member" } else { "one controller" }}),
         ..started(&run_id)
     };
-    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
-    let rt = runtime()?;
+    let (mut run, rt) = open_run(&dir, meta, a, place)?;
     say(
         obs,
         format!(

@@ -41,8 +41,7 @@ pub(super) fn run_sessions(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> 
             "the embedded controller shares this process's open-file limit ({limit}): each session costs it two descriptors"
         ));
     }
-    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
-    let rt = runtime()?;
+    let (mut run, rt) = open_run(&dir, meta, a, place)?;
     say(
         obs,
         format!(

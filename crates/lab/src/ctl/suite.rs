@@ -482,6 +482,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             let place = Place {
                 dir: Some(sub.clone()),
                 name: Some(shown.to_string()),
+                stop: place.stop.clone(),
                 ..Default::default()
             };
             let complete = match super::run(&one, &place, obs) {

@@ -164,14 +164,7 @@ impl Sdnlab {
 impl Emulation for Sdnlab {
     fn up(&mut self, switches: usize) -> Result<(), EmuError> {
         let topo = netlab::topo::shape(&format!("linear,{switches}")).map_err(|e| EmuError::Said(e.to_string()))?;
-        let options = netlab::run::UpOptions {
-            kind: netlab::run::SwitchKind::Bridge,
-            controller: None,
-            keep_loops: false,
-            ssl: None,
-            ovsdb: false,
-            part: None,
-        };
+        let options = netlab::run::UpOptions::of(netlab::run::SwitchKind::Bridge);
         self.net = Some(self.rt.block_on(netlab::run::Net::up(topo, options))?);
         Ok(())
     }
@@ -356,7 +349,6 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
             "bench fidelity needs root (network namespaces, Mininet)".into(),
         ));
     }
-    crate::stop::catch_stop_signals();
     let run_id = place.name("bench-fidelity");
     let dir = place.dir(&run_id);
     let mut metrics = vec![
@@ -385,13 +377,10 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
         metrics,
         ..crate::rundir::started(&run_id)
     };
-    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(args.clone()))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(args.clone()), &place.stop)?;
     let trials_path = dir.join("trials.jsonl");
     let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| LabError::Setup(format!("a runtime for netlab: {e}")))?;
+    let rt = crate::rundir::runtime()?;
     let mut sdnlab = Sdnlab { rt, net: None };
     let mut mininet = if args.emulators.iter().any(|e| e == "mininet") {
         Some(Mininet::start(&dir).map_err(LabError::setup)?)
@@ -404,7 +393,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
     'rounds: for round in 0..args.rounds {
         for &n in &args.switches {
             for emu in &args.emulators {
-                if crate::stop::stopping() {
+                if run.stop.stopping() {
                     run.meta.events.push("stopped by a signal before the end".into());
                     obs.event(Event::Line(
                         "stopped by a signal; both emulations are down, the report covers what ran",
@@ -416,7 +405,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
                     _ => &mut sdnlab,
                 };
                 obs.event(Event::Line(&format!("{emu} linear,{n}, round {}", round + 1)));
-                match one(e, args, n) {
+                match one(e, args, n, &run.stop) {
                     Ok(fig) => {
                         let mut values: Vec<(String, f64)> = vec![
                             ("tcp_mbit".into(), fig["tcp"]["mbit"].as_f64().unwrap_or(f64::NAN)),
@@ -475,17 +464,17 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
 }
 
 /// One emulator at one size: up, the measurements, down (also on failure).
-fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize) -> Result<Value, EmuError> {
+fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize, stop: &crate::stop::Stop) -> Result<Value, EmuError> {
     e.up(n)?;
-    let r = measure(e, args);
+    let r = measure(e, args, stop);
     let d = e.down();
     let v = r?;
     d?;
     Ok(v)
 }
 
-fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, EmuError> {
-    crate::stop::check()?;
+fn measure(e: &mut dyn Emulation, args: &FidelityConfig, stop: &crate::stop::Stop) -> Result<Value, EmuError> {
+    stop.check()?;
     let (tcp, host) = watched(|| e.iperf(args.seconds, None))?;
     let tcp = netlab::run::iperf_figures(&tcp, false)?;
     let bits = tcp.received_bps * args.seconds;
@@ -493,7 +482,7 @@ fn measure(e: &mut dyn Emulation, args: &FidelityConfig) -> Result<Value, EmuErr
     let tcp = json!({"mbit": tcp.received_bps / 1e6, "host": host, "bound": bound});
     let mut udp = Vec::new();
     for mbit in &args.udp_mbit {
-        crate::stop::check()?;
+        stop.check()?;
         let rate = format!("{mbit}M");
         let (v, host) = watched(|| e.iperf(args.seconds, Some(&rate)))?;
         let r = netlab::run::iperf_figures(&v, true)?;

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,12 +41,11 @@ pub struct LbConfig {
     #[arg(long = "policy", value_delimiter = ',')]
     pub policies: Vec<String>,
     /// The OpenFlow switch between clients and replicas.
-    #[arg(long, default_value = "sdnlab", value_parser = ["sdnlab", "ovs"])]
-    pub switch: String,
+    #[arg(long, default_value_t = LbConfig::default().switch)]
+    pub switch: LbSwitch,
     /// Loads: homogeneous (every request 100 KB), heterogeneous (video chunks).
-    #[arg(long = "load", value_delimiter = ',', default_values_t = LbConfig::default().loads,
-          value_parser = ["homogeneous", "heterogeneous"])]
-    pub loads: Vec<String>,
+    #[arg(long = "load", value_delimiter = ',', default_values_t = LbConfig::default().loads)]
+    pub loads: Vec<LbLoad>,
     /// Concurrency levels: new connections (requests) per second offered by the client.
     #[arg(long, value_delimiter = ',', default_values_t = LbConfig::default().concurrency)]
     pub concurrency: Vec<u32>,
@@ -57,16 +56,15 @@ pub struct LbConfig {
     #[arg(long, default_value_t = LbConfig::default().seconds)]
     pub seconds: f64,
     /// Clients: open-loop (ours: latency from each request's intended start) and httperf.
-    #[arg(long = "client", value_delimiter = ',', default_values_t = LbConfig::default().clients,
-          value_parser = ["open-loop", "httperf"])]
-    pub clients: Vec<String>,
+    #[arg(long = "client", value_delimiter = ',', default_values_t = LbConfig::default().clients)]
+    pub clients: Vec<LbClient>,
     /// The `load` policy's alpha values (default 0.3,0.5,0.7,1; --quick: 0.7).
     #[arg(long, value_delimiter = ',')]
     pub alpha: Vec<f64>,
     /// Which port counter `load` reads: rx (responses: server work), tx (requests, the
     /// paper's formula), or both (each a variant; default both, --quick rx).
-    #[arg(long, value_parser = ["rx", "tx", "both"])]
-    pub load_counter: Option<String>,
+    #[arg(long)]
+    pub load_counter: Option<LoadCounter>,
     /// PortStats polling period of the statistics-driven policies (the paper: 10 ms).
     #[arg(long, default_value_t = LbConfig::default().stats_period_ms)]
     pub stats_period_ms: f64,
@@ -84,6 +82,46 @@ pub struct LbConfig {
     pub sessions: usize,
 }
 
+crate::check::choice! {
+    /// The OpenFlow switch between the clients and the replicas.
+    pub enum LbSwitch {
+        Sdnlab = "sdnlab",
+        Ovs = "ovs",
+    }
+}
+
+crate::check::choice! {
+    /// What the clients ask for.
+    pub enum LbLoad {
+        /// Every request the same 100 KB file.
+        Homogeneous = "homogeneous",
+        /// Video chunks of many sizes.
+        Heterogeneous = "heterogeneous",
+    }
+}
+
+crate::check::choice! {
+    /// The HTTP client that offers the load.
+    pub enum LbClient {
+        /// Ours: latency from each request's intended start.
+        OpenLoop = "open-loop",
+        /// httperf.
+        Httperf = "httperf",
+    }
+}
+
+crate::check::choice! {
+    /// Which port counter the `load` policy reads.
+    pub enum LoadCounter {
+        /// Responses: the servers' work.
+        Rx = "rx",
+        /// Requests (the paper's formula).
+        Tx = "tx",
+        /// Each as a variant of its own.
+        Both = "both",
+    }
+}
+
 /// The concurrency levels by default (the paper's).
 pub const LEVELS: [u32; 8] = [20, 60, 80, 100, 120, 160, 180, 200];
 
@@ -92,12 +130,12 @@ impl Default for LbConfig {
         LbConfig {
             quick: false,
             policies: Vec::new(),
-            switch: "sdnlab".into(),
-            loads: vec!["homogeneous".into(), "heterogeneous".into()],
+            switch: LbSwitch::Sdnlab,
+            loads: LbLoad::ALL.to_vec(),
             concurrency: LEVELS.to_vec(),
             repetitions: 5,
             seconds: 10.0,
-            clients: vec!["open-loop".into(), "httperf".into()],
+            clients: LbClient::ALL.to_vec(),
             alpha: Vec::new(),
             load_counter: None,
             stats_period_ms: 10.0,
@@ -112,17 +150,8 @@ impl Default for LbConfig {
 impl LbConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), LabError> {
-        use crate::check::one_of;
-        one_of("switch", &self.switch, &["sdnlab", "ovs"])?;
-        for l in &self.loads {
-            one_of("load", l, &["homogeneous", "heterogeneous"])?;
-        }
-        for c in &self.clients {
-            one_of("client", c, &["open-loop", "httperf"])?;
-        }
-        if let Some(c) = &self.load_counter {
-            one_of("load-counter", c, &["rx", "tx", "both"])?;
-        }
+        // (The choices are enums: the parser and the file's reader refuse
+        // a name none of them has.)
         plan(self).map(drop).map_err(LabError::Config)
     }
 }
@@ -148,8 +177,8 @@ struct Variant {
 
 struct Plan {
     variants: Vec<Variant>,
-    loads: Vec<String>,
-    clients: Vec<String>,
+    loads: Vec<LbLoad>,
+    clients: Vec<LbClient>,
     levels: Vec<u32>,
     repetitions: u32,
     seconds: f64,
@@ -195,10 +224,10 @@ fn plan(a: &LbConfig) -> Result<Plan, String> {
             e(range("concurrency", *c, 1, 1_000_000))?;
         }
     }
-    let counters: Vec<&'static str> = match a.load_counter.as_deref() {
-        Some("rx") => vec!["rx"],
-        Some("tx") => vec!["tx"],
-        Some(_) => vec!["rx", "tx"],
+    let counters: Vec<&'static str> = match a.load_counter {
+        Some(LoadCounter::Rx) => vec!["rx"],
+        Some(LoadCounter::Tx) => vec!["tx"],
+        Some(LoadCounter::Both) => vec!["rx", "tx"],
         None if a.quick => vec!["rx"],
         None => vec!["rx", "tx"],
     };
@@ -275,32 +304,10 @@ fn lb_config(v: &Variant, a: &LbConfig, mgmt: &str) -> Result<Config, ::lb::LbEr
     Config::parse(&t)
 }
 
-/// Processes started in the hosts, stopped with SIGTERM when dropped.
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        for c in &mut self.0 {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 /// The testbed, up.
 struct Lab {
     // Dropped in this order: the servers, then the network.
-    _children: Children,
+    _children: nsexec::Children,
     net: netlab::run::Net,
     _rt: tokio::runtime::Runtime,
     slot: Arc<LbSlot>,
@@ -349,20 +356,13 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
     })
     .map_err(|e| LabError::setup(format!("starting the controller: {e}")))?;
     let addr = controller.local_addrs[0];
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(LabError::setup)?;
-    let kind: netlab::run::SwitchKind = a.switch.parse().map_err(LabError::setup)?;
+    let rt = crate::rundir::runtime()?;
+    let kind: netlab::run::SwitchKind = a.switch.name().parse().map_err(LabError::setup)?;
     let net = rt.block_on(netlab::run::Net::up(
         topology(a.replica_mbit, &mgmt),
         netlab::run::UpOptions {
-            kind,
             controller: Some(addr.to_string()),
-            keep_loops: false,
-            ssl: None,
-            ovsdb: false,
-            part: None,
+            ..netlab::run::UpOptions::of(kind)
         },
     ))?;
     // Hosts finish their own checksums: a first segment the controller
@@ -370,16 +370,10 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
     // userspace datapath hands the controller the checksum a veth left
     // unfinished (sdnlab's switch finishes it). The same for every switch.
     for h in &net.state.hosts {
-        let ns = h.netns.clone();
-        std::thread::spawn(move || -> std::io::Result<()> {
-            traffic::run::enter_netns(&ns)?;
-            packetio::live::set_tx_checksum("eth0", false)
-        })
-        .join()
-        .map_err(|_| LabError::setup("setting checksum offload panicked"))?
-        .map_err(|e| LabError::setup(format!("{}: {e}", h.name)))?;
+        nsexec::on_thread(Some(&h.netns), || packetio::live::set_tx_checksum("eth0", false))
+            .map_err(|e| LabError::setup(format!("{}: {e}", h.name)))?;
     }
-    let mut children = Children(Vec::new());
+    let mut children = nsexec::Children::default();
     let chunks = videos.chunk_bytes.clone();
     for r in 0..REPLICAS {
         let name = format!("r{}", r + 1);
@@ -456,8 +450,7 @@ impl Lab {
     fn probe_vip(&self) -> Result<(), String> {
         let ns = self.client_ns();
         let uris = vec!["/index.html".to_string()];
-        let r = std::thread::spawn(move || {
-            traffic::run::enter_netns(&ns)?;
+        let r = nsexec::on_thread(Some(&ns), move || {
             load::Load {
                 timeout: Duration::from_secs(2),
                 max_open: 1,
@@ -465,8 +458,6 @@ impl Lab {
             }
             .run()
         })
-        .join()
-        .map_err(|_| "the probe panicked".to_string())?
         .map_err(|e| e.to_string())?;
         match r.first().and_then(|q| q.error) {
             None if r.first().is_some_and(|q| q.replica.is_some()) => Ok(()),
@@ -489,7 +480,7 @@ impl Lab {
 
 /// One repetition to run.
 struct Point<'a> {
-    client: &'a str,
+    client: LbClient,
     uris: &'a [String],
     /// httperf's URI list for the heterogeneous load.
     wlog: Option<&'a Path>,
@@ -522,11 +513,11 @@ fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Res
     let lb = lab.slot.get();
     let ns = lab.client_ns();
     let rate = level as f64;
-    let client_owned = client.to_string();
+
     let uris_owned = uris.to_vec();
     let wlog_owned = wlog.map(Path::to_path_buf);
     let worker = std::thread::spawn(move || -> Result<ClientRun, ::lb::LbError> {
-        if client_owned == "httperf" {
+        if client == LbClient::Httperf {
             let count = (rate * seconds).round().max(1.0) as u64;
             let target = match &wlog_owned {
                 Some(w) => Err(w.as_path()),
@@ -710,7 +701,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         metrics: metrics(),
         ..crate::rundir::started(&run_id)
     };
-    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Lb(a.clone()))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Lb(a.clone()), &place.stop)?;
     // (In the run directory Run::open made, after it refused one that holds a run.)
     let wlog = dir.join("heterogeneous.wlog");
     let hetero_uris: Vec<String> = videos
@@ -723,7 +714,6 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     let mut csv = std::fs::File::create(&csv_path).map_err(crate::rundir::io_error(&csv_path))?;
     writeln!(csv, "scenario,repetition,intended_us,latency_us,bytes,replica,error")
         .map_err(crate::rundir::io_error(&csv_path))?;
-    crate::stop::catch_stop_signals();
     obs.event(Event::Line(&format!(
         "building the testbed ({} switch, 4 nginx replicas)",
         a.switch
@@ -740,7 +730,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                     let scenario = format!("{} {load} {client} {level}", v.name);
                     let mut acc: BTreeMap<String, Vec<f64>> = BTreeMap::new();
                     for rep in 0..p.repetitions {
-                        if crate::stop::stopping() {
+                        if run.stop.stopping() {
                             break;
                         }
                         // A fresh app per repetition: its metrics are this run's.
@@ -748,13 +738,13 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
                         lb.start_tcp_health();
                         lab.slot.set(lb);
                         std::thread::sleep(Duration::from_millis(300));
-                        let (uris, w) = if load == "homogeneous" {
+                        let (uris, w) = if *load == LbLoad::Homogeneous {
                             (&homo_uris, None)
                         } else {
                             (&hetero_uris, Some(wlog.as_path()))
                         };
                         let pt = Point {
-                            client,
+                            client: *client,
                             uris,
                             wlog: w,
                             level,
@@ -813,7 +803,7 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
         }
     }
     drop(lab);
-    if crate::stop::stopping() {
+    if run.stop.stopping() {
         run.meta.events.push("stopped by a signal before the end".into());
         obs.event(Event::Line(
             "stopped by a signal; the testbed is removed, the report covers what ran",
@@ -970,16 +960,37 @@ mod tests {
                 "--concurrency 0",
             ),
             (LbConfig { seconds: 0.1, ..d() }, "--seconds 0.1"),
-            (
-                LbConfig {
-                    switch: "bridge".into(),
-                    ..d()
-                },
-                "--switch 'bridge'",
-            ),
         ] {
             let e = c.validate().err().unwrap().to_string();
             assert!(e.contains(want), "{c:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_choice_is_read_by_its_name_and_an_unknown_one_refused() {
+        let file = "switch = \"ovs\"\nloads = [\"heterogeneous\"]\nclients = [\"open-loop\"]\nload_counter = \"both\"";
+        let c: LbConfig = toml::from_str(file).unwrap();
+        assert_eq!(
+            (c.switch, c.loads, c.clients, c.load_counter),
+            (
+                LbSwitch::Ovs,
+                vec![LbLoad::Heterogeneous],
+                vec![LbClient::OpenLoop],
+                Some(LoadCounter::Both)
+            )
+        );
+        let e = toml::from_str::<LbConfig>("switch = \"bridge\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown variant `bridge`, expected `sdnlab` or `ovs`"),
+            "{e}"
+        );
+        for l in LbLoad::ALL {
+            assert_eq!(
+                l.to_string(),
+                <LbLoad as clap::ValueEnum>::to_possible_value(l).unwrap().get_name()
+            );
         }
     }
 }

@@ -88,7 +88,7 @@ impl Default for SwitchConfig {
     fn default() -> SwitchConfig {
         SwitchConfig {
             // Every switch but the XDP patch, a reference asked for by name.
-            duts: Dut::ALL.into_iter().filter(|d| *d != Dut::XdpPatch).collect(),
+            duts: Dut::ALL.iter().copied().filter(|d| *d != Dut::XdpPatch).collect(),
             frame: 64,
             seconds: 2.0,
             rules: vec![0, 1_000_000],
@@ -280,7 +280,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         metrics: metrics(),
         ..crate::rundir::started(&run_id)
     };
-    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Switch(cfg.clone()))?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Switch(cfg.clone()), &place.stop)?;
     // Every trial as it ends; the report's samples are one per switch,
     // rule count and round.
     let samples_path = dir.join("trials.jsonl");
@@ -298,6 +298,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             generator: cfg.generator,
             receiver: cfg.receiver,
             mtu: None,
+            stop: place.stop.clone(),
         };
         let (bed, of_addr) =
             open_bed(dut, &dir, links, None, None).map_err(|e| LabError::setup(format!("{dut}: {e}")))?;
@@ -641,7 +642,7 @@ mod tests {
     /// and on the bed.
     #[test]
     fn every_switch_has_one_name() {
-        for d in Dut::ALL {
+        for &d in Dut::ALL {
             let flag = clap::ValueEnum::to_possible_value(&d).unwrap();
             assert_eq!(flag.get_name(), d.name());
             assert_eq!(serde_json::to_value(d).unwrap(), d.name());

@@ -65,14 +65,8 @@ impl Agent {
                                 v13::FlowModCommand::Delete | v13::FlowModCommand::DeleteStrict
                             )
                         {
-                            match self.buffers.take(fm.buffer_id) {
-                                Ok((in_port, data)) => {
-                                    let mut pkt = Packet::new(data, in_port);
-                                    let mut out = Emitted::default();
-                                    self.read().forward(&mut pkt, now, &mut out);
-                                    self.emit(out, fx);
-                                }
-                                Err(code) => fail(fx, code),
+                            if let Err(code) = self.release_buffered(fm.buffer_id, now, fx) {
+                                fail(fx, code);
                             }
                         }
                     }

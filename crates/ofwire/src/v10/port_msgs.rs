@@ -18,6 +18,23 @@ pub struct PhyPort {
 
 impl PhyPort {
     pub const LEN: usize = 48;
+
+    /// Port `port_no` with this address and name, and nothing else set: no
+    /// config or state bits, no features.
+    pub fn new(port_no: u16, hw_addr: MacAddr, name: impl Into<String>) -> PhyPort {
+        PhyPort {
+            port_no,
+            hw_addr,
+            name: name.into(),
+            config: 0,
+            state: 0,
+            curr: 0,
+            advertised: 0,
+            supported: 0,
+            peer: 0,
+        }
+    }
+
     pub(crate) fn decode(r: &mut Reader) -> Result<PhyPort, DecodeError> {
         Ok(PhyPort {
             port_no: r.u16()?,

@@ -356,11 +356,7 @@ impl Body {
                 experimenter,
                 exp_type,
                 data,
-            } => {
-                out.put_u32(*experimenter);
-                out.put_u32(*exp_type);
-                out.put_slice(&data.0);
-            }
+            } => out.put_experimenter(*experimenter, *exp_type, &data.0),
             Body::FeaturesRequest
             | Body::GetConfigRequest
             | Body::BarrierRequest

@@ -16,6 +16,20 @@ pub struct FlowStatsRequest {
     pub match_: Match,
 }
 
+impl FlowStatsRequest {
+    /// Every flow of every table: no port, group, cookie or match to narrow it.
+    pub fn all() -> FlowStatsRequest {
+        FlowStatsRequest {
+            table_id: TABLE_ALL,
+            out_port: port::ANY,
+            out_group: GROUP_ANY,
+            cookie: 0,
+            cookie_mask: 0,
+            match_: Match::default(),
+        }
+    }
+}
+
 /// `ofp_flow_stats` of 1.3.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FlowStats {
@@ -383,11 +397,7 @@ pub(super) fn encode_multipart_request(m: &MultipartRequest, out: &mut Vec<u8>) 
             experimenter,
             exp_type,
             data,
-        } => {
-            out.put_u32(*experimenter);
-            out.put_u32(*exp_type);
-            out.put_slice(&data.0);
-        }
+        } => out.put_experimenter(*experimenter, *exp_type, &data.0),
     }
 }
 
@@ -763,10 +773,6 @@ pub(super) fn encode_multipart_reply_body(body: &MultipartReplyBody, out: &mut V
             experimenter,
             exp_type,
             data,
-        } => {
-            out.put_u32(*experimenter);
-            out.put_u32(*exp_type);
-            out.put_slice(&data.0);
-        }
+        } => out.put_experimenter(*experimenter, *exp_type, &data.0),
     }
 }

@@ -22,6 +22,25 @@ pub struct Port {
 
 impl Port {
     pub const LEN: usize = 64;
+
+    /// Port `port_no` with this address and name, and nothing else set: no
+    /// config or state bits, no features, no speeds.
+    pub fn new(port_no: u32, hw_addr: MacAddr, name: impl Into<String>) -> Port {
+        Port {
+            port_no,
+            hw_addr,
+            name: name.into(),
+            config: 0,
+            state: 0,
+            curr: 0,
+            advertised: 0,
+            supported: 0,
+            peer: 0,
+            curr_speed: 0,
+            max_speed: 0,
+        }
+    }
+
     pub(super) fn decode(r: &mut Reader) -> Result<Port, DecodeError> {
         let port_no = r.u32()?;
         r.pad(4)?;

@@ -256,11 +256,7 @@ pub(super) fn encode_table_features_list(list: &[TableFeatures], out: &mut Vec<u
                     experimenter,
                     exp_type,
                     data,
-                } => {
-                    out.put_u32(*experimenter);
-                    out.put_u32(*exp_type);
-                    out.put_slice(&data.0);
-                }
+                } => out.put_experimenter(*experimenter, *exp_type, &data.0),
             }
             let plen = (out.len() - ps) as u16;
             out.patch_u16(ps + 2, plen);

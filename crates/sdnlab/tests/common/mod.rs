@@ -58,6 +58,13 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Runs sdnlab with `args` to its end: whether it succeeded, and what it
+/// printed (its standard output, then its standard error).
+pub fn sdnlab_says<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> (bool, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_sdnlab")).args(args).output().unwrap();
+    (o.status.success(), format!("{}{}", text(&o.stdout), text(&o.stderr)))
+}
+
 pub fn sh(cmd: &[&str]) -> Output {
     Command::new(cmd[0]).args(&cmd[1..]).output().unwrap()
 }

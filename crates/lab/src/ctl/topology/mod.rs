@@ -8,9 +8,9 @@
 //! stops both. A figure that did not happen within Td is left out of the
 //! trial and said in its note; the run then exits 1.
 
-use super::{finish_run, say, workers, CtlConfig};
-use crate::rundir::{runtime, started, Place, Run};
-use crate::{Experiment, LabError, Observer, Outcome};
+use super::{finish_run, open_run, say, workers, CtlConfig};
+use crate::rundir::{started, Place};
+use crate::{LabError, Observer, Outcome};
 use ctlbench::fabric::{Fabric, Spec};
 use ctlbench::northbound::Northbound;
 use ctlbench::topology_tests as tt;
@@ -298,8 +298,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         metrics,
         ..started(&run_id)
     };
-    let mut run = Run::open(&dir, meta, &Experiment::Ctl(a.clone()))?;
-    let rt = runtime()?;
+    let (mut run, rt) = open_run(&dir, meta, a, place)?;
     let fleet = super::connect_fleet(place, &rt, &mut run.meta, obs, "the fabric's switches")?;
     let mut invalid = 0;
     let mut largest_discovered = None;

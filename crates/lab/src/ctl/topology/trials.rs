@@ -540,7 +540,6 @@ pub(super) fn start_flood(target: SocketAddr, attackers: usize, pps: f64, versio
         .build()
         .map_err(|e| format!("the flood's runtime: {e}"))?;
     let cfg = ctlbench::Config {
-        target,
         switches: attackers.max(1),
         macs: 100,
         mode: ctlbench::Mode::Flood,
@@ -549,18 +548,12 @@ pub(super) fn start_flood(target: SocketAddr, attackers: usize, pps: f64, versio
         loop_ms: 250,
         warmup: 0,
         window: 64,
-        connect_rate: 0.0,
         first_dpid: 0x7e00_0000,
-        ports: 4,
-        malformed_per_mille: 0,
         offered_rate: pps,
-        vlan: None,
-        answers: ctlbench::Answers::Buffer,
-        unanswered_after_ms: 0,
-        // One event loop: the flood must not take the cores of what it floods.
+        // One event loop: the flood must not take the cores of what it
+        // floods. In a cluster, the first member is flooded (no members).
         threads: 1,
-        // In a cluster, the first member is flooded.
-        members: Vec::new(),
+        ..ctlbench::Config::new(target)
     };
     let rates = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = rates.clone();

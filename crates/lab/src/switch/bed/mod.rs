@@ -20,70 +20,47 @@ pub(crate) use cpu::*;
 pub(crate) use duts::*;
 pub(crate) use rules::*;
 pub(crate) use trials::*;
-pub(crate) const DUTS: [&str; 8] = [
-    "sdnlab",
-    "sdnlab-afxdp",
-    "sdnlab-fastpath",
-    "ovs",
-    "ovs-afxdp",
-    "bridge",
-    "xdp-patch",
-    "veth",
-];
-/// A switch `bench switch` and `bench dp` start and measure (or a
-/// reference that is none: the XDP patch, the bare veth pair).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Dut {
-    /// sdnlab's switch, AF_PACKET ports.
-    Sdnlab,
-    /// sdnlab's switch, AF_XDP ports.
-    SdnlabAfxdp,
-    /// sdnlab's switch, AF_XDP ports with the in-kernel fast path.
-    SdnlabFastpath,
-    /// Open vSwitch's userspace datapath, system (AF_PACKET) ports.
-    Ovs,
-    /// Open vSwitch's userspace datapath, AF_XDP ports.
-    OvsAfxdp,
-    /// The Linux bridge.
-    Bridge,
-    /// Not a switch: every frame redirected to the other port by XDP, the
-    /// floor of a hop in the kernel.
-    XdpPatch,
-    /// No hop at all: the two hosts' veths joined.
-    Veth,
+/// Every switch's name, in [`Dut::ALL`]'s order.
+pub(crate) const DUTS: [&str; 8] = {
+    let mut names = [""; 8];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Dut::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+crate::check::choice! {
+    /// A switch `bench switch` and `bench dp` start and measure (or a
+    /// reference that is none: the XDP patch, the bare veth pair).
+    pub enum Dut {
+        /// sdnlab's switch, AF_PACKET ports.
+        Sdnlab = "sdnlab",
+        /// sdnlab's switch, AF_XDP ports.
+        SdnlabAfxdp = "sdnlab-afxdp",
+        /// sdnlab's switch, AF_XDP ports with the in-kernel fast path.
+        SdnlabFastpath = "sdnlab-fastpath",
+        /// Open vSwitch's userspace datapath, system (AF_PACKET) ports.
+        Ovs = "ovs",
+        /// Open vSwitch's userspace datapath, AF_XDP ports.
+        OvsAfxdp = "ovs-afxdp",
+        /// The Linux bridge.
+        Bridge = "bridge",
+        /// Not a switch: every frame redirected to the other port by XDP, the
+        /// floor of a hop in the kernel.
+        XdpPatch = "xdp-patch",
+        /// No hop at all: the two hosts' veths joined.
+        Veth = "veth",
+    }
 }
 
 impl Dut {
-    /// Every one, in `DUTS`'s order.
-    pub const ALL: [Dut; 8] = [
-        Dut::Sdnlab,
-        Dut::SdnlabAfxdp,
-        Dut::SdnlabFastpath,
-        Dut::Ovs,
-        Dut::OvsAfxdp,
-        Dut::Bridge,
-        Dut::XdpPatch,
-        Dut::Veth,
-    ];
-
-    /// Its name, as flags, files, the bed and reports give it.
-    pub fn name(self) -> &'static str {
-        DUTS[Dut::ALL.iter().position(|d| *d == self).expect("every Dut is in ALL")]
-    }
-
     /// Whether it speaks OpenFlow (its table can be filled and timed).
     pub fn openflow(self) -> bool {
         matches!(
             self,
             Dut::Sdnlab | Dut::SdnlabAfxdp | Dut::SdnlabFastpath | Dut::Ovs | Dut::OvsAfxdp
         )
-    }
-}
-
-impl std::fmt::Display for Dut {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -112,6 +89,9 @@ pub enum BedError {
     /// A tool (ovs-vsctl, iperf3, the generator) that failed, in its words.
     #[error("{what}: {detail}")]
     Tool { what: String, detail: String },
+    /// A tool run through `nsexec` that did not start or failed.
+    #[error(transparent)]
+    Exec(#[from] nsexec::ToolError),
     /// What the bed cannot do as asked (an argument, a switch, a port).
     #[error("{0}")]
     Refused(String),
@@ -149,24 +129,12 @@ impl BedError {
     }
 }
 
-/// The trial's stop check, as a bed's error.
-pub(crate) fn check_stop() -> Result<(), BedError> {
-    Ok(crate::stop::check()?)
-}
-
 /// A tool's output (versions of the systems under test).
 pub(crate) fn sh(args: &[&str]) -> Result<String, BedError> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(BedError::io(args[0]))?;
-    if !out.status.success() {
-        return Err(BedError::Tool {
-            what: args.join(" "),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(nsexec::run_tool(
+        Command::new(args[0]).args(&args[1..]),
+        &args.join(" "),
+    )?)
 }
 
 /// The project's one OpenFlow client, as the benches use it.
@@ -183,11 +151,13 @@ where
 /// How test frames travel on a bed: how they are sent, how the receiving
 /// host takes them, and every link's MTU (None: the default, 1500; a
 /// bench that sends jumbo frames asks for 9000).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Links {
     pub(crate) generator: GenMethod,
     pub(crate) receiver: RecvMethod,
     pub(crate) mtu: Option<u32>,
+    /// The run's stop token: a trial on the bed checks it first.
+    pub(crate) stop: crate::stop::Stop,
 }
 
 /// The two hosts and the switches between them: one, or several in a
@@ -215,6 +185,9 @@ pub(crate) struct Bed {
     /// An external switch whose ports are on workers' machines: no host
     /// of this machine; each trial runs there.
     pub(crate) remote: Option<Remote>,
+    /// The run's stop token: a trial checks it first (stopped, the run
+    /// ends at its next trial, with the testbed removed).
+    pub(crate) stop: crate::stop::Stop,
 }
 
 /// The two ends of an external switch that lie on workers' machines (a
@@ -274,6 +247,7 @@ impl Bed {
             generator: self.generator,
             receiver: self.receiver,
             mtu: self.mtu,
+            stop: self.stop.clone(),
         }
     }
 
@@ -326,10 +300,8 @@ impl Bed {
             generator,
             receiver,
             mtu,
+            stop,
         } = links;
-        // From here on a SIGINT or SIGTERM ends the run at its next trial,
-        // with the testbed removed.
-        crate::stop::catch_stop_signals();
         let tag = format!("sbsw{:04x}{suffix}", std::process::id() & 0xffff);
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let hops = if dut == "veth" || external.is_some() {
@@ -356,6 +328,7 @@ impl Bed {
             dir: dir.to_path_buf(),
             external: None,
             remote: None,
+            stop,
         };
         bed.teardown();
         // On record until torn down: if this process is killed outright,
@@ -445,15 +418,7 @@ impl Bed {
     }
 
     pub(crate) fn teardown(&mut self) {
-        for c in self.children.iter() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        for mut c in self.children.drain(..) {
-            let _ = c.wait();
-        }
+        nsexec::stop(self.children.drain(..), nsexec::GRACE);
         drop(self.ovs.take());
         self.patches.clear();
         let mut gone: Vec<String> = Vec::new();
@@ -506,7 +471,6 @@ impl Bed {
     /// each (`ext.ifaces`), the workers those of inventory `inv`: the
     /// fleet connected (every clock measured) and both ports checked there.
     fn remote(dir: &Path, links: Links, ext: &External, inv: &Path) -> Result<Bed, BedError> {
-        crate::stop::catch_stop_signals();
         let inventory = fleet::inventory::Inventory::load(inv)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -566,6 +530,7 @@ impl Bed {
                 rcv,
                 seen,
             }),
+            stop: links.stop,
         })
     }
 }
@@ -573,13 +538,5 @@ impl Bed {
 /// Turns GRO on at interface `ifname` of namespace `ns` (None: this one),
 /// so that the veth takes frames redirected to it by XDP.
 fn enable_gro(ns: Option<String>, ifname: String) -> Result<(), BedError> {
-    std::thread::spawn(move || -> std::io::Result<()> {
-        if let Some(ns) = &ns {
-            traffic::run::enter_netns(ns)?;
-        }
-        packetio::live::enable_gro(&ifname)
-    })
-    .join()
-    .map_err(|_| BedError::Refused("the GRO thread panicked".into()))?
-    .map_err(BedError::io("enabling GRO"))
+    nsexec::on_thread(ns.as_deref(), move || packetio::live::enable_gro(&ifname)).map_err(BedError::io("enabling GRO"))
 }

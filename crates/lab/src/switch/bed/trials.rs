@@ -79,7 +79,7 @@ pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) ->
 /// Sends `spec`'s frames and counts what arrives at the receiving host,
 /// after the traffic has stopped and drained.
 pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, BedError> {
-    check_stop()?;
+    bed.stop.check()?;
     if let Some(rm) = &bed.remote {
         let (g, r, uncertainty) = rm.rt.block_on(rm.fleet.tester_trial(
             rm.gen.0,
@@ -133,7 +133,7 @@ impl Trial {
 /// iperf3 from the generating host to the receiving one for `seconds`:
 /// TCP, or UDP at `udp_mbit`; its JSON report.
 pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<serde_json::Value, BedError> {
-    check_stop()?;
+    bed.stop.check()?;
     // Both ends on the measuring side's core, as the generator and the
     // receiver are: on the switch's core they would fight a polling
     // switch for it and their own losses would count as the switch's.
@@ -143,7 +143,7 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
         .unwrap_or_default();
     // Pinned through taskset when there is a core to pin to.
     let run_in = |ns: &str, argv: &[String]| -> Result<Command, BedError> {
-        let mut c = netlab::kernel::command_in_netns(ns, &argv[0])?;
+        let mut c = nsexec::command(ns, &argv[0])?;
         c.args(&argv[1..]);
         Ok(c)
     };
