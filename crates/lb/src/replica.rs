@@ -72,7 +72,9 @@ pub fn chunk_name(i: usize) -> String {
 
 /// An nginx started by `start_in`; dropping it stops it (SIGTERM, so the
 /// master takes its workers with it; SIGKILL after nsexec's grace).
-pub struct Server(#[allow(dead_code)] nsexec::Children);
+pub struct Server {
+    _nginx: nsexec::Children,
+}
 
 /// Starts nginx serving the homogeneous load's file (and `index.html`) on
 /// `port` in network namespace `netns`, its files under
@@ -109,5 +111,7 @@ pub fn start_in(netns: &str, run_dir: &Path, name: &str, port: u16) -> Result<Se
             last_line: log.lines().last().unwrap_or("(nothing in its error log)").to_string(),
         });
     }
-    Ok(Server(nsexec::Children(vec![child])))
+    Ok(Server {
+        _nginx: nsexec::Children(vec![child]),
+    })
 }

@@ -15,8 +15,11 @@ fn leftovers(id: &str) -> Vec<String> {
     left
 }
 
+/// Whether `to` answers one of three pings from `from` (0.2 s apart, each
+/// waited for 1 s): the first may leave before the new links carry frames
+/// (CI, 2026-11-30: a single ping straight after `up` went unanswered).
 fn ping(net: &Net, from: &str, to: &str) -> bool {
-    net.command(from, &["ping", "-c", "1", "-W", "1", to])
+    net.command(from, &["ping", "-c", "3", "-i", "0.2", "-W", "1", to])
         .unwrap()
         .output()
         .unwrap()
