@@ -63,9 +63,7 @@ pub struct CtlConfig {
     /// (forwarding table capacity: destinations sent to, or paths requested, until the flow count stops growing),
     /// failover (an active/standby sdnlab pair with OpenFlow 1.3 roles, or a cluster with --cluster N;
     /// the active one, or the master, is killed).
-    #[arg(long, default_value = "cbench", value_parser = ["cbench", "security", "sessions", "rate", "dos",
-        "discovery", "discovery-size", "reactive-paths", "proactive-paths", "change-detection",
-        "reprovisioning", "table-capacity", "table-capacity-proactive", "failover"])]
+    #[arg(long, default_value = "cbench", value_parser = clap::builder::PossibleValuesParser::new(all_tests()))]
     pub test: String,
     /// Run a whole methodology: rfc8456 (every test the target supports, one report).
     #[arg(long, value_parser = ["rfc8456"])]

@@ -7,6 +7,9 @@
 //! Every request's record is on disk (`requests.csv`) before the run is
 //! summarised; the figures go through the report engine.
 
+mod choices;
+pub use choices::*;
+
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use ::lb::app::LbSlot;
@@ -80,46 +83,6 @@ pub struct LbConfig {
     /// Distinct video sessions in the heterogeneous load.
     #[arg(long, default_value_t = LbConfig::default().sessions)]
     pub sessions: usize,
-}
-
-crate::check::choice! {
-    /// The OpenFlow switch between the clients and the replicas.
-    pub enum LbSwitch {
-        Sdnlab = "sdnlab",
-        Ovs = "ovs",
-    }
-}
-
-crate::check::choice! {
-    /// What the clients ask for.
-    pub enum LbLoad {
-        /// Every request the same 100 KB file.
-        Homogeneous = "homogeneous",
-        /// Video chunks of many sizes.
-        Heterogeneous = "heterogeneous",
-    }
-}
-
-crate::check::choice! {
-    /// The HTTP client that offers the load.
-    pub enum LbClient {
-        /// Ours: latency from each request's intended start.
-        OpenLoop = "open-loop",
-        /// httperf.
-        Httperf = "httperf",
-    }
-}
-
-crate::check::choice! {
-    /// Which port counter the `load` policy reads.
-    pub enum LoadCounter {
-        /// Responses: the servers' work.
-        Rx = "rx",
-        /// Requests (the paper's formula).
-        Tx = "tx",
-        /// Each as a variant of its own.
-        Both = "both",
-    }
 }
 
 /// The concurrency levels by default (the paper's).
@@ -357,7 +320,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
     .map_err(|e| LabError::setup(format!("starting the controller: {e}")))?;
     let addr = controller.local_addrs[0];
     let rt = crate::rundir::runtime()?;
-    let kind: netlab::run::SwitchKind = a.switch.name().parse().map_err(LabError::setup)?;
+    let kind = a.switch.kind();
     let net = rt.block_on(netlab::run::Net::up(
         topology(a.replica_mbit, &mgmt),
         netlab::run::UpOptions {
@@ -513,7 +476,6 @@ fn run_point(lab: &mut Lab, pt: &Point, requests_csv: &mut std::fs::File) -> Res
     let lb = lab.slot.get();
     let ns = lab.client_ns();
     let rate = level as f64;
-
     let uris_owned = uris.to_vec();
     let wlog_owned = wlog.map(Path::to_path_buf);
     let worker = std::thread::spawn(move || -> Result<ClientRun, ::lb::LbError> {
