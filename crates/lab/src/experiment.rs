@@ -112,13 +112,14 @@ impl Experiment {
                 let path = e.path().to_string();
                 let key = path.split('.').next().unwrap_or_default().to_string();
                 let inner = e.into_inner().to_string();
-                let message = unknown_with_hint(inner.lines().next().unwrap_or_default());
+                let (message, of_value) = unknown_with_hint(inner.lines().next().unwrap_or_default(), &path);
                 let line = text
                     .lines()
                     .position(|l| l.trim_start().starts_with(&key) && !key.is_empty())
                     .map(|i| i + 1);
                 match line {
-                    Some(_) if message.starts_with("unknown key") => ParseError::Value {
+                    // The key is in the message (as `check::one_of` words it).
+                    Some(_) if of_value || message.starts_with("unknown key") => ParseError::Value {
                         line,
                         path: None,
                         message,
@@ -235,35 +236,46 @@ impl Experiment {
     }
 }
 
-/// The 1-based line of byte `at` in `text`.
-/// serde's "unknown field `x`, expected one of `a`, `b`, ..." (or
-/// "unknown variant"), as the likely meaning ("unknown key `x`: did you
-/// mean `b`?") or, with none close enough, the list.
-fn unknown_with_hint(message: &str) -> String {
+/// serde's "unknown field `x`, expected one of `a`, `b`, ..." as the
+/// likely meaning ("unknown key `x`: did you mean `b`?") or, with none
+/// close enough, the list; its "unknown variant" of the value at `path`
+/// as a choice's own check words it (`mode = 'x': did you mean 'y'?
+/// choose one of y, z`), and whether it was one.
+fn unknown_with_hint(message: &str, path: &str) -> (String, bool) {
     let (what, rest) = if let Some(r) = message.strip_prefix("unknown field `") {
         ("key", r)
     } else if let Some(r) = message.strip_prefix("unknown variant `") {
         ("value", r)
     } else {
-        return message.to_string();
+        return (message.to_string(), false);
     };
     let Some((word, rest)) = rest.split_once('`') else {
-        return message.to_string();
+        return (message.to_string(), false);
     };
     let choices: Vec<&str> = rest
         .split_once("expected one of ")
         .or_else(|| rest.split_once("expected "))
         .map(|(_, list)| {
+            // "`a`, `b`, `c`", or of two "`a` or `b`".
             list.split(", ")
+                .flat_map(|c| c.split(" or "))
                 .map(|c| c.trim_matches(|ch| ch == '`' || ch == ' '))
                 .collect()
         })
         .unwrap_or_default();
-    let plural = if what == "key" { "keys" } else { "values" };
-    match crate::check::closest(word, choices.iter().copied()) {
-        Some(m) => format!("unknown {what} `{word}`: did you mean `{m}`?"),
-        None => format!("unknown {what} `{word}` (the {plural}: {})", choices.join(", ")),
+    let closest = crate::check::closest(word, choices.iter().copied());
+    if what == "value" {
+        let hint = closest.map(|m| format!("did you mean '{m}'? ")).unwrap_or_default();
+        return (
+            format!("{path} = '{word}': {hint}choose one of {}", choices.join(", ")),
+            true,
+        );
     }
+    let message = match closest {
+        Some(m) => format!("unknown key `{word}`: did you mean `{m}`?"),
+        None => format!("unknown key `{word}` (the keys: {})", choices.join(", ")),
+    };
+    (message, false)
 }
 
 /// Whether `k` is a key of the experiment's file: in `text`, or in `all`
@@ -337,6 +349,7 @@ fn as_file_keys(message: &str, text: &str, all: &str) -> String {
     }
 }
 
+/// The 1-based line of byte `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())].matches('\n').count() + 1
 }

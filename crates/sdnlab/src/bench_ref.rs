@@ -35,11 +35,11 @@ pub struct GenerateArgs {
     #[arg(long, default_value_t = 1000)]
     pub macs: u32,
     /// throughput or latency (one PACKET_IN outstanding per switch).
-    #[arg(long, default_value = "throughput")]
-    pub mode: String,
-    /// 1.0 or 1.3.
-    #[arg(long, default_value = "1.0")]
-    pub ofp: String,
+    #[arg(long, default_value_t = lab::ctl::CbenchMode::Throughput)]
+    pub mode: lab::ctl::CbenchMode,
+    /// The OpenFlow version the switches speak.
+    #[arg(long, default_value_t = lab::ctl::Ofp::V10)]
+    pub ofp: lab::ctl::Ofp,
     /// PACKET_INs outstanding per switch in throughput mode.
     #[arg(long, default_value_t = 256)]
     pub window: u32,
@@ -87,16 +87,8 @@ fn respond(a: RespondArgs) -> ExitCode {
 }
 
 fn generate(a: GenerateArgs) -> ExitCode {
-    let version = match a.ofp.as_str() {
-        "1.0" => 0x01,
-        "1.3" => 0x04,
-        o => return fail(format!("--ofp {o}: must be 1.0 or 1.3")),
-    };
-    let latency = match a.mode.as_str() {
-        "throughput" => false,
-        "latency" => true,
-        m => return fail(format!("--mode {m}: must be throughput or latency")),
-    };
+    let version = a.ofp.version();
+    let latency = a.mode == lab::ctl::CbenchMode::Latency;
     for (name, v, lo, hi) in [
         ("switches", a.switches, 1, 100_000),
         ("macs", a.macs, 1, 65_536),

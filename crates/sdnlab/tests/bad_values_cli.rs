@@ -148,9 +148,23 @@ fn bench_dp_refuses_values_out_of_range() {
         (vec!["--trial-seconds", "NaN"], "--trial-seconds NaN"),
         (vec!["--scenario-rate", "-5"], "--scenario-rate -5"),
         (vec!["--resolution", "0"], "--resolution 0"),
+        (
+            vec!["--tests", "throughput,lantency"],
+            "invalid value 'lantency' for '--tests <TESTS>'",
+        ),
     ] {
         refused(&[&["bench", "dp", "--dut", "veth"], a.as_slice()].concat(), says);
     }
+    // A switch it does not know: the parser says which it does, external
+    // among them.
+    refused(
+        &["bench", "dp", "--dut", "veth,nonesuch"],
+        "invalid value 'nonesuch' for '--dut <DUTS>'",
+    );
+    refused(
+        &["bench", "dp", "--dut", "nonesuch"],
+        "bridge, xdp-patch, veth, external",
+    );
 }
 
 #[test]
@@ -205,8 +219,14 @@ fn the_reference_pair_refuses_values_out_of_range() {
         (vec!["--macs", "70000"], "--macs 70000: must be 1 to 65536"),
         (vec!["--loop-ms", "1"], "--loop-ms 1: must be 10 to 3600000"),
         (vec!["--threads", "0"], "--threads 0: must be 1 to 64"),
-        (vec!["--ofp", "1.1"], "--ofp 1.1: must be 1.0 or 1.3"),
-        (vec!["--mode", "fast"], "--mode fast: must be throughput or latency"),
+        (
+            vec!["--ofp", "1.1"],
+            "invalid value '1.1' for '--ofp <OFP>'; did you mean '1.3'? (one of: 1.0, 1.3)",
+        ),
+        (
+            vec!["--mode", "fast"],
+            "invalid value 'fast' for '--mode <MODE>' (one of: throughput, latency)",
+        ),
     ] {
         refused_exactly(&[gen.as_slice(), a.as_slice()].concat(), says);
     }

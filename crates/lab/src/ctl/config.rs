@@ -43,6 +43,44 @@ pub fn all_tests() -> Vec<&'static str> {
     TESTS.iter().chain(super::topology::TESTS.iter()).copied().collect()
 }
 
+crate::check::choice! {
+    /// The OpenFlow version the emulated switches speak.
+    pub enum Ofp {
+        V10 = "1.0",
+        V13 = "1.3",
+    }
+}
+
+impl Ofp {
+    /// Its version byte on the wire.
+    pub fn version(self) -> u8 {
+        match self {
+            Ofp::V10 => ofwire::OFP10_VERSION,
+            Ofp::V13 => ofwire::OFP13_VERSION,
+        }
+    }
+}
+
+crate::check::choice! {
+    /// How the emulated switches offer PACKET_INs (cbench's modes).
+    pub enum CbenchMode {
+        /// A window of PACKET_INs outstanding per switch: answers per second.
+        Throughput = "throughput",
+        /// One at a time per switch: every round trip timed.
+        Latency = "latency",
+    }
+}
+
+impl CbenchMode {
+    /// The load driver's mode.
+    pub fn driver(self) -> ctlbench::Mode {
+        match self {
+            CbenchMode::Throughput => ctlbench::Mode::Throughput,
+            CbenchMode::Latency => ctlbench::Mode::Latency,
+        }
+    }
+}
+
 /// The controller benchmark. The defaults are cbench's throughput mode
 /// against sdnlab's own controller: 16 switches, 1,000 MACs each, 5 loops
 /// of 1 s, 10 trials (RFC 8456's minimum).
@@ -87,12 +125,12 @@ pub struct CtlConfig {
     /// App of the embedded controller (l2-learning, hub, null, ...).
     #[arg(long, default_value = "l2-learning")]
     pub app: String,
-    /// OpenFlow version the emulated switches speak: "1.0" or "1.3".
-    #[arg(long, default_value = "1.0", value_parser = ["1.0", "1.3"])]
-    pub ofp: String,
-    /// cbench mode: "throughput" (a window of PACKET_INs outstanding) or "latency" (one at a time).
-    #[arg(long, default_value = "throughput", value_parser = ["throughput", "latency"])]
-    pub mode: String,
+    /// OpenFlow version the emulated switches speak.
+    #[arg(long, default_value_t = CtlConfig::default().ofp)]
+    pub ofp: Ofp,
+    /// cbench mode.
+    #[arg(long, default_value_t = CtlConfig::default().mode)]
+    pub mode: CbenchMode,
     /// Emulated switches.
     #[arg(long, default_value_t = CtlConfig::default().switches)]
     pub switches: usize,
@@ -242,8 +280,8 @@ impl Default for CtlConfig {
             target_members: Vec::new(),
             peers: Vec::new(),
             app: "l2-learning".into(),
-            ofp: "1.0".into(),
-            mode: "throughput".into(),
+            ofp: Ofp::V10,
+            mode: CbenchMode::Throughput,
             switches: 16,
             macs: 1000,
             loops: 5,
@@ -328,7 +366,7 @@ impl CtlConfig {
         }
         if let Some(m) = &self.match_by {
             one_of("match-by", m, &["buffer", "new-source"])?;
-            if m == "new-source" && self.ofp != "1.3" {
+            if m == "new-source" && self.ofp != Ofp::V13 {
                 return Err(LabError::Config(
                     "--match-by new-source: the answers are OpenFlow 1.3 FLOW_MODs; add --ofp 1.3".into(),
                 ));
@@ -339,7 +377,7 @@ impl CtlConfig {
         }
         for p in self.peers.iter().chain(self.peer.iter()) {
             if self.suite.is_none() {
-                if let Some(why) = super::faucet_unsupported(p, &self.test, &self.ofp) {
+                if let Some(why) = super::faucet_unsupported(p, &self.test, self.ofp) {
                     return Err(LabError::Config(format!("--peer {p} --test {}: {why}", self.test)));
                 }
             }
@@ -349,8 +387,6 @@ impl CtlConfig {
                 "--target and --peer: choose one (a target is a controller sdnlab does not start)".into(),
             ));
         }
-        one_of("ofp", &self.ofp, &["1.0", "1.3"])?;
-        one_of("mode", &self.mode, &["throughput", "latency"])?;
         range("switches", self.switches, 1, 100_000)?;
         range("macs", self.macs, 2, 65_535)?;
         range("loops", self.loops, 1, 1_000_000)?;
@@ -554,11 +590,7 @@ impl CtlConfig {
 
     /// The OpenFlow version byte of `ofp`.
     pub fn version(&self) -> u8 {
-        if self.ofp == "1.0" {
-            ofwire::OFP10_VERSION
-        } else {
-            ofwire::OFP13_VERSION
-        }
+        self.ofp.version()
     }
 
     /// The cluster sizes `sweep` names (`cluster=0,1,3,5`; 0 is
@@ -622,6 +654,14 @@ mod tests {
             ("experiment = \"ctrl\"\n", "ctrl"),
             ("switches = 4\n", "experiment"),
             ("experiment = \"ctl\"\nswitches = \"four\"\n", "line 2"),
+            (
+                "experiment = \"ctl\"\nmode = \"fast\"\n",
+                "line 2: mode = 'fast': choose one of throughput, latency",
+            ),
+            (
+                "experiment = \"ctl\"\nofp = \"1.4\"\n",
+                "line 2: ofp = '1.4': did you mean '1.3'? choose one of 1.0, 1.3",
+            ),
         ] {
             let e = Experiment::parse(text).unwrap_err().to_string();
             assert!(e.contains(says), "{text:?}: {e}");
@@ -684,7 +724,6 @@ mod tests {
             ),
             (|c| c.sweep = Some("colour=1".into()), "cannot sweep 'colour'"),
             (|c| c.test = "speed".into(), "--test 'speed'"),
-            (|c| c.mode = "fast".into(), "--mode 'fast'"),
             (|c| c.fabrics = vec!["ring,3".into()], "--fabric 'ring,3'"),
             (|c| c.quick = true, "--quick"),
             (

@@ -14,7 +14,7 @@ mod config;
 pub mod suite;
 pub mod topology;
 
-pub use config::{all_tests, CtlConfig, TESTS};
+pub use config::{all_tests, CbenchMode, CtlConfig, Ofp, TESTS};
 
 use crate::rundir::{io_error, runtime, started, Place, Run};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
@@ -47,11 +47,11 @@ const DOS_ATTACKER_DPIDS: u64 = 1_000_000;
 const UNANSWERED_AFTER_MS: u64 = 10_000;
 
 /// Why Faucet cannot take `test` in OpenFlow `ofp`, if it is the peer.
-pub(crate) fn faucet_unsupported(peer: &str, test: &str, ofp: &str) -> Option<String> {
+pub(crate) fn faucet_unsupported(peer: &str, test: &str, ofp: Ofp) -> Option<String> {
     if peer != "faucet" {
         return None;
     }
-    if ofp != "1.3" {
+    if ofp != Ofp::V13 {
         return Some("Faucet speaks OpenFlow 1.3 only: add --ofp 1.3".into());
     }
     if !["cbench", "rate", "dos", "security", "sessions"].contains(&test) {
@@ -73,11 +73,7 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
         target,
         switches: a.switches,
         macs: a.macs,
-        mode: if a.mode == "latency" {
-            ctlbench::Mode::Latency
-        } else {
-            ctlbench::Mode::Throughput
-        },
+        mode: a.mode.driver(),
         version: a.version(),
         loops: a.loops,
         loop_ms: a.loop_ms,

@@ -13,7 +13,7 @@
 //! `--trials`) and grows the fabrics to hundreds of switches; `--quick`
 //! uses small fabrics and `--trials` capped at 3, for a smoke run.
 
-use super::{say, CtlConfig};
+use super::{say, CbenchMode, CtlConfig};
 use crate::rundir::{write_experiment, Place};
 use crate::{Experiment, LabError, Observer, Outcome};
 use report::suite::{Index, NotRun, Section, SectionRun};
@@ -27,7 +27,7 @@ struct Step {
     name: &'static str,
     variant: String,
     test: &'static str,
-    mode: &'static str,
+    mode: CbenchMode,
     malformed_percent: f64,
     /// PACKET_INs per second of the DoS flood during the test (0: none).
     flood_pps: f64,
@@ -36,85 +36,103 @@ struct Step {
 
 /// RFC 8456's tests (section 5) as sdnlab runs them: (number, name, sdnlab
 /// --test, cbench mode, topology needed).
-const TESTS: [(&str, &str, &str, &str, bool); 15] = [
+const TESTS: [(&str, &str, &str, CbenchMode, bool); 15] = [
     (
         "5.1.1",
         "Network Topology Discovery Time",
         "discovery",
-        "throughput",
+        CbenchMode::Throughput,
         true,
     ),
     (
         "5.1.2",
         "Asynchronous Message Processing Time",
         "cbench",
-        "latency",
+        CbenchMode::Latency,
         false,
     ),
     (
         "5.1.3",
         "Asynchronous Message Processing Rate",
         "rate",
-        "throughput",
+        CbenchMode::Throughput,
         false,
     ),
     (
         "5.1.3",
         "Asynchronous Message Processing Rate",
         "cbench",
-        "throughput",
+        CbenchMode::Throughput,
         false,
     ),
     (
         "5.1.4, 5.1.6",
         "Reactive Path Provisioning Time and Rate",
         "reactive-paths",
-        "throughput",
+        CbenchMode::Throughput,
         true,
     ),
     (
         "5.1.5, 5.1.7",
         "Proactive Path Provisioning Time and Rate",
         "proactive-paths",
-        "throughput",
+        CbenchMode::Throughput,
         true,
     ),
     (
         "5.1.8",
         "Network Topology Change Detection Time",
         "change-detection",
-        "throughput",
+        CbenchMode::Throughput,
         true,
     ),
-    ("5.2.1", "Control Session Capacity", "sessions", "throughput", false),
-    ("5.2.2", "Network Discovery Size", "discovery-size", "throughput", true),
+    (
+        "5.2.1",
+        "Control Session Capacity",
+        "sessions",
+        CbenchMode::Throughput,
+        false,
+    ),
+    (
+        "5.2.2",
+        "Network Discovery Size",
+        "discovery-size",
+        CbenchMode::Throughput,
+        true,
+    ),
     (
         "5.2.3",
         "Forwarding Table Capacity",
         "table-capacity",
-        "throughput",
+        CbenchMode::Throughput,
         true,
     ),
     (
         "5.2.3",
         "Forwarding Table Capacity",
         "table-capacity-proactive",
-        "throughput",
+        CbenchMode::Throughput,
         true,
     ),
-    ("5.3.1", "Exception Handling", "security", "throughput", false),
-    ("5.3.2", "Denial of Service Handling", "dos", "latency", false),
-    ("5.4.1", "Controller Failover Time", "failover", "throughput", true),
+    ("5.3.1", "Exception Handling", "security", CbenchMode::Throughput, false),
+    ("5.3.2", "Denial of Service Handling", "dos", CbenchMode::Latency, false),
+    (
+        "5.4.1",
+        "Controller Failover Time",
+        "failover",
+        CbenchMode::Throughput,
+        true,
+    ),
     (
         "5.4.2",
         "Network Re-Provisioning Time",
         "reprovisioning",
-        "throughput",
+        CbenchMode::Throughput,
         true,
     ),
 ];
 
-fn step(rfc: &str, test: &'static str, mode: &'static str, malformed_percent: f64, topology: bool) -> Step {
+fn step(rfc: &str, test: &'static str, mode: CbenchMode, malformed_percent: f64, topology: bool) -> Step {
     let (number, name) = TESTS
         .iter()
         .find(|t| t.2 == test && t.3 == mode)
@@ -134,9 +152,9 @@ fn step(rfc: &str, test: &'static str, mode: &'static str, malformed_percent: f6
 }
 
 /// The procedure of `test` in one sentence, as the report states it.
-fn procedure(test: &str, mode: &str) -> &'static str {
+fn procedure(test: &str, mode: CbenchMode) -> &'static str {
     match (test, mode) {
-        ("cbench", "latency") => "Each emulated switch sends one PACKET_IN at a time and waits for the controller's answer; every round trip from request to matched response is timed.",
+        ("cbench", CbenchMode::Latency) => "Each emulated switch sends one PACKET_IN at a time and waits for the controller's answer; every round trip from request to matched response is timed.",
         ("cbench", _) => "Each emulated switch keeps a window of PACKET_INs outstanding for the whole loop; the controller's answers per second are counted (cbench's throughput mode), each matched to its request.",
         ("rate", _) => "The emulated switches offer PACKET_INs at a rate, then at the rate the controller answered, until two rounds agree: the highest rate answered without loss.",
         ("sessions", _) => "OpenFlow sessions are opened one after another and all kept alive with echoes until the controller refuses, stalls, resets or drops one.",
@@ -174,32 +192,33 @@ const SUITE_FLOOD_PPS: f64 = 20_000.0;
 /// applied to the topology tests whose figures come from the controller's
 /// processing: 1 % and 2 % malformed messages, and a PACKET_IN flood.
 fn steps(flood_pps: f64) -> Vec<Step> {
+    use CbenchMode::{Latency, Throughput};
     let variant = |mut s: Step, v: &str| {
         s.variant = v.to_string();
         s
     };
     let mut v = vec![
-        step("Asynchronous Message Processing Time", "cbench", "latency", 0.0, false),
+        step("Asynchronous Message Processing Time", "cbench", Latency, 0.0, false),
         variant(
-            step("Asynchronous Message Processing Rate", "rate", "throughput", 0.0, false),
+            step("Asynchronous Message Processing Rate", "rate", Throughput, 0.0, false),
             "loss-free rate search",
         ),
         variant(
             step(
                 "Asynchronous Message Processing Rate (cbench throughput)",
                 "cbench",
-                "throughput",
+                Throughput,
                 0.0,
                 false,
             ),
             "cbench throughput mode",
         ),
-        step("Control Session Capacity", "sessions", "throughput", 0.0, false),
+        step("Control Session Capacity", "sessions", Throughput, 0.0, false),
         variant(
             step(
                 "Exception Handling (malformed messages, case by case)",
                 "security",
-                "throughput",
+                Throughput,
                 0.0,
                 false,
             ),
@@ -210,7 +229,7 @@ fn steps(flood_pps: f64) -> Vec<Step> {
         let mut s = step(
             &format!("Exception Handling ({pct} % malformed in the load)"),
             "cbench",
-            "throughput",
+            Throughput,
             pct,
             false,
         );
@@ -220,27 +239,27 @@ fn steps(flood_pps: f64) -> Vec<Step> {
         v.push(s);
     }
     v.extend([
-        step("Denial of Service Handling", "dos", "latency", 0.0, false),
-        step("Network Topology Discovery Time", "discovery", "throughput", 0.0, true),
-        step("Network Discovery Size", "discovery-size", "throughput", 0.0, true),
+        step("Denial of Service Handling", "dos", Latency, 0.0, false),
+        step("Network Topology Discovery Time", "discovery", Throughput, 0.0, true),
+        step("Network Discovery Size", "discovery-size", Throughput, 0.0, true),
         step(
             "Reactive Path Provisioning Time and Rate",
             "reactive-paths",
-            "throughput",
+            Throughput,
             0.0,
             true,
         ),
         step(
             "Proactive Path Provisioning Time and Rate",
             "proactive-paths",
-            "throughput",
+            Throughput,
             0.0,
             true,
         ),
         step(
             "Network Topology Change Detection Time",
             "change-detection",
-            "throughput",
+            Throughput,
             0.0,
             true,
         ),
@@ -248,7 +267,7 @@ fn steps(flood_pps: f64) -> Vec<Step> {
             step(
                 "Forwarding Table Capacity (reactive)",
                 "table-capacity",
-                "throughput",
+                Throughput,
                 0.0,
                 true,
             ),
@@ -258,20 +277,14 @@ fn steps(flood_pps: f64) -> Vec<Step> {
             step(
                 "Forwarding Table Capacity (proactive)",
                 "table-capacity-proactive",
-                "throughput",
+                Throughput,
                 0.0,
                 true,
             ),
             "proactive",
         ),
-        step(
-            "Network Re-Provisioning Time",
-            "reprovisioning",
-            "throughput",
-            0.0,
-            true,
-        ),
-        step("Controller Failover Time", "failover", "throughput", 0.0, true),
+        step("Network Re-Provisioning Time", "reprovisioning", Throughput, 0.0, true),
+        step("Controller Failover Time", "failover", Throughput, 0.0, true),
     ]);
     for (name, test) in [
         ("Network Topology Discovery Time", "discovery"),
@@ -283,7 +296,7 @@ fn steps(flood_pps: f64) -> Vec<Step> {
             let mut s = step(
                 &format!("Exception Handling: {name}, {pct} % malformed"),
                 test,
-                "throughput",
+                Throughput,
                 pct,
                 true,
             );
@@ -295,7 +308,7 @@ fn steps(flood_pps: f64) -> Vec<Step> {
         let mut dos = step(
             &format!("Denial of Service Handling: {name} under a {flood_pps} PACKET_IN/s flood"),
             test,
-            "throughput",
+            Throughput,
             0.0,
             true,
         );
@@ -329,7 +342,7 @@ fn unsupported(step: &Step, target: &str, a: &CtlConfig) -> Option<String> {
     if step.test == "failover" && target != "sdnlab" {
         return Some("needs an active/standby pair sdnlab can start and kill (sdnlab only)".into());
     }
-    if let Some(why) = super::faucet_unsupported(target, step.test, &a.ofp) {
+    if let Some(why) = super::faucet_unsupported(target, step.test, a.ofp) {
         return Some(why);
     }
     if step.topology {
@@ -355,7 +368,7 @@ fn config_for(step: &Step, target: &str, a: &CtlConfig) -> CtlConfig {
     one.cluster = if cluster { a.cluster } else { 0 };
     one.peer = (target != "sdnlab-embedded" && target != "target" && !cluster).then(|| target.to_string());
     one.test = step.test.to_string();
-    one.mode = step.mode.to_string();
+    one.mode = step.mode;
     one.malformed_percent = step.malformed_percent;
     one.flood_pps = step.flood_pps;
     one.trials = if a.quick {

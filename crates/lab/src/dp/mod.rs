@@ -31,20 +31,20 @@
 //! the figures go through the report engine (`samples.jsonl`,
 //! `summary.csv`, `report.html`).
 
-mod runner;
+mod plan;
 mod scenarios;
 
 use crate::method::rfc2544;
 use crate::rundir::Place;
+use crate::switch::bed::runner::{AtFrame, Ports, Runner, TrialBed, TrialLog};
 use crate::switch::bed::{
     iperf, iperf_udp, load, open_bed, open_chain, run_trial, Bed, BedError, CpuSampler, OfClient, Trial,
 };
 use crate::{Event, Experiment, LabError, Observer, Outcome};
+use plan::Plan;
 use report::{Meta, Metric, Target};
-use runner::{lost, Plan, Ports, Runner};
 use serde_json::json;
 use stats::Better;
-use std::io::Write;
 use std::time::Duration;
 use traffic::run::GenSpec;
 
@@ -134,38 +134,21 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
     };
     let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Dp(args.clone()), &place.stop)?;
     let trials_path = dir.join("trials.jsonl");
-    let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
-    let wants = |t: &str| args.tests.iter().any(|x| x == t);
+    let mut log = TrialLog::create(&trials_path)?;
+    let wants = |t: DpTest| args.tests.contains(&t);
     let mut tables = Tables::new();
-    for dut in &args.duts {
+    for dut in args.duts.iter().map(|d| d.name()) {
         let (bed, of_addr, ports) = open_dut(args, dut, &dir, links.clone(), place, &mut run, obs)?;
-        let mut runner = Runner {
-            bed: &bed,
-            dut,
-            of_addr,
-            trials: &mut trials,
-            run: &mut run,
-            ports,
-            problems: Vec::new(),
-            obs,
-            trials_run: 0,
-            host_bound: Vec::new(),
-            last_bound: None,
-            clock_loose: Vec::new(),
-        };
-        if RFC_TESTS.iter().any(|t| wants(t)) {
+        let mut runner = Runner::new(&bed, dut, of_addr, &mut log, &mut run, obs);
+        runner.ports = ports;
+        if RFC_TESTS.into_iter().any(wants) {
             for &frame in &p.frames {
                 let row = frame_row(&mut runner, frame, &p, &wants)?;
                 tables.rfc.push_str(&row);
             }
         }
         other_tests(&mut runner, &p, &dir, &wants, &mut tables);
-        runner.run.meta.events.append(&mut runner.problems);
-        let summaries = [runner.clock_loose_summary(), runner.host_bound_summary()];
-        for line in summaries.into_iter().flatten() {
-            obs.event(Event::Line(&line));
-            runner.run.meta.events.push(line);
-        }
+        runner.close();
         drop(bed);
     }
     let summary = tables.render(&wants);
@@ -186,7 +169,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
 /// switch whose ports each name their worker; without, local interfaces.
 fn check_place(args: &DpConfig, place: &Place) -> Result<(), LabError> {
     if place.workers.is_some() {
-        if args.duts.iter().any(|d| d != "external") {
+        if args.duts.iter().any(|d| *d != DpDut::External) {
             return Err(LabError::Config(
                 "bench dp --workers tests an external switch whose ports are on the workers' machines: give --dut external --external-ports WORKER:IF,WORKER:IF (the switches sdnlab starts run on this machine: leave --workers out)".into(),
             ));
@@ -222,15 +205,15 @@ fn meta(args: &DpConfig, p: &Plan, run_id: String) -> Meta {
             .duts
             .iter()
             .map(|d| Target {
-                name: d.clone(),
-                version: match (d.as_str(), args.external_openflow) {
-                    ("external", Some(a)) => OfClient::connect(a)
+                name: d.name().to_string(),
+                version: match (d, args.external_openflow) {
+                    (DpDut::External, Some(a)) => OfClient::connect(a)
                         .and_then(|mut c| c.describe())
                         .unwrap_or_else(|e| format!("(OpenFlow description unavailable: {e})")),
-                    _ => crate::switch::bed::dut_version(d),
+                    _ => crate::switch::bed::dut_version(d.name()),
                 },
-                address: match d.as_str() {
-                    "external" => format!(
+                address: match d {
+                    DpDut::External => format!(
                         "{} via {}",
                         args.external_openflow.map(|a| a.to_string()).unwrap_or_default(),
                         args.external_ports.join(", ")
@@ -290,14 +273,14 @@ impl Tables {
     }
 
     /// The summary: the tables of the tests that were asked for.
-    fn render(self, wants: &dyn Fn(&str) -> bool) -> String {
+    fn render(self, wants: &dyn Fn(DpTest) -> bool) -> String {
         let only = |asked: bool, table: String| if asked { table } else { String::new() };
         format!(
             "{}\n{}\n{}\n{}\n{}",
-            only(RFC_TESTS.iter().any(|t| wants(t)), self.rfc),
-            only(IPERF_TESTS.iter().any(|t| wants(t)), self.iperf),
-            only(wants("paths"), self.paths),
-            only(wants("parallel"), self.parallel),
+            only(RFC_TESTS.into_iter().any(wants), self.rfc),
+            only(IPERF_TESTS.into_iter().any(wants), self.iperf),
+            only(wants(DpTest::Paths), self.paths),
+            only(wants(DpTest::Parallel), self.parallel),
             self.scenarios.render()
         )
     }
@@ -325,7 +308,7 @@ fn open_dut(
             inp: e.of_ports.0,
             out: e.of_ports.1,
         },
-        None => Ports { inp: 1, out: 2 },
+        None => Ports::default(),
     };
     let (bed, of_addr) = open_bed(dut, dir, links, external.as_ref(), place.workers.as_deref()).map_err(on_dut(dut))?;
     if let Some(rm) = &bed.remote {
@@ -383,25 +366,33 @@ fn on_dut<E: std::fmt::Display>(dut: &str) -> impl Fn(E) -> LabError + '_ {
 }
 
 /// One frame size's RFC 2544 tests on one switch: its row of the table.
-fn frame_row(r: &mut Runner, frame: usize, p: &Plan, wants: &dyn Fn(&str) -> bool) -> Result<String, LabError> {
+fn frame_row<B: TrialBed>(
+    r: &mut Runner<'_, B>,
+    frame: usize,
+    p: &Plan,
+    wants: &dyn Fn(DpTest) -> bool,
+) -> Result<String, LabError> {
     let dut = r.dut;
     let condition = format!("{frame}B");
-    let tput = if ["throughput", "latency", "b2b", "recovery"].iter().any(|t| wants(t)) {
+    let tput = if [DpTest::Throughput, DpTest::Latency, DpTest::B2b, DpTest::Recovery]
+        .into_iter()
+        .any(wants)
+    {
         throughput_figure(r, frame, p, &condition)
     } else {
         None
     };
-    let lat = match (wants("latency"), tput) {
+    let lat = match (wants(DpTest::Latency), tput) {
         (true, Some(rate)) => latency_figures(r, frame, p, rate, &condition)?,
         _ => Vec::new(),
     };
-    let max_rate = if wants("loss") || wants("b2b") || wants("recovery") {
+    let max_rate = if wants(DpTest::Loss) || wants(DpTest::B2b) || wants(DpTest::Recovery) {
         let t = r.run("loss_max", frame, None, p.search_s).map_err(on_dut(dut))?;
         Some(t.offered_pps)
     } else {
         None
     };
-    let losses: Vec<f64> = match (wants("loss"), max_rate) {
+    let losses: Vec<f64> = match (wants(DpTest::Loss), max_rate) {
         (true, Some(max)) => rfc2544::frame_loss_rate(&mut AtFrame { r: &mut *r, frame }, max, p.trial_s)
             .map_err(on_dut(dut))?
             .iter()
@@ -409,7 +400,7 @@ fn frame_row(r: &mut Runner, frame: usize, p: &Plan, wants: &dyn Fn(&str) -> boo
             .collect(),
         _ => Vec::new(),
     };
-    let b2b_cell = match (wants("b2b"), max_rate) {
+    let b2b_cell = match (wants(DpTest::B2b), max_rate) {
         (true, Some(max)) => match back_to_back(r, frame, p, max).map_err(on_dut(dut))? {
             b if b.unbounded => format!("≥ {:.0} (no loss at the longest burst)", b.frames),
             b => {
@@ -422,7 +413,7 @@ fn frame_row(r: &mut Runner, frame: usize, p: &Plan, wants: &dyn Fn(&str) -> boo
         },
         _ => "-".to_string(),
     };
-    let recovery_cell = match (wants("recovery"), tput, max_rate) {
+    let recovery_cell = match (wants(DpTest::Recovery), tput, max_rate) {
         (true, Some(t), Some(max)) => recovery_figures(r, frame, p, t, max, &condition)?,
         _ => "-".to_string(),
     };
@@ -431,7 +422,7 @@ fn frame_row(r: &mut Runner, frame: usize, p: &Plan, wants: &dyn Fn(&str) -> boo
 
 /// The throughput search at one frame size, recorded as a figure; a
 /// failed search is told and leaves the tests that need its rate out.
-fn throughput_figure(r: &mut Runner, frame: usize, p: &Plan, condition: &str) -> Option<f64> {
+fn throughput_figure<B: TrialBed>(r: &mut Runner<'_, B>, frame: usize, p: &Plan, condition: &str) -> Option<f64> {
     let dut = r.dut;
     match throughput(r, frame, p) {
         Ok(t) => {
@@ -460,7 +451,13 @@ fn throughput_figure(r: &mut Runner, frame: usize, p: &Plan, condition: &str) ->
 }
 
 /// The latency trials at the throughput rate, each recorded as a figure.
-fn latency_figures(r: &mut Runner, frame: usize, p: &Plan, rate: f64, condition: &str) -> Result<Vec<Trial>, LabError> {
+fn latency_figures<B: TrialBed>(
+    r: &mut Runner<'_, B>,
+    frame: usize,
+    p: &Plan,
+    rate: f64,
+    condition: &str,
+) -> Result<Vec<Trial>, LabError> {
     let mut lat = Vec::new();
     for i in 0..p.repetitions {
         let t = r
@@ -485,8 +482,8 @@ fn latency_figures(r: &mut Runner, frame: usize, p: &Plan, rate: f64, condition:
 
 /// The system recovery trials, each recorded as a figure: the table's
 /// cell (their mean, and whether the overload lost anything).
-fn recovery_figures(
-    r: &mut Runner,
+fn recovery_figures<B: TrialBed>(
+    r: &mut Runner<'_, B>,
     frame: usize,
     p: &Plan,
     tput: f64,
@@ -558,21 +555,21 @@ fn rfc_row(
 /// The tests after the RFC 2544 ones: iperf3, paths, parallel bridges
 /// and the OpenFlow scenarios. A failed one is told and goes to the
 /// events; the others go on.
-fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(&str) -> bool, tables: &mut Tables) {
+fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(DpTest) -> bool, tables: &mut Tables) {
     let dut = r.dut;
     let obs = r.obs;
-    if (wants("tcp") || wants("udp")) && r.bed.remote.is_some() {
+    if (wants(DpTest::Tcp) || wants(DpTest::Udp)) && r.bed.remote.is_some() {
         let line = format!(
             "{dut}: tcp, udp left out: iperf3 needs addresses on the ports, and with --workers they stay as their machines have them"
         );
         obs.event(Event::Line(&line));
         r.run.meta.events.push(line);
-    } else if wants("tcp") || wants("udp") {
-        let row = iperf_tests(r, p, wants("tcp"), wants("udp"));
+    } else if wants(DpTest::Tcp) || wants(DpTest::Udp) {
+        let row = iperf_tests(r, p, wants(DpTest::Tcp), wants(DpTest::Udp));
         add_row(&mut tables.iperf, &mut r.run.meta.events, obs, dut, row);
     }
     let own_switch = !["veth", "external"].contains(&dut);
-    if wants("paths") && own_switch {
+    if wants(DpTest::Paths) && own_switch {
         let row = paths(r, p, dir);
         add_row(
             &mut tables.paths,
@@ -582,12 +579,12 @@ fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(&
             row,
         );
     }
-    if wants("parallel") && own_switch {
+    if wants(DpTest::Parallel) && own_switch {
         let row = parallel(r, p, dir);
         let what = format!("{dut}: parallel");
         add_row(&mut tables.parallel, &mut r.run.meta.events, obs, &what, row);
     }
-    let wanted: Vec<&str> = scenarios::SCENARIOS.iter().copied().filter(|s| wants(s)).collect();
+    let wanted: Vec<DpTest> = scenarios::SCENARIOS.into_iter().filter(|s| wants(*s)).collect();
     if !wanted.is_empty() {
         if let Err(e) = scenarios::run_all(r, p, &wanted, &mut tables.scenarios) {
             r.run.meta.events.push(format!("{dut}: {e}"));
@@ -600,6 +597,51 @@ fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(&
 mod tests {
     use super::*;
 
+    /// RFC 2544's tests at one frame size on a switch in memory that
+    /// forwards 400 k frames/s and buffers 1,000 frames, its generator at
+    /// 1 M: each cell of the row is what that switch implies.
+    #[test]
+    fn a_frame_sizes_row_is_what_the_switch_in_memory_implies() {
+        use crate::switch::bed::runner::fake::{records, scratch_run, FakeSwitch};
+        let (dir, mut run, mut log) = scratch_run();
+        let sw = FakeSwitch::new(400_000.0, 1_000_000.0);
+        let args = DpConfig {
+            quick: true,
+            ..DpConfig::default()
+        };
+        let p = plan(&args).unwrap();
+        let wants = |t: DpTest| [DpTest::Throughput, DpTest::Latency, DpTest::Loss, DpTest::B2b].contains(&t);
+        let mut r = Runner::new(&sw, "fake", None, &mut log, &mut run, &crate::observe::Quiet);
+        let row = frame_row(&mut r, 64, &p, &wants).unwrap();
+        drop(r);
+        let cells: Vec<&str> = row.trim().trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells[..2], ["fake", "64"], "{row}");
+        // Throughput: the switch's rate, within the search's resolution
+        // (its buffer lets a 0.5 s trial carry 2,000 frames/s more).
+        let tput: f64 = cells[2].parse().unwrap();
+        assert!((400_000.0 * (1.0 - p.resolution)..=402_000.0).contains(&tput), "{row}");
+        assert_eq!(cells[3], format!("{:.1}", tput * 64.0 * 8.0 / 1e6), "Mbit/s");
+        // Latency at that rate: the model's mean / median / 99.9th.
+        let lat = 10.0 * (1.0 + 4.0 * tput.min(400_000.0) / 400_000.0);
+        assert_eq!(cells[4], format!("{lat:.1} / {lat:.0} / {:.0}", 3.0 * lat), "{row}");
+        // Frame loss at the generator's full rate: 0.5 s offers 500,000
+        // frames, 201,000 cross.
+        assert!(cells[6].starts_with("59.80 / "), "{row}");
+        // Back-to-back: 60 % of a burst queues, so the longest that fits
+        // 1,000 frames is 1,668; RFC 9004's corrected buffer time is the
+        // buffer's 1,000 frames at the generator's 1 M/s: 1 ms.
+        let (frames, times) = cells[7].split_once("; ").unwrap();
+        let frames: f64 = frames.split(' ').next().unwrap().parse().unwrap();
+        assert!((1640.0..=1668.0).contains(&frames), "{row}");
+        let corrected: f64 = times.split(" / ").nth(1).unwrap().parse().unwrap();
+        assert!((corrected - 1.0).abs() < 0.03, "{row}");
+        assert_eq!(cells[8], "-", "recovery not asked");
+        // Every trial on record, the throughput's confirmed one among them.
+        let recs = records(dir.path());
+        assert!(recs.iter().any(|v| v["test"] == "throughput_confirm" && v["lost"] == 0));
+        assert!(recs.iter().any(|v| v["test"] == "b2b"));
+    }
+
     #[test]
     fn the_ports_must_be_where_the_switch_is() {
         let spread = Place {
@@ -607,7 +649,7 @@ mod tests {
             ..Place::default()
         };
         let ours = DpConfig {
-            duts: vec!["sdnlab".into()],
+            duts: vec![DpDut::Started(crate::switch::Dut::Sdnlab)],
             ..DpConfig::default()
         };
         let e = check_place(&ours, &spread).expect_err("our switches run here");
@@ -616,7 +658,7 @@ mod tests {
             "{e}"
         );
         let external = DpConfig {
-            duts: vec!["external".into()],
+            duts: vec![DpDut::External],
             external_ports: vec!["w1:eth1".into(), "eth2".into()],
             ..DpConfig::default()
         };
@@ -642,17 +684,46 @@ mod tests {
         assert_eq!(none, "| ovs | 1518 | - | - | - | - | - | - | - |\n");
     }
 
+    /// A switch and a test are read by their names, from a file as on the
+    /// command line, and an unknown one is refused with the names known.
+    #[test]
+    fn switches_and_tests_are_read_by_their_names_and_an_unknown_one_refused() {
+        let c: DpConfig =
+            toml::from_str("duts = [\"ovs-afxdp\", \"external\"]\ntests = [\"b2b\", \"insertion\"]").unwrap();
+        assert_eq!(
+            (c.duts, c.tests),
+            (
+                vec![DpDut::Started(crate::switch::Dut::OvsAfxdp), DpDut::External],
+                vec![DpTest::B2b, DpTest::Insertion]
+            )
+        );
+        let e = toml::from_str::<DpConfig>("duts = [\"hub\"]").unwrap_err().to_string();
+        assert!(e.contains("unknown variant `hub`, expected one of `sdnlab`"), "{e}");
+        assert!(e.contains("`veth`, `external`"), "{e}");
+        let e = toml::from_str::<DpConfig>("tests = [\"speed\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `speed`"), "{e}");
+        for d in DpDut::ALL {
+            let flag = clap::ValueEnum::to_possible_value(&d).unwrap();
+            assert_eq!(flag.get_name(), d.name());
+            assert_eq!(serde_json::to_value(d).unwrap(), d.name());
+            let back: DpDut = serde_json::from_value(serde_json::to_value(d).unwrap()).unwrap();
+            assert_eq!(back, d);
+        }
+        assert_eq!(DpDut::NAMES.len(), DpDut::ALL.len());
+    }
+
     #[test]
     fn the_summary_holds_the_tables_of_the_tests_asked_for() {
-        let tests = ["throughput".to_string(), "paths".to_string()];
-        let wants = |t: &str| tests.iter().any(|x| x == t);
+        let tests = [DpTest::Throughput, DpTest::Paths];
+        let wants = |t: DpTest| tests.contains(&t);
         let s = Tables::new().render(&wants);
         assert!(s.contains("| switch | frame (B) | throughput"), "{s}");
         assert!(s.contains("long path"), "{s}");
         assert!(!s.contains("iperf3 TCP (Gbit/s) | iperf3 UDP"), "{s}");
         assert!(!s.contains("| bridges |"), "{s}");
-        let only_iperf = ["tcp".to_string()];
-        let s = Tables::new().render(&|t: &str| only_iperf.iter().any(|x| x == t));
+        let s = Tables::new().render(&|t: DpTest| t == DpTest::Tcp);
         assert!(!s.contains("frame (B)") && s.contains("iperf3 UDP"), "{s}");
     }
 }

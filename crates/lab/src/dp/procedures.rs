@@ -5,38 +5,13 @@
 
 use super::*;
 
-/// The runner at one frame size, as the RFC 2544 methods see a device
-/// (`lab::method::rfc2544`): trials and bursts on this bed.
-pub(super) struct AtFrame<'r, 'a> {
-    pub(super) r: &'r mut Runner<'a>,
-    pub(super) frame: usize,
-}
-
-impl rfc2544::Device for AtFrame<'_, '_> {
-    type Trial = Trial;
-    type Error = BedError;
-    fn trial(&mut self, test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, BedError> {
-        self.r.run(test, self.frame, rate, seconds)
-    }
-    fn burst(&mut self, n: u64) -> Result<(bool, f64), BedError> {
-        let spec = GenSpec {
-            burst: Some(n),
-            ..load(self.r.bed, self.frame, None, 1.0)
-        };
-        let t = self.r.run_spec("b2b", self.frame, &spec)?;
-        let span_s = (t.rx.last_sent_ns.saturating_sub(t.rx.first_sent_ns)) as f64 / 1e9;
-        let rate = if span_s > 0.0 {
-            (t.received.max(2) - 1) as f64 / span_s
-        } else {
-            0.0
-        };
-        Ok((t.sent == n && !lost(&t), rate))
-    }
-}
-
 /// RFC 2544 26.1 with a confirmation at full duration (RFC 9004's loss
 /// verification): the rate and its confirming trial.
-pub(super) fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<rfc2544::Throughput<Trial>, BedError> {
+pub(super) fn throughput<B: TrialBed>(
+    r: &mut Runner<'_, B>,
+    frame: usize,
+    p: &Plan,
+) -> Result<rfc2544::Throughput<Trial>, BedError> {
     let search = rfc2544::Search {
         resolution: p.resolution,
         search_s: p.search_s,
@@ -51,8 +26,8 @@ pub(super) fn throughput(r: &mut Runner, frame: usize, p: &Plan) -> Result<rfc25
 /// The longest loss-free burst, by binary search between 1 frame and
 /// `b2b_s` seconds at the generator's full rate; `b2b_repetitions`
 /// searches, each recorded as a figure.
-pub(super) fn back_to_back(
-    r: &mut Runner,
+pub(super) fn back_to_back<B: TrialBed>(
+    r: &mut Runner<'_, B>,
     frame: usize,
     p: &Plan,
     max_rate: f64,
@@ -82,8 +57,8 @@ pub(super) fn back_to_back(
 /// generator's), then 50 % of that; the time from the reduction to the
 /// last frame lost (0 if none was lost after it). Seconds, and whether
 /// the overload lost anything at all.
-pub(super) fn recovery(
-    r: &mut Runner,
+pub(super) fn recovery<B: TrialBed>(
+    r: &mut Runner<'_, B>,
     frame: usize,
     p: &Plan,
     tput: f64,
@@ -92,7 +67,7 @@ pub(super) fn recovery(
     let over = (tput * 1.1).min(max_rate);
     let spec = GenSpec {
         then: Some((Duration::from_secs_f64(p.recovery_s), over * 0.5)),
-        ..load(r.bed, frame, Some(over), p.overload_s)
+        ..r.bed.load(frame, Some(over), p.overload_s)
     };
     let t = r.run_spec("recovery", frame, &spec)?;
     let Some((change_ns, change_seq)) = t.gen.second_phase else {
@@ -119,14 +94,7 @@ pub(super) fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Res
     if tcp {
         let mut rates = Vec::new();
         for i in 0..p.scenario_repetitions.min(5) {
-            let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
-            let gbps = iperf(r.bed, p.iperf_s)?;
-            let cpu = cpu.map(CpuSampler::finish);
-            let _ = writeln!(
-                r.trials,
-                "{}",
-                json!({"dut": r.dut, "test": "tcp", "seconds": p.iperf_s, "gbit_s": gbps, "cpu": cpu})
-            );
+            let gbps = r.tcp(p.iperf_s)?;
             r.figure("tcp".into(), i as u32, &[("tcp_gbit_s", gbps)], Vec::new());
             rates.push(gbps);
         }
@@ -138,16 +106,11 @@ pub(super) fn iperf_tests(r: &mut Runner, p: &Plan, tcp: bool, udp: bool) -> Res
             let cpu = r.bed.cores.map(|(_, sw)| CpuSampler::start(sw));
             let (got, lost, jitter) = iperf_udp(r.bed, p.iperf_s, mbit)?;
             let cpu = cpu.map(CpuSampler::finish);
-            let _ = writeln!(
-                r.trials,
-                "{}",
-                json!({"dut": r.dut, "test": "udp", "seconds": p.iperf_s, "offered_mbit_s": mbit,
-                    "received_mbit_s": got, "lost_percent": lost, "jitter_ms": jitter, "cpu": cpu})
-            );
+            r.record(json!({"test": "udp", "seconds": p.iperf_s, "offered_mbit_s": mbit,
+                "received_mbit_s": got, "lost_percent": lost, "jitter_ms": jitter, "cpu": cpu}))?;
             steps.push(format!("{mbit:.0}→{got:.0} ({lost:.1} %)"));
         }
     }
-    let _ = r.trials.flush();
     Ok(format!(
         "| {} | {tcp_cell} | {} |\n",
         r.dut,
@@ -208,20 +171,8 @@ pub(super) fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<S
     let (chain, addrs) = open_chain(r.dut, &chain_dir, r.bed.links(), "c", p.long_path, r.bed.ovs.as_ref())?;
     std::thread::sleep(Duration::from_millis(300));
     let long = {
-        let mut cr = Runner {
-            bed: &chain,
-            dut: r.dut,
-            of_addr: addrs.first().copied(),
-            trials: &mut *r.trials,
-            run: &mut *r.run,
-            ports: r.ports,
-            problems: Vec::new(),
-            obs: r.obs,
-            trials_run: 0,
-            host_bound: Vec::new(),
-            last_bound: None,
-            clock_loose: Vec::new(),
-        };
+        let mut cr = Runner::new(&chain, r.dut, addrs.first().copied(), &mut *r.log, &mut *r.run, r.obs);
+        cr.ports = r.ports;
         let figures = path_figures(&mut cr, p, &format!("{} switches", p.long_path));
         // What went wrong on the chain goes to the run's events too.
         let mut problems = std::mem::take(&mut cr.problems);
@@ -245,8 +196,8 @@ pub(super) fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<S
         zl(&long),
         one.max,
         long.max,
-        runner::bound_cell(&one.bound),
-        runner::bound_cell(&long.bound),
+        bound_cell(&one.bound),
+        bound_cell(&long.bound),
         one.lat,
         long.lat,
         one.gbps,
@@ -309,14 +260,10 @@ pub(super) fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Resul
     let per: Vec<String> = all.iter().map(|t| format!("{:.0}", t.rx_pps)).collect();
     let lat: Vec<String> = loaded.iter().map(|t| format!("{:.1}", t.latency_us_mean)).collect();
     let lost: u64 = loaded.iter().map(|t| t.sent.saturating_sub(t.received)).sum();
-    let _ = writeln!(
-        r.trials,
-        "{}",
-        json!({"dut": r.dut, "test": "parallel", "bridges": bridges, "alone_rx_pps": alone.rx_pps,
+    r.record(json!({"test": "parallel", "bridges": bridges, "alone_rx_pps": alone.rx_pps,
             "all_rx_pps": all.iter().map(|t| t.rx_pps).collect::<Vec<_>>(), "all_offered_pps": all.iter().map(|t| t.offered_pps).collect::<Vec<_>>(),
             "loaded_rate_pps": p.scenario_rate, "loaded_latency_us_mean": loaded.iter().map(|t| t.latency_us_mean).collect::<Vec<_>>(),
-            "loaded_lost": lost, "cpu": cpu, "host_bound": host.host_bound, "host": host, "bound": bound})
-    );
+            "loaded_lost": lost, "cpu": cpu, "host_bound": host.host_bound, "host": host, "bound": bound}))?;
     r.figure(
         format!("parallel {bridges} bridges"),
         0,
@@ -328,7 +275,15 @@ pub(super) fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Resul
         r.dut,
         alone.rx_pps,
         per.join(" + "),
-        runner::bound_cell(&bound),
+        bound_cell(&bound),
         lat.join(" / ")
     ))
+}
+
+/// A bound as a table cell: frames/s and its bottleneck.
+pub(crate) fn bound_cell(b: &Option<crate::host::Bound>) -> String {
+    match b {
+        Some(b) => format!("{:.0} ({})", b.bound, b.bottleneck),
+        None => "-".into(),
+    }
 }

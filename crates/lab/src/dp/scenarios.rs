@@ -17,7 +17,9 @@
 //!   FLOW_MOD to the first frame it forwards, against when the BARRIER
 //!   reply came (a reply before the rule forwards is a switch that lies).
 
-use super::runner::{Plan, Ports, Runner};
+use super::plan::Plan;
+use super::DpTest;
+use crate::switch::bed::runner::{Ports, Runner};
 use crate::switch::bed::{delete_all, filler_rules, forward_rules, load, BedError, OfClient, Trial, GEN_MAC, SINK_MAC};
 use ctlbench::method::TableGrowth;
 use ofwire::oxm::{Match, Oxm};
@@ -29,7 +31,14 @@ use std::time::Duration;
 use traffic::frame::Template;
 use traffic::run::{now_ns, GenSpec, SeqProbe};
 
-pub(crate) const SCENARIOS: [&str; 6] = ["match", "table", "rewrite", "legacy", "capacity", "insertion"];
+pub(crate) const SCENARIOS: [DpTest; 6] = [
+    DpTest::Match,
+    DpTest::Table,
+    DpTest::Rewrite,
+    DpTest::Legacy,
+    DpTest::Capacity,
+    DpTest::Insertion,
+];
 
 /// A frame rewritten to this MAC still belongs to nobody on the receiving host.
 const OTHER_MAC: [u8; 6] = [2, 0x66, 0, 0, 0, 0x98];
@@ -272,11 +281,11 @@ fn match_fields(variant: &str, pp: Ports) -> Vec<Oxm> {
 
 /// Runs the `wanted` scenarios on the runner's switch, then puts its
 /// forwarding rules back.
-pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[&str], tables: &mut Tables) -> Result<(), BedError> {
+pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[DpTest], tables: &mut Tables) -> Result<(), BedError> {
     let dut = r.dut.to_string();
     let Some(addr) = r.of_addr else {
         // No OpenFlow: the Linux bridge is the legacy mode the others are compared with.
-        if r.dut == "bridge" && wanted.contains(&"legacy") {
+        if r.dut == "bridge" && wanted.contains(&DpTest::Legacy) {
             let ts = latency_trials(r, p, "legacy", "bridge")?;
             let max = r.run("legacy_max", p.scenario_frame, None, p.scenario_s)?;
             tables.row(&dut, "legacy", "Linux bridge", latency_cell(&ts), forwarded_check(&ts));
@@ -301,13 +310,13 @@ fn mean_latency(ts: &[Trial]) -> f64 {
 fn scenarios(
     r: &mut Runner,
     p: &Plan,
-    wanted: &[&str],
+    wanted: &[DpTest],
     tables: &mut Tables,
     addr: std::net::SocketAddr,
 ) -> Result<(), BedError> {
     let dut = r.dut.to_string();
     let pp = r.ports;
-    if wanted.contains(&"match") {
+    if wanted.contains(&DpTest::Match) {
         for variant in ["in_port", "macs", "ips", "udp", "exact"] {
             let (_, errors) = replace_rules(addr, &[rule(match_fields(variant, pp), vec![pp.output()])])?;
             if errors > 0 {
@@ -318,7 +327,7 @@ fn scenarios(
             tables.row(&dut, "match", variant, latency_cell(&ts), forwarded_check(&ts));
         }
     }
-    if wanted.contains(&"table") {
+    if wanted.contains(&DpTest::Table) {
         for (variant, fill) in [("1 rule", 0), ("full", p.table_rules)] {
             let mut rules = vec![rule(vec![pp.in_port()], vec![pp.output()])];
             rules.extend(filler_rules(fill, 0, pp.out));
@@ -333,7 +342,7 @@ fn scenarios(
             tables.row(&dut, "table", &variant, latency_cell(&ts), check);
         }
     }
-    if wanted.contains(&"rewrite") {
+    if wanted.contains(&DpTest::Rewrite) {
         for variant in ["none", "mac", "ipv4", "vlan-pcp", "dscp", "udp-port"] {
             let (_, errors) = replace_rules(addr, &[rule(rewrite_match(variant, pp), rewrite_actions(variant, pp))])?;
             if errors > 0 {
@@ -354,7 +363,7 @@ fn scenarios(
             tables.row(&dut, "rewrite", variant, latency_cell(&ts), check);
         }
     }
-    if wanted.contains(&"legacy") {
+    if wanted.contains(&DpTest::Legacy) {
         replace_rules(addr, &[rule(vec![pp.in_port()], vec![pp.output()])])?;
         let of = latency_trials(r, p, "legacy", "openflow")?;
         let of_max = r.run("legacy_max", p.scenario_frame, None, p.scenario_s)?.rx_pps;
@@ -389,10 +398,10 @@ fn scenarios(
             .legacy
             .push((dut.clone(), mean_latency(&of), of_max, legacy.0, legacy.1, legacy.2));
     }
-    if wanted.contains(&"capacity") {
+    if wanted.contains(&DpTest::Capacity) {
         capacity(r, p, tables, addr)?;
     }
-    if wanted.contains(&"insertion") {
+    if wanted.contains(&DpTest::Insertion) {
         insertion(r, p, tables, addr)?;
     }
     Ok(())

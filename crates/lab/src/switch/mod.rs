@@ -19,13 +19,13 @@ pub mod bed;
 use crate::check::{range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
+use bed::runner::{AtFrame, Runner, TrialBed, TrialLog};
 pub use bed::Dut;
-use bed::{filler_rules, iperf, open_bed, remove_filler, trial, BedError, OfClient, Trial};
+use bed::{filler_rules, open_bed, remove_filler, OfClient};
 use report::{Meta, Metric, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use stats::Better;
-use std::io::Write;
 use std::time::{Duration, Instant};
 use traffic::run::{GenMethod, RecvMethod};
 
@@ -123,63 +123,6 @@ impl SwitchConfig {
     }
 }
 
-/// Paced trials on a bed, each recorded as it ends: the device the
-/// zero-loss search runs against.
-struct Paced<'a, 'r> {
-    bed: &'a bed::Bed,
-    frame: usize,
-    record: &'r mut dyn FnMut(&str, &Trial, &crate::host::HostLoad),
-    dut: &'a str,
-    obs: &'a dyn Observer,
-}
-
-/// One trial, with the observer told as it starts and ends, and the host
-/// watched while it runs.
-fn observed_trial(
-    obs: &dyn Observer,
-    dut: &str,
-    test: &str,
-    bed: &bed::Bed,
-    frame: usize,
-    rate: Option<f64>,
-    seconds: f64,
-) -> Result<(Trial, crate::host::HostLoad), BedError> {
-    obs.event(Event::TrialStart {
-        test,
-        frame,
-        offered_pps: rate,
-        seconds,
-    });
-    let watch = crate::host::HostWatch::start(bed.path_processes(), crate::host::Rule::default());
-    let t = trial(bed, frame, rate, seconds);
-    let host = watch.finish();
-    let t = t?;
-    obs.event(Event::TrialEnd(&t.figures(dut, test, frame)));
-    Ok((t, host))
-}
-
-impl crate::method::rfc2544::Device for Paced<'_, '_> {
-    type Error = BedError;
-    type Trial = Trial;
-    fn trial(&mut self, _test: &'static str, rate: Option<f64>, seconds: f64) -> Result<Trial, BedError> {
-        let t = observed_trial(
-            self.obs,
-            self.dut,
-            "zero_loss_search",
-            self.bed,
-            self.frame,
-            rate,
-            seconds,
-        )?;
-        let (t, host) = t;
-        (self.record)("zero_loss_search", &t, &host);
-        Ok(t)
-    }
-    fn burst(&mut self, _frames: u64) -> Result<(bool, f64), BedError> {
-        Err(BedError::Refused("bench switch sends no bursts".into()))
-    }
-}
-
 /// The figures of the report, one sample per switch, rule count and round.
 fn metrics() -> Vec<Metric> {
     vec![
@@ -224,29 +167,6 @@ fn plan(cfg: &SwitchConfig) -> Plan {
     }
 }
 
-/// `trials.jsonl`: every trial as it ends. A write that fails is kept
-/// and returned at the round's end (the trials' callbacks cannot return it).
-struct TrialLog {
-    file: std::fs::File,
-    path: std::path::PathBuf,
-    error: Option<LabError>,
-    /// Host-bound trials (see `crate::host`): the switch and why, for the
-    /// run's events.
-    host_bound: Vec<(String, String)>,
-}
-
-impl TrialLog {
-    fn write(&mut self, v: &serde_json::Value) {
-        if let Err(e) = writeln!(self.file, "{v}").and_then(|_| self.file.flush()) {
-            self.error.get_or_insert(crate::rundir::io_error(&self.path)(e));
-        }
-    }
-
-    fn check(&mut self) -> Result<(), LabError> {
-        self.error.take().map_or(Ok(()), Err)
-    }
-}
-
 /// Runs the benchmark into `place`.
 pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     cfg.validate()?;
@@ -284,12 +204,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
     // Every trial as it ends; the report's samples are one per switch,
     // rule count and round.
     let samples_path = dir.join("trials.jsonl");
-    let mut log = TrialLog {
-        file: std::fs::File::create(&samples_path).map_err(crate::rundir::io_error(&samples_path))?,
-        path: samples_path.clone(),
-        error: None,
-        host_bound: Vec::new(),
-    };
+    let mut log = TrialLog::create(&samples_path)?;
     let mut rows: Vec<serde_json::Value> = Vec::new();
     for &d in &cfg.duts {
         let dut = d.name();
@@ -311,18 +226,17 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             system: dut,
             ports: &watched,
         });
+        let mut r = Runner::new(&bed, dut, of_addr, &mut log, &mut run, obs);
         let mut on = OnSwitch {
-            cfg,
             p: &p,
             dut,
-            bed: &bed,
             of_addr,
             obs,
             insert_rate: None,
             installed: 0,
         };
         if let Some(addr) = of_addr {
-            on.insertion_rate(addr, &mut log)?;
+            on.insertion_rate(addr, &mut r)?;
         }
         // Let ARP and IPv6 chatter (and the timed FLOW_MODs' removal)
         // settle before counting.
@@ -334,8 +248,11 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
         for round in 0..cfg.rounds.max(1) {
             for &extra in &rule_counts {
                 on.fill_table(extra)?;
-                let row = on.round(round, extra, &mut log)?;
-                log.check()?;
+                r.context = json!({"rules": extra, "round": round})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                let row = measure(cfg, &p, &mut r, on.insert_rate)?;
                 let values = [
                     "max_rx_pps",
                     "zero_loss_pps",
@@ -345,34 +262,19 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
                 ]
                 .into_iter()
                 .filter_map(|k| Some((k, row[k].as_f64()?)));
-                run.sample(
+                r.run.sample(
                     &Sample::trial(format!("{dut}, {extra} extra rules"), round as u32, values)
                         .under_test(dut, format!("{extra} extra rules")),
                 )?;
                 rows.push(row);
             }
         }
+        r.close();
         drop(bed);
     }
     let table = summary_table(&rows);
     let summary_path = dir.join("summary.md");
     std::fs::write(&summary_path, &table).map_err(crate::rundir::io_error(&summary_path))?;
-    for dut in cfg.duts.iter().map(|d| d.name()) {
-        let mine: Vec<&String> = log
-            .host_bound
-            .iter()
-            .filter(|(d, _)| d == dut)
-            .map(|(_, r)| r)
-            .collect();
-        if let Some(first) = mine.first() {
-            let line = format!(
-                "{dut}: {} trials were host-bound (a core of the measured path saturated: the figure says as much about this host as about the switch); the first: {first}",
-                mine.len()
-            );
-            obs.event(Event::Line(&line));
-            run.meta.events.push(line);
-        }
-    }
     run.finish()?;
     let trials = samples_path.display().to_string();
     let report_path = dir.join("report.html").display().to_string();
@@ -387,10 +289,8 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
 /// One switch under test on its bed: the rules in its table so far, and
 /// its FLOW_MOD insertion rate once timed.
 struct OnSwitch<'a> {
-    cfg: &'a SwitchConfig,
     p: &'a Plan,
     dut: &'a str,
-    bed: &'a bed::Bed,
     of_addr: Option<std::net::SocketAddr>,
     obs: &'a dyn Observer,
     insert_rate: Option<f64>,
@@ -400,7 +300,7 @@ struct OnSwitch<'a> {
 impl OnSwitch<'_> {
     /// The insertion rate: `flow_mods` distinct rules, timed to the
     /// barrier's reply, then removed again.
-    fn insertion_rate(&mut self, addr: std::net::SocketAddr, log: &mut TrialLog) -> Result<(), LabError> {
+    fn insertion_rate(&mut self, addr: std::net::SocketAddr, r: &mut Runner) -> Result<(), LabError> {
         let (dut, flow_mods) = (self.dut, self.p.flow_mods);
         let mut c = OfClient::connect(addr).map_err(|e| LabError::setup(format!("{dut}: {e}")))?;
         let mods = filler_rules(flow_mods, 0x0080_0000, 2);
@@ -408,9 +308,10 @@ impl OnSwitch<'_> {
             .install(&mods)
             .map_err(|e| LabError::setup(format!("{dut}: flow mods: {e}")))?;
         self.insert_rate = Some(flow_mods as f64 / s);
-        log.write(
-            &json!({"dut": dut, "test": "flow_mod_insertion", "flow_mods": flow_mods, "seconds": s, "errors": errors, "per_s": flow_mods as f64 / s}),
-        );
+        r.record(
+            json!({"test": "flow_mod_insertion", "flow_mods": flow_mods, "seconds": s, "errors": errors, "per_s": flow_mods as f64 / s}),
+        )
+        .map_err(on_dut(dut))?;
         self.obs.event(Event::Line(&format!(
             "{dut}: {flow_mods} FLOW_MODs in {s:.2} s ({:.0}/s, {errors} errors)",
             flow_mods as f64 / s
@@ -420,7 +321,7 @@ impl OnSwitch<'_> {
         del.match_ = ofwire::oxm::Match::new(vec![ofwire::oxm::Oxm::EthType(0x0800)]);
         c.install(&[del])
             .map_err(|e| LabError::setup(format!("{dut}: removing the timed rules: {e}")))?;
-        log.check()
+        Ok(())
     }
 
     /// `extra` rules in the table: emptied first when it holds more, then
@@ -453,85 +354,60 @@ impl OnSwitch<'_> {
         }
         Ok(())
     }
-
-    /// One round at one rule count: flat out, the zero-loss search, the
-    /// TCP trial; every trial logged as it ends. The round's row.
-    fn round(&self, round: usize, extra: usize, log: &mut TrialLog) -> Result<serde_json::Value, LabError> {
-        let OnSwitch {
-            cfg, p, dut, bed, obs, ..
-        } = *self;
-        let of_addr = self.of_addr;
-        let (max, max_host) = observed_trial(obs, dut, "flat_out", bed, cfg.frame, None, p.seconds)
-            .map_err(|e| LabError::setup(format!("{dut}: {e}")))?;
-        let mut record = |kind: &str, t: &Trial, host: &crate::host::HostLoad| {
-            let bound = crate::host::Bound::of("frame", host.demands(t.received as f64), None);
-            let v = json!({"switch_ports": port_stats(of_addr),"dut": dut, "rules": extra, "round": round, "test": kind, "frame": cfg.frame, "seconds": p.seconds,
-                "offered_pps": t.offered_pps, "sent": t.sent, "received": t.received, "rx_pps": t.rx_pps,
-                "latency_us_p50": t.latency_us_p50, "latency_us_p99": t.latency_us_p99,
-                "receiver_drops": t.receiver_drops, "received_via": t.rx.via,
-                "host_bound": host.host_bound, "host": host, "bound": bound});
-            log.write(&v);
-            if let Some(r) = &host.reason {
-                log.host_bound
-                    .push((dut.to_string(), format!("{kind}, {extra} rules: {r}")));
-            }
-        };
-        record("max", &max, &max_host);
-        // Zero-loss search between nothing and what the generator can
-        // offer (RFC 2544's search, without its long confirmation).
-        let mut paced = Paced {
-            bed,
-            frame: cfg.frame,
-            record: &mut record,
-            dut,
-            obs,
-        };
-        let best = crate::method::rfc2544::loss_free_search(&mut paced, &max, p.resolution, p.seconds)
-            .map_err(|e| LabError::setup(format!("{dut}: {e}")))?
-            .trial;
-        let tcp = if !cfg.tcp {
-            None
-        } else {
-            // A failed TCP trial (Open vSwitch's AF_XDP ports drop
-            // checksum-offloaded segments) is a result too: on record
-            // with its reason, "-" in the summary.
-            let outcome = iperf(bed, p.seconds.max(2.0));
-            let v = match &outcome {
-                Ok(g) => json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "gbit_s": g}),
-                Err(e) => {
-                    obs.event(Event::Line(&format!("{dut}: the TCP trial failed: {e}")));
-                    json!({"dut": dut, "rules": extra, "round": round, "test": "tcp", "error": e.to_string()})
-                }
-            };
-            log.write(&v);
-            outcome.ok()
-        };
-        let row = json!({
-            "dut": dut, "rules": extra, "round": round,
-            "max_rx_pps": max.rx_pps, "generator_pps": max.offered_pps,
-            "zero_loss_pps": best.as_ref().map(|b| b.offered_pps).unwrap_or(0.0),
-            "latency_us_p50": best.as_ref().map(|b| b.latency_us_p50),
-            "tcp_gbit_s": tcp, "flow_mods_per_s": self.insert_rate,
-        });
-        obs.event(Event::Line(&row.to_string()));
-        Ok(row)
-    }
 }
 
-/// The switch's own port counters (OpenFlow port statistics), if it has
-/// an OpenFlow address and answers.
-fn port_stats(addr: Option<std::net::SocketAddr>) -> Option<Vec<serde_json::Value>> {
-    addr.and_then(|a| OfClient::connect(a).ok())
-        .and_then(|mut c| c.port_stats().ok())
-        .map(|v| {
-            v.iter()
-                .map(|p| {
-                    let c = &p.counters;
-                    json!({"port": p.port_no, "rx": c.rx_packets, "tx": c.tx_packets,
-                        "rx_dropped": c.rx_dropped, "tx_dropped": c.tx_dropped})
-                })
-                .collect::<Vec<_>>()
-        })
+/// A failure on one switch's bed, named by the switch.
+fn on_dut<E: std::fmt::Display>(dut: &str) -> impl Fn(E) -> LabError + '_ {
+    move |e| LabError::setup(format!("{dut}: {e}"))
+}
+
+/// One round at one rule count on the runner's switch: flat out, the
+/// zero-loss search, the TCP trial; every trial recorded as it ends. The
+/// round's row.
+fn measure<B: TrialBed>(
+    cfg: &SwitchConfig,
+    p: &Plan,
+    r: &mut Runner<'_, B>,
+    insert_rate: Option<f64>,
+) -> Result<serde_json::Value, LabError> {
+    let dut = r.dut;
+    let max = r.run("flat_out", cfg.frame, None, p.seconds).map_err(on_dut(dut))?;
+    // Zero-loss search between nothing and what the generator can offer
+    // (RFC 2544's search, without its long confirmation).
+    let best = crate::method::rfc2544::loss_free_search(
+        &mut AtFrame {
+            r: &mut *r,
+            frame: cfg.frame,
+        },
+        &max,
+        p.resolution,
+        p.seconds,
+    )
+    .map_err(on_dut(dut))?
+    .trial;
+    let tcp = if !cfg.tcp {
+        None
+    } else {
+        // A failed TCP trial (Open vSwitch's AF_XDP ports drop
+        // checksum-offloaded segments) is a result too: on record with
+        // its reason, "-" in the summary.
+        match r.tcp(p.seconds.max(2.0)) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                r.obs.event(Event::Line(&format!("{dut}: the TCP trial failed: {e}")));
+                None
+            }
+        }
+    };
+    let row = json!({
+        "dut": dut, "rules": r.context.get("rules"), "round": r.context.get("round"),
+        "max_rx_pps": max.rx_pps, "generator_pps": max.offered_pps,
+        "zero_loss_pps": best.as_ref().map(|b| b.offered_pps).unwrap_or(0.0),
+        "latency_us_p50": best.as_ref().map(|b| b.latency_us_p50),
+        "tcp_gbit_s": tcp, "flow_mods_per_s": insert_rate,
+    });
+    r.obs.event(Event::Line(&row.to_string()));
+    Ok(row)
 }
 
 /// The summary: one line per switch and rule count, the median of its
@@ -664,22 +540,48 @@ mod tests {
         assert!(q.settle < full.settle);
     }
 
+    /// A round on a switch in memory: flat out, then the search, whose
+    /// rate is the switch's within the resolution; each trial on record
+    /// with the round's rules and number; the row from them.
     #[test]
-    fn a_trial_that_cannot_be_written_is_an_error_of_the_round_not_a_loss() {
-        let t = netlab::private::temp_dir("sdnlab-switch-test-").unwrap();
-        let path = t.path().join("trials.jsonl");
-        std::fs::write(&path, "").unwrap();
-        // Opened for reading only: every write fails.
-        let mut log = TrialLog {
-            file: std::fs::File::open(&path).unwrap(),
-            path: path.clone(),
-            error: None,
-            host_bound: Vec::new(),
+    fn a_round_finds_the_switchs_zero_loss_rate_and_records_every_trial() {
+        use bed::runner::fake::{records, scratch_run, FakeSwitch};
+        let (dir, mut run, mut log) = scratch_run();
+        let mut sw = FakeSwitch::new(300_000.0, 1_000_000.0);
+        // The second trial (the search's first) is invalid: run again.
+        sw.receiver_drops_at = vec![1];
+        let cfg = SwitchConfig {
+            seconds: 0.5,
+            ..SwitchConfig::default()
         };
-        log.write(&json!({"test": "max"}));
-        log.write(&json!({"test": "tcp"}));
-        let e = log.check().expect_err("the failed write is returned");
-        assert!(e.to_string().contains("trials.jsonl"), "{e}");
-        assert!(log.check().is_ok(), "said once");
+        let p = plan(&cfg);
+        let mut r = Runner::new(&sw, "fake", None, &mut log, &mut run, &crate::observe::Quiet);
+        r.context = json!({"rules": 1000, "round": 2}).as_object().cloned().unwrap();
+        let row = measure(&cfg, &p, &mut r, Some(5000.0)).unwrap();
+        drop(r);
+        let zero_loss = row["zero_loss_pps"].as_f64().unwrap();
+        assert!(
+            (300_000.0 * (1.0 - cfg.resolution)..=302_000.0).contains(&zero_loss),
+            "{row}"
+        );
+        assert_eq!(row["generator_pps"], 1_000_000.0);
+        assert_eq!((row["rules"].as_u64(), row["round"].as_u64()), (Some(1000), Some(2)));
+        assert_eq!(row["flow_mods_per_s"], 5000.0);
+        assert_eq!(row["tcp_gbit_s"], 300_000.0 * 1500.0 * 8.0 / 1e9);
+        let recs = records(dir.path());
+        let tests: Vec<&str> = recs.iter().map(|v| v["test"].as_str().unwrap()).collect();
+        assert_eq!(tests[0], "flat_out");
+        assert_eq!(
+            tests[1..3],
+            ["throughput_search", "throughput_search"],
+            "the invalid one run again"
+        );
+        assert_eq!(recs[1]["asked_pps"], recs[2]["asked_pps"]);
+        assert_eq!(tests.last(), Some(&"tcp"));
+        assert!(recs
+            .iter()
+            .all(|v| v["rules"] == 1000 && v["round"] == 2 && v["dut"] == "fake"));
+        // The search's row is its best loss-free trial, on record.
+        assert!(recs.iter().any(|v| v["offered_pps"] == zero_loss && v["lost"] == 0));
     }
 }

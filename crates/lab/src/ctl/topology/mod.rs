@@ -8,7 +8,7 @@
 //! stops both. A figure that did not happen within Td is left out of the
 //! trial and said in its note; the run then exits 1.
 
-use super::{finish_run, open_run, say, workers, CtlConfig};
+use super::{finish_run, open_run, say, workers, CtlConfig, Ofp};
 use crate::rundir::{started, Place};
 use crate::{LabError, Observer, Outcome};
 use ctlbench::fabric::{Fabric, Spec};
@@ -283,7 +283,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     }
     controller::runtime::raise_fd_limit();
     // Failover needs roles, which OpenFlow 1.0 does not have.
-    let version = if a.ofp == "1.0" && a.test != "failover" {
+    let version = if a.ofp == Ofp::V10 && a.test != "failover" {
         ofwire::OFP10_VERSION
     } else {
         ofwire::OFP13_VERSION

@@ -15,6 +15,7 @@ use traffic::run::{generate, GenMethod, GenSpec, Receiver, RecvMethod};
 mod cpu;
 mod duts;
 mod rules;
+pub(crate) mod runner;
 mod trials;
 pub(crate) use cpu::*;
 pub(crate) use duts::*;

@@ -72,10 +72,6 @@ pub(crate) fn load(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> 
     }
 }
 
-pub(crate) fn trial(bed: &Bed, frame: usize, rate: Option<f64>, seconds: f64) -> Result<Trial, BedError> {
-    run_trial(bed, &load(bed, frame, rate, seconds))
-}
-
 /// Sends `spec`'s frames and counts what arrives at the receiving host,
 /// after the traffic has stopped and drained.
 pub(crate) fn run_trial(bed: &Bed, spec: &GenSpec) -> Result<Trial, BedError> {
