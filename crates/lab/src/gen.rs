@@ -309,14 +309,7 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     let dir = place.dir(&run_id);
     let meta = Meta {
         benchmark: "bench gen".into(),
-        targets: args
-            .generators
-            .iter()
-            .map(|g| Target {
-                name: g.name().to_string(),
-                ..Target::default()
-            })
-            .collect(),
+        targets: args.generators.iter().map(|g| Target::named(g.name())).collect(),
         parameters: json!({
             "frame": 64, "seconds": args.seconds, "rounds": args.rounds,
             "setup": "one veth pair between two namespaces, GRO on at the receiving end; every generator on core 0, one core",

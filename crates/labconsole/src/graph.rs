@@ -43,12 +43,7 @@ pub fn dot(st: &State) -> String {
     }
     let ports = st.ports();
     let port_of = |sw: &str, iface: &str| {
-        ports
-            .iter()
-            .find(|(n, _)| n == sw)
-            .and_then(|(_, ps)| ps.iter().find(|p| p.interface == iface))
-            .map(|p| p.no.to_string())
-            .unwrap_or_default()
+        netlab::state::State::port_no(&ports, sw, iface).map_or(String::new(), |n| n.to_string())
     };
     for l in &st.links {
         let (ta, hb) = if l.root_ends.len() == 2 {

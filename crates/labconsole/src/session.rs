@@ -278,14 +278,7 @@ impl Console {
     fn net(&self) {
         let st = self.state();
         let ports = st.ports();
-        let port_of = |sw: &str, iface: &str| {
-            ports
-                .iter()
-                .find(|(n, _)| n == sw)
-                .and_then(|(_, ps)| ps.iter().find(|p| p.interface == iface))
-                .map(|p| p.no)
-                .unwrap_or(0)
-        };
+        let port_of = |sw: &str, iface: &str| netlab::state::State::port_no(&ports, sw, iface).unwrap_or(0);
         for h in &st.hosts {
             let peers: Vec<String> = ports
                 .iter()

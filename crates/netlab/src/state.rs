@@ -75,6 +75,16 @@ impl State {
         out
     }
 
+    /// The number switch `sw` gives its port on `interface`, in `ports`
+    /// (what [`State::ports`] returned).
+    pub fn port_no(ports: &[(String, Vec<Port>)], sw: &str, interface: &str) -> Option<u32> {
+        ports
+            .iter()
+            .find(|(n, _)| n == sw)
+            .and_then(|(_, ps)| ps.iter().find(|p| p.interface == interface))
+            .map(|p| p.no)
+    }
+
     /// The run directory.
     pub fn dir(&self) -> PathBuf {
         std::path::Path::new(STATE_ROOT).join(&self.id)

@@ -110,6 +110,19 @@ impl<'a> Reader<'a> {
         out
     }
 
+    /// Items decoded by `f` one after another until nothing is left: a
+    /// list that fills its message, or the part of one it was given.
+    pub fn until_empty<T>(
+        &mut self,
+        mut f: impl FnMut(&mut Reader<'a>) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        let mut out = Vec::new();
+        while !self.is_empty() {
+            out.push(f(self)?);
+        }
+        Ok(out)
+    }
+
     /// A reader over the next `n` bytes (same error conventions), advancing past them.
     pub fn sub(&mut self, n: usize, ctx: &'static str) -> Result<Reader<'a>, DecodeError> {
         let b = self.bytes(n)?;

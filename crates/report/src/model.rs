@@ -58,6 +58,16 @@ pub struct Target {
     pub address: String,
 }
 
+impl Target {
+    /// A system under test known by its name alone.
+    pub fn named(name: impl Into<String>) -> Target {
+        Target {
+            name: name.into(),
+            ..Target::default()
+        }
+    }
+}
+
 /// How a metric reads.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Metric {

@@ -360,14 +360,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
     }
     let meta = Meta {
         benchmark: "bench fidelity".into(),
-        targets: args
-            .emulators
-            .iter()
-            .map(|e| Target {
-                name: e.clone(),
-                ..Target::default()
-            })
-            .collect(),
+        targets: args.emulators.iter().map(Target::named).collect(),
         parameters: json!({
             "switches": args.switches, "seconds": args.seconds, "udp_mbit": args.udp_mbit,
             "pings": args.pings, "rounds": args.rounds,

@@ -186,9 +186,8 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             .duts
             .iter()
             .map(|d| Target {
-                name: d.name().to_string(),
                 version: bed::dut_version(d.name()),
-                ..Target::default()
+                ..Target::named(d.name())
             })
             .collect(),
         parameters: json!({

@@ -27,11 +27,7 @@ pub(super) fn bad_action(code: BadActionCode) -> ErrorCode {
 impl Action {
     /// Decodes an action list that fills the reader.
     pub(crate) fn decode_list(r: &mut Reader) -> Result<Vec<Action>, DecodeError> {
-        let mut out = Vec::new();
-        while !r.is_empty() {
-            out.push(Action::decode(r)?);
-        }
-        Ok(out)
+        r.until_empty(Action::decode)
     }
 
     pub(super) fn decode(r: &mut Reader) -> Result<Action, DecodeError> {

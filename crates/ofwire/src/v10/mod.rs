@@ -412,10 +412,7 @@ impl FeaturesReply {
                 format_args!("port list of {} bytes is not a multiple of 48", r.remaining()),
             ));
         }
-        let mut ports = Vec::with_capacity(r.remaining() / PhyPort::LEN);
-        while !r.is_empty() {
-            ports.push(PhyPort::decode(r)?);
-        }
+        let ports = r.until_empty(PhyPort::decode)?;
         Ok(FeaturesReply {
             datapath_id,
             n_buffers,

@@ -306,13 +306,7 @@ impl StatsReply {
         let flags = r.u16()?;
         let body = match ty {
             0 => StatsReplyBody::Desc(DescStats::decode(r)?),
-            1 => {
-                let mut v = Vec::new();
-                while !r.is_empty() {
-                    v.push(decode_flow_stats(r)?);
-                }
-                StatsReplyBody::Flow(v)
-            }
+            1 => StatsReplyBody::Flow(r.until_empty(decode_flow_stats)?),
             2 => StatsReplyBody::Aggregate(AggregateStats::decode(r)?),
             3 => StatsReplyBody::Table(fixed_list(r, 64, |r| {
                 let table_id = r.u8()?;

@@ -29,11 +29,7 @@ pub enum Action {
 
 impl Action {
     pub(crate) fn decode_list(r: &mut Reader) -> Result<Vec<Action>, DecodeError> {
-        let mut out = Vec::new();
-        while !r.is_empty() {
-            out.push(Action::decode(r)?);
-        }
-        Ok(out)
+        r.until_empty(Action::decode)
     }
 
     pub(super) fn decode(r: &mut Reader) -> Result<Action, DecodeError> {
@@ -253,11 +249,7 @@ pub enum Instruction<A = Vec<Action>> {
 
 impl Instruction {
     pub(crate) fn decode_list(r: &mut Reader) -> Result<Vec<Instruction>, DecodeError> {
-        let mut out = Vec::new();
-        while !r.is_empty() {
-            out.push(Instruction::decode(r)?);
-        }
-        Ok(out)
+        r.until_empty(Instruction::decode)
     }
 
     pub(super) fn decode(r: &mut Reader) -> Result<Instruction, DecodeError> {
