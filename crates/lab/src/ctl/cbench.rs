@@ -445,3 +445,52 @@ impl Trial<'_> {
         Ok(values)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ctl::{run, CtlConfig};
+    use crate::rundir::Place;
+
+    /// The library alone (no root, no binary): a small cbench run against
+    /// the embedded controller keeps every trial on disk as a sample and
+    /// answers with the summary of what it measured.
+    #[test]
+    fn a_small_cbench_run_measures_the_embedded_controller_trial_by_trial() {
+        let dir = netlab::private::temp_dir("sdnlab-ctl-test-").unwrap();
+        let cfg = CtlConfig {
+            switches: 2,
+            macs: 16,
+            loops: 2,
+            loop_ms: 100,
+            warmup: 0,
+            cooldown_ms: 0,
+            trials: 3,
+            ..CtlConfig::default()
+        };
+        let out = run(&cfg, &Place::at(dir.path().join("run")), &crate::observe::Quiet).unwrap();
+        let samples: Vec<report::Sample> = std::fs::read_to_string(out.dir.join("samples.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let of = |kind: &str| -> Vec<&report::Sample> { samples.iter().filter(|s| s.kind == kind).collect() };
+        let trials = of("trial");
+        assert_eq!(trials.iter().map(|s| s.trial).collect::<Vec<_>>(), [0, 1, 2]);
+        for s in &trials {
+            assert!(s.values["responses_per_s"] > 0.0, "{s:?}");
+            // Every answer the embedded learning switch gave was matched
+            // to its PACKET_IN, and no session was lost.
+            assert_eq!(s.values["matched_per_s"], s.values["responses_per_s"], "{s:?}");
+            assert_eq!((s.values["unmatched"], s.values["sessions_lost"]), (0.0, 0.0), "{s:?}");
+            assert!(!s.rtt_cdf.is_empty(), "the round trips' distribution");
+        }
+        // Each trial's loops, each on disk as it ended.
+        let loops: Vec<(u32, u32)> = of("loop").iter().map(|s| (s.trial, s.index)).collect();
+        assert_eq!(loops, [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]);
+        // The driver's own ceiling, taken around the trials (see `ceiling`).
+        assert!(!of("ceiling").is_empty(), "{samples:?}");
+        assert!(out.table.contains("responses_per_s"), "{}", out.table);
+        assert!(out.dir.join("report.html").exists());
+        assert_eq!(out.json["run"], serde_json::json!(out.dir));
+    }
+}
