@@ -70,6 +70,13 @@ pub fn netns_list(prefix: &str) -> Vec<String> {
 
 /// Runs `f` with a netlink handle in namespace `ns` (None: this one), on a
 /// runtime of its own: kernel objects from plain sequential code.
+///
+/// A current-thread runtime per call, on purpose: measured on the 2-core
+/// Intel VM (2026-11-30, 500 calls of an index lookup), one call costs
+/// 38 µs this way, runtime and netlink connection included, and 500 µs
+/// on one shared multi-thread runtime (the connection's task on the
+/// runtime's worker, each reply a wake-up across threads). Neither leaks
+/// a socket: the connection ends with its handle.
 pub fn blocking<T, F>(ns: Option<&str>, f: impl FnOnce(Nl) -> F) -> io::Result<T>
 where
     F: std::future::Future<Output = io::Result<T>>,
