@@ -8,7 +8,8 @@
 //! highest zero-loss rate (binary search), TCP throughput (iperf3, hosts'
 //! offloads left on), FLOW_MOD insertion rate, and all of it again with a
 //! million extra rules in the table. Every trial is written to
-//! `samples.jsonl` as it ends.
+//! `trials.jsonl` as it ends, by the runner `bench dp` uses too
+//! (`bed::runner`).
 //!
 //! The two hosts are namespaces of this run (prefix `sbsw`); everything is
 //! removed at the end, on error too. The test bed is `bed`, shared with

@@ -32,16 +32,45 @@ pub(crate) trait TrialBed: Sync {
     fn switch_core(&self) -> Option<usize>;
     /// The processes of the measured path (see `crate::host`).
     fn path_processes(&self) -> Vec<(String, u32)>;
-    /// Each port's (received, sent) packets, by the switch's OpenFlow
-    /// statistics at `of` (None: no OpenFlow, or no answer).
-    fn port_counts(&self, of: Option<SocketAddr>) -> Option<BTreeMap<u32, (u64, u64)>> {
+    /// Each port's counters, by the switch's OpenFlow statistics at `of`
+    /// (None: no OpenFlow, or no answer).
+    fn port_counts(&self, of: Option<SocketAddr>) -> Option<BTreeMap<u32, PortCount>> {
         let stats = OfClient::connect(of?).ok()?.port_stats().ok()?;
         Some(
             stats
                 .iter()
-                .map(|p| (p.port_no, (p.counters.rx_packets, p.counters.tx_packets)))
+                .map(|p| {
+                    let c = &p.counters;
+                    let count = PortCount {
+                        rx: c.rx_packets,
+                        tx: c.tx_packets,
+                        rx_dropped: c.rx_dropped,
+                        tx_dropped: c.tx_dropped,
+                    };
+                    (p.port_no, count)
+                })
                 .collect(),
         )
+    }
+}
+
+/// One port's packets received, sent and dropped each way, as the switch
+/// counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct PortCount {
+    pub(crate) rx: u64,
+    pub(crate) tx: u64,
+    pub(crate) rx_dropped: u64,
+    pub(crate) tx_dropped: u64,
+}
+
+impl PortCount {
+    /// What was counted since `before` (a counter that went back, a port
+    /// reset, reads as 0).
+    fn since(self, before: PortCount) -> serde_json::Value {
+        let d = |now: u64, then: u64| now - then.min(now);
+        json!({"rx": d(self.rx, before.rx), "tx": d(self.tx, before.tx),
+            "rx_dropped": d(self.rx_dropped, before.rx_dropped), "tx_dropped": d(self.tx_dropped, before.tx_dropped)})
     }
 }
 
@@ -259,13 +288,7 @@ impl<'a, B: TrialBed> Runner<'a, B> {
         let switch_ports = match (before, after) {
             (Some(b), Some(a)) => json!(a
                 .iter()
-                .map(|(port, (rx, tx))| {
-                    let (rx0, tx0) = b.get(port).copied().unwrap_or_default();
-                    (
-                        port.to_string(),
-                        json!({"rx": rx - rx0.min(*rx), "tx": tx - tx0.min(*tx)}),
-                    )
-                })
+                .map(|(port, now)| (port.to_string(), now.since(b.get(port).copied().unwrap_or_default())))
                 .collect::<serde_json::Map<_, _>>()),
             _ => serde_json::Value::Null,
         };
@@ -444,6 +467,7 @@ mod tests {
         assert_eq!(v["loss_split"]["in_switch"], 599_000);
         assert_eq!(v["loss_split"]["after_switch"], 0);
         assert_eq!(v["switch_ports"]["1"]["rx"], 1_000_000);
+        assert_eq!(v["switch_ports"]["2"]["tx_dropped"], 599_000, "the switch's own drops");
     }
 
     #[test]

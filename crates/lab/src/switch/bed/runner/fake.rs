@@ -5,7 +5,7 @@
 //! `generator_pps`; scripted faults make chosen trials invalid. Nothing
 //! is sent: a trial is computed from its load.
 
-use super::{BedError, TrialBed};
+use super::{BedError, PortCount, TrialBed};
 use crate::switch::bed::Trial;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -137,10 +137,19 @@ impl TrialBed for FakeSwitch {
         Vec::new()
     }
 
-    fn port_counts(&self, _of: Option<SocketAddr>) -> Option<BTreeMap<u32, (u64, u64)>> {
+    fn port_counts(&self, _of: Option<SocketAddr>) -> Option<BTreeMap<u32, PortCount>> {
         let st = self.state.lock().unwrap();
-        self.openflow
-            .then(|| BTreeMap::from([(1, (st.rx_in, 0)), (2, (0, st.tx_out))]))
+        // What it could not forward, it dropped on its way out.
+        let out = PortCount {
+            tx: st.tx_out,
+            tx_dropped: st.rx_in - st.tx_out,
+            ..PortCount::default()
+        };
+        let inp = PortCount {
+            rx: st.rx_in,
+            ..PortCount::default()
+        };
+        self.openflow.then(|| BTreeMap::from([(1, inp), (2, out)]))
     }
 }
 
