@@ -293,7 +293,7 @@ pub const RFC_TESTS: [DpTest; 5] = [
 pub const IPERF_TESTS: [DpTest; 2] = [DpTest::Tcp, DpTest::Udp];
 
 pub(super) fn plan(args: &DpConfig) -> Result<Plan, LabError> {
-    check_duts_and_tests(args)?;
+    check_external(args)?;
     let frames = args.frames.clone().unwrap_or_else(|| {
         if args.quick {
             vec![64, 512, 1518]
@@ -353,9 +353,10 @@ pub(super) fn plan(args: &DpConfig) -> Result<Plan, LabError> {
     })
 }
 
-/// The switches and tests are ones `bench dp` knows, and an external
-/// switch comes with its ports.
-fn check_duts_and_tests(args: &DpConfig) -> Result<(), LabError> {
+/// An external switch comes with its ports, and its ports and OpenFlow
+/// listener only with it (the switches and tests are typed: a name
+/// `bench dp` does not know never gets this far).
+fn check_external(args: &DpConfig) -> Result<(), LabError> {
     let has_external = args.duts.contains(&DpDut::External);
     if has_external && args.external_ports.len() != 2 {
         return Err(LabError::config(

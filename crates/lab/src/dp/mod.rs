@@ -36,6 +36,7 @@ mod scenarios;
 
 use crate::method::rfc2544;
 use crate::rundir::Place;
+use crate::switch::bed::on_dut;
 use crate::switch::bed::runner::{AtFrame, Ports, Runner, TrialBed, TrialLog};
 use crate::switch::bed::{
     iperf, iperf_udp, load, open_bed, open_chain, run_trial, Bed, BedError, CpuSampler, OfClient, Trial,
@@ -358,11 +359,6 @@ fn open_dut(
         ports: &watched,
     });
     Ok((bed, of_addr, ports))
-}
-
-/// A bed failure during one switch's tests, named by the switch.
-fn on_dut<E: std::fmt::Display>(dut: &str) -> impl Fn(E) -> LabError + '_ {
-    move |e| LabError::setup(format!("{dut}: {e}"))
 }
 
 /// One frame size's RFC 2544 tests on one switch: its row of the table.

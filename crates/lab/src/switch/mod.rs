@@ -22,7 +22,7 @@ use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use bed::runner::{AtFrame, Runner, TrialBed, TrialLog};
 pub use bed::Dut;
-use bed::{filler_rules, open_bed, remove_filler, OfClient};
+use bed::{filler_rules, on_dut, open_bed, remove_filler, OfClient};
 use report::{Meta, Metric, Sample, Target};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -215,8 +215,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             mtu: None,
             stop: place.stop.clone(),
         };
-        let (bed, of_addr) =
-            open_bed(dut, &dir, links, None, None).map_err(|e| LabError::setup(format!("{dut}: {e}")))?;
+        let (bed, of_addr) = open_bed(dut, &dir, links, None, None).map_err(on_dut(dut))?;
         let watched: Vec<(String, String)> = bed
             .ports
             .iter()
@@ -302,7 +301,7 @@ impl OnSwitch<'_> {
     /// barrier's reply, then removed again.
     fn insertion_rate(&mut self, addr: std::net::SocketAddr, r: &mut Runner) -> Result<(), LabError> {
         let (dut, flow_mods) = (self.dut, self.p.flow_mods);
-        let mut c = OfClient::connect(addr).map_err(|e| LabError::setup(format!("{dut}: {e}")))?;
+        let mut c = OfClient::connect(addr).map_err(on_dut(dut))?;
         let mods = filler_rules(flow_mods, 0x0080_0000, 2);
         let ofconn::blocking::Installed { seconds: s, errors } = c
             .install(&mods)
@@ -354,11 +353,6 @@ impl OnSwitch<'_> {
         }
         Ok(())
     }
-}
-
-/// A failure on one switch's bed, named by the switch.
-fn on_dut<E: std::fmt::Display>(dut: &str) -> impl Fn(E) -> LabError + '_ {
-    move |e| LabError::setup(format!("{dut}: {e}"))
 }
 
 /// One round at one rule count on the runner's switch: flat out, the

@@ -130,6 +130,12 @@ impl BedError {
     }
 }
 
+/// A failure on one switch's bed, named by the switch (both benchmarks'
+/// one-line setup errors).
+pub(crate) fn on_dut<E: std::fmt::Display>(dut: &str) -> impl Fn(E) -> crate::LabError + '_ {
+    move |e| crate::LabError::setup(format!("{dut}: {e}"))
+}
+
 /// A tool's output (versions of the systems under test).
 pub(crate) fn sh(args: &[&str]) -> Result<String, BedError> {
     Ok(nsexec::run_tool(
