@@ -219,8 +219,7 @@ impl<'a, B: TrialBed> Runner<'a, B> {
             return Ok(t);
         }
         let (again, _) = self.run_once(test, frame, spec, |_| Ok(()))?;
-        let far_short = |t: &Trial| spec.rate_pps.is_some_and(|r| t.offered_pps < FAR_SHORT * r);
-        if far_short(&t) && far_short(&again) && !self.generator_steadily_short {
+        if short_of(spec, &t, FAR_SHORT) && short_of(spec, &again, FAR_SHORT) && !self.generator_steadily_short {
             self.generator_steadily_short = true;
             let line = format!(
                 "{}: the generator fell more than {:.0} % short of the asked rate twice in a row ({test}, {frame} B: {:.0} of {:.0} frames/s): its shortfall is steady on this host, not a hiccup; later trials short by as much are not repeated, and each stands at the rate it offered (flagged `generator_short`)",
@@ -308,9 +307,8 @@ impl<'a, B: TrialBed> Runner<'a, B> {
         // frame received (frames in flight are not known: 1/D_max).
         let bound = crate::host::Bound::of("frame", host.demands(t.received as f64), None);
         self.last_bound = bound.clone();
-        let short = rate.is_some_and(|r| t.offered_pps < 0.99 * r);
-        let far_short = rate.is_some_and(|r| t.offered_pps < FAR_SHORT * r);
-        let valid = t.receiver_drops == 0 && !far_short;
+        let short = short_of(spec, &t, 0.99);
+        let valid = t.receiver_drops == 0 && !short_of(spec, &t, FAR_SHORT);
         self.record(json!({
             "test": test, "frame": frame, "seconds": spec.duration.as_secs_f64(),
             "asked_pps": rate, "burst": spec.burst, "offered_pps": t.offered_pps,
@@ -387,6 +385,12 @@ impl<'a, B: TrialBed> Runner<'a, B> {
             self.run.meta.events.push(line);
         }
     }
+}
+
+/// Whether the generator offered less than `share` of the rate `spec`
+/// asked (a burst or a flat-out trial asks none).
+fn short_of(spec: &GenSpec, t: &Trial, share: f64) -> bool {
+    spec.burst.is_none() && spec.rate_pps.is_some_and(|r| t.offered_pps < share * r)
 }
 
 pub(crate) fn lost(t: &Trial) -> bool {
