@@ -90,15 +90,20 @@ pub fn one_of(name: &str, v: &str, allowed: &[&str]) -> Result<(), LabError> {
     if allowed.contains(&v) {
         Ok(())
     } else {
-        let problem = format!(
-            "{}choose one of {}",
-            closest(v, allowed.iter().copied())
-                .map(|w| format!("did you mean '{w}'? "))
-                .unwrap_or_default(),
-            allowed.join(", ")
-        );
-        Err(ParamError::new(name, format!("'{v}'"), problem).into())
+        Err(ParamError::new(name, format!("'{v}'"), not_one_of(v, allowed)).into())
     }
+}
+
+/// What is wrong with `v`, which is none of `allowed`: the likely meaning,
+/// then the list ("did you mean 'b'? choose one of a, b").
+pub(crate) fn not_one_of(v: &str, allowed: &[&str]) -> String {
+    format!(
+        "{}choose one of {}",
+        closest(v, allowed.iter().copied())
+            .map(|w| format!("did you mean '{w}'? "))
+            .unwrap_or_default(),
+        allowed.join(", ")
+    )
 }
 
 /// The choice `word` most likely misspells, if one is close enough: the

@@ -263,15 +263,11 @@ fn unknown_with_hint(message: &str, path: &str) -> (String, bool) {
                 .collect()
         })
         .unwrap_or_default();
-    let closest = crate::check::closest(word, choices.iter().copied());
     if what == "value" {
-        let hint = closest.map(|m| format!("did you mean '{m}'? ")).unwrap_or_default();
-        return (
-            format!("{path} = '{word}': {hint}choose one of {}", choices.join(", ")),
-            true,
-        );
+        let problem = crate::check::not_one_of(word, &choices);
+        return (format!("{path} = '{word}': {problem}"), true);
     }
-    let message = match closest {
+    let message = match crate::check::closest(word, choices.iter().copied()) {
         Some(m) => format!("unknown key `{word}`: did you mean `{m}`?"),
         None => format!("unknown key `{word}` (the keys: {})", choices.join(", ")),
     };
