@@ -67,6 +67,88 @@ impl ParamError {
     }
 }
 
+/// Parameters that do not go together, or one that needs another: each as
+/// it was given, and what to change. The command line says it as
+/// `--test failover --target 127.0.0.1:6653: ...`, a file's reader as
+/// `line 4: test = failover, target = 127.0.0.1:6653: ...` (the line of
+/// the first parameter the file sets).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}: {problem}", self.flags())]
+pub struct Conflict {
+    /// The parameters, as the command line spells them, in the order said.
+    pub given: Vec<Given>,
+    /// Why they do not go together, and the fix. It may name other
+    /// options (`add --cluster N`), which a file's reader words as keys.
+    pub problem: String,
+}
+
+/// One parameter of a `Conflict`: its name as the command line spells it,
+/// and its value, none for a switch (`--quick`) or an option named only.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Given {
+    pub name: String,
+    pub value: Option<String>,
+}
+
+impl Conflict {
+    /// A conflict said by `problem`; name its parameters with `with` and `flag`.
+    pub fn new(problem: impl Into<String>) -> Conflict {
+        Conflict {
+            given: Vec::new(),
+            problem: problem.into(),
+        }
+    }
+
+    /// Names a parameter and the value it was given.
+    pub fn with(mut self, name: &str, value: impl std::fmt::Display) -> Conflict {
+        self.given.push(Given {
+            name: name.to_string(),
+            value: Some(value.to_string()),
+        });
+        self
+    }
+
+    /// Names a parameter without a value: a switch, or an option whose
+    /// value does not matter to the problem.
+    pub fn flag(mut self, name: &str) -> Conflict {
+        self.given.push(Given {
+            name: name.to_string(),
+            value: None,
+        });
+        self
+    }
+
+    /// The parameters as the command line gives them: `--a X --b`.
+    pub fn flags(&self) -> String {
+        self.given.iter().map(Given::as_flag).collect::<Vec<_>>().join(" ")
+    }
+}
+
+impl Given {
+    /// The parameter as the command line gives it: `--a X`, or `--b`.
+    pub fn as_flag(&self) -> String {
+        match &self.value {
+            Some(v) => format!("--{} {v}", self.name),
+            None => format!("--{}", self.name),
+        }
+    }
+}
+
+impl From<Conflict> for LabError {
+    fn from(c: Conflict) -> LabError {
+        LabError::Conflict(c)
+    }
+}
+
+/// `--name: name at least one WHAT` if the list `name` is empty.
+pub fn at_least_one<T>(name: &str, list: &[T], what: &str) -> Result<(), LabError> {
+    if list.is_empty() {
+        Err(Conflict::new(format!("name at least one {what}")).flag(name).into())
+    } else {
+        Ok(())
+    }
+}
+
 /// `--name VALUE: must be at least LO and at most HI` unless `LO <= v <= HI`.
 pub fn range<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<(), LabError> {
     if v >= lo && v <= hi {
@@ -132,5 +214,14 @@ mod tests {
         assert!(e.contains("did you mean 'cbench'? choose one of cbench, rate"), "{e}");
         let e = one_of("test", "qqq", &["cbench", "rate"]).unwrap_err().to_string();
         assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    #[test]
+    fn a_conflict_names_each_parameter_as_the_command_line_gives_it() {
+        let c = Conflict::new("choose one").with("test", "failover").flag("target");
+        assert_eq!(c.to_string(), "--test failover --target: choose one");
+        let e: LabError = c.clone().into();
+        assert!(e.is_usage());
+        assert_eq!(e.to_string(), c.to_string());
     }
 }

@@ -6,14 +6,19 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
-    /// A parameter out of its range or inconsistent with another; the text
-    /// names the parameter as the command line spells it and what it accepts.
+    /// A configuration the method cannot run that is no one parameter's or
+    /// parameters' (those are `Param` and `Conflict`): a workers' inventory
+    /// that cannot be read, a scenario list left empty. The text names
+    /// options as the command line spells them.
     #[error("{0}")]
     Config(String),
     /// One parameter outside what it accepts, said by the command line
     /// as `--name VALUE: ...` and by a file's reader at the key's line.
     #[error(transparent)]
     Param(#[from] crate::check::ParamError),
+    /// Parameters that do not go together, or one that needs another.
+    #[error(transparent)]
+    Conflict(crate::check::Conflict),
     /// The system under test, a peer or a tool could not be started or reached.
     #[error("{0}")]
     Setup(String),
@@ -61,11 +66,6 @@ pub enum LabError {
 }
 
 impl LabError {
-    /// A parameter the caller gave wrongly: the one line naming it and the fix.
-    pub fn config(m: impl Into<String>) -> LabError {
-        LabError::Config(m.into())
-    }
-
     /// A system, peer or tool that could not be set up, in its own words.
     pub fn setup(e: impl std::fmt::Display) -> LabError {
         LabError::Setup(e.to_string())
@@ -77,6 +77,7 @@ impl LabError {
             self,
             LabError::Config(_)
                 | LabError::Param(_)
+                | LabError::Conflict(_)
                 | LabError::File { .. }
                 | LabError::App(_)
                 | LabError::Net(netlab::NetError::Topology(_) | netlab::NetError::NotFound(_))

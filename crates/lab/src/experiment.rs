@@ -84,8 +84,9 @@ impl Experiment {
         let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
         let e = Experiment::parse(&text).map_err(|e| file(e.to_string()))?;
         e.validate().map_err(|err| match err {
-            LabError::Config(m) => file(as_file_keys(&m, &text, &e.to_toml())),
+            LabError::Config(m) => file(as_file_keys(&m, &text, &e.to_toml(), true)),
             LabError::Param(p) => file(param_in_file(&p, &text, &e.to_toml())),
+            LabError::Conflict(c) => file(conflict_in_file(&c, &text, &e.to_toml())),
             other => other,
         })?;
         Ok(e)
@@ -193,16 +194,19 @@ impl Experiment {
                 {
                     // (sdnlab's cluster is started on the workers themselves.)
                     if c.target.is_none() && !(c.cluster > 0 && c.peer.is_none()) {
-                        return Err(LabError::Config(
-                            "--workers: name the controller the workers reach (--target HOST:PORT, target = in a file), or start sdnlab's cluster on them (--cluster N)"
-                                .into(),
-                        ));
+                        return Err(crate::check::Conflict::new(
+                            "name the controller the workers reach (--target HOST:PORT), or start sdnlab's cluster on them (--cluster N)",
+                        )
+                        .flag("workers")
+                        .into());
                     }
                 }
                 _ => {
-                    return Err(LabError::Config(
-                        "--workers spreads experiment = \"net\", the controller benchmark's cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests (with a target), and bench dp's external switch so far; run this one without --workers".into(),
-                    ))
+                    return Err(crate::check::Conflict::new(
+                        "workers spread experiment = \"net\", the controller benchmark's cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests (with a target), and bench dp's external switch so far; run this one without --workers",
+                    )
+                    .flag("workers")
+                    .into())
                 }
             }
         }
@@ -309,12 +313,39 @@ fn param_in_file(p: &crate::check::ParamError, text: &str, all: &str) -> String 
     }
 }
 
+/// A conflict as a file's reader needs it: each parameter that is a key
+/// of the file as `key = VALUE` (or the key alone, when its value is not
+/// the point), the others as the command line gives them, the options
+/// the problem names as keys, at the line of the first parameter the file
+/// sets ("line 4: test = failover, target = ...: ...").
+fn conflict_in_file(c: &crate::check::Conflict, text: &str, all: &str) -> String {
+    let mut line = None;
+    let mut said = Vec::new();
+    for g in &c.given {
+        let key = g.name.replace('-', "_");
+        if !is_key(&key, text, all) {
+            said.push(g.as_flag());
+            continue;
+        }
+        line = line.or_else(|| key_line(text, &key));
+        said.push(match &g.value {
+            Some(v) => format!("{key} = {v}"),
+            None => key,
+        });
+    }
+    let said = format!("{}: {}", said.join(", "), as_file_keys(&c.problem, text, all, false));
+    match line {
+        Some(i) => format!("line {}: {said}", i + 1),
+        None => said,
+    }
+}
+
 /// A check's text, which spells options as the command line does
 /// (`--switches 0: ...`), as a file's reader needs it: each flag that is
 /// a key written as the key, the leading one as "key =", and the line of
 /// the first ("line 2: ..."). For the checks that are not one parameter's
 /// (`ParamError`): those that relate several.
-fn as_file_keys(message: &str, text: &str, all: &str) -> String {
+fn as_file_keys(message: &str, text: &str, all: &str, at_line: bool) -> String {
     let mut out = String::new();
     let mut first_key = None;
     let mut rest = message;
@@ -339,7 +370,7 @@ fn as_file_keys(message: &str, text: &str, all: &str) -> String {
         rest = &after[len..];
     }
     out.push_str(rest);
-    match first_key.and_then(|k| key_line(text, &k)) {
+    match first_key.and_then(|k| key_line(text, &k)).filter(|_| at_line) {
         Some(i) => format!("line {}: {out}", i + 1),
         None => out,
     }
@@ -354,7 +385,6 @@ fn line_of(text: &str, at: usize) -> usize {
 mod tests {
     use super::*;
 
-    /// The examples in the repository are experiments sdnlab accepts as written.
     /// A parameter out of range is said at its key and line in a file,
     /// and as its flag on the command line, from one structured error.
     #[test]
@@ -379,6 +409,49 @@ mod tests {
         assert_eq!(param_in_file(&flag, text, &e.to_toml()), "--workers x: no such file");
     }
 
+    /// Parameters that do not go together are said as flags on the command
+    /// line and, from the same structured error, as keys at the line of
+    /// the first one a file sets; the options the fix names become keys.
+    #[test]
+    fn a_conflict_is_said_at_its_keys_and_line() {
+        let text = "experiment = \"ctl\"\n# a failover\ntest = \"failover\"\ncluster = 1\n";
+        let e = Experiment::parse(text).unwrap();
+        let err = e.validate().unwrap_err();
+        let LabError::Conflict(c) = &err else {
+            panic!("not structured: {err:?}")
+        };
+        let named: Vec<&str> = c.given.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(named, ["cluster", "test"]);
+        assert_eq!(
+            err.to_string(),
+            "--cluster 1 --test failover: a failover needs a member to take over; give 2 or more"
+        );
+        assert_eq!(
+            conflict_in_file(c, text, &e.to_toml()),
+            "line 4: cluster = 1, test = failover: a failover needs a member to take over; give 2 or more"
+        );
+        // A key the file leaves at its default is still said as a key,
+        // the fix's option too; the line is the first key's the file sets.
+        let text = "experiment = \"ctl\"\n\nmatch_by = \"new-source\"\n";
+        let e = Experiment::parse(text).unwrap();
+        let Err(LabError::Conflict(c)) = e.validate() else {
+            panic!("match_by without ofp 1.3 was taken")
+        };
+        assert_eq!(
+            conflict_in_file(&c, text, &e.to_toml()),
+            "line 3: match_by = new-source, ofp = 1.0: the answers are OpenFlow 1.3 FLOW_MODs; add ofp 1.3"
+        );
+        // An option that is no key of the file keeps its flag.
+        let c = crate::check::Conflict::new("leave one of them out")
+            .with("cluster", 2)
+            .flag("workers");
+        assert_eq!(
+            conflict_in_file(&c, "experiment = \"ctl\"\ncluster = 2\n", &e.to_toml()),
+            "line 2: cluster = 2, --workers: leave one of them out"
+        );
+    }
+
+    /// The examples in the repository are experiments sdnlab accepts as written.
     #[test]
     fn every_example_file_is_a_valid_experiment() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/experiments");

@@ -7,7 +7,7 @@
 //! core 0 and on one core only (trafgen `-P 1`). GRO is on at the
 //! receiving end for all of them, as the XDP generator needs it.
 
-use crate::check::{range, real};
+use crate::check::{at_least_one, range, real};
 use crate::rundir::Place;
 use crate::switch::bed::BedError;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
@@ -67,15 +67,7 @@ impl Default for GenConfig {
 impl GenConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), LabError> {
-        if self.generators.is_empty() {
-            return Err(LabError::Config("--generator: name at least one".into()));
-        }
-        if self.seconds < 1.0 {
-            return Err(LabError::Config(format!(
-                "--seconds {} is too short; give 1 or more",
-                self.seconds
-            )));
-        }
+        at_least_one("generator", &self.generators, "generator")?;
         real("seconds", self.seconds, 1.0, 3600.0)?;
         range("rounds", self.rounds, 1, 1000)
     }

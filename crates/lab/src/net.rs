@@ -7,6 +7,7 @@
 //! them, links between them carried as VXLAN, each worker's clock offset
 //! in `meta.json`.
 
+use crate::check::{Conflict, ParamError};
 use crate::rundir::{io_error, runtime, started, Place, Run};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, Sample};
@@ -91,10 +92,10 @@ fn host_pairs(key: &str, items: &[String], topo: &netlab::topo::Topology) -> Res
             .split_once('>')
             .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
             .filter(|(a, b)| !a.is_empty() && !b.is_empty() && a != b)
-            .ok_or_else(|| LabError::Config(format!("{key} = \"{p}\": write \"FROM>TO\", two hosts")))?;
+            .ok_or_else(|| ParamError::new(key, format!("\"{p}\""), "write \"FROM>TO\", two hosts"))?;
         for h in [&a, &b] {
             if topo.host(h).is_none() {
-                return Err(LabError::Config(format!("{key}: no host '{h}' in the topology")));
+                return Err(ParamError::new(key, format!("\"{p}\""), format!("no host '{h}' in the topology")).into());
             }
         }
         pairs.push((a, b));
@@ -127,11 +128,15 @@ impl NetConfig {
     /// and the iperf3 pairs.
     fn read(&self) -> Result<Read, LabError> {
         let topo = netlab::topo::load(&self.topology)
-            .map_err(|e| LabError::Config(format!("topology = \"{}\": {}", self.topology, e.join("; "))))?;
-        let kind = self
-            .switch
-            .parse::<netlab::run::SwitchKind>()
-            .map_err(|e| LabError::Config(format!("switch = {e}")))?;
+            .map_err(|e| ParamError::new("topology", format!("\"{}\"", self.topology), e.join("; ")))?;
+        let kind = self.switch.parse::<netlab::run::SwitchKind>().map_err(|_| {
+            let known = ["bridge", "ovs", "sdnlab"];
+            ParamError::new(
+                "switch",
+                format!("'{}'", self.switch),
+                crate::check::not_one_of(&self.switch, &known),
+            )
+        })?;
         crate::check::range("ping-count", self.ping_count, 0, 100)?;
         crate::check::range("iperf-s", self.iperf_s, 1, 3600)?;
         let pairs = host_pairs("iperf", &self.iperf, &topo)?;
@@ -328,10 +333,13 @@ pub fn run(c: &NetConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
         // VXLAN's 50 bytes; a longer frame would not leave its host.
         let most = inv.underlay_mtu as usize - 50 + 14;
         if !read.flows.is_empty() && c.flow_bytes > most {
-            return Err(LabError::Config(format!(
-                "--flow-bytes {}: frames over workers hold at most {most} bytes (underlay_mtu {} less VXLAN's 50, plus Ethernet's 14)",
-                c.flow_bytes, inv.underlay_mtu
-            )));
+            return Err(Conflict::new(format!(
+                "frames over workers hold at most {most} bytes (the workers' underlay_mtu {} less VXLAN's 50, plus Ethernet's 14)",
+                inv.underlay_mtu
+            ))
+            .with("flow-bytes", c.flow_bytes)
+            .flag("workers")
+            .into());
         }
     }
     let run_id = place.name("net");
@@ -790,7 +798,7 @@ mod tests {
         ] {
             c.flows = bad.iter().map(|s| s.to_string()).collect();
             let e = c.validate().unwrap_err().to_string();
-            assert!(e.contains(says) && e.starts_with("flows"), "{e}");
+            assert!(e.contains(says) && e.starts_with("--flows \""), "{e}");
             assert_eq!(e.lines().count(), 1);
         }
         let e = with(|c| c.flow_bytes = 59).unwrap_err().to_string();

@@ -111,10 +111,9 @@ impl Run {
     /// directory that already holds a run.
     pub fn open(dir: &Path, meta: Meta, e: &Experiment, stop: &crate::stop::Stop) -> Result<Run, LabError> {
         if dir.join("samples.jsonl").exists() {
-            return Err(LabError::Config(format!(
-                "{} already holds a run: choose another --out",
-                dir.display()
-            )));
+            return Err(
+                crate::check::ParamError::new("out", dir.display(), "already holds a run: choose another").into(),
+            );
         }
         write_experiment(dir, e)?;
         let writer = RunWriter::create(dir, &meta).map_err(io_error(dir))?;

@@ -63,11 +63,11 @@ fn bench_ctl_refuses_values_out_of_range() {
         (vec!["--cluster", "10"], "--cluster 10"),
         (
             vec!["--kill-after-loop", "1"],
-            "--kill-after-loop kills a member of a cluster",
+            "--kill-after-loop 1: it kills a member of a cluster",
         ),
         (
             vec!["--cluster", "2", "--loops", "3", "--kill-after-loop", "3"],
-            "--kill-after-loop 3: must be at least 1 and under --loops (3)",
+            "--kill-after-loop 3 --loops 3: must be at least 1 and under the loops",
         ),
         (
             vec!["--cluster", "1", "--test", "failover"],
@@ -89,7 +89,7 @@ fn bench_ctl_refuses_values_out_of_range() {
         (vec!["--target", "127.0.0.1:6653,nonsense"], "invalid value 'nonsense'"),
         (
             vec!["--kill", "non-master", "--test", "failover"],
-            "--kill non-master is the control of a cluster's failover",
+            "--kill non-master: the control of a cluster's failover",
         ),
         (
             vec!["--target", "127.0.0.1:6653,127.0.0.1:6654", "--cluster", "2"],
@@ -101,15 +101,15 @@ fn bench_ctl_refuses_values_out_of_range() {
         ),
         (
             vec!["--etcd-members", "3"],
-            "--etcd-members is an option of sdnlab's cluster",
+            "--etcd-members 3: an option of sdnlab's cluster",
         ),
         (
             vec!["--test", "discovery", "--sweep", "macs=2,4"],
-            "--sweep 'macs=2,4' with --test discovery: this test sweeps cluster sizes only",
+            "--sweep 'macs=2,4' --test discovery: this test sweeps cluster sizes only",
         ),
         (
             vec!["--test", "dos", "--sweep", "switches=1,2"],
-            "--sweep 'switches=1,2' with --test dos: this test takes no sweep",
+            "--sweep 'switches=1,2' --test dos: this test takes no sweep",
         ),
         (
             vec!["--test", "failover", "--sweep", "cluster=1,2"],
@@ -144,7 +144,10 @@ fn bench_dp_refuses_values_out_of_range() {
         (vec!["--recovery-repetitions", "0"], "--recovery-repetitions 0"),
         (vec!["--scenario-repetitions", "0"], "--scenario-repetitions 0"),
         (vec!["--capacity-max", "0"], "--capacity-max 0"),
-        (vec!["--trial-seconds", "0"], "too short"),
+        (
+            vec!["--trial-seconds", "0"],
+            "--trial-seconds 0: must be a number at least 0.2",
+        ),
         (vec!["--trial-seconds", "NaN"], "--trial-seconds NaN"),
         (vec!["--scenario-rate", "-5"], "--scenario-rate -5"),
         (vec!["--resolution", "0"], "--resolution 0"),
@@ -194,6 +197,14 @@ fn bench_switch_gen_and_lb_refuse_values_out_of_range() {
         (vec!["bench", "lb", "--replica-mbit", "0"], "--replica-mbit 0"),
         (vec!["bench", "lb", "--concurrency", "0,20"], "--concurrency 0"),
         (vec!["bench", "lb", "--sessions", "0"], "--sessions 0"),
+        (
+            vec!["bench", "lb", "--policy", "round-robin,fastest"],
+            "invalid value 'fastest' for '--policy <POLICIES>'",
+        ),
+        (
+            vec!["bench", "lb", "--alpha", "1.5"],
+            "--alpha 1.5: must be more than 0 and at most 1",
+        ),
         (
             vec!["bench", "lb", "--switch", "bridge"],
             "invalid value 'bridge' for '--switch <SWITCH>'",

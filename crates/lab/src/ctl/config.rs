@@ -3,7 +3,7 @@
 //! the check that each is in its range. Names are the command line's, with
 //! `_` for `-`.
 
-use crate::check::{one_of, range, real};
+use crate::check::{one_of, range, real, Conflict, ParamError};
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -359,7 +359,7 @@ impl CtlConfig {
         if let Some(s) = &self.suite {
             one_of("suite", s, &["rfc8456"])?;
         } else if self.quick {
-            return Err(LabError::Config("--quick: only with --suite".into()));
+            return Err(Conflict::new("only with --suite").flag("quick").into());
         }
         for p in self.peers.iter().chain(self.peer.iter()) {
             one_of("peer", p, &crate::peers::NAMES)?;
@@ -367,9 +367,10 @@ impl CtlConfig {
         if let Some(m) = &self.match_by {
             one_of("match-by", m, &["buffer", "new-source"])?;
             if m == "new-source" && self.ofp != Ofp::V13 {
-                return Err(LabError::Config(
-                    "--match-by new-source: the answers are OpenFlow 1.3 FLOW_MODs; add --ofp 1.3".into(),
-                ));
+                return Err(Conflict::new("the answers are OpenFlow 1.3 FLOW_MODs; add --ofp 1.3")
+                    .with("match-by", m)
+                    .with("ofp", self.ofp)
+                    .into());
             }
         }
         if let Some(v) = self.vlan {
@@ -378,14 +379,17 @@ impl CtlConfig {
         for p in self.peers.iter().chain(self.peer.iter()) {
             if self.suite.is_none() {
                 if let Some(why) = super::faucet_unsupported(p, &self.test, self.ofp) {
-                    return Err(LabError::Config(format!("--peer {p} --test {}: {why}", self.test)));
+                    return Err(Conflict::new(why).with("peer", p).with("test", &self.test).into());
                 }
             }
         }
         if self.target.is_some() && !self.peers.is_empty() {
-            return Err(LabError::Config(
-                "--target and --peer: choose one (a target is a controller sdnlab does not start)".into(),
-            ));
+            return Err(
+                Conflict::new("choose one (a target is a controller sdnlab does not start)")
+                    .flag("target")
+                    .flag("peer")
+                    .into(),
+            );
         }
         range("switches", self.switches, 1, 100_000)?;
         range("macs", self.macs, 2, 65_535)?;
@@ -402,43 +406,51 @@ impl CtlConfig {
     /// The cluster options: sdnlab's cluster or Faucet's, or one at addresses, and the tests each takes.
     fn check_cluster(&self) -> Result<(), LabError> {
         if self.cluster > 0 && !CLUSTER_TESTS.contains(&self.test.as_str()) {
-            return Err(LabError::Config(format!(
-                "--cluster {} --test {}: cluster mode is built for {} so far ({}); leave --cluster out",
-                self.cluster,
-                self.test,
+            return Err(Conflict::new(format!(
+                "cluster mode is built for {} so far (this test's emulated switches do not yet connect to every member); leave --cluster out",
                 CLUSTER_TESTS.join(", "),
-                "this test's emulated switches do not yet connect to every member"
-            )));
+            ))
+            .with("cluster", self.cluster)
+            .with("test", &self.test)
+            .into());
         }
         if !self.target_members.is_empty() {
             if self.target != self.target_members.first().copied() {
-                return Err(LabError::Config(
-                    "target_members: the first member must be the target (--target A,B,C sets both)".into(),
-                ));
+                return Err(
+                    Conflict::new("the first member must be the target (--target A,B,C sets both)")
+                        .flag("target-members")
+                        .flag("target")
+                        .into(),
+                );
             }
             if self.cluster > 0 {
-                return Err(LabError::Config(
-                    "--target A,B,C measures a cluster at those addresses; --cluster N starts sdnlab's own: give one of them".into(),
-                ));
+                return Err(Conflict::new(
+                    "a target of several addresses is a cluster there; --cluster N starts sdnlab's own: give one of them",
+                )
+                .with("target", self.members_given())
+                .with("cluster", self.cluster)
+                .into());
             }
             if !CLUSTER_TESTS.contains(&self.test.as_str()) || self.test == "failover" {
-                return Err(LabError::Config(format!(
-                    "--target with {} addresses --test {}: a cluster at addresses takes {} so far; give one address",
-                    self.target_members.len(),
-                    self.test,
+                return Err(Conflict::new(format!(
+                    "a cluster at addresses takes {} so far; give one address",
                     CLUSTER_TESTS
                         .iter()
                         .filter(|t| **t != "failover")
                         .copied()
                         .collect::<Vec<_>>()
                         .join(", ")
-                )));
+                ))
+                .with("target", self.members_given())
+                .with("test", &self.test)
+                .into());
             }
         }
         if self.cluster == 1 && self.test == "failover" {
-            return Err(LabError::Config(
-                "--cluster 1: a failover needs a member to take over; give 2 or more".into(),
-            ));
+            return Err(Conflict::new("a failover needs a member to take over; give 2 or more")
+                .with("cluster", 1)
+                .with("test", "failover")
+                .into());
         }
         let faucet = self.peers.iter().chain(self.peer.iter()).any(|p| p == "faucet");
         if self.cluster > 0
@@ -450,16 +462,20 @@ impl CtlConfig {
                     .any(|p| p != "sdnlab" && p != "faucet")
                 || (faucet && self.peers.iter().chain(self.peer.iter()).any(|p| p == "sdnlab")))
         {
-            return Err(LabError::Config(
-                "--cluster N runs sdnlab's controller (or, with --peer faucet, Faucet) as a cluster: leave out --target and other peers".into(),
-            ));
+            return Err(Conflict::new(
+                "a cluster is of sdnlab's controller (or, with --peer faucet, of Faucet): leave out --target and other peers",
+            )
+            .with("cluster", self.cluster)
+            .into());
         }
         if self.cluster > 0 && faucet && (self.test != "cbench" || self.suite.is_some()) {
-            return Err(LabError::Config(format!(
-                "--peer faucet --cluster {}: Faucet's cluster takes cbench's load only (it has no topology discovery or northbound API sdnlab can drive); leave out --test{}",
-                self.cluster,
+            return Err(Conflict::new(format!(
+                "Faucet's cluster takes cbench's load only (it has no topology discovery or northbound API sdnlab can drive); leave out --test{}",
                 if self.suite.is_some() { " and --suite" } else { "" }
-            )));
+            ))
+            .with("peer", "faucet")
+            .with("cluster", self.cluster)
+            .into());
         }
         Ok(())
     }
@@ -483,23 +499,29 @@ impl CtlConfig {
         one_of("slave-packet-ins", &self.slave_packet_ins, &["all", "none"])?;
         let sweeps_clusters = self.sweeps_clusters();
         if ![1, 3, 5].contains(&self.etcd_members) {
-            return Err(LabError::Config(format!(
-                "--etcd-members {}: give 1, 3 or 5 (an odd count keeps a quorum)",
-                self.etcd_members
-            )));
+            return Err(ParamError::new(
+                "etcd-members",
+                self.etcd_members,
+                "give 1, 3 or 5 (an odd count keeps a quorum)",
+            )
+            .into());
         }
         if self.etcd_members != 1 && self.cluster == 0 && !sweeps_clusters {
-            return Err(LabError::Config(
-                "--etcd-members is an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)".into(),
-            ));
+            return Err(
+                Conflict::new("an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)")
+                    .with("etcd-members", self.etcd_members)
+                    .into(),
+            );
         }
         if self.slave_packet_ins != "all"
             && (self.peers.iter().chain(self.peer.iter()).any(|p| p != "sdnlab")
                 || (self.cluster == 0 && !sweeps_clusters))
         {
-            return Err(LabError::Config(
-                "--slave-packet-ins is an option of sdnlab's cluster: add --cluster N (or --sweep cluster=...)".into(),
-            ));
+            return Err(Conflict::new(
+                "an option of sdnlab's cluster (no other peer): add --cluster N (or --sweep cluster=...)",
+            )
+            .with("slave-packet-ins", &self.slave_packet_ins)
+            .into());
         }
         Ok(())
     }
@@ -511,53 +533,63 @@ impl CtlConfig {
             let by_cluster = topology || self.test == "sessions";
             let sweepable = matches!(self.test.as_str(), "cbench" | "rate") || (by_cluster && self.sweeps_clusters());
             if !sweepable {
-                return Err(LabError::Config(format!(
-                    "--sweep '{sweep}' with --test {}: {}",
-                    self.test,
-                    if by_cluster {
-                        "this test sweeps cluster sizes only (--sweep cluster=0,1,3,5)"
-                    } else {
-                        "this test takes no sweep (cbench and rate do)"
-                    }
-                )));
+                return Err(Conflict::new(if by_cluster {
+                    "this test sweeps cluster sizes only (--sweep cluster=0,1,3,5)"
+                } else {
+                    "this test takes no sweep (cbench and rate do)"
+                })
+                .with("sweep", format!("'{sweep}'"))
+                .with("test", &self.test)
+                .into());
             }
             if by_cluster {
                 if self.test == "discovery-size" {
-                    return Err(LabError::Config(
-                        "--sweep cluster=... with --test discovery-size: it grows the fabric itself; give one --cluster N".into(),
-                    ));
+                    return Err(Conflict::new("this test grows the fabric itself; give one --cluster N")
+                        .with("sweep", format!("'{sweep}'"))
+                        .with("test", &self.test)
+                        .into());
                 }
                 if self.cluster > 0 || self.target.is_some() {
-                    return Err(LabError::Config(format!(
-                        "--sweep '{sweep}' sweeps sdnlab's cluster sizes: leave out --cluster and --target"
-                    )));
+                    return Err(
+                        Conflict::new("this sweeps sdnlab's cluster sizes: leave out --cluster and --target")
+                            .with("sweep", format!("'{sweep}'"))
+                            .into(),
+                    );
                 }
                 let sizes = self.cluster_sizes()?;
                 if self.test == "failover" && sizes.contains(&1) {
-                    return Err(LabError::Config(
-                        "--sweep cluster=... with --test failover: a cluster of 1 has no member to take over; give 0 (the active/standby pair) or 2 and more".into(),
-                    ));
+                    return Err(Conflict::new(
+                        "a cluster of 1 has no member to take over; give 0 (the active/standby pair) or 2 and more",
+                    )
+                    .with("sweep", format!("'{sweep}'"))
+                    .with("test", &self.test)
+                    .into());
                 }
             }
         }
         if let Some(k) = self.kill_after_loop {
             if self.test != "cbench" || self.cluster < 2 || self.sweeps_clusters() {
-                return Err(LabError::Config(
-                    "--kill-after-loop kills a member of a cluster during cbench's loops: add --cluster N (2 or more; sdnlab's or --peer faucet's), with the cbench test and no sweep of cluster sizes".into(),
-                ));
+                return Err(Conflict::new(
+                    "it kills a member of a cluster during cbench's loops: add --cluster N (2 or more; sdnlab's or --peer faucet's), with the cbench test and no sweep of cluster sizes",
+                )
+                .with("kill-after-loop", k)
+                .into());
             }
             if k == 0 || k as usize >= self.loops {
-                return Err(LabError::Config(format!(
-                    "--kill-after-loop {k}: must be at least 1 and under --loops ({}), so loops are measured before and after",
-                    self.loops
-                )));
+                return Err(Conflict::new(
+                    "must be at least 1 and under the loops, so loops are measured before and after",
+                )
+                .with("kill-after-loop", k)
+                .with("loops", self.loops)
+                .into());
             }
         }
         if self.kill == "non-master" && (self.test != "failover" || self.cluster < 2) {
-            return Err(LabError::Config(
-                "--kill non-master is the control of a cluster's failover: add --test failover --cluster N (2 or more)"
-                    .into(),
-            ));
+            return Err(Conflict::new(
+                "the control of a cluster's failover: add --test failover --cluster N (2 or more)",
+            )
+            .with("kill", "non-master")
+            .into());
         }
         Ok(())
     }
@@ -573,7 +605,7 @@ impl CtlConfig {
         range("case-wait-ms", self.case_wait_ms, 100, 3_600_000)?;
         range("hello-wait-s", self.hello_wait_s, 1, 3600)?;
         for f in &self.fabrics {
-            super::topology::parse_fabric(f).map_err(LabError::Config)?;
+            super::topology::parse_fabric(f)?;
         }
         if let Some(nb) = &self.northbound {
             ctlbench::northbound::Northbound::parse(nb)?;
@@ -603,6 +635,12 @@ impl CtlConfig {
         // The sweep's one parser: the controller benchmark's scenarios,
         // each a cluster of that many members.
         Ok(super::scenarios(self)?.iter().map(|(_, c)| c.members.len()).collect())
+    }
+
+    /// The target's addresses as `--target` gives them: `A,B,C`.
+    fn members_given(&self) -> String {
+        let all: Vec<String> = self.target_members.iter().map(|a| a.to_string()).collect();
+        all.join(",")
     }
 
     /// Whether `sweep` sweeps cluster sizes (`cluster=0,1,3,5`).

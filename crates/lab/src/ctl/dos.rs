@@ -10,9 +10,12 @@ pub(super) fn run_dos(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Resul
         return Err(LabError::Config("--test dos: no scenario".into()));
     };
     if place.workers.is_some() && a.syn_flood_pps > 0 {
-        return Err(LabError::Config(
-            "--syn-flood-pps: not over workers (the SYN flood runs on this machine's loopback)".into(),
-        ));
+        return Err(
+            Conflict::new("not over workers (the SYN flood runs on this machine's loopback)")
+                .with("syn-flood-pps", a.syn_flood_pps)
+                .flag("workers")
+                .into(),
+        );
     }
     let run_id = place.name("ctl-dos");
     let dir = place.dir(&run_id);
@@ -173,9 +176,10 @@ fn under_syn_flood(
     rt: &tokio::runtime::Runtime,
 ) -> Result<(ctlbench::Report, u64), LabError> {
     let std::net::SocketAddr::V4(v4) = addr else {
-        return Err(LabError::Config(
-            "--syn-flood-pps: the SYN flood needs an IPv4 loopback target".into(),
-        ));
+        return Err(Conflict::new("the SYN flood needs an IPv4 loopback target")
+            .with("syn-flood-pps", pps)
+            .with("target", addr)
+            .into());
     };
     let guard = DropSynAcks::install(v4.port()).map_err(LabError::setup)?;
     let flood = ctlbench::synflood::SynFlood::start(v4, pps).map_err(LabError::setup)?;

@@ -16,6 +16,7 @@ pub mod topology;
 
 pub use config::{all_tests, CbenchMode, CtlConfig, Ofp, TESTS};
 
+use crate::check::{Conflict, ParamError};
 use crate::rundir::{io_error, runtime, started, Place, Run};
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use report::{Meta, Metric, Sample, Target};
@@ -97,7 +98,7 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
         let c = base(placeholder);
         return Ok(vec![(format!("switches={}", c.switches), c)]);
     };
-    let bad = |m: String| LabError::Config(format!("--sweep '{sweep}': {m}"));
+    let bad = |m: String| LabError::from(ParamError::new("sweep", format!("'{sweep}'"), m));
     let (param, values) = sweep
         .split_once('=')
         .ok_or_else(|| bad("write PARAM=V1,V2,... (e.g. switches=1,2,4)".into()))?;
@@ -137,9 +138,9 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
                 // controller embedded; 1: one member with its etcd).
                 within(0, 9)?;
                 if a.cluster > 0 || a.target.is_some() {
-                    return Err(bad(
-                        "sweeps sdnlab's cluster sizes: leave out --cluster and --target".into(),
-                    ));
+                    return Err(Conflict::new("this sweeps sdnlab's cluster sizes: leave out --cluster and --target")
+                        .with("sweep", format!("'{sweep}'"))
+                        .into());
                 }
                 c.members = vec![placeholder; n as usize]
             }
@@ -148,8 +149,8 @@ pub(crate) fn scenarios(a: &CtlConfig) -> Result<Vec<(String, ctlbench::Config)>
                 c.malformed_per_mille = (n * 10) as u32
             }
             other => {
-                return Err(LabError::Config(format!(
-                    "--sweep: cannot sweep '{other}'; choose switches, macs, window, loop-ms, malformed (percent) or cluster (members)"
+                return Err(bad(format!(
+                    "cannot sweep '{other}'; choose switches, macs, window, loop-ms, malformed (percent) or cluster (members)"
                 )))
             }
         }

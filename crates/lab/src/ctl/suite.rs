@@ -430,10 +430,9 @@ fn targets(a: &CtlConfig) -> Vec<String> {
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let dir = place.dir(&place.name("rfc8456"));
     if dir.join("suite.md").exists() {
-        return Err(LabError::Config(format!(
-            "{} already holds a suite: choose another --out",
-            dir.display()
-        )));
+        return Err(
+            crate::check::ParamError::new("out", dir.display(), "already holds a suite: choose another").into(),
+        );
     }
     write_experiment(&dir, &Experiment::Ctl(a.clone()))?;
     let targets = targets(a);

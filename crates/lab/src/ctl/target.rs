@@ -132,9 +132,12 @@ pub(super) fn reachable(addr: std::net::SocketAddr) -> Result<(), LabError> {
 /// and change detection).
 pub(super) fn spread_cluster_supported(a: &CtlConfig) -> Result<(), LabError> {
     let clustered = a.cluster > 0 || !a.target_members.is_empty();
-    let refuse = |why: &str| Err(LabError::Config(format!("--workers: {why}")));
-    if a.sweeps_clusters() {
-        return refuse("--sweep cluster=... is not spread over workers (its standalone size runs on this machine's loopback); run each size with --cluster N");
+    let refuse = |c: Conflict| Err(c.flag("workers").into());
+    if let Some(sweep) = a.sweep.as_ref().filter(|_| a.sweeps_clusters()) {
+        return refuse(
+            Conflict::new("cluster sizes are not swept over workers (the standalone size runs on this machine's loopback); run each size with --cluster N")
+                .with("sweep", format!("'{sweep}'")),
+        );
     }
     let spread = [
         "cbench",
@@ -146,10 +149,17 @@ pub(super) fn spread_cluster_supported(a: &CtlConfig) -> Result<(), LabError> {
         "change-detection",
     ];
     if clustered && !spread.contains(&a.test.as_str()) {
-        return refuse("a cluster is spread over workers for the cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests so far; run this test without --workers");
+        return refuse(
+            Conflict::new("a cluster is spread over workers for the cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests so far; run this test without --workers")
+                .with("test", &a.test),
+        );
     }
     if a.cluster > 0 && a.peer.is_some() {
-        return refuse("a peer's instances run on this machine's loopback, out of the workers' reach; --cluster N with --workers starts sdnlab's members on the workers");
+        return refuse(
+            Conflict::new("a peer's instances run on this machine's loopback, out of the workers' reach; --cluster N with --workers starts sdnlab's members on the workers")
+                .with("cluster", a.cluster)
+                .flag("peer"),
+        );
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! run follows (`--quick` and the defaults resolved).
 
 use super::plan::Plan;
-use crate::check::{range, real};
+use crate::check::{range, real, Conflict, ParamError};
 use crate::switch::bed::Dut;
 use crate::LabError;
 use serde::{Deserialize, Serialize};
@@ -359,19 +359,29 @@ pub(super) fn plan(args: &DpConfig) -> Result<Plan, LabError> {
 fn check_external(args: &DpConfig) -> Result<(), LabError> {
     let has_external = args.duts.contains(&DpDut::External);
     if has_external && args.external_ports.len() != 2 {
-        return Err(LabError::config(
-            "--dut external needs --external-ports IF1,IF2 (the interfaces that lead to it)",
-        ));
+        return Err(
+            Conflict::new("needs --external-ports IF1,IF2 (the interfaces that lead to it)")
+                .with("dut", DpDut::External)
+                .into(),
+        );
     }
-    if !has_external && (!args.external_ports.is_empty() || args.external_openflow.is_some()) {
-        return Err(LabError::config(
-            "--external-ports and --external-openflow go with --dut external",
-        ));
+    if !has_external {
+        let given = [
+            ("external-ports", !args.external_ports.is_empty()),
+            ("external-openflow", args.external_openflow.is_some()),
+        ];
+        if let Some((name, _)) = given.iter().find(|(_, given)| *given) {
+            return Err(Conflict::new("only with --dut external").flag(name).into());
+        }
     }
     if args.external_of_ports.len() != 2 || args.external_of_ports.iter().any(|p| *p == 0 || *p > 0xffff_ff00) {
-        return Err(LabError::config(
-            "--external-of-ports takes two OpenFlow port numbers, e.g. 1,2",
-        ));
+        let given: Vec<String> = args.external_of_ports.iter().map(|p| p.to_string()).collect();
+        return Err(ParamError::new(
+            "external-of-ports",
+            given.join(","),
+            "give two OpenFlow port numbers, e.g. 1,2",
+        )
+        .into());
     }
     Ok(())
 }
@@ -379,65 +389,20 @@ fn check_external(args: &DpConfig) -> Result<(), LabError> {
 /// Every size, duration, rate and count in its range: one line each, no
 /// silent substitute.
 fn check_numbers(args: &DpConfig, frames: &[usize]) -> Result<(), LabError> {
-    if let Some(f) = frames.iter().find(|f| !(64..=9000).contains(*f)) {
-        return Err(LabError::config(format!("--frames {f} is outside 64..=9000")));
+    for f in frames {
+        range("frames", *f, 64, 9000)?;
     }
-    if !(64..=1518).contains(&args.scenario_frame) {
-        return Err(LabError::config(format!(
-            "--scenario-frame {} is outside 64..=1518",
-            args.scenario_frame
-        )));
+    range("scenario-frame", args.scenario_frame, 64, 1518)?;
+    real("resolution", args.resolution, 0.001, 0.5)?;
+    for m in &args.udp_mbit {
+        real("udp-mbit", *m, 0.1, 100_000.0)?;
     }
-    if !(0.001..0.5).contains(&args.resolution) {
-        return Err(LabError::config(format!(
-            "--resolution {} is outside 0.001..0.5",
-            args.resolution
-        )));
-    }
-    let min_s = [
-        args.trial_seconds,
-        args.search_seconds,
-        args.latency_seconds,
-        args.overload_seconds,
-        args.recovery_seconds,
-        args.scenario_seconds,
-    ]
-    .into_iter()
-    .fold(f64::INFINITY, f64::min);
-    if min_s < 0.2 {
-        return Err(LabError::config(format!(
-            "trials of {min_s} s are too short; give 0.2 s or more"
-        )));
-    }
-    if let Some(m) = args.udp_mbit.iter().find(|m| !(0.1..=100_000.0).contains(*m)) {
-        return Err(LabError::config(format!("--udp-mbit {m} is outside 0.1..=100000")));
-    }
-    if !(2..=8).contains(&args.long_path) {
-        return Err(LabError::config(format!(
-            "--long-path {} is outside 2..=8",
-            args.long_path
-        )));
-    }
-    if !(2..=8).contains(&args.parallel) {
-        return Err(LabError::config(format!(
-            "--parallel {} is outside 2..=8",
-            args.parallel
-        )));
-    }
-    if args.iperf_seconds < 1.0 {
-        return Err(LabError::config(format!(
-            "--iperf-seconds {} is too short; give 1 or more",
-            args.iperf_seconds
-        )));
-    }
-    if !(0.001..=10.0).contains(&args.b2b_seconds) {
-        return Err(LabError::config(format!(
-            "--b2b-seconds {} is outside 0.001..=10",
-            args.b2b_seconds
-        )));
-    }
-    if let Some(m) = args.limit_mbit.filter(|m| !(0.1..=100_000.0).contains(m)) {
-        return Err(LabError::config(format!("--limit-mbit {m} is outside 0.1..=100000")));
+    range("long-path", args.long_path, 2, 8)?;
+    range("parallel", args.parallel, 2, 8)?;
+    real("iperf-seconds", args.iperf_seconds, 1.0, 86_400.0)?;
+    real("b2b-seconds", args.b2b_seconds, 0.001, 10.0)?;
+    if let Some(m) = args.limit_mbit {
+        real("limit-mbit", m, 0.1, 100_000.0)?;
     }
     // Counts and durations the checks above leave open: one line each, no
     // silent substitute (a 0 used to become 1, a NaN ran).
@@ -459,15 +424,9 @@ fn check_numbers(args: &DpConfig, frames: &[usize]) -> Result<(), LabError> {
         ("overload-seconds", args.overload_seconds),
         ("recovery-seconds", args.recovery_seconds),
         ("scenario-seconds", args.scenario_seconds),
-        ("iperf-seconds", args.iperf_seconds),
     ] {
         real(name, v, 0.2, 86_400.0)?;
     }
-    if !(1.0..=10e6).contains(&args.scenario_rate) {
-        return Err(LabError::config(format!(
-            "--scenario-rate {} is outside 1..=10000000",
-            args.scenario_rate
-        )));
-    }
+    real("scenario-rate", args.scenario_rate, 1.0, 10e6)?;
     Ok(())
 }

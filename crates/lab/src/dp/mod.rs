@@ -34,12 +34,13 @@
 mod plan;
 mod scenarios;
 
+use crate::check::{Conflict, ParamError};
 use crate::method::rfc2544;
 use crate::rundir::Place;
 use crate::switch::bed::on_dut;
 use crate::switch::bed::runner::{AtFrame, Ports, Runner, TrialBed, TrialLog};
 use crate::switch::bed::{
-    iperf, iperf_udp, load, open_bed, open_chain, run_trial, Bed, BedError, CpuSampler, OfClient, Trial,
+    iperf, iperf_udp, load, open_bed, open_chain, run_trial, Bed, BedError, CpuSampler, Dut, OfClient, OnBed, Trial,
 };
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use plan::Plan;
@@ -138,8 +139,9 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
     let mut log = TrialLog::create(&trials_path)?;
     let wants = |t: DpTest| args.tests.contains(&t);
     let mut tables = Tables::new();
-    for dut in args.duts.iter().map(|d| d.name()) {
-        let (bed, of_addr, ports) = open_dut(args, dut, &dir, links.clone(), place, &mut run, obs)?;
+    for &d in &args.duts {
+        let dut = d.name();
+        let (bed, of_addr, ports) = open_dut(args, d, &dir, links.clone(), place, &mut run, obs)?;
         let mut runner = Runner::new(&bed, dut, of_addr, &mut log, &mut run, obs);
         runner.ports = ports;
         if RFC_TESTS.into_iter().any(wants) {
@@ -148,7 +150,7 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
                 tables.rfc.push_str(&row);
             }
         }
-        other_tests(&mut runner, &p, &dir, &wants, &mut tables);
+        other_tests(&mut runner, d, &p, &dir, &wants, &mut tables);
         runner.close();
         drop(bed);
     }
@@ -170,24 +172,31 @@ pub fn run(args: &DpConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome
 /// switch whose ports each name their worker; without, local interfaces.
 fn check_place(args: &DpConfig, place: &Place) -> Result<(), LabError> {
     if place.workers.is_some() {
-        if args.duts.iter().any(|d| *d != DpDut::External) {
-            return Err(LabError::Config(
-                "bench dp --workers tests an external switch whose ports are on the workers' machines: give --dut external --external-ports WORKER:IF,WORKER:IF (the switches sdnlab starts run on this machine: leave --workers out)".into(),
-            ));
+        if let Some(d) = args.duts.iter().find(|d| **d != DpDut::External) {
+            return Err(Conflict::new(
+                "over workers, bench dp tests an external switch whose ports are on the workers' machines: give --dut external --external-ports WORKER:IF,WORKER:IF (the switches sdnlab starts run on this machine: leave --workers out)",
+            )
+            .with("dut", d)
+            .flag("workers")
+            .into());
         }
         if let Some(p) = args
             .external_ports
             .iter()
             .find(|p| crate::switch::bed::split_remote_port(p).is_none())
         {
-            return Err(LabError::Config(format!(
-                "--external-ports {p}: with --workers, name each port's worker: WORKER:IF"
-            )));
+            return Err(Conflict::new("name each port's worker: WORKER:IF")
+                .with("external-ports", p)
+                .flag("workers")
+                .into());
         }
     } else if let Some(p) = args.external_ports.iter().find(|p| p.contains(':')) {
-        return Err(LabError::Config(format!(
-            "--external-ports {p} names a worker's port: give --workers FILE (an interface name has no ':')"
-        )));
+        return Err(ParamError::new(
+            "external-ports",
+            p,
+            "names a worker's port: give --workers FILE (an interface name has no ':')",
+        )
+        .into());
     }
     Ok(())
 }
@@ -211,7 +220,8 @@ fn meta(args: &DpConfig, p: &Plan, run_id: String) -> Meta {
                     (DpDut::External, Some(a)) => OfClient::connect(a)
                         .and_then(|mut c| c.describe())
                         .unwrap_or_else(|e| format!("(OpenFlow description unavailable: {e})")),
-                    _ => crate::switch::bed::dut_version(d.name()),
+                    (DpDut::External, None) => "not started by sdnlab".to_string(),
+                    (DpDut::Started(s), _) => crate::switch::bed::dut_version(*s),
                 },
                 address: match d {
                     DpDut::External => format!(
@@ -292,26 +302,30 @@ impl Tables {
 /// live view told which ports to watch.
 fn open_dut(
     args: &DpConfig,
-    dut: &str,
+    d: DpDut,
     dir: &std::path::Path,
     links: crate::switch::bed::Links,
     place: &Place,
     run: &mut crate::rundir::Run,
     obs: &dyn Observer,
 ) -> Result<(Bed, Option<std::net::SocketAddr>, Ports), LabError> {
-    let external = (dut == "external").then(|| crate::switch::bed::External {
-        ifaces: (args.external_ports[0].clone(), args.external_ports[1].clone()),
-        openflow: args.external_openflow,
-        of_ports: (args.external_of_ports[0], args.external_of_ports[1]),
-    });
-    let ports = match &external {
-        Some(e) => Ports {
+    let dut = d.name();
+    let on = match d {
+        DpDut::Started(s) => OnBed::Started(s),
+        DpDut::External => OnBed::External(crate::switch::bed::External {
+            ifaces: (args.external_ports[0].clone(), args.external_ports[1].clone()),
+            openflow: args.external_openflow,
+            of_ports: (args.external_of_ports[0], args.external_of_ports[1]),
+        }),
+    };
+    let ports = match &on {
+        OnBed::External(e) => Ports {
             inp: e.of_ports.0,
             out: e.of_ports.1,
         },
-        None => Ports::default(),
+        OnBed::Started(_) => Ports::default(),
     };
-    let (bed, of_addr) = open_bed(dut, dir, links, external.as_ref(), place.workers.as_deref()).map_err(on_dut(dut))?;
+    let (bed, of_addr) = open_bed(on, dir, links, place.workers.as_deref()).map_err(on_dut(dut))?;
     if let Some(rm) = &bed.remote {
         run.meta.parameters["workers"] = rm.fleet.clocks();
         run.meta.parameters["external_ports_seen"] = json!(rm.seen);
@@ -551,7 +565,14 @@ fn rfc_row(
 /// The tests after the RFC 2544 ones: iperf3, paths, parallel bridges
 /// and the OpenFlow scenarios. A failed one is told and goes to the
 /// events; the others go on.
-fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(DpTest) -> bool, tables: &mut Tables) {
+fn other_tests(
+    r: &mut Runner,
+    d: DpDut,
+    p: &Plan,
+    dir: &std::path::Path,
+    wants: &dyn Fn(DpTest) -> bool,
+    tables: &mut Tables,
+) {
     let dut = r.dut;
     let obs = r.obs;
     if (wants(DpTest::Tcp) || wants(DpTest::Udp)) && r.bed.remote.is_some() {
@@ -564,9 +585,13 @@ fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(D
         let row = iperf_tests(r, p, wants(DpTest::Tcp), wants(DpTest::Udp));
         add_row(&mut tables.iperf, &mut r.run.meta.events, obs, dut, row);
     }
-    let own_switch = !["veth", "external"].contains(&dut);
-    if wants(DpTest::Paths) && own_switch {
-        let row = paths(r, p, dir);
+    // Paths and parallel bridges start more of the switch: one sdnlab starts.
+    let own_switch = match d {
+        DpDut::Started(s) if s != Dut::Veth => Some(s),
+        _ => None,
+    };
+    if let Some(s) = own_switch.filter(|_| wants(DpTest::Paths)) {
+        let row = paths(r, s, p, dir);
         add_row(
             &mut tables.paths,
             &mut r.run.meta.events,
@@ -575,14 +600,14 @@ fn other_tests(r: &mut Runner, p: &Plan, dir: &std::path::Path, wants: &dyn Fn(D
             row,
         );
     }
-    if wants(DpTest::Parallel) && own_switch {
-        let row = parallel(r, p, dir);
+    if let Some(s) = own_switch.filter(|_| wants(DpTest::Parallel)) {
+        let row = parallel(r, s, p, dir);
         let what = format!("{dut}: parallel");
         add_row(&mut tables.parallel, &mut r.run.meta.events, obs, &what, row);
     }
     let wanted: Vec<DpTest> = scenarios::SCENARIOS.into_iter().filter(|s| wants(*s)).collect();
     if !wanted.is_empty() {
-        if let Err(e) = scenarios::run_all(r, p, &wanted, &mut tables.scenarios) {
+        if let Err(e) = scenarios::run_all(r, d, p, &wanted, &mut tables.scenarios) {
             r.run.meta.events.push(format!("{dut}: {e}"));
             obs.event(Event::Line(&format!("{dut}: {e}")));
         }
@@ -650,7 +675,7 @@ mod tests {
         };
         let e = check_place(&ours, &spread).expect_err("our switches run here");
         assert!(
-            matches!(e, LabError::Config(_)) && e.to_string().contains("--dut external"),
+            matches!(e, LabError::Conflict(_)) && e.to_string().contains("--dut external"),
             "{e}"
         );
         let external = DpConfig {

@@ -165,10 +165,10 @@ pub(super) struct PathFigures {
 /// The open-platform paper's short and long paths: one switch, then a
 /// chain of `long_path` switches (for Open vSwitch, bridges of the same
 /// daemon joined by veths). A summary row.
-pub(super) fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, BedError> {
+pub(super) fn paths(r: &mut Runner, sw: Dut, p: &Plan, dir: &std::path::Path) -> Result<String, BedError> {
     let one = path_figures(r, p, "1 switch")?;
     let chain_dir = dir.join(format!("{}-chain", r.dut));
-    let (chain, addrs) = open_chain(r.dut, &chain_dir, r.bed.links(), "c", p.long_path, r.bed.ovs.as_ref())?;
+    let (chain, addrs) = open_chain(sw, &chain_dir, r.bed.links(), "c", p.long_path, r.bed.ovs.as_ref())?;
     std::thread::sleep(Duration::from_millis(300));
     let long = {
         let mut cr = Runner::new(&chain, r.dut, addrs.first().copied(), &mut *r.log, &mut *r.run, r.obs);
@@ -209,11 +209,11 @@ pub(super) fn paths(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<S
 /// bridges of two ports, each between its own pair of hosts, flat out
 /// one alone then all together, and the latency of each at the scenario
 /// rate while all carry it. A summary row.
-pub(super) fn parallel(r: &mut Runner, p: &Plan, dir: &std::path::Path) -> Result<String, BedError> {
+pub(super) fn parallel(r: &mut Runner, sw: Dut, p: &Plan, dir: &std::path::Path) -> Result<String, BedError> {
     let mut extra = Vec::new();
     for i in 1..p.parallel {
         let d = dir.join(format!("{}-bridge{}", r.dut, i + 1));
-        let bed = open_chain(r.dut, &d, r.bed.links(), &format!("p{i}"), 1, r.bed.ovs.as_ref())?.0;
+        let bed = open_chain(sw, &d, r.bed.links(), &format!("p{i}"), 1, r.bed.ovs.as_ref())?.0;
         extra.push(bed);
     }
     std::thread::sleep(Duration::from_millis(300));

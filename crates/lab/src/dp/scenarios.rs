@@ -18,9 +18,11 @@
 //!   reply came (a reply before the rule forwards is a switch that lies).
 
 use super::plan::Plan;
-use super::DpTest;
+use super::{DpDut, DpTest};
 use crate::switch::bed::runner::{Ports, Runner};
-use crate::switch::bed::{delete_all, filler_rules, forward_rules, load, BedError, OfClient, Trial, GEN_MAC, SINK_MAC};
+use crate::switch::bed::{
+    delete_all, filler_rules, forward_rules, load, BedError, Dut, OfClient, Trial, GEN_MAC, SINK_MAC,
+};
 use ctlbench::method::TableGrowth;
 use ofwire::oxm::{Match, Oxm};
 use ofwire::types::MacAddr;
@@ -281,11 +283,17 @@ fn match_fields(variant: &str, pp: Ports) -> Vec<Oxm> {
 
 /// Runs the `wanted` scenarios on the runner's switch, then puts its
 /// forwarding rules back.
-pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[DpTest], tables: &mut Tables) -> Result<(), BedError> {
+pub(crate) fn run_all(
+    r: &mut Runner,
+    d: DpDut,
+    p: &Plan,
+    wanted: &[DpTest],
+    tables: &mut Tables,
+) -> Result<(), BedError> {
     let dut = r.dut.to_string();
     let Some(addr) = r.of_addr else {
         // No OpenFlow: the Linux bridge is the legacy mode the others are compared with.
-        if r.dut == "bridge" && wanted.contains(&DpTest::Legacy) {
+        if d == DpDut::Started(Dut::Bridge) && wanted.contains(&DpTest::Legacy) {
             let ts = latency_trials(r, p, "legacy", "bridge")?;
             let max = r.run("legacy_max", p.scenario_frame, None, p.scenario_s)?;
             tables.row(&dut, "legacy", "Linux bridge", latency_cell(&ts), forwarded_check(&ts));
@@ -293,7 +301,7 @@ pub(crate) fn run_all(r: &mut Runner, p: &Plan, wanted: &[DpTest], tables: &mut 
         }
         return Ok(());
     };
-    let result = scenarios(r, p, wanted, tables, addr);
+    let result = scenarios(r, d, p, wanted, tables, addr);
     let restore = replace_rules(addr, &forward_rules(r.ports.inp, r.ports.out));
     result.and(restore.map(drop))
 }
@@ -309,6 +317,7 @@ fn mean_latency(ts: &[Trial]) -> f64 {
 
 fn scenarios(
     r: &mut Runner,
+    d: DpDut,
     p: &Plan,
     wanted: &[DpTest],
     tables: &mut Tables,
@@ -375,7 +384,7 @@ fn scenarios(
             forwarded_check(&of),
         );
         let mut legacy = (String::new(), f64::NAN, f64::NAN);
-        if r.dut.starts_with("ovs") {
+        if matches!(d, DpDut::Started(Dut::Ovs | Dut::OvsAfxdp)) {
             replace_rules(
                 addr,
                 &[FlowMod {

@@ -10,7 +10,7 @@
 //! operational bound on its throughput (each element's CPU seconds per
 //! bit: 1/D_max).
 
-use crate::check::{range, real};
+use crate::check::{at_least_one, one_of, range, real};
 use crate::host::{Bound, HostLoad, HostWatch, Rule};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
@@ -70,18 +70,11 @@ impl FidelityConfig {
     }
 
     pub fn validate(&self) -> Result<(), LabError> {
-        if self.emulators.is_empty() {
-            return Err(LabError::Config("--emulator: name at least one".into()));
+        at_least_one("emulator", &self.emulators, "emulator")?;
+        for e in &self.emulators {
+            one_of("emulator", e, &EMULATORS)?;
         }
-        if let Some(e) = self.emulators.iter().find(|e| !EMULATORS.contains(&e.as_str())) {
-            return Err(LabError::Config(format!(
-                "unknown emulator '{e}': choose from {}",
-                EMULATORS.join(", ")
-            )));
-        }
-        if self.switches.is_empty() {
-            return Err(LabError::Config("--switches: give at least one size".into()));
-        }
+        at_least_one("switches", &self.switches, "size")?;
         for n in &self.switches {
             range("switches", *n, 1, 64)?;
         }

@@ -1,6 +1,31 @@
-//! `bench lb`'s choices: the switch, the loads, the clients and the
-//! counter the `load` policy reads, each one name on the command line, in a
-//! file and in reports (`check::choice!`).
+//! `bench lb`'s choices: the policies, the switch, the loads, the clients
+//! and the counter the `load` policy reads, each one name on the command
+//! line, in a file and in reports (`check::choice!`).
+
+crate::check::choice! {
+    /// A balancing policy of the `lb` app, by the name its configuration
+    /// gives it (`lb::config::POLICIES`; a unit test keeps the two lists one).
+    pub enum LbPolicy {
+        RoundRobin = "round-robin",
+        Random = "random",
+        TxBytes = "txbytes",
+        CpuqLoad = "cpuq-load",
+        Load = "load",
+        LoadPrevDelta = "load-prev-delta",
+        LeastConnections = "least-connections",
+        PowerOfTwo = "power-of-two",
+        Weighted = "weighted",
+        Maglev = "maglev",
+        LoadPrevAdaptive = "load-prev-adaptive",
+    }
+}
+
+impl LbPolicy {
+    /// Whether it asks every replica's agent before each choice.
+    pub(super) fn asks_servers(self) -> bool {
+        ::lb::policy::Kind::from_name(self.name()).is_some_and(|k| k.asks_servers())
+    }
+}
 
 crate::check::choice! {
     /// The OpenFlow switch between the clients and the replicas.

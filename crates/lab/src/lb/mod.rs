@@ -42,7 +42,7 @@ pub struct LbConfig {
     /// Policies to compare (default: all eleven): round-robin, random, txbytes, cpuq-load,
     /// load, load-prev-delta, least-connections, power-of-two, weighted, maglev, load-prev-adaptive.
     #[arg(long = "policy", value_delimiter = ',')]
-    pub policies: Vec<String>,
+    pub policies: Vec<LbPolicy>,
     /// The OpenFlow switch between clients and replicas.
     #[arg(long, default_value_t = LbConfig::default().switch)]
     pub switch: LbSwitch,
@@ -115,7 +115,7 @@ impl LbConfig {
     pub fn validate(&self) -> Result<(), LabError> {
         // (The choices are enums: the parser and the file's reader refuse
         // a name none of them has.)
-        plan(self).map(drop).map_err(LabError::Config)
+        plan(self).map(drop)
     }
 }
 
@@ -133,7 +133,7 @@ fn replica_ip(r: usize) -> Ipv4Addr {
 #[derive(Clone, Debug)]
 struct Variant {
     name: String,
-    policy: String,
+    policy: LbPolicy,
     alpha: f64,
     counter: &'static str,
 }
@@ -147,23 +147,22 @@ struct Plan {
     seconds: f64,
 }
 
-// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
-fn plan(a: &LbConfig) -> Result<Plan, String> {
-    let policies: Vec<String> = if !a.policies.is_empty() {
+/// What the experiment runs: every parameter checked (the first one out
+/// of range is the error), the policies' variants, the levels.
+fn plan(a: &LbConfig) -> Result<Plan, LabError> {
+    use crate::check::{range, real, ParamError};
+    let policies: Vec<LbPolicy> = if !a.policies.is_empty() {
         a.policies.clone()
     } else if a.quick {
-        ["round-robin", "txbytes", "load", "load-prev-delta"]
-            .map(String::from)
-            .to_vec()
+        vec![
+            LbPolicy::RoundRobin,
+            LbPolicy::TxBytes,
+            LbPolicy::Load,
+            LbPolicy::LoadPrevDelta,
+        ]
     } else {
-        ::lb::config::POLICIES.map(String::from).to_vec()
+        LbPolicy::ALL.to_vec()
     };
-    if let Some(p) = policies.iter().find(|p| !::lb::config::POLICIES.contains(&p.as_str())) {
-        return Err(format!(
-            "unknown policy '{p}': choose from {}",
-            ::lb::config::POLICIES.join(", ")
-        ));
-    }
     let alphas = if !a.alpha.is_empty() {
         a.alpha.clone()
     } else if a.quick {
@@ -172,20 +171,16 @@ fn plan(a: &LbConfig) -> Result<Plan, String> {
         vec![0.3, 0.5, 0.7, 1.0]
     };
     if let Some(x) = alphas.iter().find(|x| !(**x > 0.0 && **x <= 1.0)) {
-        return Err(format!("--alpha {x} is outside (0, 1]"));
+        return Err(ParamError::new("alpha", x, "must be more than 0 and at most 1").into());
     }
-    {
-        use crate::check::{range, real};
-        let e = |r: Result<(), LabError>| r.map_err(|e| e.to_string());
-        e(range("repetitions", a.repetitions, 1, 10_000))?;
-        e(real("seconds", a.seconds, 1.0, 86_400.0))?;
-        e(real("stats-period-ms", a.stats_period_ms, 1.0, 60_000.0))?;
-        e(real("delta", a.delta, 0.0, 1e12))?;
-        e(real("replica-mbit", a.replica_mbit, 0.1, 100_000.0))?;
-        e(range("sessions", a.sessions, 1, 1_000_000))?;
-        for c in &a.concurrency {
-            e(range("concurrency", *c, 1, 1_000_000))?;
-        }
+    range("repetitions", a.repetitions, 1, 10_000)?;
+    real("seconds", a.seconds, 1.0, 3600.0)?;
+    real("stats-period-ms", a.stats_period_ms, 1.0, 60_000.0)?;
+    real("delta", a.delta, 0.0, 1e12)?;
+    real("replica-mbit", a.replica_mbit, 0.1, 10_000.0)?;
+    range("sessions", a.sessions, 1, 10_000)?;
+    for c in &a.concurrency {
+        range("concurrency", *c, 1, 5000)?;
     }
     let counters: Vec<&'static str> = match a.load_counter {
         Some(LoadCounter::Rx) => vec!["rx"],
@@ -195,8 +190,8 @@ fn plan(a: &LbConfig) -> Result<Plan, String> {
         None => vec!["rx", "tx"],
     };
     let mut variants = Vec::new();
-    for p in &policies {
-        let sweeps = p == "load";
+    for &p in &policies {
+        let sweeps = p == LbPolicy::Load;
         let alphas_here = if sweeps {
             alphas.clone()
         } else {
@@ -208,11 +203,11 @@ fn plan(a: &LbConfig) -> Result<Plan, String> {
                 let name = if sweeps && (alphas_here.len() > 1 || counters_here.len() > 1) {
                     format!("load(a={alpha},{counter})")
                 } else {
-                    p.clone()
+                    p.to_string()
                 };
                 variants.push(Variant {
                     name,
-                    policy: p.clone(),
+                    policy: p,
                     alpha,
                     counter,
                 });
@@ -224,22 +219,7 @@ fn plan(a: &LbConfig) -> Result<Plan, String> {
     } else {
         a.concurrency.clone()
     };
-    if let Some(c) = levels.iter().find(|c| !(1..=5000).contains(*c)) {
-        return Err(format!("--concurrency {c} is outside 1..=5000"));
-    }
     let seconds = if a.quick { 1.5 } else { a.seconds };
-    if !(0.5..=3600.0).contains(&seconds) {
-        return Err(format!("--seconds {seconds} is outside 0.5..=3600"));
-    }
-    if !(0.1..=10_000.0).contains(&a.replica_mbit) {
-        return Err(format!("--replica-mbit {} is outside 0.1..=10000", a.replica_mbit));
-    }
-    if !(1.0..=60_000.0).contains(&a.stats_period_ms) {
-        return Err(format!("--stats-period-ms {} is outside 1..=60000", a.stats_period_ms));
-    }
-    if !(1..=10_000).contains(&a.sessions) {
-        return Err(format!("--sessions {} is outside 1..=10000", a.sessions));
-    }
     Ok(Plan {
         variants,
         loads: a.loads.clone(),
@@ -635,7 +615,7 @@ fn metrics() -> Vec<Metric> {
 
 /// Runs the experiment into `place`.
 pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-    let p = plan(a).map_err(LabError::Config)?;
+    let p = plan(a)?;
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::setup("bench lb builds namespaces and veths: run it as root"));
     }
@@ -843,7 +823,7 @@ fn decisions_alone(p: &Plan, a: &LbConfig, mgmt: &str, run: &mut crate::rundir::
             Ok(c) => c,
             Err(e) => return Err(LabError::setup(e)),
         };
-        let flows = if lb::policy::Kind::from_name(&v.policy).is_some_and(|k| k.asks_servers()) {
+        let flows = if v.policy.asks_servers() {
             if a.quick {
                 200
             } else {
@@ -874,16 +854,16 @@ fn decisions_alone(p: &Plan, a: &LbConfig, mgmt: &str, run: &mut crate::rundir::
 mod tests {
     use super::*;
 
-    fn policies(p: &str) -> LbConfig {
+    fn policies(p: &[LbPolicy]) -> LbConfig {
         LbConfig {
-            policies: p.split(',').map(String::from).collect(),
+            policies: p.to_vec(),
             ..LbConfig::default()
         }
     }
 
     #[test]
     fn load_is_swept_over_alpha_and_counter_and_the_others_run_once() {
-        let p = plan(&policies("round-robin,load")).unwrap();
+        let p = plan(&policies(&[LbPolicy::RoundRobin, LbPolicy::Load])).unwrap();
         let names: Vec<&str> = p.variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names.len(), 1 + 4 * 2, "{names:?}");
         assert!(names.contains(&"load(a=0.3,tx)") && names.contains(&"load(a=1,rx)"));
@@ -906,7 +886,6 @@ mod tests {
     fn bad_values_are_named() {
         let d = LbConfig::default;
         for (c, want) in [
-            (policies("fastest"), "unknown policy 'fastest'"),
             (
                 LbConfig {
                     alpha: vec![0.0],
@@ -928,9 +907,22 @@ mod tests {
         }
     }
 
+    /// The policies the experiment offers are those the `lb` app knows,
+    /// by the same names, every one of them.
+    #[test]
+    fn the_policies_are_the_apps() {
+        let ours: Vec<&str> = LbPolicy::ALL.iter().map(|p| p.name()).collect();
+        assert_eq!(ours, ::lb::config::POLICIES);
+        assert!(LbPolicy::ALL
+            .iter()
+            .all(|p| ::lb::policy::Kind::from_name(p.name()).is_some()));
+        let asking: Vec<LbPolicy> = LbPolicy::ALL.iter().copied().filter(|p| p.asks_servers()).collect();
+        assert_eq!(asking, [LbPolicy::TxBytes, LbPolicy::CpuqLoad]);
+    }
+
     #[test]
     fn a_choice_is_read_by_its_name_and_an_unknown_one_refused() {
-        let file = "switch = \"ovs\"\nloads = [\"heterogeneous\"]\nclients = [\"open-loop\"]\nload_counter = \"both\"";
+        let file = "switch = \"ovs\"\nloads = [\"heterogeneous\"]\nclients = [\"open-loop\"]\nload_counter = \"both\"\npolicies = [\"maglev\", \"load-prev-adaptive\"]";
         let c: LbConfig = toml::from_str(file).unwrap();
         assert_eq!(
             (c.switch, c.loads, c.clients, c.load_counter),
@@ -941,6 +933,11 @@ mod tests {
                 Some(LoadCounter::Both)
             )
         );
+        assert_eq!(c.policies, [LbPolicy::Maglev, LbPolicy::LoadPrevAdaptive]);
+        let e = toml::from_str::<LbConfig>("policies = [\"fastest\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown variant `fastest`"), "{e}");
         let e = toml::from_str::<LbConfig>("switch = \"bridge\"")
             .unwrap_err()
             .to_string();

@@ -17,7 +17,7 @@
 
 pub mod bed;
 
-use crate::check::{range, real};
+use crate::check::{at_least_one, range, real};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
 use bed::runner::{AtFrame, Runner, TrialBed, TrialLog};
@@ -107,12 +107,8 @@ impl Default for SwitchConfig {
 impl SwitchConfig {
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), LabError> {
-        if self.duts.is_empty() {
-            return Err(LabError::Config("--dut: name at least one switch".into()));
-        }
-        if !(64..=1518).contains(&self.frame) {
-            return Err(LabError::Config(format!("--frame {} is outside 64..=1518", self.frame)));
-        }
+        at_least_one("dut", &self.duts, "switch")?;
+        range("frame", self.frame, 64, 1518)?;
         range("rounds", self.rounds, 1, 1000)?;
         real("seconds", self.seconds, 0.1, 3600.0)?;
         real("resolution", self.resolution, 0.001, 0.5)?;
@@ -187,7 +183,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             .duts
             .iter()
             .map(|d| Target {
-                version: bed::dut_version(d.name()),
+                version: bed::dut_version(*d),
                 ..Target::named(d.name())
             })
             .collect(),
@@ -215,7 +211,7 @@ pub fn run(cfg: &SwitchConfig, place: &Place, obs: &dyn Observer) -> Result<Outc
             mtu: None,
             stop: place.stop.clone(),
         };
-        let (bed, of_addr) = open_bed(dut, &dir, links, None, None).map_err(on_dut(dut))?;
+        let (bed, of_addr) = open_bed(bed::OnBed::Started(d), &dir, links, None).map_err(on_dut(dut))?;
         let watched: Vec<(String, String)> = bed
             .ports
             .iter()

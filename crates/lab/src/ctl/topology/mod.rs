@@ -9,6 +9,7 @@
 //! trial and said in its note; the run then exits 1.
 
 use super::{finish_run, open_run, say, workers, CtlConfig, Ofp};
+use crate::check::{Conflict, ParamError};
 use crate::rundir::{started, Place};
 use crate::{LabError, Observer, Outcome};
 use ctlbench::fabric::{Fabric, Spec};
@@ -39,22 +40,19 @@ pub const TESTS: [&str; 9] = [
 ];
 
 // Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
-pub fn parse_fabric(s: &str) -> Result<Spec, String> {
+pub fn parse_fabric(s: &str) -> Result<Spec, ParamError> {
+    let bad = |problem: String| ParamError::new("fabric", format!("'{s}'"), problem);
     if let Some(path) = s.strip_prefix("file:") {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("--fabric '{s}': {e}"))?;
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
         let spec: Spec = serde_json::from_str(&text).map_err(|e| {
-            format!("--fabric '{s}': {e} (write {{\"switches\": [[DPID, PORTS]], \"links\": [[[DPID, PORT], [DPID, PORT]]], \"hosts\": [[DPID, PORT]]}})")
+            bad(format!("{e} (write {{\"switches\": [[DPID, PORTS]], \"links\": [[[DPID, PORT], [DPID, PORT]]], \"hosts\": [[DPID, PORT]]}})"))
         })?;
-        spec.validate().map_err(|e| format!("--fabric '{s}': {e}"))?;
+        spec.validate().map_err(|e| bad(e.to_string()))?;
         return Ok(spec);
     }
     let parts: Vec<&str> = s.split(',').collect();
     let nums: Result<Vec<u32>, _> = parts[1..].iter().map(|p| p.trim().parse::<u32>()).collect();
-    let bad = || {
-        format!(
-            "--fabric '{s}': write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF, linear,N, tree,DEPTH,FANOUT or file:PATH"
-        )
-    };
+    let bad = || bad("write leaf-spine,SPINES,LEAVES,HOSTS_PER_LEAF, linear,N, tree,DEPTH,FANOUT or file:PATH".into());
     let nums = nums.map_err(|_| bad())?;
     match (parts[0], nums.as_slice()) {
         ("leaf-spine", [sp, l, h]) if *sp >= 1 && *l >= 1 => Ok(Spec::leaf_spine(*sp, *l, *h)),
@@ -171,7 +169,7 @@ struct Scenario {
 }
 
 // Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
-fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, String> {
+fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, LabError> {
     let mut out = Vec::new();
     if a.test == "discovery-size" {
         let mut leaves = 2;
@@ -200,16 +198,22 @@ fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, String> {
         let spec = parse_fabric(f)?;
         let needs_hosts = !matches!(a.test.as_str(), "discovery" | "change-detection");
         if needs_hosts && spec.hosts.len() < 2 {
-            return Err(format!("--fabric '{f}': --test {} needs at least 2 hosts", a.test));
+            return Err(Conflict::new("this test needs a fabric with at least 2 hosts")
+                .with("fabric", format!("'{f}'"))
+                .with("test", &a.test)
+                .into());
         }
         if a.test == "reprovisioning" {
             let (first, last) = (spec.hosts[0].0, spec.hosts[spec.hosts.len() - 1].0);
             let spines = spec.links.iter().filter(|(l, _)| l.0 == first).count();
             if first == last || spines < 2 {
-                return Err(format!(
-                    "--fabric '{f}': reprovisioning needs redundant paths between its first and last host: \
-                     use a leaf-spine with 2 or more spines and 2 or more leaves"
-                ));
+                return Err(Conflict::new(
+                    "reprovisioning needs redundant paths between the fabric's first and last host: \
+                     use a leaf-spine with 2 or more spines and 2 or more leaves",
+                )
+                .with("fabric", format!("'{f}'"))
+                .with("test", &a.test)
+                .into());
             }
         }
         if a.test == "change-detection" {
@@ -239,15 +243,47 @@ fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, String> {
 /// where the test sends traffic), a northbound API for a `target`, and no
 /// `target` for failover.
 pub(crate) fn check(a: &CtlConfig) -> Result<(), LabError> {
-    scenarios(a).map_err(LabError::Config)?;
+    scenarios(a)?;
     if a.target.is_some() && a.northbound.is_none() {
-        return Err(LabError::Config(format!(
-            "--test {} with --target needs --northbound (sdnlab:HOST:PORT, osken:HOST:PORT or none)",
-            a.test
-        )));
+        return Err(
+            Conflict::new("this test needs --northbound (sdnlab:HOST:PORT, osken:HOST:PORT or none)")
+                .with("test", &a.test)
+                .flag("target")
+                .into(),
+        );
     }
     if a.test == "failover" && a.target.is_some() {
-        return Err(LabError::Config("--test failover kills the active controller, so sdnlab starts the pair: use the default or --peer sdnlab, not --target".into()));
+        return Err(Conflict::new(
+            "a failover kills the active controller, so sdnlab starts the pair: use the default or --peer sdnlab, not --target",
+        )
+        .with("test", "failover")
+        .flag("target")
+        .into());
+    }
+    Ok(())
+}
+
+/// What the fabric's parts cannot do over workers: a flood (it runs on
+/// this machine), malformed messages (each part would send its own share).
+fn check_spread(a: &CtlConfig, place: &Place) -> Result<(), LabError> {
+    if place.workers.is_none() {
+        return Ok(());
+    }
+    if a.flood_pps > 0.0 {
+        return Err(
+            Conflict::new("the flood runs on this machine only; leave one of them out")
+                .with("flood-pps", a.flood_pps)
+                .flag("workers")
+                .into(),
+        );
+    }
+    if a.malformed_percent > 0.0 {
+        return Err(
+            Conflict::new("leave one of them out (the fabric's parts would each send their own share)")
+                .with("malformed-percent", a.malformed_percent)
+                .flag("workers")
+                .into(),
+        );
     }
     Ok(())
 }
@@ -255,18 +291,7 @@ pub(crate) fn check(a: &CtlConfig) -> Result<(), LabError> {
 /// Runs one topology test, trial by trial, scenario by scenario.
 pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     check(a)?;
-    if place.workers.is_some() {
-        if a.flood_pps > 0.0 {
-            return Err(LabError::Config(
-                "--flood-pps with --workers: the flood runs on this machine only; leave one of them out".into(),
-            ));
-        }
-        if a.malformed_percent > 0.0 {
-            return Err(LabError::Config(
-                "--malformed-percent with --workers: leave one of them out (the fabric's parts would each send their own share)".into(),
-            ));
-        }
-    }
+    check_spread(a, place)?;
     // Each scenario, and the config its trials run with: one per cluster
     // size when the run sweeps them (0: standalone), named after it.
     let sizes = a.cluster_sizes()?;
@@ -436,8 +461,7 @@ fn parameters(
 /// Each scenario and the config its trials run with: one per cluster size
 /// when the run sweeps them (0: standalone), named after it.
 fn by_cluster_size(a: &CtlConfig, sizes: &[usize]) -> Result<Vec<(Scenario, CtlConfig)>, LabError> {
-    Ok(scenarios(a)
-        .map_err(LabError::Config)?
+    Ok(scenarios(a)?
         .into_iter()
         .flat_map(|s| {
             if sizes.is_empty() {

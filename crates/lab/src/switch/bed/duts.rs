@@ -4,8 +4,25 @@
 
 use super::*;
 
+/// What a bed is opened around: a switch sdnlab starts, or an external
+/// one it only reaches through the given interfaces.
+pub(crate) enum OnBed {
+    Started(Dut),
+    External(External),
+}
+
+impl OnBed {
+    /// The switch's name, as runs and reports give it.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            OnBed::Started(d) => d.name(),
+            OnBed::External(_) => "external",
+        }
+    }
+}
+
 /// The version of a switch under test, as its own tools say.
-pub(crate) fn dut_version(dut: &str) -> String {
+pub(crate) fn dut_version(dut: Dut) -> String {
     let kernel = || {
         std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .unwrap_or_default()
@@ -13,12 +30,11 @@ pub(crate) fn dut_version(dut: &str) -> String {
             .to_string()
     };
     match dut {
-        "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" => env!("CARGO_PKG_VERSION").to_string(),
-        "external" => "not started by sdnlab".to_string(),
-        "ovs" | "ovs-afxdp" => sh(&["ovs-vswitchd", "--version"])
+        Dut::Sdnlab | Dut::SdnlabAfxdp | Dut::SdnlabFastpath => env!("CARGO_PKG_VERSION").to_string(),
+        Dut::Ovs | Dut::OvsAfxdp => sh(&["ovs-vswitchd", "--version"])
             .map(|v| v.lines().next().unwrap_or_default().to_string())
             .unwrap_or_default(),
-        _ => format!("Linux {}", kernel()),
+        Dut::Bridge | Dut::XdpPatch | Dut::Veth => format!("Linux {}", kernel()),
     }
 }
 
@@ -26,12 +42,13 @@ pub(crate) fn dut_version(dut: &str) -> String {
 /// bridges of `shared_ovs` when given, else of a daemon of the bed's own);
 /// their OpenFlow addresses, in path order.
 pub(crate) fn start_dut(
-    dut: &str,
+    dut: Dut,
     bed: &mut Bed,
     shared_ovs: Option<&netlab::ovs::Ovs>,
 ) -> Result<Vec<std::net::SocketAddr>, BedError> {
     let mut addrs = Vec::new();
-    if dut.starts_with("ovs") && shared_ovs.is_none() && !bed.ports.is_empty() {
+    let ovs = matches!(dut, Dut::Ovs | Dut::OvsAfxdp);
+    if ovs && shared_ovs.is_none() && !bed.ports.is_empty() {
         bed.ovs = Some(netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(BedError::io("Open vSwitch"))?);
     }
     for (i, (a, b)) in bed.ports.clone().into_iter().enumerate() {
@@ -42,8 +59,8 @@ pub(crate) fn start_dut(
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
         let br = bed.bridge_name(i);
         match dut {
-            "sdnlab" | "sdnlab-afxdp" | "sdnlab-fastpath" => {
-                let (a, b) = if dut == "sdnlab" {
+            Dut::Sdnlab | Dut::SdnlabAfxdp | Dut::SdnlabFastpath => {
+                let (a, b) = if dut == Dut::Sdnlab {
                     (a, b)
                 } else {
                     (format!("afxdp:{a}"), format!("afxdp:{b}"))
@@ -66,7 +83,7 @@ pub(crate) fn start_dut(
                         &format!("ptcp:{port}"),
                     ])
                     .args(["--ring", "4096", "--threads", "1"])
-                    .args((dut == "sdnlab-fastpath").then_some("--xdp-fast-path"))
+                    .args((dut == Dut::SdnlabFastpath).then_some("--xdp-fast-path"))
                     .args(bed.cores.map(|(_, sw)| format!("--cores={sw}")))
                     .stdout(Stdio::null())
                     .stderr(log)
@@ -75,7 +92,7 @@ pub(crate) fn start_dut(
                 bed.children.push(child);
                 addrs.push(addr);
             }
-            "ovs" | "ovs-afxdp" => {
+            Dut::Ovs | Dut::OvsAfxdp => {
                 let ovs = shared_ovs.or(bed.ovs.as_ref()).expect("started above");
                 let mut args: Vec<String> = [
                     "--",
@@ -103,7 +120,7 @@ pub(crate) fn start_dut(
                     if let Some(mtu) = bed.mtu {
                         args.push(format!("mtu_request={mtu}"));
                     }
-                    if dut == "ovs-afxdp" {
+                    if dut == Dut::OvsAfxdp {
                         args.push("type=afxdp".into());
                     }
                 }
@@ -122,7 +139,7 @@ pub(crate) fn start_dut(
                 }
                 addrs.push(addr);
             }
-            "bridge" => {
+            Dut::Bridge => {
                 let mtu = bed.mtu;
                 k(None, |nl| async move {
                     nl.bridge(&br, 0).await?;
@@ -133,7 +150,7 @@ pub(crate) fn start_dut(
                     nl.enslave(&b, &br).await
                 })?;
             }
-            "xdp-patch" => {
+            Dut::XdpPatch => {
                 // Not a switch: the least a switch hop in the kernel costs
                 // (see packetio::patch).
                 let index = |name: &str| packetio::ifindex(name).map_err(BedError::io(name));
@@ -146,12 +163,8 @@ pub(crate) fn start_dut(
                     enable_gro(Some(bed.gen_ns()), bed.gen_if())?;
                 }
             }
-            other => {
-                return Err(BedError::Refused(format!(
-                    "unknown switch '{other}': choose from {}",
-                    DUTS.join(", ")
-                )))
-            }
+            // The hosts' veths joined: no port of a switch to start on.
+            Dut::Veth => {}
         }
     }
     Ok(addrs)
@@ -161,7 +174,7 @@ pub(crate) fn start_dut(
 /// `dir`, the switches started and their in_port forwarding rules
 /// installed; their OpenFlow addresses.
 pub(crate) fn open_chain(
-    dut: &str,
+    dut: Dut,
     dir: &Path,
     links: Links,
     suffix: &str,
@@ -169,7 +182,8 @@ pub(crate) fn open_chain(
     shared_ovs: Option<&netlab::ovs::Ovs>,
 ) -> Result<(Bed, Vec<std::net::SocketAddr>), BedError> {
     std::fs::create_dir_all(dir).map_err(BedError::io(dir.display().to_string()))?;
-    let mut bed = Bed::chain(dut, dir, links, suffix, hops, None)?;
+    let hops = if dut == Dut::Veth { 0 } else { hops.max(1) };
+    let mut bed = Bed::chain(dir, links, suffix, hops, None)?;
     let addrs = start_dut(dut, &mut bed, shared_ovs)?;
     for addr in &addrs {
         OfClient::connect(*addr)
@@ -180,32 +194,34 @@ pub(crate) fn open_chain(
     Ok((bed, addrs))
 }
 
-/// A fresh run directory for `dut` under `dir`, its test bed, the switch
-/// started, and the in_port forwarding rules installed when it speaks
-/// OpenFlow (then its OpenFlow address).
+/// A fresh run directory for the switch under `dir`, its test bed, the
+/// switch started, and the in_port forwarding rules installed when it
+/// speaks OpenFlow (then its OpenFlow address).
 pub(crate) fn open_bed(
-    dut: &str,
+    on: OnBed,
     dir: &Path,
     links: Links,
-    external: Option<&External>,
     workers: Option<&Path>,
 ) -> Result<(Bed, Option<std::net::SocketAddr>), BedError> {
-    let dut_dir = dir.join(dut);
+    let dut_dir = dir.join(on.name());
     let _ = std::fs::remove_dir_all(&dut_dir);
     std::fs::create_dir_all(&dut_dir).map_err(BedError::io(dut_dir.display().to_string()))?;
-    if let Some(ext) = external {
-        let bed = match workers {
-            Some(inv) => Bed::remote(&dut_dir, links, ext, inv)?,
-            None => Bed::chain(dut, &dut_dir, links, "", 0, Some(ext))?,
-        };
-        if let Some(addr) = ext.openflow {
-            OfClient::connect(addr)
-                .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
-                .map(drop)
-                .map_err(BedError::of("forwarding rules on the external switch"))?;
+    let dut = match on {
+        OnBed::Started(d) => d,
+        OnBed::External(ext) => {
+            let bed = match workers {
+                Some(inv) => Bed::remote(&dut_dir, links, &ext, inv)?,
+                None => Bed::chain(&dut_dir, links, "", 0, Some(&ext))?,
+            };
+            if let Some(addr) = ext.openflow {
+                OfClient::connect(addr)
+                    .and_then(|mut c| c.install(&forward_rules(ext.of_ports.0, ext.of_ports.1)))
+                    .map(drop)
+                    .map_err(BedError::of("forwarding rules on the external switch"))?;
+            }
+            return Ok((bed, ext.openflow));
         }
-        return Ok((bed, ext.openflow));
-    }
+    };
     let (bed, addrs) = open_chain(dut, &dut_dir, links, "", 1, None)?;
     let of_addr = addrs.first().copied();
     Ok((bed, of_addr))

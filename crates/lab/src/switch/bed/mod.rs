@@ -21,16 +21,6 @@ pub(crate) use cpu::*;
 pub(crate) use duts::*;
 pub(crate) use rules::*;
 pub(crate) use trials::*;
-/// Every switch's name, in [`Dut::ALL`]'s order.
-pub(crate) const DUTS: [&str; 8] = {
-    let mut names = [""; 8];
-    let mut i = 0;
-    while i < names.len() {
-        names[i] = Dut::ALL[i].name();
-        i += 1;
-    }
-    names
-};
 crate::check::choice! {
     /// A switch `bench switch` and `bench dp` start and measure (or a
     /// reference that is none: the XDP patch, the bare veth pair).
@@ -291,12 +281,11 @@ impl Bed {
         }
     }
 
-    /// A bed of `hops` switches in a chain (0 for `veth`), its names
-    /// marked with `suffix` so that several beds can live side by side.
-    /// With `external`, no switch of ours: the two named interfaces are
-    /// moved into the hosts' namespaces (and back at the end).
+    /// A bed of `hops` switches in a chain (0: the hosts' veths joined),
+    /// its names marked with `suffix` so that several beds can live side
+    /// by side. With `external`, no switch of ours: the two named
+    /// interfaces are moved into the hosts' namespaces (and back at the end).
     pub(crate) fn chain(
-        dut: &str,
         dir: &Path,
         links: Links,
         suffix: &str,
@@ -311,11 +300,7 @@ impl Bed {
         } = links;
         let tag = format!("sbsw{:04x}{suffix}", std::process::id() & 0xffff);
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let hops = if dut == "veth" || external.is_some() {
-            0
-        } else {
-            hops.max(1)
-        };
+        let hops = if external.is_some() { 0 } else { hops };
         let ports = (1..=hops)
             .map(|i| {
                 let n = if hops == 1 { String::new() } else { i.to_string() };
