@@ -37,6 +37,18 @@ pub use tables::*;
 mod tests {
     use super::*;
 
+    /// A cell's line of summary.csv has a field for each column the
+    /// header names, in its order (the suite's adds its section and target).
+    #[test]
+    fn a_cells_csv_row_matches_the_header() {
+        let c = Cell::of("s1", "rate", "trials", &[1.0, 2.0, 3.0]);
+        let row = c.csv_row();
+        assert_eq!(row.split(',').count(), Cell::CSV_HEADER.split(',').count(), "{row}");
+        assert!(row.starts_with("\"s1\",rate,trials,3,2,2,1,1,3,"), "{row}");
+        let quoted = Cell::of("a,b", "rate", "trials", &[1.0]).csv_row();
+        assert!(quoted.starts_with("\"a,b\",rate,"), "{quoted}");
+    }
+
     fn sample(kind: &str, scenario: &str, trial: u32, v: f64) -> Sample {
         Sample {
             kind: kind.into(),

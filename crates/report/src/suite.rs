@@ -532,26 +532,15 @@ pub fn rebuild(dir: &Path) -> io::Result<SuiteSummary> {
         serde_json::to_string_pretty(&analysis).map_err(io::Error::other)?,
     )
     .map_err(ctx(&path))?;
-    let mut csv =
-        String::from("section,target,scenario,metric,over,n,mean,median,stdev,min,max,ci95_boot_low,ci95_boot_high\n");
+    // A run's columns (`Cell::CSV_HEADER`), after the section and the target.
+    let mut csv = format!("section,target,{}\n", crate::Cell::CSV_HEADER);
     for f in &analysis.figures {
-        let (s, c) = (&f.cell.summary, &f.cell);
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{}",
             f.section,
             crate::csv_quoted(&f.target),
-            crate::csv_quoted(&c.scenario),
-            c.metric,
-            c.over,
-            s.n,
-            s.mean,
-            s.median,
-            s.stdev,
-            s.min,
-            s.max,
-            c.ci95_bootstrap.0,
-            c.ci95_bootstrap.1
+            f.cell.csv_row()
         );
     }
     let path = dir.join("summary.csv");

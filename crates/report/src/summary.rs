@@ -29,6 +29,33 @@ impl Cell {
         }
     }
 
+    /// The columns of a cell in `summary.csv`, in `csv_row`'s order.
+    pub const CSV_HEADER: &'static str =
+        "scenario,metric,over,n,mean,median,stdev,min,max,q25,q75,ci95_t_low,ci95_t_high,ci95_boot_low,ci95_boot_high";
+
+    /// The cell as a line of `summary.csv` (no line end).
+    pub fn csv_row(&self) -> String {
+        let s = &self.summary;
+        format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            crate::csv_quoted(&self.scenario),
+            self.metric,
+            self.over,
+            s.n,
+            s.mean,
+            s.median,
+            s.stdev,
+            s.min,
+            s.max,
+            s.q25,
+            s.q75,
+            s.ci95.0,
+            s.ci95.1,
+            self.ci95_bootstrap.0,
+            self.ci95_bootstrap.1
+        )
+    }
+
     /// The 95 % interval as tables show it: "low .. high", or "n/a" under
     /// three values (an interval from one or two values would only be
     /// their range).

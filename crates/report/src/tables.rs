@@ -12,29 +12,10 @@ pub(crate) fn csv_quoted(s: &str) -> String {
 pub fn write_outputs(dir: &Path, runs: &[Run]) -> io::Result<Summary> {
     let summary = summarise(runs);
     write_json(&dir.join("summary.json"), &summary)?;
-    let mut csv = String::from(
-        "scenario,metric,over,n,mean,median,stdev,min,max,q25,q75,ci95_t_low,ci95_t_high,ci95_boot_low,ci95_boot_high\n",
-    );
+    let mut csv = format!("{}\n", Cell::CSV_HEADER);
     for c in &summary.cells {
-        let s = &c.summary;
-        csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            csv_quoted(&c.scenario),
-            c.metric,
-            c.over,
-            s.n,
-            s.mean,
-            s.median,
-            s.stdev,
-            s.min,
-            s.max,
-            s.q25,
-            s.q75,
-            s.ci95.0,
-            s.ci95.1,
-            c.ci95_bootstrap.0,
-            c.ci95_bootstrap.1
-        ));
+        csv.push_str(&c.csv_row());
+        csv.push('\n');
     }
     let path = dir.join("summary.csv");
     std::fs::write(&path, csv).map_err(|e| ctx(&path, e))?;
