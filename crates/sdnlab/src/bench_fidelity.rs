@@ -10,7 +10,7 @@ use lab::fidelity::FidelityConfig;
 pub struct FidelityBenchArgs {
     /// Emulators, comma-separated: sdnlab, mininet (Mininet's Python API, Linux bridges).
     #[arg(long, value_delimiter = ',', default_values_t = FidelityConfig::default().emulators)]
-    pub emulator: Vec<String>,
+    pub emulator: Vec<lab::fidelity::Emulator>,
     /// Switches of each linear topology, comma-separated (one host per switch)
     /// [default: 1,4,8; with --quick 1,2].
     #[arg(long, value_delimiter = ',')]

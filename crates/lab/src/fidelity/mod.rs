@@ -10,7 +10,7 @@
 //! operational bound on its throughput (each element's CPU seconds per
 //! bit: 1/D_max).
 
-use crate::check::{at_least_one, one_of, range, real};
+use crate::check::{at_least_one, range, real};
 use crate::host::{Bound, HostLoad, HostWatch, Rule};
 use crate::rundir::Place;
 use crate::{Event, Experiment, LabError, Observer, Outcome};
@@ -21,8 +21,15 @@ use stats::Better;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-/// The emulators compared.
-pub const EMULATORS: [&str; 2] = ["sdnlab", "mininet"];
+crate::check::choice! {
+    /// An emulator compared.
+    pub enum Emulator {
+        /// sdnlab's emulation, through netlab.
+        Sdnlab = "sdnlab",
+        /// Mininet 2.3, through its Python API (Linux bridges).
+        Mininet = "mininet",
+    }
+}
 
 /// The fidelity comparison: linear topologies of 1, 4 and 8 switches,
 /// 10 s iperf3 runs, UDP at 100 Mbit/s to 4 Gbit/s, 20 pings, 3 rounds.
@@ -30,7 +37,7 @@ pub const EMULATORS: [&str; 2] = ["sdnlab", "mininet"];
 #[serde(default, deny_unknown_fields)]
 pub struct FidelityConfig {
     /// Emulators: sdnlab, mininet.
-    pub emulators: Vec<String>,
+    pub emulators: Vec<Emulator>,
     /// Switches in each linear topology.
     pub switches: Vec<usize>,
     /// Seconds of each iperf3 run.
@@ -46,7 +53,7 @@ pub struct FidelityConfig {
 impl Default for FidelityConfig {
     fn default() -> FidelityConfig {
         FidelityConfig {
-            emulators: EMULATORS.map(String::from).to_vec(),
+            emulators: Emulator::ALL.to_vec(),
             switches: vec![1, 4, 8],
             seconds: 10.0,
             udp_mbit: vec![100.0, 1000.0, 4000.0],
@@ -71,9 +78,6 @@ impl FidelityConfig {
 
     pub fn validate(&self) -> Result<(), LabError> {
         at_least_one("emulator", &self.emulators, "emulator")?;
-        for e in &self.emulators {
-            one_of("emulator", e, &EMULATORS)?;
-        }
         at_least_one("switches", &self.switches, "size")?;
         for n in &self.switches {
             range("switches", *n, 1, 64)?;
@@ -353,7 +357,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
     }
     let meta = Meta {
         benchmark: "bench fidelity".into(),
-        targets: args.emulators.iter().map(Target::named).collect(),
+        targets: args.emulators.iter().map(|e| Target::named(e.name())).collect(),
         parameters: json!({
             "switches": args.switches, "seconds": args.seconds, "udp_mbit": args.udp_mbit,
             "pings": args.pings, "rounds": args.rounds,
@@ -368,63 +372,16 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
     let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
     let rt = crate::rundir::runtime()?;
     let mut sdnlab = Sdnlab { rt, net: None };
-    let mut mininet = if args.emulators.iter().any(|e| e == "mininet") {
+    let mut mininet = if args.emulators.contains(&Emulator::Mininet) {
         Some(Mininet::start(&dir).map_err(LabError::setup)?)
     } else {
         None
     };
-    // (emulator, switches) -> rows of figures over the rounds.
-    let mut rows: Vec<(String, usize, Vec<Value>)> = Vec::new();
-    let mut incomplete = 0;
-    'rounds: for round in 0..args.rounds {
-        for &n in &args.switches {
-            for emu in &args.emulators {
-                if run.stop.stopping() {
-                    run.meta.events.push("stopped by a signal before the end".into());
-                    obs.event(Event::Line(
-                        "stopped by a signal; both emulations are down, the report covers what ran",
-                    ));
-                    break 'rounds;
-                }
-                let e: &mut dyn Emulation = match emu.as_str() {
-                    "mininet" => mininet.as_mut().expect("started above") as &mut dyn Emulation,
-                    _ => &mut sdnlab,
-                };
-                obs.event(Event::Line(&format!("{emu} linear,{n}, round {}", round + 1)));
-                match one(e, args, n, &run.stop) {
-                    Ok(fig) => {
-                        let mut values: Vec<(String, f64)> = vec![
-                            ("tcp_mbit".into(), fig["tcp"]["mbit"].as_f64().unwrap_or(f64::NAN)),
-                            ("rtt_ms".into(), fig["ping"]["rtt_ms"].as_f64().unwrap_or(f64::NAN)),
-                        ];
-                        for u in fig["udp"].as_array().into_iter().flatten() {
-                            if let (Some(r), Some(l)) = (u["offered_mbit"].as_f64(), u["lost_pct"].as_f64()) {
-                                values.push((udp_metric(r), l));
-                            }
-                        }
-                        values.retain(|(_, v)| v.is_finite());
-                        let s = Sample::trial(format!("{emu} linear,{n}"), round as u32, values)
-                            .under_test(emu.clone(), format!("linear,{n}"));
-                        run.sample(&s)?;
-                        let line = json!({"emulator": emu, "switches": n, "round": round, "figures": fig});
-                        let _ = writeln!(trials, "{line}");
-                        let _ = trials.flush();
-                        match rows.iter_mut().find(|r| r.0 == *emu && r.1 == n) {
-                            Some(r) => r.2.push(fig),
-                            None => rows.push((emu.clone(), n, vec![fig])),
-                        }
-                    }
-                    Err(err) => {
-                        incomplete += 1;
-                        let _ = e.down();
-                        let line = format!("{emu} linear,{n}: {err}");
-                        obs.event(Event::Line(&line));
-                        run.meta.events.push(line);
-                    }
-                }
-            }
-        }
-    }
+    let mut emulations = Emulations {
+        sdnlab: &mut sdnlab,
+        mininet: mininet.as_mut().map(|m| m as &mut dyn Emulation),
+    };
+    let (rows, incomplete) = rounds(args, &mut emulations, &mut run, &mut trials, obs)?;
     drop(mininet);
     let table = summary_table(args, &rows);
     for (emu, n, figs) in &rows {
@@ -447,6 +404,97 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
         dir,
         incomplete,
     })
+}
+
+/// The emulations a run compares: sdnlab's always at hand, Mininet's
+/// when the run asked for it.
+struct Emulations<'a> {
+    sdnlab: &'a mut dyn Emulation,
+    mininet: Option<&'a mut dyn Emulation>,
+}
+
+impl<'a> Emulations<'a> {
+    fn get(&mut self, e: Emulator) -> Result<&mut (dyn Emulation + 'a), EmuError> {
+        match e {
+            Emulator::Sdnlab => Ok(&mut *self.sdnlab),
+            Emulator::Mininet => self
+                .mininet
+                .as_deref_mut()
+                .ok_or_else(|| EmuError::Said("Mininet was not started".into())),
+        }
+    }
+}
+
+/// Figures of one emulator at one size, over the rounds.
+type Row = (Emulator, usize, Vec<Value>);
+
+/// Every round: each size on each emulator in turn (alternated), each
+/// trial a sample on disk and a line of `trials` as it ends; a failed
+/// trial is said and counted, and the others go on. The rows, and how
+/// many trials failed.
+fn rounds(
+    args: &FidelityConfig,
+    emulations: &mut Emulations,
+    run: &mut crate::rundir::Run,
+    trials: &mut std::fs::File,
+    obs: &dyn Observer,
+) -> Result<(Vec<Row>, usize), LabError> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut incomplete = 0;
+    'rounds: for round in 0..args.rounds {
+        for &n in &args.switches {
+            for &emu in &args.emulators {
+                if run.stop.stopping() {
+                    run.meta.events.push("stopped by a signal before the end".into());
+                    obs.event(Event::Line(
+                        "stopped by a signal; both emulations are down, the report covers what ran",
+                    ));
+                    break 'rounds;
+                }
+                obs.event(Event::Line(&format!("{emu} linear,{n}, round {}", round + 1)));
+                let trial = emulations.get(emu).and_then(|e| {
+                    let r = one(e, args, n, &run.stop);
+                    if r.is_err() {
+                        let _ = e.down();
+                    }
+                    r
+                });
+                match trial {
+                    Ok(fig) => {
+                        let mut values: Vec<(String, f64)> = vec![
+                            ("tcp_mbit".into(), fig["tcp"]["mbit"].as_f64().unwrap_or(f64::NAN)),
+                            ("rtt_ms".into(), fig["ping"]["rtt_ms"].as_f64().unwrap_or(f64::NAN)),
+                        ];
+                        for u in fig["udp"].as_array().into_iter().flatten() {
+                            if let (Some(r), Some(l)) = (u["offered_mbit"].as_f64(), u["lost_pct"].as_f64()) {
+                                values.push((udp_metric(r), l));
+                            }
+                        }
+                        values.retain(|(_, v)| v.is_finite());
+                        let s = Sample::trial(format!("{emu} linear,{n}"), round as u32, values)
+                            .under_test(emu.name(), format!("linear,{n}"));
+                        run.sample(&s)?;
+                        let line = json!({"emulator": emu, "switches": n, "round": round, "figures": fig});
+                        let path = run.dir().join("trials.jsonl");
+                        writeln!(trials, "{line}")
+                            .and_then(|_| trials.flush())
+                            .map_err(crate::rundir::io_error(&path))?;
+                        match rows.iter_mut().find(|r| r.0 == emu && r.1 == n) {
+                            Some(r) => r.2.push(fig),
+                            None => rows.push((emu, n, vec![fig])),
+                        }
+                    }
+                    Err(err) => {
+                        incomplete += 1;
+                        let line = format!("{emu} linear,{n}: {err}");
+                        obs.event(Event::Line(&line));
+                        run.meta.events.push(line);
+                    }
+                }
+            }
+        }
+    }
+    Ok((rows, incomplete))
 }
 
 /// One emulator at one size: up, the measurements, down (also on failure).
@@ -487,7 +535,7 @@ fn median(figs: &[Value], get: impl Fn(&Value) -> Option<f64>) -> Option<f64> {
     (!v.is_empty()).then(|| stats::median(&v))
 }
 
-fn summary_table(args: &FidelityConfig, rows: &[(String, usize, Vec<Value>)]) -> String {
+fn summary_table(args: &FidelityConfig, rows: &[Row]) -> String {
     let mut t = String::from("| emulator | switches | TCP (Mbit/s) | bound (Mbit/s, bottleneck) | host-bound trials |");
     for r in &args.udp_mbit {
         t.push_str(&format!(" UDP {r} Mbit/s: received, loss |"));
@@ -538,4 +586,237 @@ fn summary_table(args: &FidelityConfig, rows: &[(String, usize, Vec<Value>)]) ->
         ));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An emulation in memory: iperf3's and ping's own output at a given
+    /// rate, loss and round-trip time; what it was asked, in order.
+    struct Fake {
+        tcp_mbit: f64,
+        udp_lost_pct: f64,
+        rtt_ms: f64,
+        /// Sizes whose pings find no reply (ping prints no "rtt" line).
+        silent_at: Vec<usize>,
+        /// Stopped once this many trials have come up (a Ctrl-C mid-run).
+        stop_after: Option<(usize, crate::stop::Stop)>,
+        size: usize,
+        asked: Vec<String>,
+    }
+
+    impl Fake {
+        fn new(tcp_mbit: f64, rtt_ms: f64) -> Fake {
+            Fake {
+                tcp_mbit,
+                udp_lost_pct: 0.5,
+                rtt_ms,
+                silent_at: Vec::new(),
+                stop_after: None,
+                size: 0,
+                asked: Vec::new(),
+            }
+        }
+    }
+
+    impl Emulation for Fake {
+        fn up(&mut self, switches: usize) -> Result<(), EmuError> {
+            self.size = switches;
+            self.asked.push(format!("up {switches}"));
+            if let Some((n, stop)) = &self.stop_after {
+                if self.asked.iter().filter(|a| a.starts_with("up")).count() >= *n {
+                    stop.stop();
+                }
+            }
+            Ok(())
+        }
+        fn iperf(&mut self, seconds: f64, rate: Option<&str>) -> Result<Value, EmuError> {
+            self.asked.push(format!("iperf {seconds} {}", rate.unwrap_or("tcp")));
+            // iperf3 --json's own keys (3.12): TCP's receiver under
+            // sum_received, UDP's under sum with its loss.
+            Ok(match rate {
+                None => json!({"end": {"sum_received": {"bits_per_second": self.tcp_mbit * 1e6},
+                    "sum_sent": {"bits_per_second": self.tcp_mbit * 1e6, "retransmits": 0}}}),
+                Some(r) => {
+                    let offered: f64 = r.trim_end_matches('M').parse().unwrap();
+                    json!({"end": {"sum": {"bits_per_second": offered * 1e6 * (1.0 - self.udp_lost_pct / 100.0),
+                        "lost_percent": self.udp_lost_pct}}})
+                }
+            })
+        }
+        fn ping(&mut self, count: usize) -> Result<String, EmuError> {
+            self.asked.push(format!("ping {count}"));
+            if self.silent_at.contains(&self.size) {
+                return Ok(format!(
+                    "{count} packets transmitted, 0 received, 100% packet loss, time 1000ms\n"
+                ));
+            }
+            let r = self.rtt_ms;
+            Ok(format!(
+                "{count} packets transmitted, {count} received, 0% packet loss, time 800ms\nrtt min/avg/max/mdev = {:.3}/{r:.3}/{:.3}/0.010 ms\n",
+                r * 0.8,
+                r * 1.2
+            ))
+        }
+        fn down(&mut self) -> Result<(), EmuError> {
+            self.asked.push("down".into());
+            Ok(())
+        }
+    }
+
+    fn config() -> FidelityConfig {
+        FidelityConfig {
+            switches: vec![1, 4],
+            seconds: 1.0,
+            udp_mbit: vec![100.0, 1000.0],
+            pings: 3,
+            rounds: 2,
+            ..FidelityConfig::default()
+        }
+    }
+
+    /// A run in a private directory, its `trials.jsonl`, and its stop token.
+    fn scratch(
+        args: &FidelityConfig,
+    ) -> (
+        netlab::private::TempDir,
+        crate::rundir::Run,
+        std::fs::File,
+        crate::stop::Stop,
+    ) {
+        let t = netlab::private::temp_dir("sdnlab-fidelity-test-").unwrap();
+        let meta = Meta {
+            benchmark: "bench fidelity".into(),
+            ..crate::rundir::started("fidelity-test")
+        };
+        let stop = crate::stop::Stop::new();
+        let dir = t.path().join("run");
+        let run = crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(args.clone()), &stop).unwrap();
+        let trials = std::fs::File::create(dir.join("trials.jsonl")).unwrap();
+        (t, run, trials, stop)
+    }
+
+    fn lines(path: &std::path::Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The rounds alternate the emulators at each size, bring each network
+    /// up and down once a trial, and put every trial on disk as it ends:
+    /// a sample with TCP's rate, the round trip and each UDP rate's loss,
+    /// and its figures in trials.jsonl; the table gives the medians.
+    #[test]
+    fn the_rounds_alternate_the_emulators_and_record_each_trial() {
+        let args = config();
+        let (_t, mut run, mut trials, _stop) = scratch(&args);
+        let (mut ours, mut theirs) = (Fake::new(20_000.0, 0.05), Fake::new(15_000.0, 0.09));
+        let mut emulations = Emulations {
+            sdnlab: &mut ours,
+            mininet: Some(&mut theirs),
+        };
+        let (rows, incomplete) = rounds(&args, &mut emulations, &mut run, &mut trials, &crate::observe::Quiet).unwrap();
+        assert_eq!(incomplete, 0);
+        let ups = |f: &Fake| {
+            f.asked
+                .iter()
+                .filter(|a| a.starts_with("up"))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ups(&ours), ["up 1", "up 4", "up 1", "up 4"]);
+        assert_eq!(ups(&theirs), ups(&ours));
+        assert_eq!(ours.asked.iter().filter(|a| *a == "down").count(), 4);
+        // TCP first, then each UDP rate raised in order, then the pings.
+        assert_eq!(
+            &ours.asked[1..5],
+            ["iperf 1 tcp", "iperf 1 100M", "iperf 1 1000M", "ping 3"]
+        );
+        let samples = lines(&run.dir().join("samples.jsonl"));
+        assert_eq!(samples.len(), 8, "2 emulators x 2 sizes x 2 rounds");
+        let first = &samples[0];
+        assert_eq!(first["scenario"], "sdnlab linear,1");
+        assert_eq!(first["values"]["tcp_mbit"], 20_000.0);
+        assert_eq!(first["values"]["rtt_ms"], 0.05);
+        assert_eq!(first["values"]["udp_loss_pct_100"], 0.5);
+        assert_eq!(samples[1]["scenario"], "mininet linear,1");
+        let recorded = lines(&run.dir().join("trials.jsonl"));
+        assert_eq!(recorded.len(), 8);
+        assert_eq!(recorded[1]["emulator"], "mininet");
+        assert_eq!(recorded[1]["figures"]["udp"][1]["offered_mbit"], 1000.0);
+        assert_eq!(rows.len(), 4);
+        assert!(rows.iter().all(|r| r.2.len() == 2), "two rounds each");
+        let table = summary_table(&args, &rows);
+        assert!(table.contains("| sdnlab | 1 | 20000.0 |"), "{table}");
+        assert!(table.contains("| mininet | 4 | 15000.0 |"), "{table}");
+        assert!(table.contains(" 99.5, 0.5 % |"), "{table}");
+    }
+
+    /// A trial that fails (no round trip in ping's output) is said in the
+    /// run's events and counted, its network is still brought down, and
+    /// the other trials go on.
+    #[test]
+    fn a_failed_trial_is_said_its_network_taken_down_and_the_rest_goes_on() {
+        let args = FidelityConfig {
+            emulators: vec![Emulator::Sdnlab],
+            ..config()
+        };
+        let (_t, mut run, mut trials, _stop) = scratch(&args);
+        let mut ours = Fake::new(20_000.0, 0.05);
+        ours.silent_at = vec![4];
+        let mut emulations = Emulations {
+            sdnlab: &mut ours,
+            mininet: None,
+        };
+        let (rows, incomplete) = rounds(&args, &mut emulations, &mut run, &mut trials, &crate::observe::Quiet).unwrap();
+        assert_eq!(incomplete, 2, "size 4 in each round");
+        let ups = ours.asked.iter().filter(|a| a.starts_with("up")).count();
+        let downs = ours.asked.iter().filter(|a| *a == "down").count();
+        assert!(downs >= ups, "{:?}", ours.asked);
+        assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), [1]);
+        assert_eq!(lines(&run.dir().join("samples.jsonl")).len(), 2);
+        let said: Vec<&String> = run
+            .meta
+            .events
+            .iter()
+            .filter(|e| e.contains("sdnlab linear,4"))
+            .collect();
+        assert_eq!(said.len(), 2, "{:?}", run.meta.events);
+        assert!(said[0].contains("no round-trip time in ping's output"), "{said:?}");
+    }
+
+    /// A stop mid-run ends the rounds at the next trial: what ran is on
+    /// disk, the rest is not started, and the run's events say so.
+    #[test]
+    fn a_stop_ends_the_rounds_with_what_ran_on_disk() {
+        let args = config();
+        let (_t, mut run, mut trials, stop) = scratch(&args);
+        let mut ours = Fake::new(20_000.0, 0.05);
+        ours.stop_after = Some((1, stop));
+        let mut theirs = Fake::new(15_000.0, 0.09);
+        let mut emulations = Emulations {
+            sdnlab: &mut ours,
+            mininet: Some(&mut theirs),
+        };
+        let (_, incomplete) = rounds(&args, &mut emulations, &mut run, &mut trials, &crate::observe::Quiet).unwrap();
+        // The first trial saw the stop before its measurements: said as
+        // failed, its network down; nothing after it started.
+        assert_eq!(incomplete, 1);
+        assert_eq!(ours.asked, ["up 1", "down", "down"]);
+        assert!(theirs.asked.is_empty(), "{:?}", theirs.asked);
+        assert!(run.meta.events.iter().any(|e| e.contains("stopped by a signal")));
+    }
+
+    /// The round trip is read from iputils' and busybox's summary lines.
+    #[test]
+    fn the_round_trip_is_read_from_pings_summary() {
+        let iputils = "3 packets transmitted, 3 received, 0% packet loss, time 2003ms\nrtt min/avg/max/mdev = 0.041/0.052/0.066/0.010 ms\n";
+        assert_eq!(rtt_of(iputils), Some(0.052));
+        let busybox = "3 packets transmitted, 3 packets received, 0% packet loss\nround-trip min/avg/max = 0.061/0.083/0.110 ms\n";
+        assert_eq!(rtt_of(busybox), Some(0.083));
+        assert_eq!(rtt_of("3 packets transmitted, 0 received, 100% packet loss\n"), None);
+    }
 }
