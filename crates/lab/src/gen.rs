@@ -288,6 +288,57 @@ fn stop(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
+/// Every round: each generator in turn (alternated), its rate a sample on
+/// disk as it is measured; a stop ends the rounds, a generator that fails
+/// ends the run (named). Each generator's rates, in the order asked.
+fn rounds(
+    args: &GenConfig,
+    run: &mut crate::rundir::Run,
+    obs: &dyn Observer,
+    measure: &mut dyn FnMut(Generator) -> Result<f64, BedError>,
+) -> Result<Vec<(Generator, Vec<f64>)>, LabError> {
+    let mut rates: Vec<(Generator, Vec<f64>)> = args.generators.iter().map(|g| (*g, Vec::new())).collect();
+    'rounds: for round in 0..args.rounds.max(1) {
+        for (g, v) in rates.iter_mut() {
+            if run.stop.stopping() {
+                break 'rounds;
+            }
+            match measure(*g) {
+                Ok(pps) => {
+                    run.sample(&Sample::trial(g.name(), round as u32, [("pps", pps)]).under_test(g.name(), ""))?;
+                    obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
+                    v.push(pps);
+                }
+                Err(e) => return Err(LabError::setup(format!("{g}: {e}"))),
+            }
+        }
+    }
+    Ok(rates)
+}
+
+/// The summary: each generator's median rate, and that as a multiple of
+/// the best tool that is not sdnlab's.
+fn summary_table(rates: &[(Generator, Vec<f64>)]) -> String {
+    let ours = |g: Generator| matches!(g, Generator::SdnlabXdp | Generator::SdnlabAfpacket);
+    let medians: Vec<(Generator, f64)> = rates.iter().map(|(g, v)| (*g, stats::median(v))).collect();
+    let best_other = medians
+        .iter()
+        .filter(|(g, _)| !ours(*g))
+        .map(|(_, r)| *r)
+        .fold(0.0, f64::max);
+    let mut table =
+        String::from("| generator | frames/s into the veth (median) | x the best other tool |\n|---|---:|---:|\n");
+    for (g, r) in &medians {
+        let x = if best_other > 0.0 {
+            format!("{:.2}", r / best_other)
+        } else {
+            "-".into()
+        };
+        table.push_str(&format!("| {g} | {r:.0} | {x} |\n"));
+    }
+    table
+}
+
 /// Runs the benchmark into `place`.
 pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     args.validate()?;
@@ -311,41 +362,12 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     };
     let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Gen(args.clone()), &place.stop)?;
     let pair = Pair::new(&dir).map_err(LabError::setup)?;
-    let mut rates: Vec<(Generator, Vec<f64>)> = args.generators.iter().map(|g| (*g, Vec::new())).collect();
-    'rounds: for round in 0..args.rounds.max(1) {
-        for (g, v) in rates.iter_mut() {
-            if run.stop.stopping() {
-                break 'rounds;
-            }
-            match measure(&pair, *g, args.seconds, &dir) {
-                Ok(pps) => {
-                    run.sample(&Sample::trial(g.name(), round as u32, [("pps", pps)]).under_test(g.name(), ""))?;
-                    obs.event(Event::Line(&format!("{g}: {pps:.0} frames/s (round {round})")));
-                    v.push(pps);
-                }
-                Err(e) => return Err(LabError::setup(format!("{g}: {e}"))),
-            }
-        }
-    }
+    let rates = rounds(args, &mut run, obs, &mut |g| measure(&pair, g, args.seconds, &dir))?;
     let medians: Vec<(String, f64)> = rates
         .iter()
         .map(|(g, v)| (g.name().to_string(), stats::median(v)))
         .collect();
-    let best_other = medians
-        .iter()
-        .filter(|(g, _)| !g.starts_with("sdnlab"))
-        .map(|(_, r)| *r)
-        .fold(0.0, f64::max);
-    let mut table =
-        String::from("| generator | frames/s into the veth (median) | x the best other tool |\n|---|---:|---:|\n");
-    for (g, r) in &medians {
-        let x = if best_other > 0.0 {
-            format!("{:.2}", r / best_other)
-        } else {
-            "-".into()
-        };
-        table.push_str(&format!("| {g} | {r:.0} | {x} |\n"));
-    }
+    let table = summary_table(&rates);
     std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
     run.finish()?;
     let report_path = dir.join("report.html").display().to_string();
@@ -355,4 +377,93 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
         dir,
         incomplete: 0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(args: &GenConfig) -> (netlab::private::TempDir, crate::rundir::Run, crate::stop::Stop) {
+        let t = netlab::private::temp_dir("sdnlab-gen-test-").unwrap();
+        let meta = Meta {
+            benchmark: "bench gen".into(),
+            ..crate::rundir::started("gen-test")
+        };
+        let stop = crate::stop::Stop::new();
+        let run = crate::rundir::Run::open(&t.path().join("run"), meta, &Experiment::Gen(args.clone()), &stop).unwrap();
+        (t, run, stop)
+    }
+
+    fn samples(run: &crate::rundir::Run) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(run.dir().join("samples.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The rounds alternate the generators, each rate a sample on disk as
+    /// it is measured; the table gives each median and its multiple of the
+    /// best tool that is not sdnlab's.
+    #[test]
+    fn the_rounds_alternate_the_generators_and_the_table_compares_with_the_best_other() {
+        let args = GenConfig {
+            rounds: 3,
+            ..GenConfig::default()
+        };
+        let (_t, mut run, _stop) = scratch(&args);
+        let mut asked = Vec::new();
+        let mut n = 0.0;
+        let rates = rounds(&args, &mut run, &crate::observe::Quiet, &mut |g| {
+            asked.push(g);
+            n += 1.0;
+            Ok(match g {
+                Generator::SdnlabXdp => 3.0e6 + n,
+                Generator::SdnlabAfpacket => 1.0e6 + n,
+                Generator::Trafgen => 1.5e6 + n,
+                Generator::Tcpreplay => 1.0e6 + n,
+            })
+        })
+        .unwrap();
+        assert_eq!(asked.len(), 12);
+        assert_eq!(&asked[..4], Generator::ALL, "alternated within a round");
+        let on_disk = samples(&run);
+        assert_eq!(on_disk.len(), 12);
+        assert_eq!(on_disk[2]["scenario"], "trafgen");
+        assert_eq!(on_disk[2]["values"]["pps"], 1.5e6 + 3.0);
+        let table = summary_table(&rates);
+        // trafgen's median (1.5e6 + 7) is the best other tool's.
+        assert!(table.contains("| trafgen | 1500007 | 1.00 |"), "{table}");
+        assert!(table.contains("| sdnlab-xdp | 3000005 | 2.00 |"), "{table}");
+    }
+
+    /// A generator that fails ends the run with its name and what it
+    /// said; what was measured before is on disk. A stop ends the rounds.
+    #[test]
+    fn a_failing_generator_is_named_and_a_stop_ends_the_rounds() {
+        let args = GenConfig {
+            rounds: 2,
+            ..GenConfig::default()
+        };
+        let (_t, mut run, _stop) = scratch(&args);
+        let e = rounds(&args, &mut run, &crate::observe::Quiet, &mut |g| match g {
+            Generator::Trafgen => Err(BedError::Refused("trafgen: command not found".into())),
+            _ => Ok(1e6),
+        })
+        .unwrap_err();
+        assert!(e.to_string().starts_with("trafgen: "), "{e}");
+        assert_eq!(samples(&run).len(), 2);
+        let (_t, mut run, stop) = scratch(&args);
+        let mut measured = 0;
+        let rates = rounds(&args, &mut run, &crate::observe::Quiet, &mut |_| {
+            measured += 1;
+            if measured == 3 {
+                stop.stop();
+            }
+            Ok(1e6)
+        })
+        .unwrap();
+        assert_eq!(measured, 3);
+        assert_eq!(rates.iter().map(|(_, v)| v.len()).sum::<usize>(), 3);
+    }
 }
