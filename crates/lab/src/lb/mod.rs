@@ -907,6 +907,34 @@ mod tests {
         }
     }
 
+    /// The summary's row of a point: the scenario's words in their
+    /// columns, each figure the mean over the repetitions, the response
+    /// time with its bootstrap interval (from two repetitions on), and a
+    /// point that never answered said so rather than shown as zero.
+    #[test]
+    fn the_summary_gives_each_points_means_and_says_a_silent_one() {
+        let acc = BTreeMap::from([
+            ("response_ms_mean".to_string(), vec![10.0, 12.0, 14.0]),
+            ("throughput_rps".to_string(), vec![200.0, 198.0, 202.0]),
+            ("fairness".to_string(), vec![0.99, 0.97, 0.98]),
+            ("r1_requests".to_string(), vec![50.0, 52.0, 48.0]),
+        ]);
+        let rows = vec![
+            ("load(a=0.7,rx) heterogeneous open-loop 200".to_string(), acc),
+            ("maglev homogeneous httperf 20".to_string(), BTreeMap::new()),
+        ];
+        let md = summary_md(&rows);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines.len(), 4, "{md}");
+        assert!(
+            lines[2].starts_with("| load(a=0.7,rx) | heterogeneous | open-loop | 200 | 12.00 ["),
+            "{md}"
+        );
+        assert!(lines[2].contains("| 200.0 |") && lines[2].contains("| 0.980 |"), "{md}");
+        assert!(lines[2].contains("| 50/–/–/– |"), "{md}");
+        assert!(lines[3].contains("| – (no answer) |"), "{md}");
+    }
+
     /// The policies the experiment offers are those the `lb` app knows,
     /// by the same names, every one of them.
     #[test]
