@@ -19,7 +19,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const NAMES: [&str; 5] = ["sdnlab", "ovs-testcontroller", "os-ken", "ryu", "faucet"];
+crate::check::choice! {
+    /// A peer controller sdnlab can install and start, by the name
+    /// `--peer`, an experiment file and the reports give it.
+    pub enum Name {
+        /// sdnlab's own controller, as a process of its own.
+        Sdnlab = "sdnlab",
+        /// Debian's ovs-testcontroller.
+        OvsTestcontroller = "ovs-testcontroller",
+        /// os-ken, with the project's learning-switch app.
+        OsKen = "os-ken",
+        /// Ryu's simple_switch (Python 3.9).
+        Ryu = "ryu",
+        /// Faucet (OpenFlow 1.3 only).
+        Faucet = "faucet",
+    }
+}
 
 /// Why a peer could not be installed or started.
 #[derive(Debug, thiserror::Error)]
@@ -53,8 +68,6 @@ pub enum PeerError {
     /// A peer this machine cannot run, or one asked for what it does not do.
     #[error("{0}")]
     Unsupported(String),
-    #[error("unknown peer '{0}': choose {names}", names = NAMES.join(", "))]
-    Unknown(String),
 }
 
 impl PeerError {
@@ -325,15 +338,15 @@ fn python39() -> Option<PathBuf> {
 }
 
 /// Installs (if needed) and starts peer `name` on a free loopback port.
-pub fn start(name: &str) -> Result<Peer, PeerError> {
+pub fn start(name: Name) -> Result<Peer, PeerError> {
     start_as(name, Role::Learning)
 }
 
 /// `start`, telling the peer the emulated switches it will meet (Faucet
 /// needs them; the others ignore them).
-pub fn start_for(name: &str, dps: Datapaths) -> Result<Peer, PeerError> {
+pub fn start_for(name: Name, dps: Datapaths) -> Result<Peer, PeerError> {
     match name {
-        "faucet" => start_faucet(dps),
+        Name::Faucet => start_faucet(dps),
         _ => start(name),
     }
 }
@@ -437,16 +450,16 @@ fn wait_greeting(peer: &mut Peer, within: Duration) -> Result<(), PeerError> {
 }
 
 /// `start`, for a role.
-pub fn start_as(name: &str, role: Role) -> Result<Peer, PeerError> {
+pub fn start_as(name: Name, role: Role) -> Result<Peer, PeerError> {
     if let Role::Paths { proactive } = role {
         return start_paths(name, paths_app(proactive), &[], None);
     }
     let port = free_port()?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let tmp = peer_dir(name)?;
+    let tmp = peer_dir(name.name())?;
     let dir = tmp.path().to_path_buf();
     let (cmd, version) = match name {
-        "sdnlab" => {
+        Name::Sdnlab => {
             let exe = std::env::current_exe().map_err(PeerError::io("finding sdnlab itself"))?;
             let mut c = Command::new(exe);
             c.args([
@@ -459,7 +472,7 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, PeerError> {
             ]);
             (c, env!("CARGO_PKG_VERSION").to_string())
         }
-        "ovs-testcontroller" => {
+        Name::OvsTestcontroller => {
             if !which("ovs-testcontroller") {
                 apt_install("openvswitch-testcontroller", "the ovs-testcontroller peer")?;
             }
@@ -472,7 +485,7 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, PeerError> {
                 .arg(format!("ptcp:{port}:127.0.0.1"));
             (c, v.lines().next().unwrap_or("").to_string())
         }
-        "os-ken" => {
+        Name::OsKen => {
             let py = venv("osken", "python3", &[&["os-ken==4.2.2"]], "import os_ken")?;
             for (file, text) in [("osken_run.py", OSKEN_RUN), ("osken_l2_learning.py", OSKEN_L2)] {
                 std::fs::write(dir.join(file), text).map_err(PeerError::io(format!("writing {file}")))?;
@@ -488,7 +501,7 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, PeerError> {
                 .env("OSKEN_HUB_TYPE", "eventlet");
             (c, format!("os-ken {v} (eventlet hub, sdnlab's learning-switch app)"))
         }
-        "ryu" => {
+        Name::Ryu => {
             let python = python39().ok_or_else(|| {
                 PeerError::Unsupported(
                     "ryu needs Python 3.9 (it does not run on Debian 12's 3.11), and none was found".into(),
@@ -518,20 +531,19 @@ pub fn start_as(name: &str, role: Role) -> Result<Peer, PeerError> {
             .arg("ryu.app.simple_switch");
             (c, format!("ryu {v} (simple_switch)"))
         }
-        "faucet" => {
+        Name::Faucet => {
             return Err(PeerError::Unsupported(
                 "faucet is started with the datapaths it will meet (peers::start_for)".into(),
             ))
         }
-        other => return Err(PeerError::Unknown(other.to_string())),
     };
-    launch(name, cmd, version, addr, None, tmp)
+    launch(name.name(), cmd, version, addr, None, tmp)
 }
 
 /// A standby for the active peer whose REST API is at `active_rest`
 /// (`Role::Paths`, reactive); only sdnlab has a standby mode.
-pub fn start_standby(name: &str, active_rest: SocketAddr) -> Result<Peer, PeerError> {
-    if name != "sdnlab" {
+pub fn start_standby(name: Name, active_rest: SocketAddr) -> Result<Peer, PeerError> {
+    if name != Name::Sdnlab {
         return Err(PeerError::Unsupported(format!(
             "peer '{name}' has no standby mode: the failover test takes sdnlab (active/standby with OpenFlow 1.3 roles)"
         )));
@@ -569,7 +581,7 @@ pub fn start_member(
     .iter()
     .map(|s| s.to_string())
     .collect();
-    start_paths("sdnlab", app, &args, port)
+    start_paths(Name::Sdnlab, app, &args, port)
 }
 
 /// sdnlab's app for `Role::Paths`.
@@ -583,7 +595,8 @@ fn paths_app(proactive: bool) -> &'static str {
 
 /// Peers with topology discovery, shortest paths and a REST API (sdnlab
 /// with `app`: paths, paths-proactive, or topology for discovery alone).
-fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>) -> Result<Peer, PeerError> {
+fn start_paths(peer: Name, app: &str, sdnlab_args: &[String], port: Option<u16>) -> Result<Peer, PeerError> {
+    let name = peer.name();
     let proactive = app == "paths-proactive";
     // The ports are chosen free, then bound by the peer: another program
     // may take one in between (seen in CI beside the suite). Such a start
@@ -599,8 +612,8 @@ fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>)
         let rest_addr: SocketAddr = ([127, 0, 0, 1], rest_port).into();
         let tmp = peer_dir(name)?;
         let dir = tmp.path().to_path_buf();
-        let (cmd, version, rest) = match name {
-            "sdnlab" => {
+        let (cmd, version, rest) = match peer {
+            Name::Sdnlab => {
                 let exe = std::env::current_exe().map_err(PeerError::io("finding sdnlab itself"))?;
                 // The REST API's token, for the bench's path requests.
                 let token = controller::rest::new_token().map_err(PeerError::io("a REST token"))?;
@@ -625,7 +638,7 @@ fn start_paths(name: &str, app: &str, sdnlab_args: &[String], port: Option<u16>)
                     ctlbench::northbound::Northbound::Sdnlab(rest_addr, Some(token)),
                 )
             }
-            "os-ken" => {
+            Name::OsKen => {
                 let py = venv(
                     "osken-1.4.1",
                     "python3",

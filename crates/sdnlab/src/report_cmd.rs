@@ -23,7 +23,7 @@ pub(super) fn peer_runs(dir: &std::path::Path) -> Option<Vec<std::path::PathBuf>
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            c.peers.iter().position(|x| *x == name).unwrap_or(usize::MAX)
+            c.peers.iter().position(|x| x.name() == name).unwrap_or(usize::MAX)
         };
         found.sort_by_key(at);
     }

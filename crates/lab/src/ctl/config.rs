@@ -4,6 +4,7 @@
 //! `_` for `-`.
 
 use crate::check::{one_of, range, real, Conflict, ParamError};
+use crate::peers::Name;
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -120,8 +121,8 @@ pub struct CtlConfig {
     /// Real controllers to compare, installed (when missing), started and stopped by sdnlab:
     /// sdnlab, ovs-testcontroller, os-ken, ryu, faucet (OpenFlow 1.3; cbench, rate and dos tests)
     /// (repeatable; one run each, then one comparison).
-    #[arg(long = "peer", value_name = "PEER", value_parser = crate::peers::NAMES, conflicts_with = "target")]
-    pub peers: Vec<String>,
+    #[arg(long = "peer", value_name = "PEER", conflicts_with = "target")]
+    pub peers: Vec<Name>,
     /// App of the embedded controller (l2-learning, hub, null, ...).
     #[arg(long, default_value = "l2-learning")]
     pub app: String,
@@ -246,7 +247,7 @@ pub struct CtlConfig {
     pub hello_wait_s: u64,
     /// One peer started afresh for each trial (set for each of `peers`, and by suites).
     #[arg(skip)]
-    pub peer: Option<String>,
+    pub peer: Option<Name>,
     /// Tag the emulated switches' PACKET_IN frames with this 802.1Q VLAN id (1-4094). With
     /// --peer faucet they carry its ports' native VLAN, 100, unless this says otherwise.
     #[arg(long, value_name = "VID")]
@@ -330,14 +331,14 @@ impl CtlConfig {
     /// ports' native VLAN when Faucet is the controller measured.
     pub fn frame_vlan(&self) -> Option<u16> {
         self.vlan
-            .or((self.peer.as_deref() == Some("faucet")).then_some(crate::peers::FAUCET_VLAN))
+            .or((self.peer == Some(Name::Faucet)).then_some(crate::peers::FAUCET_VLAN))
     }
 
     /// How the driver matches answers: Faucet learns each new source once
     /// and answers with flows, not buffers (`ctlbench::Answers`).
     pub fn answers(&self) -> ctlbench::Answers {
-        match (self.match_by.as_deref(), self.peer.as_deref()) {
-            (Some("new-source"), _) | (None, Some("faucet")) => ctlbench::Answers::NewSource,
+        match (self.match_by.as_deref(), self.peer) {
+            (Some("new-source"), _) | (None, Some(Name::Faucet)) => ctlbench::Answers::NewSource,
             _ => ctlbench::Answers::Buffer,
         }
     }
@@ -361,9 +362,6 @@ impl CtlConfig {
         } else if self.quick {
             return Err(Conflict::new("only with --suite").flag("quick").into());
         }
-        for p in self.peers.iter().chain(self.peer.iter()) {
-            one_of("peer", p, &crate::peers::NAMES)?;
-        }
         if let Some(m) = &self.match_by {
             one_of("match-by", m, &["buffer", "new-source"])?;
             if m == "new-source" && self.ofp != Ofp::V13 {
@@ -378,7 +376,7 @@ impl CtlConfig {
         }
         for p in self.peers.iter().chain(self.peer.iter()) {
             if self.suite.is_none() {
-                if let Some(why) = super::faucet_unsupported(p, &self.test, self.ofp) {
+                if let Some(why) = super::faucet_unsupported(*p, &self.test, self.ofp) {
                     return Err(Conflict::new(why).with("peer", p).with("test", &self.test).into());
                 }
             }
@@ -452,15 +450,15 @@ impl CtlConfig {
                 .with("test", "failover")
                 .into());
         }
-        let faucet = self.peers.iter().chain(self.peer.iter()).any(|p| p == "faucet");
+        let faucet = self.peers.iter().chain(self.peer.iter()).any(|p| *p == Name::Faucet);
         if self.cluster > 0
             && (self.target.is_some()
                 || self
                     .peers
                     .iter()
                     .chain(self.peer.iter())
-                    .any(|p| p != "sdnlab" && p != "faucet")
-                || (faucet && self.peers.iter().chain(self.peer.iter()).any(|p| p == "sdnlab")))
+                    .any(|p| !matches!(p, Name::Sdnlab | Name::Faucet))
+                || (faucet && self.peers.iter().chain(self.peer.iter()).any(|p| *p == Name::Sdnlab)))
         {
             return Err(Conflict::new(
                 "a cluster is of sdnlab's controller (or, with --peer faucet, of Faucet): leave out --target and other peers",
@@ -514,7 +512,7 @@ impl CtlConfig {
             );
         }
         if self.slave_packet_ins != "all"
-            && (self.peers.iter().chain(self.peer.iter()).any(|p| p != "sdnlab")
+            && (self.peers.iter().chain(self.peer.iter()).any(|p| *p != Name::Sdnlab)
                 || (self.cluster == 0 && !sweeps_clusters))
         {
             return Err(Conflict::new(

@@ -48,8 +48,8 @@ const DOS_ATTACKER_DPIDS: u64 = 1_000_000;
 const UNANSWERED_AFTER_MS: u64 = 10_000;
 
 /// Why Faucet cannot take `test` in OpenFlow `ofp`, if it is the peer.
-pub(crate) fn faucet_unsupported(peer: &str, test: &str, ofp: Ofp) -> Option<String> {
-    if peer != "faucet" {
+pub(crate) fn faucet_unsupported(peer: crate::peers::Name, test: &str, ofp: Ofp) -> Option<String> {
+    if peer != crate::peers::Name::Faucet {
         return None;
     }
     if ofp != Ofp::V13 {

@@ -12,20 +12,20 @@ pub(super) fn run_peers(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Res
     let mut incomplete = 0;
     let mut table = String::new();
     let mut each = Vec::new();
-    for name in &a.peers {
+    for &name in &a.peers {
         say(
             obs,
             format!("sdnlab bench ctl: peer {name}, started afresh for each trial"),
         );
         let one = CtlConfig {
             peers: Vec::new(),
-            peer: Some(name.clone()),
+            peer: Some(name),
             ..a.clone()
         };
-        let sub = dir.join(name);
+        let sub = dir.join(name.name());
         let place = Place {
             dir: Some(sub.clone()),
-            name: Some(name.clone()),
+            name: Some(name.to_string()),
             stop: place.stop.clone(),
             ..Default::default()
         };

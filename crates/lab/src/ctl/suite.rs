@@ -14,6 +14,7 @@
 //! uses small fabrics and `--trials` capped at 3, for a smoke run.
 
 use super::{say, CbenchMode, CtlConfig};
+use crate::peers::Name;
 use crate::rundir::{write_experiment, Place};
 use crate::{Experiment, LabError, Observer, Outcome};
 use report::suite::{Index, NotRun, Section, SectionRun};
@@ -322,34 +323,54 @@ fn steps(flood_pps: f64) -> Vec<Step> {
 }
 
 /// The suite's name of sdnlab's controller as a cluster of `n` (`--cluster N`).
-fn cluster_target(n: usize) -> String {
-    format!("sdnlab-cluster{n}")
+/// A column of the suite: a peer sdnlab starts, the controller at
+/// `--target`, sdnlab's own in this process, or sdnlab's cluster of N.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SuiteTarget {
+    Peer(Name),
+    Target,
+    Embedded,
+    Cluster(usize),
+}
+
+impl SuiteTarget {
+    /// Its name in the suite's tables and directories.
+    fn shown(self) -> String {
+        match self {
+            SuiteTarget::Peer(n) => n.name().to_string(),
+            SuiteTarget::Target => "target".into(),
+            SuiteTarget::Embedded => "sdnlab".into(),
+            SuiteTarget::Cluster(n) => format!("sdnlab-cluster{n}"),
+        }
+    }
 }
 
 /// Why `target` cannot run `step`, if it cannot.
-fn unsupported(step: &Step, target: &str, a: &CtlConfig) -> Option<String> {
-    if a.cluster > 0 && target == cluster_target(a.cluster) {
+fn unsupported(step: &Step, target: SuiteTarget, a: &CtlConfig) -> Option<String> {
+    if let SuiteTarget::Cluster(n) = target {
         if !super::config::CLUSTER_TESTS.contains(&step.test) {
             return Some(
                 "cluster mode not built yet for this test: its emulated switches connect to one controller".into(),
             );
         }
-        if step.test == "failover" && a.cluster < 2 {
+        if step.test == "failover" && n < 2 {
             return Some("a failover needs a member to take over: --cluster 2 or more".into());
         }
         return None;
     }
-    if step.test == "failover" && target != "sdnlab" {
+    let sdnlab = matches!(target, SuiteTarget::Embedded | SuiteTarget::Peer(Name::Sdnlab));
+    if step.test == "failover" && !sdnlab {
         return Some("needs an active/standby pair sdnlab can start and kill (sdnlab only)".into());
     }
-    if let Some(why) = super::faucet_unsupported(target, step.test, a.ofp) {
-        return Some(why);
+    if let SuiteTarget::Peer(p) = target {
+        if let Some(why) = super::faucet_unsupported(p, step.test, a.ofp) {
+            return Some(why);
+        }
     }
     if step.topology {
         let with_topology = match target {
-            "sdnlab" | "os-ken" => true,
-            "target" => a.northbound.is_some(),
-            _ => false,
+            SuiteTarget::Target => a.northbound.is_some(),
+            _ => sdnlab || target == SuiteTarget::Peer(Name::OsKen),
         };
         if !with_topology {
             return Some("no topology discovery or northbound API".into());
@@ -359,14 +380,19 @@ fn unsupported(step: &Step, target: &str, a: &CtlConfig) -> Option<String> {
 }
 
 /// The suite's configuration of one test against one target.
-fn config_for(step: &Step, target: &str, a: &CtlConfig) -> CtlConfig {
+fn config_for(step: &Step, target: SuiteTarget, a: &CtlConfig) -> CtlConfig {
     let mut one = a.clone();
     one.suite = None;
     one.quick = false;
     one.peers.clear();
-    let cluster = a.cluster > 0 && target == cluster_target(a.cluster);
-    one.cluster = if cluster { a.cluster } else { 0 };
-    one.peer = (target != "sdnlab-embedded" && target != "target" && !cluster).then(|| target.to_string());
+    one.cluster = match target {
+        SuiteTarget::Cluster(n) => n,
+        _ => 0,
+    };
+    one.peer = match target {
+        SuiteTarget::Peer(n) => Some(n),
+        _ => None,
+    };
     one.test = step.test.to_string();
     one.mode = step.mode;
     one.malformed_percent = step.malformed_percent;
@@ -414,15 +440,15 @@ fn config_for(step: &Step, target: &str, a: &CtlConfig) -> CtlConfig {
 /// What the suite measures: the peers, the target, or sdnlab's controller
 /// (with `--cluster N`, standalone and as a cluster, side by side: RFC
 /// 8456's two columns).
-fn targets(a: &CtlConfig) -> Vec<String> {
+fn targets(a: &CtlConfig) -> Vec<SuiteTarget> {
     if !a.peers.is_empty() {
-        a.peers.clone()
+        a.peers.iter().map(|p| SuiteTarget::Peer(*p)).collect()
     } else if a.target.is_some() {
-        vec!["target".into()]
+        vec![SuiteTarget::Target]
     } else if a.cluster > 0 {
-        vec!["sdnlab-embedded".into(), cluster_target(a.cluster)]
+        vec![SuiteTarget::Embedded, SuiteTarget::Cluster(a.cluster)]
     } else {
-        vec!["sdnlab-embedded".into()]
+        vec![SuiteTarget::Embedded]
     }
 }
 
@@ -461,16 +487,12 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             break;
         }
         let mut section = section_of(step, a);
-        for target in &targets {
+        for &target in &targets {
             if interrupted {
                 break;
             }
-            let shown = if target == "sdnlab-embedded" {
-                "sdnlab"
-            } else {
-                target.as_str()
-            };
-            if let Some(why) = unsupported(step, shown, a) {
+            let shown = &target.shown();
+            if let Some(why) = unsupported(step, target, a) {
                 section.not_run.push(NotRun {
                     target: shown.into(),
                     why: why.clone(),
@@ -644,21 +666,22 @@ mod tests {
             ..Default::default()
         };
         let t = targets(&a);
-        assert_eq!(t, ["sdnlab-embedded", "sdnlab-cluster3"]);
+        assert_eq!(t, [SuiteTarget::Embedded, SuiteTarget::Cluster(3)]);
+        assert_eq!(t[1].shown(), "sdnlab-cluster3");
         let mut run = Vec::new();
         for step in steps(SUITE_FLOOD_PPS) {
-            let standalone = config_for(&step, &t[0], &a);
-            assert_eq!((standalone.cluster, standalone.peer.as_deref()), (0, None));
-            assert!(unsupported(&step, "sdnlab", &a).is_none(), "{}", step.test);
-            match unsupported(&step, &t[1], &a) {
+            let standalone = config_for(&step, t[0], &a);
+            assert_eq!((standalone.cluster, standalone.peer), (0, None));
+            assert!(unsupported(&step, t[0], &a).is_none(), "{}", step.test);
+            match unsupported(&step, t[1], &a) {
                 Some(why) => assert!(
                     !super::super::config::CLUSTER_TESTS.contains(&step.test) && why.contains("not built"),
                     "{}: {why}",
                     step.test
                 ),
                 None => {
-                    let c = config_for(&step, &t[1], &a);
-                    assert_eq!((c.cluster, c.peer.as_deref()), (3, None), "{}", step.test);
+                    let c = config_for(&step, t[1], &a);
+                    assert_eq!((c.cluster, c.peer), (3, None), "{}", step.test);
                     c.validate().unwrap();
                     run.push(step.test);
                 }
@@ -676,6 +699,6 @@ mod tests {
             .into_iter()
             .find(|s| s.test == "failover")
             .unwrap();
-        assert!(unsupported(&failover, "sdnlab-cluster1", &one).is_some());
+        assert!(unsupported(&failover, SuiteTarget::Cluster(1), &one).is_some());
     }
 }

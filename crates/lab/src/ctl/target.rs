@@ -287,11 +287,11 @@ pub(super) fn start_spread_cluster(
 /// The controller to measure: `--target`, a `--peer` started afresh, or
 /// sdnlab's own started in this process.
 pub(super) fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, Option<Running>), LabError> {
-    if a.cluster > 0 && a.peer.as_deref() != Some("faucet") {
+    if a.cluster > 0 && a.peer != Some(crate::peers::Name::Faucet) {
         let (members, _, target, ctl) = topology::start_cluster(a, a.cluster, &a.app)?;
         return Ok((members[0], target, Some(Running::Cluster(ctl, members))));
     }
-    if let Some(name) = &a.peer {
+    if let Some(name) = a.peer {
         let dps = match a.test.as_str() {
             "security" => {
                 use ctlbench::security::{CASES, FIRST_CASE_DPID, PORTS, WITNESS_DPID};

@@ -66,7 +66,9 @@ impl Controller {
 }
 
 /// Starts an active/standby pair of `name` as processes (the failover test kills the active one).
-pub(super) fn start_pair(name: &str) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), LabError> {
+pub(super) fn start_pair(
+    name: crate::peers::Name,
+) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), LabError> {
     let active = crate::peers::start_as(name, crate::peers::Role::Paths { proactive: false })?;
     let Some(Northbound::Sdnlab(active_rest, active_token)) = active.rest.clone() else {
         return Err(crate::peers::PeerError::Unsupported(format!(
@@ -233,7 +235,7 @@ pub(super) fn start_controller(
         return start_cluster(a, a.cluster, if a.test == "failover" { "paths" } else { app });
     }
     if a.test == "failover" {
-        return start_pair(a.peer.as_deref().unwrap_or("sdnlab"));
+        return start_pair(a.peer.unwrap_or(crate::peers::Name::Sdnlab));
     }
     let (addr, nb, mut target, ctl) = start_one(a, app, explicit_nb)?;
     if !a.target_members.is_empty() {
@@ -255,7 +257,7 @@ pub(super) fn start_one(
     app: &str,
     explicit_nb: &Option<Northbound>,
 ) -> Result<(SocketAddr, Northbound, Target, Controller), LabError> {
-    if let Some(name) = &a.peer {
+    if let Some(name) = a.peer {
         let role = crate::peers::Role::Paths {
             proactive: a.test == "proactive-paths" || a.test == "table-capacity-proactive",
         };
