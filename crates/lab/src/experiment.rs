@@ -111,13 +111,11 @@ impl Experiment {
         fn config<T: serde::de::DeserializeOwned>(text: &str, table: toml::Table) -> Result<T, ParseError> {
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
-                let key = path.split('.').next().unwrap_or_default().to_string();
+                // The key the path starts with (`failures[1]`: `failures`).
+                let key = path.split(['.', '[']).next().unwrap_or_default().to_string();
                 let inner = e.into_inner().to_string();
                 let (message, of_value) = unknown_with_hint(inner.lines().next().unwrap_or_default(), &path);
-                let line = text
-                    .lines()
-                    .position(|l| l.trim_start().starts_with(&key) && !key.is_empty())
-                    .map(|i| i + 1);
+                let line = key_line(text, &key).filter(|_| !key.is_empty()).map(|i| i + 1);
                 match line {
                     // The key is in the message (as `check::one_of` words it).
                     Some(_) if of_value || message.starts_with("unknown key") => ParseError::Value {

@@ -55,6 +55,14 @@ fn bench_ctl_refuses_values_out_of_range() {
         ),
         (vec!["--driver-threads", "-1"], "invalid value '-1'"),
         (vec!["--match-by", "new-source"], "add --ofp 1.3"),
+        (
+            vec!["--failure", "cable"],
+            "invalid value 'cable' for '--failure <FAILURES>'",
+        ),
+        (
+            vec!["--suite", "rfc2544"],
+            "invalid value 'rfc2544' for '--suite <SUITE>'",
+        ),
         (vec!["--peer", "faucet"], "Faucet speaks OpenFlow 1.3 only"),
         (
             vec!["--peer", "faucet", "--ofp", "1.3", "--test", "discovery"],
@@ -285,6 +293,18 @@ fn a_misspelling_is_answered_with_what_it_likely_meant() {
         (
             "mode = \"thruput\"\n",
             "line 3: mode = 'thruput': did you mean 'throughput'? choose one of throughput, latency",
+        ),
+        (
+            "kill = \"mastre\"\n",
+            "line 3: kill = 'mastre': did you mean 'master'? choose one of master, non-master",
+        ),
+        (
+            "failures = [\"link\", \"cable\"]\n",
+            "line 3: failures[1] = 'cable': choose one of link, switch",
+        ),
+        (
+            "peers = [\"osken\"]\n",
+            "line 3: peers[0] = 'osken': did you mean 'os-ken'? choose one of sdnlab, ovs-testcontroller, os-ken, ryu, faucet",
         ),
     ] {
         let file = dir.join("e.toml");

@@ -63,6 +63,52 @@ impl Ofp {
 }
 
 crate::check::choice! {
+    /// A whole methodology `--suite` runs.
+    pub enum Suite {
+        /// Every RFC 8456 test the target supports, one report.
+        Rfc8456 = "rfc8456",
+    }
+}
+
+crate::check::choice! {
+    /// How the load driver matches answers to PACKET_INs.
+    pub enum MatchBy {
+        /// cbench's: a FLOW_MOD or PACKET_OUT with the PACKET_IN's buffer id.
+        Buffer = "buffer",
+        /// Every PACKET_IN a new source, answered by the first FLOW_MOD naming it.
+        NewSource = "new-source",
+    }
+}
+
+crate::check::choice! {
+    /// What the change-detection test makes fail.
+    pub enum Failure {
+        Link = "link",
+        Switch = "switch",
+    }
+}
+
+crate::check::choice! {
+    /// Which member of a cluster the failover test kills.
+    pub enum Kill {
+        /// The master of the switch the traffic needs.
+        Master = "master",
+        /// A member the traffic does not need (the control).
+        NonMaster = "non-master",
+    }
+}
+
+crate::check::choice! {
+    /// Which PACKET_INs the slaves of sdnlab's cluster ask for.
+    pub enum SlavePacketIns {
+        /// Every one: they know the network at a takeover.
+        All = "all",
+        /// None: each PACKET_IN handled by its master alone.
+        MastersOnly = "none",
+    }
+}
+
+crate::check::choice! {
     /// How the emulated switches offer PACKET_INs (cbench's modes).
     pub enum CbenchMode {
         /// A window of PACKET_INs outstanding per switch: answers per second.
@@ -105,8 +151,8 @@ pub struct CtlConfig {
     #[arg(long, default_value = "cbench", value_parser = clap::builder::PossibleValuesParser::new(all_tests()))]
     pub test: String,
     /// Run a whole methodology: rfc8456 (every test the target supports, one report).
-    #[arg(long, value_parser = ["rfc8456"])]
-    pub suite: Option<String>,
+    #[arg(long)]
+    pub suite: Option<Suite>,
     /// With --suite: small fabrics and at most 3 trials (a smoke run).
     #[arg(long, requires = "suite")]
     pub quick: bool,
@@ -202,19 +248,19 @@ pub struct CtlConfig {
     #[arg(long, default_value_t = CtlConfig::default().host_macs)]
     pub host_macs: u16,
     /// change-detection: what fails, repeatable: link, switch (default both).
-    #[arg(long = "failure", value_parser = ["link", "switch"])]
-    pub failures: Vec<String>,
+    #[arg(long = "failure")]
+    pub failures: Vec<Failure>,
     /// sdnlab's cluster: its slaves ask for every PACKET_IN (all: they know the network at a
     /// takeover) or none (each PACKET_IN handled by its master alone).
-    #[arg(long, value_parser = ["all", "none"], default_value = "all")]
-    pub slave_packet_ins: String,
+    #[arg(long, default_value_t = CtlConfig::default().slave_packet_ins)]
+    pub slave_packet_ins: SlavePacketIns,
     /// sdnlab's cluster: the members of its etcd (1, 3 or 5), started for each trial.
     #[arg(long, default_value_t = CtlConfig::default().etcd_members)]
     pub etcd_members: usize,
     /// failover with --cluster: kill the master of the switch the traffic needs, or a
     /// non-master (the control: the traffic should not notice).
-    #[arg(long, value_parser = ["master", "non-master"], default_value = "master")]
-    pub kill: String,
+    #[arg(long, default_value_t = CtlConfig::default().kill)]
+    pub kill: Kill,
     /// cbench against a cluster (--cluster N, sdnlab's or --peer faucet's instances): kill
     /// (SIGKILL) the first member after this many measured loops; the loops after it show
     /// what the others answer alone.
@@ -256,8 +302,8 @@ pub struct CtlConfig {
     /// the PACKET_IN's buffer id) or new-source (OpenFlow 1.3: every PACKET_IN a source never
     /// sent before, answered by the first FLOW_MOD naming it, as Faucet learns). Default:
     /// new-source for --peer faucet, else buffer.
-    #[arg(long, value_name = "HOW", value_parser = ["buffer", "new-source"])]
-    pub match_by: Option<String>,
+    #[arg(long, value_name = "HOW")]
+    pub match_by: Option<MatchBy>,
     /// The driver's event loops (threads) the emulated switches are spread over (0: half the
     /// cores, leaving the rest to a controller on the same machine).
     #[arg(long, default_value_t = CtlConfig::default().driver_threads)]
@@ -305,9 +351,9 @@ impl Default for CtlConfig {
             td_s: 30,
             host_macs: 8,
             failures: Vec::new(),
-            kill: "master".into(),
+            kill: Kill::Master,
             kill_after_loop: None,
-            slave_packet_ins: "all".into(),
+            slave_packet_ins: SlavePacketIns::All,
             etcd_members: 1,
             reprov_interval_us: 1000,
             reprov_ms: 3000,
@@ -337,8 +383,8 @@ impl CtlConfig {
     /// How the driver matches answers: Faucet learns each new source once
     /// and answers with flows, not buffers (`ctlbench::Answers`).
     pub fn answers(&self) -> ctlbench::Answers {
-        match (self.match_by.as_deref(), self.peer) {
-            (Some("new-source"), _) | (None, Some(Name::Faucet)) => ctlbench::Answers::NewSource,
+        match (self.match_by, self.peer) {
+            (Some(MatchBy::NewSource), _) | (None, Some(Name::Faucet)) => ctlbench::Answers::NewSource,
             _ => ctlbench::Answers::Buffer,
         }
     }
@@ -357,14 +403,11 @@ impl CtlConfig {
     /// The test, the suite, the peers, the answers' matching, and the load's sizes.
     fn check_choices(&self) -> Result<(), LabError> {
         one_of("test", &self.test, &all_tests())?;
-        if let Some(s) = &self.suite {
-            one_of("suite", s, &["rfc8456"])?;
-        } else if self.quick {
+        if self.quick && self.suite.is_none() {
             return Err(Conflict::new("only with --suite").flag("quick").into());
         }
         if let Some(m) = &self.match_by {
-            one_of("match-by", m, &["buffer", "new-source"])?;
-            if m == "new-source" && self.ofp != Ofp::V13 {
+            if *m == MatchBy::NewSource && self.ofp != Ofp::V13 {
                 return Err(Conflict::new("the answers are OpenFlow 1.3 FLOW_MODs; add --ofp 1.3")
                     .with("match-by", m)
                     .with("ofp", self.ofp)
@@ -490,11 +533,6 @@ impl CtlConfig {
         range("syn-flood-pps", self.syn_flood_pps, 0, 100_000_000)?;
         range("td-s", self.td_s, 1, 86_400)?;
         range("host-macs", self.host_macs, 1, u16::MAX)?;
-        for f in &self.failures {
-            one_of("failure", f, &["link", "switch"])?;
-        }
-        one_of("kill", &self.kill, &["master", "non-master"])?;
-        one_of("slave-packet-ins", &self.slave_packet_ins, &["all", "none"])?;
         let sweeps_clusters = self.sweeps_clusters();
         if ![1, 3, 5].contains(&self.etcd_members) {
             return Err(ParamError::new(
@@ -511,14 +549,14 @@ impl CtlConfig {
                     .into(),
             );
         }
-        if self.slave_packet_ins != "all"
+        if self.slave_packet_ins != SlavePacketIns::All
             && (self.peers.iter().chain(self.peer.iter()).any(|p| *p != Name::Sdnlab)
                 || (self.cluster == 0 && !sweeps_clusters))
         {
             return Err(Conflict::new(
                 "an option of sdnlab's cluster (no other peer): add --cluster N (or --sweep cluster=...)",
             )
-            .with("slave-packet-ins", &self.slave_packet_ins)
+            .with("slave-packet-ins", self.slave_packet_ins)
             .into());
         }
         Ok(())
@@ -582,7 +620,7 @@ impl CtlConfig {
                 .into());
             }
         }
-        if self.kill == "non-master" && (self.test != "failover" || self.cluster < 2) {
+        if self.kill == Kill::NonMaster && (self.test != "failover" || self.cluster < 2) {
             return Err(Conflict::new(
                 "the control of a cluster's failover: add --test failover --cluster N (2 or more)",
             )

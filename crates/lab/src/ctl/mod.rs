@@ -14,7 +14,7 @@ mod config;
 pub mod suite;
 pub mod topology;
 
-pub use config::{all_tests, CbenchMode, CtlConfig, Ofp, TESTS};
+pub use config::{all_tests, CbenchMode, CtlConfig, Failure, Kill, MatchBy, Ofp, SlavePacketIns, Suite, TESTS};
 
 use crate::check::{Conflict, ParamError};
 use crate::rundir::{io_error, runtime, started, Place, Run};

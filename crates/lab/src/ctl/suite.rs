@@ -661,7 +661,7 @@ mod tests {
     #[test]
     fn the_cluster_column_beside_the_standalone_one() {
         let a = CtlConfig {
-            suite: Some("rfc8456".into()),
+            suite: Some(crate::ctl::Suite::Rfc8456),
             cluster: 3,
             ..Default::default()
         };

@@ -242,7 +242,13 @@ pub(super) fn start_spread_cluster(
     obs: &dyn Observer,
 ) -> Result<(fleet::coordinator::SpreadCluster, Target), fleet::FleetError> {
     let name = format!("bench-{}", std::process::id());
-    let c = rt.block_on(f.cluster_up(a.cluster, a.etcd_members, app, &name, a.slave_packet_ins == "all"))?;
+    let c = rt.block_on(f.cluster_up(
+        a.cluster,
+        a.etcd_members,
+        app,
+        &name,
+        a.slave_packet_ins == SlavePacketIns::All,
+    ))?;
     let placement: Vec<String> = c
         .members
         .iter()

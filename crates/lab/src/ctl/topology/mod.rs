@@ -189,10 +189,10 @@ fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, LabError> {
     } else {
         a.fabrics.clone()
     };
-    let failures: Vec<&str> = if a.failures.is_empty() {
-        vec!["link", "switch"]
+    let failures: Vec<crate::ctl::Failure> = if a.failures.is_empty() {
+        crate::ctl::Failure::ALL.to_vec()
     } else {
-        a.failures.iter().map(|s| s.as_str()).collect()
+        a.failures.clone()
     };
     for f in &fabrics {
         let spec = parse_fabric(f)?;
@@ -221,10 +221,9 @@ fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, LabError> {
                 out.push(Scenario {
                     name: format!("{f} {fl} down"),
                     spec: spec.clone(),
-                    failure: Some(if *fl == "link" {
-                        tt::Failure::Link
-                    } else {
-                        tt::Failure::Switch
+                    failure: Some(match fl {
+                        crate::ctl::Failure::Link => tt::Failure::Link,
+                        crate::ctl::Failure::Switch => tt::Failure::Switch,
                     }),
                 });
             }

@@ -98,7 +98,7 @@ pub(super) async fn cluster_failover(
     let master = before[&egress].0.clone();
     // The control (`kill = "non-master"`): a member the traffic does not
     // need, killed the same way (its own switches are re-mastered).
-    let control = a.kill == "non-master";
+    let control = a.kill == crate::ctl::Kill::NonMaster;
     let victim_name = if control {
         match (1..=n).map(|i| format!("c{i}")).find(|c| *c != master) {
             Some(c) => c,
@@ -161,12 +161,12 @@ pub(super) async fn cluster_failover(
     let rejoined: Arc<std::sync::Mutex<Option<Result<crate::peers::Peer, crate::peers::PeerError>>>> = Arc::default();
     let rejoin_s: Arc<std::sync::Mutex<Option<f64>>> = Arc::default();
     let (slot, r, back) = (rejoined.clone(), rejoin_s.clone(), before.clone());
-    let (endpoints, name, sp) = (endpoints.to_string(), victim_name.clone(), a.slave_packet_ins.clone());
+    let (endpoints, name, sp) = (endpoints.to_string(), victim_name.clone(), a.slave_packet_ins.name());
     // Where the switches reconnect: the port it listened on.
     let port = victim_port;
     let restart = Box::new(move || {
         let at = Instant::now();
-        let started = crate::peers::start_member(&endpoints, &bench_cluster_name(), &name, "paths", &sp, Some(port));
+        let started = crate::peers::start_member(&endpoints, &bench_cluster_name(), &name, "paths", sp, Some(port));
         let ok = started.is_ok();
         *slot.lock().unwrap() = Some(started);
         if ok {
