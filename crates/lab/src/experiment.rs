@@ -449,6 +449,21 @@ mod tests {
         );
     }
 
+    /// A choice read from a file is refused with the names it has, at its
+    /// line: the net experiment's switch kind (netlab's own type).
+    #[test]
+    fn an_unknown_switch_kind_is_said_with_the_kinds() {
+        let e = Experiment::parse("experiment = \"net\"\nswitch = \"ovss\"\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 2: switch = 'ovss': did you mean 'ovs'? choose one of bridge, ovs, sdnlab"
+        );
+        let Ok(Experiment::Net(c)) = Experiment::parse("experiment = \"net\"\nswitch = \"sdnlab\"\n") else {
+            panic!("a known kind was refused")
+        };
+        assert_eq!(c.switch, netlab::run::SwitchKind::Sdnlab);
+    }
+
     /// The examples in the repository are experiments sdnlab accepts as written.
     #[test]
     fn every_example_file_is_a_valid_experiment() {

@@ -22,7 +22,7 @@ pub struct NetConfig {
     /// net up` takes them.
     pub topology: String,
     /// The switches: "bridge", "ovs" or "sdnlab".
-    pub switch: String,
+    pub switch: netlab::run::SwitchKind,
     /// Their controller (HOST:PORT), for "ovs" and "sdnlab".
     pub controller: Option<String>,
     /// Pings from every host to every other (0: no pings).
@@ -56,7 +56,7 @@ impl Default for NetConfig {
     fn default() -> NetConfig {
         NetConfig {
             topology: "leaf-spine,2,3,1".into(),
-            switch: "bridge".into(),
+            switch: netlab::run::SwitchKind::Bridge,
             controller: None,
             ping_count: 2,
             iperf: Vec::new(),
@@ -129,14 +129,7 @@ impl NetConfig {
     fn read(&self) -> Result<Read, LabError> {
         let topo = netlab::topo::load(&self.topology)
             .map_err(|e| ParamError::new("topology", format!("\"{}\"", self.topology), e.join("; ")))?;
-        let kind = self.switch.parse::<netlab::run::SwitchKind>().map_err(|_| {
-            let known = ["bridge", "ovs", "sdnlab"];
-            ParamError::new(
-                "switch",
-                format!("'{}'", self.switch),
-                crate::check::not_one_of(&self.switch, &known),
-            )
-        })?;
+        let kind = self.switch;
         crate::check::range("ping-count", self.ping_count, 0, 100)?;
         crate::check::range("iperf-s", self.iperf_s, 1, 3600)?;
         let pairs = host_pairs("iperf", &self.iperf, &topo)?;

@@ -91,6 +91,17 @@ impl State {
     }
 }
 
+impl std::fmt::Display for SwitchKind {
+    /// Its name, as `--switch` and files give it.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            SwitchKind::Bridge => "bridge",
+            SwitchKind::Ovs => "ovs",
+            SwitchKind::Sdnlab => "sdnlab",
+        })
+    }
+}
+
 /// A switch kind that is not one of [`SwitchKind`]'s.
 #[derive(Debug, thiserror::Error)]
 #[error("unknown switch kind '{0}': use bridge, ovs or sdnlab")]
