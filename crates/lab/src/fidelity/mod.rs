@@ -31,28 +31,67 @@ crate::check::choice! {
     }
 }
 
-/// The fidelity comparison: linear topologies of 1, 4 and 8 switches,
-/// 10 s iperf3 runs, UDP at 100 Mbit/s to 4 Gbit/s, 20 pings, 3 rounds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The fidelity comparison: by default linear topologies of 1, 4 and 8
+/// switches, 10 s iperf3 runs, UDP at 100 Mbit/s to 4 Gbit/s, 20 pings, 3
+/// rounds. Its fields are `sdnlab bench fidelity`'s flags too (the command
+/// line flattens them); a size left out is the default's, or `--quick`'s.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(default, deny_unknown_fields)]
 pub struct FidelityConfig {
-    /// Emulators: sdnlab, mininet.
+    /// Emulators, comma-separated: sdnlab, mininet (Mininet's Python API, Linux bridges).
+    #[arg(long = "emulator", value_name = "EMULATOR", value_delimiter = ',', default_values_t = FidelityConfig::default().emulators)]
     pub emulators: Vec<Emulator>,
-    /// Switches in each linear topology.
-    pub switches: Vec<usize>,
-    /// Seconds of each iperf3 run.
-    pub seconds: f64,
-    /// UDP offered rates, Mbit/s, raised in this order.
-    pub udp_mbit: Vec<f64>,
-    /// Pings per round-trip measurement (0.2 s apart).
-    pub pings: usize,
-    /// Rounds, the emulators alternated within each.
-    pub rounds: usize,
+    /// Switches of each linear topology, comma-separated (one host per switch)
+    /// [default: 1,4,8; with --quick 1,2].
+    #[arg(long, value_delimiter = ',')]
+    pub switches: Option<Vec<usize>>,
+    /// Seconds of each iperf3 run [default: 10; with --quick 2].
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// UDP offered rates in Mbit/s, comma-separated, raised in this order
+    /// [default: 100,1000,4000; with --quick 100,1000].
+    #[arg(long, value_delimiter = ',')]
+    pub udp_mbit: Option<Vec<f64>>,
+    /// Pings per round-trip measurement, 0.2 s apart [default: 20; with --quick 5].
+    #[arg(long)]
+    pub pings: Option<usize>,
+    /// Rounds, the emulators alternating within each [default: 3; with --quick 1].
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// A smoke run: 1 and 2 switches, 2 s runs, UDP at 100 and 1000 Mbit/s, 5 pings, one
+    /// round (sizes given beside it still count).
+    #[arg(long)]
+    pub quick: bool,
 }
 
 impl Default for FidelityConfig {
     fn default() -> FidelityConfig {
         FidelityConfig {
+            emulators: Emulator::ALL.to_vec(),
+            switches: None,
+            seconds: None,
+            udp_mbit: None,
+            pings: None,
+            rounds: None,
+            quick: false,
+        }
+    }
+}
+
+/// What a run measures: the config with every size resolved.
+#[derive(Clone, Debug, PartialEq)]
+struct Plan {
+    emulators: Vec<Emulator>,
+    switches: Vec<usize>,
+    seconds: f64,
+    udp_mbit: Vec<f64>,
+    pings: usize,
+    rounds: usize,
+}
+
+impl Default for Plan {
+    fn default() -> Plan {
+        Plan {
             emulators: Emulator::ALL.to_vec(),
             switches: vec![1, 4, 8],
             seconds: 10.0,
@@ -63,31 +102,47 @@ impl Default for FidelityConfig {
     }
 }
 
-impl FidelityConfig {
+impl Plan {
     /// The smoke size: 1 and 2 switches, 2 s runs, two UDP rates, 5 pings, one round.
-    pub fn quick() -> FidelityConfig {
-        FidelityConfig {
+    fn quick() -> Plan {
+        Plan {
             switches: vec![1, 2],
             seconds: 2.0,
             udp_mbit: vec![100.0, 1000.0],
             pings: 5,
             rounds: 1,
-            ..FidelityConfig::default()
+            ..Plan::default()
+        }
+    }
+}
+
+impl FidelityConfig {
+    /// Every size resolved: what was given, else `--quick`'s or the default's.
+    fn plan(&self) -> Plan {
+        let base = if self.quick { Plan::quick() } else { Plan::default() };
+        Plan {
+            emulators: self.emulators.clone(),
+            switches: self.switches.clone().unwrap_or(base.switches),
+            seconds: self.seconds.unwrap_or(base.seconds),
+            udp_mbit: self.udp_mbit.clone().unwrap_or(base.udp_mbit),
+            pings: self.pings.unwrap_or(base.pings),
+            rounds: self.rounds.unwrap_or(base.rounds),
         }
     }
 
     pub fn validate(&self) -> Result<(), LabError> {
-        at_least_one("emulator", &self.emulators, "emulator")?;
-        at_least_one("switches", &self.switches, "size")?;
-        for n in &self.switches {
+        let p = self.plan();
+        at_least_one("emulator", &p.emulators, "emulator")?;
+        at_least_one("switches", &p.switches, "size")?;
+        for n in &p.switches {
             range("switches", *n, 1, 64)?;
         }
-        real("seconds", self.seconds, 1.0, 600.0)?;
-        for r in &self.udp_mbit {
+        real("seconds", p.seconds, 1.0, 600.0)?;
+        for r in &p.udp_mbit {
             real("udp-mbit", *r, 1.0, 100_000.0)?;
         }
-        range("pings", self.pings, 1, 1000)?;
-        range("rounds", self.rounds, 1, 100)
+        range("pings", p.pings, 1, 1000)?;
+        range("rounds", p.rounds, 1, 100)
     }
 }
 
@@ -339,8 +394,9 @@ fn udp_metric(mbit: f64) -> String {
     format!("udp_loss_pct_{mbit}")
 }
 
-pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
-    args.validate()?;
+pub fn run(config: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
+    config.validate()?;
+    let args = &config.plan();
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::Setup(
             "bench fidelity needs root (network namespaces, Mininet)".into(),
@@ -367,7 +423,7 @@ pub fn run(args: &FidelityConfig, place: &Place, obs: &dyn Observer) -> Result<O
         metrics,
         ..crate::rundir::started(&run_id)
     };
-    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(args.clone()), &place.stop)?;
+    let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(config.clone()), &place.stop)?;
     let trials_path = dir.join("trials.jsonl");
     let mut trials = std::fs::File::create(&trials_path).map_err(crate::rundir::io_error(&trials_path))?;
     let rt = crate::rundir::runtime()?;
@@ -433,7 +489,7 @@ type Row = (Emulator, usize, Vec<Value>);
 /// trial is said and counted, and the others go on. The rows, and how
 /// many trials failed.
 fn rounds(
-    args: &FidelityConfig,
+    args: &Plan,
     emulations: &mut Emulations,
     run: &mut crate::rundir::Run,
     trials: &mut std::fs::File,
@@ -498,7 +554,7 @@ fn rounds(
 }
 
 /// One emulator at one size: up, the measurements, down (also on failure).
-fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize, stop: &crate::stop::Stop) -> Result<Value, EmuError> {
+fn one(e: &mut dyn Emulation, args: &Plan, n: usize, stop: &crate::stop::Stop) -> Result<Value, EmuError> {
     e.up(n)?;
     let r = measure(e, args, stop);
     let d = e.down();
@@ -507,7 +563,7 @@ fn one(e: &mut dyn Emulation, args: &FidelityConfig, n: usize, stop: &crate::sto
     Ok(v)
 }
 
-fn measure(e: &mut dyn Emulation, args: &FidelityConfig, stop: &crate::stop::Stop) -> Result<Value, EmuError> {
+fn measure(e: &mut dyn Emulation, args: &Plan, stop: &crate::stop::Stop) -> Result<Value, EmuError> {
     stop.check()?;
     let (tcp, host) = watched(|| e.iperf(args.seconds, None))?;
     let tcp = netlab::run::iperf_figures(&tcp, false)?;
@@ -535,7 +591,7 @@ fn median(figs: &[Value], get: impl Fn(&Value) -> Option<f64>) -> Option<f64> {
     (!v.is_empty()).then(|| stats::median(&v))
 }
 
-fn summary_table(args: &FidelityConfig, rows: &[Row]) -> String {
+fn summary_table(args: &Plan, rows: &[Row]) -> String {
     let mut t = String::from("| emulator | switches | TCP (Mbit/s) | bound (Mbit/s, bottleneck) | host-bound trials |");
     for r in &args.udp_mbit {
         t.push_str(&format!(" UDP {r} Mbit/s: received, loss |"));
@@ -665,20 +721,20 @@ mod tests {
         }
     }
 
-    fn config() -> FidelityConfig {
-        FidelityConfig {
+    fn config() -> Plan {
+        Plan {
             switches: vec![1, 4],
             seconds: 1.0,
             udp_mbit: vec![100.0, 1000.0],
             pings: 3,
             rounds: 2,
-            ..FidelityConfig::default()
+            ..Plan::default()
         }
     }
 
     /// A run in a private directory, its `trials.jsonl`, and its stop token.
     fn scratch(
-        args: &FidelityConfig,
+        _: &Plan,
     ) -> (
         netlab::private::TempDir,
         crate::rundir::Run,
@@ -692,7 +748,8 @@ mod tests {
         };
         let stop = crate::stop::Stop::new();
         let dir = t.path().join("run");
-        let run = crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(args.clone()), &stop).unwrap();
+        let run =
+            crate::rundir::Run::open(&dir, meta, &Experiment::Fidelity(FidelityConfig::default()), &stop).unwrap();
         let trials = std::fs::File::create(dir.join("trials.jsonl")).unwrap();
         (t, run, trials, stop)
     }
@@ -760,7 +817,7 @@ mod tests {
     /// the other trials go on.
     #[test]
     fn a_failed_trial_is_said_its_network_taken_down_and_the_rest_goes_on() {
-        let args = FidelityConfig {
+        let args = Plan {
             emulators: vec![Emulator::Sdnlab],
             ..config()
         };
@@ -808,6 +865,26 @@ mod tests {
         assert_eq!(ours.asked, ["up 1", "down", "down"]);
         assert!(theirs.asked.is_empty(), "{:?}", theirs.asked);
         assert!(run.meta.events.iter().any(|e| e.contains("stopped by a signal")));
+    }
+
+    /// A size left out is the default's, or with `--quick` the smoke's; a
+    /// size given beside `--quick` still counts; one out of range is refused.
+    #[test]
+    fn the_plan_resolves_each_size_from_what_was_given() {
+        assert_eq!(FidelityConfig::default().plan(), Plan::default());
+        let quick = FidelityConfig {
+            quick: true,
+            rounds: Some(2),
+            ..FidelityConfig::default()
+        };
+        let p = quick.plan();
+        assert_eq!((p.switches.as_slice(), p.seconds, p.rounds), (&[1, 2][..], 2.0, 2));
+        let zero = FidelityConfig {
+            switches: Some(vec![1, 0]),
+            ..FidelityConfig::default()
+        };
+        let e = zero.validate().unwrap_err().to_string();
+        assert!(e.starts_with("--switches 0: must be at least 1"), "{e}");
     }
 
     /// The round trip is read from iputils' and busybox's summary lines.
