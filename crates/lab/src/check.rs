@@ -125,18 +125,17 @@ impl Conflict {
 }
 
 impl Given {
+    /// The key an experiment file gives the parameter by.
+    pub fn key(&self) -> String {
+        self.name.replace('-', "_")
+    }
+
     /// The parameter as the command line gives it: `--a X`, or `--b`.
     pub fn as_flag(&self) -> String {
         match &self.value {
             Some(v) => format!("--{} {v}", self.name),
             None => format!("--{}", self.name),
         }
-    }
-}
-
-impl From<Conflict> for LabError {
-    fn from(c: Conflict) -> LabError {
-        LabError::Conflict(c)
     }
 }
 

@@ -18,7 +18,7 @@ pub enum LabError {
     Param(#[from] crate::check::ParamError),
     /// Parameters that do not go together, or one that needs another.
     #[error(transparent)]
-    Conflict(crate::check::Conflict),
+    Conflict(#[from] crate::check::Conflict),
     /// The system under test, a peer or a tool could not be started or reached.
     #[error("{0}")]
     Setup(String),

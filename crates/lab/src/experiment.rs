@@ -320,7 +320,7 @@ fn conflict_in_file(c: &crate::check::Conflict, text: &str, all: &str) -> String
     let mut line = None;
     let mut said = Vec::new();
     for g in &c.given {
-        let key = g.name.replace('-', "_");
+        let key = g.key();
         if !is_key(&key, text, all) {
             said.push(g.as_flag());
             continue;

@@ -316,11 +316,15 @@ fn rounds(
     Ok(rates)
 }
 
+/// Each generator's median rate.
+fn medians(rates: &[(Generator, Vec<f64>)]) -> Vec<(Generator, f64)> {
+    rates.iter().map(|(g, v)| (*g, stats::median(v))).collect()
+}
+
 /// The summary: each generator's median rate, and that as a multiple of
 /// the best tool that is not sdnlab's.
-fn summary_table(rates: &[(Generator, Vec<f64>)]) -> String {
+fn summary_table(medians: &[(Generator, f64)]) -> String {
     let ours = |g: Generator| matches!(g, Generator::SdnlabXdp | Generator::SdnlabAfpacket);
-    let medians: Vec<(Generator, f64)> = rates.iter().map(|(g, v)| (*g, stats::median(v))).collect();
     let best_other = medians
         .iter()
         .filter(|(g, _)| !ours(*g))
@@ -328,7 +332,7 @@ fn summary_table(rates: &[(Generator, Vec<f64>)]) -> String {
         .fold(0.0, f64::max);
     let mut table =
         String::from("| generator | frames/s into the veth (median) | x the best other tool |\n|---|---:|---:|\n");
-    for (g, r) in &medians {
+    for (g, r) in medians {
         let x = if best_other > 0.0 {
             format!("{:.2}", r / best_other)
         } else {
@@ -363,11 +367,8 @@ pub fn run(args: &GenConfig, place: &Place, obs: &dyn Observer) -> Result<Outcom
     let mut run = crate::rundir::Run::open(&dir, meta, &Experiment::Gen(args.clone()), &place.stop)?;
     let pair = Pair::new(&dir).map_err(LabError::setup)?;
     let rates = rounds(args, &mut run, obs, &mut |g| measure(&pair, g, args.seconds, &dir))?;
-    let medians: Vec<(String, f64)> = rates
-        .iter()
-        .map(|(g, v)| (g.name().to_string(), stats::median(v)))
-        .collect();
-    let table = summary_table(&rates);
+    let medians = medians(&rates);
+    let table = summary_table(&medians);
     std::fs::write(dir.join("summary.md"), &table).map_err(crate::rundir::io_error(&dir))?;
     run.finish()?;
     let report_path = dir.join("report.html").display().to_string();
@@ -431,7 +432,7 @@ mod tests {
         assert_eq!(on_disk.len(), 12);
         assert_eq!(on_disk[2]["scenario"], "trafgen");
         assert_eq!(on_disk[2]["values"]["pps"], 1.5e6 + 3.0);
-        let table = summary_table(&rates);
+        let table = summary_table(&medians(&rates));
         // trafgen's median (1.5e6 + 7) is the best other tool's.
         assert!(table.contains("| trafgen | 1500007 | 1.00 |"), "{table}");
         assert!(table.contains("| sdnlab-xdp | 3000005 | 2.00 |"), "{table}");

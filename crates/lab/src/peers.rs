@@ -36,6 +36,16 @@ crate::check::choice! {
     }
 }
 
+crate::check::choice! {
+    /// Which PACKET_INs the slaves of sdnlab's cluster ask for.
+    pub enum SlavePacketIns {
+        /// Every one: they know the network at a takeover.
+        All = "all",
+        /// None: each PACKET_IN handled by its master alone.
+        MastersOnly = "none",
+    }
+}
+
 /// Why a peer could not be installed or started.
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
@@ -565,7 +575,7 @@ pub fn start_member(
     cluster: &str,
     member: &str,
     app: &str,
-    slave_packet_ins: &str,
+    slave_packet_ins: SlavePacketIns,
     port: Option<u16>,
 ) -> Result<Peer, PeerError> {
     let args: Vec<String> = [
@@ -576,7 +586,7 @@ pub fn start_member(
         "--cluster-name",
         cluster,
         "--slave-packet-ins",
-        slave_packet_ins,
+        slave_packet_ins.name(),
     ]
     .iter()
     .map(|s| s.to_string())

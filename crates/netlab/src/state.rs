@@ -110,12 +110,11 @@ pub struct UnknownSwitchKind(pub String);
 impl std::str::FromStr for SwitchKind {
     type Err = UnknownSwitchKind;
     fn from_str(s: &str) -> Result<Self, UnknownSwitchKind> {
-        match s {
-            "bridge" => Ok(SwitchKind::Bridge),
-            "ovs" => Ok(SwitchKind::Ovs),
-            "sdnlab" => Ok(SwitchKind::Sdnlab),
-            other => Err(UnknownSwitchKind(other.into())),
-        }
+        // The names `Display` gives.
+        [SwitchKind::Bridge, SwitchKind::Ovs, SwitchKind::Sdnlab]
+            .into_iter()
+            .find(|k| k.to_string() == s)
+            .ok_or_else(|| UnknownSwitchKind(s.into()))
     }
 }
 

@@ -5,6 +5,7 @@
 
 use crate::check::{one_of, range, real, Conflict, ParamError};
 use crate::peers::Name;
+pub use crate::peers::SlavePacketIns;
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -95,16 +96,6 @@ crate::check::choice! {
         Master = "master",
         /// A member the traffic does not need (the control).
         NonMaster = "non-master",
-    }
-}
-
-crate::check::choice! {
-    /// Which PACKET_INs the slaves of sdnlab's cluster ask for.
-    pub enum SlavePacketIns {
-        /// Every one: they know the network at a takeover.
-        All = "all",
-        /// None: each PACKET_IN handled by its master alone.
-        MastersOnly = "none",
     }
 }
 
@@ -417,9 +408,9 @@ impl CtlConfig {
         if let Some(v) = self.vlan {
             range("vlan", v as usize, 1, 4094)?;
         }
-        for p in self.peers.iter().chain(self.peer.iter()) {
+        for p in self.all_peers() {
             if self.suite.is_none() {
-                if let Some(why) = super::faucet_unsupported(*p, &self.test, self.ofp) {
+                if let Some(why) = super::faucet_unsupported(p, &self.test, self.ofp) {
                     return Err(Conflict::new(why).with("peer", p).with("test", &self.test).into());
                 }
             }
@@ -493,15 +484,11 @@ impl CtlConfig {
                 .with("test", "failover")
                 .into());
         }
-        let faucet = self.peers.iter().chain(self.peer.iter()).any(|p| *p == Name::Faucet);
+        let faucet = self.all_peers().any(|p| p == Name::Faucet);
         if self.cluster > 0
             && (self.target.is_some()
-                || self
-                    .peers
-                    .iter()
-                    .chain(self.peer.iter())
-                    .any(|p| !matches!(p, Name::Sdnlab | Name::Faucet))
-                || (faucet && self.peers.iter().chain(self.peer.iter()).any(|p| *p == Name::Sdnlab)))
+                || self.all_peers().any(|p| !matches!(p, Name::Sdnlab | Name::Faucet))
+                || (faucet && self.all_peers().any(|p| p == Name::Sdnlab)))
         {
             return Err(Conflict::new(
                 "a cluster is of sdnlab's controller (or, with --peer faucet, of Faucet): leave out --target and other peers",
@@ -550,8 +537,7 @@ impl CtlConfig {
             );
         }
         if self.slave_packet_ins != SlavePacketIns::All
-            && (self.peers.iter().chain(self.peer.iter()).any(|p| *p != Name::Sdnlab)
-                || (self.cluster == 0 && !sweeps_clusters))
+            && (self.all_peers().any(|p| p != Name::Sdnlab) || (self.cluster == 0 && !sweeps_clusters))
         {
             return Err(Conflict::new(
                 "an option of sdnlab's cluster (no other peer): add --cluster N (or --sweep cluster=...)",
@@ -671,6 +657,11 @@ impl CtlConfig {
         // The sweep's one parser: the controller benchmark's scenarios,
         // each a cluster of that many members.
         Ok(super::scenarios(self)?.iter().map(|(_, c)| c.members.len()).collect())
+    }
+
+    /// Every peer the run names: `--peer`'s, and the one a trial starts.
+    fn all_peers(&self) -> impl Iterator<Item = Name> + '_ {
+        self.peers.iter().chain(&self.peer).copied()
     }
 
     /// The target's addresses as `--target` gives them: `A,B,C`.

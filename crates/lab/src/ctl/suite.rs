@@ -322,7 +322,6 @@ fn steps(flood_pps: f64) -> Vec<Step> {
     v
 }
 
-/// The suite's name of sdnlab's controller as a cluster of `n` (`--cluster N`).
 /// A column of the suite: a peer sdnlab starts, the controller at
 /// `--target`, sdnlab's own in this process, or sdnlab's cluster of N.
 #[derive(Clone, Copy, Debug, PartialEq)]

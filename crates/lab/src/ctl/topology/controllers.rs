@@ -104,7 +104,6 @@ pub(in crate::ctl) fn start_cluster(
     n: usize,
     app: &str,
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), LabError> {
-    let slave_packet_ins = a.slave_packet_ins.name();
     // A private directory (random, 0700) for etcd's data and log, removed
     // with the trial's controller.
     let dir = netlab::private::temp_dir("sdnlab-bench-etcd-")
@@ -119,7 +118,7 @@ pub(in crate::ctl) fn start_cluster(
             &name,
             &format!("c{i}"),
             app,
-            slave_packet_ins,
+            a.slave_packet_ins,
             None,
         )?));
     }

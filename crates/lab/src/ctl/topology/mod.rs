@@ -39,7 +39,7 @@ pub const TESTS: [&str; 9] = [
     "failover",
 ];
 
-// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
+/// A fabric as `--fabric` gives it: a shape's name and sizes, or a JSON file.
 pub fn parse_fabric(s: &str) -> Result<Spec, ParamError> {
     let bad = |problem: String| ParamError::new("fabric", format!("'{s}'"), problem);
     if let Some(path) = s.strip_prefix("file:") {
@@ -168,7 +168,8 @@ struct Scenario {
     failure: Option<tt::Failure>,
 }
 
-// Text on purpose: a config's problem, said as `LabError::Config` (the key and the fix).
+/// The scenarios of a topology test: each fabric (and failure), checked
+/// to suit the test.
 fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, LabError> {
     let mut out = Vec::new();
     if a.test == "discovery-size" {

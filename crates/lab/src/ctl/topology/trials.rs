@@ -161,7 +161,7 @@ pub(super) async fn cluster_failover(
     let rejoined: Arc<std::sync::Mutex<Option<Result<crate::peers::Peer, crate::peers::PeerError>>>> = Arc::default();
     let rejoin_s: Arc<std::sync::Mutex<Option<f64>>> = Arc::default();
     let (slot, r, back) = (rejoined.clone(), rejoin_s.clone(), before.clone());
-    let (endpoints, name, sp) = (endpoints.to_string(), victim_name.clone(), a.slave_packet_ins.name());
+    let (endpoints, name, sp) = (endpoints.to_string(), victim_name.clone(), a.slave_packet_ins);
     // Where the switches reconnect: the port it listened on.
     let port = victim_port;
     let restart = Box::new(move || {

@@ -47,8 +47,8 @@ pub(crate) fn start_dut(
     shared_ovs: Option<&netlab::ovs::Ovs>,
 ) -> Result<Vec<std::net::SocketAddr>, BedError> {
     let mut addrs = Vec::new();
-    let ovs = matches!(dut, Dut::Ovs | Dut::OvsAfxdp);
-    if ovs && shared_ovs.is_none() && !bed.ports.is_empty() {
+    let is_ovs = matches!(dut, Dut::Ovs | Dut::OvsAfxdp);
+    if is_ovs && shared_ovs.is_none() && !bed.ports.is_empty() {
         bed.ovs = Some(netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(BedError::io("Open vSwitch"))?);
     }
     for (i, (a, b)) in bed.ports.clone().into_iter().enumerate() {
