@@ -5,7 +5,7 @@
 //! members are stopped when this is dropped; one can be killed and started
 //! again (quorum tests, failover).
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -44,29 +44,10 @@ pub struct Etcd {
     initial_cluster: String,
 }
 
-/// A loopback port free now, below Linux's ephemeral range (32768 and
-/// up by default), so no outgoing connection takes it before etcd binds
-/// it; chosen at random so parallel runs rarely try the same one.
+/// A port on `ip` free now: netlab's, below the ephemeral range, so no
+/// other process takes it before etcd binds it.
 fn free_port(ip: Ipv4Addr) -> Result<u16, EtcdError> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    for _ in 0..200 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos() as u64)
-            .unwrap_or(0);
-        let mut x = nanos
-            ^ (u64::from(std::process::id()) << 20)
-            ^ NEXT.fetch_add(0x9e37_79b9, std::sync::atomic::Ordering::Relaxed);
-        x = (x ^ (x >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        let port = 20_000 + (x >> 40) as u16 % 12_000;
-        if TcpListener::bind((ip, port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    TcpListener::bind((ip, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| EtcdError::Io("finding a free port".into(), e))
+    netlab::ports::free_port(ip.into()).map_err(|e| EtcdError::Io("finding a free port".into(), e))
 }
 
 impl Etcd {

@@ -284,8 +284,10 @@ mod tests {
         })
         .unwrap();
         let to = SocketAddr::from(([127, 0, 0, 1], server.port));
+        // Each probe waits 50 ms for its answer: on a loaded machine one
+        // may come too late and is skipped, as it would be in a run.
         let ex = probe(to, t, 20).unwrap();
-        assert_eq!(ex.len(), 20);
+        assert!(ex.len() >= 10, "{} of 20 probes answered", ex.len());
         let o = estimate(&ex).unwrap();
         // One clock: the offset is within its bound, and the bound is tight.
         assert!(o.offset_us.abs() <= o.uncertainty_us + 1.0, "{o:?}");

@@ -196,11 +196,10 @@ impl Drop for Peer {
     }
 }
 
+/// A loopback port for a peer to bind: netlab's, which no other process
+/// takes in the meantime.
 fn free_port() -> Result<u16, PeerError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(PeerError::io("no free loopback port"))
+    netlab::ports::free_loopback_port().map_err(PeerError::io("no free loopback port"))
 }
 
 /// Where the peers' environments are kept: this user's cache (never a

@@ -8,6 +8,7 @@ pub mod beds;
 pub mod error;
 pub mod kernel;
 pub mod ovs;
+pub mod ports;
 pub mod private;
 pub mod procs;
 pub mod run;

@@ -336,11 +336,7 @@ fn a_trial_on_one_saturated_core_is_flagged_host_bound() {
 #[test]
 fn an_absent_controller_is_said_at_once() {
     let _serial = serial();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let out = tmp("absent");
     let r = quick(&out)
         .args(["--trials", "2", "--target", &format!("localhost:{port}")])
@@ -458,11 +454,7 @@ fn the_security_suite_reports_each_case() {
 #[test]
 fn session_capacity_finds_the_limit_and_how_it_failed() {
     let _serial = serial();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let bin = env!("CARGO_BIN_EXE_sdnlab");
     let mut ctl = Command::new("sh")
         .args([

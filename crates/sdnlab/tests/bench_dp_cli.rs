@@ -354,11 +354,7 @@ fn an_external_switch_is_measured_through_the_interfaces_named() {
             .unwrap()
             .success());
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let mut switch = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
         .args([
             "switch",

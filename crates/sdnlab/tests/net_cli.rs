@@ -77,11 +77,7 @@ struct TestController {
 
 impl TestController {
     fn start() -> TestController {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = common::free_port();
         let dir = std::env::temp_dir().join(format!("sdnlab-t-tc-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let child = Command::new("ovs-testcontroller")
@@ -283,11 +279,7 @@ fn osken_python() -> String {
 
 #[test]
 fn a_chain_of_four_sdnlab_switches_under_os_ken_simple_switch_13_and_under_sdnlab() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let mut osken = Command::new(osken_python())
         .arg(format!("{root}/scripts/peers/osken_rest_run.py"))

@@ -32,11 +32,7 @@ fn check_under_qemu(arch: &str, qemu: &str, budget: Option<u64>) {
         assert!(size < b, "{arch}: {size} bytes, over the {b}-byte budget");
     }
     let hosts = Hosts::new("rtb", &arch[..2]);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let log = std::env::temp_dir().join(format!("sdnlab-rtb-{arch}-{}.log", std::process::id()));
     let mut sw = Command::new(qemu)
         .arg(&bin)

@@ -24,31 +24,38 @@ impl Switch {
 
     /// With ports of a type (`afxdp:`; "" for the default).
     fn start_on(hosts: &Hosts, port_type: &str, extra: &[&str]) -> Switch {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // The switch takes a free port itself and says which in a file: a
+        // port picked here and freed could be taken by another test's
+        // process before the switch binds it.
+        let dir = common::scratch("switch", &hosts.tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        let listen_file = dir.join("listen");
         let mut c = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
         let (p1, p2) = (
             format!("{port_type}{}", hosts.port(1)),
             format!("{port_type}{}", hosts.port(2)),
         );
         c.args(["switch", "--port", &p1, "--port", &p2])
-            .args(["--listen", &format!("ptcp:{port}")])
+            .args(["--listen", "ptcp:0", "--listen-file"])
+            .arg(&listen_file)
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let child = c.spawn().unwrap();
+        let mut child = c.spawn().unwrap();
         let t = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !listen_file.exists() {
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut err = String::new();
+                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+                panic!("the switch ended ({status}) before listening: {err}");
+            }
             assert!(t.elapsed() < Duration::from_secs(10), "switch did not listen");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Switch {
-            child,
-            target: format!("tcp:127.0.0.1:{port}"),
-        }
+        let target = std::fs::read_to_string(&listen_file).unwrap().trim().to_string();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(target.starts_with("tcp:127.0.0.1:"), "listen file says {target:?}");
+        Switch { child, target }
     }
 
     /// Stops the switch; what it wrote on standard error.
@@ -345,14 +352,7 @@ fn plain_listeners_beyond_loopback_are_warned_about() {
     let closed = first_words(&["switch", "--port", &port, "--listen", "ptcp:0"]);
     assert!(!closed.contains("warning"), "{closed}");
 
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
-    let (of, rest) = (free(), free());
+    let (of, rest) = (common::free_port(), common::free_port());
     let open = first_words(&[
         "controller",
         "--listen",

@@ -773,10 +773,7 @@ fn the_controller_benchmark_spreads_its_switches_and_the_shards_add_up() {
     // between the workers' addresses, and the controller (topology app, its
     // view read through its REST API from here) sees every link.
     let topo_target = format!("10.{}.0.254:16654", lab.subnet);
-    let rest = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let rest = std::net::SocketAddr::from(([127, 0, 0, 1], common::free_port()));
     let _topo = Controller::start_with(
         &topo_target,
         &["--app", "topology", "--rest", &rest.to_string(), "--workers", "1"],
@@ -1070,11 +1067,7 @@ fn bench_dp_tests_a_switch_whose_ports_are_on_two_workers() {
         &lab.ns(3),
     ]);
     lab.start_worker(3);
-    let of_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let of_port = common::free_port();
     let log = std::fs::File::create(lab.dir.join("switch.log")).unwrap();
     let openflow = format!("127.0.0.1:{of_port}");
     let mut switch = Command::new(BIN);

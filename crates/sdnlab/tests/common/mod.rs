@@ -12,13 +12,10 @@ pub fn scratch(kind: &str, name: &str) -> PathBuf {
     d
 }
 
-/// A loopback port free now.
+/// A loopback port free now, for a process to bind: netlab's, below the
+/// ephemeral range, so no other test's process takes it in the meantime.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    netlab::ports::free_loopback_port().unwrap()
 }
 
 /// What is left of run `id`: namespaces, root interfaces, state, processes.

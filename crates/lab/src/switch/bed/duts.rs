@@ -52,10 +52,7 @@ pub(crate) fn start_dut(
         bed.ovs = Some(netlab::ovs::Ovs::start(&bed.dir, &bed.tag).map_err(BedError::io("Open vSwitch"))?);
     }
     for (i, (a, b)) in bed.ports.clone().into_iter().enumerate() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(BedError::io("a free loopback port"))?
-            .port();
+        let port = netlab::ports::free_loopback_port().map_err(BedError::io("a free loopback port"))?;
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("literal");
         let br = bed.bridge_name(i);
         match dut {
