@@ -12,12 +12,8 @@
 #        results/bench-discovery-workers-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
 fabric=${1:-leaf-spine,8,1000,1} trials=${2:-5}
-cargo build --quiet --release -p sdnlab
-bin=$PWD/target/release/sdnlab
-out=$PWD/results/bench-discovery-workers-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
+. scripts/lib/bench.sh discovery-workers
 tag=bd$(( $$ % 1000 )) net=10.196.0
 . scripts/lib/workers-lab.sh
 trap workers_lab_down EXIT

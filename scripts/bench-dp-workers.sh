@@ -15,12 +15,8 @@
 #        results/bench-dp-workers-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
 rounds=${1:-3}
-cargo build --quiet --release -p sdnlab
-bin=$PWD/target/release/sdnlab
-out=$PWD/results/bench-dp-workers-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
+. scripts/lib/bench.sh dp-workers
 tag=bp$(( $$ % 1000 )) net=10.197.0
 switch_pid=
 . scripts/lib/workers-lab.sh

@@ -10,13 +10,9 @@
 # `ab` runs the watch's A/B only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
 reps=${1:-5}
 secs=${2:-5}
-out=results/bench-fidelity-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
-cargo build -q --release -p sdnlab
-bin=target/release/sdnlab
+. scripts/lib/bench.sh fidelity
 "$bin" net up linear,2 --switch sdnlab > "$out/net-up.log" 2>&1 &
 up=$!
 trap 'kill $up 2>/dev/null || true; wait $up 2>/dev/null || true' EXIT

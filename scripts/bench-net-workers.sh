@@ -18,12 +18,8 @@
 # Results under results/bench-net-workers-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
 runs=${1:-5} pps=${2:-2000}
-cargo build --quiet --release -p sdnlab
-bin=$PWD/target/release/sdnlab
-out=$PWD/results/bench-net-workers-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
+. scripts/lib/bench.sh net-workers
 tag=bn$(( $$ % 1000 )) net=10.198.0
 . scripts/lib/workers-lab.sh
 trap workers_lab_down EXIT

@@ -9,13 +9,9 @@
 # Usage: scripts/bench-ovsdb.sh [REPS] [SECONDS]   (default 5 and 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
 reps=${1:-5}
 secs=${2:-5}
-out=results/bench-ovsdb-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
-cargo build -q --release -p sdnlab
-bin=target/release/sdnlab
+. scripts/lib/bench.sh ovsdb
 one() { # $1: cli|ovsdb, $2: rep
   local extra=""; [ "$1" = ovsdb ] && extra="--ovsdb"
   # shellcheck disable=SC2086

@@ -18,12 +18,8 @@
 #        results/bench-workers-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$HOME/.cargo/bin:$PATH"
 switches=${1:-16} trials=${2:-10} max=${3:-6144}
-cargo build --quiet --release -p sdnlab
-bin=$PWD/target/release/sdnlab
-out=$PWD/results/bench-workers-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$out"
+. scripts/lib/bench.sh workers
 tag=bw$(( $$ % 1000 )) net=10.199.0
 . scripts/lib/workers-lab.sh
 trap workers_lab_down EXIT

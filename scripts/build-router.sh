@@ -10,25 +10,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:?usage: scripts/build-router.sh aarch64|armv7}
+# The target's triple, and the prefix of its Debian cross compiler.
 case "$arch" in
-  aarch64)
-    triple=aarch64-unknown-linux-gnu
-    command -v aarch64-linux-gnu-gcc > /dev/null ||
-      { echo "build-router: aarch64-linux-gnu-gcc missing: run scripts/install-deps.sh" >&2; exit 2; }
-    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
-    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static"
-    export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
-    ;;
-  armv7)
-    triple=armv7-unknown-linux-gnueabihf
-    command -v arm-linux-gnueabihf-gcc > /dev/null ||
-      { echo "build-router: arm-linux-gnueabihf-gcc missing: run scripts/install-deps.sh" >&2; exit 2; }
-    export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc
-    export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-feature=+crt-static"
-    export CC_armv7_unknown_linux_gnueabihf=arm-linux-gnueabihf-gcc AR_armv7_unknown_linux_gnueabihf=arm-linux-gnueabihf-ar
-    ;;
+  aarch64) triple=aarch64-unknown-linux-gnu cross=aarch64-linux-gnu ;;
+  armv7) triple=armv7-unknown-linux-gnueabihf cross=arm-linux-gnueabihf ;;
   *) echo "build-router: unknown architecture '$arch': give aarch64 or armv7" >&2; exit 2 ;;
 esac
+command -v "$cross-gcc" > /dev/null ||
+  { echo "build-router: $cross-gcc missing: run scripts/install-deps.sh" >&2; exit 2; }
+# Cargo's and the cc crate's settings for the triple, glibc linked statically.
+upper=$(echo "$triple" | tr 'a-z-' 'A-Z_') lower=${triple//-/_}
+export "CARGO_TARGET_${upper}_LINKER=$cross-gcc"
+export "CARGO_TARGET_${upper}_RUSTFLAGS=-C target-feature=+crt-static"
+export "CC_$lower=$cross-gcc" "AR_$lower=$cross-ar"
 rustup target list --installed | grep -qx "$triple" || rustup target add "$triple" >&2
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-cross}
 cargo build --quiet --profile router --target "$triple" -p switchd >&2

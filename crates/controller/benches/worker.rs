@@ -12,10 +12,8 @@
 //! cold as it is under load.
 
 use controller::driver::{Driver, Environment};
-use controller::shared::{Context, Stats};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use ofwire::{v10, Body, Framer, Hello, Message};
-use std::sync::Arc;
 use std::time::Instant;
 
 const SWITCHES: usize = 16;
@@ -65,12 +63,8 @@ fn ready(env: &Environment, dpid: u64) -> Driver {
         .find(|m| matches!(m.body, Body::V10(v10::Body::FeaturesRequest)))
         .expect("a FEATURES_REQUEST");
     let fr = v10::FeaturesReply {
-        datapath_id: dpid,
-        n_buffers: 256,
-        n_tables: 1,
-        capabilities: 0,
         actions: 0xfff,
-        ports: Vec::new(),
+        ..v10::FeaturesReply::bare(dpid)
     };
     bytes.clear();
     Message::v10(req.xid, v10::Body::FeaturesReply(fr))
@@ -106,18 +100,11 @@ fn requests(switch: usize) -> (Vec<u8>, Vec<usize>) {
 }
 
 fn bench_app(c: &mut Criterion, app: &str, io_traffic: bool) {
-    let env = Environment {
-        apps: vec![controller::catalog::by_name(app).unwrap()],
-        session: ofconn::Config {
-            versions: vec![1],
-            ..Default::default()
-        },
-        ctx: Context::default(),
-        stats: Arc::new(Stats::default()),
-        verbose: false,
-        ha: None,
-        membership: None,
+    let session = ofconn::Config {
+        versions: vec![1],
+        ..Default::default()
     };
+    let env = Environment::new(vec![controller::catalog::by_name(app).unwrap()], session);
     let mut drivers: Vec<Driver> = (0..SWITCHES).map(|s| ready(&env, 1 + s as u64)).collect();
     let reqs: Vec<(Vec<u8>, Vec<usize>)> = (0..SWITCHES).map(requests).collect();
     // What the kernel would stream through the cache between two batches:

@@ -67,6 +67,22 @@ pub struct Environment {
     pub membership: Option<Arc<dyn Membership>>,
 }
 
+impl Environment {
+    /// `apps` with `session`'s settings, alone (no standby, no cluster),
+    /// with counters of its own and quiet.
+    pub fn new(apps: Vec<AppFactory>, session: ofconn::Config) -> Environment {
+        Environment {
+            apps,
+            session,
+            ctx: Context::default(),
+            stats: Arc::new(Stats::default()),
+            verbose: false,
+            ha: None,
+            membership: None,
+        }
+    }
+}
+
 /// A cluster member's role for one switch, as its session knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ClusterRole {

@@ -235,13 +235,11 @@ pub(crate) fn new_shared(cfg: &Config, stats: Arc<Stats>, workers: Vec<Arc<Mailb
     });
     let core = Core {
         env: Environment {
-            apps: cfg.apps.clone(),
-            session: cfg.session.clone(),
-            ctx: Context::default(),
             stats,
             verbose: cfg.verbose,
             ha: cfg.standby_for.map(|_| Arc::new(Ha::default())),
             membership: member.clone().map(|m| m as Arc<dyn Membership>),
+            ..Environment::new(cfg.apps.clone(), cfg.session.clone())
         },
         stop: AtomicBool::new(false),
         // By default as many from one address as in all: an emulated

@@ -542,15 +542,10 @@ mod tests {
         fn new() -> Bed {
             let (poll, mailbox) = prepare().unwrap();
             let core = Arc::new(Core {
-                env: Environment {
-                    apps: vec![crate::catalog::by_name("l2-learning").unwrap()],
-                    session: ofconn::Config::default(),
-                    ctx: Default::default(),
-                    stats: Default::default(),
-                    verbose: false,
-                    ha: None,
-                    membership: None,
-                },
+                env: Environment::new(
+                    vec![crate::catalog::by_name("l2-learning").unwrap()],
+                    ofconn::Config::default(),
+                ),
                 stop: Default::default(),
                 admission: std::sync::Mutex::new(ofconn::admission::Admission::new(ofconn::admission::Limits {
                     total: 1024,
@@ -598,14 +593,7 @@ mod tests {
             let mut c = client;
             c.write_all(&bytes(1, Body::Hello(Hello::with_versions(&[OFP10_VERSION]))))
                 .unwrap();
-            let fr = v10::FeaturesReply {
-                datapath_id: dpid,
-                n_buffers: 256,
-                n_tables: 1,
-                capabilities: 0,
-                actions: 0,
-                ports: Vec::new(),
-            };
+            let fr = v10::FeaturesReply::bare(dpid);
             c.write_all(&bytes(2, Body::V10(v10::Body::FeaturesReply(fr)))).unwrap();
             while self.w.conns[&sid].in_handshake {
                 self.step();

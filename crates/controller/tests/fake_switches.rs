@@ -53,14 +53,7 @@ impl Fake {
             let m = f.recv().await.expect("controller closed during handshake");
             match m.body {
                 Body::V10(v10::Body::FeaturesRequest) => {
-                    let fr = v10::FeaturesReply {
-                        datapath_id: dpid,
-                        n_buffers: 256,
-                        n_tables: 1,
-                        capabilities: 0,
-                        actions: 0,
-                        ports: vec![],
-                    };
+                    let fr = v10::FeaturesReply::bare(dpid);
                     f.send(&Message::v10(m.xid, v10::Body::FeaturesReply(fr))).await;
                 }
                 Body::V13(v13::Body::FeaturesRequest) => {

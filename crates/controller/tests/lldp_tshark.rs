@@ -56,14 +56,7 @@ fn tshark_reads_our_probes_as_meant() {
     let fields = Command::new("tshark")
         .args(["-r", path.to_str().unwrap(), "-T", "fields", "-E", "separator=|"])
         .args(["-e", "eth.dst", "-e", "lldp.chassis.subtype", "-e", "lldp.chassis.id"])
-        .args([
-            "-e",
-            "lldp.port.subtype",
-            "-e",
-            "lldp.port.id",
-            "-e",
-            "lldp.time_to_live",
-        ])
+        .args("-e lldp.port.subtype -e lldp.port.id -e lldp.time_to_live".split_whitespace())
         .output()
         .expect("tshark runs (scripts/install-deps.sh installs it)");
     assert!(fields.status.success(), "{}", String::from_utf8_lossy(&fields.stderr));

@@ -6,7 +6,8 @@
 //! flows installed are read back with `ovs-ofctl dump-flows`, and the REST
 //! API is driven over real HTTP. Needs root.
 
-use controller::runtime::{self, Config};
+use controller::embedded::Options;
+use controller::runtime;
 use netlab::run::{Net, SwitchKind, UpOptions};
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -19,22 +20,15 @@ use std::time::{Duration, Instant};
 const TOKEN: &str = "real-ovs-test-token-0123456789";
 
 fn start_controller(app: &str) -> (runtime::Handle, SocketAddr) {
-    let set = controller::catalog::build(&[app]).unwrap();
-    let ctl = runtime::start(Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        workers: 2,
-        apps: set.factories.clone(),
-        session: ofconn::Config::default(),
-        verbose: false,
-        ..Default::default()
+    start(Options::new(app, 2))
+}
+
+/// A controller with its REST API, whose token is the tests' own.
+fn start(o: Options) -> (runtime::Handle, SocketAddr) {
+    let (ctl, rest, _) = controller::embedded::start_with_rest(Options {
+        token: Some(TOKEN.into()),
+        ..o
     })
-    .unwrap();
-    let rest = controller::rest::serve(
-        "127.0.0.1:0".parse().unwrap(),
-        ctl.clone(),
-        set,
-        controller::rest::Access::with_token(TOKEN.into()),
-    )
     .unwrap();
     (ctl, rest)
 }
@@ -419,7 +413,7 @@ async fn switches_connect_over_tls() {
     )
     .unwrap();
     let set = controller::catalog::build(&["l2-learning"]).unwrap();
-    let ctl = runtime::start(Config {
+    let ctl = runtime::start(runtime::Config {
         tls_listen: vec!["127.0.0.1:0".parse().unwrap()],
         tls: Some(tls),
         workers: 2,
@@ -499,22 +493,10 @@ async fn a_standby_controller_takes_over_real_switches() {
             }
         })
     };
-    let set = controller::catalog::build(&["paths"]).unwrap();
-    let standby = runtime::start(Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        workers: 2,
-        apps: set.factories.clone(),
+    let (standby, standby_rest) = start(Options {
         standby_for: Some(watched_addr),
-        ..Default::default()
-    })
-    .unwrap();
-    let standby_rest = controller::rest::serve(
-        "127.0.0.1:0".parse().unwrap(),
-        standby.clone(),
-        set,
-        controller::rest::Access::with_token(TOKEN.into()),
-    )
-    .unwrap();
+        ..Options::new("paths", 2)
+    });
     let mut topo = netlab::topo::shape("linear,3").unwrap();
     for s in &mut topo.switches {
         s.protocols = vec!["OpenFlow13".into()];

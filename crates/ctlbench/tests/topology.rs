@@ -13,24 +13,21 @@ use ctlbench::topology_tests::*;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use controller::embedded::Options;
+
 /// The REST API's token in these tests.
 const TOKEN: &str = "topology-test-token-0123456789";
 
-fn controller(apps: &[&str]) -> (controller::runtime::Handle, SocketAddr) {
-    let set = controller::catalog::build(apps).unwrap();
-    let ctl = controller::runtime::start(controller::runtime::Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        workers: 2,
-        apps: set.factories.clone(),
-        ..Default::default()
+fn controller(app: &str) -> (controller::runtime::Handle, SocketAddr) {
+    start(Options::new(app, 2))
+}
+
+/// A controller with its REST API, whose token is the tests' own.
+fn start(o: Options) -> (controller::runtime::Handle, SocketAddr) {
+    let (ctl, rest, _) = controller::embedded::start_with_rest(Options {
+        token: Some(TOKEN.into()),
+        ..o
     })
-    .unwrap();
-    let rest = controller::rest::serve(
-        "127.0.0.1:0".parse().unwrap(),
-        ctl.clone(),
-        set,
-        controller::rest::Access::with_token(TOKEN.into()),
-    )
     .unwrap();
     (ctl, rest)
 }
@@ -41,7 +38,7 @@ async fn discovery_finds_every_link() {
         (Spec::leaf_spine(2, 3, 1), ofwire::OFP13_VERSION),
         (Spec::linear(5), ofwire::OFP10_VERSION),
     ] {
-        let (ctl, rest) = controller(&["topology"]);
+        let (ctl, rest) = controller("topology");
         let n = spec.switches.len();
         let d = discovery_time(
             spec,
@@ -68,7 +65,7 @@ async fn a_fabric_in_two_parts_is_discovered_whole() {
     use ctlbench::fabric::{Options, Shard};
     use std::sync::atomic::Ordering::Relaxed;
     use std::sync::Arc;
-    let (ctl, rest) = controller(&["topology"]);
+    let (ctl, rest) = controller("topology");
     let nb = Northbound::Sdnlab(rest, Some(TOKEN.into()));
     let spec = Spec::leaf_spine(2, 4, 1);
     // Spines and the first two leaves in one part, the other two leaves in the other.
@@ -127,7 +124,7 @@ async fn a_fabric_in_two_parts_is_discovered_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_without_discovery_does_not_converge() {
-    let (ctl, rest) = controller(&["l2-learning"]);
+    let (ctl, rest) = controller("l2-learning");
     let d = discovery_time(
         Spec::linear(3),
         ctl.local_addrs[0],
@@ -142,10 +139,10 @@ async fn a_controller_without_discovery_does_not_converge() {
     ctl.stop();
 }
 
-/// A controller running `apps` with a fabric of `spec` connected to it,
+/// A controller running `app` with a fabric of `spec` connected to it,
 /// its view complete and every host's `macs` addresses announced.
-async fn ready(apps: &[&str], spec: Spec, version: u8, macs: u16) -> (controller::runtime::Handle, Northbound, Fabric) {
-    let (ctl, rest) = controller(apps);
+async fn ready(app: &str, spec: Spec, version: u8, macs: u16) -> (controller::runtime::Handle, Northbound, Fabric) {
+    let (ctl, rest) = controller(app);
     let fabric = Fabric::start(spec, ctl.local_addrs[0], version, Duration::from_secs(5)).await;
     let nb = Northbound::Sdnlab(rest, Some(TOKEN.into()));
     prepare(&fabric, &nb, Duration::from_secs(10), macs).await.unwrap();
@@ -157,7 +154,7 @@ async fn ready(apps: &[&str], spec: Spec, version: u8, macs: u16) -> (controller
 /// PACKET_IN.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_frame_crosses_every_hop() {
-    let (ctl, _nb, fabric) = ready(&["paths"], Spec::leaf_spine(2, 3, 1), ofwire::OFP13_VERSION, 1).await;
+    let (ctl, _nb, fabric) = ready("paths", Spec::leaf_spine(2, 3, 1), ofwire::OFP13_VERSION, 1).await;
     fabric.send_from_host(0, frame(host_mac(0, 0), host_mac(2, 0), 7));
     let mut got = Vec::new();
     for _ in 0..200 {
@@ -191,7 +188,7 @@ async fn the_first_frame_crosses_every_hop() {
 /// frame arrives, each within the time limit and after a positive delay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reactive_paths_are_provisioned_for_every_pair() {
-    let (ctl, _nb, fabric) = ready(&["paths"], Spec::leaf_spine(2, 4, 1), ofwire::OFP10_VERSION, 4).await;
+    let (ctl, _nb, fabric) = ready("paths", Spec::leaf_spine(2, 4, 1), ofwire::OFP10_VERSION, 4).await;
     let p = reactive_provisioning(&fabric, Duration::from_secs(2)).await;
     assert_eq!(p.pairs, 3);
     assert!(p.note.is_empty(), "{p:?}");
@@ -209,13 +206,7 @@ async fn reactive_paths_are_provisioned_for_every_pair() {
 /// it; with reactive `paths` the test refuses to measure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proactive_paths_carry_traffic_only_once_requested() {
-    let (ctl, nb, fabric) = ready(
-        &["paths-proactive"],
-        Spec::leaf_spine(2, 3, 1),
-        ofwire::OFP13_VERSION,
-        3,
-    )
-    .await;
+    let (ctl, nb, fabric) = ready("paths-proactive", Spec::leaf_spine(2, 3, 1), ofwire::OFP13_VERSION, 3).await;
     let p = proactive_provisioning(&fabric, &nb, Duration::from_secs(3)).await;
     assert_eq!(p.pairs, 2);
     assert!(p.note.is_empty(), "{p:?}");
@@ -226,7 +217,7 @@ async fn proactive_paths_carry_traffic_only_once_requested() {
     fabric.stop();
     ctl.stop();
 
-    let (ctl, nb, fabric) = ready(&["paths"], Spec::linear(3), ofwire::OFP13_VERSION, 1).await;
+    let (ctl, nb, fabric) = ready("paths", Spec::linear(3), ofwire::OFP13_VERSION, 1).await;
     let p = proactive_provisioning(&fabric, &nb, Duration::from_secs(2)).await;
     assert!(p.note.contains("forwards reactively"), "{p:?}");
     assert_eq!(p.seconds, vec![None]);
@@ -239,7 +230,7 @@ async fn proactive_paths_carry_traffic_only_once_requested() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn link_and_switch_failures_are_detected() {
     for failure in [Failure::Link, Failure::Switch] {
-        let (ctl, nb, fabric) = ready(&["topology"], Spec::leaf_spine(2, 3, 1), ofwire::OFP13_VERSION, 0).await;
+        let (ctl, nb, fabric) = ready("topology", Spec::leaf_spine(2, 3, 1), ofwire::OFP13_VERSION, 0).await;
         let c = change_detection(&fabric, &nb, failure, Duration::from_secs(6)).await;
         let lost = if failure == Failure::Link { 2 } else { 6 };
         assert_eq!(c.links_after, c.links_before - lost, "{c:?}");
@@ -254,7 +245,7 @@ async fn link_and_switch_failures_are_detected() {
 /// fails: both directions keep arriving, with a bounded gap and loss.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn traffic_is_reprovisioned_around_a_failed_link() {
-    let (ctl, _nb, fabric) = ready(&["paths"], Spec::leaf_spine(2, 2, 1), ofwire::OFP13_VERSION, 1).await;
+    let (ctl, _nb, fabric) = ready("paths", Spec::leaf_spine(2, 2, 1), ofwire::OFP13_VERSION, 1).await;
     let r = reprovisioning(&fabric, Duration::from_millis(2), Duration::from_millis(1500)).await;
     assert!(r.note.is_empty(), "{r:?}");
     assert_eq!(r.failed.0, 0x1001, "{r:?}");
@@ -281,7 +272,7 @@ async fn traffic_is_reprovisioned_around_a_failed_link() {
 /// grows with the destinations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn table_capacity_counts_one_flow_per_destination() {
-    let (ctl, _nb, fabric) = ready(&["paths"], Spec::linear(2), ofwire::OFP13_VERSION, 1).await;
+    let (ctl, _nb, fabric) = ready("paths", Spec::linear(2), ofwire::OFP13_VERSION, 1).await;
     let before = fabric.stats.flows_of(1);
     let t = table_capacity(&fabric, 50, 150, Duration::from_secs(20)).await;
     assert_eq!(t.destinations, 150, "{t:?}");
@@ -297,24 +288,12 @@ async fn table_capacity_counts_one_flow_per_destination() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_takes_over_when_the_active_controller_dies() {
     let spec = Spec::leaf_spine(2, 3, 1);
-    let (active, active_rest) = controller(&["paths"]);
+    let (active, active_rest) = controller("paths");
     let watched = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let set = controller::catalog::build(&["paths"]).unwrap();
-    let standby = controller::runtime::start(controller::runtime::Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        workers: 2,
-        apps: set.factories.clone(),
+    let (standby, standby_rest) = start(Options {
         standby_for: Some(watched.local_addr().unwrap()),
-        ..Default::default()
-    })
-    .unwrap();
-    let standby_rest = controller::rest::serve(
-        "127.0.0.1:0".parse().unwrap(),
-        standby.clone(),
-        set,
-        controller::rest::Access::with_token(TOKEN.into()),
-    )
-    .unwrap();
+        ..Options::new("paths", 2)
+    });
     let fabric = Fabric::start_multi(
         spec,
         vec![active.local_addrs[0], standby.local_addrs[0]],
@@ -354,7 +333,7 @@ async fn a_standby_takes_over_when_the_active_controller_dies() {
     fabric.stop();
     standby.stop();
 
-    let (alone, _) = controller(&["paths"]);
+    let (alone, _) = controller("paths");
     let fabric = Fabric::start(
         Spec::leaf_spine(2, 3, 1),
         alone.local_addrs[0],

@@ -60,11 +60,6 @@ impl ParamError {
             problem: problem.into(),
         }
     }
-
-    /// The key an experiment file gives the parameter by.
-    pub fn key(&self) -> String {
-        self.name.replace('-', "_")
-    }
 }
 
 /// Parameters that do not go together, or one that needs another: each as
@@ -125,11 +120,6 @@ impl Conflict {
 }
 
 impl Given {
-    /// The key an experiment file gives the parameter by.
-    pub fn key(&self) -> String {
-        self.name.replace('-', "_")
-    }
-
     /// The parameter as the command line gives it: `--a X`, or `--b`.
     pub fn as_flag(&self) -> String {
         match &self.value {
@@ -163,15 +153,6 @@ pub fn real(name: &str, v: f64, lo: f64, hi: f64) -> Result<(), LabError> {
         Ok(())
     } else {
         Err(ParamError::new(name, v, format!("must be a number at least {lo} and at most {hi}")).into())
-    }
-}
-
-/// `--name 'v': did you mean 'w'? choose one of ...` unless `v` is allowed.
-pub fn one_of(name: &str, v: &str, allowed: &[&str]) -> Result<(), LabError> {
-    if allowed.contains(&v) {
-        Ok(())
-    } else {
-        Err(ParamError::new(name, format!("'{v}'"), not_one_of(v, allowed)).into())
     }
 }
 
@@ -209,9 +190,9 @@ mod tests {
         assert_eq!(closest("loop_sm", keys), Some("loop_ms"));
         assert_eq!(closest("tirals", keys), Some("trials"));
         assert_eq!(closest("zzzz", keys), None);
-        let e = one_of("test", "cbnech", &["cbench", "rate"]).unwrap_err().to_string();
-        assert!(e.contains("did you mean 'cbench'? choose one of cbench, rate"), "{e}");
-        let e = one_of("test", "qqq", &["cbench", "rate"]).unwrap_err().to_string();
+        let e = not_one_of("cbnech", &["cbench", "rate"]);
+        assert_eq!(e, "did you mean 'cbench'? choose one of cbench, rate");
+        let e = not_one_of("qqq", &["cbench", "rate"]);
         assert!(!e.contains("did you mean"), "{e}");
     }
 

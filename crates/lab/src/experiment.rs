@@ -12,7 +12,7 @@
 //! `to_toml` writes every parameter, resolved, so a file written by a run
 //! repeats that run exactly.
 
-use crate::ctl::CtlConfig;
+use crate::ctl::{CtlConfig, CtlTest};
 use crate::{LabError, Observer, Outcome};
 use serde::Serialize;
 use std::path::Path;
@@ -83,11 +83,14 @@ impl Experiment {
         };
         let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
         let e = Experiment::parse(&text).map_err(|e| file(e.to_string()))?;
-        e.validate().map_err(|err| match err {
-            LabError::Config(m) => file(as_file_keys(&m, &text, &e.to_toml(), true)),
-            LabError::Param(p) => file(param_in_file(&p, &text, &e.to_toml())),
-            LabError::Conflict(c) => file(conflict_in_file(&c, &text, &e.to_toml())),
-            other => other,
+        e.validate().map_err(|err| {
+            let keys = FileKeys::new(&e, &text);
+            match err {
+                LabError::Config(m) => file(as_file_keys(&m, &keys, true)),
+                LabError::Param(p) => file(param_in_file(&p, &keys)),
+                LabError::Conflict(c) => file(conflict_in_file(&c, &keys)),
+                other => other,
+            }
         })?;
         Ok(e)
     }
@@ -115,9 +118,13 @@ impl Experiment {
                 let key = path.split(['.', '[']).next().unwrap_or_default().to_string();
                 let inner = e.into_inner().to_string();
                 let (message, of_value) = unknown_with_hint(inner.lines().next().unwrap_or_default(), &path);
-                let line = key_line(text, &key).filter(|_| !key.is_empty()).map(|i| i + 1);
+                let line = text
+                    .lines()
+                    .position(|l| sets(l, &key))
+                    .filter(|_| !key.is_empty())
+                    .map(|i| i + 1);
                 match line {
-                    // The key is in the message (as `check::one_of` words it).
+                    // The key is in the message (as `check::not_one_of` words it).
                     Some(_) if of_value || message.starts_with("unknown key") => ParseError::Value {
                         line,
                         path: None,
@@ -157,6 +164,30 @@ impl Experiment {
         )
     }
 
+    /// The options whose key in a file is another word than the flag's
+    /// (`--peer` sets `peers`), as (flag, key): read from the config's
+    /// own command-line declaration, so the two cannot drift apart.
+    fn renamed_flags(&self) -> Vec<(String, String)> {
+        use clap::Args;
+        let cmd = clap::Command::new("sdnlab");
+        let cmd = match self {
+            Experiment::Ctl(_) => CtlConfig::augment_args(cmd),
+            Experiment::Switch(_) => crate::switch::SwitchConfig::augment_args(cmd),
+            Experiment::Dp(_) => crate::dp::DpConfig::augment_args(cmd),
+            Experiment::Gen(_) => crate::gen::GenConfig::augment_args(cmd),
+            Experiment::Lb(_) => crate::lb::LbConfig::augment_args(cmd),
+            Experiment::Fidelity(_) => crate::fidelity::FidelityConfig::augment_args(cmd),
+            // Not declared for the command line: its keys are its flags.
+            Experiment::Net(_) => return Vec::new(),
+        };
+        cmd.get_arguments()
+            .filter_map(|a| {
+                let (long, id) = (a.get_long()?, a.get_id().as_str());
+                (long.replace('-', "_") != id).then(|| (long.to_string(), id.to_string()))
+            })
+            .collect()
+    }
+
     /// Checks every parameter; the error names the first one out of range.
     pub fn validate(&self) -> Result<(), LabError> {
         match self {
@@ -179,14 +210,14 @@ impl Experiment {
                 Experiment::Dp(_) => {}
                 Experiment::Ctl(c)
                     if [
-                        "cbench",
-                        "sessions",
-                        "rate",
-                        "dos",
-                        "discovery",
-                        "discovery-size",
-                        "change-detection",
-                    ].contains(&c.test.as_str())
+                        CtlTest::Cbench,
+                        CtlTest::Sessions,
+                        CtlTest::Rate,
+                        CtlTest::Dos,
+                        CtlTest::Discovery,
+                        CtlTest::DiscoverySize,
+                        CtlTest::ChangeDetection,
+                    ].contains(&c.test)
                         && c.suite.is_none()
                         && c.peers.is_empty() =>
                 {
@@ -276,36 +307,62 @@ fn unknown_with_hint(message: &str, path: &str) -> (String, bool) {
     (message, false)
 }
 
-/// Whether `k` is a key of the experiment's file: in `text`, or in `all`
-/// (the experiment as a file with every key), which tells flags that are
-/// keys from those that are not (`--workers`).
-fn is_key(k: &str, text: &str, all: &str) -> bool {
-    all.lines().chain(text.lines()).any(|l| {
-        l.trim_start()
-            .strip_prefix(k)
-            .is_some_and(|r| r.trim_start().starts_with('='))
-    })
+/// How a file names the options a check speaks of, as the command line
+/// spells them: its text; the experiment with every key, which tells
+/// flags that are keys from those that are not (`--workers`); and the
+/// flags whose key is another word (`--peer` sets `peers`).
+struct FileKeys<'a> {
+    text: &'a str,
+    all: String,
+    renamed: Vec<(String, String)>,
 }
 
-/// The 0-based line of `text` that sets key `k`.
-fn key_line(text: &str, k: &str) -> Option<usize> {
-    text.lines().position(|l| {
-        l.trim_start()
-            .strip_prefix(k)
-            .is_some_and(|r| r.trim_start().starts_with('='))
-    })
+impl<'a> FileKeys<'a> {
+    fn new(e: &Experiment, text: &'a str) -> FileKeys<'a> {
+        FileKeys {
+            text,
+            all: e.to_toml(),
+            renamed: e.renamed_flags(),
+        }
+    }
+
+    /// The key a file sets option `name` (a flag without its dashes) by.
+    fn key(&self, name: &str) -> String {
+        match self.renamed.iter().find(|(flag, _)| flag == name) {
+            Some((_, key)) => key.clone(),
+            None => name.replace('-', "_"),
+        }
+    }
+
+    /// Whether `k` is a key of the experiment's file: in the text, or
+    /// among every key of the experiment.
+    fn is_key(&self, k: &str) -> bool {
+        self.all.lines().chain(self.text.lines()).any(|l| sets(l, k))
+    }
+
+    /// The 0-based line of the text that sets key `k`.
+    fn line(&self, k: &str) -> Option<usize> {
+        self.text.lines().position(|l| sets(l, k))
+    }
+}
+
+/// Whether line `l` of a TOML file sets key `k`.
+fn sets(l: &str, k: &str) -> bool {
+    l.trim_start()
+        .strip_prefix(k)
+        .is_some_and(|r| r.trim_start().starts_with('='))
 }
 
 /// A parameter's error as a file's reader needs it: its key as the file
 /// writes it, and its line ("line 2: switches = 0: ..."); the command
 /// line's form for an option that is no key of the file.
-fn param_in_file(p: &crate::check::ParamError, text: &str, all: &str) -> String {
-    let key = p.key();
-    if !is_key(&key, text, all) {
+fn param_in_file(p: &crate::check::ParamError, keys: &FileKeys) -> String {
+    let key = keys.key(&p.name);
+    if !keys.is_key(&key) {
         return p.to_string();
     }
     let said = format!("{key} = {}: {}", p.value, p.problem);
-    match key_line(text, &key) {
+    match keys.line(&key) {
         Some(i) => format!("line {}: {said}", i + 1),
         None => said,
     }
@@ -316,22 +373,22 @@ fn param_in_file(p: &crate::check::ParamError, text: &str, all: &str) -> String 
 /// the point), the others as the command line gives them, the options
 /// the problem names as keys, at the line of the first parameter the file
 /// sets ("line 4: test = failover, target = ...: ...").
-fn conflict_in_file(c: &crate::check::Conflict, text: &str, all: &str) -> String {
+fn conflict_in_file(c: &crate::check::Conflict, keys: &FileKeys) -> String {
     let mut line = None;
     let mut said = Vec::new();
     for g in &c.given {
-        let key = g.key();
-        if !is_key(&key, text, all) {
+        let key = keys.key(&g.name);
+        if !keys.is_key(&key) {
             said.push(g.as_flag());
             continue;
         }
-        line = line.or_else(|| key_line(text, &key));
+        line = line.or_else(|| keys.line(&key));
         said.push(match &g.value {
             Some(v) => format!("{key} = {v}"),
             None => key,
         });
     }
-    let said = format!("{}: {}", said.join(", "), as_file_keys(&c.problem, text, all, false));
+    let said = format!("{}: {}", said.join(", "), as_file_keys(&c.problem, keys, false));
     match line {
         Some(i) => format!("line {}: {said}", i + 1),
         None => said,
@@ -343,7 +400,7 @@ fn conflict_in_file(c: &crate::check::Conflict, text: &str, all: &str) -> String
 /// a key written as the key, the leading one as "key =", and the line of
 /// the first ("line 2: ..."). For the checks that are not one parameter's
 /// (`ParamError`): those that relate several.
-fn as_file_keys(message: &str, text: &str, all: &str, at_line: bool) -> String {
+fn as_file_keys(message: &str, keys: &FileKeys, at_line: bool) -> String {
     let mut out = String::new();
     let mut first_key = None;
     let mut rest = message;
@@ -353,8 +410,8 @@ fn as_file_keys(message: &str, text: &str, all: &str, at_line: bool) -> String {
         let len = after
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
             .unwrap_or(after.len());
-        let key = after[..len].replace('-', "_");
-        if len > 0 && is_key(&key, text, all) {
+        let key = keys.key(&after[..len]);
+        if len > 0 && keys.is_key(&key) {
             // The leading "--key VALUE:" reads "key = VALUE:".
             let leading = out.is_empty() && after[len..].starts_with(' ');
             out.push_str(&key);
@@ -368,7 +425,7 @@ fn as_file_keys(message: &str, text: &str, all: &str, at_line: bool) -> String {
         rest = &after[len..];
     }
     out.push_str(rest);
-    match first_key.and_then(|k| key_line(text, &k)).filter(|_| at_line) {
+    match first_key.and_then(|k| keys.line(&k)).filter(|_| at_line) {
         Some(i) => format!("line {}: {out}", i + 1),
         None => out,
     }
@@ -399,12 +456,15 @@ mod tests {
             "--flow-mods 0: must be at least 1 and at most 10000000"
         );
         assert_eq!(
-            param_in_file(p, text, &e.to_toml()),
+            param_in_file(p, &FileKeys::new(&e, text)),
             "line 4: flow_mods = 0: must be at least 1 and at most 10000000"
         );
         // An option that is no key of the file keeps its flag.
         let flag = crate::check::ParamError::new("workers", "x", "no such file");
-        assert_eq!(param_in_file(&flag, text, &e.to_toml()), "--workers x: no such file");
+        assert_eq!(
+            param_in_file(&flag, &FileKeys::new(&e, text)),
+            "--workers x: no such file"
+        );
     }
 
     /// Parameters that do not go together are said as flags on the command
@@ -425,7 +485,7 @@ mod tests {
             "--cluster 1 --test failover: a failover needs a member to take over; give 2 or more"
         );
         assert_eq!(
-            conflict_in_file(c, text, &e.to_toml()),
+            conflict_in_file(c, &FileKeys::new(&e, text)),
             "line 4: cluster = 1, test = failover: a failover needs a member to take over; give 2 or more"
         );
         // A key the file leaves at its default is still said as a key,
@@ -436,7 +496,7 @@ mod tests {
             panic!("match_by without ofp 1.3 was taken")
         };
         assert_eq!(
-            conflict_in_file(&c, text, &e.to_toml()),
+            conflict_in_file(&c, &FileKeys::new(&e, text)),
             "line 3: match_by = new-source, ofp = 1.0: the answers are OpenFlow 1.3 FLOW_MODs; add ofp 1.3"
         );
         // An option that is no key of the file keeps its flag.
@@ -444,9 +504,51 @@ mod tests {
             .with("cluster", 2)
             .flag("workers");
         assert_eq!(
-            conflict_in_file(&c, "experiment = \"ctl\"\ncluster = 2\n", &e.to_toml()),
+            conflict_in_file(&c, &FileKeys::new(&e, "experiment = \"ctl\"\ncluster = 2\n")),
             "line 2: cluster = 2, --workers: leave one of them out"
         );
+    }
+
+    /// A flag whose key is another word is said by the key in a file
+    /// (`--peer` sets `peers`), as the config's declaration maps them.
+    #[test]
+    fn a_renamed_flag_is_said_by_its_key() {
+        let text = "experiment = \"ctl\"\npeers = [\"sdnlab\"]\ntarget = \"127.0.0.1:6653\"\n";
+        let e = Experiment::parse(text).unwrap();
+        let err = e.validate().unwrap_err();
+        let LabError::Conflict(c) = &err else {
+            panic!("not structured: {err:?}")
+        };
+        assert!(err.to_string().starts_with("--target --peer: choose one"), "{err}");
+        assert_eq!(
+            conflict_in_file(c, &FileKeys::new(&e, text)),
+            "line 3: target, peers: choose one (a target is a controller sdnlab does not start)"
+        );
+        let keys = FileKeys::new(&e, text);
+        assert_eq!(
+            (keys.key("peer"), keys.key("loop-ms")),
+            ("peers".to_string(), "loop_ms".to_string())
+        );
+    }
+
+    /// `bench ctl`'s test is one of its names, refused otherwise with the
+    /// closest and the list, at its line.
+    #[test]
+    fn an_unknown_ctl_test_is_said_with_the_tests() {
+        let e = Experiment::parse("experiment = \"ctl\"\ntest = \"discovry\"\n").unwrap_err();
+        let said = e.to_string();
+        assert!(
+            said.starts_with("line 2: test = 'discovry': did you mean 'discovery'?"),
+            "{said}"
+        );
+        for t in CtlTest::ALL {
+            assert!(said.contains(t.name()), "{t} missing: {said}");
+        }
+        let Experiment::Ctl(c) = Experiment::parse("experiment = \"ctl\"\ntest = \"change-detection\"\n").unwrap()
+        else {
+            panic!("not ctl")
+        };
+        assert_eq!(c.test, CtlTest::ChangeDetection);
     }
 
     /// A choice read from a file is refused with the names it has, at its

@@ -92,14 +92,7 @@ fn messages_arriving_with_the_handshake_wait_for_the_up_event() {
     let mut batch = Message::new(1, 1, Body::Hello(Hello::default())).to_bytes().unwrap();
     feed_raw(&mut s, &batch, now);
     let xid = sent(&mut s)[0].xid;
-    let fr = v10::FeaturesReply {
-        datapath_id: 9,
-        n_buffers: 0,
-        n_tables: 1,
-        capabilities: 0,
-        actions: 0,
-        ports: vec![],
-    };
+    let fr = v10::FeaturesReply::bare(9);
     batch = Message::v10(xid, v10::Body::FeaturesReply(fr)).to_bytes().unwrap();
     let pi = v10::PacketIn {
         buffer_id: 1,

@@ -91,6 +91,46 @@ impl OvsInstance {
         inst
     }
 
+    /// A secure-mode netdev bridge speaking only `version`, with datapath
+    /// id `dpid`, whose controller is this test on a Unix socket: the
+    /// controller, past the switch's HELLO.
+    fn bridge_under_us(&self, version: u8, dpid: u64) -> Controller {
+        let sock = self.dir.join("ctl.sock");
+        let listener = UnixListener::bind(&sock).unwrap();
+        let protocols = if version == OFP10_VERSION {
+            "OpenFlow10"
+        } else {
+            "OpenFlow13"
+        };
+        let (br, protocols, dpid) = (
+            self.bridge.as_str(),
+            format!("protocols={protocols}"),
+            format!("other-config:datapath-id={dpid:016x}"),
+        );
+        self.vsctl(&[
+            "add-br",
+            br,
+            "--",
+            "set",
+            "bridge",
+            br,
+            "datapath_type=netdev",
+            &protocols,
+            &dpid,
+            "fail-mode=secure",
+        ]);
+        self.vsctl(&["set-controller", br, &format!("unix:{}", sock.display())]);
+        let mut c = Controller::accept(listener, version);
+        c.until("HELLO", |m| matches!(m.body, Body::Hello(_)));
+        c
+    }
+
+    /// An internal port added to the bridge (the switch says PORT_STATUS).
+    fn add_internal_port(&self, name: &str) {
+        let br = self.bridge.as_str();
+        self.vsctl(&["add-port", br, name, "--", "set", "interface", name, "type=internal"]);
+    }
+
     fn vsctl(&self, args: &[&str]) {
         let db = format!("--db=unix:{}", self.dir.join("db.sock").display());
         let mut all = vec![db.as_str(), "--timeout=20"];
@@ -247,23 +287,7 @@ fn ofctl(version: &str, args: &[&str]) {
 #[test]
 fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
     let ovs = OvsInstance::start("13");
-    let sock = ovs.dir.join("ctl.sock");
-    let listener = UnixListener::bind(&sock).unwrap();
-    ovs.vsctl(&[
-        "add-br",
-        &ovs.bridge,
-        "--",
-        "set",
-        "bridge",
-        &ovs.bridge,
-        "datapath_type=netdev",
-        "protocols=OpenFlow13",
-        "other-config:datapath-id=00000000000000a1",
-        "fail-mode=secure",
-    ]);
-    ovs.vsctl(&["set-controller", &ovs.bridge, &format!("unix:{}", sock.display())]);
-    let mut c = Controller::accept(listener, OFP13_VERSION);
-    c.until("HELLO", |m| matches!(m.body, Body::Hello(_)));
+    let mut c = ovs.bridge_under_us(OFP13_VERSION, 0xa1);
     let fx = c.send13(v13::Body::FeaturesRequest);
     let f = c.until("FEATURES_REPLY", |m| m.xid == fx);
     match f.body {
@@ -350,16 +374,7 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
     ofctl("OpenFlow13", &["packet-out", &ovs.mgmt(), "LOCAL", "controller", FRAME]);
     c.until("PACKET_IN", |m| matches!(m.body, Body::V13(v13::Body::PacketIn(_))));
     // A PORT_STATUS: a new port appears.
-    ovs.vsctl(&[
-        "add-port",
-        &ovs.bridge,
-        "sdnt0p1",
-        "--",
-        "set",
-        "interface",
-        "sdnt0p1",
-        "type=internal",
-    ]);
+    ovs.add_internal_port("sdnt0p1");
     c.until("PORT_STATUS", |m| matches!(m.body, Body::V13(v13::Body::PortStatus(_))));
     // A FLOW_REMOVED: delete the flow that asked for one.
     let mut del = v13::FlowMod::add(5);
@@ -417,23 +432,7 @@ fn messages_from_a_real_ovs_switch_openflow13_decode_and_reencode_byte_exact() {
 #[test]
 fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
     let ovs = OvsInstance::start("10");
-    let sock = ovs.dir.join("ctl.sock");
-    let listener = UnixListener::bind(&sock).unwrap();
-    ovs.vsctl(&[
-        "add-br",
-        &ovs.bridge,
-        "--",
-        "set",
-        "bridge",
-        &ovs.bridge,
-        "datapath_type=netdev",
-        "protocols=OpenFlow10",
-        "other-config:datapath-id=00000000000000a2",
-        "fail-mode=secure",
-    ]);
-    ovs.vsctl(&["set-controller", &ovs.bridge, &format!("unix:{}", sock.display())]);
-    let mut c = Controller::accept(listener, OFP10_VERSION);
-    c.until("HELLO", |m| matches!(m.body, Body::Hello(_)));
+    let mut c = ovs.bridge_under_us(OFP10_VERSION, 0xa2);
     let fx = c.send10(v10::Body::FeaturesRequest);
     let f = c.until("FEATURES_REPLY", |m| m.xid == fx);
     match f.body {
@@ -510,16 +509,7 @@ fn messages_from_a_real_ovs_switch_openflow10_decode_and_reencode_byte_exact() {
     assert!(ports.iter().any(|p| p.port_no == v10::port::LOCAL), "{ports:?}");
     ofctl("OpenFlow10", &["packet-out", &ovs.mgmt(), "LOCAL", "controller", FRAME]);
     c.until("PACKET_IN", |m| matches!(m.body, Body::V10(v10::Body::PacketIn(_))));
-    ovs.vsctl(&[
-        "add-port",
-        &ovs.bridge,
-        "sdnt0p1",
-        "--",
-        "set",
-        "interface",
-        "sdnt0p1",
-        "type=internal",
-    ]);
+    ovs.add_internal_port("sdnt0p1");
     c.until("PORT_STATUS", |m| matches!(m.body, Body::V10(v10::Body::PortStatus(_))));
     miss.command = v10::FlowModCommand::DeleteStrict;
     c.send10(v10::Body::FlowMod(miss));

@@ -356,15 +356,8 @@ fn an_external_switch_is_measured_through_the_interfaces_named() {
     }
     let port = common::free_port();
     let mut switch = Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args([
-            "switch",
-            "--port",
-            &a,
-            "--port",
-            &b,
-            "--listen",
-            &format!("ptcp:{port}"),
-        ])
+        .args(["switch", "--port", &a, "--port", &b])
+        .args(["--listen", &format!("ptcp:{port}")])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

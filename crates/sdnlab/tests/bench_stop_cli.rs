@@ -174,18 +174,7 @@ fn temp_entries() -> std::collections::BTreeSet<String> {
 /// anywhere) into `out`, its stderr to `stderr`.
 fn spawn_cluster_bench(out: &std::path::Path, stderr: Stdio) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_sdnlab"))
-        .args([
-            "bench",
-            "ctl",
-            "--cluster",
-            "3",
-            "--ofp",
-            "1.3",
-            "--trials",
-            "5",
-            "--loops",
-            "20",
-        ])
+        .args("bench ctl --cluster 3 --ofp 1.3 --trials 5 --loops 20".split_whitespace())
         .args(["--no-live", "--out"])
         .arg(out)
         .stdout(Stdio::null())
@@ -450,18 +439,8 @@ fn net_up_stopped_at_random_moments_leaves_nothing() {
         let moment = format!("net up stopped after {at:?}");
         eprintln!("{moment}");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sdnlab"));
-        cmd.args([
-            "net",
-            "up",
-            "linear,3",
-            "--switch",
-            "ovs",
-            "--app",
-            "l2-learning",
-            "--cluster",
-            "3",
-        ])
-        .stdout(Stdio::piped());
+        cmd.args("net up linear,3 --switch ovs --app l2-learning --cluster 3".split_whitespace())
+            .stdout(Stdio::piped());
         let (mut child, status, err) =
             common::stop_after(&mut cmd, at, &moment).unwrap_or_else(|| panic!("{moment}: net up ended by itself"));
         let mut out = String::new();

@@ -276,16 +276,7 @@ fn the_image_is_the_binary_and_its_c_library_alone_and_runs() {
     ]);
     let out = Command::new("buildah")
         .args(["--storage-driver", "vfs", "run", "--isolation", "chroot", &c, "--"])
-        .args([
-            "/usr/bin/sdnlab",
-            "run",
-            "/x/e.toml",
-            "--workers",
-            "/x/i.toml",
-            "--no-live",
-            "--out",
-            "/tmp/r",
-        ])
+        .args("/usr/bin/sdnlab run /x/e.toml --workers /x/i.toml --no-live --out /tmp/r".split_whitespace())
         .output()
         .unwrap();
     let text = format!(

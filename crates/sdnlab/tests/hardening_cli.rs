@@ -189,18 +189,7 @@ fn a_peer_environment_planted_by_another_user_is_never_run() {
         .unwrap();
     assert!(st.success());
     let out = Command::new(BIN)
-        .args([
-            "bench",
-            "ctl",
-            "--peer",
-            "os-ken",
-            "--trials",
-            "1",
-            "--loops",
-            "1",
-            "--switches",
-            "1",
-        ])
+        .args("bench ctl --peer os-ken --trials 1 --loops 1 --switches 1".split_whitespace())
         .arg("--out")
         .arg(dir.0.join("run"))
         .env("XDG_CACHE_HOME", &cache)

@@ -277,6 +277,17 @@ fn osken_python() -> String {
     text(&out.stdout).trim().to_string()
 }
 
+/// A second of iperf3 TCP from the chain's first host to its last gets
+/// through at Gbit/s.
+fn iperf_crosses(up: &Up) {
+    let out = up.net(&["iperf", "h1", "h4", "--seconds", "1"]);
+    assert!(
+        out.status.success() && text(&out.stdout).contains("Gbit/s received"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn a_chain_of_four_sdnlab_switches_under_os_ken_simple_switch_13_and_under_sdnlab() {
     let port = common::free_port();
@@ -307,12 +318,7 @@ fn a_chain_of_four_sdnlab_switches_under_os_ken_simple_switch_13_and_under_sdnla
         &format!("127.0.0.1:{port}"),
     ]);
     pingall_until_complete(&up, Duration::from_secs(30));
-    let out = up.net(&["iperf", "h1", "h4", "--seconds", "1"]);
-    assert!(
-        out.status.success() && text(&out.stdout).contains("Gbit/s received"),
-        "{}",
-        text(&out.stderr)
-    );
+    iperf_crosses(&up);
     up.down();
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(osken.id() as i32),
@@ -321,12 +327,7 @@ fn a_chain_of_four_sdnlab_switches_under_os_ken_simple_switch_13_and_under_sdnla
     let _ = osken.wait();
     let up = Up::start(&["linear,4", "--switch", "sdnlab", "--app", "l2-learning"]);
     pingall_until_complete(&up, Duration::from_secs(20));
-    let out = up.net(&["iperf", "h1", "h4", "--seconds", "1"]);
-    assert!(
-        out.status.success() && text(&out.stdout).contains("Gbit/s received"),
-        "{}",
-        text(&out.stderr)
-    );
+    iperf_crosses(&up);
     up.down();
 }
 

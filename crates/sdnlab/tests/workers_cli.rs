@@ -1088,15 +1088,7 @@ fn bench_dp_tests_a_switch_whose_ports_are_on_two_workers() {
         Command::new(BIN)
             .args(["bench", "dp", "--dut", "external", "--external-ports", ports])
             .args(["--external-openflow", &openflow, "--workers", inv.to_str().unwrap()])
-            .args([
-                "--quick",
-                "--frames",
-                "64",
-                "--generator",
-                "afpacket",
-                "--receiver",
-                "afpacket",
-            ])
+            .args("--quick --frames 64 --generator afpacket --receiver afpacket".split_whitespace())
             .args(extra)
             .args(["--json", "--no-live", "--out", lab.dir.join(out).to_str().unwrap()])
             .output()

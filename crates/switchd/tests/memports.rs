@@ -87,27 +87,18 @@ fn packet_in_buffers_and_packet_out_releases() {
     assert_eq!(pi.data.0, f[..32].to_vec(), "truncated to max_len");
     assert_eq!(pi.total_len as usize, f.len());
     assert_ne!(pi.buffer_id, v13::NO_BUFFER);
-    c.send(
-        4,
-        B::PacketOut(v13::PacketOut {
-            buffer_id: pi.buffer_id,
-            in_port: 1,
-            actions: vec![Action::Output { port: 3, max_len: 0 }],
-            data: ofwire::Bytes(vec![]),
-        }),
-    );
+    // The buffered frame out of port 3, by its buffer id alone.
+    let release = B::PacketOut(v13::PacketOut {
+        buffer_id: pi.buffer_id,
+        in_port: 1,
+        actions: vec![Action::Output { port: 3, max_len: 0 }],
+        data: ofwire::Bytes(vec![]),
+    });
+    c.send(4, release.clone());
     let sent = ports[2].wait_sent(1, Duration::from_secs(2));
     assert_eq!(sent, vec![f], "the whole buffered frame goes out");
     // The same buffer twice: it is gone.
-    c.send(
-        5,
-        B::PacketOut(v13::PacketOut {
-            buffer_id: pi.buffer_id,
-            in_port: 1,
-            actions: vec![Action::Output { port: 3, max_len: 0 }],
-            data: ofwire::Bytes(vec![]),
-        }),
-    );
+    c.send(5, release);
     let e = c.wait(|m| match &m.body {
         Body::V13(B::Error(e)) if m.xid == 5 => Some(e.code),
         _ => None,

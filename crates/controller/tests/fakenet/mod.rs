@@ -12,7 +12,6 @@
 
 use controller::app::AppFactory;
 use controller::driver::{Driver, Environment};
-use controller::shared::{Context, Stats};
 use ofswitch::emulated::{Effect, Emulated};
 use ofswitch::flow::Rule;
 use ofwire::oxm::Oxm;
@@ -167,18 +166,11 @@ impl FakeNet {
         hosts: &[(u64, u32)],
         apps: Vec<AppFactory>,
     ) -> FakeNet {
-        let env = Environment {
-            apps,
-            session: ofconn::Config {
-                versions: vec![version],
-                ..Default::default()
-            },
-            ctx: Context::default(),
-            stats: Arc::new(Stats::default()),
-            verbose: false,
-            ha: None,
-            membership: None,
+        let session = ofconn::Config {
+            versions: vec![version],
+            ..Default::default()
         };
+        let env = Environment::new(apps, session);
         let mut net = FakeNet {
             env,
             switches: Vec::new(),

@@ -3,46 +3,43 @@
 //! the check that each is in its range. Names are the command line's, with
 //! `_` for `-`.
 
-use crate::check::{one_of, range, real, Conflict, ParamError};
+use crate::check::{range, real, Conflict, ParamError};
 use crate::peers::Name;
 pub use crate::peers::SlavePacketIns;
 use crate::LabError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
-/// The tests `test` names without a topology: cbench's modes and the RFC
-/// 8456 tests on sessions alone; those on emulated fabrics are
-/// `topology::TESTS`.
-pub const TESTS: [&str; 5] = ["cbench", "security", "sessions", "rate", "dos"];
+crate::check::choice! {
+    /// A test of `bench ctl`: cbench's load, RFC 8456's tests on sessions
+    /// alone, and those on emulated fabrics (`topology`).
+    pub enum CtlTest {
+        Cbench = "cbench",
+        Security = "security",
+        Sessions = "sessions",
+        Rate = "rate",
+        Dos = "dos",
+        Discovery = "discovery",
+        DiscoverySize = "discovery-size",
+        ReactivePaths = "reactive-paths",
+        ProactivePaths = "proactive-paths",
+        ChangeDetection = "change-detection",
+        Reprovisioning = "reprovisioning",
+        TableCapacity = "table-capacity",
+        TableCapacityProactive = "table-capacity-proactive",
+        Failover = "failover",
+    }
+}
 
-/// The tests that take `cluster` (RFC 8456's cluster mode): cbench's
-/// load (asynchronous message processing time and rate), the loss-free
-/// rate search, DoS handling, session capacity (a switch held while its
-/// session to each member is), exception handling (each case against
-/// each member, the witness connected to all), and the tests on emulated fabrics, every
-/// switch connected to every member (the proactive ones through the
-/// first member's REST API: the cluster's shared state carries the paths
-/// to each switch's master).
-pub const CLUSTER_TESTS: [&str; 14] = [
-    "cbench",
-    "rate",
-    "dos",
-    "sessions",
-    "security",
-    "discovery",
-    "discovery-size",
-    "reactive-paths",
-    "change-detection",
-    "reprovisioning",
-    "table-capacity",
-    "proactive-paths",
-    "table-capacity-proactive",
-    "failover",
-];
-
-/// Every test `test` names.
-pub fn all_tests() -> Vec<&'static str> {
-    TESTS.iter().chain(super::topology::TESTS.iter()).copied().collect()
+impl CtlTest {
+    /// Whether it runs on an emulated fabric, read and driven through a
+    /// northbound API (`topology`), rather than on sessions alone.
+    pub fn on_a_fabric(self) -> bool {
+        !matches!(
+            self,
+            CtlTest::Cbench | CtlTest::Security | CtlTest::Sessions | CtlTest::Rate | CtlTest::Dos
+        )
+    }
 }
 
 crate::check::choice! {
@@ -139,8 +136,8 @@ pub struct CtlConfig {
     /// (forwarding table capacity: destinations sent to, or paths requested, until the flow count stops growing),
     /// failover (an active/standby sdnlab pair with OpenFlow 1.3 roles, or a cluster with --cluster N;
     /// the active one, or the master, is killed).
-    #[arg(long, default_value = "cbench", value_parser = clap::builder::PossibleValuesParser::new(all_tests()))]
-    pub test: String,
+    #[arg(long, default_value_t = CtlTest::Cbench)]
+    pub test: CtlTest,
     /// Run a whole methodology: rfc8456 (every test the target supports, one report).
     #[arg(long)]
     pub suite: Option<Suite>,
@@ -311,7 +308,7 @@ pub struct CtlConfig {
 impl Default for CtlConfig {
     fn default() -> CtlConfig {
         CtlConfig {
-            test: "cbench".into(),
+            test: CtlTest::Cbench,
             suite: None,
             quick: false,
             target: None,
@@ -393,7 +390,6 @@ impl CtlConfig {
 
     /// The test, the suite, the peers, the answers' matching, and the load's sizes.
     fn check_choices(&self) -> Result<(), LabError> {
-        one_of("test", &self.test, &all_tests())?;
         if self.quick && self.suite.is_none() {
             return Err(Conflict::new("only with --suite").flag("quick").into());
         }
@@ -410,8 +406,8 @@ impl CtlConfig {
         }
         for p in self.all_peers() {
             if self.suite.is_none() {
-                if let Some(why) = super::faucet_unsupported(p, &self.test, self.ofp) {
-                    return Err(Conflict::new(why).with("peer", p).with("test", &self.test).into());
+                if let Some(why) = super::faucet_unsupported(p, self.test, self.ofp) {
+                    return Err(Conflict::new(why).with("peer", p).with("test", self.test).into());
                 }
             }
         }
@@ -437,15 +433,6 @@ impl CtlConfig {
 
     /// The cluster options: sdnlab's cluster or Faucet's, or one at addresses, and the tests each takes.
     fn check_cluster(&self) -> Result<(), LabError> {
-        if self.cluster > 0 && !CLUSTER_TESTS.contains(&self.test.as_str()) {
-            return Err(Conflict::new(format!(
-                "cluster mode is built for {} so far (this test's emulated switches do not yet connect to every member); leave --cluster out",
-                CLUSTER_TESTS.join(", "),
-            ))
-            .with("cluster", self.cluster)
-            .with("test", &self.test)
-            .into());
-        }
         if !self.target_members.is_empty() {
             if self.target != self.target_members.first().copied() {
                 return Err(
@@ -463,25 +450,19 @@ impl CtlConfig {
                 .with("cluster", self.cluster)
                 .into());
             }
-            if !CLUSTER_TESTS.contains(&self.test.as_str()) || self.test == "failover" {
-                return Err(Conflict::new(format!(
-                    "a cluster at addresses takes {} so far; give one address",
-                    CLUSTER_TESTS
-                        .iter()
-                        .filter(|t| **t != "failover")
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
+            if self.test == CtlTest::Failover {
+                return Err(Conflict::new(
+                    "a cluster at addresses takes every test but failover so far; give one address",
+                )
                 .with("target", self.members_given())
-                .with("test", &self.test)
+                .with("test", self.test)
                 .into());
             }
         }
-        if self.cluster == 1 && self.test == "failover" {
+        if self.cluster == 1 && self.test == CtlTest::Failover {
             return Err(Conflict::new("a failover needs a member to take over; give 2 or more")
                 .with("cluster", 1)
-                .with("test", "failover")
+                .with("test", CtlTest::Failover)
                 .into());
         }
         let faucet = self.all_peers().any(|p| p == Name::Faucet);
@@ -496,7 +477,7 @@ impl CtlConfig {
             .with("cluster", self.cluster)
             .into());
         }
-        if self.cluster > 0 && faucet && (self.test != "cbench" || self.suite.is_some()) {
+        if self.cluster > 0 && faucet && (self.test != CtlTest::Cbench || self.suite.is_some()) {
             return Err(Conflict::new(format!(
                 "Faucet's cluster takes cbench's load only (it has no topology discovery or northbound API sdnlab can drive); leave out --test{}",
                 if self.suite.is_some() { " and --suite" } else { "" }
@@ -551,9 +532,10 @@ impl CtlConfig {
     /// The sweep (what each test sweeps) and the kills (which member, after which loop).
     fn check_sweep_and_kills(&self) -> Result<(), LabError> {
         if let Some(sweep) = &self.sweep {
-            let topology = super::topology::TESTS.contains(&self.test.as_str());
-            let by_cluster = topology || self.test == "sessions";
-            let sweepable = matches!(self.test.as_str(), "cbench" | "rate") || (by_cluster && self.sweeps_clusters());
+            let topology = self.test.on_a_fabric();
+            let by_cluster = topology || self.test == CtlTest::Sessions;
+            let sweepable =
+                matches!(self.test, CtlTest::Cbench | CtlTest::Rate) || (by_cluster && self.sweeps_clusters());
             if !sweepable {
                 return Err(Conflict::new(if by_cluster {
                     "this test sweeps cluster sizes only (--sweep cluster=0,1,3,5)"
@@ -561,14 +543,14 @@ impl CtlConfig {
                     "this test takes no sweep (cbench and rate do)"
                 })
                 .with("sweep", format!("'{sweep}'"))
-                .with("test", &self.test)
+                .with("test", self.test)
                 .into());
             }
             if by_cluster {
-                if self.test == "discovery-size" {
+                if self.test == CtlTest::DiscoverySize {
                     return Err(Conflict::new("this test grows the fabric itself; give one --cluster N")
                         .with("sweep", format!("'{sweep}'"))
-                        .with("test", &self.test)
+                        .with("test", self.test)
                         .into());
                 }
                 if self.cluster > 0 || self.target.is_some() {
@@ -579,18 +561,18 @@ impl CtlConfig {
                     );
                 }
                 let sizes = self.cluster_sizes()?;
-                if self.test == "failover" && sizes.contains(&1) {
+                if self.test == CtlTest::Failover && sizes.contains(&1) {
                     return Err(Conflict::new(
                         "a cluster of 1 has no member to take over; give 0 (the active/standby pair) or 2 and more",
                     )
                     .with("sweep", format!("'{sweep}'"))
-                    .with("test", &self.test)
+                    .with("test", self.test)
                     .into());
                 }
             }
         }
         if let Some(k) = self.kill_after_loop {
-            if self.test != "cbench" || self.cluster < 2 || self.sweeps_clusters() {
+            if self.test != CtlTest::Cbench || self.cluster < 2 || self.sweeps_clusters() {
                 return Err(Conflict::new(
                     "it kills a member of a cluster during cbench's loops: add --cluster N (2 or more; sdnlab's or --peer faucet's), with the cbench test and no sweep of cluster sizes",
                 )
@@ -606,7 +588,7 @@ impl CtlConfig {
                 .into());
             }
         }
-        if self.kill == Kill::NonMaster && (self.test != "failover" || self.cluster < 2) {
+        if self.kill == Kill::NonMaster && (self.test != CtlTest::Failover || self.cluster < 2) {
             return Err(Conflict::new(
                 "the control of a cluster's failover: add --test failover --cluster N (2 or more)",
             )
@@ -633,7 +615,7 @@ impl CtlConfig {
             ctlbench::northbound::Northbound::parse(nb)?;
         }
         super::scenarios(self)?;
-        if super::topology::TESTS.contains(&self.test.as_str()) {
+        if self.test.on_a_fabric() {
             super::topology::check(self)?;
         }
         if self.target.is_none() && self.peers.is_empty() && self.peer.is_none() {
@@ -788,12 +770,11 @@ mod tests {
                 "switches 0 is out of range",
             ),
             (|c| c.sweep = Some("colour=1".into()), "cannot sweep 'colour'"),
-            (|c| c.test = "speed".into(), "--test 'speed'"),
             (|c| c.fabrics = vec!["ring,3".into()], "--fabric 'ring,3'"),
             (|c| c.quick = true, "--quick"),
             (
                 |c| {
-                    c.test = "discovery".into();
+                    c.test = CtlTest::Discovery;
                     c.target = Some(([127, 0, 0, 1], 6653).into());
                 },
                 "needs --northbound",

@@ -14,7 +14,7 @@ mod config;
 pub mod suite;
 pub mod topology;
 
-pub use config::{all_tests, CbenchMode, CtlConfig, Failure, Kill, MatchBy, Ofp, SlavePacketIns, Suite, TESTS};
+pub use config::{CbenchMode, CtlConfig, CtlTest, Failure, Kill, MatchBy, Ofp, SlavePacketIns, Suite};
 
 use crate::check::{Conflict, ParamError};
 use crate::rundir::{io_error, runtime, started, Place, Run};
@@ -48,14 +48,22 @@ const DOS_ATTACKER_DPIDS: u64 = 1_000_000;
 const UNANSWERED_AFTER_MS: u64 = 10_000;
 
 /// Why Faucet cannot take `test` in OpenFlow `ofp`, if it is the peer.
-pub(crate) fn faucet_unsupported(peer: crate::peers::Name, test: &str, ofp: Ofp) -> Option<String> {
+pub(crate) fn faucet_unsupported(peer: crate::peers::Name, test: CtlTest, ofp: Ofp) -> Option<String> {
     if peer != crate::peers::Name::Faucet {
         return None;
     }
     if ofp != Ofp::V13 {
         return Some("Faucet speaks OpenFlow 1.3 only: add --ofp 1.3".into());
     }
-    if !["cbench", "rate", "dos", "security", "sessions"].contains(&test) {
+    if ![
+        CtlTest::Cbench,
+        CtlTest::Rate,
+        CtlTest::Dos,
+        CtlTest::Security,
+        CtlTest::Sessions,
+    ]
+    .contains(&test)
+    {
         return Some(format!(
             "Faucet has no topology discovery or northbound API sdnlab can drive, so it cannot take the {test} test"
         ));
@@ -214,12 +222,12 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     if !a.peers.is_empty() {
         return run_peers(a, place, obs);
     }
-    match a.test.as_str() {
-        "security" => run_security(a, place, obs),
-        "sessions" => run_sessions(a, place, obs),
-        "rate" => run_rate(a, place, obs),
-        "dos" => run_dos(a, place, obs),
-        "cbench" => run_cbench(a, place, obs),
+    match a.test {
+        CtlTest::Security => run_security(a, place, obs),
+        CtlTest::Sessions => run_sessions(a, place, obs),
+        CtlTest::Rate => run_rate(a, place, obs),
+        CtlTest::Dos => run_dos(a, place, obs),
+        CtlTest::Cbench => run_cbench(a, place, obs),
         _ => topology::run(a, place, obs),
     }
 }

@@ -3,6 +3,7 @@
 //! trial and stopped after it.
 
 use super::*;
+use crate::ctl::CtlTest;
 
 pub(crate) fn workers() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
@@ -140,18 +141,18 @@ pub(super) fn spread_cluster_supported(a: &CtlConfig) -> Result<(), LabError> {
         );
     }
     let spread = [
-        "cbench",
-        "rate",
-        "sessions",
-        "dos",
-        "discovery",
-        "discovery-size",
-        "change-detection",
+        CtlTest::Cbench,
+        CtlTest::Rate,
+        CtlTest::Sessions,
+        CtlTest::Dos,
+        CtlTest::Discovery,
+        CtlTest::DiscoverySize,
+        CtlTest::ChangeDetection,
     ];
-    if clustered && !spread.contains(&a.test.as_str()) {
+    if clustered && !spread.contains(&a.test) {
         return refuse(
             Conflict::new("a cluster is spread over workers for the cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests so far; run this test without --workers")
-                .with("test", &a.test),
+                .with("test", a.test),
         );
     }
     if a.cluster > 0 && a.peer.is_some() {
@@ -298,15 +299,15 @@ pub(super) fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, 
         return Ok((members[0], target, Some(Running::Cluster(ctl, members))));
     }
     if let Some(name) = a.peer {
-        let dps = match a.test.as_str() {
-            "security" => {
+        let dps = match a.test {
+            CtlTest::Security => {
                 use ctlbench::security::{CASES, FIRST_CASE_DPID, PORTS, WITNESS_DPID};
                 crate::peers::Datapaths {
                     ranges: vec![(WITNESS_DPID, 1), (FIRST_CASE_DPID, CASES)],
                     ports: PORTS,
                 }
             }
-            "sessions" => crate::peers::Datapaths {
+            CtlTest::Sessions => crate::peers::Datapaths {
                 ranges: vec![(ctlbench::capacity::FIRST_DPID, a.max_sessions)],
                 ports: ctlbench::capacity::PORTS,
             },
@@ -314,7 +315,7 @@ pub(super) fn target_of(a: &CtlConfig) -> Result<(std::net::SocketAddr, Target, 
                 // Every emulated switch any scenario of the run brings.
                 let most = scenarios(a)?.iter().map(|(_, c)| c.switches).max();
                 let mut ranges = vec![(a.first_dpid, most.unwrap_or(a.switches))];
-                if a.test == "dos" {
+                if a.test == CtlTest::Dos {
                     // The attackers (`run_dos`).
                     ranges.push((a.first_dpid + DOS_ATTACKER_DPIDS, a.attackers));
                 }

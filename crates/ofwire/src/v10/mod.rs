@@ -122,6 +122,21 @@ pub struct FeaturesReply {
     pub ports: Vec<PhyPort>,
 }
 
+impl FeaturesReply {
+    /// A switch `datapath_id` with one table and nothing else said: no
+    /// buffers, capabilities, actions or ports (a test's switch).
+    pub fn bare(datapath_id: u64) -> FeaturesReply {
+        FeaturesReply {
+            datapath_id,
+            n_buffers: 0,
+            n_tables: 1,
+            capabilities: 0,
+            actions: 0,
+            ports: Vec::new(),
+        }
+    }
+}
+
 /// `ofp_packet_queue` of 1.0.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct PacketQueue {

@@ -272,18 +272,26 @@ pub(super) fn cdf_plot(runs: &[Run]) -> String {
     for (i, (name, pts)) in lines.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let path: Vec<String> = pts.iter().map(|(v, f)| format!("{:.1},{:.1}", x(*v), y(*f))).collect();
-        let _ = write!(
-            s,
-            r##"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/><rect x="{left}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{}" y="{}">{}</text>"##,
-            path.join(" "),
-            left + 18.0,
-            h + 20.0 * i as f64 + 4.0,
-            esc(name),
-            ly = h + 20.0 * i as f64,
-        );
+        line_with_legend(&mut s, color, &path, (left, h), i, name);
     }
     s.push_str("</svg>");
     s
+}
+
+/// A series' line through `path` (its points, "x,y" each), and its
+/// legend entry: the `i`-th below the plot whose left edge and bottom are
+/// `at`.
+fn line_with_legend(s: &mut String, color: &str, path: &[String], at: (f64, f64), i: usize, name: &str) {
+    let (left, h) = at;
+    let _ = write!(
+        s,
+        r##"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/><rect x="{left}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{}" y="{}">{}</text>"##,
+        path.join(" "),
+        left + 18.0,
+        h + 20.0 * i as f64 + 4.0,
+        esc(name),
+        ly = h + 20.0 * i as f64,
+    );
 }
 
 #[cfg(test)]
@@ -480,15 +488,7 @@ pub(super) fn line_plot(lines: &[Line], caption: &str) -> String {
                 y(*b)
             );
         }
-        let _ = write!(
-            s,
-            r##"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/><rect x="{left}" y="{ly}" width="12" height="3" fill="{color}"/><text x="{}" y="{}">{}</text>"##,
-            path.join(" "),
-            left + 18.0,
-            h + 20.0 * i as f64 + 4.0,
-            esc(name),
-            ly = h + 20.0 * i as f64,
-        );
+        line_with_legend(&mut s, color, &path, (left, h), i, name);
     }
     s.push_str("</svg>");
     s

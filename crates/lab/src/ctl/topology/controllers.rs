@@ -3,6 +3,7 @@
 //! mastership map is read and waited for.
 
 use super::*;
+use crate::ctl::CtlTest;
 
 /// A controller started for one trial.
 pub(in crate::ctl) enum Controller {
@@ -231,9 +232,9 @@ pub(super) fn start_controller(
 ) -> Result<(Vec<SocketAddr>, Northbound, Target, Controller), LabError> {
     if a.cluster > 0 {
         // The failover test's members run paths (it needs a path to fail over).
-        return start_cluster(a, a.cluster, if a.test == "failover" { "paths" } else { app });
+        return start_cluster(a, a.cluster, if a.test == CtlTest::Failover { "paths" } else { app });
     }
-    if a.test == "failover" {
+    if a.test == CtlTest::Failover {
         return start_pair(a.peer.unwrap_or(crate::peers::Name::Sdnlab));
     }
     let (addr, nb, mut target, ctl) = start_one(a, app, explicit_nb)?;
@@ -258,7 +259,7 @@ pub(super) fn start_one(
 ) -> Result<(SocketAddr, Northbound, Target, Controller), LabError> {
     if let Some(name) = a.peer {
         let role = crate::peers::Role::Paths {
-            proactive: a.test == "proactive-paths" || a.test == "table-capacity-proactive",
+            proactive: a.test == CtlTest::ProactivePaths || a.test == CtlTest::TableCapacityProactive,
         };
         let p = crate::peers::start_as(name, role)?;
         let nb = explicit_nb.clone().or(p.rest.clone()).unwrap_or(Northbound::None);

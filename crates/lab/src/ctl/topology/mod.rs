@@ -10,6 +10,7 @@
 
 use super::{finish_run, open_run, say, workers, CtlConfig, Ofp};
 use crate::check::{Conflict, ParamError};
+use crate::ctl::CtlTest;
 use crate::rundir::{started, Place};
 use crate::{LabError, Observer, Outcome};
 use ctlbench::fabric::{Fabric, Spec};
@@ -26,18 +27,6 @@ mod controllers;
 mod trials;
 pub(in crate::ctl) use controllers::*;
 use trials::*;
-
-pub const TESTS: [&str; 9] = [
-    "discovery",
-    "discovery-size",
-    "reactive-paths",
-    "proactive-paths",
-    "change-detection",
-    "reprovisioning",
-    "table-capacity",
-    "table-capacity-proactive",
-    "failover",
-];
 
 /// A fabric as `--fabric` gives it: a shape's name and sizes, or a JSON file.
 pub fn parse_fabric(s: &str) -> Result<Spec, ParamError> {
@@ -86,11 +75,13 @@ fn title(name: &str) -> &'static str {
     }
 }
 
-fn metrics(test: &str) -> Vec<Metric> {
+fn metrics(test: CtlTest) -> Vec<Metric> {
     let m = |name: &str, what: &str, better| Metric::new(name, what, better).titled(title(name));
     match test {
-        "discovery" | "discovery-size" => vec![m("discovery_s", "seconds to a complete view", Better::Lower)],
-        "reactive-paths" => vec![
+        CtlTest::Discovery | CtlTest::DiscoverySize => {
+            vec![m("discovery_s", "seconds to a complete view", Better::Lower)]
+        }
+        CtlTest::ReactivePaths => vec![
             m(
                 "reactive_path_s",
                 "seconds from a first frame to its arrival (mean over destinations)",
@@ -102,7 +93,7 @@ fn metrics(test: &str) -> Vec<Metric> {
                 Better::Higher,
             ),
         ],
-        "proactive-paths" => vec![
+        CtlTest::ProactivePaths => vec![
             m(
                 "proactive_path_s",
                 "seconds from a path request to the first frame's arrival (mean)",
@@ -114,7 +105,7 @@ fn metrics(test: &str) -> Vec<Metric> {
                 Better::Higher,
             ),
         ],
-        "change-detection" => vec![
+        CtlTest::ChangeDetection => vec![
             m(
                 "detect_view_s",
                 "seconds until the controller's view lost the failed links",
@@ -126,7 +117,7 @@ fn metrics(test: &str) -> Vec<Metric> {
                 Better::Lower,
             ),
         ],
-        "reprovisioning" => vec![
+        CtlTest::Reprovisioning => vec![
             m(
                 "reprovision_s",
                 "longest gap in traffic either way after a link failure, seconds",
@@ -134,7 +125,7 @@ fn metrics(test: &str) -> Vec<Metric> {
             ),
             m("lost_frames", "frames lost, both directions", Better::Lower),
         ],
-        "failover" => vec![
+        CtlTest::Failover => vec![
             m(
                 "failover_s",
                 "longest gap in controller-dependent traffic when the active controller dies, seconds",
@@ -153,10 +144,10 @@ fn metrics(test: &str) -> Vec<Metric> {
 }
 
 /// The app sdnlab's controller runs for a test (unless `--app` says otherwise).
-fn default_app(test: &str) -> &'static str {
+fn default_app(test: CtlTest) -> &'static str {
     match test {
-        "discovery" | "discovery-size" | "change-detection" => "topology",
-        "proactive-paths" | "table-capacity-proactive" => "paths-proactive",
+        CtlTest::Discovery | CtlTest::DiscoverySize | CtlTest::ChangeDetection => "topology",
+        CtlTest::ProactivePaths | CtlTest::TableCapacityProactive => "paths-proactive",
         _ => "paths",
     }
 }
@@ -172,7 +163,7 @@ struct Scenario {
 /// to suit the test.
 fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, LabError> {
     let mut out = Vec::new();
-    if a.test == "discovery-size" {
+    if a.test == CtlTest::DiscoverySize {
         let mut leaves = 2;
         while 2 + leaves <= a.max_switches.max(4) {
             let name = format!("leaf-spine,2,{leaves},1");
@@ -197,14 +188,14 @@ fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, LabError> {
     };
     for f in &fabrics {
         let spec = parse_fabric(f)?;
-        let needs_hosts = !matches!(a.test.as_str(), "discovery" | "change-detection");
+        let needs_hosts = !matches!(a.test, CtlTest::Discovery | CtlTest::ChangeDetection);
         if needs_hosts && spec.hosts.len() < 2 {
             return Err(Conflict::new("this test needs a fabric with at least 2 hosts")
                 .with("fabric", format!("'{f}'"))
-                .with("test", &a.test)
+                .with("test", a.test)
                 .into());
         }
-        if a.test == "reprovisioning" {
+        if a.test == CtlTest::Reprovisioning {
             let (first, last) = (spec.hosts[0].0, spec.hosts[spec.hosts.len() - 1].0);
             let spines = spec.links.iter().filter(|(l, _)| l.0 == first).count();
             if first == last || spines < 2 {
@@ -213,11 +204,11 @@ fn scenarios(a: &CtlConfig) -> Result<Vec<Scenario>, LabError> {
                      use a leaf-spine with 2 or more spines and 2 or more leaves",
                 )
                 .with("fabric", format!("'{f}'"))
-                .with("test", &a.test)
+                .with("test", a.test)
                 .into());
             }
         }
-        if a.test == "change-detection" {
+        if a.test == CtlTest::ChangeDetection {
             for fl in &failures {
                 out.push(Scenario {
                     name: format!("{f} {fl} down"),
@@ -247,16 +238,16 @@ pub(crate) fn check(a: &CtlConfig) -> Result<(), LabError> {
     if a.target.is_some() && a.northbound.is_none() {
         return Err(
             Conflict::new("this test needs --northbound (sdnlab:HOST:PORT, osken:HOST:PORT or none)")
-                .with("test", &a.test)
+                .with("test", a.test)
                 .flag("target")
                 .into(),
         );
     }
-    if a.test == "failover" && a.target.is_some() {
+    if a.test == CtlTest::Failover && a.target.is_some() {
         return Err(Conflict::new(
             "a failover kills the active controller, so sdnlab starts the pair: use the default or --peer sdnlab, not --target",
         )
-        .with("test", "failover")
+        .with("test", CtlTest::Failover)
         .flag("target")
         .into());
     }
@@ -299,7 +290,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     let clustered = a.cluster > 0 || sizes.iter().any(|&n| n > 0);
     let explicit_nb = a.northbound.as_deref().map(Northbound::parse).transpose()?;
     let app = if a.app == "l2-learning" {
-        default_app(&a.test).to_string()
+        default_app(a.test).to_string()
     } else {
         a.app.clone()
     };
@@ -308,14 +299,14 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     }
     controller::runtime::raise_fd_limit();
     // Failover needs roles, which OpenFlow 1.0 does not have.
-    let version = if a.ofp == Ofp::V10 && a.test != "failover" {
+    let version = if a.ofp == Ofp::V10 && a.test != CtlTest::Failover {
         ofwire::OFP10_VERSION
     } else {
         ofwire::OFP13_VERSION
     };
     let run_id = place.name(&format!("ctl-{}", a.test));
     let dir = place.dir(&run_id);
-    let metrics = run_metrics(&a.test, clustered);
+    let metrics = run_metrics(a.test, clustered);
     let main_metric = metrics[0].name.clone();
     let meta = Meta {
         benchmark: format!("bench ctl --test {}", a.test),
@@ -393,7 +384,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
             run.sample(&sample)?;
             std::thread::sleep(Duration::from_millis(a.cooldown_ms));
         }
-        if a.test == "discovery-size" {
+        if a.test == CtlTest::DiscoverySize {
             if !all_converged {
                 run.meta.events.push(format!(
                     "network discovery size: {} switches did not converge in every trial; the largest that did: {}",
@@ -418,7 +409,7 @@ pub fn run(a: &CtlConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, 
     }
     let outcome = finish_run(run, obs)?;
     // Growing until discovery fails is discovery-size's purpose, not an invalid run.
-    let invalid = if a.test == "discovery-size" { 0 } else { invalid };
+    let invalid = if a.test == CtlTest::DiscoverySize { 0 } else { invalid };
     Ok(super::incomplete(
         outcome,
         invalid,
@@ -455,7 +446,7 @@ fn parameters(
         "rfc8456_mode": if clustered { "cluster" } else { "standalone" },
         "cluster_size": sizes.iter().copied().max().unwrap_or(a.cluster), "cluster_sizes": sizes,
         "switch_connections": if clustered { "every switch to every member" } else { "one controller" },
-        "kill": if a.test == "failover" && clustered { Some(&a.kill) } else { None }})
+        "kill": if a.test == CtlTest::Failover && clustered { Some(&a.kill) } else { None }})
 }
 
 /// Each scenario and the config its trials run with: one per cluster size
@@ -495,9 +486,9 @@ fn by_cluster_size(a: &CtlConfig, sizes: &[usize]) -> Result<Vec<(Scenario, CtlC
 
 /// The test's metrics, and in cluster mode the failover's own (the
 /// re-mastering and the rejoin).
-fn run_metrics(test: &str, clustered: bool) -> Vec<Metric> {
+fn run_metrics(test: CtlTest, clustered: bool) -> Vec<Metric> {
     let mut metrics = metrics(test);
-    if test == "failover" && clustered {
+    if test == CtlTest::Failover && clustered {
         // Only a cluster has it: a metric no trial of the pair can fill
         // would leave the pair out of a results table.
         metrics.push(

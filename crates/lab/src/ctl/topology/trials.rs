@@ -3,6 +3,7 @@
 //! failover too), and the flood of the DoS variant.
 
 use super::*;
+use crate::ctl::CtlTest;
 
 /// What one trial measured: its values, and why a figure is missing.
 pub(super) struct Trial {
@@ -334,18 +335,18 @@ pub(super) async fn trial(
         // A cluster's killed member is started again (its rejoin
         // measured): the switches connect to it again, as real ones do
         // (every 100 ms here; Open vSwitch backs off from 1 s to 8 s).
-        reconnect: (a.test == "failover" && a.cluster > 0).then_some(Duration::from_millis(100)),
+        reconnect: (a.test == CtlTest::Failover && a.cluster > 0).then_some(Duration::from_millis(100)),
     };
     let mut t = Trial::new();
     t.set("switches", s.spec.switches.len() as f64);
     t.set("links", s.spec.links.len() as f64 * 2.0);
     // A cluster's members (the failover test reads them itself).
     let cluster = match ctl {
-        Controller::Cluster { members, .. } if a.test != "failover" => Some(member_rests(members)),
+        Controller::Cluster { members, .. } if a.test != CtlTest::Failover => Some(member_rests(members)),
         _ => None,
     };
     let switches: Vec<u64> = s.spec.switches.iter().map(|s| s.0).collect();
-    if a.test == "discovery" || a.test == "discovery-size" {
+    if a.test == CtlTest::Discovery || a.test == CtlTest::DiscoverySize {
         discovery(s, opts, nb, td, cluster.as_deref(), &switches, &mut t).await;
         return t;
     }
@@ -368,7 +369,7 @@ pub(super) async fn trial(
             }
         }
     }
-    let ready = if a.test == "change-detection" {
+    let ready = if a.test == CtlTest::ChangeDetection {
         tt::wait_for_view(&fabric, nb, td).await.map(|_| ())
     } else {
         tt::prepare(&fabric, nb, td, a.host_macs.max(1)).await
@@ -378,8 +379,8 @@ pub(super) async fn trial(
         fabric.stop();
         return t;
     }
-    match a.test.as_str() {
-        "reactive-paths" => {
+    match a.test {
+        CtlTest::ReactivePaths => {
             let p = tt::reactive_provisioning(&fabric, td).await;
             if let Some(m) = mean_of(&p.seconds) {
                 t.set("reactive_path_s", m);
@@ -391,7 +392,7 @@ pub(super) async fn trial(
             t.set("rate_reached", r.reached as f64);
             t.note(&r.note);
         }
-        "proactive-paths" => {
+        CtlTest::ProactivePaths => {
             let p = tt::proactive_provisioning(&fabric, nb, td).await;
             if let Some(m) = mean_of(&p.seconds) {
                 t.set("proactive_path_s", m);
@@ -405,11 +406,11 @@ pub(super) async fn trial(
                 t.note(&r.note);
             }
         }
-        "change-detection" => {
+        CtlTest::ChangeDetection => {
             let c = tt::change_detection(&fabric, nb, s.failure.unwrap_or(tt::Failure::Link), td).await;
             t.change(&c);
         }
-        "reprovisioning" => {
+        CtlTest::Reprovisioning => {
             let interval = Duration::from_micros(a.reprov_interval_us.max(100));
             let r = tt::reprovisioning(&fabric, interval, Duration::from_millis(a.reprov_ms.max(500))).await;
             if r.note.is_empty() {
@@ -423,20 +424,20 @@ pub(super) async fn trial(
             t.set("sent_each_way", r.forward.sent as f64);
             t.note(&r.note);
         }
-        "failover" if matches!(ctl, Controller::Cluster { .. }) => {
+        CtlTest::Failover if matches!(ctl, Controller::Cluster { .. }) => {
             let Controller::Cluster { members, etcd, .. } = ctl else {
                 unreachable!()
             };
             let endpoints = etcd.endpoints();
             cluster_failover(a, &fabric, members, &endpoints, td, &mut t).await;
         }
-        "failover" => {
+        CtlTest::Failover => {
             if !pair_failover(a, &fabric, ctl, td, &mut t).await {
                 fabric.stop();
                 return t;
             }
         }
-        "table-capacity-proactive" => {
+        CtlTest::TableCapacityProactive => {
             let c = tt::table_capacity_proactive(&fabric, nb, a.table_step.max(1), a.table_max.max(1), td).await;
             t.set("table_flows", c.flows as f64);
             t.set("destinations", c.destinations as f64);

@@ -70,15 +70,8 @@ pub(crate) fn start_dut(
                 };
                 let log = std::fs::File::create(bed.dir.join(&log_name)).map_err(BedError::io(log_name.clone()))?;
                 let child = Command::new(me)
-                    .args([
-                        "switch",
-                        "--port",
-                        &a,
-                        "--port",
-                        &b,
-                        "--listen",
-                        &format!("ptcp:{port}"),
-                    ])
+                    .args(["switch", "--port", &a, "--port", &b])
+                    .args(["--listen", &format!("ptcp:{port}")])
                     .args(["--ring", "4096", "--threads", "1"])
                     .args((dut == Dut::SdnlabFastpath).then_some("--xdp-fast-path"))
                     .args(bed.cores.map(|(_, sw)| format!("--cores={sw}")))
