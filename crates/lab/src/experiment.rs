@@ -12,7 +12,7 @@
 //! `to_toml` writes every parameter, resolved, so a file written by a run
 //! repeats that run exactly.
 
-use crate::ctl::{CtlConfig, CtlTest};
+use crate::ctl::CtlConfig;
 use crate::{LabError, Observer, Outcome};
 use serde::Serialize;
 use std::path::Path;
@@ -208,18 +208,7 @@ impl Experiment {
                 Experiment::Net(_) => {}
                 // (Its own checks: the external switch only, ports named WORKER:IF.)
                 Experiment::Dp(_) => {}
-                Experiment::Ctl(c)
-                    if [
-                        CtlTest::Cbench,
-                        CtlTest::Sessions,
-                        CtlTest::Rate,
-                        CtlTest::Dos,
-                        CtlTest::Discovery,
-                        CtlTest::DiscoverySize,
-                        CtlTest::ChangeDetection,
-                    ].contains(&c.test)
-                        && c.suite.is_none()
-                        && c.peers.is_empty() =>
+                Experiment::Ctl(c) if c.test.spreads_over_workers() && c.suite.is_none() && c.peers.is_empty() =>
                 {
                     // (sdnlab's cluster is started on the workers themselves.)
                     if c.target.is_none() && !(c.cluster > 0 && c.peer.is_none()) {
@@ -439,6 +428,7 @@ fn line_of(text: &str, at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ctl::CtlTest;
 
     /// A parameter out of range is said at its key and line in a file,
     /// and as its flag on the command line, from one structured error.

@@ -40,6 +40,20 @@ impl CtlTest {
             CtlTest::Cbench | CtlTest::Security | CtlTest::Sessions | CtlTest::Rate | CtlTest::Dos
         )
     }
+
+    /// Whether workers on other machines can share its load (`--workers`).
+    pub fn spreads_over_workers(self) -> bool {
+        matches!(
+            self,
+            CtlTest::Cbench
+                | CtlTest::Rate
+                | CtlTest::Sessions
+                | CtlTest::Dos
+                | CtlTest::Discovery
+                | CtlTest::DiscoverySize
+                | CtlTest::ChangeDetection
+        )
+    }
 }
 
 crate::check::choice! {

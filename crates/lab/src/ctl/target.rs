@@ -140,16 +140,7 @@ pub(super) fn spread_cluster_supported(a: &CtlConfig) -> Result<(), LabError> {
                 .with("sweep", format!("'{sweep}'")),
         );
     }
-    let spread = [
-        CtlTest::Cbench,
-        CtlTest::Rate,
-        CtlTest::Sessions,
-        CtlTest::Dos,
-        CtlTest::Discovery,
-        CtlTest::DiscoverySize,
-        CtlTest::ChangeDetection,
-    ];
-    if clustered && !spread.contains(&a.test) {
+    if clustered && !a.test.spreads_over_workers() {
         return refuse(
             Conflict::new("a cluster is spread over workers for the cbench, rate, sessions, dos, discovery, discovery-size and change-detection tests so far; run this test without --workers")
                 .with("test", a.test),
