@@ -118,11 +118,7 @@ impl Experiment {
                 let key = path.split(['.', '[']).next().unwrap_or_default().to_string();
                 let inner = e.into_inner().to_string();
                 let (message, of_value) = unknown_with_hint(inner.lines().next().unwrap_or_default(), &path);
-                let line = text
-                    .lines()
-                    .position(|l| sets(l, &key))
-                    .filter(|_| !key.is_empty())
-                    .map(|i| i + 1);
+                let line = key_line(text, &key).filter(|_| !key.is_empty()).map(|i| i + 1);
                 match line {
                     // The key is in the message (as `check::not_one_of` words it).
                     Some(_) if of_value || message.starts_with("unknown key") => ParseError::Value {
@@ -331,8 +327,13 @@ impl<'a> FileKeys<'a> {
 
     /// The 0-based line of the text that sets key `k`.
     fn line(&self, k: &str) -> Option<usize> {
-        self.text.lines().position(|l| sets(l, k))
+        key_line(self.text, k)
     }
+}
+
+/// The 0-based line of `text` that sets key `k`.
+fn key_line(text: &str, k: &str) -> Option<usize> {
+    text.lines().position(|l| sets(l, k))
 }
 
 /// Whether line `l` of a TOML file sets key `k`.

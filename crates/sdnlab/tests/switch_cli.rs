@@ -42,17 +42,7 @@ impl Switch {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
-        let t = Instant::now();
-        while !listen_file.exists() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let mut err = String::new();
-                let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-                panic!("the switch ended ({status}) before listening: {err}");
-            }
-            assert!(t.elapsed() < Duration::from_secs(10), "switch did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let target = std::fs::read_to_string(&listen_file).unwrap().trim().to_string();
+        let target = listening(&mut child, &listen_file).trim().to_string();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(target.starts_with("tcp:127.0.0.1:"), "listen file says {target:?}");
         Switch { child, target }
@@ -97,6 +87,22 @@ impl Drop for Switch {
         );
         let _ = self.child.wait();
     }
+}
+
+/// What a switch started with `--listen-file file` wrote there once it
+/// listened (within 10 s); its standard error if it ended first.
+fn listening(child: &mut Child, file: &std::path::Path) -> String {
+    let t = Instant::now();
+    while !file.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("the switch ended ({status}) before listening: {err}");
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "switch did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::read_to_string(file).unwrap()
 }
 
 /// Whether the switch has closed (or reset) `s`: looked at without
@@ -857,12 +863,7 @@ threads = 1
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    while !listen_file.exists() {
-        assert!(t.elapsed() < Duration::from_secs(10), "no listen file");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let text = std::fs::read_to_string(&listen_file).unwrap();
+    let text = listening(&mut child, &listen_file);
     let target = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{name} ")))

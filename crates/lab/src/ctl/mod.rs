@@ -55,15 +55,7 @@ pub(crate) fn faucet_unsupported(peer: crate::peers::Name, test: CtlTest, ofp: O
     if ofp != Ofp::V13 {
         return Some("Faucet speaks OpenFlow 1.3 only: add --ofp 1.3".into());
     }
-    if ![
-        CtlTest::Cbench,
-        CtlTest::Rate,
-        CtlTest::Dos,
-        CtlTest::Security,
-        CtlTest::Sessions,
-    ]
-    .contains(&test)
-    {
+    if test.on_a_fabric() {
         return Some(format!(
             "Faucet has no topology discovery or northbound API sdnlab can drive, so it cannot take the {test} test"
         ));
