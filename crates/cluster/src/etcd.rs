@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdError {
-    #[error("starting etcd: {0} (scripts/install-deps.sh installs Debian's etcd-server)")]
+    #[error("starting etcd: {0}")]
     Spawn(std::io::Error),
+    #[error(transparent)]
+    Install(#[from] netlab::install::InstallError),
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
     #[error("etcd member {name} {how}; its log: {log}, which ends: {last}")]
@@ -60,6 +62,7 @@ impl Etcd {
     /// `start`, every member listening on `ip` (an address other machines
     /// reach: the cluster's members on workers).
     pub fn start_on(dir: &Path, members: usize, ip: Ipv4Addr) -> Result<Etcd, EtcdError> {
+        netlab::install::need(&[netlab::install::ETCD])?;
         std::fs::create_dir_all(dir).map_err(|e| EtcdError::Io(dir.display().to_string(), e))?;
         {
             use std::os::unix::fs::PermissionsExt;

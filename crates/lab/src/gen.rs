@@ -246,6 +246,7 @@ fn measure(pair: &Pair, generator: Generator, seconds: f64, dir: &std::path::Pat
             std::fs::write(&conf, trafgen_conf(&frame)).map_err(BedError::io(conf.display().to_string()))?;
             let ifname = pair.ifname("g");
             let conf = conf.to_string_lossy().into_owned();
+            netlab::install::need(&[netlab::install::TRAFGEN])?;
             let mut child = spawn_on_core0(pair, &["trafgen", "--dev", &ifname, "--conf", &conf, "-P", "1", "-q"])?;
             let w = window(Instant::now());
             stop(&mut child);
@@ -256,6 +257,7 @@ fn measure(pair: &Pair, generator: Generator, seconds: f64, dir: &std::path::Pat
             write_pcap(&pcap, &frame, 10_000)?;
             let ifname = pair.ifname("g");
             let pcap = pcap.to_string_lossy().into_owned();
+            netlab::install::need(&[netlab::install::TCPREPLAY])?;
             let mut child = spawn_on_core0(
                 pair,
                 &["tcpreplay", "-i", &ifname, "--topspeed", "--loop=0", "-q", &pcap],

@@ -78,6 +78,9 @@ pub enum PeerError {
     /// A peer this machine cannot run, or one asked for what it does not do.
     #[error("{0}")]
     Unsupported(String),
+    /// A package the peer needs, not installed and not installed now.
+    #[error(transparent)]
+    Install(#[from] netlab::install::InstallError),
 }
 
 impl PeerError {
@@ -226,21 +229,6 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, PeerError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Installs Debian package `pkg` (the first time a peer needs it), saying so.
-fn apt_install(pkg: &str, why: &str) -> Result<String, PeerError> {
-    tracing::info!("sdnlab: installing {pkg} (apt), for {why}");
-    run(
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", pkg])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-        &format!("apt-get install {pkg}"),
-    )
-}
-
-fn which(program: &str) -> bool {
-    netlab::procs::on_path(program)
-}
-
 /// A venv with `packages` installed (once), made with `python`.
 fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<PathBuf, PeerError> {
     let dir = cache_dir()?.join(name);
@@ -261,7 +249,7 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
                 .status()
                 .is_ok_and(|s| s.success())
         {
-            apt_install("python3-venv", &format!("the {name} peer's environment"))?;
+            netlab::install::provide(vec![netlab::install::PYTHON3_VENV])?;
         }
         tracing::info!("sdnlab: installing {name} into {} (PyPI)", dir.display());
         run(
@@ -482,9 +470,7 @@ pub fn start_as(name: Name, role: Role) -> Result<Peer, PeerError> {
             (c, env!("CARGO_PKG_VERSION").to_string())
         }
         Name::OvsTestcontroller => {
-            if !which("ovs-testcontroller") {
-                apt_install("openvswitch-testcontroller", "the ovs-testcontroller peer")?;
-            }
+            netlab::install::need(&[netlab::install::OVS_TESTCONTROLLER])?;
             let v = run(
                 Command::new("ovs-testcontroller").arg("--version"),
                 "ovs-testcontroller --version",

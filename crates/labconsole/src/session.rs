@@ -456,6 +456,7 @@ impl Console {
                 println!("*** {name} is stopped");
                 continue;
             };
+            netlab::install::need(&[netlab::install::OVS_OFCTL]).map_err(netlab::NetError::from)?;
             let mut c = std::process::Command::new("ovs-ofctl");
             if !chooses_version {
                 let protocols = st
@@ -479,7 +480,7 @@ impl Console {
             c.args(options).arg(cmd).arg(&target).args(cmd_args);
             self.foreground(c).map_err(|e| match e {
                 ConsoleError::Io { source, .. } => ConsoleError::Io {
-                    what: "ovs-ofctl (scripts/install-deps.sh installs it)".into(),
+                    what: "ovs-ofctl".into(),
                     source,
                 },
                 e => e,
@@ -675,11 +676,12 @@ impl Console {
         match file {
             None => print!("{dot}"),
             Some(f) if f.ends_with(".svg") => {
+                netlab::install::need(&[netlab::install::DOT]).map_err(netlab::NetError::from)?;
                 let mut child = std::process::Command::new("dot")
                     .args(["-Tsvg", "-o", f])
                     .stdin(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(ConsoleError::io("dot (graphviz; scripts/install-deps.sh installs it)"))?;
+                    .map_err(ConsoleError::io("dot"))?;
                 child
                     .stdin
                     .take()

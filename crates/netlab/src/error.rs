@@ -33,6 +33,9 @@ pub enum NetError {
     /// A program run through `nsexec` (tc, ping) that did not start or failed.
     #[error(transparent)]
     Exec(#[from] nsexec::ToolError),
+    /// A program the run needs is not installed and was not installed now.
+    #[error(transparent)]
+    Install(#[from] crate::install::InstallError),
     /// Teardown left things behind: each, with why.
     #[error("{}", .0.join("; "))]
     Leftovers(Vec<String>),

@@ -6,6 +6,7 @@
 
 pub mod beds;
 pub mod error;
+pub mod install;
 pub mod kernel;
 pub mod ovs;
 pub mod ports;

@@ -53,6 +53,7 @@ fn spawn_in(dir: &Path, cmd: &str, args: Vec<String>) -> io::Result<Child> {
 /// file), initialised (`ovs-vsctl --no-wait init`) and ready. The caller
 /// owns the process (it is killed here if it cannot be made ready).
 pub fn start_ovsdb(dir: &Path) -> io::Result<Child> {
+    crate::install::need(&[crate::install::OVS]).map_err(io_err)?;
     let d = |f: &str| dir.join(f).display().to_string();
     let out = Command::new("ovsdb-tool")
         .args(["create", &d("conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"])

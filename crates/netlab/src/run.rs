@@ -173,6 +173,8 @@ impl Net {
         if !problems.is_empty() {
             return Err(NetError::Topology(problems.join("; ")));
         }
+        // Every network's hosts are pinged (`pingall`, the checks).
+        crate::install::need(&[crate::install::PING])?;
         // Loops are found on the whole topology, so every machine of a
         // spread one leaves the same links down.
         let blocked = if options.keep_loops {

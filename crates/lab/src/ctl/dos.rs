@@ -206,12 +206,13 @@ impl DropSynAcks {
              ip saddr 127.0.0.0/8 ip daddr {}/32 tcp sport {port} drop\n }}\n}}\n",
             ctlbench::synflood::FAKE_SOURCE
         );
+        netlab::install::need(&[netlab::install::NFT]).map_err(|e| format!("--syn-flood-pps: {e}"))?;
         let mut child = std::process::Command::new("nft")
             .args(["-f", "-"])
             .stdin(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .map_err(|e| format!("nft (apt-get install nftables) is needed for --syn-flood-pps: {e}"))?;
+            .map_err(|e| format!("nft: {e}"))?;
         use std::io::Write as _;
         if let Some(mut i) = child.stdin.take() {
             let _ = i.write_all(rules.as_bytes());

@@ -224,11 +224,12 @@ impl Emulation for Sdnlab {
         let (st, last) = self.last()?;
         let server = st.hosts.last().ok_or_else(|| EmuError::Said("no hosts".into()))?;
         let ip = server.ip.to_string();
+        netlab::install::need(&[netlab::install::IPERF3]).map_err(netlab::NetError::from)?;
         let mut srv = netlab::run::command_in(st, &last, &["iperf3", "-s", "-1", "-p", "5201"])?
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(EmuError::io("iperf3 (scripts/install-deps.sh installs it)"))?;
+            .map_err(EmuError::io("iperf3"))?;
         std::thread::sleep(std::time::Duration::from_millis(300));
         let secs = format!("{seconds}");
         let mut argv = vec!["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"];
@@ -284,6 +285,8 @@ const MININET_SIDE: &str = include_str!("mininet_side.py");
 
 impl Mininet {
     fn start(dir: &std::path::Path) -> Result<Mininet, EmuError> {
+        use netlab::install::{need, BRCTL, IPERF3, MININET, PING};
+        need(&[MININET, BRCTL, IPERF3, PING]).map_err(netlab::NetError::from)?;
         let script = dir.join("mininet_side.py");
         std::fs::write(&script, MININET_SIDE).map_err(EmuError::io(script.display().to_string()))?;
         // Debian's interpreter: Mininet is installed for it (not for another python3 on PATH).

@@ -331,7 +331,7 @@ fn up(a: &LbConfig, first: &Variant, videos: &Videos) -> Result<Lab, LabError> {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| LabError::setup(format!("nginx: {e} (install it: scripts/install-deps.sh)")))?;
+            .map_err(|e| LabError::setup(format!("nginx: {e}")))?;
         children.0.push(nginx);
         let me = std::env::current_exe().map_err(LabError::setup)?;
         let pidfile = dir.join("agent.pid");
@@ -619,6 +619,11 @@ pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, L
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::setup("bench lb builds namespaces and veths: run it as root"));
     }
+    let mut tools = vec![netlab::install::NGINX];
+    if p.clients.contains(&LbClient::Httperf) {
+        tools.push(netlab::install::HTTPERF);
+    }
+    netlab::install::need(&tools).map_err(netlab::NetError::from)?;
     let run_id = place.name("bench-lb");
     let dir = place.dir(&run_id);
     let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;

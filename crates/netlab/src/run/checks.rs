@@ -158,12 +158,13 @@ pub async fn iperf(
 /// it the moment it takes to listen; it is killed when the handle is
 /// dropped.
 pub async fn iperf_server(st: &State, server: &str) -> Result<tokio::process::Child, NetError> {
+    crate::install::need(&[crate::install::IPERF3])?;
     let child = tokio::process::Command::from(command_in(st, server, &["iperf3", "-s", "-1", "-p", "5201"])?)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(NetError::io("iperf3 (run scripts/install-deps.sh)"))?;
+        .map_err(NetError::io("iperf3"))?;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     Ok(child)
 }
@@ -178,6 +179,7 @@ pub async fn iperf_client(
     udp_rate: Option<&str>,
     started: &(dyn Fn(&str, u32) + Sync),
 ) -> Result<IperfResult, NetError> {
+    crate::install::need(&[crate::install::IPERF3])?;
     let ip = server_ip.to_string();
     let secs = seconds.to_string();
     let mut argv = vec!["iperf3", "-c", &ip, "-p", "5201", "-t", &secs, "-J"];

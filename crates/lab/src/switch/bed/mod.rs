@@ -83,6 +83,9 @@ pub enum BedError {
     /// A tool run through `nsexec` that did not start or failed.
     #[error(transparent)]
     Exec(#[from] nsexec::ToolError),
+    /// A tool the trial needs, not installed and not installed now.
+    #[error(transparent)]
+    Install(#[from] netlab::install::InstallError),
     /// What the bed cannot do as asked (an argument, a switch, a port).
     #[error("{0}")]
     Refused(String),

@@ -145,6 +145,7 @@ pub(crate) fn iperf3(bed: &Bed, seconds: f64, udp_mbit: Option<f64>) -> Result<s
     };
     let with_pin =
         |tool: &[&str]| -> Vec<String> { pin.iter().cloned().chain(tool.iter().map(|s| s.to_string())).collect() };
+    netlab::install::need(&[netlab::install::IPERF3])?;
     let mut server = run_in(&bed.rcv_ns(), &with_pin(&["iperf3", "-s", "-1", "-p", "5411"]))?
         .stdout(Stdio::null())
         .stderr(Stdio::null())
