@@ -614,16 +614,22 @@ fn metrics() -> Vec<Metric> {
 }
 
 /// Runs the experiment into `place`.
+/// nginx for the replicas, and httperf when it is one of the clients:
+/// installed now if they are not yet.
+fn need_tools(clients: &[LbClient]) -> Result<(), LabError> {
+    let mut tools = vec![netlab::install::NGINX];
+    if clients.contains(&LbClient::Httperf) {
+        tools.push(netlab::install::HTTPERF);
+    }
+    Ok(netlab::install::need(&tools).map_err(netlab::NetError::from)?)
+}
+
 pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let p = plan(a)?;
     if !nix::unistd::Uid::effective().is_root() {
         return Err(LabError::setup("bench lb builds namespaces and veths: run it as root"));
     }
-    let mut tools = vec![netlab::install::NGINX];
-    if p.clients.contains(&LbClient::Httperf) {
-        tools.push(netlab::install::HTTPERF);
-    }
-    netlab::install::need(&tools).map_err(netlab::NetError::from)?;
+    need_tools(&p.clients)?;
     let run_id = place.name("bench-lb");
     let dir = place.dir(&run_id);
     let dir = std::path::absolute(&dir).map_err(crate::rundir::io_error(&dir))?;
