@@ -101,8 +101,13 @@ if ! command -v cargo >/dev/null 2>&1; then
   [ -x "$HOME/.cargo/bin/cargo" ] || { echo "install-deps: rustup is needed (https://rustup.rs); it was not found" >&2; exit 1; }
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
-# rust-toolchain.toml pins stable with rustfmt and clippy; this installs them if absent.
-rustup show active-toolchain >/dev/null
+# rust-toolchain.toml pins stable with rustfmt and clippy; this installs
+# them if absent (rustup 1.28 and later install a toolchain only when
+# asked: `rustup toolchain install` with no name installs the pinned one).
+if ! rustup show active-toolchain >/dev/null 2>&1; then
+  echo "install-deps: rustup toolchain install (rust-toolchain.toml's)"
+  rustup toolchain install >/dev/null 2>&1 || rustup show active-toolchain >/dev/null
+fi
 if want test; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
