@@ -321,9 +321,7 @@ impl Mininet {
         let mut answer = String::new();
         self.from.read_line(&mut answer).map_err(EmuError::io("mininet"))?;
         if answer.is_empty() {
-            return Err(EmuError::Said(
-                "Mininet's side ended (is the `mininet` package installed? scripts/install-deps.sh)".into(),
-            ));
+            return Err(EmuError::Said("Mininet's side ended (what it said is above)".into()));
         }
         let v: Value = serde_json::from_str(&answer).map_err(|source| EmuError::Unreadable {
             what: format!("mininet said {answer:?}"),
