@@ -51,6 +51,7 @@ if want peers; then
     nftables            # bench ctl --test dos: drops SYN-ACKs to the SYN flood's fake source (loopback)
     netsniff-ng tcpreplay  # trafgen and tcpreplay: the generators `sdnlab bench gen` compares ours with
     python3 python3-venv   # os-ken and Faucet peer venvs (made on first use)
+    python3-dev            # Python.h: Faucet's pytricia has no wheel and builds from source
     nginx httperf          # bench lb: the replica servers and the paper's HTTP client
     chromium               # headless: the tests load reports as a reader would and check the page
     tmux                   # the console's tests drive the sdnlab> prompt as a person would (send-keys, capture-pane)

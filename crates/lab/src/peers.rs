@@ -251,6 +251,20 @@ fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<P
         {
             netlab::install::provide(vec![netlab::install::PYTHON3_VENV])?;
         }
+        // A package without a wheel for this Python is built from source
+        // (Faucet's pytricia): Debian's python3 has its headers only with
+        // python3-dev (a fresh machine's `pip install faucet` failed on
+        // a missing Python.h, 2026-11-30).
+        let headers = "import os, sysconfig; exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))";
+        if python == "python3"
+            && !Command::new("python3")
+                .args(["-c", headers])
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        {
+            netlab::install::provide(vec![netlab::install::PYTHON3_DEV])?;
+        }
         tracing::info!("sdnlab: installing {name} into {} (PyPI)", dir.display());
         run(
             Command::new(python).args(["-m", "venv"]).arg(&dir),

@@ -58,6 +58,11 @@ pub const TRAFGEN: Tool = tool("trafgen", "netsniff-ng", "trafgen");
 pub const TCPREPLAY: Tool = tool("tcpreplay", "tcpreplay", "tcpreplay");
 pub const DOT: Tool = tool("dot", "graphviz", "dot (graphviz)");
 pub const PYTHON3_VENV: Tool = tool("python3", "python3-venv", "Python's venv module");
+pub const PYTHON3_DEV: Tool = tool(
+    "python3-config",
+    "python3-dev",
+    "Python's headers (a peer's C extensions)",
+);
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
