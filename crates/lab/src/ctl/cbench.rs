@@ -479,8 +479,14 @@ mod tests {
         for s in &trials {
             assert!(s.values["responses_per_s"] > 0.0, "{s:?}");
             // Every answer the embedded learning switch gave was matched
-            // to its PACKET_IN, and no session was lost.
-            assert_eq!(s.values["matched_per_s"], s.values["responses_per_s"], "{s:?}");
+            // to its PACKET_IN, and no session was lost. (A loop's
+            // counters are read while the sessions run: an answer counted
+            // as received but not yet as matched when the loop ends is
+            // matched in the next one, so the two agree to within a
+            // batch at each end, not exactly; seen under load, 79 of
+            // 1.34 M/s. None is left unmatched.)
+            let (matched, responses) = (s.values["matched_per_s"], s.values["responses_per_s"]);
+            assert!(matched <= responses * 1.001 && matched >= responses * 0.999, "{s:?}");
             assert_eq!((s.values["unmatched"], s.values["sessions_lost"]), (0.0, 0.0), "{s:?}");
             assert!(!s.rtt_cdf.is_empty(), "the round trips' distribution");
         }
