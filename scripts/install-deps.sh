@@ -102,9 +102,9 @@ if ! command -v cargo >/dev/null 2>&1; then
   [ -x "$HOME/.cargo/bin/cargo" ] || { echo "install-deps: rustup is needed (https://rustup.rs); it was not found" >&2; exit 1; }
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
-# rust-toolchain.toml pins a release with rustfmt and clippy; this installs
-# them if absent (rustup 1.28 and later install a toolchain only when
-# asked: `rustup toolchain install` with no name installs the pinned one).
+# rust-toolchain.toml pins a release with rustfmt and clippy; `rustup show`
+# installs it if absent, and where it does not (it refused on this VM for
+# a toolchain it lacked), `rustup toolchain install` with no name does.
 if ! rustup show active-toolchain >/dev/null 2>&1; then
   echo "install-deps: rustup toolchain install (rust-toolchain.toml's)"
   rustup toolchain install >/dev/null 2>&1 || rustup show active-toolchain >/dev/null

@@ -229,41 +229,40 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, PeerError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Whether `python -c code` succeeds.
+fn python_says(python: impl AsRef<std::ffi::OsStr>, code: &str) -> bool {
+    Command::new(python)
+        .args(["-c", code])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// A venv with `packages` installed (once), made with `python`.
 fn venv(name: &str, python: &str, packages: &[&[&str]], check: &str) -> Result<PathBuf, PeerError> {
     let dir = cache_dir()?.join(name);
     let py = dir.join("bin/python");
-    let ready = py.exists()
-        && Command::new(&py)
-            .args(["-c", check])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
+    let ready = py.exists() && python_says(&py, check);
     if !ready {
-        // Debian's python3 makes venvs only with python3-venv (not in the
-        // main job's packages: installed here, the first time a peer needs it).
-        if python == "python3"
-            && !Command::new("python3")
-                .args(["-c", "import ensurepip"])
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        {
-            netlab::install::provide(vec![netlab::install::PYTHON3_VENV])?;
-        }
-        // A package without a wheel for this Python is built from source
-        // (Faucet's pytricia): Debian's python3 has its headers only with
-        // python3-dev (a fresh machine's `pip install faucet` failed on
-        // a missing Python.h, 2026-11-30).
-        let headers = "import os, sysconfig; exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))";
-        if python == "python3"
-            && !Command::new("python3")
-                .args(["-c", headers])
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        {
-            netlab::install::provide(vec![netlab::install::PYTHON3_DEV])?;
+        if python == "python3" {
+            let mut missing = Vec::new();
+            // Debian's python3 makes venvs only with python3-venv (not in
+            // the main job's packages: installed here, the first time a
+            // peer needs it).
+            if !python_says("python3", "import ensurepip") {
+                missing.push(netlab::install::PYTHON3_VENV);
+            }
+            // A package without a wheel for this Python is built from
+            // source (Faucet's pytricia): Debian's python3 has its headers
+            // only with python3-dev (a fresh machine's `pip install faucet`
+            // failed on a missing Python.h, 2026-11-30).
+            if !python_says(
+                "python3",
+                "import os, sysconfig; exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))",
+            ) {
+                missing.push(netlab::install::PYTHON3_DEV);
+            }
+            netlab::install::provide(missing)?;
         }
         tracing::info!("sdnlab: installing {name} into {} (PyPI)", dir.display());
         run(

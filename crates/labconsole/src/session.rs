@@ -450,13 +450,13 @@ impl Console {
             ));
         }
         let chooses_version = args.iter().any(|a| a == "-O" || a.starts_with("--protocols"));
+        netlab::install::need(&[netlab::install::OVS_OFCTL]).map_err(netlab::NetError::from)?;
         for (name, _) in &st.switches {
             println!("*** {name} {}", "-".repeat(60));
             let Some(target) = self.ofctl_target(name) else {
                 println!("*** {name} is stopped");
                 continue;
             };
-            netlab::install::need(&[netlab::install::OVS_OFCTL]).map_err(netlab::NetError::from)?;
             let mut c = std::process::Command::new("ovs-ofctl");
             if !chooses_version {
                 let protocols = st

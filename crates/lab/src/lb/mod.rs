@@ -613,7 +613,6 @@ fn metrics() -> Vec<Metric> {
     ]
 }
 
-/// Runs the experiment into `place`.
 /// nginx for the replicas, and httperf when it is one of the clients:
 /// installed now if they are not yet.
 fn need_tools(clients: &[LbClient]) -> Result<(), LabError> {
@@ -624,6 +623,7 @@ fn need_tools(clients: &[LbClient]) -> Result<(), LabError> {
     Ok(netlab::install::need(&tools).map_err(netlab::NetError::from)?)
 }
 
+/// Runs the experiment into `place`.
 pub fn run(a: &LbConfig, place: &Place, obs: &dyn Observer) -> Result<Outcome, LabError> {
     let p = plan(a)?;
     if !nix::unistd::Uid::effective().is_root() {
